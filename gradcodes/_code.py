@@ -1,0 +1,561 @@
+"""The core types: :class:`LinearCode` (shared base), :class:`GradientCode` (exact) and :class:`ApproximateCode`.
+
+Notation (spec §0.2): ``n`` workers, ``k`` partitions, ``m`` communication factor, ``s`` stragglers. The encoding
+matrix ``B`` is ``n x (k*m)``; column ``j*m + u`` carries block ``u`` of partial gradient ``g_j``. Worker ``i``
+sends ``y_i = sum_{j,u} B[i, j*m+u] g_j^(u)`` (a vector of length ``ceil(p/m)``). For responders ``F`` a decoding
+matrix ``A_F`` (m x n, zero outside ``F``) with ``A_F B = E = 1_k^T (x) I_m`` recovers block ``u`` of the sum
+``g = sum_j g_j`` as row ``u`` of ``A_F Y``.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ._decoders import Decoder, ExactDecoder, LeastSquaresDecoder, NullSpaceDecoder
+from ._fields import as_matrix, is_exact_field, to_fraction
+from ._numerics import (cancellation, error_estimate, exact_residual_ok, residuals, target_matrix,
+                        tolerance, unit_roundoff)
+from ._validate import check_int, check_responders
+
+__all__ = ["LinearCode", "GradientCode", "ApproximateCode", "DecodeInfo", "DecodingError"]
+
+
+class DecodingError(ValueError):
+    """A responder set from which the code cannot recover the gradient (to the tolerance)."""
+
+    def __init__(self, message: str, responders: np.ndarray | None = None, residual: float | None = None):
+        super().__init__(message)
+        self.responders = None if responders is None else [int(r) for r in responders]
+        self.residual = residual
+
+
+@dataclass(frozen=True)
+class DecodeInfo:
+    """What a decode reports about its own accuracy.
+
+    Attributes
+    ----------
+    responders : tuple of int
+        The responders used.
+    decoder : str
+        The decoder's name.
+    residual : float
+        ``||A_F B - E||_inf`` (0 for exact decoders that succeeded).
+    cancellation : float
+        ``max_u sum_i |A_F[u, i]| ||B_i||_1 / k`` (>= 1; 1 means no cancellation).
+    error_estimate : float
+        Predicted relative error of the decoded sum: ``u * cancellation + residual`` with ``u`` the unit roundoff
+        of the messages' dtype (0 for exact arithmetic).
+    exact : bool
+        True when the decode ran in exact arithmetic.
+    """
+
+    responders: tuple[int, ...]
+    decoder: str
+    residual: float
+    cancellation: float
+    error_estimate: float
+    exact: bool
+
+
+_FLOAT_KINDS = "fc"
+
+
+class LinearCode:
+    """A linear code for distributed gradient computation: the shared base of every code type.
+
+    Parameters
+    ----------
+    B : array_like, shape (n, k*m)
+        Encoding matrix, rows = workers. Floats give the ``"real"`` field, complex numbers ``"complex"``,
+        :class:`fractions.Fraction` or sympy Rationals ``"rational"`` (exact), a galois array ``"GF(p)"`` (exact).
+    m : int, default 1
+        Communication factor: each message has length ``ceil(p/m)``; ``B`` has ``k*m`` columns.
+    field : {"real", "complex", "rational"}, optional
+        Force a field (for example ``"rational"`` for an integer matrix); inferred from ``B`` by default.
+    name : str, optional
+        A label shown in reports (default: the family, or ``"custom"``).
+    family : str, optional
+        The constructor that built the code (used by :func:`gradcodes.save` / :func:`gradcodes.load`).
+    params : mapping, optional
+        The constructor's parameters (JSON-serialisable), kept for reports and files.
+    decoders : iterable of Decoder, optional
+        Family decoders added to the generic ones.
+    default_decoder : str, optional
+        Name of the decoder used when none is given.
+    cache_size : int, default 256
+        Number of decoding matrices kept (least recently used first out); 0 disables the cache.
+    field_builder : callable, optional
+        ``field_builder(field) -> code``: the same construction over another field (e.g. GF(p)); used by
+        ``verify(code, field=...)``.
+    """
+
+    def __init__(self, B: Any, *, m: int = 1, field: str | None = None, name: str | None = None,
+                 family: str | None = None, params: Mapping[str, Any] | None = None,
+                 decoders: Iterable[Decoder] | None = None, default_decoder: str | None = None,
+                 cache_size: int = 256, field_builder: Callable[[Any], LinearCode] | None = None) -> None:
+        mat, fld = as_matrix(B, field)
+        self._m = check_int("m", m, 1)
+        n, cols = mat.shape
+        if cols % self._m:
+            raise ValueError(f"B must have k*m columns; got {cols} columns, not a multiple of m={self._m}")
+        self._B = mat
+        if isinstance(self._B, np.ndarray):
+            self._B.flags.writeable = False
+        self._field = fld
+        self._n = n
+        self._k = cols // self._m
+        self.family = family or "custom"
+        self.name = name or self.family
+        self.params = dict(params or {})
+        self._cache_size = check_int("cache_size", cache_size, 0)
+        self._cache: OrderedDict[tuple[str, tuple[int, ...]], Any] = OrderedDict()
+        self._memo: dict[str, Any] = {}
+        self._field_builder = field_builder
+        self._target = target_matrix(self._k, self._m, self._B if self.exact else None)
+        if not self.exact and self._field == "complex":
+            self._target = self._target.astype(np.complex128)
+        self.decoders: dict[str, Decoder] = {}
+        generic: list[Decoder] = [ExactDecoder()] if self.exact else [NullSpaceDecoder(), LeastSquaresDecoder()]
+        for dec in [*generic, *(decoders or [])]:
+            if not isinstance(dec, Decoder):
+                raise TypeError(f"decoders must be Decoder instances, got {dec!r}")
+            self.decoders[dec.name] = dec
+        default = default_decoder or generic[0].name
+        if default not in self.decoders:
+            raise ValueError(f"default_decoder must be one of {sorted(self.decoders)}, got {default!r}")
+        self.default_decoder = default
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def B(self) -> Any:
+        """The encoding matrix (n x k*m), read-only."""
+        return self._B
+
+    @property
+    def n(self) -> int:
+        """Number of workers (rows of ``B``)."""
+        return self._n
+
+    @property
+    def k(self) -> int:
+        """Number of data partitions."""
+        return self._k
+
+    @property
+    def m(self) -> int:
+        """Communication factor: messages are ``1/m`` of a gradient."""
+        return self._m
+
+    @property
+    def field(self) -> str:
+        """``"real"``, ``"complex"``, ``"rational"`` or ``"GF(p)"``."""
+        return self._field
+
+    @property
+    def exact(self) -> bool:
+        """True if the code computes in exact arithmetic (rational or finite field)."""
+        return is_exact_field(self._field)
+
+    @property
+    def target(self) -> Any:
+        """``E = 1_k^T (x) I_m`` (m x k*m), in the code's field."""
+        return self._target
+
+    @property
+    def support_matrix(self) -> np.ndarray:
+        """Boolean (n, k): worker ``i`` stores partition ``j``."""
+        nz = np.asarray(self._B != 0)
+        return nz.reshape(self._n, self._k, self._m).any(axis=2)
+
+    @property
+    def supports(self) -> list[np.ndarray]:
+        """The partitions stored by each worker."""
+        return [np.flatnonzero(row) for row in self.support_matrix]
+
+    @property
+    def loads(self) -> np.ndarray:
+        """Partitions stored by each worker (length n)."""
+        return self.support_matrix.sum(axis=1)
+
+    @property
+    def load(self) -> int:
+        """Computation load: the largest number of partitions a worker stores."""
+        return int(self.loads.max())
+
+    @property
+    def replication(self) -> np.ndarray:
+        """Number of workers storing each partition (length k)."""
+        return self.support_matrix.sum(axis=0)
+
+    def float_B(self, dtype: Any = None) -> np.ndarray:
+        """``B`` as a float/complex ndarray of ``dtype`` (exact fields are rounded; GF(p) has no float form)."""
+        if self._field.startswith("GF("):
+            raise TypeError(f"a code over {self._field} has no floating-point form")
+        key = f"float:{np.dtype(dtype) if dtype is not None else 'native'}"
+        if key not in self._memo:
+            if self._field == "rational":
+                base = np.vectorize(float, otypes=[np.float64])(self._B)
+            else:
+                base = self._B
+            if dtype is not None:
+                dt = np.dtype(dtype)
+                if base.dtype.kind == "c" and dt.kind == "f":
+                    dt = np.result_type(dt, np.complex64)
+                base = base.astype(dt)
+            base = np.ascontiguousarray(base)
+            base.flags.writeable = False
+            self._memo[key] = base
+        return self._memo[key]
+
+    def in_field(self, field: Any) -> LinearCode:
+        """The same construction over another field (e.g. ``galois.GF(p)``), when the family supports it."""
+        if self._field_builder is None:
+            raise ValueError(f"the {self.family!r} code cannot be rebuilt over another field "
+                             f"(its constructor provides no field_builder)")
+        return self._field_builder(field)
+
+    def __repr__(self) -> str:
+        extra = f", s={self.s}" if hasattr(self, "s") else ""
+        return (f"{type(self).__name__}(name={self.name!r}, n={self.n}{extra}, k={self.k}, m={self.m}, "
+                f"field={self.field!r}, load={self.load})")
+
+    # ------------------------------------------------------------------ decoding matrices
+    def _min_responders(self) -> int:
+        return 0
+
+    def _mask(self, responders: Any) -> tuple[np.ndarray, np.ndarray]:
+        F = check_responders(responders, self._n, min_size=self._min_responders())
+        mask = np.zeros(self._n, dtype=bool)
+        mask[F] = True
+        return F, mask
+
+    def _decoder(self, decoder: str | Decoder | None) -> Decoder:
+        if decoder is None:
+            return self.decoders[self.default_decoder]
+        if isinstance(decoder, Decoder):
+            return decoder
+        if not isinstance(decoder, str) or decoder not in self.decoders:
+            raise ValueError(f"decoder must be one of {sorted(self.decoders)}, got {decoder!r}")
+        return self.decoders[decoder]
+
+    def decoding_matrices(self, mask: np.ndarray, decoder: str | Decoder | None = None) -> Any:
+        """Batched decoding matrices (b, m, n) for responder masks (b, n); no validation of the result."""
+        mask = np.asarray(mask, dtype=bool)
+        if mask.ndim != 2 or mask.shape[1] != self._n:
+            raise ValueError(f"mask must have shape (b, {self._n}), got {mask.shape}")
+        return self._decoder(decoder).matrices(self, mask)
+
+    def _check_matrix(self, F: np.ndarray, A: Any) -> tuple[float, float]:
+        """(residual, cancellation) of one decoding matrix; subclasses decide what to do with them."""
+        if self.exact:
+            ok = exact_residual_ok(A[None], self._B, self._target)[0]
+            canc = 1.0
+            if self._field == "rational":
+                Af = np.vectorize(float, otypes=[np.float64])(A)
+                canc = float(cancellation(Af[None], self.float_B(), self._k)[0])
+            return (0.0 if ok else float("inf")), canc
+        res = float(residuals(A[None], self._B, self._target)[0])
+        canc = float(cancellation(A[None], self._B, self._k)[0])
+        return res, canc
+
+    def _raw_decoding_matrix(self, F: np.ndarray, mask: np.ndarray, dec: Decoder) -> tuple[Any, float, float]:
+        key = (dec.name, tuple(int(i) for i in F))
+        if key in self._cache:
+            self._cache.move_to_end(key)
+            return self._cache[key]
+        A = dec.matrices(self, mask[None])[0]
+        res, canc = self._check_matrix(F, A)
+        entry = (A, res, canc)
+        if self._cache_size:
+            if isinstance(A, np.ndarray) and A.dtype != object:
+                A.flags.writeable = False
+            self._cache[key] = entry
+            while len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+        return entry
+
+    def decoding_matrix(self, responders: Any, decoder: str | Decoder | None = None) -> Any:
+        """The decoding matrix ``A_F`` (m x n, zero outside the responders).
+
+        Parameters
+        ----------
+        responders : iterable of int or bool mask of length n
+            The workers whose messages arrived.
+        decoder : str or Decoder, optional
+            A key of :attr:`decoders` (default :attr:`default_decoder`).
+        """
+        F, mask = self._mask(responders)
+        A, res, canc = self._raw_decoding_matrix(F, mask, self._decoder(decoder))
+        self._accept(F, A, res)
+        return A.copy() if isinstance(A, np.ndarray) else A
+
+    def _accept(self, F: np.ndarray, A: Any, res: float) -> None:
+        """Hook: GradientCode raises when the residual is too large; approximate codes accept anything."""
+
+    # ------------------------------------------------------------------ encode / decode
+    def _check_data(self, name: str, X: Any) -> np.ndarray:
+        if isinstance(X, (list, tuple)):
+            X = np.asarray(X, dtype=object if self.exact else None)
+        if not isinstance(X, np.ndarray):
+            raise TypeError(f"{name} must be a 2-D numpy array, got {type(X).__name__}")
+        if X.ndim != 2:
+            raise ValueError(f"{name} must be 2-D, got shape {X.shape}")
+        kind = X.dtype.kind
+        if kind == "O":
+            if self._field != "rational":
+                raise TypeError(f"{name} has dtype object; exact (Fraction) data needs a code over the "
+                                f"rational field, this code is over {self._field}")
+            return np.vectorize(lambda v: to_fraction(v, name), otypes=[object])(X)
+        if kind in "iu":
+            if self._field == "rational":
+                return np.vectorize(lambda v: to_fraction(int(v), name), otypes=[object])(X)
+            return X.astype(np.float64)
+        if kind not in _FLOAT_KINDS:
+            raise TypeError(f"{name} must have a float or complex dtype (float32, float64, complex64, "
+                            f"complex128), got {X.dtype}")
+        if self._field.startswith("GF("):
+            raise TypeError(f"{name}: a code over {self._field} cannot encode or decode floating-point data")
+        return X
+
+    def _matrix_for(self, X: np.ndarray, exact_matrix: Any) -> Any:
+        """Cast a matrix (B or A) to the data's precision: float32 data stays float32 (complex64 for complex codes)."""
+        if X.dtype == object:
+            return exact_matrix
+        if exact_matrix is self._B:
+            M = self.float_B()
+        elif self._field == "rational":
+            M = np.vectorize(float, otypes=[np.float64])(exact_matrix)
+        else:
+            M = exact_matrix
+        target = X.dtype
+        if M.dtype.kind == "c" and target.kind == "f":
+            target = np.result_type(target, np.complex64)
+        return M if M.dtype == target else M.astype(target)
+
+    def encode(self, partials: Any) -> np.ndarray:
+        """Worker messages ``Y`` (n x q) from partial gradients (k x p), ``q = ceil(p/m)``.
+
+        Each partial gradient is split into ``m`` contiguous blocks of length ``q`` (zero padded when ``m`` does not
+        divide ``p``); worker ``i`` sends ``sum_{j,u} B[i, j*m+u] g_j^(u)``. One matrix product, no loop over
+        coordinates; float32 stays float32.
+        """
+        G = self._check_data("partials", partials)
+        if G.shape[0] != self._k:
+            raise ValueError(f"partials must have k={self._k} rows (one per partition), got shape {G.shape}")
+        p = G.shape[1]
+        if p == 0:
+            raise ValueError("partials must have at least one coordinate (p >= 1)")
+        m = self._m
+        q = -(-p // m)
+        if m > 1:
+            if q * m != p:
+                pad = np.zeros((self._k, q * m - p), dtype=G.dtype)
+                if G.dtype == object:
+                    pad.fill(to_fraction(0))
+                G = np.concatenate([G, pad], axis=1)
+            G = G.reshape(self._k * m, q)
+        return self._matrix_for(G, self._B) @ G
+
+    def decode(self, responders: Any, messages: Any, *, decoder: str | Decoder | None = None,
+               length: int | None = None, return_info: bool = False) -> Any:
+        """The decoded sum of the partial gradients from the responders' messages.
+
+        Parameters
+        ----------
+        responders : iterable of int or bool mask
+            The workers whose messages arrived.
+        messages : ndarray, shape (n, q) or (len(responders), q)
+            Either the full receive buffer (row ``i`` = worker ``i``; straggler rows are ignored even if they hold
+            garbage) or just the responders' rows in the order of ``responders``.
+        decoder : str or Decoder, optional
+            Decoder name (default :attr:`default_decoder`).
+        length : int, optional
+            Length ``p`` of the gradient (to drop the zero padding when ``m`` does not divide ``p``); default
+            ``m*q``.
+        return_info : bool, default False
+            Also return a :class:`DecodeInfo` with the residual and an error estimate.
+
+        Returns
+        -------
+        g : ndarray, shape (length,)
+            In the messages' dtype (float32 stays float32; Fractions stay exact).
+        """
+        order = None
+        if not (isinstance(responders, np.ndarray) and responders.dtype == bool):
+            order = list(responders) if not isinstance(responders, np.ndarray) else responders.tolist()
+        F, mask = self._mask(responders if order is None else order)
+        dec = self._decoder(decoder)
+        A, res, canc = self._raw_decoding_matrix(F, mask, dec)
+        self._accept(F, A, res)
+        M = self._check_data("messages", messages)
+        q = M.shape[1]
+        if M.shape[0] == self._n:
+            rows = None
+        elif M.shape[0] == F.size:
+            rows = np.asarray(order if order is not None else F, dtype=np.int64)
+        else:
+            raise ValueError(f"messages must have n={self._n} rows (full buffer) or one row per responder "
+                             f"({F.size}), got shape {M.shape}")
+        Am = self._matrix_for(M, A)
+        if rows is None:
+            out = Am @ M
+            if M.dtype != object and not np.all(np.isfinite(out)):
+                out = Am[:, F] @ M[F]
+        else:
+            out = Am[:, rows] @ M
+        if M.dtype != object and not np.all(np.isfinite(out)):
+            src = F if rows is None else rows
+            bad = [int(w) for w, row in zip(src, M[F] if rows is None else M, strict=True)
+                   if not np.all(np.isfinite(row))]
+            raise ValueError(f"messages from responders {bad} contain NaN or infinite values")
+        g = out.reshape(-1)
+        if length is not None:
+            length = check_int("length", length, 1, self._m * q)
+            g = g[:length]
+        if not return_info:
+            return g
+        exact = M.dtype == object
+        est = 0.0 if exact else float(error_estimate(canc, res, M.dtype))
+        info = DecodeInfo(tuple(int(i) for i in F), dec.name, 0.0 if exact and res == 0 else res, canc, est,
+                          exact)
+        return g, info
+
+    # ------------------------------------------------------------------ diagnostics
+    def residual(self, responders: Any, decoder: str | Decoder | None = None) -> float:
+        """``||A_F B - E||_inf`` for a responder set (0 when an exact decode succeeds)."""
+        F, mask = self._mask(responders)
+        return self._raw_decoding_matrix(F, mask, self._decoder(decoder))[1]
+
+    def error_estimate(self, responders: Any, decoder: str | Decoder | None = None,
+                       dtype: Any = np.float64) -> float:
+        """Predicted relative error ``u * canc + residual`` of a decode from these responders."""
+        F, mask = self._mask(responders)
+        _, res, canc = self._raw_decoding_matrix(F, mask, self._decoder(decoder))
+        return float(error_estimate(canc, res, dtype)) if not self.exact else (0.0 if res == 0 else res)
+
+
+class GradientCode(LinearCode):
+    """An exact gradient code: any ``n - s`` responders recover the sum of the partial gradients.
+
+    The contract is ``A_F B = E = 1_k^T (x) I_m`` for every responder set ``F`` with ``|F| >= n - s``; it is checked
+    by :func:`gradcodes.verify`, and every decode checks its own residual (``decoding_matrix`` raises
+    :class:`DecodingError` naming the responder set when it is not met).
+
+    Parameters
+    ----------
+    B : array_like, shape (n, k*m)
+        Encoding matrix (rows = workers).
+    s : int
+        Stragglers tolerated, ``0 <= s <= n - 1``.
+    m : int, default 1
+        Communication factor.
+    rtol : float, default 1e-8
+        Relative acceptance tolerance of float decodes: ``residual <= rtol * max(1, ||a||_1 max|B|)``.
+    **kwargs
+        See :class:`LinearCode`.
+
+    Examples
+    --------
+    A 3-worker code tolerating one straggler (spec §1.3), in exact arithmetic:
+
+    >>> import numpy as np
+    >>> from fractions import Fraction as Fr
+    >>> import gradcodes as gc
+    >>> code = gc.GradientCode([[1, -1, 0], [0, 1, Fr(1, 2)], [2, 0, 1]], s=1)
+    >>> code.field, code.load
+    ('rational', 2)
+    >>> code.decoding_matrix([0, 1])
+    array([[Fraction(1, 1), Fraction(2, 1), Fraction(0, 1)]], dtype=object)
+
+    The same matrix in floating point, decoding real gradients:
+
+    >>> code = gc.GradientCode(np.array([[1, -1, 0], [0, 1, 0.5], [2, 0, 1]]), s=1)
+    >>> G = np.arange(12.0).reshape(3, 4)          # k = 3 partial gradients of length 4
+    >>> Y = code.encode(G)                          # one message per worker
+    >>> code.decode([0, 2], Y)                      # worker 1 straggles
+    array([12., 15., 18., 21.])
+    """
+
+    def __init__(self, B: Any, s: int, *, m: int = 1, rtol: float = 1e-8, **kwargs: Any) -> None:
+        super().__init__(B, m=m, **kwargs)
+        self.s = check_int("s", s, 0, self.n - 1)
+        self.rtol = float(rtol)
+        if not (0 < self.rtol < 1):
+            raise ValueError(f"rtol must be in (0, 1), got {rtol}")
+
+    def _min_responders(self) -> int:
+        return self.n - self.s
+
+    def _accept(self, F: np.ndarray, A: Any, res: float) -> None:
+        if self.exact:
+            if res != 0:
+                raise DecodingError(f"responders {F.tolist()} cannot recover the gradient: the sum is not in "
+                                    f"the span of their rows (exact {self.field} arithmetic)", F, res)
+            return
+        tol = float(tolerance(A[None], self._B, self.rtol)[0])
+        if not res <= tol:
+            raise DecodingError(f"responders {F.tolist()} cannot recover the gradient to tolerance: residual "
+                                f"||A_F B - E|| = {res:.3g} > {tol:.3g}", F, res)
+
+    @property
+    def unit_roundoff(self) -> float:
+        """Unit roundoff of the code's arithmetic (0 for exact fields)."""
+        return 0.0 if self.exact else unit_roundoff(np.float64)
+
+
+class ApproximateCode(LinearCode):
+    """A code without an exactness promise, judged by its error (and, for random stragglers, its bias).
+
+    ``decoding_matrix(responders)`` works for any responder set (possibly empty, giving a zero estimate), and
+    :meth:`approximation_error` gives ``||A_F B - E||_2``.
+
+    Parameters
+    ----------
+    B : array_like, shape (n, k*m)
+        Encoding matrix (rows = workers).
+    straggle_probabilities : array_like of length n, optional
+        Each worker's probability of straggling, in (0, 1), for codes designed for random stragglers.
+    s : int, optional
+        The number of stragglers the code was designed for (informational; decodes accept any set).
+    **kwargs
+        See :class:`LinearCode`.
+
+    Examples
+    --------
+    >>> import numpy as np, gradcodes as gc
+    >>> code = gc.ApproximateCode(np.eye(4), name="ignore-stragglers")
+    >>> code.approximation_error([0, 1, 2], decoder="lstsq")
+    1.0
+    """
+
+    def __init__(self, B: Any, *, straggle_probabilities: Any = None, s: int | None = None,
+                 **kwargs: Any) -> None:
+        super().__init__(B, **kwargs)
+        self.s = None if s is None else check_int("s", s, 0, self.n - 1)
+        if straggle_probabilities is not None:
+            p = straggle_probabilities
+            if isinstance(p, np.ndarray) and p.dtype != object:
+                arr = p.astype(np.float64)
+            else:
+                arr = np.asarray(list(p), dtype=object)
+            if arr.shape != (self.n,):
+                raise ValueError(f"straggle_probabilities must have length n={self.n}, got shape {arr.shape}")
+            if not all(0 < v < 1 for v in arr):
+                raise ValueError("straggle_probabilities must lie in the open interval (0, 1)")
+            straggle_probabilities = arr
+        self.straggle_probabilities = straggle_probabilities
+
+    def approximation_error(self, responders: Any, decoder: str | Decoder | None = None) -> float:
+        """``||A_F B - E||_2`` (Frobenius for m > 1): the error of the decoded sum per unit of gradient norm."""
+        F, mask = self._mask(responders)
+        A = self._raw_decoding_matrix(F, mask, self._decoder(decoder))[0]
+        if self.exact:
+            R = A @ self._B - self._target
+            return float(np.sqrt(float(sum(v * v for v in R.flat))))
+        return float(np.linalg.norm(A @ self._B - self._target))

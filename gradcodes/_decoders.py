@@ -1,0 +1,200 @@
+"""Decoders: small parallel classes over one base.
+
+A decoder turns a batch of responder patterns into decoding matrices. Every decoder implements
+
+    ``matrices(code, mask) -> A``  with ``mask`` of shape (b, n) (True = responder) and ``A`` of shape (b, m, n),
+
+zero in every straggler column. Decoders never check their own answer: the code (``decoding_matrix``) and the
+verifier compute residuals, so a decoder that cannot decode a pattern simply returns its best attempt.
+
+Generic decoders, available on every code of the matching field:
+
+* :class:`NullSpaceDecoder` (``"nullspace"``, float default) — all solutions of ``a B = E`` are ``a = c + K z`` with
+  ``c`` one particular solution and ``K`` a basis of the left null space of ``B``; a straggler set ``S`` then costs
+  one |S| x dim(K) solve (``K_S z = -c_S``) instead of an (n - s)-sized least-squares problem. Batched; patterns
+  whose small solve is singular or inaccurate fall back to :class:`LeastSquaresDecoder`.
+* :class:`LeastSquaresDecoder` (``"lstsq"``) — minimum-norm least squares on the responders' rows (batched
+  pseudo-inverse). Often the most accurate choice when ``B_F`` is numerically rank-deficient.
+* :class:`ExactDecoder` (``"exact"``) — the null-space method in exact arithmetic (Fractions or GF(p)).
+
+Families add closed forms by subclassing :class:`Decoder` in their own module.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import scipy.linalg
+
+from ._fields import exact_zeros, left_nullspace, solve_left
+from ._numerics import DEFAULT_RTOL
+
+if TYPE_CHECKING:
+    from ._code import LinearCode
+
+__all__ = ["Decoder", "NullSpaceDecoder", "LeastSquaresDecoder", "ExactDecoder", "stragglers_of"]
+
+_CHUNK = 4096
+
+
+class Decoder:
+    """Base class of all decoders. Subclasses set :attr:`name` and implement :meth:`matrices`."""
+
+    #: Key of the decoder in ``code.decoders``.
+    name: str = "decoder"
+    #: True if the decoder computes in exact arithmetic.
+    exact: bool = False
+    #: One line shown in reports.
+    description: str = ""
+
+    def matrices(self, code: LinearCode, mask: np.ndarray) -> Any:
+        """Decoding matrices (b, m, n) for the responder masks ``mask`` (b, n)."""
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r}>"
+
+
+def stragglers_of(mask: np.ndarray, t: int) -> np.ndarray:
+    """The (b, t) sorted straggler indices of masks that all have exactly ``t`` stragglers."""
+    if t == 0:
+        return np.zeros((mask.shape[0], 0), dtype=np.int64)
+    return np.sort(np.argsort(mask, axis=1, kind="stable")[:, :t], axis=1)
+
+
+def _by_straggler_count(mask: np.ndarray) -> list[tuple[int, np.ndarray]]:
+    counts = mask.shape[1] - mask.sum(axis=1)
+    return [(int(t), np.flatnonzero(counts == t)) for t in np.unique(counts)]
+
+
+class LeastSquaresDecoder(Decoder):
+    """Minimum-norm least squares ``argmin ||A_F B_F - E||`` on the responders (batched pseudo-inverse).
+
+    Singular values below ``rcond * sigma_max`` are dropped (numpy's default ``max(n, k m) * eps``), which picks the
+    small-norm solution among the many that agree to rounding when ``B_F`` is numerically rank-deficient.
+    """
+
+    name = "lstsq"
+    description = "minimum-norm least squares (pseudo-inverse)"
+
+    def matrices(self, code: LinearCode, mask: np.ndarray) -> np.ndarray:
+        B = code.B
+        E = code.target
+        b, n = mask.shape
+        out = np.zeros((b, code.m, n), dtype=B.dtype)
+        for lo in range(0, b, _CHUNK // 4):
+            mk = mask[lo:lo + _CHUNK // 4]
+            Bt = B.T[None, :, :] * mk[:, None, :]               # (c, km, n), straggler columns zeroed
+            P = np.linalg.pinv(Bt)                               # (c, n, km); zero rows for stragglers
+            out[lo:lo + mk.shape[0]] = np.swapaxes(P @ E.T, 1, 2)  # a = E pinv(B_F)
+        return out
+
+
+class NullSpaceDecoder(Decoder):
+    """All solutions of ``a B = E`` are ``c + K z``; a straggler set costs one small solve ``K_S z = -c_S``.
+
+    With ``d = dim(left null space of B)`` (``d = s`` for MDS-like codes), each pattern costs O(s^2 d + n d m)
+    after an O(n^2 k m) precomputation, and a whole batch is a handful of stacked LAPACK calls. Patterns whose
+    small system is singular or leaves a relative residual above ``rtol`` are recomputed with the
+    minimum-norm least-squares decoder.
+    """
+
+    name = "nullspace"
+    description = "null-space method (one small solve per straggler set), least-squares fallback"
+
+    def __init__(self, rtol: float = DEFAULT_RTOL) -> None:
+        self.rtol = rtol
+
+    @staticmethod
+    def basis(code: LinearCode) -> tuple[np.ndarray, np.ndarray]:
+        """``(C, K)``: the min-norm particular solution ``C`` (m, n) and an orthonormal left-null basis ``K`` (n, d)."""
+        cached = code._memo.get("nullspace")
+        if cached is None:
+            Bt = code.B.T
+            C = (np.linalg.pinv(Bt) @ code.target.T).T
+            K = scipy.linalg.null_space(Bt)
+            cached = (np.ascontiguousarray(C), np.ascontiguousarray(K))
+            code._memo["nullspace"] = cached
+        return cached
+
+    def matrices(self, code: LinearCode, mask: np.ndarray) -> np.ndarray:
+        C, K = self.basis(code)
+        b, n = mask.shape
+        m, d = C.shape[0], K.shape[1]
+        out = np.empty((b, m, n), dtype=np.result_type(C, K))
+        bmax = np.abs(code.B).max()
+        redo: list[np.ndarray] = []
+        for t, rows in _by_straggler_count(mask):
+            S = stragglers_of(mask[rows], t)
+            if t == 0 or d == 0:
+                out[rows] = C
+                bad = np.abs(C[:, S]).reshape(len(rows), -1).max(axis=1, initial=0) > self.rtol if t else None
+                if bad is not None and bad.any():
+                    redo.append(rows[bad])
+            else:
+                KS = K[S]                                        # (g, t, d)
+                CS = np.swapaxes(C[:, S], 0, 1)                  # (g, m, t)
+                rhs = -np.swapaxes(CS, 1, 2)                     # (g, t, m)
+                Z = None
+                if t == d:
+                    try:
+                        Z = np.linalg.solve(KS, rhs)             # (g, d, m)
+                    except np.linalg.LinAlgError:
+                        Z = None
+                if Z is None:
+                    Z = np.linalg.pinv(KS) @ rhs
+                sol_res = np.abs(KS @ Z - rhs).max(axis=(1, 2)) * bmax
+                A = C[None] + np.swapaxes(K[None] @ Z, 1, 2)     # (g, m, n)
+                scale = np.maximum(1.0, np.abs(A).sum(axis=2).max(axis=1) * bmax)
+                bad = ~np.isfinite(sol_res) | (sol_res > self.rtol * scale)
+                A *= mask[rows][:, None, :]
+                out[rows] = A
+                if bad.any():
+                    redo.append(rows[bad])
+        if redo:
+            idx = np.concatenate(redo)
+            out[idx] = LeastSquaresDecoder().matrices(code, mask[idx])
+        return out
+
+
+class ExactDecoder(Decoder):
+    """The null-space method in exact arithmetic (Fractions or GF(p)): no rounding at all.
+
+    ``C`` and the left-null basis ``K`` are computed once by exact Gaussian elimination; each pattern then solves
+    ``K_S z = -c_S`` exactly. A pattern with no solution gets a zero matrix (its residual is not zero, so the
+    code and the verifier report it).
+    """
+
+    name = "exact"
+    exact = True
+    description = "exact null-space elimination"
+
+    @staticmethod
+    def basis(code: LinearCode) -> tuple[Any, Any]:
+        cached = code._memo.get("exact")
+        if cached is None:
+            C = solve_left(code.B, code.target)
+            if C is None:
+                C = exact_zeros(code.B, (code.m, code.n))
+            cached = (C, left_nullspace(code.B))
+            code._memo["exact"] = cached
+        return cached
+
+    def matrices(self, code: LinearCode, mask: np.ndarray) -> Any:
+        C, K = self.basis(code)
+        b, n = mask.shape
+        out = exact_zeros(code.B, (b, code.m, n))
+        for i in range(b):
+            S = np.flatnonzero(~mask[i])
+            if S.size == 0:
+                out[i] = C
+                continue
+            # z^T K_S^T = -C_S  (solve_left solves X @ M = T)
+            X = solve_left(K[S].T.copy(), -C[:, S]) if K.shape[1] else None
+            if X is None:
+                if np.all(np.asarray(C[:, S] == 0)):
+                    out[i] = C
+                continue  # no solution: leave zeros, the residual check reports it
+            out[i] = C + X @ K.T  # exactly zero on S, since K_S z = -c_S holds exactly
+        return out

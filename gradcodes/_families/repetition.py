@@ -1,0 +1,257 @@
+"""Tandon, Lei, Dimakis & Karampatziakis, "Gradient Coding" (ICML 2017): uncoded, fractional and cyclic repetition.
+
+Spec §1. All three meet the load bound ``s + 1`` (for ``k = n``) of :func:`gradcodes.min_load` with equality.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from .._code import GradientCode, LinearCode
+from .._decoders import Decoder
+from .._fields import as_matrix, solve_left
+from .._io import REBUILDERS
+from .._registry import Scheme, register
+from .._validate import check_choice, check_int, check_ns, check_seed
+
+__all__ = ["uncoded", "fractional_repetition", "cyclic_repetition", "GroupDecoder"]
+
+
+class GroupDecoder(Decoder):
+    """Decoder of repetition codes whose workers form groups of identical rows that tile the all-ones vector.
+
+    ``mode="first"`` takes, in every group, the responder with the smallest index, with weight 1 (the decode is a
+    plain sum of messages: no rounding beyond the additions). ``mode="mean"`` puts weight ``1/|F ∩ group|`` on
+    every responder of the group (the minimum-norm solution). A group with no responder cannot be decoded (the
+    matrix is left zero there, so its residual reports it).
+    """
+
+    description = "one responder per group, 0/1 weights"
+
+    def __init__(self, groups: np.ndarray, mode: str = "first") -> None:
+        self.groups = np.asarray(groups, dtype=np.int64)          # (number of groups, group size)
+        self.mode = check_choice("mode", mode, ("first", "mean"))
+        self.name = "group" if mode == "first" else "group-mean"
+        if mode == "mean":
+            self.description = "weight 1/|F ∩ group| on every responder (minimum norm)"
+
+    def matrices(self, code: LinearCode, mask: np.ndarray) -> Any:
+        b, n = mask.shape
+        gm = mask[:, self.groups]                                   # (b, G, size)
+        if self.mode == "first":
+            first = np.zeros_like(gm)
+            np.put_along_axis(first, np.argmax(gm, axis=2)[:, :, None], True, axis=2)
+            num = (first & gm).astype(np.int64)                     # 1 on the first responder of each group
+            den = np.ones_like(num)
+        else:
+            num = gm.astype(np.int64)
+            den = np.maximum(gm.sum(axis=2, keepdims=True), 1).repeat(gm.shape[2], axis=2)
+        order = self.groups.ravel()
+        if code.exact:
+            out = np.empty((b, 1, n), dtype=object)
+            out.fill(Fraction(0))
+            out[:, 0, order] = np.vectorize(Fraction, otypes=[object])(num, den).reshape(b, -1)
+            return out
+        out = np.zeros((b, 1, n), dtype=code.B.dtype)
+        out[:, 0, order] = (num / den).reshape(b, -1)
+        return out
+
+
+def _check_k(n: int, k: int | None, multiple_of: int, why: str) -> int:
+    if k is None:
+        return n
+    k = check_int("k", k, 1)
+    if k % multiple_of:
+        raise ValueError(f"k must be a positive multiple of {multiple_of} ({why}), got k={k}")
+    return k
+
+
+def uncoded(n: int, k: int | None = None, *, field: str = "real") -> GradientCode:
+    """The uncoded scheme: worker ``i`` computes partition ``i`` (``B = I``, ``s = 0``, load 1).
+
+    Parameters
+    ----------
+    n : int
+        Number of workers, ``n >= 1``.
+    k : int, optional
+        Number of partitions, a multiple of ``n`` (default ``n``); worker ``i`` gets ``k/n`` consecutive ones.
+    field : {"real", "rational"}
+        Floating point or exact arithmetic.
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> gc.uncoded(4)
+    GradientCode(name='uncoded', n=4, s=0, k=4, m=1, field='real', load=1)
+    """
+    n = check_int("n", n, 1)
+    code = fractional_repetition(n, 0, k, field=field)
+    return GradientCode(code.B, 0, field=field, name="uncoded", family="uncoded",
+                        params={"n": n, "k": code.k, "field": field},
+                        decoders=[GroupDecoder(np.arange(n)[:, None])], default_decoder="group")
+
+
+def fractional_repetition(n: int, s: int, k: int | None = None, *, field: str = "real") -> GradientCode:
+    r"""Fractional repetition code (spec §1.2): ``B = I_{n/(s+1)} ⊗ 1_{(s+1) × k(s+1)/n}``.
+
+    The workers form ``n/(s+1)`` groups of ``s + 1``; all members of a group store the same ``k(s+1)/n``
+    partitions and send their plain sum. Any ``s`` stragglers leave at least one responder per group, so the
+    master adds one message per group: the decoding weights are 0/1 and the decode is as accurate as a sum
+    can be (cancellation factor exactly 1). Load ``k(s+1)/n``, meeting :func:`gradcodes.min_load`.
+
+    Parameters
+    ----------
+    n : int
+        Number of workers, ``n >= 1``.
+    s : int
+        Stragglers tolerated, ``0 <= s <= n - 1`` with ``(s + 1) | n``.
+    k : int, optional
+        Number of partitions, a multiple of ``n/(s+1)`` (default ``n``).
+    field : {"real", "rational"}
+        Floating point or exact arithmetic.
+
+    Decoders
+    --------
+    ``"group"`` (default): the smallest-index responder of each group, weight 1. ``"group-mean"``: weight
+    ``1/|F ∩ group|`` on each responder (minimum norm). The generic ``"nullspace"``/``"lstsq"`` (or ``"exact"``).
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> code = gc.fractional_repetition(4, 1)
+    >>> code.B
+    array([[1., 1., 0., 0.],
+           [1., 1., 0., 0.],
+           [0., 0., 1., 1.],
+           [0., 0., 1., 1.]])
+    >>> code.decoding_matrix([0, 2, 3])          # worker 1 straggles (spec §1.2)
+    array([[1., 0., 1., 0.]])
+    """
+    n, s = check_ns(n, s)
+    check_choice("field", field, ("real", "rational"))
+    if n % (s + 1):
+        raise ValueError(f"fractional_repetition needs (s + 1) | n; got n={n}, s={s}. Valid s for n={n}: "
+                         f"{[d - 1 for d in range(1, n + 1) if n % d == 0]}; for other (n, s) use "
+                         f"cyclic_repetition (or a stable code from gradcodes.recommend)")
+    groups = n // (s + 1)
+    k = _check_k(n, k, groups, f"each of the n/(s+1)={groups} groups gets k(s+1)/n partitions")
+    B = np.kron(np.eye(groups, dtype=np.int64), np.ones((s + 1, k // groups), dtype=np.int64))
+    group_idx = np.arange(n).reshape(groups, s + 1)
+    return GradientCode(B, s, field=field, name="fractional_repetition", family="fractional_repetition",
+                        params={"n": n, "s": s, "k": k, "field": field},
+                        decoders=[GroupDecoder(group_idx, "first"), GroupDecoder(group_idx, "mean")],
+                        default_decoder="group")
+
+
+def _cyclic_rows_from_H(H: Any, n: int, s: int, exact: bool) -> Any:
+    """Row ``i``: 1 at ``i`` and ``-(H[:, J_i[1:]])^{-1} H[:, i]`` on ``J_i = (i+1, ..., i+s) mod n``."""
+    if exact:
+        B = np.empty((n, n), dtype=object)
+        B.fill(Fraction(0))
+    else:
+        B = np.zeros((n, n))
+    for i in range(n):
+        J = (i + np.arange(1, s + 1)) % n
+        B[i, i] = Fraction(1) if exact else 1.0
+        if s == 0:
+            continue
+        HJ = H[:, J]
+        if exact:
+            x = solve_left(HJ.T.copy(), -H[:, i][None, :])      # x^T HJ^T = -h_i^T
+            if x is None:
+                raise ValueError(f"H[:, {J.tolist()}] is singular; H must make every s columns following a "
+                                 f"column (cyclically) invertible")
+            B[i, J] = x[0]
+        else:
+            cond = np.linalg.cond(HJ)
+            if not np.isfinite(cond) or cond > 1e12:
+                raise ValueError(f"H[:, {J.tolist()}] is singular or ill-conditioned (condition number "
+                                 f"{cond:.3g} > 1e12); pass another H or seed")
+            B[i, J] = -np.linalg.solve(HJ, H[:, i])
+    return B
+
+
+def cyclic_repetition(n: int, s: int, k: int | None = None, *, seed: Any = None, H: Any = None,
+                      field: str = "real") -> GradientCode:
+    r"""Cyclic repetition code (spec §1.3): worker ``i`` stores partitions ``i, ..., i+s (mod n)``.
+
+    Every row of ``B`` lies in the null space of a matrix ``H`` (``s × n``) with ``H 1 = 0``: row ``i`` has a 1 at
+    ``i`` and ``-(H_{J_i})^{-1} H_{:,i}`` on the next ``s`` positions ``J_i``. With ``H`` Gaussian (last column set
+    to minus the row sum), any ``n - s`` rows are linearly independent with probability 1, hence span
+    ``null(H) ∋ 1``, and the unique ``a_F`` with ``a_F B_F = 1`` decodes. There is no closed form: the decoder is
+    the generic null-space method (or min-norm least squares). Load ``s + 1``, meeting the bound.
+    The random ``H`` carries no deterministic guarantee: verify the drawn code with :func:`gradcodes.verify`.
+
+    Parameters
+    ----------
+    n : int
+        Number of workers, ``n >= 1``.
+    s : int
+        Stragglers tolerated, ``0 <= s <= n - 1``.
+    k : int, optional
+        Number of partitions, a multiple of ``n`` (default ``n``): partitions are merged into ``n``
+        super-partitions of ``k/n`` consecutive partitions (load ``(s+1) k / n``).
+    seed : int or numpy.random.Generator, optional
+        Seed of the Gaussian ``H`` (ignored when ``H`` is given).
+    H : array_like, shape (s, n), optional
+        A given ``H`` with ``H 1 = 0`` (Fractions or integers allowed with ``field="rational"``).
+    field : {"real", "rational"}
+        Floating point or exact arithmetic (a random ``H`` is then converted exactly).
+
+    Examples
+    --------
+    The spec's exact example (n = 3, s = 1, H = [1, 1, -2]):
+
+    >>> import gradcodes as gc
+    >>> code = gc.cyclic_repetition(3, 1, H=[[1, 1, -2]], field="rational")
+    >>> [[str(x) for x in row] for row in code.B]
+    [['1', '-1', '0'], ['0', '1', '1/2'], ['2', '0', '1']]
+    >>> [str(x) for x in code.decoding_matrix([1, 2])[0]]
+    ['0', '1', '1/2']
+    """
+    n, s = check_ns(n, s)
+    check_choice("field", field, ("real", "rational"))
+    k = _check_k(n, k, n, "partitions are grouped into n super-partitions")
+    exact = field == "rational"
+    params: dict[str, Any] = {"n": n, "s": s, "k": k, "field": field}
+    if H is None:
+        rng = check_seed(seed)
+        Hf = rng.standard_normal((s, n - 1))
+        Hf = np.concatenate([Hf, -Hf.sum(axis=1, keepdims=True)], axis=1)
+        Hm = as_matrix(Hf, "rational")[0] if exact else Hf
+        if Hm.shape[0] == 0:
+            Hm = np.zeros((0, n), dtype=object if exact else np.float64)
+        if isinstance(seed, (int, np.integer)):
+            params["seed"] = int(seed)
+    else:
+        if s == 0:
+            raise ValueError("H must not be given for s = 0 (the code is then uncoded)")
+        Hm, _ = as_matrix(H, "rational" if exact else "real", name="H")
+        if Hm.shape != (s, n):
+            raise ValueError(f"H must have shape (s, n) = ({s}, {n}), got {Hm.shape}")
+        row_sums = Hm.sum(axis=1)
+        if exact:
+            if any(v != 0 for v in row_sums):
+                raise ValueError("H must satisfy H @ 1 = 0 exactly (each row of H must sum to 0)")
+        elif np.abs(row_sums).max() > 1e-12 * max(1.0, np.abs(Hm).max()) * n:
+            raise ValueError(f"H must satisfy H @ 1 = 0 (each row of H must sum to 0); row sums "
+                             f"{row_sums.tolist()}")
+        params["H"] = [[str(v) for v in row] for row in Hm]
+    B = _cyclic_rows_from_H(Hm, n, s, exact)
+    if k != n:
+        B = np.kron(B, np.ones((1, k // n), dtype=np.int64)) if not exact else np.repeat(B, k // n, axis=1)
+    return GradientCode(B, s, field=field, name="cyclic_repetition", family="cyclic_repetition", params=params)
+
+
+REBUILDERS.update(uncoded=uncoded, fractional_repetition=fractional_repetition)
+register(Scheme("uncoded", lambda n, k=None: uncoded(n, k), "no redundancy: B = I, s = 0",
+                tour=({"n": 20},)))
+register(Scheme("fractional_repetition", fractional_repetition,
+                "Tandon et al. fractional repetition: groups of s+1 identical workers, 0/1 decoding; (s+1) | n",
+                tour=({"n": 20, "s": 3}, {"n": 100, "s": 9}, {"n": 500, "s": 49})))
+register(Scheme("cyclic_repetition", lambda n, s, k=None, seed=0: cyclic_repetition(n, s, k, seed=seed),
+                "Tandon et al. cyclic repetition with a seeded Gaussian H (load s+1, any n, s)",
+                tour=({"n": 20, "s": 3}, {"n": 50, "s": 5}, {"n": 100, "s": 10})))

@@ -1,0 +1,200 @@
+"""Fields of scalars and exact linear algebra.
+
+A code's encoding matrix lives in one of four fields:
+
+* ``"real"`` — float64 ndarray (rounding, accuracy reported by the verifier);
+* ``"complex"`` — complex128 ndarray;
+* ``"rational"`` — object ndarray of :class:`fractions.Fraction` (no rounding at all);
+* ``"GF(p)"`` — a :mod:`galois` ``FieldArray`` over a prime field (no rounding; used to verify algebraic
+  constructions such as cyclic MDS codes exactly).
+
+The exact fields share one Gaussian elimination (:func:`rref`), written with whole-row numpy operations so that
+it serves object arrays of Fractions and galois arrays alike.
+"""
+
+from __future__ import annotations
+
+import numbers
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+__all__ = ["as_matrix", "to_fraction", "is_exact_field", "exact_zeros", "rref", "solve_left", "left_nullspace",
+           "is_galois_array", "to_gf"]
+
+
+def is_galois_array(x: object) -> bool:
+    """True for a :mod:`galois` FieldArray (checked without importing galois)."""
+    return any(c.__module__.startswith("galois") and c.__name__ == "FieldArray" for c in type(x).__mro__)
+
+
+def is_exact_field(field: str) -> bool:
+    """True for the fields decoded with no rounding (``"rational"`` and ``"GF(p)"``)."""
+    return field == "rational" or field.startswith("GF(")
+
+
+def to_fraction(x: object, name: str = "B") -> Fraction:
+    """Convert an exact scalar (int, Fraction, sympy Rational, numpy integer, or float) to a Fraction.
+
+    Floats are converted exactly (``0.1`` becomes the binary fraction it really is). Irrational sympy numbers are
+    rejected with a TypeError.
+    """
+    if isinstance(x, Fraction):
+        return x
+    if isinstance(x, bool):
+        return Fraction(int(x))
+    if isinstance(x, numbers.Integral):
+        return Fraction(int(x))
+    if isinstance(x, (float, np.floating)):
+        if not np.isfinite(x):
+            raise ValueError(f"{name} must contain only finite entries, got {x!r}")
+        return Fraction(float(x))
+    # sympy Rational / Integer (duck-typed so that sympy is only imported when it is used)
+    if hasattr(x, "is_Rational") and getattr(x, "is_Rational", False):
+        return Fraction(int(x.p), int(x.q))  # type: ignore[attr-defined]
+    raise TypeError(f"{name} must contain rational entries (int, Fraction, sympy Rational) for the rational "
+                    f"field, got {x!r} of type {type(x).__name__}")
+
+
+def _looks_rational(a: np.ndarray) -> bool:
+    return any(isinstance(v, Fraction) or getattr(v, "is_Rational", False) for v in a.flat)
+
+
+def as_matrix(B: Any, field: str | None = None, name: str = "B") -> tuple[Any, str]:
+    """Return ``(matrix, field)`` for a user-given 2-D matrix, validating shape and finiteness.
+
+    ``field=None`` infers it: a galois array is ``"GF(p)"``; Fractions or sympy Rationals give ``"rational"``;
+    complex numbers ``"complex"``; anything else numeric ``"real"``.
+    """
+    if field is not None and not isinstance(field, str):
+        raise TypeError(f"field must be None or one of 'real', 'complex', 'rational', got {field!r}")
+    if is_galois_array(B):
+        F = type(B)
+        if F.degree != 1:
+            raise ValueError(f"{name} must be over a prime field GF(p); got GF({F.characteristic}^{F.degree})")
+        if B.ndim != 2 or 0 in B.shape:
+            raise ValueError(f"{name} must be a non-empty 2-D matrix, got shape {B.shape}")
+        gf_name = f"GF({F.characteristic})"
+        if field not in (None, gf_name, "GF"):
+            raise ValueError(f"field={field!r} does not match the galois array over {gf_name}")
+        return B, gf_name
+    if field is not None and field not in ("real", "complex", "rational"):
+        raise ValueError(f"field must be one of 'real', 'complex', 'rational' (or pass a galois array for GF(p)), "
+                         f"got {field!r}")
+    try:
+        arr = np.asarray(B)
+    except (ValueError, TypeError) as exc:
+        raise TypeError(f"{name} must be a 2-D array-like of numbers: {exc}") from None
+    if arr.ndim != 2 or 0 in arr.shape:
+        raise ValueError(f"{name} must be a non-empty 2-D matrix (rows = workers), got shape {arr.shape}")
+    if arr.dtype == object:
+        if field is None:
+            field = "rational" if _looks_rational(arr) else None
+        if field is None:
+            try:
+                arr = arr.astype(np.complex128 if any(isinstance(v, complex) for v in arr.flat) else np.float64)
+            except (TypeError, ValueError):
+                raise TypeError(f"{name} must contain numbers only") from None
+    elif arr.dtype.kind not in "biufc":
+        raise TypeError(f"{name} must contain numbers, got dtype {arr.dtype}")
+    if field is None:
+        field = "complex" if arr.dtype.kind == "c" else "real"
+    if field == "rational":
+        out = np.empty(arr.shape, dtype=object)
+        flat = arr.ravel()
+        for i, v in enumerate(flat):
+            out.flat[i] = to_fraction(v.item() if isinstance(v, np.generic) else v, name)
+        return out, field
+    if field == "real":
+        if arr.dtype.kind == "c":
+            if np.any(arr.imag != 0):
+                raise ValueError(f"{name} has complex entries; use field='complex'")
+            arr = arr.real
+        arr = np.array(arr, dtype=np.float64)
+    else:
+        arr = np.array(arr, dtype=np.complex128)
+    if not np.all(np.isfinite(arr)):
+        bad = np.argwhere(~np.isfinite(arr))[0]
+        raise ValueError(f"{name} must contain only finite entries; {name}[{bad[0]}, {bad[1]}] = "
+                         f"{arr[tuple(bad)]}")
+    return arr, field
+
+
+def to_gf(B: Any, GF: Any) -> Any:
+    """Map a rational (or integer) matrix into the prime field ``GF``: a/b -> a * b^-1 mod p."""
+    p = GF.characteristic
+    arr = np.asarray(B, dtype=object)
+    out = np.zeros(arr.shape, dtype=np.int64)
+    for idx, v in np.ndenumerate(arr):
+        f = to_fraction(v)
+        if f.denominator % p == 0:
+            raise ValueError(f"entry {idx} = {f} has a denominator divisible by p = {p}; choose another prime")
+        out[idx] = (f.numerator % p) * pow(f.denominator, -1, p) % p
+    return GF(out)
+
+
+def exact_zeros(like: Any, shape: tuple[int, ...]) -> Any:
+    """Zeros in the same exact field as ``like`` (object Fractions or a galois array)."""
+    if is_galois_array(like):
+        return type(like).Zeros(shape)
+    out = np.empty(shape, dtype=object)
+    out.fill(Fraction(0))
+    return out
+
+
+def rref(M: Any) -> tuple[Any, list[int]]:
+    """Reduced row echelon form of an exact matrix and its pivot columns (whole-row vectorised elimination)."""
+    A = M.copy()
+    rows, cols = A.shape
+    pivots: list[int] = []
+    r = 0
+    for c in range(cols):
+        if r == rows:
+            break
+        nz = np.flatnonzero(np.asarray(A[r:, c] != 0))
+        if nz.size == 0:
+            continue
+        piv = r + int(nz[0])
+        if piv != r:
+            A[[r, piv]] = A[[piv, r]]
+        A[r] = A[r] / A[r, c]
+        others = np.flatnonzero(np.asarray(A[:, c] != 0))
+        others = others[others != r]
+        if others.size:
+            A[others] = A[others] - np.multiply.outer(A[others, c], A[r])
+        pivots.append(c)
+        r += 1
+    return A, pivots
+
+
+def solve_left(M: Any, T: Any) -> Any | None:
+    """One solution ``X`` of ``X @ M = T`` over an exact field (free variables set to 0), or None if none exists.
+
+    ``M`` is (r, c) and ``T`` is (t, c); the result is (t, r).
+    """
+    r, c = M.shape
+    t = T.shape[0]
+    aug = exact_zeros(M, (c, r + t))
+    aug[:, :r] = M.T
+    aug[:, r:] = T.T
+    R, pivots = rref(aug)
+    if any(p >= r for p in pivots):
+        return None  # a pivot in the right-hand side: inconsistent
+    X = exact_zeros(M, (r, t))
+    for i, p in enumerate(pivots):
+        X[p] = R[i, r:]
+    return X.T
+
+
+def left_nullspace(M: Any) -> Any:
+    """A basis (as columns, shape (r, d)) of ``{x : x^T M = 0}`` over an exact field."""
+    r = M.shape[0]
+    R, pivots = rref(M.T.copy())
+    free = [j for j in range(r) if j not in pivots]
+    K = exact_zeros(M, (r, len(free)))
+    for col, f in enumerate(free):
+        K[f, col] = type(M)(1) if is_galois_array(M) else Fraction(1)
+        for i, p in enumerate(pivots):
+            K[p, col] = -R[i, f]
+    return K
