@@ -18,8 +18,15 @@ import numpy as np
 
 from ._decoders import Decoder, ExactDecoder, LeastSquaresDecoder, NullSpaceDecoder
 from ._fields import as_matrix, is_exact_field, to_fraction
-from ._numerics import (cancellation, error_estimate, exact_residual_ok, residuals, target_matrix,
-                        tolerance, unit_roundoff)
+from ._numerics import (
+    cancellation,
+    error_estimate,
+    exact_residual_ok,
+    residuals,
+    target_matrix,
+    tolerance,
+    unit_roundoff,
+)
 from ._validate import check_int, check_responders
 
 __all__ = ["LinearCode", "GradientCode", "ApproximateCode", "DecodeInfo", "DecodingError"]
