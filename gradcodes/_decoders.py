@@ -97,7 +97,7 @@ class LeastSquaresDecoder(Decoder):
             mk = mask[lo:lo + _CHUNK // 4]
             Bt = B.T[None, :, :] * mk[:, None, :]               # (c, km, n), straggler columns zeroed
             P = pinv(Bt)                               # (c, n, km); zero rows for stragglers
-            out[lo:lo + mk.shape[0]] = np.swapaxes(P @ E.T, 1, 2)  # a = E pinv(B_F)
+            out[lo:lo + mk.shape[0]] = np.swapaxes(P @ E.T, 1, 2) * mk[:, None, :]  # a = E pinv(B_F), 0 on S
         return out
 
 

@@ -7,5 +7,6 @@ constructor from ``gradcodes/__init__.py``.
 """
 
 from .repetition import cyclic_repetition, fractional_repetition, uncoded
+from .cyclic_mds import cyclic_mds  # issue 3
 
-__all__ = ["cyclic_repetition", "fractional_repetition", "uncoded"]
+__all__ = ["cyclic_repetition", "fractional_repetition", "uncoded", "cyclic_mds"]

@@ -1,0 +1,507 @@
+r"""Raviv, Tamo, Tandon & Dimakis: gradient codes from cyclic MDS codes, over C and R (spec §2.1-§2.2).
+
+Let ``ω = exp(2πi/n)`` and let ``Z = {m, m+1, ..., m+s-1}`` (integers, ``1 <= m``, ``m+s-1 <= n-1``) be a window
+of ``s`` consecutive *frequencies*. The cyclic code
+
+.. math:: \mathcal C_Z = \{c \in \mathbb C^n : c(\omega^f) = 0 \ \forall f \in Z\},\qquad c(x) = \sum_t c_t x^t,
+
+has dimension ``n - s``, is MDS (BCH bound: ``s`` consecutive zeros give ``d_min = s + 1``) and contains the
+all-ones vector (``1(x) = (x^n-1)/(x-1)`` vanishes at every ``ω^f``, ``f != 0``, and ``0 ∉ Z``). Its generator
+``g(x) = ∏_{f∈Z} (x - ω^f)`` is a codeword of minimum weight ``s + 1`` supported on ``{0, ..., s}``; with
+``c = g / g(1)`` (so ``Σ c = 1``) worker ``i`` sends the cyclic shift ``B[i, j] = c[(j - i) mod n]`` and stores
+partitions ``{i, ..., i+s} mod n``: load ``s + 1``, meeting the bound.
+
+*Why any n - s rows decode* (spec §2.1): a dependency ``Σ_{i∈F} u_i x^i g(x) ≡ 0 (mod x^n - 1)`` forces
+``u(ω^f) = 0`` for the ``n - s`` frequencies outside ``Z``, which are consecutive (cyclically), so ``u`` lies in
+an MDS code of minimum distance ``n - s + 1 > |F|``: ``u = 0``. Hence any ``n - s`` rows are a basis of
+``C_Z ∋ 1``.
+
+**Placement of the zero window.** ``placement="textbook"`` takes ``Z = {1, ..., s}`` (spec §2.1), whose generator
+has coefficients as large as ``C(s, s/2)``-ish (``||c||_1 = 3e8`` at (100, 10), ``3e66`` at (500, 125) with
+``Σ c = 1``): decodes cancel catastrophically from n ≈ 50. ``placement="centered"`` (default) puts the window
+opposite frequency 0, ``Z = {z0+1, ..., z0+s}`` with ``z0 = (n-s)//2``; then ``c >= 0`` (real case) and
+``||c||_1 = Σ c = 1``, and the code survives random stragglers to n = 500 (spec numerics.md §3.1).
+
+**Real field.** The window is closed under ``f -> n - f`` exactly when ``n - s`` is odd; the centered code then
+has real coefficients (spec §2.2). When ``n - s`` is even and ``(s + 1) | n`` the real code is *cyclic fractional
+repetition*: ``c = 1 + x + ... + x^s`` (zeros at the ``s`` nontrivial ``(s+1)``-th roots of unity; not MDS, but
+among any ``n - s`` rows one residue class mod ``s + 1`` is complete and its rows tile ``1``, so the decode adds
+``n/(s+1)`` messages with weight 1). No other ``(n, s)`` gets a real code here.
+
+**Decoders** (see ``docs/cyclic_mds.md``). Every decoding vector of ``C_Z`` has the form
+``a = κ 1 + Σ_{f∈Z} z_f ω^{-f·}`` with ``κ = 1/c(1)``: its spectrum lives on ``{0} ∪ Z``.
+
+* ``"spectral"`` (float default): that parametrisation with an orthonormal Fourier (real: cos/sin) basis ``K`` of
+  the left null space; ``a_S = 0`` is the ``s x s`` system ``K_S z = -κ 1``, solved by minimum-norm least squares
+  (batched SVD). ``||a||^2 = κ^2 n + ||z||^2``, so this is the minimum-norm solution of the numerically
+  rank-deficient problem, like ``np.linalg.lstsq`` on the ``(n-s) x n`` system, at ``O(s^3 + ns)`` per pattern.
+* ``"barycentric"``: the unique exact solution ``a_j = κ Σ_{l∈S} L_l(y_j) (1 - (y_j / y_l)^m)`` with
+  ``y_j = ω^{-j}`` and ``L_l`` the Lagrange basis on the straggler nodes; ``O(ns + n log n)`` per pattern (one FFT
+  gives every ``∏_{l∈S}(y_j - y_l)``). Exact in GF(p).
+* ``"product"`` (textbook placement): the erasure-locator product ``a_j = κ ∏_{l∈S} (1 - ω^{l-j})``, evaluated
+  for all ``j`` by one FFT convolution of logarithms, ``O(n log n)``.
+* ``"residue"`` (real cyclic FR): weight 1 on a complete residue class mod ``s + 1``.
+
+**Exact verification.** ``gc.verify(code, field="GF")`` (or ``field=galois.GF(p)``) rebuilds the construction
+over ``GF(p)`` with ``p ≡ 1 (mod n)`` (default: the smallest such prime) and ``ω = γ^{(p-1)/n}`` for a primitive
+element ``γ``, and checks every responder set with no rounding at all.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .._code import GradientCode, LinearCode
+from .._decoders import Decoder, stragglers_of
+from .._io import REBUILDERS
+from .._registry import Scheme, register
+from .._validate import check_choice, check_ns
+
+__all__ = ["cyclic_mds", "gf_prime", "CyclicSpectralDecoder", "CyclicBarycentricDecoder",
+           "CyclicProductDecoder", "ResidueClassDecoder"]
+
+_FIELDS = {"complex": "complex", "C": "complex", "real": "real", "R": "real"}
+_CHUNK = 64
+
+
+# ----------------------------------------------------------------------------------------------- helpers
+def _window(n: int, s: int, placement: str) -> int:
+    """The first frequency ``m`` of the zero window ``Z = {m, ..., m+s-1}``."""
+    return 1 if placement == "textbook" else (n - s) // 2 + 1
+
+
+def _float_codeword(n: int, s: int, m: int, normalize: str, real: bool) -> np.ndarray:
+    """Coefficients (length n) of ``∏_{f=m}^{m+s-1} (x - ω^f)``, scaled by ``normalize``."""
+    c = np.zeros(n, dtype=np.complex128)
+    c[0] = 1.0
+    roots = np.exp(2j * np.pi * np.arange(m, m + s) / n)
+    for t, r in enumerate(roots):          # multiply by (x - r): O(s^2), no cancellation for the centered window
+        c[1:t + 2] = c[0:t + 1] - r * c[1:t + 2]
+        c[0] = -r * c[0]
+    if normalize == "sum":
+        c /= c.sum()
+    if real:
+        if np.abs(c.imag).max() > 1e-9 * np.abs(c).max():  # pragma: no cover - guarded by the window symmetry
+            raise RuntimeError("internal error: the real cyclic code has complex coefficients")
+        return np.ascontiguousarray(c.real)
+    return c
+
+
+def _circulant(c: Any) -> Any:
+    """``B[i, j] = c[(j - i) mod n]`` (rows are the cyclic shifts of ``c``)."""
+    n = len(c)
+    idx = (np.arange(n)[None, :] - np.arange(n)[:, None]) % n
+    return c[idx]
+
+
+def gf_prime(n: int) -> int:
+    """The smallest prime ``p ≡ 1 (mod n)`` (so that GF(p) holds a primitive n-th root of unity).
+
+    >>> gf_prime(10), gf_prime(12), gf_prime(16)
+    (11, 13, 17)
+    """
+    import galois
+
+    p = n + 1
+    while not galois.is_prime(p):
+        p += n
+    return p
+
+
+def _gf_field(field: Any, n: int) -> Any:
+    import galois
+
+    if isinstance(field, str):
+        if field != "GF":
+            raise ValueError(f"field must be 'GF' (smallest prime p ≡ 1 mod n) or a galois.GF(p) class, got "
+                             f"{field!r}")
+        return galois.GF(gf_prime(n))
+    if isinstance(field, type) and hasattr(field, "characteristic") and hasattr(field, "degree"):
+        if field.degree != 1:
+            raise ValueError(f"the cyclic code needs a prime field GF(p); got GF({field.characteristic}^"
+                             f"{field.degree})")
+        if (field.characteristic - 1) % n:
+            raise ValueError(f"GF({field.characteristic}) has no primitive {n}-th root of unity: need p ≡ 1 "
+                             f"(mod n={n}); the smallest such prime is {gf_prime(n)}")
+        return field
+    raise TypeError(f"field must be 'GF' or a galois.GF(p) class, got {field!r}")
+
+
+# ----------------------------------------------------------------------------------------------- decoders
+class CyclicSpectralDecoder(Decoder):
+    r"""Minimum-norm decoder in the spectral parametrisation ``a = κ 1 + K z`` (batched, ``O(s^3 + ns)``).
+
+    ``K`` is an orthonormal basis of the left null space of ``B`` made of Fourier vectors on the zero window
+    (cos/sin pairs for real codes); stragglers ``S`` give the ``s x s`` system ``K_S z = -κ 1_S``, solved by a
+    batched pseudo-inverse with relative cutoff ``rcond``. Because ``κ 1 ⟂ K``, ``||κ1 + Kz||^2 = κ^2 n + ||z||^2``:
+    the minimum-norm ``z`` gives the minimum-norm decoding vector, as ``np.linalg.lstsq`` on ``B_F^T a = 1``
+    would, but from an ``s x s`` instead of an ``(n-s) x n`` problem.
+    """
+
+    name = "spectral"
+    description = "minimum-norm least squares on the s x s spectral system (batched SVD)"
+
+    def __init__(self, rcond: float | None = None) -> None:
+        self.rcond = rcond
+
+    @staticmethod
+    def basis(code: LinearCode) -> tuple[float, np.ndarray]:
+        cached = code._memo.get("spectral")
+        if cached is None:
+            n, s = code.n, code.s
+            freqs = np.asarray(code._cyclic["freqs"])
+            j = np.arange(n)
+            if code.field == "real":
+                cols = []
+                for f in freqs:
+                    if 2 * f < n:
+                        ang = 2 * np.pi * f * j / n
+                        cols += [np.cos(ang) * np.sqrt(2 / n), np.sin(ang) * np.sqrt(2 / n)]
+                    elif 2 * f == n:
+                        cols.append(np.cos(np.pi * j) / np.sqrt(n))
+                K = np.stack(cols, axis=1)
+            else:
+                K = np.exp(-2j * np.pi * np.outer(j, freqs) / n) / np.sqrt(n)
+            kappa = 1.0 / code._cyclic["c1"]
+            cached = (kappa, np.ascontiguousarray(K))
+            code._memo["spectral"] = cached
+        return cached
+
+    def matrices(self, code: LinearCode, mask: np.ndarray) -> np.ndarray:
+        kappa, K = self.basis(code)
+        b, n = mask.shape
+        out = np.zeros((b, 1, n), dtype=K.dtype)
+        counts = n - mask.sum(axis=1)
+        rcond = self.rcond if self.rcond is not None else n * np.finfo(np.float64).eps
+        for t in np.unique(counts):
+            rows = np.flatnonzero(counts == t)
+            for lo in range(0, rows.size, _CHUNK):
+                r = rows[lo:lo + _CHUNK]
+                A = np.full((r.size, n), kappa, dtype=K.dtype)
+                if t:
+                    S = stragglers_of(mask[r], int(t))
+                    KS = K[S]                                         # (g, t, d)
+                    z = np.linalg.pinv(KS, rcond=rcond) @ np.full((r.size, int(t), 1), -kappa)
+                    A += (K[None] @ z)[:, :, 0]
+                A *= mask[r]
+                out[r, 0] = A
+        return out
+
+
+def _log_table(n: int) -> np.ndarray:
+    """``T[d] = log(ω^{-d} - 1)`` for d = 1..n-1 (T[0] = 0), so ``log(y_j - y_l) = T[j-l] - 2πi l / n``."""
+    d = np.arange(n)
+    T = np.zeros(n, dtype=np.complex128)
+    T[1:] = np.log(2 * np.sin(np.pi * d[1:] / n)) - 1j * (np.pi / 2 + np.pi * d[1:] / n)
+    return T
+
+
+class CyclicBarycentricDecoder(Decoder):
+    r"""The unique exact decoding vector in closed form (barycentric Lagrange; float or GF(p)).
+
+    With ``y_j = ω^{-j}``, ``κ = 1/c(1)`` and ``L_l`` the Lagrange basis on the straggler nodes ``{y_l : l ∈ S}``,
+
+    .. math:: a_j = κ \sum_{l∈S} L_l(y_j)\,\bigl(1 - (y_j/y_l)^m\bigr),\qquad j ∉ S,
+
+    which vanishes on ``S`` and has its spectrum on ``{0} ∪ Z`` (``Z = {m, ..., m+s-1}``). In floating point every
+    ``∏_{l∈S}(y_j - y_l)`` comes from one FFT convolution of logarithms (``O(n log n)``) and the sum costs
+    ``O(ns)``; over GF(p) the same formula runs in exact field arithmetic. This is the *exact* solution: when
+    ``B_F`` is numerically rank-deficient it can cancel much more than the minimum-norm ``"spectral"`` decoder.
+    """
+
+    name = "barycentric"
+    description = "closed form: barycentric Lagrange on the straggler nodes, O(ns + n log n)"
+
+    def __init__(self, gf: bool = False) -> None:
+        self.gf = gf
+        self.exact = gf
+
+    def matrices(self, code: LinearCode, mask: np.ndarray) -> Any:
+        if self.gf:
+            return self._matrices_gf(code, mask)
+        n = code.n
+        m = code._cyclic["window"]
+        kappa = 1.0 / complex(code._cyclic["c1"])
+        T = _log_table(n)
+        That = np.fft.fft(T)
+        b = mask.shape[0]
+        out = np.zeros((b, 1, n), dtype=code.B.dtype)
+        counts = n - mask.sum(axis=1)
+        jj = np.arange(n)
+        for t in np.unique(counts):
+            rows = np.flatnonzero(counts == t)
+            t = int(t)
+            if t == 0:
+                out[rows, 0] = kappa.real if code.field == "real" else kappa
+                continue
+            for lo in range(0, rows.size, _CHUNK):
+                r = rows[lo:lo + _CHUNK]
+                S = stragglers_of(mask[r], t)                                  # (g, t)
+                chi = (~mask[r]).astype(np.float64)
+                conv = np.fft.ifft(np.fft.fft(chi, axis=1) * That, axis=1)    # Σ_{l∈S} T[j - l]
+                phase = -2j * np.pi * S.sum(axis=1, keepdims=True) / n        # Σ_{l∈S} -2πi l/n
+                log_ell = conv + phase                                         # log ∏_{l∈S}(y_j - y_l), j ∉ S
+                # log ∏_{l'≠l}(y_l - y_l') = conv[l] - 2πi (Σ S - l)/n
+                log_w = -(np.take_along_axis(conv, S, axis=1) + phase + 2j * np.pi * S / n)
+                d = (jj[None, :, None] - S[:, None, :]) % n                   # (g, n, t)
+                log_diff = T[d] - 2j * np.pi * S[:, None, :] / n
+                L = np.exp(log_ell[:, :, None] - log_diff + log_w[:, None, :])
+                ratio = np.exp(-2j * np.pi * m * d / n)                        # (y_j / y_l)^m
+                a = kappa * (L * (1 - ratio)).sum(axis=2)
+                a *= mask[r]
+                out[r, 0] = a.real if code.field == "real" else a
+        return out
+
+    @staticmethod
+    def _matrices_gf(code: LinearCode, mask: np.ndarray) -> Any:
+        GF = type(code.B)
+        n = code.n
+        m = code._cyclic["window"]
+        omega = GF(code._cyclic["omega"])
+        y = omega ** (-np.arange(n) % n)                       # y_j = ω^{-j}
+        kappa = GF(1) / GF(code._cyclic["c1"])
+        b = mask.shape[0]
+        out = GF.Zeros((b, 1, n))
+        counts = n - mask.sum(axis=1)
+        for t in np.unique(counts):
+            rows = np.flatnonzero(counts == t)
+            t = int(t)
+            if t == 0:
+                out[rows, 0] = kappa
+                continue
+            S = stragglers_of(mask[rows], t)
+            yS = y[S]                                          # (g, t)
+            D = y[None, :, None] - yS[:, None, :]              # (g, n, t)
+            Dsafe = D.copy()
+            Dsafe[D == 0] = 1
+            ell = np.multiply.reduce(Dsafe, axis=2)            # ∏_l (y_j - y_l) (stragglers' own factor skipped)
+            E = yS[:, :, None] - yS[:, None, :]                # (g, t, t)
+            E[:, np.arange(t), np.arange(t)] = 1
+            w = np.reciprocal(np.multiply.reduce(E, axis=2))   # 1 / ∏_{l'≠l}(y_l - y_l')
+            L = ell[:, :, None] / Dsafe * w[:, None, :]
+            ratio = (y[None, :, None] / yS[:, None, :]) ** m
+            a = kappa * np.add.reduce(L * (GF(1) - ratio), axis=2)
+            a[~mask[rows]] = 0
+            out[rows, 0] = a
+        return out
+
+
+class CyclicProductDecoder(Decoder):
+    r"""Erasure-locator product for the textbook window ``Z = {1..s}``: ``a_j = κ ∏_{l∈S} (1 - ω^{l-j})``.
+
+    All ``n`` values come from one FFT convolution of ``log(1 - ω^{-d})`` with the straggler indicator:
+    ``O(n log n)`` per pattern (spec numerics.md §4.1).
+    """
+
+    name = "product"
+    description = "closed form: erasure-locator product via one FFT, O(n log n) (textbook window)"
+
+    def matrices(self, code: LinearCode, mask: np.ndarray) -> np.ndarray:
+        n = code.n
+        kappa = 1.0 / complex(code._cyclic["c1"])
+        d = np.arange(n)
+        V = np.zeros(n, dtype=np.complex128)                    # V[e] = log(1 - ω^{-e}) so Σ_l V[j - l]
+        V[1:] = np.log(1 - np.exp(-2j * np.pi * d[1:] / n))
+        Vhat = np.fft.fft(V)
+        chi = (~mask).astype(np.float64)
+        conv = np.fft.ifft(np.fft.fft(chi, axis=1) * Vhat, axis=1)
+        a = kappa * np.exp(conv) * mask
+        return a[:, None, :]
+
+
+class ResidueClassDecoder(Decoder):
+    """Cyclic fractional repetition: weight 1 on the rows of a complete residue class mod ``s + 1``.
+
+    Rows ``t, t + (s+1), t + 2(s+1), ...`` store disjoint windows that tile all partitions; ``s`` stragglers miss
+    at least one of the ``s + 1`` classes, and the decode adds that class's ``n/(s+1)`` messages (the smallest
+    complete class is used), each with weight ``1/c_0`` (1 for ``normalize="monic"``, ``s + 1`` for ``"sum"``).
+    Works in any field.
+    """
+
+    name = "residue"
+    description = "0/1 weights on a complete residue class mod s+1"
+
+    def matrices(self, code: LinearCode, mask: np.ndarray) -> Any:
+        n, s = code.n, code.s
+        q = s + 1
+        b = mask.shape[0]
+        cls = mask.reshape(b, n // q, q).all(axis=1)            # (b, q): class t complete?
+        t = np.argmax(cls, axis=1)
+        sel = np.zeros((b, n), dtype=bool)
+        sel[np.arange(b)[:, None], t[:, None] + q * np.arange(n // q)[None, :]] = True
+        sel &= cls[np.arange(b), t][:, None]
+        if code.field.startswith("GF("):
+            out = type(code.B).Zeros((b, 1, n))
+            out[:, 0][sel] = np.reciprocal(code.B[0, 0])
+            return out
+        return (sel / code.B[0, 0])[:, None, :]
+
+
+# ----------------------------------------------------------------------------------------------- constructor
+def cyclic_mds(n: int, s: int, field: str = "complex", *, placement: str = "centered",
+               normalize: str = "sum") -> GradientCode:
+    r"""Cyclic-MDS gradient code of Raviv, Tamo, Tandon & Dimakis (spec §2.1-§2.2), over C or R.
+
+    Row ``i`` of ``B`` is the cyclic shift by ``i`` of the minimum-weight codeword ``c`` (``s + 1`` consecutive
+    nonzeros) of a cyclic MDS code that contains the all-ones vector; worker ``i`` stores partitions
+    ``i, ..., i+s (mod n)``. Load ``s + 1``, meeting the bound. See the module docstring for the proof and
+    ``docs/cyclic_mds.md`` for numerics.
+
+    Parameters
+    ----------
+    n : int
+        Number of workers (= partitions), ``n >= 1``.
+    s : int
+        Stragglers tolerated, ``0 <= s <= n - 1``.
+    field : {"complex", "real"} (aliases "C", "R")
+        ``"real"`` exists when ``n - s`` is odd (centered BCH window, MDS) or ``(s + 1) | n`` (cyclic fractional
+        repetition, binary); other ``(n, s)`` raise ValueError naming the alternatives.
+    placement : {"centered", "textbook"}
+        Zero window opposite frequency 0 (default; stable) or ``{1, ..., s}`` (spec §2.1; ill-conditioned beyond
+        n ≈ 50, kept for reference and for the ``"product"`` decoder). Only ``"centered"`` is real.
+    normalize : {"sum", "monic"}
+        Scale ``c`` so that ``Σ c = 1`` (default) or keep the monic generator's coefficients (spec examples).
+
+    Returns
+    -------
+    GradientCode
+        Decoders ``"spectral"`` (default, min-norm), ``"barycentric"`` (exact closed form), ``"product"``
+        (textbook window), ``"residue"`` (real cyclic FR, default there), plus the generic ones.
+        ``gc.verify(code, field="GF")`` re-checks the construction exactly over GF(p).
+
+    Examples
+    --------
+    The spec's real example (n = 5, s = 2): ``c = (1, φ, 1, 0, 0)``.
+
+    >>> import numpy as np, gradcodes as gc
+    >>> code = gc.cyclic_mds(5, 2, field="real", normalize="monic")
+    >>> np.round(code.B[0], 6)
+    array([1.      , 1.618034, 1.      , 0.      , 0.      ])
+    >>> np.round(code.decoding_matrix([0, 1, 2]), 6)
+    array([[ 1.      , -0.618034,  1.      ,  0.      ,  0.      ]])
+
+    A complex code, checked for every responder set in floating point and exactly over GF(11):
+
+    >>> code = gc.cyclic_mds(10, 3)
+    >>> gc.verify(code).exact, gc.verify(code, field="GF").exact
+    (True, True)
+    """
+    n, s = check_ns(n, s)
+    if field not in _FIELDS:
+        raise ValueError(f"field must be one of 'complex', 'real' (or 'C', 'R'), got {field!r}")
+    fld = _FIELDS[field]
+    check_choice("placement", placement, ("centered", "textbook"))
+    check_choice("normalize", normalize, ("sum", "monic"))
+    params: dict[str, Any] = {"n": n, "s": s, "field": fld, "placement": placement, "normalize": normalize}
+    construction = "bch"
+    if fld == "real":
+        if placement != "centered":
+            raise ValueError("placement='textbook' has complex coefficients; field='real' needs "
+                             "placement='centered'")
+        if (n - s) % 2 == 0:
+            if n % (s + 1) == 0:
+                construction = "cyclic_fr"
+            else:
+                valid = sorted({t for t in range(n) if (n - t) % 2 == 1 or n % (t + 1) == 0})
+                raise ValueError(
+                    f"cyclic_mds has no real code for n={n}, s={s}: field='real' needs n - s odd (BCH) or "
+                    f"(s + 1) | n (cyclic fractional repetition). Valid s for n={n}: {_ranges(valid)}. "
+                    f"Alternatives: field='complex' (complex messages), gc.cyclic_repetition(n, s) (real, random), "
+                    f"or gc.recommend(n, s) for the most accurate real code")
+    m = _window(n, s, placement)
+    if construction == "cyclic_fr":
+        c = np.zeros(n)
+        c[: s + 1] = 1.0 / (s + 1) if normalize == "sum" else 1.0
+    else:
+        c = _float_codeword(n, s, m, normalize, real=fld == "real")
+    params["_window"] = m
+    params["_c1"] = complex(c.sum()) if fld == "complex" else float(c.sum())
+    params["_construction"] = construction
+    params["_freqs"] = (np.arange(1, s + 1) * (n // (s + 1)) if construction == "cyclic_fr"
+                        else np.arange(m, m + s)).tolist()
+    B = _circulant(c)
+
+    def builder(gf_field: Any) -> GradientCode:
+        return _build_gf(n, s, construction, m, normalize, _gf_field(gf_field, n))
+
+    if construction == "cyclic_fr":
+        decoders: list[Decoder] = [ResidueClassDecoder(), CyclicSpectralDecoder()]
+        default = "residue"
+        params["_window"] = None
+    else:
+        decoders = [CyclicSpectralDecoder(), CyclicBarycentricDecoder()]
+        if placement == "textbook":
+            decoders.append(CyclicProductDecoder())
+        default = "spectral"
+    name = f"cyclic_mds[{fld}" + (", textbook]" if placement == "textbook" else "]")
+    if construction == "cyclic_fr":
+        name = "cyclic_mds[real, cyclic FR]"
+    return _make(B, s, fld, name, params, decoders, default, builder)
+
+
+def _public(params: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in params.items() if not k.startswith("_")}
+
+
+def _make(B: Any, s: int, fld: str, name: str, params: dict[str, Any], decoders: list[Decoder], default: str,
+          builder: Any) -> GradientCode:
+    code = GradientCode(B, s, field=fld, name=name, family="cyclic_mds", params=_public(params),
+                        decoders=decoders, default_decoder=default, field_builder=builder)
+    code._cyclic = {k[1:]: v for k, v in params.items() if k.startswith("_")}  # type: ignore[attr-defined]
+    return code
+
+
+def _ranges(vals: list[int]) -> str:
+    """Compact text for a sorted list of ints: '0-3, 5, 7-9'."""
+    if not vals:
+        return "none"
+    parts, start, prev = [], vals[0], vals[0]
+    for v in [*vals[1:], None]:
+        if v is not None and v == prev + 1:
+            prev = v
+            continue
+        parts.append(str(start) if start == prev else f"{start}-{prev}")
+        if v is not None:
+            start = prev = v
+    return ", ".join(parts)
+
+
+def _build_gf(n: int, s: int, construction: str, m: int, normalize: str, GF: Any) -> GradientCode:
+    """The same cyclic construction over GF(p), with exact decoders."""
+    p = GF.characteristic
+    omega = GF.primitive_element ** ((p - 1) // n)
+    c = GF.Zeros(n)
+    if construction == "cyclic_fr":
+        c[: s + 1] = 1
+        if normalize == "sum":
+            c = c / GF(s + 1)
+        decoders: list[Decoder] = [ResidueClassDecoder()]
+        default = "residue"
+    else:
+        c[0] = 1
+        for t, f in enumerate(range(m, m + s)):
+            r = omega ** f
+            c[1:t + 2] = c[0:t + 1] - r * c[1:t + 2]
+            c[0] = -r * c[0]
+        if normalize == "sum":
+            c = c / np.sum(c)
+        decoders = [CyclicBarycentricDecoder(gf=True)]
+        default = "barycentric"
+    code = GradientCode(_circulant(c), s, name=f"cyclic_mds[GF({p})]", family="cyclic_mds_gf",
+                        params={"n": n, "s": s, "field": f"GF({p})"}, decoders=decoders, default_decoder=default)
+    code._cyclic = {"window": m, "c1": int(np.sum(c)), "omega": int(omega),  # type: ignore[attr-defined]
+                    "construction": construction}
+    return code
+
+
+def _rebuild(n: int, s: int, field: str = "complex", placement: str = "centered", normalize: str = "sum",
+             **_: Any) -> GradientCode:
+    return cyclic_mds(n, s, field, placement=placement, normalize=normalize)
+
+
+REBUILDERS.update(cyclic_mds=_rebuild)
+register(Scheme("cyclic_mds", lambda n, s, field="complex": cyclic_mds(n, s, field),
+                "Raviv et al. cyclic MDS (centered window): load s+1, complex or real (n-s odd or (s+1)|n)",
+                tour=({"n": 12, "s": 3}, {"n": 20, "s": 5, "field": "real"}, {"n": 100, "s": 10})))
