@@ -16,8 +16,15 @@ True
 from ._bounds import min_load
 from ._code import ApproximateCode, DecodeInfo, DecodingError, GradientCode, LinearCode
 from ._decoders import Decoder, ExactDecoder, LeastSquaresDecoder, NullSpaceDecoder
-from ._families import cyclic_repetition, fractional_repetition, uncoded
-from ._families import cyclic_mds  # issue 3
+from ._families import (  # issue 3
+    approximation_error,
+    cyclic_mds,  # issue 3
+    cyclic_repetition,
+    evaluate_approximation,
+    expander_code,
+    fractional_repetition,
+    uncoded,
+)
 from ._io import load, save
 from ._registry import Scheme, register, schemes
 from ._verify import VerifyReport, verify
@@ -29,5 +36,5 @@ __all__ = [
     "LeastSquaresDecoder", "LinearCode", "NullSpaceDecoder", "Scheme", "VerifyReport",
     "cyclic_repetition", "fractional_repetition", "load", "min_load", "register", "save", "schemes",
     "uncoded", "verify",
-    "cyclic_mds",  # issue 3
+    "cyclic_mds", "expander_code", "approximation_error", "evaluate_approximation",  # issue 3
 ]
