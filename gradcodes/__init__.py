@@ -23,6 +23,8 @@ from ._families import (  # issue 3
     evaluate_approximation,
     expander_code,
     fractional_repetition,
+    recommend,  # issue 3
+    stable_binary,  # issue 3
     uncoded,
 )
 from ._io import load, save
@@ -36,5 +38,6 @@ __all__ = [
     "LeastSquaresDecoder", "LinearCode", "NullSpaceDecoder", "Scheme", "VerifyReport",
     "cyclic_repetition", "fractional_repetition", "load", "min_load", "register", "save", "schemes",
     "uncoded", "verify",
-    "cyclic_mds", "expander_code", "approximation_error", "evaluate_approximation",  # issue 3
+    "cyclic_mds", "expander_code", "approximation_error", "evaluate_approximation", "recommend",  # issue 3
+    "stable_binary",  # issue 3
 ]

@@ -6,9 +6,11 @@ To add a family: write ``gradcodes/_families/<family>.py`` with a validated cons
 constructor from ``gradcodes/__init__.py``.
 """
 
+from .binary import recommend, stable_binary  # issue 3
 from .cyclic_mds import cyclic_mds  # issue 3
 from .expander import approximation_error, evaluate_approximation, expander_code  # issue 3
 from .repetition import cyclic_repetition, fractional_repetition, uncoded
 
 __all__ = ["cyclic_repetition", "fractional_repetition", "uncoded",
-           "cyclic_mds", "expander_code", "approximation_error", "evaluate_approximation"]
+           "cyclic_mds", "expander_code", "approximation_error", "evaluate_approximation", "recommend",
+           "stable_binary"]
