@@ -17,8 +17,10 @@ from ._bounds import min_load
 from ._code import ApproximateCode, DecodeInfo, DecodingError, GradientCode, LinearCode
 from ._decoders import Decoder, ExactDecoder, LeastSquaresDecoder, NullSpaceDecoder
 from ._families import cyclic_repetition, fractional_repetition, uncoded
+from ._families.coded_reduce import CodedReduceCode, TreeVerifyReport, coded_reduce, coded_reduce_load, verify_tree
 from ._io import load, save
 from ._registry import Scheme, register, schemes
+from ._simulate import SimulationResult, simulate
 from ._verify import VerifyReport, verify
 
 __version__ = "0.1.0"
@@ -28,4 +30,6 @@ __all__ = [
     "LeastSquaresDecoder", "LinearCode", "NullSpaceDecoder", "Scheme", "VerifyReport",
     "cyclic_repetition", "fractional_repetition", "load", "min_load", "register", "save", "schemes",
     "uncoded", "verify",
+    "CodedReduceCode", "TreeVerifyReport", "coded_reduce", "coded_reduce_load", "verify_tree",
+    "SimulationResult", "simulate",
 ]

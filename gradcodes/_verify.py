@@ -282,6 +282,8 @@ def verify(code: LinearCode, *, limit: int | None = None, samples: int = 2000, s
     Returns
     -------
     VerifyReport
+        (A code type with its own straggler model defines a method ``_verify_hook(**options)`` and ``verify``
+        returns what it returns, e.g. :class:`~gradcodes.TreeVerifyReport` for CodedReduce trees.)
 
     Examples
     --------
@@ -301,6 +303,10 @@ def verify(code: LinearCode, *, limit: int | None = None, samples: int = 2000, s
     >>> bad.exact, bad.failing_responders
     (False, (0, 2, 3, 4, 5))
     """
+    hook = getattr(code, "_verify_hook", None)
+    if hook is not None:  # code types with their own straggler model (CodedReduce trees) verify themselves
+        return hook(limit=limit, samples=samples, search=search, seed=seed, rtol=rtol, decoder=decoder,
+                    field=field, stop_on_failure=stop_on_failure, batch_size=batch_size, progress=progress)
     if field is not None:
         code = code.in_field(field)
     if not isinstance(code, GradientCode):

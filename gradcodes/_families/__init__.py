@@ -6,6 +6,7 @@ To add a family: write ``gradcodes/_families/<family>.py`` with a validated cons
 constructor from ``gradcodes/__init__.py``.
 """
 
+from . import coded_reduce as _coded_reduce  # noqa: F401  (issue 5: registers the "coded_reduce" scheme)
 from .repetition import cyclic_repetition, fractional_repetition, uncoded
 
 __all__ = ["cyclic_repetition", "fractional_repetition", "uncoded"]
