@@ -161,17 +161,18 @@ class NullSpaceDecoder(Decoder):
         for t, rows in _by_straggler_count(mask):
             S = stragglers_of(mask[rows], t)
             mk = mask[rows][:, None, :]
-            if t == 0 or d == 0:
+            free = t == 0 or d == 0                                  # nothing to solve: A = C on the mask
+            if free:
                 A = np.broadcast_to(C, (rows.size, m, n)) * mk
-                sol_res = np.abs(C[:, S]).max(axis=(0, 2)) * bmax if t else np.zeros(rows.size)
+                sol_res = np.abs(C[:, S]).max(axis=(0, 2)) if t else np.zeros(rows.size)
             else:
                 A, sol_res = self._solve(np.broadcast_to(C, (rows.size, m, n)), K, S)
                 A *= mk
-                for _ in range(self.refine):
-                    R = E - (A.reshape(-1, n) @ B).reshape(rows.size, m, -1)
-                    D, _res = self._solve(R @ P, K, S)
-                    A += D * mk
-                sol_res = sol_res * bmax
+            for _ in range(self.refine):
+                R = E - (A.reshape(-1, n) @ B).reshape(rows.size, m, -1)
+                D = R @ P if free else self._solve(R @ P, K, S)[0]
+                A += D * mk
+            sol_res = sol_res * bmax
             scale = np.maximum(1.0, np.abs(A).sum(axis=2).max(axis=1) * bmax)
             bad = ~np.isfinite(sol_res) | (sol_res > self.rtol * scale)
             out[rows] = A
