@@ -63,6 +63,16 @@ def stragglers_of(mask: np.ndarray, t: int) -> np.ndarray:
     return np.sort(np.argsort(mask, axis=1, kind="stable")[:, :t], axis=1)
 
 
+def pinv(M: np.ndarray) -> np.ndarray:
+    """Pseudo-inverse (stacked) dropping singular values below ``max(rows, cols) * eps * sigma_max``.
+
+    numpy's own default (``rcond=1e-15``) keeps noise singular values of rank-deficient matrices, which destroys
+    the minimum-norm solution of exactly the systems gradient codes produce.
+    """
+    eps = np.finfo(np.result_type(M.dtype, np.float64)).eps
+    return np.linalg.pinv(M, rcond=max(M.shape[-2:]) * eps)
+
+
 def _by_straggler_count(mask: np.ndarray) -> list[tuple[int, np.ndarray]]:
     counts = mask.shape[1] - mask.sum(axis=1)
     return [(int(t), np.flatnonzero(counts == t)) for t in np.unique(counts)]
@@ -86,7 +96,7 @@ class LeastSquaresDecoder(Decoder):
         for lo in range(0, b, _CHUNK // 4):
             mk = mask[lo:lo + _CHUNK // 4]
             Bt = B.T[None, :, :] * mk[:, None, :]               # (c, km, n), straggler columns zeroed
-            P = np.linalg.pinv(Bt)                               # (c, n, km); zero rows for stragglers
+            P = pinv(Bt)                               # (c, n, km); zero rows for stragglers
             out[lo:lo + mk.shape[0]] = np.swapaxes(P @ E.T, 1, 2)  # a = E pinv(B_F)
         return out
 
@@ -95,63 +105,79 @@ class NullSpaceDecoder(Decoder):
     """All solutions of ``a B = E`` are ``c + K z``; a straggler set costs one small solve ``K_S z = -c_S``.
 
     With ``d = dim(left null space of B)`` (``d = s`` for MDS-like codes), each pattern costs O(s^2 d + n d m)
-    after an O(n^2 k m) precomputation, and a whole batch is a handful of stacked LAPACK calls. Patterns whose
-    small system is singular or leaves a relative residual above ``rtol`` are recomputed with the
-    minimum-norm least-squares decoder.
+    after an O(n^2 k m) precomputation, and a whole batch is a handful of stacked LAPACK calls. ``refine`` steps
+    of iterative refinement (solve for the residual ``E - A B`` the same way and add the correction) follow;
+    one step typically gains one to two digits on ill-conditioned random codes. Patterns whose small system is
+    singular or leaves a relative residual above ``rtol`` are recomputed with the minimum-norm least-squares
+    decoder.
     """
 
     name = "nullspace"
     description = "null-space method (one small solve per straggler set), least-squares fallback"
 
-    def __init__(self, rtol: float = DEFAULT_RTOL) -> None:
+    def __init__(self, rtol: float = DEFAULT_RTOL, refine: int = 1) -> None:
         self.rtol = rtol
+        self.refine = refine
 
     @staticmethod
-    def basis(code: LinearCode) -> tuple[np.ndarray, np.ndarray]:
-        """``(C, K)``: the min-norm particular solution ``C`` (m, n) and an orthonormal left-null basis ``K`` (n, d)."""
+    def basis(code: LinearCode) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(C, K, P)``: min-norm particular solution ``C`` (m, n), orthonormal left-null basis ``K`` (n, d) and
+        ``P = pinv(B)`` (k m, n)."""
         cached = code._memo.get("nullspace")
         if cached is None:
-            Bt = code.B.T
-            C = (np.linalg.pinv(Bt) @ code.target.T).T
-            K = scipy.linalg.null_space(Bt)
-            cached = (np.ascontiguousarray(C), np.ascontiguousarray(K))
+            P = pinv(code.B)
+            C = code.target @ P
+            K = scipy.linalg.null_space(code.B.T)
+            cached = (np.ascontiguousarray(C), np.ascontiguousarray(K), np.ascontiguousarray(P))
             code._memo["nullspace"] = cached
         return cached
 
+    @staticmethod
+    def _solve(Cp: np.ndarray, K: np.ndarray, S: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``A = Cp + (K Z)^T`` with ``K_S Z = -Cp_S``; returns ``(A, solve residual)`` for a group (g, m, n)."""
+        t, d = S.shape[1], K.shape[1]
+        KS = K[S]                                                            # (g, t, d)
+        idx = np.broadcast_to(S[:, None, :], (S.shape[0], Cp.shape[1], t))
+        rhs = -np.swapaxes(np.take_along_axis(Cp, idx, axis=2), 1, 2)        # (g, t, m)
+        Z = None
+        if t == d:
+            try:
+                Z = np.linalg.solve(KS, rhs)                                 # (g, d, m)
+            except np.linalg.LinAlgError:
+                Z = None
+        if Z is None:
+            Z = pinv(KS) @ rhs
+        A = Cp + np.swapaxes(K[None] @ Z, 1, 2)
+        return A, np.abs(KS @ Z - rhs).max(axis=(1, 2))
+
     def matrices(self, code: LinearCode, mask: np.ndarray) -> np.ndarray:
-        C, K = self.basis(code)
+        C, K, P = self.basis(code)
+        B, E = code.B, code.target
         b, n = mask.shape
         m, d = C.shape[0], K.shape[1]
         out = np.empty((b, m, n), dtype=np.result_type(C, K))
-        bmax = np.abs(code.B).max()
+        bmax = np.abs(B).max()
         redo: list[np.ndarray] = []
         for t, rows in _by_straggler_count(mask):
             S = stragglers_of(mask[rows], t)
-            if t == 0 or d == 0:
-                out[rows] = C
-                bad = np.abs(C[:, S]).reshape(len(rows), -1).max(axis=1, initial=0) > self.rtol if t else None
-                if bad is not None and bad.any():
-                    redo.append(rows[bad])
+            mk = mask[rows][:, None, :]
+            free = t == 0 or d == 0                                  # nothing to solve: A = C on the mask
+            if free:
+                A = np.broadcast_to(C, (rows.size, m, n)) * mk
+                sol_res = np.abs(C[:, S]).max(axis=(0, 2)) if t else np.zeros(rows.size)
             else:
-                KS = K[S]                                        # (g, t, d)
-                CS = np.swapaxes(C[:, S], 0, 1)                  # (g, m, t)
-                rhs = -np.swapaxes(CS, 1, 2)                     # (g, t, m)
-                Z = None
-                if t == d:
-                    try:
-                        Z = np.linalg.solve(KS, rhs)             # (g, d, m)
-                    except np.linalg.LinAlgError:
-                        Z = None
-                if Z is None:
-                    Z = np.linalg.pinv(KS) @ rhs
-                sol_res = np.abs(KS @ Z - rhs).max(axis=(1, 2)) * bmax
-                A = C[None] + np.swapaxes(K[None] @ Z, 1, 2)     # (g, m, n)
-                scale = np.maximum(1.0, np.abs(A).sum(axis=2).max(axis=1) * bmax)
-                bad = ~np.isfinite(sol_res) | (sol_res > self.rtol * scale)
-                A *= mask[rows][:, None, :]
-                out[rows] = A
-                if bad.any():
-                    redo.append(rows[bad])
+                A, sol_res = self._solve(np.broadcast_to(C, (rows.size, m, n)), K, S)
+                A *= mk
+            for _ in range(self.refine):
+                R = E - (A.reshape(-1, n) @ B).reshape(rows.size, m, -1)
+                D = R @ P if free else self._solve(R @ P, K, S)[0]
+                A += D * mk
+            sol_res = sol_res * bmax
+            scale = np.maximum(1.0, np.abs(A).sum(axis=2).max(axis=1) * bmax)
+            bad = ~np.isfinite(sol_res) | (sol_res > self.rtol * scale)
+            out[rows] = A
+            if bad.any():
+                redo.append(rows[bad])
         if redo:
             idx = np.concatenate(redo)
             out[idx] = LeastSquaresDecoder().matrices(code, mask[idx])

@@ -1,0 +1,73 @@
+"""``gradcodes tour``: build every registered scheme at representative sizes, check each, print one table."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any, TextIO
+
+from ._registry import Scheme, schemes
+from ._verify import verify
+
+__all__ = ["tour", "format_table"]
+
+
+def format_table(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = None) -> str:
+    """Align a list of row dicts as a plain-text table (missing cells shown as '-').
+
+    >>> print(format_table([{"a": 1, "b": "x"}, {"a": 22}]))
+    a   b
+    --  -
+    1   x
+    22  -
+    """
+    if columns is None:
+        columns = []
+        for row in rows:
+            columns += [c for c in row if c not in columns]
+    cells = [[str(row.get(c, "-")) for c in columns] for row in rows]
+    widths = [max([len(c), *(len(r[i]) for r in cells)]) for i, c in enumerate(columns)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip(),
+             "  ".join("-" * w for w in widths)]
+    lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in cells]
+    return "\n".join(lines)
+
+
+def _evaluate(scheme: Scheme, params: dict[str, Any]) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    code = scheme.build(**params)
+    report = (scheme.evaluate or verify)(code)
+    row = dict(report.tour_row())
+    row["scheme"] = scheme.name
+    row["seconds"] = f"{time.perf_counter() - t0:.2f}"
+    return row
+
+
+def tour(names: Iterable[str] | None = None, *, quick: bool = False, out: TextIO | None = None) -> list[dict[str, Any]]:
+    """Run the tour and print its table to ``out`` (stdout by default); returns the rows.
+
+    Parameters
+    ----------
+    names : iterable of str, optional
+        Only these schemes (default: all registered).
+    quick : bool
+        Only the first (smallest) parameter set of each scheme.
+    """
+    import sys
+
+    out = out or sys.stdout
+    registry = schemes()
+    selected = list(registry) if names is None else list(names)
+    for name in selected:
+        if name not in registry:
+            raise ValueError(f"unknown scheme {name!r}; valid schemes: {', '.join(registry)}")
+    rows: list[dict[str, Any]] = []
+    for name in selected:
+        scheme = registry[name]
+        for params in (scheme.tour[:1] if quick else scheme.tour):
+            row = _evaluate(scheme, dict(params))
+            rows.append(row)
+            print(f"  {name} {dict(params)}: {row.get('result', '')} in {row['seconds']} s", file=out, flush=True)
+    print(file=out)
+    print(format_table(rows), file=out)
+    return rows
