@@ -27,7 +27,8 @@ import numpy as np
 
 from .._code import DecodingError, GradientCode, LinearCode
 from .._decoders import Decoder
-from .._numerics import DEFAULT_RTOL, tolerance
+from .._io import REBUILDERS
+from .._numerics import DEFAULT_RTOL, accepts, error_estimate
 from .._registry import Scheme, register
 from .._validate import check_int, check_real, check_seed
 
@@ -377,16 +378,16 @@ class CodedReduceCode(LinearCode):
                              f"stragglers per parent (needs n - s = {self.branching - self.s})")
         return F, mask
 
-    def _accept(self, F: np.ndarray, A: Any, res: float) -> None:
+    def _accept(self, F: np.ndarray, A: Any, res: float, canc: float) -> None:
         if self.exact:
             if res != 0:
                 raise DecodingError(f"responders {F.tolist()} cannot recover the gradient (exact "
                                     f"{self.field} arithmetic)", F, res)
             return
-        tol = float(tolerance(A[None], self.float_B(), self.rtol)[0])
-        if not res <= tol:
-            raise DecodingError(f"responders {F.tolist()} cannot recover the gradient to tolerance: residual "
-                                f"{res:.3g} > {tol:.3g}", F, res)
+        if not accepts(np.array(canc), np.array(res), self.rtol):
+            est = float(error_estimate(canc, res))
+            raise DecodingError(f"responders {F.tolist()} cannot recover the gradient to rtol={self.rtol:g}: "
+                                f"residual {res:.3g}, cancellation {canc:.3g}, predicted error {est:.3g}", F, res)
 
     def used(self, responders: Any) -> np.ndarray:
         """Bool mask (N,): the workers whose messages reach the master (each parent's first ``n - s``)."""
@@ -438,7 +439,7 @@ class CodedReduceCode(LinearCode):
         return (out, up) if return_messages else out
 
     def _verify_hook(self, *, limit: int | None = None, samples: int = 2000, search: bool = True,
-                     seed: Any = 0, rtol: float = DEFAULT_RTOL, decoder: Any = None, field: Any = None,
+                     seed: Any = 0, rtol: float | None = None, decoder: Any = None, field: Any = None,
                      batch_size: int | None = None, **ignored: Any) -> TreeVerifyReport:
         """``gc.verify(code, ...)`` on a tree code runs :func:`verify_tree` (its own straggler model)."""
         if decoder not in (None, "tree"):
@@ -658,9 +659,43 @@ def coded_reduce(n: int, L: int, s: int, inner: GradientCode | None = None, *, P
     for v in range(N):
         share = slice(None) if v >= N - n_leaf else slice(0, own_len)
         B[v, units[v][share]] = coefs[v][share]
-    params = {"n": n, "L": L, "s": s, "P": P, "inner": inner.name}
+    params = {"n": n, "L": L, "s": s, "P": P, "inner": _inner_record(inner)}
     return CodedReduceCode(B, branching=n, L=L, s=s, inner=inner, P=P, lists=(units, coefs),
                            params=params)
+
+
+def _inner_record(inner: GradientCode) -> dict[str, Any]:
+    """A JSON-serialisable record of the inner code (its family, parameters and exact matrix)."""
+    return {"family": inner.family, "params": dict(inner.params), "field": inner.field, "s": int(inner.s),
+            "B": [[str(x) if inner.field == "rational" else repr(complex(x) if inner.field == "complex"
+                                                                  else float(x)) for x in row]
+                  for row in np.asarray(inner.B)]}
+
+
+def _from_record(n: int, L: int, s: int, P: int, inner: dict[str, Any] | None = None) -> CodedReduceCode:
+    """Rebuild a saved tree code (``gradcodes.load``): the inner code from its family if that reproduces the
+    saved matrix, else as a plain GradientCode with that matrix (generic decoders)."""
+    if inner is None:
+        return coded_reduce(n, L, s, P=P)
+    parse = {"rational": Fraction, "complex": complex}.get(inner["field"], float)
+    Bi = [[parse(x) for x in row] for row in inner["B"]]
+    code = None
+    try:
+        from .._registry import get_scheme
+
+        code = get_scheme(inner["family"]).build(**inner["params"])
+        if np.shape(code.B) != np.shape(Bi) or not all(
+                a == b for a, b in zip(np.asarray(code.B).flat, np.asarray(Bi, dtype=object).flat, strict=True)):
+            code = None
+    except (TypeError, ValueError, KeyError):
+        code = None
+    if code is None:
+        code = GradientCode(np.asarray(Bi, dtype=object if inner["field"] == "rational" else None), inner["s"],
+                            field=inner["field"], name=inner["family"], family=inner["family"])
+    return coded_reduce(n, L, s, code, P=P)
+
+
+REBUILDERS["coded_reduce"] = _from_record
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -723,18 +758,20 @@ class TreeVerifyReport:
     meets_lower_bound: bool
     field: str
     seconds: float
+    N: int = 0
+    s: int = 0
     notes: list[str] = field(default_factory=list)
 
     def tour_row(self) -> dict[str, Any]:
         """The tour's columns."""
+        bound = self.load_lower_bound * (Fraction(self.load) / self.load_fraction)
         return {
-            "scheme": self.name,
-            "exact": self.exact,
-            "checked": f"{self.patterns_checked}/{self.patterns_total}"
-                       + (" (all)" if self.exhaustive else " (sampled+search)"),
+            "scheme": self.name, "n": self.N, "s": f"{self.s}/parent", "m": 1,
+            "load / bound": f"{self.load} / {bound} units",
+            "sets checked": f"{self.patterns_checked:,} tree patterns",
+            "exhaustive": "yes" if self.exhaustive else "no",
+            "result": "exact" if self.exact else "FAILS",
             "worst residual": f"{self.worst_residual:.1e}",
-            "worst canc": f"{self.worst_cancellation:.3g}",
-            "load": f"{self.load_fraction} (opt {self.load_lower_bound})",
             "seconds": f"{self.seconds:.2f}",
         }
 
@@ -861,9 +898,7 @@ class _Tracker:
         if code.exact:
             fail = res != 0
         else:
-            a1 = np.abs(Wf).sum(axis=1)[inv]
-            tol = self.rtol * np.maximum(1.0, a1 * np.abs(self.Bf).max())
-            fail = ~(res <= tol)
+            fail = ~accepts(canc, res, self.rtol)
         for i in np.flatnonzero(fail)[: max(0, self.max_failures - len(self.failures))]:
             self.failures.append(code.pattern_text(masks[i]))
         i = int(np.argmax(res))
@@ -876,14 +911,15 @@ class _Tracker:
 
 
 def verify_tree(code: CodedReduceCode, *, limit: int = 100_000, samples: int = 2_000, search: bool = True,
-                seed: Any = 0, rtol: float = DEFAULT_RTOL, batch: int = 4096,
+                seed: Any = 0, rtol: float | None = None, batch: int = 4096,
                 max_failures: int = 5) -> TreeVerifyReport:
     """Verify a CodedReduce code under its straggler model (spec §4.4, "Verifier").
 
     A straggler pattern lets every parent (the master and every internal worker) pick at most ``s`` straggling
     children; a straggler silences its subtree. For each pattern the hierarchical decoding vector ``A`` is
     computed (:class:`TreeDecoder`) and ``A B = 1`` is checked: exactly (with integers, never rounded) for
-    rational codes, to the tolerance ``rtol max(1, ||A||_1 max|B|)`` for float ones. ``gc.verify(code)``
+    rational codes; float codes pass a pattern when the predicted float64 relative error
+    ``u * canc + ||A B - 1||_inf <= rtol`` (as :func:`gradcodes.verify`). ``gc.verify(code)``
     dispatches here for tree codes.
 
     * If there are at most ``limit`` patterns, all of them are checked (the n=3, L=2, s=1 tree has 256).
@@ -906,8 +942,8 @@ def verify_tree(code: CodedReduceCode, *, limit: int = 100_000, samples: int = 2
         Run the worst-case search when not exhaustive.
     seed : int, optional
         Seed of the sampling.
-    rtol : float
-        Relative tolerance of float codes (spec §0.2), in (0, 1).
+    rtol : float, optional
+        Float codes: accepted predicted relative error, in (0, 1) (default: the code's ``rtol``, 1e-8).
     batch : int
         Patterns per batch.
     max_failures : int
@@ -930,7 +966,7 @@ def verify_tree(code: CodedReduceCode, *, limit: int = 100_000, samples: int = 2
     samples = check_int("samples", samples, 0)
     batch = check_int("batch", batch, 1)
     t0 = time.perf_counter()
-    rtol = check_real("rtol", rtol, 0, 1, open_lo=True, open_hi=True)
+    rtol = check_real("rtol", code.rtol if rtol is None else rtol, 0, 1, open_lo=True, open_hi=True)
     tr = _Tracker(code, rtol, check_int("max_failures", max_failures, 0))
     total = code.patterns_total()
     exhaustive = total <= limit
@@ -980,7 +1016,7 @@ def verify_tree(code: CodedReduceCode, *, limit: int = 100_000, samples: int = 2
         error_estimate=u * tr.worst_canc + (tr.worst_res if np.isfinite(tr.worst_res) else np.inf),
         failures=tr.failures, loads_equal=loads_equal, allocation_ok=allocation_ok, load=int(code.load),
         load_fraction=frac, load_lower_bound=opt, meets_lower_bound=frac == opt, field=code.field,
-        seconds=time.perf_counter() - t0, notes=notes)
+        seconds=time.perf_counter() - t0, N=code.N, s=code.s, notes=notes)
 
 
 def _search(code: CodedReduceCode, tr: _Tracker, rng: np.random.Generator, sweeps: int = 2,
