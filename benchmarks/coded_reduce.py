@@ -23,7 +23,6 @@ Parts (outputs under benchmarks/results/):
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import sys
 import time
