@@ -135,7 +135,7 @@ def test_report_fields_and_str():
     assert report.average_load == Fr(2)
     assert report.worst_cancellation == 1.0 and report.error_estimate < 1e-15
     row = report.tour_row()
-    assert row["result"] == "exact" and row["exhaustive"] == "yes" and row["load / bound"] == "2 / 2"
+    assert row["result"] == "ok" and row["exhaustive"] == "yes" and row["load / bound"] == "2 / 2"
     assert "RECOVERY" in str(report) and "meets the bound" in str(report)
     assert bool(report)
 
