@@ -760,7 +760,22 @@ class TreeVerifyReport:
     seconds: float
     N: int = 0
     s: int = 0
+    rtol: float = DEFAULT_RTOL
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def verdict(self) -> str:
+        """One word, as :attr:`gradcodes.VerifyReport.verdict`: ``exact`` (exact arithmetic), ``ok`` (float
+        decodes within ``rtol``), ``inaccurate`` (residuals within ``rtol`` but cancellation pushes the predicted
+        error above it) or ``FAILS`` (including a load/allocation mismatch)."""
+        if self.exact:
+            return "exact" if self.field == "rational" else "ok"
+        if self.loads_equal and self.allocation_ok and self.worst_residual <= self.rtol:
+            return "inaccurate"
+        return "FAILS"
+
+    def __bool__(self) -> bool:
+        return self.exact
 
     def tour_row(self) -> dict[str, Any]:
         """The tour's columns."""
@@ -770,8 +785,9 @@ class TreeVerifyReport:
             "load / bound": f"{self.load} / {bound} units",
             "sets checked": f"{self.patterns_checked:,} tree patterns",
             "exhaustive": "yes" if self.exhaustive else "no",
-            "result": "exact" if self.exact else "FAILS",
+            "result": self.verdict,
             "worst residual": f"{self.worst_residual:.1e}",
+            "error est.": f"{self.error_estimate:.1e}",
             "seconds": f"{self.seconds:.2f}",
         }
 
@@ -779,7 +795,7 @@ class TreeVerifyReport:
         mode = "exhaustive" if self.exhaustive else "sampled + worst-case search"
         lines = [
             f"verify_tree: {self.name} [{self.field}]",
-            f"  recovery      : {'PASS' if self.exact else 'FAIL'} ({mode}: {self.patterns_checked} of "
+            f"  recovery      : {self.verdict.upper()} ({mode}: {self.patterns_checked} of "
             f"{self.patterns_total} straggler patterns, {self.distinct_checked} distinct decodings)",
             f"  worst residual: {self.worst_residual:.3g} at {self.worst_pattern}",
             f"  cancellation  : {self.worst_cancellation:.3g} at {self.worst_cancellation_pattern} "
@@ -1016,7 +1032,7 @@ def verify_tree(code: CodedReduceCode, *, limit: int = 100_000, samples: int = 2
         error_estimate=u * tr.worst_canc + (tr.worst_res if np.isfinite(tr.worst_res) else np.inf),
         failures=tr.failures, loads_equal=loads_equal, allocation_ok=allocation_ok, load=int(code.load),
         load_fraction=frac, load_lower_bound=opt, meets_lower_bound=frac == opt, field=code.field,
-        seconds=time.perf_counter() - t0, N=code.N, s=code.s, notes=notes)
+        seconds=time.perf_counter() - t0, N=code.N, s=code.s, rtol=rtol, notes=notes)
 
 
 def _search(code: CodedReduceCode, tr: _Tracker, rng: np.random.Generator, sweeps: int = 2,
