@@ -927,8 +927,8 @@ class _Tracker:
 
 
 def verify_tree(code: CodedReduceCode, *, limit: int = 100_000, samples: int = 2_000, search: bool = True,
-                seed: Any = 0, rtol: float | None = None, batch: int = 4096,
-                max_failures: int = 5) -> TreeVerifyReport:
+                seed: Any = 0, rtol: float | None = None, batch: int = 4096, max_failures: int = 5,
+                search_budget: int | None = None) -> TreeVerifyReport:
     """Verify a CodedReduce code under its straggler model (spec §4.4, "Verifier").
 
     A straggler pattern lets every parent (the master and every internal worker) pick at most ``s`` straggling
@@ -941,8 +941,9 @@ def verify_tree(code: CodedReduceCode, *, limit: int = 100_000, samples: int = 2
     * If there are at most ``limit`` patterns, all of them are checked (the n=3, L=2, s=1 tree has 256).
     * Otherwise: the structured patterns (no stragglers; the same ``s`` cyclically consecutive children at
       every parent), ``samples`` uniformly random patterns, and with ``search=True`` a worst-case search
-      (coordinate ascent: each parent in turn tries every straggler set given the others, keeping the one
-      that maximises the residual, then the cancellation factor).
+      (coordinate ascent: each parent whose output reaches the master in turn tries every straggler set given
+      the others, keeping the one that maximises the residual, then the cancellation factor; at most
+      ``search_budget`` patterns).
 
     The load is checked too: every worker stores exactly ``r P`` units, ``B`` matches the CR.Allocate lists,
     and ``r`` is compared with the optimum :func:`coded_reduce_load`.
@@ -964,6 +965,8 @@ def verify_tree(code: CodedReduceCode, *, limit: int = 100_000, samples: int = 2
         Patterns per batch.
     max_failures : int
         Failing patterns kept in the report.
+    search_budget : int, optional
+        Patterns the worst-case search may check (default 20,000 for float codes, 2,000 for exact ones).
 
     Returns
     -------
@@ -981,6 +984,9 @@ def verify_tree(code: CodedReduceCode, *, limit: int = 100_000, samples: int = 2
     limit = check_int("limit", limit, 0)
     samples = check_int("samples", samples, 0)
     batch = check_int("batch", batch, 1)
+    if search_budget is None:
+        search_budget = 2_000 if code.exact else 20_000
+    search_budget = check_int("search_budget", search_budget, 0)
     t0 = time.perf_counter()
     rtol = check_real("rtol", code.rtol if rtol is None else rtol, 0, 1, open_lo=True, open_hi=True)
     tr = _Tracker(code, rtol, check_int("max_failures", max_failures, 0))
@@ -996,7 +1002,7 @@ def verify_tree(code: CodedReduceCode, *, limit: int = 100_000, samples: int = 2
         for lo in range(0, samples, batch):
             tr.check(code.random_patterns(min(batch, samples - lo), rng))
         if search:
-            _search(code, tr, rng)
+            _search(code, tr, rng, budget=search_budget)
     # loads and allocation
     loads = np.asarray(code.loads)
     loads_equal = bool(np.all(loads == loads[0]))
@@ -1035,14 +1041,20 @@ def verify_tree(code: CodedReduceCode, *, limit: int = 100_000, samples: int = 2
         seconds=time.perf_counter() - t0, N=code.N, s=code.s, rtol=rtol, notes=notes)
 
 
-def _search(code: CodedReduceCode, tr: _Tracker, rng: np.random.Generator, sweeps: int = 2,
-            max_options: int = 2048) -> None:
-    """Coordinate ascent over the parents' straggler sets, from the worst patterns found so far."""
+def _search(code: CodedReduceCode, tr: _Tracker, rng: np.random.Generator, budget: int,
+            sweeps: int = 2, max_options: int = 512) -> None:
+    """Coordinate ascent over the parents' straggler sets, from the worst patterns found so far.
+
+    Only parents whose output reaches the master matter, so each step re-tries one *used* parent's straggler
+    set (all sets if there are at most ``max_options``, else a random sample plus the current one), keeping the
+    best; it stops after ``sweeps`` sweeps without improvement or when ``budget`` patterns have been checked.
+    """
     n = code.branching
     if code.exact:          # exact decodes are slow: a lighter search (it steers by cancellation anyway)
-        sweeps, max_options = 1, min(max_options, 128)
+        max_options = min(max_options, 128)
     total_opts = sum(math.comb(n, j) for j in range(code.s + 1))
-    opts = code.straggler_options() if total_opts <= max_options else None
+    opts = ~code.straggler_options() if total_opts <= max_options else None
+    spent = 0
     for key in ("res", "canc"):
         start = tr.worst_res_mask if key == "res" else tr.worst_canc_mask
         if start is None:
@@ -1050,23 +1062,26 @@ def _search(code: CodedReduceCode, tr: _Tracker, rng: np.random.Generator, sweep
         cur = start.copy()
         for _ in range(sweeps):
             improved = False
-            for p in range(code.parents):
+            used = code._tree_weights(cur[None])[1][0]
+            parents = [0] + [int(v) + 1 for v in np.flatnonzero(used) if v + 1 < code.parents]
+            for p in parents:
+                if spent >= budget:
+                    return
                 if opts is not None:
-                    cand_rows = ~opts
+                    cand_rows = opts
                 else:
                     cand_rows = code.random_patterns(max_options, rng).reshape(max_options, code.parents, n)[:, 0]
+                    cand_rows = np.vstack([cur[p * n:(p + 1) * n], cand_rows])
                 cands = np.repeat(cur[None], cand_rows.shape[0], axis=0)
                 cands[:, p * n:(p + 1) * n] = cand_rows
                 res, canc = tr.check(cands)
-                score = res if key == "res" else canc
-                if code.exact and key == "res":
-                    score = canc  # exact residuals are 0 unless failing: steer by cancellation
+                spent += cands.shape[0]
+                score = canc if (key == "canc" or code.exact) else res   # exact residuals are 0 unless failing
                 best = int(np.argmax(score))
-                if not np.array_equal(cands[best], cur):
-                    cur_score = score[np.flatnonzero((cands == cur).all(axis=1))]
-                    if cur_score.size == 0 or score[best] > cur_score.max():
-                        cur = cands[best].copy()
-                        improved = True
+                here = np.flatnonzero((cands == cur).all(axis=1))
+                if score[best] > (score[here].max() if here.size else -np.inf):
+                    cur = cands[best].copy()
+                    improved = True
             if not improved:
                 break
 
