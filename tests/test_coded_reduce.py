@@ -346,3 +346,49 @@ def test_save_load_round_trip(tmp_path, make):
     assert (back.N, back.P, back.L, back.s, back.field) == (code.N, code.P, code.L, code.s, code.field)
     assert all(a == b for a, b in zip(np.asarray(back.B).flat, np.asarray(code.B).flat, strict=True))
     assert gc.verify(back, samples=100).exact
+
+
+def test_complex_inner_code():
+    base = gc.cyclic_repetition(4, 1, seed=3)
+    phases = np.exp(1j * np.array([0.3, 1.1, 2.0, -0.7]))
+    inner = gc.GradientCode(np.asarray(base.B) * phases[:, None], s=1)
+    code = gc.coded_reduce(4, 2, 1, inner)
+    assert code.field == "complex"
+    rep = gc.verify_tree(code)
+    assert rep.exact and rep.exhaustive
+    G = np.random.default_rng(0).normal(size=(code.P, 3))
+    mask = code.random_patterns(1, seed=4)[0]
+    np.testing.assert_allclose(code.execute(mask, code.encode(G)), G.sum(axis=0), atol=1e-10)
+
+
+def test_sampled_verifier_catches_a_corrupted_leaf():
+    code = gc.coded_reduce(12, 2, 5)
+    B = np.array(code.B)
+    v = code.worker((3, 10))                      # used only when >= 4 of its smaller siblings straggle
+    u = np.flatnonzero(B[v])[0]
+    B[v, u] += 1e-3
+    bad = CodedReduceCode(B, branching=12, L=2, s=5, inner=code.inner, P=code.P)
+    rep = gc.verify_tree(bad, samples=2000, search=False)
+    assert not rep.exhaustive and not rep.exact and rep.verdict == "FAILS" and rep.failures
+    assert "(3,)" in rep.failures[0]
+
+
+@pytest.mark.parametrize("nls", [(12, 2, 5), (5, 2, 2), (3, 3, 1)])
+def test_targeted_patterns_reach_every_worker(nls):
+    """Without any random sample, the structured + targeted patterns detect a corruption of ANY worker."""
+    code = gc.coded_reduce(*nls)
+    B0 = np.array(code.B)
+    for v in range(0, code.N, 1 if code.N < 100 else 5):
+        B = B0.copy()
+        B[v, np.flatnonzero(B[v])[-1]] *= 1.001
+        bad = CodedReduceCode(B, branching=nls[0], L=nls[1], s=nls[2], inner=code.inner, P=code.P)
+        rep = gc.verify_tree(bad, limit=0, samples=0, search=False, max_failures=1)
+        assert not rep.exact, v
+
+
+def test_search_never_lowers_the_worst_found():
+    code = gc.coded_reduce(5, 2, 1)                        # random cyclic inner code: cancellation varies
+    plain = gc.verify_tree(code, limit=0, samples=200, search=False, seed=1)
+    searched = gc.verify_tree(code, limit=0, samples=200, search=True, seed=1)
+    assert searched.patterns_checked > plain.patterns_checked
+    assert searched.worst_cancellation >= plain.worst_cancellation

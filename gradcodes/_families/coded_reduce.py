@@ -837,6 +837,31 @@ def _special_masks(code: CodedReduceCode) -> np.ndarray:
     return np.array(rows)
 
 
+def _targeted_masks(code: CodedReduceCode, batch: int) -> Iterator[np.ndarray]:
+    """One pattern per worker that forces the worker's message into use (all other parents: no stragglers).
+
+    Along the worker's path, every ancestor loses the ``s`` children cyclically *preceding* the path child
+    ``t`` (``t-1, ..., t-s mod n``); then ``t`` is among the ``n - s`` smallest-index responders, and decoders
+    that prefer small indices (e.g. fractional repetition's one-per-group rule) must use it. Random patterns
+    almost never reach such workers (for n = 12, s = 5 a leaf may need 3 + 4 specific stragglers), so a
+    corrupted share there would go unnoticed without these. Yields (b, N) masks.
+    """
+    n, s = code.branching, code.s
+    for lo in range(0, code.N, batch):
+        hi = min(code.N, lo + batch)
+        out = np.ones((hi - lo, code.N), dtype=bool)
+        for v in range(lo, hi):
+            w = v
+            while True:
+                par, child = divmod(w, n)       # parent number (0 = master, i + 1 = worker i), child index
+                for j in range(1, s + 1):
+                    out[v - lo, par * n + (child - j) % n] = False
+                if par == 0:
+                    break
+                w = par - 1
+        yield out
+
+
 class _Tracker:
     def __init__(self, code: CodedReduceCode, rtol: float, max_failures: int) -> None:
         self.code = code
@@ -940,10 +965,11 @@ def verify_tree(code: CodedReduceCode, *, limit: int = 100_000, samples: int = 2
 
     * If there are at most ``limit`` patterns, all of them are checked (the n=3, L=2, s=1 tree has 256).
     * Otherwise: the structured patterns (no stragglers; the same ``s`` cyclically consecutive children at
-      every parent), ``samples`` uniformly random patterns, and with ``search=True`` a worst-case search
-      (coordinate ascent: each parent whose output reaches the master in turn tries every straggler set given
-      the others, keeping the one that maximises the residual, then the cancellation factor; at most
-      ``search_budget`` patterns).
+      every parent), one *targeted* pattern per worker that forces that worker's message into use (its
+      ancestors each lose the ``s`` siblings preceding the path), ``samples`` uniformly random patterns, and
+      with ``search=True`` a worst-case search (coordinate ascent: each parent whose output reaches the master
+      in turn tries every straggler set given the others, keeping the one that maximises the residual, then
+      the cancellation factor; at most ``search_budget`` patterns). Only the exhaustive mode is a proof.
 
     The load is checked too: every worker stores exactly ``r P`` units, ``B`` matches the CR.Allocate lists,
     and ``r`` is compared with the optimum :func:`coded_reduce_load`.
@@ -998,6 +1024,8 @@ def verify_tree(code: CodedReduceCode, *, limit: int = 100_000, samples: int = 2
             tr.check(masks)
     else:
         tr.check(_special_masks(code))
+        for masks in _targeted_masks(code, batch):
+            tr.check(masks)
         rng = check_seed(seed)
         for lo in range(0, samples, batch):
             tr.check(code.random_patterns(min(batch, samples - lo), rng))
