@@ -19,12 +19,13 @@ import numpy as np
 from ._decoders import Decoder, ExactDecoder, LeastSquaresDecoder, NullSpaceDecoder
 from ._fields import as_matrix, is_exact_field, to_fraction
 from ._numerics import (
+    DEFAULT_RTOL,
+    accepts,
     cancellation,
     error_estimate,
     exact_residual_ok,
     residuals,
     target_matrix,
-    tolerance,
     unit_roundoff,
 )
 from ._validate import check_int, check_responders
@@ -299,10 +300,10 @@ class LinearCode:
         """
         F, mask = self._mask(responders)
         A, res, canc = self._raw_decoding_matrix(F, mask, self._decoder(decoder))
-        self._accept(F, A, res)
+        self._accept(F, A, res, canc)
         return A.copy() if isinstance(A, np.ndarray) else A
 
-    def _accept(self, F: np.ndarray, A: Any, res: float) -> None:
+    def _accept(self, F: np.ndarray, A: Any, res: float, canc: float) -> None:
         """Hook: GradientCode raises when the residual is too large; approximate codes accept anything."""
 
     # ------------------------------------------------------------------ encode / decode
@@ -399,7 +400,7 @@ class LinearCode:
         F, mask = self._mask(responders if order is None else order)
         dec = self._decoder(decoder)
         A, res, canc = self._raw_decoding_matrix(F, mask, dec)
-        self._accept(F, A, res)
+        self._accept(F, A, res, canc)
         M = self._check_data("messages", messages)
         q = M.shape[1]
         if M.shape[0] == self._n:
@@ -463,7 +464,8 @@ class GradientCode(LinearCode):
     m : int, default 1
         Communication factor.
     rtol : float, default 1e-8
-        Relative acceptance tolerance of float decodes: ``residual <= rtol * max(1, ||a||_1 max|B|)``.
+        Float decodes are accepted when their predicted relative error ``u * canc + residual`` (float64 unit
+        roundoff ``u``, cancellation factor ``canc``, residual ``||A_F B - E||_inf``) is at most ``rtol``.
     **kwargs
         See :class:`LinearCode`.
 
@@ -489,7 +491,7 @@ class GradientCode(LinearCode):
     array([12., 15., 18., 21.])
     """
 
-    def __init__(self, B: Any, s: int, *, m: int = 1, rtol: float = 1e-8, **kwargs: Any) -> None:
+    def __init__(self, B: Any, s: int, *, m: int = 1, rtol: float = DEFAULT_RTOL, **kwargs: Any) -> None:
         super().__init__(B, m=m, **kwargs)
         self.s = check_int("s", s, 0, self.n - 1)
         self.rtol = float(rtol)
@@ -499,16 +501,19 @@ class GradientCode(LinearCode):
     def _min_responders(self) -> int:
         return self.n - self.s
 
-    def _accept(self, F: np.ndarray, A: Any, res: float) -> None:
+    def _accept(self, F: np.ndarray, A: Any, res: float, canc: float) -> None:
         if self.exact:
             if res != 0:
                 raise DecodingError(f"responders {F.tolist()} cannot recover the gradient: the sum is not in "
                                     f"the span of their rows (exact {self.field} arithmetic)", F, res)
             return
-        tol = float(tolerance(A[None], self._B, self.rtol)[0])
-        if not res <= tol:
-            raise DecodingError(f"responders {F.tolist()} cannot recover the gradient to tolerance: residual "
-                                f"||A_F B - E|| = {res:.3g} > {tol:.3g}", F, res)
+        if not accepts(np.array(canc), np.array(res), self.rtol):
+            est = float(error_estimate(canc, res))
+            why = "the sum is not in the span of their rows" if res > self.rtol else \
+                "float64 cancellation destroys the result"
+            raise DecodingError(f"responders {F.tolist()} cannot recover the gradient to rtol={self.rtol:g}: {why} "
+                                f"(residual ||A_F B - E|| = {res:.3g}, cancellation {canc:.3g}, predicted error "
+                                f"{est:.3g})", F, res)
 
     @property
     def unit_roundoff(self) -> float:

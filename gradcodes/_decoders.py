@@ -63,6 +63,16 @@ def stragglers_of(mask: np.ndarray, t: int) -> np.ndarray:
     return np.sort(np.argsort(mask, axis=1, kind="stable")[:, :t], axis=1)
 
 
+def pinv(M: np.ndarray) -> np.ndarray:
+    """Pseudo-inverse (stacked) dropping singular values below ``max(rows, cols) * eps * sigma_max``.
+
+    numpy's own default (``rcond=1e-15``) keeps noise singular values of rank-deficient matrices, which destroys
+    the minimum-norm solution of exactly the systems gradient codes produce.
+    """
+    eps = np.finfo(np.result_type(M.dtype, np.float64)).eps
+    return np.linalg.pinv(M, rcond=max(M.shape[-2:]) * eps)
+
+
 def _by_straggler_count(mask: np.ndarray) -> list[tuple[int, np.ndarray]]:
     counts = mask.shape[1] - mask.sum(axis=1)
     return [(int(t), np.flatnonzero(counts == t)) for t in np.unique(counts)]
@@ -86,7 +96,7 @@ class LeastSquaresDecoder(Decoder):
         for lo in range(0, b, _CHUNK // 4):
             mk = mask[lo:lo + _CHUNK // 4]
             Bt = B.T[None, :, :] * mk[:, None, :]               # (c, km, n), straggler columns zeroed
-            P = np.linalg.pinv(Bt)                               # (c, n, km); zero rows for stragglers
+            P = pinv(Bt)                               # (c, n, km); zero rows for stragglers
             out[lo:lo + mk.shape[0]] = np.swapaxes(P @ E.T, 1, 2)  # a = E pinv(B_F)
         return out
 
@@ -115,7 +125,7 @@ class NullSpaceDecoder(Decoder):
         ``P = pinv(B)`` (k m, n)."""
         cached = code._memo.get("nullspace")
         if cached is None:
-            P = np.linalg.pinv(code.B)
+            P = pinv(code.B)
             C = code.target @ P
             K = scipy.linalg.null_space(code.B.T)
             cached = (np.ascontiguousarray(C), np.ascontiguousarray(K), np.ascontiguousarray(P))
@@ -136,7 +146,7 @@ class NullSpaceDecoder(Decoder):
             except np.linalg.LinAlgError:
                 Z = None
         if Z is None:
-            Z = np.linalg.pinv(KS) @ rhs
+            Z = pinv(KS) @ rhs
         A = Cp + np.swapaxes(K[None] @ Z, 1, 2)
         return A, np.abs(KS @ Z - rhs).max(axis=(1, 2))
 
@@ -151,17 +161,18 @@ class NullSpaceDecoder(Decoder):
         for t, rows in _by_straggler_count(mask):
             S = stragglers_of(mask[rows], t)
             mk = mask[rows][:, None, :]
-            if t == 0 or d == 0:
+            free = t == 0 or d == 0                                  # nothing to solve: A = C on the mask
+            if free:
                 A = np.broadcast_to(C, (rows.size, m, n)) * mk
-                sol_res = np.abs(C[:, S]).max(axis=(0, 2)) * bmax if t else np.zeros(rows.size)
+                sol_res = np.abs(C[:, S]).max(axis=(0, 2)) if t else np.zeros(rows.size)
             else:
                 A, sol_res = self._solve(np.broadcast_to(C, (rows.size, m, n)), K, S)
                 A *= mk
-                for _ in range(self.refine):
-                    R = E - (A.reshape(-1, n) @ B).reshape(rows.size, m, -1)
-                    D, _res = self._solve(R @ P, K, S)
-                    A += D * mk
-                sol_res = sol_res * bmax
+            for _ in range(self.refine):
+                R = E - (A.reshape(-1, n) @ B).reshape(rows.size, m, -1)
+                D = R @ P if free else self._solve(R @ P, K, S)[0]
+                A += D * mk
+            sol_res = sol_res * bmax
             scale = np.maximum(1.0, np.abs(A).sum(axis=2).max(axis=1) * bmax)
             bad = ~np.isfinite(sol_res) | (sol_res > self.rtol * scale)
             out[rows] = A

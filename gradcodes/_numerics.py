@@ -21,7 +21,7 @@ import numpy as np
 
 from ._fields import exact_zeros, is_galois_array
 
-__all__ = ["target_matrix", "residuals", "cancellation", "tolerance", "error_estimate", "exact_residual_ok",
+__all__ = ["target_matrix", "residuals", "cancellation", "accepts", "error_estimate", "exact_residual_ok",
            "unit_roundoff"]
 
 #: Relative factor of the default float64 acceptance tolerance (spec §0.2).
@@ -67,10 +67,15 @@ def cancellation(A: np.ndarray, B: np.ndarray, k: int) -> np.ndarray:
     return (np.abs(A) @ row_l1).max(axis=1) / k
 
 
-def tolerance(A: np.ndarray, B: np.ndarray, rtol: float = DEFAULT_RTOL) -> np.ndarray:
-    """Acceptance tolerance ``rtol * max(1, ||a||_1 max|B|)`` per decoding matrix (spec §0.2)."""
-    a1 = np.abs(A).sum(axis=2).max(axis=1)
-    return rtol * np.maximum(1.0, a1 * np.abs(B).max())
+def accepts(canc: np.ndarray, residual: np.ndarray, rtol: float = DEFAULT_RTOL) -> np.ndarray:
+    """True where a float64 decode is trustworthy: ``u * canc + residual <= rtol`` (and both are finite).
+
+    This is stricter than the spec's ``residual <= rtol * max(1, ||a||_1 max|B|)``, which grows with the
+    cancellation and so accepts decoding vectors that lose every digit; the target ``E`` has unit entries and
+    ``A_F B`` is invariant under row scalings of ``B``, so no further scaling is needed.
+    """
+    est = error_estimate(canc, residual)
+    return np.isfinite(est) & (est <= rtol)
 
 
 def unit_roundoff(dtype: Any) -> float:

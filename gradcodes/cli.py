@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import ast
 import inspect
+import math
 import os
 import sys
 from collections.abc import Sequence
@@ -111,8 +112,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "bound":
             b = min_load(args.n, args.s, args.m, args.k)
             k = args.k or args.n
-            print(f"min load = k(s+m)/n = {k}*({args.s}+{args.m})/{args.n} = {b}"
-                  + ("" if b.denominator == 1 else f" ≈ {float(b):.4g} (max load >= {-(-b.numerator // b.denominator)})"))
+            text = f"min load = k(s+m)/n = {k}*({args.s}+{args.m})/{args.n} = {b}"
+            if b.denominator != 1:
+                text += f" ≈ {float(b):.4g} (max load >= {math.ceil(b)})"
+            print(text)
             return 0
         if args.command == "build":
             code = _build(args)

@@ -220,10 +220,13 @@ def cyclic_repetition(n: int, s: int, k: int | None = None, *, seed: Any = None,
     if H is None:
         rng = check_seed(seed)
         Hf = rng.standard_normal((s, n - 1))
-        Hf = np.concatenate([Hf, -Hf.sum(axis=1, keepdims=True)], axis=1)
-        Hm = as_matrix(Hf, "rational")[0] if exact else Hf
-        if Hm.shape[0] == 0:
-            Hm = np.zeros((0, n), dtype=object if exact else np.float64)
+        if exact:  # convert the draws exactly, then make every row sum to exactly 0
+            Hm = np.empty((s, n), dtype=object)
+            if s:
+                Hm[:, :-1] = as_matrix(Hf, "rational")[0]
+                Hm[:, -1] = -Hm[:, :-1].sum(axis=1)
+        else:
+            Hm = np.concatenate([Hf, -Hf.sum(axis=1, keepdims=True)], axis=1)
         if isinstance(seed, (int, np.integer)):
             params["seed"] = int(seed)
     else:
