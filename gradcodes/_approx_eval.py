@@ -703,3 +703,50 @@ def evaluate_approximate(code: Any, gradients: Any = None, *, p: Any = None, dec
         gradient_norm2=g2 if exact else float(g2),
         seed=seed if method == "montecarlo" else None, seconds=time.perf_counter() - t0,
     )
+
+
+# --------------------------------------------------------------------------------------------------------
+# command line: `gradcodes evaluate` (expected error and bias of approximate codes)
+# --------------------------------------------------------------------------------------------------------
+
+
+def _cli_evaluate(args: Any) -> int:
+    import os
+
+    from . import cli
+    from ._io import load
+
+    if os.path.exists(args.target) or args.target.endswith(".npz"):
+        code = load(args.target)
+    else:
+        args.scheme = args.target
+        code = cli._build(args)
+    report = evaluate_approximate(code, args.gradients, p=args.p, decoder=args.decoder, method=args.method,
+                                  samples=args.samples, seed=args.mc_seed)
+    print(report)
+    return 0
+
+
+def _cli_hook(sub: Any) -> None:
+    from . import cli
+
+    p = sub.add_parser("evaluate", help="expected error and bias of an approximate code under random stragglers")
+    p.add_argument("target", help="a .npz file written by `gradcodes build`, or a scheme name "
+                                  "(e.g. heterogeneous, sgc, bgc, ehd, od, is_sgd)")
+    cli._add_code_options(p)
+    p.add_argument("--p", help="straggle probabilities for the evaluation, e.g. '1/10,1/5,1/2' or 0.2 "
+                               "(default: the code's own)")
+    p.add_argument("--gradients", default="orthonormal", choices=["orthonormal", "aligned"],
+                   help="g_j = e_j (default) or all g_j equal")
+    p.add_argument("--method", default="auto", choices=["auto", "enumerate", "montecarlo"])
+    p.add_argument("--samples", type=int, default=20000, help="Monte Carlo samples")
+    p.add_argument("--mc-seed", type=int, default=0, help="Monte Carlo seed")
+    p.add_argument("--decoder", help="decoder name (default: the code's)")
+    p.set_defaults(func=_cli_evaluate)
+
+
+def _register_cli() -> None:
+    from . import cli
+
+    if _cli_hook not in cli._SUBCOMMAND_HOOKS:
+        cli._SUBCOMMAND_HOOKS.append(_cli_hook)

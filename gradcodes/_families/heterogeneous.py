@@ -29,6 +29,7 @@ import numpy as np
 
 from .._approx_eval import (
     FixedWeightDecoder,
+    _register_cli,
     _scenario,
     evaluate_approximate,
     probability_list,
@@ -376,3 +377,4 @@ register(Scheme(
     "load 1 + (n-1)/k",
     tour=({"p": "1/10,1/5,1/2", "k": 3}, {"n": 10, "tau": 1.5}, {"n": 100, "tau": 1.5}),
     evaluate=evaluate_approximate, kind="approximate"))
+_register_cli()  # `gradcodes evaluate` for approximate codes
