@@ -299,7 +299,7 @@ class ApproxReport:
         Enumeration: bias exactly 0 (exact mode) or ``bias_norm <= 1e-10 * ||g||``. Monte Carlo:
         ``bias_norm <= 4 bias_stderr`` (consistent with zero).
     method : str
-        ``"enumerate"`` or ``"montecarlo"``.
+        ``"enumerate"``, ``"closed"`` (fixed-weight closed form, no patterns) or ``"montecarlo"``.
     patterns : int
         Number of patterns enumerated or sampled.
     exact : bool
@@ -356,8 +356,9 @@ class ApproxReport:
             "scheme": self.code_name, "n": self.n, "k": self.k,
             "load / bound": f"{self.load} / -",
             "replication / bound": f"{float(self.replication):.3g} / {float(self.load_lower_bound):.3g}",
-            "sets checked": f"{self.patterns:,}" + (" MC" if self.method == "montecarlo" else ""),
-            "exhaustive": "yes" if self.method == "enumerate" else "no",
+            "sets checked": "closed form" if self.method == "closed"
+            else f"{self.patterns:,}" + (" MC" if self.method == "montecarlo" else ""),
+            "exhaustive": "yes" if self.method in ("enumerate", "closed") else "no",
             "result": "unbiased" if self.unbiased else "BIASED",
             "E|err|^2/|g|^2": self._rel_text(),
             "|bias|/|g|": f"{float(self.bias_norm) / math.sqrt(float(self.gradient_norm2)):.2g}"
@@ -369,6 +370,8 @@ class ApproxReport:
         if self.method == "montecarlo":
             err = (f"{float(self.expected_error):.6g} ± {self.expected_error_stderr:.2g} (Monte Carlo, "
                    f"{self.patterns} samples, seed {self.seed})")
+        elif self.method == "closed":
+            err = f"{self.expected_error} (closed form{', exact' if self.exact else ''})"
         else:
             err = f"{self.expected_error} (all {self.patterns} patterns{', exact' if self.exact else ''})"
         bias = f"{float(self.bias_norm):.3g}"
@@ -575,8 +578,10 @@ def evaluate_approximate(code: Any, gradients: Any = None, *, p: Any = None, dec
         exact when the code is rational and its decoder exact.
     decoder : str or Decoder, optional
         Default: the code's default decoder.
-    method : {"auto", "enumerate", "montecarlo"}
-        ``"auto"`` enumerates when ``n <= max_enumerate``.
+    method : {"auto", "enumerate", "montecarlo", "closed"}
+        ``"auto"`` enumerates when ``n <= max_enumerate``; beyond, it uses the exact closed form when the
+        decoder has fixed weights (:func:`closed_form_error`, with the bias ``sum_i (1-p_i) w_i B_i - 1``) and
+        seeded Monte Carlo otherwise.
     samples : int
         Monte Carlo sample count.
     seed : int
@@ -600,21 +605,25 @@ def evaluate_approximate(code: Any, gradients: Any = None, *, p: Any = None, dec
     (Fraction(32, 63), True)
     """
     t0 = time.perf_counter()
-    if method not in ("auto", "enumerate", "montecarlo"):
-        raise ValueError(f"method must be 'auto', 'enumerate' or 'montecarlo', got {method!r}")
+    if method not in ("auto", "enumerate", "montecarlo", "closed"):
+        raise ValueError(f"method must be 'auto', 'enumerate', 'montecarlo' or 'closed', got {method!r}")
     for name, v, lo in (("samples", samples, 2), ("batch", batch, 1), ("max_enumerate", max_enumerate, 0)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
             raise TypeError(f"{name} must be an int, got {type(v).__name__}")
         if v < lo:
             raise ValueError(f"{name} must be >= {lo}, got {v}")
     n = code.n
+    dec = _resolve_decoder(code, decoder)
+    fixed = _fixed_weights(dec) is not None and code.m == 1
     if method == "auto":
-        method = "enumerate" if n <= max_enumerate else "montecarlo"
+        method = "enumerate" if n <= max_enumerate else ("closed" if fixed else "montecarlo")
     if method == "enumerate" and n > 24:
         raise ValueError(f"method='enumerate' needs n <= 24 workers (2^n patterns), got n = {n}; "
                          f"use method='montecarlo'")
-    dec = _resolve_decoder(code, decoder)
-    exact = bool(method == "enumerate" and code.field == "rational" and getattr(dec, "exact", False))
+    if method == "closed" and not fixed:
+        raise ValueError(f"method='closed' needs a fixed-weight decoder and m = 1; decoder {dec.name!r} "
+                         f"is not one (use 'enumerate' or 'montecarlo')")
+    exact = bool(method in ("enumerate", "closed") and code.field == "rational" and getattr(dec, "exact", False))
     pp = _resolve_p(code, p, exact)
     if exact and pp.dtype != object:
         exact = False
@@ -634,7 +643,24 @@ def evaluate_approximate(code: Any, gradients: Any = None, *, p: Any = None, dec
         R = A @ B - E[None]  # (b, m, k*m)
         return R if G is None else R @ G  # (b, m, p)
 
-    if method == "enumerate":
+    if method == "closed":
+        w = dec.weights if exact else np.asarray(dec.weights, dtype=np.float64)
+        bias = ((1 - pp) * w) @ B - E[0]
+        bias = (bias if G is None else bias @ G)[None, :]
+        err = closed_form_error(code, gradients, p=pp, decoder=dec)
+        err_se = 0.0
+        bias_se = 0.0
+        bias2 = (bias * bias).sum()
+        if exact:
+            unbiased = bool(bias2 == 0)
+            bias_norm = Fraction(0) if bias2 == 0 else math.sqrt(bias2)
+            rel = err / g2 if g2 else None
+        else:
+            bias_norm = float(np.sqrt(bias2))
+            unbiased = bias_norm <= 1e-10 * max(1.0, math.sqrt(float(g2)))
+            rel = float(err) / float(g2) if g2 else None
+        patterns = 0
+    elif method == "enumerate":
         total = 1 << n
         zero = Fraction(0) if exact else 0.0
         err = zero

@@ -89,10 +89,30 @@ def test_monte_carlo_agrees_with_enumeration_and_is_seeded():
 
 def test_monte_carlo_detects_bias():
     code = gc.ignore_stragglers(30, p=0.3, decoder="sum")
-    rep = gc.evaluate_approximate(code, samples=4000, seed=1)
-    assert rep.method == "montecarlo"  # n = 30 > 16
+    rep = gc.evaluate_approximate(code, method="montecarlo", samples=4000, seed=1)
     assert not rep.unbiased
     assert rep.bias_norm == pytest.approx(0.3 * np.sqrt(30), rel=0.05)
+    # beyond max_enumerate a fixed-weight decoder gets the exact closed form: bias -p, error 30 p
+    closed = gc.evaluate_approximate(code)
+    assert closed.method == "closed" and not closed.unbiased
+    assert closed.bias == pytest.approx([-0.3] * 30) and closed.expected_error == pytest.approx(9.0)
+    assert abs(rep.expected_error - closed.expected_error) < 4 * rep.expected_error_stderr
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.lists(st.integers(1, 19).map(lambda a: F(a, 20)), min_size=1, max_size=6), st.integers(0, 4),
+       st.sampled_from(["aligned", "orthonormal"]))
+def test_closed_method_equals_enumeration(p, extra, gradients):
+    code = gc.stochastic_gc(len(p), 1 + extra % len(p), p, k=len(p) + extra)
+    a = gc.evaluate_approximate(code, gradients, method="closed")
+    b = gc.evaluate_approximate(code, gradients, method="enumerate")
+    assert a.exact and b.exact and a.method == "closed"
+    assert a.expected_error == b.expected_error and a.bias.tolist() == b.bias.tolist()
+
+
+def test_closed_method_needs_fixed_weights():
+    with pytest.raises(ValueError, match="fixed-weight decoder"):
+        gc.evaluate_approximate(gc.erasurehead(4, 2, p=0.2), method="closed")
 
 
 def test_rescale_decoder_bias_exact():
@@ -121,7 +141,7 @@ def test_report_rendering():
     row = rep.tour_row()
     assert row["result"] == "unbiased" and row["exhaustive"] == "yes"
     assert row["replication / bound"] == "1.67 / 1.67"
-    mc = gc.evaluate_approximate(gc.heterogeneous([0.2] * 20, 20), samples=500)
+    mc = gc.evaluate_approximate(gc.heterogeneous([0.2] * 20, 20), method="montecarlo", samples=500)
     assert "±" in mc.tour_row()["E|err|^2/|g|^2"] and "Monte Carlo" in str(mc)
 
 
@@ -137,6 +157,7 @@ def test_p_override_and_missing():
 
 @pytest.mark.parametrize("kwargs, exc, match", [
     ({"method": "exhaustive"}, ValueError, "method must be"),
+    ({"p": [0.1, 1.0, 0.2]}, ValueError, r"p\[1\]"),
     ({"samples": 1}, ValueError, "samples must be >= 2"),
     ({"samples": 2.5}, TypeError, "samples must be an int"),
     ({"batch": 0}, ValueError, "batch"),
@@ -168,3 +189,78 @@ def test_min_load_report_for_baselines():
     p = [F(1, 5)] * 4
     rep = gc.evaluate_approximate(gc.stochastic_gc(4, 2, p))
     assert rep.replication == 2 and rep.load_lower_bound == F(7, 4) and not rep.meets_lower_bound
+
+
+# ------------------------------------------------------------------------------------------------------
+# mutation, CLI, tour, files
+# ------------------------------------------------------------------------------------------------------
+
+
+def test_corrupted_matrix_is_reported_biased():
+    """Mutation test: perturbing one coefficient of an unbiased code makes its column sum != 1."""
+    code = gc.heterogeneous(P3, 3)
+    B = code.B.copy()
+    B[1, 2] += F(1, 100)
+    bad = gc.ApproximateCode(B, decoders=[code.decoders["weighted"]], default_decoder="weighted",
+                             straggle_probabilities=code.straggle_probabilities)
+    rep = gc.evaluate_approximate(bad)
+    assert not rep.unbiased
+    # E[ghat] - g = (column sums of alpha - 1) with g_j = e_j: only column 2 is off, by exactly 1/100
+    assert rep.bias.tolist() == [0, 0, F(1, 100)]
+    assert rep.expected_error == rep.closed_form != gc.evaluate_approximate(code).expected_error
+
+
+def test_cli_evaluate(capsys):
+    from gradcodes.cli import main
+
+    assert main(["evaluate", "heterogeneous", "--param", "p=1/10,1/5,1/2", "-k", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "1441/3528" in out and "unbiased" in out and "meets it" in out
+    assert main(["evaluate", "ehd", "-n", "20", "--samples", "500", "--mc-seed", "3"]) == 0
+    assert "Monte Carlo, 500 samples, seed 3" in capsys.readouterr().out
+    assert main(["evaluate", "ehd", "-n", "7"]) == 2
+    assert "must divide n" in capsys.readouterr().err
+
+
+def test_cli_build_then_evaluate(tmp_path, capsys):
+    from gradcodes.cli import main
+
+    path = str(tmp_path / "h.npz")
+    assert main(["build", "heterogeneous", "--param", "p=1/10,1/5,1/2", "-k", "3", "-o", path]) == 0
+    assert main(["evaluate", path, "--gradients", "aligned"]) == 0
+    assert "= 9/14 (all 8 patterns, exact)" in capsys.readouterr().out
+
+
+def test_tour_rows_for_approximate_schemes():
+    import io
+
+    from gradcodes._tour import tour
+
+    rows = tour(["heterogeneous", "is_sgd", "sgc", "ehd", "bgc", "od"], quick=True, out=io.StringIO())
+    by = {r["scheme"]: r for r in rows}
+    assert by["heterogeneous"]["result"] == "unbiased"
+    assert by["heterogeneous"]["replication / bound"] == "1.67 / 1.67"
+    assert by["sgc"]["result"] == "unbiased" and by["is_sgd"]["result"] == "unbiased"
+    assert by["ehd"]["result"] == "BIASED" and by["od"]["result"] == "BIASED"
+    assert all(r["result"] != "FAILS" for r in rows)
+
+
+@pytest.mark.parametrize("build", [
+    lambda: gc.heterogeneous(P3, 3, "II"),
+    lambda: gc.heterogeneous([0.1, 0.3, 0.6, 0.2], 5),
+    lambda: gc.stochastic_gc(4, 2, [F(1, 3)] * 4, assignment="random", seed=5),
+    lambda: gc.ignore_stragglers(3, p=P3),
+    lambda: gc.erasurehead(4, 2, p=0.3, decoder="unbiased"),
+    lambda: gc.bernoulli_gc(6, 2, p=0.2, seed=3),
+    lambda: gc.optimal_decoding(6, 3, p=0.2, seed=3),
+])
+def test_save_load_roundtrip(tmp_path, build):
+    code = build()
+    path = str(tmp_path / "c.npz")
+    gc.save(code, path)
+    back = gc.load(path)
+    assert back.family == code.family and back.default_decoder == code.default_decoder
+    assert (np.asarray(back.B) == np.asarray(code.B)).all()
+    a = gc.evaluate_approximate(code, method="enumerate")
+    b = gc.evaluate_approximate(back, method="enumerate")
+    assert a.expected_error == b.expected_error and a.exact == b.exact
