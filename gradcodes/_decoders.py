@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 __all__ = ["Decoder", "NullSpaceDecoder", "LeastSquaresDecoder", "ExactDecoder", "stragglers_of"]
 
 _CHUNK = 4096
+_EPS = float(np.finfo(np.float64).eps)
 
 
 class Decoder:
@@ -134,6 +135,7 @@ class NullSpaceDecoder(Decoder):
         if cached is None:
             P = pinv(code.B)
             C = code.target @ P
+            C += (code.target - C @ code.B) @ P                  # one step of iterative refinement, once
             K = scipy.linalg.null_space(code.B.T)
             cached = (np.ascontiguousarray(C), np.ascontiguousarray(K), np.ascontiguousarray(P))
             code._memo["nullspace"] = cached
@@ -177,11 +179,17 @@ class NullSpaceDecoder(Decoder):
             else:
                 A, sol_res = self._solve(np.broadcast_to(C, (rows.size, m, n)), K, S)
                 A *= mk
+            sel = np.arange(rows.size)
             for _ in range(self.refine):
-                R = E - (A.reshape(-1, n) @ B).reshape(rows.size, m, -1)
-                RP = (R.reshape(rows.size * m, -1) @ P).reshape(rows.size, m, n)
-                D = RP if free else self._solve(RP, K, S)[0]
-                A += D * mk
+                # refine only the patterns whose residual is above a few ulps (most are not, in a good code)
+                R = E - (A[sel].reshape(-1, n) @ B).reshape(sel.size, m, -1)
+                sel_r = np.abs(R).reshape(sel.size, -1).max(axis=1) > 64 * _EPS
+                sel, R = sel[sel_r], R[sel_r]
+                if sel.size == 0:
+                    break
+                RP = (R.reshape(sel.size * m, -1) @ P).reshape(sel.size, m, n)
+                D = RP if free else self._solve(RP, K, S[sel])[0]
+                A[sel] += D * mk[sel]
             sol_res = sol_res * bmax
             scale = np.maximum(1.0, np.abs(A).sum(axis=2).max(axis=1) * bmax)
             bad = ~np.isfinite(sol_res) | (sol_res > self.rtol * scale)
