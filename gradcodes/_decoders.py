@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 __all__ = ["Decoder", "NullSpaceDecoder", "LeastSquaresDecoder", "ExactDecoder", "stragglers_of"]
 
 _CHUNK = 4096
+_EPS = float(np.finfo(np.float64).eps)
 
 
 class Decoder:
@@ -60,7 +61,7 @@ def stragglers_of(mask: np.ndarray, t: int) -> np.ndarray:
     """The (b, t) sorted straggler indices of masks that all have exactly ``t`` stragglers."""
     if t == 0:
         return np.zeros((mask.shape[0], 0), dtype=np.int64)
-    return np.sort(np.argsort(mask, axis=1, kind="stable")[:, :t], axis=1)
+    return np.nonzero(~mask)[1].reshape(mask.shape[0], t)      # row-major order: sorted within each row
 
 
 def pinv(M: np.ndarray) -> np.ndarray:
@@ -92,12 +93,19 @@ class LeastSquaresDecoder(Decoder):
         B = code.B
         E = code.target
         b, n = mask.shape
-        out = np.zeros((b, code.m, n), dtype=B.dtype)
-        for lo in range(0, b, _CHUNK // 4):
-            mk = mask[lo:lo + _CHUNK // 4]
-            Bt = B.T[None, :, :] * mk[:, None, :]               # (c, km, n), straggler columns zeroed
-            P = pinv(Bt)                               # (c, n, km); zero rows for stragglers
-            out[lo:lo + mk.shape[0]] = np.swapaxes(P @ E.T, 1, 2)  # a = E pinv(B_F)
+        out = np.zeros((b, code.m, n), dtype=np.result_type(B, E, np.float64))
+        step = max(1, _CHUNK // 8)
+        for t, rows in _by_straggler_count(mask):
+            if t == n:
+                continue                                         # nobody responded: A = 0
+            for lo in range(0, rows.size, step):
+                r = rows[lo:lo + step]
+                F = np.sort(np.argsort(~mask[r], axis=1, kind="stable")[:, : n - t], axis=1)   # (c, n - t)
+                P = pinv(np.swapaxes(B[F], 1, 2))                # compact B_F^T: (c, km, n - t) -> (c, n - t, km)
+                aF = np.swapaxes(P @ E.T, 1, 2)                  # (c, m, n - t)
+                blk = np.zeros((r.size, code.m, n), dtype=out.dtype)
+                np.put_along_axis(blk, np.broadcast_to(F[:, None, :], aF.shape), aF, axis=2)
+                out[r] = blk
         return out
 
 
@@ -127,6 +135,7 @@ class NullSpaceDecoder(Decoder):
         if cached is None:
             P = pinv(code.B)
             C = code.target @ P
+            C += (code.target - C @ code.B) @ P                  # one step of iterative refinement, once
             K = scipy.linalg.null_space(code.B.T)
             cached = (np.ascontiguousarray(C), np.ascontiguousarray(K), np.ascontiguousarray(P))
             code._memo["nullspace"] = cached
@@ -135,10 +144,10 @@ class NullSpaceDecoder(Decoder):
     @staticmethod
     def _solve(Cp: np.ndarray, K: np.ndarray, S: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``A = Cp + (K Z)^T`` with ``K_S Z = -Cp_S``; returns ``(A, solve residual)`` for a group (g, m, n)."""
+        g, m, n = Cp.shape
         t, d = S.shape[1], K.shape[1]
         KS = K[S]                                                            # (g, t, d)
-        idx = np.broadcast_to(S[:, None, :], (S.shape[0], Cp.shape[1], t))
-        rhs = -np.swapaxes(np.take_along_axis(Cp, idx, axis=2), 1, 2)        # (g, t, m)
+        rhs = -np.swapaxes(Cp[np.arange(g)[:, None, None], np.arange(m)[None, :, None], S[:, None, :]], 1, 2)
         Z = None
         if t == d:
             try:
@@ -147,8 +156,10 @@ class NullSpaceDecoder(Decoder):
                 Z = None
         if Z is None:
             Z = pinv(KS) @ rhs
-        A = Cp + np.swapaxes(K[None] @ Z, 1, 2)
-        return A, np.abs(KS @ Z - rhs).max(axis=(1, 2))
+        # (K Z)^T for the whole group as one GEMM: (g*m, d) @ (d, n)
+        A = Cp + (np.swapaxes(Z, 1, 2).reshape(g * m, d) @ K.T).reshape(g, m, n)
+        sol = np.einsum("gtd,gdm->gtm", KS, Z) - rhs
+        return A, np.abs(sol).reshape(g, -1).max(axis=1)
 
     def matrices(self, code: LinearCode, mask: np.ndarray) -> np.ndarray:
         C, K, P = self.basis(code)
@@ -168,10 +179,17 @@ class NullSpaceDecoder(Decoder):
             else:
                 A, sol_res = self._solve(np.broadcast_to(C, (rows.size, m, n)), K, S)
                 A *= mk
+            sel = np.arange(rows.size)
             for _ in range(self.refine):
-                R = E - (A.reshape(-1, n) @ B).reshape(rows.size, m, -1)
-                D = R @ P if free else self._solve(R @ P, K, S)[0]
-                A += D * mk
+                # refine only the patterns whose residual is above a few ulps (most are not, in a good code)
+                R = E - (A[sel].reshape(-1, n) @ B).reshape(sel.size, m, -1)
+                sel_r = np.abs(R).reshape(sel.size, -1).max(axis=1) > 64 * _EPS
+                sel, R = sel[sel_r], R[sel_r]
+                if sel.size == 0:
+                    break
+                RP = (R.reshape(sel.size * m, -1) @ P).reshape(sel.size, m, n)
+                D = RP if free else self._solve(RP, K, S[sel])[0]
+                A[sel] += D * mk[sel]
             sol_res = sol_res * bmax
             scale = np.maximum(1.0, np.abs(A).sum(axis=2).max(axis=1) * bmax)
             bad = ~np.isfinite(sol_res) | (sol_res > self.rtol * scale)

@@ -96,6 +96,14 @@ class VerifyReport:
         """The first failing responder set found, or None."""
         return self.failures[0] if self.failures else None
 
+    @property
+    def verdict(self) -> str:
+        """One word: ``exact`` (exact arithmetic), ``ok`` (float decodes within ``rtol``), ``inaccurate`` (every
+        residual within ``rtol`` but cancellation pushes the predicted error above it) or ``FAILS``."""
+        if self.exact:
+            return "exact" if self.field == "rational" or self.field.startswith("GF(") else "ok"
+        return "inaccurate" if self.worst_residual <= self.rtol else "FAILS"
+
     def __bool__(self) -> bool:
         return self.exact
 
@@ -135,8 +143,9 @@ class VerifyReport:
             "load / bound": f"{self.load} / {_frac(self.load_lower_bound)}",
             "sets checked": f"{self.patterns_checked:,}",
             "exhaustive": "yes" if self.exhaustive else "no",
-            "result": "exact" if self.exact else "FAILS",
+            "result": self.verdict,
             "worst residual": f"{self.worst_residual:.1e}",
+            "error est.": f"{self.error_estimate:.1e}",
             "seconds": f"{self.seconds:.2f}",
         }
 

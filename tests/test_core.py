@@ -4,7 +4,7 @@ from fractions import Fraction as Fr
 
 import numpy as np
 import pytest
-from hypothesis import assume, given
+from hypothesis import given
 from hypothesis import strategies as st
 
 import gradcodes as gc
