@@ -264,3 +264,13 @@ def test_save_load_roundtrip(tmp_path, build):
     a = gc.evaluate_approximate(code, method="enumerate")
     b = gc.evaluate_approximate(back, method="enumerate")
     assert a.expected_error == b.expected_error and a.exact == b.exact
+
+
+def test_auto_method_choice():
+    p = [F(1, 3)] * 14
+    assert gc.evaluate_approximate(gc.heterogeneous(p, 14)).method == "closed"  # exact closed form, n > 12
+    rep = gc.evaluate_approximate(gc.erasurehead(14, 2, p=p))
+    assert rep.method == "enumerate" and not rep.exact  # no closed form: float enumeration
+    # homogeneous p: each group is silent with probability (1/3)^2, losing its 2 partitions (see test_baselines)
+    assert rep.expected_error == pytest.approx(7 * 2 / 9, rel=1e-12)
+    assert gc.evaluate_approximate(gc.erasurehead(18, 2, p=0.3), samples=300).method == "montecarlo"
