@@ -89,7 +89,7 @@ def straggle_probabilities(p: Any, n: int | None = None, *, exact: bool | None =
     arr = np.asarray(p, dtype=object)
     if arr.ndim == 0:
         if n is None:
-            raise ValueError(f"{name} is a scalar; pass the number of workers n to broadcast it")
+            raise ValueError(f"{name} is a scalar; give one straggle probability per worker (e.g. [{name}] * n)")
         arr = np.full(n, arr.item(), dtype=object)
     if arr.ndim != 1:
         raise ValueError(f"{name} must be one-dimensional (one probability per worker), got shape {arr.shape}")
