@@ -74,16 +74,34 @@ def pinv(M: np.ndarray) -> np.ndarray:
     return np.linalg.pinv(M, rcond=max(M.shape[-2:]) * eps)
 
 
+def min_norm_solve(M: np.ndarray, R: np.ndarray, rcond: float | None = None) -> np.ndarray:
+    """Minimum-norm least-squares solutions ``X`` of ``M X = R`` for stacks ``M`` (..., r, c), ``R`` (..., r, t).
+
+    Applies the SVD factors in order, ``X = V diag(1/sigma) (U^H R)`` with singular values below
+    ``rcond * sigma_max`` (default ``max(r, c) * eps``) dropped, like LAPACK's ``gelsd``: the right-hand side is
+    projected *before* dividing by small singular values, so the residual stays at rounding level on numerically
+    rank-deficient systems where ``pinv(M) @ R`` loses up to ``eps / sigma_min`` (measured: 3e-14 against 3e-5
+    for the centered cyclic-MDS code at n = 500, s = 125).
+    """
+    if rcond is None:
+        rcond = max(M.shape[-2:]) * np.finfo(np.result_type(M.dtype, np.float64)).eps
+    U, sig, Vh = np.linalg.svd(M, full_matrices=False)
+    keep = sig > rcond * sig[..., :1]
+    inv = np.where(keep, 1.0 / np.where(keep, sig, 1.0), 0.0)
+    C = (np.conj(np.swapaxes(U, -1, -2)) @ R) * inv[..., :, None]
+    return np.conj(np.swapaxes(Vh, -1, -2)) @ C
+
+
 def _by_straggler_count(mask: np.ndarray) -> list[tuple[int, np.ndarray]]:
     counts = mask.shape[1] - mask.sum(axis=1)
     return [(int(t), np.flatnonzero(counts == t)) for t in np.unique(counts)]
 
 
 class LeastSquaresDecoder(Decoder):
-    """Minimum-norm least squares ``argmin ||A_F B_F - E||`` on the responders (batched pseudo-inverse).
+    """Minimum-norm least squares ``argmin ||A_F B_F - E||`` on the responders' compact rows (batched SVD).
 
-    Singular values below ``rcond * sigma_max`` are dropped (numpy's default ``max(n, k m) * eps``), which picks the
-    small-norm solution among the many that agree to rounding when ``B_F`` is numerically rank-deficient.
+    Singular values below ``max(n, k m) * eps * sigma_max`` are dropped, which picks the small-norm solution among
+    the many that agree to rounding when ``B_F`` is numerically rank-deficient (see :func:`min_norm_solve`).
     """
 
     name = "lstsq"
@@ -101,8 +119,9 @@ class LeastSquaresDecoder(Decoder):
             for lo in range(0, rows.size, step):
                 r = rows[lo:lo + step]
                 F = np.sort(np.argsort(~mask[r], axis=1, kind="stable")[:, : n - t], axis=1)   # (c, n - t)
-                P = pinv(np.swapaxes(B[F], 1, 2))                # compact B_F^T: (c, km, n - t) -> (c, n - t, km)
-                aF = np.swapaxes(P @ E.T, 1, 2)                  # (c, m, n - t)
+                BtF = np.swapaxes(B[F], 1, 2)                    # compact B_F^T: (c, km, n - t)
+                aF = np.swapaxes(min_norm_solve(BtF, np.broadcast_to(E.T.astype(BtF.dtype), (r.size, *E.T.shape))),
+                                 1, 2)                           # (c, m, n - t)
                 blk = np.zeros((r.size, code.m, n), dtype=out.dtype)
                 np.put_along_axis(blk, np.broadcast_to(F[:, None, :], aF.shape), aF, axis=2)
                 out[r] = blk
