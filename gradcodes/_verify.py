@@ -331,7 +331,8 @@ def verify(code: LinearCode, *, limit: int | None = None, samples: int = 2000, s
         code = code.in_field(field)
     if not isinstance(code, GradientCode):
         raise TypeError(f"verify() checks exact gradient codes (GradientCode); got {type(code).__name__}. "
-                        f"Approximate codes are judged by their error, not by exact recovery.")
+                        f"Approximate codes are judged by their error, not by exact recovery: use "
+                        f"gradcodes.evaluate_approximate(code) (command line: gradcodes evaluate).")
     rtol = check_real("rtol", code.rtol if rtol is None else rtol, 0, 1, open_lo=True, open_hi=True)
     samples = check_int("samples", samples, 0)
     rng = check_seed(seed)
