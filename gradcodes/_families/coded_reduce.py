@@ -572,8 +572,8 @@ def coded_reduce(n: int, L: int, s: int, inner: GradientCode | None = None, *, P
     P : int, optional
         Number of data units, a positive multiple of the smallest admissible ``P_min`` (default ``P_min``).
     field : {"real", "rational"}, optional
-        Field of the default inner code (``"rational"`` for exact arithmetic); ignored when ``inner`` is given
-        (the tree takes the inner code's field). Default ``"real"``.
+        Field of the default inner code (``"rational"`` for exact arithmetic). With ``inner`` given the tree
+        takes the inner code's field, and a different ``field`` is an error. Default ``"real"``.
     seed : int or numpy Generator, optional
         Seed of the default cyclic-repetition inner code.
 
@@ -623,6 +623,9 @@ def coded_reduce(n: int, L: int, s: int, inner: GradientCode | None = None, *, P
             raise ValueError(f"inner must tolerate exactly s={s} stragglers, got an inner code with s={inner.s}")
         if inner.m != 1:
             raise ValueError(f"inner must have m=1 (whole-gradient messages), got m={inner.m}")
+        if field is not None and field != inner.field:
+            raise ValueError(f"field={field!r} contradicts the inner code's field {inner.field!r}; the tree "
+                             "takes the inner code's field (omit field, or build the inner code over that field)")
     if inner.field not in ("real", "complex", "rational"):
         raise ValueError(f"inner must be over the real, complex or rational field, got {inner.field}")
     loads = np.asarray(inner.loads)
