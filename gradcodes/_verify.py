@@ -350,7 +350,7 @@ def verify(code: LinearCode, *, limit: int | None = None, samples: int = 2000, s
     limit = check_int("limit", limit, 0)
     if batch_size is None:
         per_set = 8 * (n * code.m * 4 + code.k * code.m * code.m + n * n)
-        batch_size = int(min(65536, max(64, 2**25 // per_set)))
+        batch_size = int(min(8192, max(256, 2**23 // per_set)))        # ~8 MB of work arrays: cache friendly
         if code.exact:
             batch_size = 64
     batch_size = check_int("batch_size", batch_size, 1)
