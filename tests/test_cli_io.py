@@ -1,0 +1,89 @@
+"""Command line and .npz round trips."""
+
+import subprocess
+import sys
+from fractions import Fraction as Fr
+
+import numpy as np
+import pytest
+
+import gradcodes as gc
+from gradcodes.cli import main
+
+
+def test_tour_quick_lists_every_scheme(capsys):
+    assert main(["tour", "--quick"]) == 0
+    out = capsys.readouterr().out
+    for name, scheme in gc.schemes().items():
+        assert name in out, f"tour is missing {name}"
+        assert scheme.tour, f"{name} registers no tour sizes"
+    assert "FAILS" not in out
+
+
+def test_bound_and_schemes(capsys):
+    assert main(["bound", "-n", "7", "-s", "2", "-k", "3"]) == 0
+    assert "9/7" in capsys.readouterr().out
+    assert main(["schemes"]) == 0
+    assert "cyclic_repetition" in capsys.readouterr().out
+
+
+def test_build_verify_roundtrip(tmp_path, capsys):
+    path = tmp_path / "code.npz"
+    assert main(["build", "cyclic_repetition", "-n", "9", "-s", "2", "--seed", "4", "-o", str(path)]) == 0
+    assert main(["verify", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "RECOVERY" in out and "36 of 36" in out
+    np.testing.assert_array_equal(gc.load(path).B, gc.cyclic_repetition(9, 2, seed=4).B)
+
+
+def test_cli_errors_are_clear(tmp_path, capsys):
+    assert main(["build", "fractional_repetition", "-n", "7", "-s", "1", "-o", str(tmp_path / "x.npz")]) == 2
+    assert "(s + 1) | n" in capsys.readouterr().err
+    assert main(["verify", "no_such_scheme", "-n", "4", "-s", "1"]) == 2
+    assert "unknown scheme" in capsys.readouterr().err
+    assert main(["build", "uncoded", "-n", "4", "-s", "1", "-o", str(tmp_path / "y.npz")]) == 2
+    assert "does not take s" in capsys.readouterr().err
+
+
+def test_verify_failing_code_exit_status(tmp_path, capsys):
+    B = gc.fractional_repetition(4, 1).B.copy()
+    B[0, 0] = 0
+    path = tmp_path / "bad.npz"
+    gc.save(gc.GradientCode(B, s=1), path)
+    assert main(["verify", str(path)]) == 1
+    assert "FAILS" in capsys.readouterr().out
+
+
+def test_python_dash_m_entry_point():
+    out = subprocess.run([sys.executable, "-m", "gradcodes", "bound", "-n", "10", "-s", "3"],
+                         capture_output=True, text=True, check=True).stdout
+    assert "= 4" in out
+
+
+@pytest.mark.parametrize("code", [
+    gc.fractional_repetition(6, 2),
+    gc.cyclic_repetition(5, 1, H=[[1, 2, 3, 4, -10]], field="rational"),
+    gc.cyclic_repetition(7, 3, seed=2),
+    gc.uncoded(3, k=6),
+    gc.ApproximateCode(np.eye(3) / 2, straggle_probabilities=[0.1, 0.2, 0.3], name="halves"),
+    gc.ApproximateCode(np.eye(2, dtype=object) * Fr(1, 3), straggle_probabilities=[Fr(1, 2), Fr(1, 3)]),
+])
+def test_save_load_roundtrip(tmp_path, code):
+    path = tmp_path / "c.npz"
+    gc.save(code, path)
+    back = gc.load(path)
+    assert type(back) is type(code)
+    assert (back.name, back.family, back.field, back.m, back.n, back.k) == \
+        (code.name, code.family, code.field, code.m, code.n, code.k)
+    assert np.all(np.asarray(back.B == code.B))
+    assert back.default_decoder == code.default_decoder
+    assert getattr(back, "s", None) == getattr(code, "s", None)
+    if isinstance(code, gc.ApproximateCode):
+        assert list(back.straggle_probabilities) == list(code.straggle_probabilities)
+
+
+def test_load_rejects_foreign_files(tmp_path):
+    path = tmp_path / "foreign.npz"
+    np.savez(path, x=np.zeros(3))
+    with pytest.raises(ValueError, match="not a gradcodes file"):
+        gc.load(path)
