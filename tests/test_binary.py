@@ -1,0 +1,183 @@
+"""Stable binary codes (generalized fractional repetition) and the recommend() contract."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from functools import lru_cache
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import gradcodes as gc
+from gradcodes._families.binary import CANDIDATES, Candidate, add_candidate, stable_binary_load
+
+
+def _ns(max_n: int):
+    return st.integers(1, max_n).flatmap(lambda n: st.tuples(st.just(n), st.integers(0, n - 1)))
+
+
+# --------------------------------------------------------------------------- construction and theorem 1
+@given(_ns(40))
+def test_hypothesis_structure_and_load(ns):
+    n, s = ns
+    code = gc.stable_binary(n, s)
+    q, r = divmod(n, s + 1)
+    assert set(np.unique(code.B).tolist()) <= {0.0, 1.0}
+    assert code.load == math.ceil(n / q) == s + 1 + math.ceil(r / q) == stable_binary_load(n, s)
+    assert (code.replication >= s + 1).all()                       # the Tandon bound, column by column
+    if r == 0:
+        np.testing.assert_array_equal(code.B, gc.fractional_repetition(n, s).B)
+
+
+@given(_ns(12))
+def test_hypothesis_exact_recovery_rational(ns):
+    """Exact arithmetic, every straggler set: the 0/1 decode recovers the sum with no rounding at all."""
+    n, s = ns
+    code = gc.stable_binary(n, s, field="rational")
+    rep = gc.verify(code, limit=10**6)
+    assert rep.exact and rep.exhaustive
+
+
+@pytest.mark.parametrize("n,s", [(7, 2), (13, 3), (23, 4), (11, 5), (50, 7)])
+def test_decoding_vectors_are_01_with_unit_cancellation(n, s):
+    code = gc.stable_binary(n, s)
+    rep = gc.verify(code, samples=300)
+    assert rep.exact and rep.worst_residual == 0 and rep.worst_cancellation == pytest.approx(1.0)
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        F = np.sort(rng.choice(n, n - s, replace=False))
+        a = code.decoding_matrix(F)[0]
+        assert set(np.unique(a).tolist()) <= {0.0, 1.0} and a.sum() == n // (s + 1)
+
+
+def test_general_k_and_mean_decoder():
+    code = gc.stable_binary(10, 2, k=7)      # q = 3 groups, blocks of 3, 2, 2 partitions
+    assert code.k == 7 and code.load == 3
+    assert gc.verify(code, decoder="group-mean").exact
+    a = code.decoding_matrix(range(10), decoder="group-mean")[0]
+    np.testing.assert_allclose(a[:4], 0.25)
+    with pytest.raises(ValueError, match="k"):
+        gc.stable_binary(10, 2, k=2)
+
+
+def test_end_to_end_accuracy_float32_float64():
+    code = gc.stable_binary(101, 9)
+    rng = np.random.default_rng(1)
+    G = 1 + 0.1 * rng.standard_normal((101, 256))
+    F = np.sort(rng.choice(101, 92, replace=False))
+    for dt, tol in ((np.float64, 1e-14), (np.float32, 1e-6)):
+        g = code.decode(F, code.encode(G.astype(dt)))
+        assert g.dtype == dt
+        assert np.abs(g - G.sum(axis=0)).max() / np.abs(G.sum(axis=0)).max() < tol
+
+
+def test_mutation_rejected_with_failing_set():
+    B = gc.stable_binary(7, 2).B.copy()
+    B[5, 4] = 0.0
+    bad = gc.verify(gc.GradientCode(B, 2))
+    assert not bad.exact and bad.failing_responders is not None
+
+
+# --------------------------------------------------------------------------- theorem 2 and fact 3
+@pytest.mark.parametrize("n,s", [(5, 2), (7, 4), (9, 4), (3, 1)])
+def test_load_n_when_n_at_most_2s_plus_1(n, s):
+    assert gc.stable_binary(n, s).load == n
+
+
+@lru_cache
+def _fact3_search() -> int:
+    """All 0/1 matrices (rows up to order) for (n, s) = (5, 2) with load <= 4 and column weight >= 3."""
+    n, s, L = 5, 2, 4
+    opts = [c for r in range(1, L + 1) for c in itertools.combinations(range(n), r)]
+    vec = np.zeros((len(opts), n))
+    for i, c in enumerate(opts):
+        vec[i, list(c)] = 1
+    cache: dict[tuple[int, ...], bool] = {}
+
+    def decodable(rows: tuple[int, ...]) -> bool:
+        if rows not in cache:
+            M = vec[list(rows)]
+            a = np.linalg.lstsq(M.T, np.ones(n), rcond=None)[0]
+            cache[rows] = bool(np.abs(a @ M - 1).max() < 1e-9)
+        return cache[rows]
+
+    found = 0
+    for rows in itertools.combinations_with_replacement(range(len(opts)), n):
+        if (vec[list(rows)].sum(axis=0) < s + 1).any():
+            continue
+        if all(decodable(tuple(sorted(rows[i] for i in F))) for F in itertools.combinations(range(n), n - s)):
+            found += 1
+    return found
+
+
+def test_fact3_no_binary_code_5_2_load_4():
+    """Exhaustive: no 0/1 matrix with load <= s + 2 = 4 is a (5, 2) gradient code, whatever the real weights."""
+    assert _fact3_search() == 0
+    assert gc.stable_binary(5, 2).load == 5
+
+
+# --------------------------------------------------------------------------- recommend()
+@pytest.mark.parametrize("n", range(2, 15))
+def test_recommend_contract_grid(n):
+    for s in range(n):
+        code = gc.recommend(n, s, quick=True)
+        rec = code.recommendation
+        assert code.n == n and code.s == s and code.load == rec.load
+        assert rec.meets_tol and rec.error_estimate <= 1e-12            # a binary code always qualifies
+        assert code.load <= stable_binary_load(n, s)
+        assert gc.verify(code).exact
+        accurate = [r for r in rec.rows if r.get("error") is not None and r["error"] <= 1e-12]
+        assert code.load == min(r["load"] for r in accurate)
+        if n % (s + 1) == 0:
+            assert code.load == s + 1
+        budget = gc.recommend(n, s, max_load=s + 1, quick=True)
+        assert budget.load == s + 1
+
+
+def test_recommend_explains_and_respects_budget():
+    code = gc.recommend(101, 9, quick=True)
+    rec = code.recommendation
+    assert rec.chosen == "stable_binary" and code.load == 11 == 9 + 2
+    text = str(rec)
+    assert "cyclic_mds[complex]" in text and "stable_binary" in text and "lowest load" in text
+    tight = gc.recommend(101, 9, max_load=10, quick=True)
+    assert tight.load == 10 and not tight.recommendation.meets_tol
+    assert "no candidate within the budget" in tight.recommendation.reason
+
+
+def test_recommend_bad_input():
+    with pytest.raises(ValueError, match="max_load"):
+        gc.recommend(10, 3, max_load=3)
+    with pytest.raises(ValueError, match="m > 1"):
+        gc.recommend(10, 3, m=2)
+    with pytest.raises(ValueError, match="s"):
+        gc.recommend(10, 10)
+    with pytest.raises(ValueError, match="tol"):
+        gc.recommend(10, 3, tol=0)
+
+
+def test_add_candidate_table():
+    calls = []
+
+    def build(n, s, m):
+        calls.append((n, s, m))
+        return gc.fractional_repetition(n, s)
+
+    cand = Candidate("test_family", build, lambda n, s, m: s + 1 if n % (s + 1) == 0 else None, True, "test")
+    saved = list(CANDIDATES)
+    try:
+        add_candidate(cand, before="fractional_repetition")
+        assert CANDIDATES[0].name == "test_family"
+        code = gc.recommend(12, 2, quick=True)
+        assert calls == [(12, 2, 1)] and code.recommendation.chosen == "test_family"
+        with pytest.raises(TypeError):
+            add_candidate("nope")
+    finally:
+        CANDIDATES[:] = saved
+
+
+def test_registered():
+    assert "stable_binary" in gc.schemes()

@@ -1,0 +1,178 @@
+"""Expander approximate codes (spec §2.3): Petersen exact errors, the spectral bound, evaluator, bad input."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import gradcodes as gc
+from gradcodes._families.expander import random_regular_graph, spectral_parameter
+from gradcodes._fields import solve_left
+
+PETERSEN = [[1, 4, 5], [0, 2, 6], [1, 3, 7], [2, 4, 8], [0, 3, 9], [0, 7, 8], [1, 8, 9], [2, 5, 9], [3, 5, 6],
+            [4, 6, 7]]
+
+
+def _exact_errors_sq(F: list[int]) -> tuple[Fraction, Fraction]:
+    """err(F)^2 for the fixed and the optimal decoder of B = A/3, from first principles in Fractions."""
+    n, d = 10, 3
+    B = [[Fraction(1, d) if j in PETERSEN[i] else Fraction(0) for j in range(n)] for i in range(n)]
+    # fixed: u = n/|F| on F
+    w = Fraction(n, len(F))
+    fixed = [sum(w * B[i][j] for i in F) - 1 for j in range(n)]
+    # optimal: B_F has full row rank (A is nonsingular: eigenvalues 3, 1, -2), so u_F = 1 B_F^T (B_F B_F^T)^-1
+    BF = np.array([B[i] for i in F], dtype=object)
+    G = BF @ BF.T
+    rhs = (np.array([[Fraction(1)] * n], dtype=object) @ BF.T)
+    u = solve_left(G, rhs)[0]
+    opt = [sum(u[a] * BF[a][j] for a in range(len(F))) - 1 for j in range(n)]
+    return sum(x * x for x in fixed), sum(x * x for x in opt)
+
+
+def test_petersen_spectrum():
+    code = gc.expander_code(10, 3, graph=PETERSEN)
+    assert code.load == 3 and code.degree == 3
+    assert abs(code.spectral_lambda - 2) < 1e-12
+    assert code.spectral_lambda <= 2 * math.sqrt(2)               # Ramanujan
+
+
+@pytest.mark.parametrize("s", [1, 2, 3, 4])
+def test_petersen_exact_errors_and_bound(s):
+    """Every straggler set with s <= 4: float errors equal the exact ones; the bound holds; optimal <= fixed."""
+    code = gc.expander_code(10, 3, graph=PETERSEN)
+    exact = gc.expander_code(10, 3, graph=PETERSEN, field="rational")
+    bound_sq = Fraction(4, 9) * Fraction(10 * s, 10 - s)           # (λ/d)^2 n s / (n - s), exactly
+    for S in itertools.combinations(range(10), s):
+        F = [i for i in range(10) if i not in S]
+        fixed_sq, opt_sq = _exact_errors_sq(F)
+        assert fixed_sq <= bound_sq and opt_sq <= fixed_sq
+        assert abs(gc.approximation_error(code, F, decoder="fixed") - math.sqrt(fixed_sq)) < 1e-12
+        assert abs(gc.approximation_error(code, F, decoder="optimal") - math.sqrt(opt_sq)) < 1e-12
+        if s == 2 and S == (0, 1):   # rational code: exact decoders agree with the first-principles values
+            assert abs(gc.approximation_error(exact, F, decoder="fixed") - math.sqrt(fixed_sq)) < 1e-15
+            assert abs(gc.approximation_error(exact, F, decoder="optimal") - math.sqrt(opt_sq)) < 1e-15
+
+
+def test_bound_attained_for_complete_graph():
+    """K6: λ = 1, d = 5; the fixed decoder meets the bound with equality (spec §2.3)."""
+    A = np.ones((6, 6), dtype=int) - np.eye(6, dtype=int)
+    code = gc.expander_code(6, 5, graph=A)
+    for s in (1, 2, 3):
+        rep = gc.evaluate_approximation(code, s, decoder="fixed")
+        assert rep.exhaustive and abs(rep.worst_error - code.spectral_bound(s)) < 1e-12
+
+
+@given(st.integers(6, 16), st.integers(3, 5), st.integers(0, 10**6), st.integers(1, 3))
+def test_hypothesis_random_regular_bound(n, d, seed, s):
+    if (n * d) % 2 or d >= n:
+        return
+    code = gc.expander_code(n, d, seed=seed)
+    A = code.adjacency
+    assert (A == A.T).all() and (A.sum(axis=0) == d).all() and np.trace(A) == 0
+    rep = gc.evaluate_approximation(code, s, decoder="fixed", limit=600, samples=100)
+    assert rep.worst_error <= code.spectral_bound(s) * (1 + 1e-9)
+    rep_opt = gc.evaluate_approximation(code, s, limit=600, samples=100)
+    assert rep_opt.worst_error <= rep.worst_error * (1 + 1e-9) + 1e-12
+
+
+def test_evaluator_exact_average_and_search():
+    code = gc.expander_code(12, 4, seed=3)
+    rep = gc.evaluate_approximation(code, 2)
+    errs = [gc.approximation_error(code, [i for i in range(12) if i not in S]) for S in
+            itertools.combinations(range(12), 2)]
+    assert rep.exhaustive and rep.patterns_checked == 66
+    assert abs(rep.worst_error - max(errs)) < 1e-14 and abs(rep.average_error - np.mean(errs)) < 1e-14
+    big = gc.expander_code(60, 6, seed=1)
+    rep2 = gc.evaluate_approximation(big, 6, limit=100, samples=50, seed=0)
+    assert not rep2.exhaustive and "search" in rep2.strategies and rep2.average_stderr > 0
+    assert rep2.worst_error >= rep2.average_error
+    assert rep2.worst_error <= big.spectral_bound(6)
+    assert "bound" in str(rep2) and rep2.tour_row()["exhaustive"] == "no"
+
+
+def test_evaluator_works_for_any_code():
+    code = gc.ApproximateCode(np.eye(5), name="uncoded")
+    rep = gc.evaluate_approximation(code, 1, decoder="lstsq")
+    assert rep.worst_error == pytest.approx(1.0) and rep.bound is None
+    exact = gc.fractional_repetition(6, 1)
+    assert gc.evaluate_approximation(exact, 1).worst_error < 1e-14
+    with pytest.raises(ValueError, match="s"):
+        gc.evaluate_approximation(code)
+
+
+def test_decode_end_to_end_error_within_bound():
+    code = gc.expander_code(40, 6, seed=0)
+    G = np.random.default_rng(0).standard_normal((40, 30))
+    F = list(range(5, 40))
+    ghat = code.decode(F, code.encode(G))
+    err = np.linalg.norm(ghat - G.sum(axis=0))
+    assert err <= gc.approximation_error(code, F) * np.linalg.norm(G, 2) * (1 + 1e-9)
+
+
+def test_random_graph_generator():
+    A = random_regular_graph(30, 5, seed=4)
+    assert (A.sum(axis=1) == 5).all() and (A == A.T).all() and np.trace(A) == 0
+    d, lam = spectral_parameter(A)
+    assert d == pytest.approx(5) and lam < 5
+    with pytest.raises(ValueError, match="even"):
+        random_regular_graph(7, 3)
+
+
+# --------------------------------------------------------------------------- bad input
+@pytest.mark.parametrize("n,degree", [(10, 10), (10, 11), (10, 0)])
+def test_degree_out_of_range(n, degree):
+    with pytest.raises(ValueError, match="degree"):
+        gc.expander_code(n, degree)
+
+
+def test_irregular_graph_rejected():
+    A = np.zeros((6, 6), dtype=int)
+    for i in range(6):
+        A[i, (i + 1) % 6] = A[(i + 1) % 6, i] = 1
+    A[0, 3] = A[3, 0] = 1
+    with pytest.raises(ValueError, match="irregular"):
+        gc.expander_code(6, 2, graph=A)
+
+
+def test_disconnected_graph_rejected():
+    A = np.zeros((8, 8), dtype=int)
+    for base in (0, 4):          # two disjoint 4-cycles: 2-regular, disconnected
+        for i in range(4):
+            u, v = base + i, base + (i + 1) % 4
+            A[u, v] = A[v, u] = 1
+    with pytest.raises(ValueError, match="disconnected"):
+        gc.expander_code(8, 2, graph=A)
+    code = gc.expander_code(8, 2, graph=A, require_connected=False)
+    assert code.spectral_lambda == pytest.approx(2)
+
+
+@pytest.mark.parametrize("graph,match", [
+    (np.array([[0, 1], [0, 0]]), "symmetric"),
+    (np.array([[1, 1], [1, 1]]), "self-loop"),
+    (np.array([[0, 2], [2, 0]]), "0 and 1"),
+    (np.ones((3, 4)), "square"),
+    ("margulis", "random"),
+    ([[1], [0], [0]], "symmetric"),
+])
+def test_bad_graphs(graph, match):
+    n = 2 if not isinstance(graph, (str, list)) and np.asarray(graph).shape[0] == 2 else 3
+    with pytest.raises(ValueError, match=match):
+        gc.expander_code(n, 1, graph=graph)
+
+
+def test_wrong_vertex_count():
+    with pytest.raises(ValueError, match="vertices"):
+        gc.expander_code(11, 3, graph=PETERSEN)
+
+
+def test_registered_for_tour():
+    sch = gc.schemes()["expander_code"]
+    assert sch.kind == "approximate"
+    row = sch.evaluate(sch.build(**sch.tour[0])).tour_row()
+    assert row["exhaustive"] == "yes" and "approx" in row["result"]
