@@ -1,0 +1,277 @@
+"""Decode numerics of every exact family: worst end-to-end error, cancellation and decoding-vector time.
+
+For each family of :data:`FAMILIES` and each ``(n, s)`` on the grid ``n`` in {20, 50, 100, 200, 500},
+``s`` in {1, n/10, n/4}, the script
+
+* draws straggler sets of three kinds: *consecutive* windows ``{t, ..., t+s-1}`` (all of them, at most 60),
+  *random* sets (uniform, 60 of them) and *searched* sets (greedy single swaps from the worst sets found, keeping
+  a swap while the measured error grows);
+* decodes the sum of ``k = n`` partial gradients ``g_j = 1 + 0.1 N(0, 1)`` (256 coordinates) from float64 and from
+  float32 worker messages with the family's default decoder, and reports the worst relative error
+  ``max |ghat - g| / max |g|`` of each kind;
+* reports the worst cancellation factor ``Σ_i |a_i| ||B_i||_1 / n`` and the time per decoding vector (batched,
+  one BLAS thread), next to ``np.linalg.lstsq`` on the same sets measured in the same run (ratio).
+
+A decode whose error exceeds 0.5 is shown as ``fails``. Other families add rows by appending a :class:`Family`
+to :data:`FAMILIES` (e.g. Ye-Abbe, issue 4).
+
+Run from the repository root::
+
+    PYTHONPATH=. python benchmarks/decode_numerics.py           # full grid up to n = 500 (a few minutes)
+    PYTHONPATH=. python benchmarks/decode_numerics.py --quick   # n <= 100
+
+Writes ``benchmarks/results/decode_numerics.txt`` (the table) and ``decode_numerics.png`` (worst float64 error
+against ``n``, one line per family, one panel per ``s`` rule).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import numpy as np  # noqa: E402
+
+import gradcodes as gc  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FAIL = 0.5
+
+
+@dataclass(frozen=True)
+class Family:
+    """A row family: ``build(n, s)`` returns a code or None when the family does not exist for ``(n, s)``."""
+
+    name: str
+    build: Callable[[int, int], gc.LinearCode | None]
+    decoder: str | None = None   # None: the code's default decoder
+
+
+def _maybe(fn: Callable[[], gc.LinearCode]) -> gc.LinearCode | None:
+    try:
+        return fn()
+    except ValueError:
+        return None
+
+
+FAMILIES: list[Family] = [
+    Family("fractional_repetition", lambda n, s: _maybe(lambda: gc.fractional_repetition(n, s))),
+    Family("stable_binary", lambda n, s: gc.stable_binary(n, s)),
+    Family("cyclic_mds[complex]", lambda n, s: gc.cyclic_mds(n, s)),
+    Family("cyclic_mds[real]", lambda n, s: _maybe(lambda: gc.cyclic_mds(n, s, "real"))),
+    Family("cyclic_mds[textbook]", lambda n, s: gc.cyclic_mds(n, s, placement="textbook"), "lstsq"),
+    Family("cyclic_repetition", lambda n, s: gc.cyclic_repetition(n, s, seed=0)),
+]
+
+
+def grid(quick: bool) -> list[tuple[int, int]]:
+    ns = (20, 50, 100) if quick else (20, 50, 100, 200, 500)
+    out = []
+    for n in ns:
+        for s in sorted({1, max(1, n // 10), n // 4}):
+            out.append((n, s))
+    return out
+
+
+def _masks(n: int, S: np.ndarray) -> np.ndarray:
+    mask = np.ones((S.shape[0], n), dtype=bool)
+    np.put_along_axis(mask, S, False, axis=1)
+    return mask
+
+
+class Bench:
+    def __init__(self, code: gc.LinearCode, decoder: str | None, seed: int) -> None:
+        self.code = code
+        self.dec = decoder or code.default_decoder
+        rng = np.random.default_rng(seed)
+        self.G = 1 + 0.1 * rng.standard_normal((code.n, 256))
+        self.true = self.G.sum(axis=0)
+        self.Y64 = code.encode(self.G)
+        self.Y32 = code.encode(self.G.astype(np.float32))
+        self.row_l1 = np.abs(code.float_B()).sum(axis=1)
+
+    def errors(self, S: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(float64 error, float32 error, cancellation) per straggler set."""
+        out64, out32, canc = [], [], []
+        for lo in range(0, S.shape[0], 64):
+            A = self.code.decoding_matrices(_masks(self.code.n, S[lo:lo + 64]), self.dec)[:, 0, :]
+            with np.errstate(all="ignore"):
+                g64 = (A @ self.Y64).real if np.iscomplexobj(A) else A @ self.Y64
+                A32 = A.astype(np.complex64 if np.iscomplexobj(A) else np.float32)
+                g32 = (A32 @ self.Y32).real.astype(np.float64)
+                scale = np.abs(self.true).max()
+                out64.append(np.nan_to_num(np.abs(g64 - self.true).max(axis=1) / scale, nan=np.inf))
+                out32.append(np.nan_to_num(np.abs(g32 - self.true).max(axis=1) / scale, nan=np.inf))
+                canc.append(np.abs(A) @ self.row_l1 / self.code.k)
+        return np.concatenate(out64), np.concatenate(out32), np.concatenate(canc)
+
+    def search(self, starts: np.ndarray, rng: np.random.Generator, steps: int = 4, neighbours: int = 48) -> tuple:
+        """Greedy swaps maximising the float64 error from each start; returns the worst set's errors."""
+        n, s = self.code.n, starts.shape[1]
+        best = (-1.0, -1.0, 0.0)
+        for cur in starts:
+            e64, e32, c = (v[0] for v in self.errors(cur[None]))
+            for _ in range(steps):
+                outside = np.setdiff1d(np.arange(n), cur)
+                pairs = np.array(list(itertools.product(range(s), range(outside.size))))
+                pairs = pairs[rng.choice(len(pairs), min(neighbours, len(pairs)), replace=False)]
+                cand = np.repeat(cur[None], len(pairs), axis=0)
+                cand[np.arange(len(pairs)), pairs[:, 0]] = outside[pairs[:, 1]]
+                cand.sort(axis=1)
+                ce64, ce32, cc = self.errors(cand)
+                j = int(np.argmax(ce64))
+                if not ce64[j] > e64:
+                    break
+                cur, e64, e32, c = cand[j], ce64[j], ce32[j], cc[j]
+            if e64 > best[0]:
+                best = (float(e64), float(e32), float(c))
+        return best
+
+    def timing(self, S: np.ndarray) -> tuple[float, float]:
+        """Seconds per decoding vector: the family's decoder (batched) and np.linalg.lstsq (per set)."""
+        mask = _masks(self.code.n, S)
+        self.code.decoding_matrices(mask[:2], self.dec)                 # warm caches (basis, tables)
+        t0 = time.perf_counter()
+        self.code.decoding_matrices(mask, self.dec)
+        t_dec = (time.perf_counter() - t0) / len(S)
+        B = self.code.float_B()
+        t0 = time.perf_counter()
+        reps = min(len(S), 4)
+        for row in mask[:reps]:
+            np.linalg.lstsq(B[row].T, np.ones(self.code.k, dtype=B.dtype), rcond=None)
+        t_ls = (time.perf_counter() - t0) / reps
+        return t_dec, t_ls
+
+
+def run(quick: bool, seed: int = 0) -> list[dict]:
+    rows = []
+    for (n, s), fam in itertools.product(grid(quick), FAMILIES):
+        code = fam.build(n, s)
+        if code is None:
+            continue
+        rng = np.random.default_rng(seed)
+        t0 = time.perf_counter()
+        bench = Bench(code, fam.decoder, seed)
+        cons = (np.arange(n)[:, None] + np.arange(s)[None, :]) % n
+        cons = np.sort(cons[np.unique(np.linspace(0, n - 1, min(n, 60)).astype(int))], axis=1)
+        rnd = np.sort(np.argsort(rng.random((60, n)), axis=1)[:, :s], axis=1)
+        c64, c32, cc = bench.errors(cons)
+        r64, r32, rc = bench.errors(rnd)
+        starts = np.concatenate([cons[np.argsort(-c64)[:1]], rnd[np.argsort(-r64)[:1]]])
+        s64, s32, sc = bench.search(starts, rng, steps=2 if n >= 200 else 4)
+        worst64 = max(c64.max(), r64.max(), s64)
+        worst32 = max(c32.max(), r32.max(), s32)
+        t_dec, t_ls = bench.timing(rnd[:16])
+        rows.append({"family": fam.name, "n": n, "s": s, "load": code.load, "decoder": bench.dec,
+                     "consec": c64.max(), "random": r64.max(), "searched": s64, "worst64": worst64,
+                     "worst32": worst32, "canc": max(cc.max(), rc.max(), sc), "t_dec": t_dec, "t_lstsq": t_ls,
+                     "seconds": time.perf_counter() - t0})
+        print(_fmt_row(rows[-1]), flush=True)
+    return rows
+
+
+def latency(n: int = 500, s: int = 50, sets: int = 20, seed: int = 0) -> list[str]:
+    """Decoding-vector latency and residual of the cyclic-MDS decoders against ``np.linalg.lstsq`` (same sets).
+
+    Residual ``max |a B - 1|`` (the exact-recovery defect) and time per vector, for random and consecutive
+    straggler sets; the ratio is lstsq time / decoder time.
+    """
+    lines = [f"cyclic_mds[complex] at (n, s) = ({n}, {s}): decoding vectors for {sets} straggler sets of each kind",
+             f"{'sets':<12} {'decoder':<12} {'time/vector':>12} {'lstsq/t':>8} {'max residual':>13} "
+             f"{'lstsq residual':>15}"]
+    code = gc.cyclic_mds(n, s)
+    B = code.B
+    rng = np.random.default_rng(seed)
+    kinds = {"random": np.sort(np.argsort(rng.random((sets, n)), axis=1)[:, :s], axis=1),
+             "consecutive": np.sort((rng.integers(0, n, sets)[:, None] + np.arange(s)) % n, axis=1)}
+    for kind, S in kinds.items():
+        mask = _masks(n, S)
+        t0 = time.perf_counter()
+        ls = [np.linalg.lstsq(B[row].T, np.ones(n, dtype=B.dtype), rcond=None)[0] for row in mask]
+        t_ls = (time.perf_counter() - t0) / sets
+        res_ls = max(np.abs(a @ B[row] - 1).max() for a, row in zip(ls, mask, strict=True))
+        for dec in ("spectral", "barycentric"):
+            code.decoding_matrices(mask[:1], dec)
+            t0 = time.perf_counter()
+            A = code.decoding_matrices(mask, dec)[:, 0, :]
+            t = (time.perf_counter() - t0) / sets
+            res = np.abs(A @ B - 1).max()
+            lines.append(f"{kind:<12} {dec:<12} {t * 1e3:>10.3f}ms {t_ls / t:>7.1f}x {res:>13.2e} {res_ls:>15.2e}")
+    return lines
+
+
+def _e(x: float) -> str:
+    return "fails" if not x < FAIL else f"{x:.1e}"
+
+
+HEADER = (f"{'family':<22} {'n':>4} {'s':>4} {'load':>4} {'decoder':<12} {'consec':>8} {'random':>8} "
+          f"{'searched':>8} {'worst64':>8} {'worst32':>8} {'canc':>8} {'t_vec':>9} {'lstsq/t':>8}")
+
+
+def _fmt_row(r: dict) -> str:
+    return (f"{r['family']:<22} {r['n']:>4} {r['s']:>4} {r['load']:>4} {r['decoder']:<12} {_e(r['consec']):>8} "
+            f"{_e(r['random']):>8} {_e(r['searched']):>8} {_e(r['worst64']):>8} {_e(r['worst32']):>8} "
+            f"{r['canc']:>8.1e} {r['t_dec'] * 1e3:>7.3f}ms {r['t_lstsq'] / r['t_dec']:>7.1f}x")
+
+
+def plot(rows: list[dict], path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rules = [("s = 1", lambda n, s: s == 1), ("s = n/10", lambda n, s: s == max(1, n // 10) and s != 1),
+             ("s = n/4", lambda n, s: s == n // 4 and s != max(1, n // 10))]
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.5), sharey=True)
+    for ax, (title, rule) in zip(axes, rules, strict=True):
+        for fam in FAMILIES:
+            pts = sorted((r["n"], r["worst64"]) for r in rows if r["family"] == fam.name and rule(r["n"], r["s"]))
+            if pts:
+                xs, ys = zip(*pts, strict=True)
+                ax.plot(xs, [min(max(y, 1e-17), 10.0) for y in ys], marker="o", label=fam.name)
+        ax.axhline(1e-12, color="grey", ls="--", lw=0.8)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("n (workers = partitions)")
+        ax.set_title(f"{title}: worst searched float64 error")
+    axes[0].set_ylabel("max relative error of the decoded sum (capped at 10)")
+    axes[0].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="n <= 100 only")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--no-plot", action="store_true")
+    args = ap.parse_args(argv)
+    lat = latency(100, 10) if args.quick else latency()
+    print("\n".join(lat) + "\n")
+    print(HEADER)
+    rows = run(args.quick, args.seed)
+    os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
+    suffix = "_quick" if args.quick else ""
+    with open(os.path.join(HERE, "results", f"decode_numerics{suffix}.txt"), "w") as fh:
+        fh.write("# PYTHONPATH=. python benchmarks/decode_numerics.py" + (" --quick" if args.quick else "") + "\n")
+        fh.write("# worst relative error of the decoded sum (float64 / float32 messages), cancellation factor,\n"
+                 "# time per decoding vector (batched) and np.linalg.lstsq time / that time, same run\n")
+        fh.write("\n".join(lat) + "\n\n")
+        fh.write(HEADER + "\n" + "\n".join(_fmt_row(r) for r in rows) + "\n")
+    if not args.no_plot:
+        try:
+            plot(rows, os.path.join(HERE, "results", f"decode_numerics{suffix}.png"))
+        except ImportError:
+            print("matplotlib not installed: no plot (pip install gradcodes[plot])", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
