@@ -64,6 +64,7 @@ def _maybe(fn: Callable[[], gc.LinearCode]) -> gc.LinearCode | None:
 FAMILIES: list[Family] = [
     Family("fractional_repetition", lambda n, s: _maybe(lambda: gc.fractional_repetition(n, s))),
     Family("stable_binary", lambda n, s: gc.stable_binary(n, s)),
+    Family("grouped_mds", lambda n, s: gc.grouped_mds(n, s)),
     Family("cyclic_mds[complex]", lambda n, s: gc.cyclic_mds(n, s)),
     Family("cyclic_mds[real]", lambda n, s: _maybe(lambda: gc.cyclic_mds(n, s, "real"))),
     Family("cyclic_mds[textbook]", lambda n, s: gc.cyclic_mds(n, s, placement="textbook"), "lstsq"),

@@ -24,7 +24,7 @@ from ._families import (NegativeCoefficientWarning, bernoulli_gc, erasurehead, h
                         ignore_stragglers, optimal_decoding, optimal_row_sums, random_regular_graph,
                         song_choi_allocation, stochastic_gc)
 from ._families import (approximation_error, cyclic_mds, evaluate_approximation, expander_code,  # noqa: I001
-                        recommend, stable_binary)  # issue 3
+                        grouped_mds, recommend, stable_binary)  # issue 3
 from ._io import load, save
 from ._registry import Scheme, register, schemes
 from ._simulate import SimulationResult, simulate
@@ -46,5 +46,5 @@ __all__ += [  # issue 6: heterogeneous stragglers and approximate baselines
     "ignore_stragglers", "min_load_heterogeneous", "optimal_decoding", "optimal_row_sums", "random_regular_graph",
     "song_choi_allocation", "stochastic_gc", "straggle_probabilities",
 ]
-__all__ += ["approximation_error", "cyclic_mds", "evaluate_approximation", "expander_code", "recommend",
-            "stable_binary"]  # issue 3
+__all__ += ["approximation_error", "cyclic_mds", "evaluate_approximation", "expander_code", "grouped_mds",
+            "recommend", "stable_binary"]  # issue 3

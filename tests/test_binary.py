@@ -180,4 +180,28 @@ def test_add_candidate_table():
 
 
 def test_registered():
-    assert "stable_binary" in gc.schemes()
+    assert "stable_binary" in gc.schemes() and "grouped_mds" in gc.schemes()
+
+
+# --------------------------------------------------------------------------- grouped MDS
+@given(_ns(14))
+def test_hypothesis_grouped_mds_exhaustive(ns):
+    n, s = ns
+    code = gc.grouped_mds(n, s)
+    q, r = divmod(n, s + 1)
+    t = [r // q + (g < r % q) for g in range(q)]
+    assert code.load == (s + 2 if 1 in t else s + 1)
+    assert code.load <= stable_binary_load(n, s)
+    rep = gc.verify(code, limit=10**5)
+    assert rep.exact and rep.exhaustive
+
+
+def test_grouped_mds_blocks_are_disjoint_and_real_when_t_even():
+    code = gc.grouped_mds(50, 10)      # q = 4, r = 6: t = 2, 2, 1, 1
+    assert code.field == "real" and code.load == 12
+    sup = code.support_matrix
+    bounds = np.cumsum([0, 13, 13, 12, 12])
+    for g in range(4):
+        lo, hi = bounds[g], bounds[g + 1]
+        assert not sup[lo:hi, :lo].any() and not sup[lo:hi, hi:].any()
+    assert gc.verify(code, samples=200).exact

@@ -15,7 +15,7 @@ from .baselines import (  # noqa: I001
                         random_regular_graph,
                         stochastic_gc,
 )
-from .binary import recommend, stable_binary  # issue 3
+from .binary import grouped_mds, recommend, stable_binary  # issue 3
 from .cyclic_mds import cyclic_mds  # issue 3
 from .expander import approximation_error, evaluate_approximation, expander_code  # issue 3
 from .heterogeneous import NegativeCoefficientWarning, heterogeneous, optimal_row_sums, song_choi_allocation  # noqa: I001
@@ -26,4 +26,4 @@ __all__ += ["NegativeCoefficientWarning", "heterogeneous", "optimal_row_sums", "
             "bernoulli_gc", "erasurehead", "ignore_stragglers", "optimal_decoding", "random_regular_graph",
             "stochastic_gc"]
 __all__ += ["cyclic_mds", "expander_code", "approximation_error", "evaluate_approximation", "recommend",
-            "stable_binary"]  # issue 3
+            "stable_binary", "grouped_mds"]  # issue 3

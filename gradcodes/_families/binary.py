@@ -49,8 +49,8 @@ from .._io import REBUILDERS
 from .._registry import Scheme, register
 from .._validate import check_choice, check_int, check_ns, check_real
 
-__all__ = ["stable_binary", "stable_binary_load", "recommend", "Recommendation", "Candidate", "CANDIDATES",
-           "add_candidate", "RaggedGroupDecoder"]
+__all__ = ["stable_binary", "stable_binary_load", "grouped_mds", "GroupedDecoder", "recommend", "Recommendation",
+           "Candidate", "CANDIDATES", "add_candidate", "RaggedGroupDecoder"]
 
 
 def _split(total: int, parts: int) -> np.ndarray:
@@ -398,3 +398,87 @@ REBUILDERS.update(stable_binary=stable_binary)
 register(Scheme("stable_binary", stable_binary,
                 "generalized fractional repetition: 0/1 decoding for every (n, s), load s+1+ceil(r/q)",
                 tour=({"n": 13, "s": 3}, {"n": 101, "s": 9}, {"n": 500, "s": 21})))
+
+
+# ----------------------------------------------------------------------------------------------- grouped MDS
+class GroupedDecoder(Decoder):
+    """Decode each group's block with its own sub-code's default decoder (batched per group)."""
+
+    name = "grouped"
+    description = "per group: one responder (repetition block) or the block's cyclic-MDS decoder"
+
+    def __init__(self, bounds: np.ndarray, subcodes: list[LinearCode | None]) -> None:
+        self.bounds = np.asarray(bounds, dtype=np.int64)
+        self.subcodes = subcodes
+
+    def matrices(self, code: LinearCode, mask: np.ndarray) -> Any:
+        b, n = mask.shape
+        out = np.zeros((b, 1, n), dtype=code.B.dtype)
+        for g, sub in enumerate(self.subcodes):
+            lo, hi = self.bounds[g], self.bounds[g + 1]
+            m = mask[:, lo:hi]
+            if sub is None:                                   # repetition block: first responder, weight 1
+                first = np.argmax(m, axis=1)
+                ok = m[np.arange(b), first]
+                out[np.arange(b), 0, lo + first] = ok.astype(out.dtype)
+            else:
+                out[:, :, lo:hi] = sub.decoding_matrices(m, None)
+        return out
+
+
+def grouped_mds(n: int, s: int) -> GradientCode:
+    r"""Fractional-repetition groups whose blocks are small cyclic-MDS codes: load ``s + 1`` (``s + 2`` at most).
+
+    The workers and partitions split into the ``q = floor(n/(s+1))`` groups/blocks of :func:`stable_binary`, but
+    block ``g`` (``n_g = s + 1 + t_g`` workers, ``n_g`` partitions) is coded *inside* the group: with ``t_g = 0`` or
+    ``1`` every member stores the whole block (load ``n_g <= s + 2``, 0/1 decoding); with ``t_g >= 2`` the group runs
+    :func:`gradcodes.cyclic_mds` ``(n_g, s)`` on its block (load ``s + 1``; real when ``t_g`` is even, else
+    complex). Any ``s`` stragglers hit each group in at most ``s`` workers, which its sub-code tolerates, and the
+    blocks are disjoint: the decoded block sums add up to the total. The decode cancels only inside the
+    ``(t_g + 1)``-dimensional sub-codes, so it is accurate when the groups are small (``n_g`` up to a few dozen) or
+    ``t_g <= 2``; :func:`recommend` measures it.
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> code = gc.grouped_mds(50, 12)           # 3 groups of 16-17 workers, cyclic-MDS blocks: load s + 1
+    >>> code.load, code.field, gc.verify(code).exact
+    (13, 'complex', True)
+    """
+    n, s = check_ns(n, s)
+    q = n // (s + 1)
+    r = n - q * (s + 1)
+    t = np.full(q, r // q, dtype=np.int64)
+    t[: r % q] += 1
+    bounds = np.concatenate([[0], np.cumsum(s + 1 + t)])
+    from .cyclic_mds import cyclic_mds
+
+    subs: list[LinearCode | None] = []
+    real = all(tg <= 1 or tg % 2 == 0 for tg in t)
+    for tg in t:
+        ng = int(s + 1 + tg)
+        subs.append(None if tg <= 1 else cyclic_mds(ng, s, "real" if real else "complex"))
+    B = np.zeros((n, n), dtype=np.float64 if real else np.complex128)
+    for g, sub in enumerate(subs):
+        lo, hi = bounds[g], bounds[g + 1]
+        B[lo:hi, lo:hi] = 1.0 if sub is None else sub.B
+    name = "grouped_mds" if real else "grouped_mds[complex]"
+    return GradientCode(B, s, name=name, family="grouped_mds", params={"n": n, "s": s},
+                        decoders=[GroupedDecoder(bounds, subs)], default_decoder="grouped")
+
+
+def _grouped_load(n: int, s: int, m: int) -> int | None:
+    if m != 1:
+        return None
+    q, r = divmod(n, s + 1)
+    has_one = r // q == 1 or (r // q == 0 and r % q > 0)      # a t_g = 1 block is stored whole: load s + 2
+    return s + 2 if has_one else s + 1
+
+
+add_candidate(Candidate("grouped_mds", lambda n, s, m: grouped_mds(n, s), _grouped_load, False,
+                        "repetition groups with small cyclic-MDS blocks; load s+1 (s+2)"),
+              before="cyclic_mds[real]")
+REBUILDERS.update(grouped_mds=grouped_mds)
+register(Scheme("grouped_mds", grouped_mds,
+                "fractional-repetition groups with small cyclic-MDS blocks inside: load s+1 (s+2), any (n, s)",
+                tour=({"n": 23, "s": 4}, {"n": 200, "s": 20})))
