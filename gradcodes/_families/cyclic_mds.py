@@ -529,4 +529,4 @@ def _rebuild(n: int, s: int, field: str = "complex", placement: str = "centered"
 REBUILDERS.update(cyclic_mds=_rebuild)
 register(Scheme("cyclic_mds", lambda n, s, field="complex": cyclic_mds(n, s, field),
                 "Raviv et al. cyclic MDS (centered window): load s+1, complex or real (n-s odd or (s+1)|n)",
-                tour=({"n": 12, "s": 3}, {"n": 20, "s": 5, "field": "real"}, {"n": 100, "s": 10})))
+                tour=({"n": 12, "s": 3}, {"n": 21, "s": 4, "field": "real"}, {"n": 100, "s": 2})))

@@ -420,8 +420,9 @@ class ApproximationReport:
 
 
 def evaluate_approximation(code: LinearCode, s: int | None = None, *, decoder: str | Decoder | None = None,
-                           limit: int = 20_000, samples: int = 2000, search: bool = True, seed: Any = 0,
-                           batch_size: int = 256) -> ApproximationReport:
+                           limit: int = 20_000, samples: int = 1000, search: bool = True, seed: Any = 0,
+                           batch_size: int = 256, search_steps: int = 10, neighbours: int = 64
+                           ) -> ApproximationReport:
     """Worst-case and average error of a code over the responder sets with exactly ``s`` stragglers.
 
     Exhaustive (exact worst case and exact average) when ``C(n, s) <= limit``; otherwise ``samples`` uniformly
@@ -438,6 +439,8 @@ def evaluate_approximation(code: LinearCode, s: int | None = None, *, decoder: s
         Default: the code's default decoder.
     limit, samples, search, seed, batch_size
         Exhaustive threshold, random sets, local search on/off, seed, sets per batch.
+    search_steps, neighbours
+        Local search budget: at most ``search_steps`` moves, each trying ``neighbours`` random swaps.
 
     Returns
     -------
@@ -494,11 +497,11 @@ def evaluate_approximation(code: LinearCode, s: int | None = None, *, decoder: s
         if search and s:
             cur, cur_e = worst_S.copy(), worst
             evaluated = 0
-            for _ in range(20):
+            for _ in range(check_int("search_steps", search_steps, 0)):
                 outside = np.setdiff1d(np.arange(n), cur)
                 pairs = np.array(list(itertools.product(range(s), range(outside.size))))
-                if pairs.shape[0] > 256:
-                    pairs = pairs[rng.choice(pairs.shape[0], 256, replace=False)]
+                if pairs.shape[0] > neighbours:
+                    pairs = pairs[rng.choice(pairs.shape[0], check_int("neighbours", neighbours, 1), replace=False)]
                 cand = np.repeat(cur[None], pairs.shape[0], axis=0)
                 cand[np.arange(pairs.shape[0]), pairs[:, 0]] = outside[pairs[:, 1]]
                 cand.sort(axis=1)
@@ -532,4 +535,5 @@ register(Scheme("expander_code", lambda n, degree=3, s=1, seed=0: expander_code(
                 "Raviv et al. approximate code B = A_G/d of a random d-regular graph (load d; worst/mean error)",
                 tour=({"n": 10, "degree": 3, "s": 2}, {"n": 50, "degree": 6, "s": 5},
                       {"n": 200, "degree": 10, "s": 20}),
-                evaluate=lambda code: evaluate_approximation(code), kind="approximate"))
+                evaluate=lambda code: evaluate_approximation(code, samples=200, search_steps=3, neighbours=32),
+                kind="approximate"))
