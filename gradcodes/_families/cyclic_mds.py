@@ -208,11 +208,24 @@ class CyclicSpectralDecoder(Decoder):
                 A = np.full((r.size, n), kappa, dtype=K.dtype)
                 if t and K.shape[1]:
                     S = stragglers_of(mask[r], int(t))
-                    z = min_norm_solve(K[S], np.full((r.size, int(t), 1), -kappa, dtype=K.dtype), self.rcond)
+                    z = _robust_min_norm(K[S], np.full((r.size, int(t), 1), -kappa, dtype=K.dtype), self.rcond)
                     A += (K[None] @ z)[:, :, 0]
                 A *= mask[r]
                 out[r, 0] = A
         return out
+
+
+def _robust_min_norm(M: np.ndarray, R: np.ndarray, rcond: float | None) -> np.ndarray:
+    """Batched :func:`min_norm_solve`; if LAPACK's divide-and-conquer SVD fails to converge, solve the batch one
+    system at a time with scipy's ``gelss`` (plain SVD) driver."""
+    try:
+        return min_norm_solve(M, R, rcond)
+    except np.linalg.LinAlgError:
+        import scipy.linalg
+
+        cond = rcond if rcond is not None else max(M.shape[-2:]) * np.finfo(np.float64).eps
+        return np.stack([scipy.linalg.lstsq(Mi, Ri, cond=cond, lapack_driver="gelss")[0] for Mi, Ri in zip(M, R,
+                                                                                                       strict=True)])
 
 
 def _log_table(n: int) -> np.ndarray:
