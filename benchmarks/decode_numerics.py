@@ -230,21 +230,31 @@ def plot(rows: list[dict], path: str) -> None:
 
     rules = [("s = 1", lambda n, s: s == 1), ("s = n/10", lambda n, s: s == max(1, n // 10) and s != 1),
              ("s = n/4", lambda n, s: s == n // 4 and s != max(1, n // 10))]
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.5), sharey=True)
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.8), sharey=True)
+    colors = {fam.name: plt.cm.tab10(i % 10) for i, fam in enumerate(FAMILIES)}
+    markers = "osD^vP*Xh<>"
+    ticks = sorted({r["n"] for r in rows})
     for ax, (title, rule) in zip(axes, rules, strict=True):
-        for fam in FAMILIES:
+        for i, fam in enumerate(FAMILIES):
             pts = sorted((r["n"], r["worst64"]) for r in rows if r["family"] == fam.name and rule(r["n"], r["s"]))
             if pts:
                 xs, ys = zip(*pts, strict=True)
-                ax.plot(xs, [min(max(y, 1e-17), 10.0) for y in ys], marker="o", label=fam.name)
+                ax.plot(xs, [min(max(y, 1e-17), 10.0) for y in ys], marker=markers[i % len(markers)],
+                        color=colors[fam.name], label=fam.name, alpha=0.85)
         ax.axhline(1e-12, color="grey", ls="--", lw=0.8)
         ax.set_xscale("log")
         ax.set_yscale("log")
+        ax.set_xticks(ticks)
+        ax.set_xticklabels([str(v) for v in ticks])
+        ax.minorticks_off()
         ax.set_xlabel("n (workers = partitions)")
         ax.set_title(f"{title}: worst searched float64 error")
     axes[0].set_ylabel("max relative error of the decoded sum (capped at 10)")
-    axes[0].legend(fontsize=8)
-    fig.tight_layout()
+    handles = [plt.Line2D([], [], color=colors[f.name], marker=markers[i % len(markers)], label=f.name)
+               for i, f in enumerate(FAMILIES)]
+    fig.legend(handles=handles, loc="lower center", ncol=len(FAMILIES), fontsize=8, frameon=False)
+    fig.subplots_adjust(bottom=0.2)
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     fig.savefig(path, dpi=110)
 
 
@@ -266,6 +276,10 @@ def main(argv: list[str] | None = None) -> int:
                  "# time per decoding vector (batched) and np.linalg.lstsq time / that time, same run\n")
         fh.write("\n".join(lat) + "\n\n")
         fh.write(HEADER + "\n" + "\n".join(_fmt_row(r) for r in rows) + "\n")
+    import json
+
+    with open(os.path.join(HERE, "results", f"decode_numerics{suffix}.json"), "w") as fh:
+        json.dump(rows, fh, indent=0, default=float)
     if not args.no_plot:
         try:
             plot(rows, os.path.join(HERE, "results", f"decode_numerics{suffix}.png"))
