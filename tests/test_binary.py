@@ -205,3 +205,14 @@ def test_grouped_mds_blocks_are_disjoint_and_real_when_t_even():
         lo, hi = bounds[g], bounds[g + 1]
         assert not sup[lo:hi, :lo].any() and not sup[lo:hi, hi:].any()
     assert gc.verify(code, samples=200).exact
+
+
+def test_cli_build_stable_and_grouped(tmp_path, capsys):
+    from gradcodes.cli import main
+
+    for name, n, s in (("stable_binary", 13, 3), ("grouped_mds", 23, 4)):
+        path = tmp_path / f"{name}.npz"
+        assert main(["build", name, "-n", str(n), "-s", str(s), "-o", str(path)]) == 0
+        assert main(["verify", str(path)]) == 0
+        assert "RECOVERY" in capsys.readouterr().out
+        np.testing.assert_array_equal(gc.load(path).B, getattr(gc, name)(n, s).B)

@@ -263,3 +263,14 @@ def test_registered_and_save_load(tmp_path):
     back = gc.load(tmp_path / "c.npz")
     np.testing.assert_array_equal(back.B, code.B)
     assert "spectral" in back.decoders
+
+
+def test_cli_build_verify_and_clear_error(tmp_path, capsys):
+    from gradcodes.cli import main
+
+    path = tmp_path / "c.npz"
+    assert main(["build", "cyclic_mds", "-n", "9", "-s", "4", "--param", "field=real", "-o", str(path)]) == 0
+    assert main(["verify", str(path)]) == 0
+    assert "126 of 126" in capsys.readouterr().out
+    assert main(["verify", "cyclic_mds", "-n", "10", "-s", "2", "--param", "field=real"]) == 2
+    assert "n - s odd" in capsys.readouterr().err

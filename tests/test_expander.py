@@ -176,3 +176,14 @@ def test_registered_for_tour():
     assert sch.kind == "approximate"
     row = sch.evaluate(sch.build(**sch.tour[0])).tour_row()
     assert row["exhaustive"] == "yes" and "approx" in row["result"]
+
+
+def test_cli_build_and_load(tmp_path):
+    from gradcodes.cli import main
+
+    path = tmp_path / "e.npz"
+    assert main(["build", "expander_code", "-n", "10", "-s", "2", "--param", "degree=3", "--seed", "1",
+                 "-o", str(path)]) == 0
+    back = gc.load(path)
+    np.testing.assert_array_equal(back.B, gc.expander_code(10, 3, seed=1).B)
+    assert "optimal" in back.decoders and "fixed" in back.decoders
