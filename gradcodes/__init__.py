@@ -17,6 +17,7 @@ from ._bounds import min_load
 from ._code import ApproximateCode, DecodeInfo, DecodingError, GradientCode, LinearCode
 from ._decoders import Decoder, ExactDecoder, LeastSquaresDecoder, NullSpaceDecoder
 from ._families import cyclic_repetition, fractional_repetition, uncoded
+from ._families import ye_abbe
 from ._io import load, save
 from ._registry import Scheme, register, schemes
 from ._verify import VerifyReport, verify
@@ -29,3 +30,4 @@ __all__ = [
     "cyclic_repetition", "fractional_repetition", "load", "min_load", "register", "save", "schemes",
     "uncoded", "verify",
 ]
+__all__ += ["ye_abbe"]

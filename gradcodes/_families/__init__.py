@@ -7,5 +7,7 @@ constructor from ``gradcodes/__init__.py``.
 """
 
 from .repetition import cyclic_repetition, fractional_repetition, uncoded
+from .ye_abbe import ye_abbe
 
 __all__ = ["cyclic_repetition", "fractional_repetition", "uncoded"]
+__all__ += ["ye_abbe"]
