@@ -58,7 +58,7 @@ Why spread frequencies: ``S_j`` is a positive bump on the holders' arc whose Fou
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -369,10 +369,8 @@ def _fourier_functionals(n: int, s: int, m: int, spacing: float) -> tuple[tuple[
 
 def _fourier_top(n: int, s: int, m: int) -> tuple[tuple[int, str], ...]:
     """The literal analogue of Ye–Abbe's "top coefficients": the highest frequencies of the band."""
-    N = n - s
-    half = N % 2 == 0
     out: list[tuple[int, str]] = []
-    f2 = N - 1
+    f2 = n - s - 1
     while len(out) < m:
         if f2 == 0:
             out.append((0, "dc"))
@@ -902,8 +900,8 @@ def ye_abbe(n: int, s: int, m: int = 2, k: int | None = None, *, nodes: Any = "f
 def family_entries() -> list[tuple[str, Callable[[int, int, int], GradientCode]]]:
     """``(label, build(n, s, m))`` for every node choice, for numerics benchmarks (e.g. ``decode_numerics.py``).
 
-    >>> [label for label, _ in family_entries()]
-    ['ye_abbe fourier', 'ye_abbe fourier-top', 'ye_abbe chebyshev', 'ye_abbe equispaced', 'ye_abbe integer', 'ye_abbe random']
+    >>> [label for label, _ in family_entries()][:3]
+    ['ye_abbe fourier', 'ye_abbe fourier-top', 'ye_abbe chebyshev']
     """
     return [
         ("ye_abbe fourier", lambda n, s, m: ye_abbe(n, s, m, nodes="fourier")),
