@@ -16,7 +16,8 @@ True
 from ._bounds import min_load
 from ._code import ApproximateCode, DecodeInfo, DecodingError, GradientCode, LinearCode
 from ._decoders import Decoder, ExactDecoder, LeastSquaresDecoder, NullSpaceDecoder
-from ._families import cyclic_repetition, fractional_repetition, uncoded, ye_abbe
+from ._families import cyclic_repetition, fractional_repetition, uncoded
+from ._families.ye_abbe import ye_abbe
 from ._io import load, save
 from ._registry import Scheme, register, schemes
 from ._verify import VerifyReport, verify
