@@ -124,9 +124,13 @@ def test_fourier_exact_over_gf(params):
 
 @pytest.mark.parametrize(("n", "s", "m"), [(10, 3, 3), (12, 4, 4), (14, 2, 5), (15, 4, 3), (12, 3, 1), (10, 0, 4)])
 def test_fourier_exact_over_gf_larger(n, s, m):
-    """Larger sizes, both parities of n - s and of m (including the unpaired 'mix' functional)."""
-    report = gc.verify(gc.ye_abbe(n, s, m), field=GF)
-    assert report.exact and report.exhaustive
+    """Larger sizes, both parities of n - s and of m (including the unpaired 'mix' functional), both decoders,
+    the natural order and the spread-functional variant."""
+    for code in (gc.ye_abbe(n, s, m), gc.ye_abbe(n, s, m, stride=1), gc.ye_abbe(n, s, m, spacing="auto")):
+        for decoder in code.in_field(GF).decoders:
+            if decoder != "exact":
+                report = gc.verify(code, field=GF, decoder=decoder)
+                assert report.exact and report.exhaustive, (code.params, decoder)
 
 
 def test_fourier_gf_default_field():
@@ -272,12 +276,34 @@ def test_fourier_beats_paper_numerics():
     assert gc.verify(good, samples=100).exact
 
 
-def test_spread_frequencies_beat_top_frequencies():
-    opts = dict(limit=0, samples=0, search=False, stop_on_failure=False)       # the 40 consecutive sets
-    spread = gc.verify(gc.ye_abbe(40, 4, 4), **opts)
-    top = gc.verify(gc.ye_abbe(40, 4, 4, spacing="top"), **opts)
-    assert spread.exact and not top.exact
+def test_default_beats_natural_order_variants():
+    """Top functionals + stride (default) << spread functionals (natural order) << top functionals (natural order)."""
+    opts = dict(limit=0, samples=200, search=False, stop_on_failure=False)
+    default = gc.verify(gc.ye_abbe(40, 4, 4), **opts)
+    spread = gc.verify(gc.ye_abbe(40, 4, 4, spacing="auto", stride=1), **opts)
+    top = gc.verify(gc.ye_abbe(40, 4, 4, stride=1), **opts)
+    assert default.exact and spread.exact
+    assert default.worst_cancellation * 10 < spread.worst_cancellation
     assert spread.worst_cancellation * 100 < top.worst_cancellation
+
+
+def test_default_stays_accurate_at_n_500():
+    """The cancellation of the default construction does not grow with n at fixed (s, m)."""
+    code = gc.ye_abbe(500, 5, 5)
+    report = gc.verify(code, samples=200, search=False)
+    assert report.exact and report.worst_cancellation < 3e3 and report.error_estimate < 1e-11
+
+
+@pytest.mark.parametrize(("n", "s", "m"), [(30, 3, 3), (25, 4, 5)])
+def test_stable_decoder_matches_quadrature_decoder(n, s, m):
+    code = gc.ye_abbe(n, s, m)
+    rng = np.random.default_rng(2)
+    mask = np.ones((20, n), dtype=bool)
+    for r in range(20):
+        mask[r, rng.choice(n, s, replace=False)] = False
+    A1 = code.decoding_matrices(mask, "lagrange")
+    A2 = code.decoding_matrices(mask, "quadrature")
+    np.testing.assert_allclose(A1, A2, rtol=0, atol=1e-9 * np.abs(A1).max())
 
 
 def test_overflow_is_reported_not_silent():
@@ -303,9 +329,12 @@ def test_overflow_is_reported_not_silent():
     (dict(n=4, s=1, m=2, nodes="chebyshev", field="rational"), ValueError, "irrational"),
     (dict(n=4, s=1, m=2, field="rational"), ValueError, "verify\\(code, field='GF'\\)"),
     (dict(n=4, s=1, m=2, field="complex"), ValueError, "field must be one of"),
-    (dict(n=9, s=1, m=2, spacing=-1), ValueError, "spacing must be a positive number"),
+    (dict(n=9, s=1, m=2, spacing=-1), ValueError, "spacing must be None"),
+    (dict(n=9, s=1, m=2, spacing="top"), ValueError, "spacing must be None"),
+    (dict(n=9, s=1, m=2, stride=3), ValueError, "stride must be coprime to n=9"),
+    (dict(n=9, s=1, m=2, stride=0), ValueError, "stride must be an integer in"),
     (dict(n=9, s=1, m=3, spacing=50), ValueError, "does not fit"),
-    (dict(n=9, s=1, m=2, nodes="integer", spacing=2), ValueError, "spacing applies to nodes='fourier'"),
+    (dict(n=9, s=1, m=2, nodes="integer", spacing=2), ValueError, "spacing and stride apply to nodes='fourier'"),
     (dict(n=6, s=1, m=2, nodes="random", seed=-1), TypeError, "seed"),
 ])
 def test_bad_input(kwargs, exc, match):
@@ -351,7 +380,7 @@ def test_registry_cli_and_io(tmp_path, capsys):
 
 def test_family_entries_build():
     labels = [label for label, _ in family_entries()]
-    assert labels[0] == "ye_abbe fourier"
+    assert labels[0] == "ye_abbe fourier" and len(labels) == len(set(labels))
     for _, build in family_entries():
         code = build(8, 2, 2)
         assert code.load == 4 and code.m == 2
