@@ -385,3 +385,19 @@ def test_family_entries_build():
         code = build(8, 2, 2)
         assert code.load == 4 and code.m == 2
     assert set(NODE_CHOICES) >= {"fourier", "chebyshev", "random"}
+
+
+@pytest.mark.parametrize(("n", "s", "m"), [(9, 3, 2), (10, 2, 5), (11, 4, 1), (12, 0, 6), (13, 3, 3)])
+def test_cancellation_bound_holds_for_every_set(n, s, m):
+    """The proven bound (module notes) dominates the cancellation of every responder set (exhaustive)."""
+    code = gc.ye_abbe(n, s, m)
+    report = gc.verify(code)
+    assert report.exhaustive and report.exact
+    assert report.worst_cancellation <= code.cancellation_bound < 50 * report.worst_cancellation
+
+
+def test_cancellation_bound_large_n():
+    code = gc.ye_abbe(300, 4, 4)
+    report = gc.verify(code, samples=300, search=True)
+    assert report.worst_cancellation <= code.cancellation_bound
+    assert code.cancellation_bound * np.finfo(float).eps < 1e-11      # a certified float64 accuracy

@@ -432,6 +432,22 @@ def _fourier_A_top(plan: _FourierPlan, bk: _Backend, tr: _Trig, S: np.ndarray) -
     return out
 
 
+def _cancellation_bound(plan: _FourierPlan, code: GradientCode) -> float:
+    r"""A proven upper bound on the cancellation factor over *every* responder set (top functionals only).
+
+    For the functional at the ``r``-th frequency from the top, ``|c(+-f)(L_i^F)| = |w_i^F| |h_r| <=
+    (2^s / n) C(s + r, r)`` (``|z| = 1``; ``h_r`` is a complete homogeneous symmetric polynomial of ``s + 1``
+    unit-modulus numbers), so ``sum_i |A_F[u, i]| <= 2^(s+1) C(s + r, r) (n - s) / n`` whatever ``F``, and
+    ``canc(A_F) <= max_u sum_i |A_F[u, i]| * max_i ||B_i||_1 / k``.
+    """
+    n, s, N = plan.n, plan.s, plan.N
+    worst_a = 0.0
+    for f2, kind, _ in plan.functionals:
+        r = (N - 1 - f2) // 2
+        worst_a = max(worst_a, (1 if kind == "dc" else 2) * 2.0**s * math.comb(s + r, r) * N / n)
+    return float(worst_a * np.abs(code.B).sum(axis=1).max() / code.k)
+
+
 def _snap(x: float, half: bool) -> int:
     """Twice the grid frequency nearest to ``|x|`` (grid = integers, or half integers when ``half``)."""
     x = abs(x)
@@ -962,6 +978,7 @@ def ye_abbe(n: int, s: int, m: int = 2, k: int | None = None, *, nodes: Any = "f
         code.stride = plan.stride  # type: ignore[attr-defined]
         code.notes = (f"Fourier functionals at frequencies {freqs}; worker i at angle "  # type: ignore[attr-defined]
                       f"2 pi ({plan.stride} i mod n) / n")
+        code.cancellation_bound = _cancellation_bound(plan, code) if plan.top else None  # type: ignore[attr-defined]
         return code
 
     if isinstance(nodes, str) and nodes == "random":
