@@ -8,9 +8,12 @@ and sends one coded vector of length ``ceil(p/m)``. Any ``n - s`` responders rec
 One algebraic scheme, three realisations (``nodes=``):
 
 ``"fourier"`` (default)
-    Real trigonometric polynomials at the equispaced angles ``phi_i = 2 pi i / n`` (the real form of complex
-    roots of unity), decoded through ``m`` Fourier-coefficient functionals spread over the band. Closed-form
-    sine-product (barycentric) decoder; worst-case float64 error 6e-12 at ``(n, s, m) = (50, 5, 5)``.
+    Real trigonometric polynomials at the angles ``2 pi k / n`` (the real form of complex roots of unity), worker
+    ``i`` at angle ``2 pi (q i mod n) / n`` for a stride ``q`` coprime to ``n``, decoded from the *top* ``m``
+    Fourier coefficients of the interpolant. Closed-form, cancellation-free decoder, and a proven bound on the
+    cancellation factor for every responder set (``code.cancellation_bound``). Worst searched float64 error
+    ~1e-13 at ``(n, s, m) = (50, 5, 5)`` and still ~1e-13 at ``n = 200`` (the published construction fails for
+    ``n >= 15`` at ``s = m = 5``).
 ``"chebyshev"``, ``"equispaced"``, ``"integer"`` or a sequence of nodes
     The published construction (spec §3.3): polynomials of degree ``< n - s`` at real nodes, decoded from the top
     ``m`` monomial coefficients of the interpolant (closed-form Lagrange weights, never a Vandermonde inverse).
@@ -36,23 +39,29 @@ and ``Z_j`` denotes the subspace of ``T`` vanishing there (dimension ``m``). If 
 For ``"fourier"``: ``T`` = real trigonometric polynomials with frequencies ``-(N-1)/2, ..., (N-1)/2`` (half
 integers when ``N`` is even); it is unisolvent on any ``N`` distinct angles because
 ``Q(phi) = e^{-i(N-1)phi/2} P(e^{i phi})`` with ``P`` a polynomial of degree ``< N``. ``Z_j`` is
-``S_j(phi) R(phi)`` with ``S_j(phi) = prod_t 2 sin((phi - phi_t)/2)`` over the non-holders and ``R`` a trigonometric
-polynomial of degree ``(m-1)/2``. The functionals are Fourier coefficients ``kappa(Q) = (1/n) sum_k Q(phi_k)
-e^{-i f phi_k}`` at frequencies ``f`` spread over the band (exact quadrature because ``|f| + (N-1)/2 < n``).
-They are rotation covariant, so ``M_j`` is the same matrix for every ``j`` up to a rotation (invertibility is checked
-at construction, and the whole identity is checked exactly over ``GF(p)``, ``p = 1 mod 4n``, by
-``verify(code, field="GF")``). The decoder needs only sines: for ``i in F`` and a straggler ``l``,
+``S_j(phi) R(phi)`` with ``S_j(phi) = prod_t 2 sin((phi - phi_t)/2)`` over the non-holders' angles and ``R`` a
+trigonometric polynomial of degree ``(m-1)/2``. The functionals are the real and imaginary parts of the top
+Fourier coefficients ``c(f) = (1/n) sum_k Q(phi_k) e^{-i f phi_k}``, ``f = (N-1)/2, (N-3)/2, ...`` (plus one
+phase-shifted real part when ``m`` is odd), the exact analogue of the paper's top monomial coefficients. The
+windows are rotations of each other (also after the stride permutation), so the pairs are rotation covariant and
+``M_j`` is the same matrix for every ``j`` up to a rotation; invertibility is checked at construction, and the
+whole identity ``A_F B = E`` is checked exactly over ``GF(p)``, ``p = 1 mod 8n`` (the same code path with a
+primitive ``8n``-th root of unity for ``e^{i pi/(4n)}``), by ``verify(code, field="GF")``.
 
-.. math:: L_i^F(\phi_l) = (-1)^{i-l}\,\frac{\prod_{l'\in S} 2\sin(\pi(i-l')/n)}
-          {2\sin(\pi(l-i)/n)\prod_{l'\in S\setminus l} 2\sin(\pi(l-l')/n)},\qquad
-          A_F[u, i] = K_u(i) + \sum_{l\in S} L_i^F(\phi_l) K_u(l),
+Decoding (stable closed form). With ``z_k = e^{2 pi i k/n}``, the top coefficient of the interpolant from ``F`` is
+``sum_{i in F} y_i h_i^{N-1} w_i^F`` with ``w_i^F = (z_i/n) prod_{l in S} (z_i - z_l)`` and the next ones carry the
+complete homogeneous sums ``h_r`` of ``s + 1`` unit-modulus numbers, so for *every* straggler set
+``sum_i |A_F[u, i]| <= 2^(s+1) C(s + r, r)`` (``r`` = rank of the frequency from the top): the decoder side of
+the cancellation factor does not depend on ``n`` or on the pattern. The encoder side, ``max_i ||B_i||_1``, is a
+property of the matrix alone; in natural order (``q = 1``) the holders of a partition are ``d`` adjacent angles,
+``S_j`` is a narrow bump there and its top Fourier coefficients are ``(n / 2 pi)^(d-1)`` times smaller than its
+values, so ``B`` explodes. Spreading the holders around the circle with a stride removes that; the stride
+minimising ``max_i ||B_i||_1`` is chosen at construction. Together:
+``canc(A_F) <= code.cancellation_bound`` for every responder set, proven rather than searched.
 
-with ``K_u`` the quadrature kernel of ``kappa_u``: O(n s) per responder set, batched.
-
-Why spread frequencies: ``S_j`` is a positive bump on the holders' arc whose Fourier coefficients decay like
-``cos(pi f / n)^(d-1)``. The top frequencies (the literal analogue of "top coefficients") make ``B`` huge, like
-``(n / 2 pi)^(d-1)``; the lowest ones make the ``m`` functionals nearly collinear on the arc. Frequencies about
-``n/7`` apart balance both (the spacing is chosen at construction by the worst consecutive-straggler estimate).
+``spacing="auto"`` (or a number) gives the intermediate design studied on the way: Fourier functionals spread
+over the band in natural order (good ``B``, but its decoder grows like ``n^(s-1)`` on consecutive stragglers);
+``stride=1`` the natural-order top design. See ``docs/ye_abbe.md`` and ``benchmarks/ye_abbe_numerics.py``.
 """
 
 from __future__ import annotations
@@ -851,18 +860,21 @@ def ye_abbe(n: int, s: int, m: int = 2, k: int | None = None, *, nodes: Any = "f
         Number of partitions, a multiple of ``n`` (default ``n``): consecutive partitions are grouped into ``n``
         super-partitions (load ``(s + m) k / n``).
     nodes : str or sequence, default "fourier"
-        ``"fourier"``: real trigonometric polynomials at the angles ``2 pi i / n`` (the real form of roots of unity)
-        with spread Fourier-coefficient functionals, the numerically stable default (see the module notes and
-        ``docs/ye_abbe.md``). ``"chebyshev"`` (``cos((2i+1) pi / 2n)``), ``"equispaced"`` (in [-1, 1]),
-        ``"integer"`` (``1..n``, the paper's numerical setting) or a sequence of ``n`` distinct reals: the published
-        polynomial construction (spec §3.3) with top-monomial-coefficient functionals. ``"random"``: Gaussian
-        generator and functionals, seeded.
+        ``"fourier"``: real trigonometric polynomials at the angles ``2 pi (q i mod n) / n`` (the real form of roots
+        of unity) with the top Fourier coefficients as functionals: the numerically stable default, with a proven
+        cancellation bound ``code.cancellation_bound`` (module notes, ``docs/ye_abbe.md``). ``"chebyshev"``
+        (``cos((2i+1) pi / 2n)``), ``"equispaced"`` (in [-1, 1]), ``"integer"`` (``1..n``, the paper's numerical
+        setting) or a sequence of ``n`` distinct reals: the published polynomial construction (spec §3.3) with
+        top-monomial-coefficient functionals. ``"random"``: Gaussian generator and functionals, seeded.
     seed : int or numpy Generator, optional
         Seed of ``nodes="random"`` (ignored otherwise).
-    spacing : float, optional
-        ``nodes="fourier"`` only: the spacing of the functional frequencies (default: chosen by the worst
-        consecutive-straggler error estimate). ``spacing="top"`` selects the highest frequencies (the literal
-        analogue of the paper's top coefficients; for comparison only).
+    spacing : None, "auto" or float, optional
+        ``nodes="fourier"`` only. None (default): the top frequencies. ``"auto"`` or a number: frequencies spread
+        over the band with that spacing (``"auto"``: chosen by the worst consecutive-straggler estimate); kept for
+        comparison, see ``benchmarks/ye_abbe_numerics.py``.
+    stride : int, optional
+        ``nodes="fourier"`` only: worker ``i`` evaluates at angle ``2 pi (stride i mod n) / n``; coprime to ``n``.
+        Default: the stride minimising ``max_i ||B_i||_1`` for the top frequencies, 1 for spread ones.
     field : {"real", "rational"}, default "real"
         ``"rational"``: exact arithmetic (Fractions) for rational nodes (``"integer"``, ``"equispaced"``, a
         sequence of Fractions) and for ``"random"`` (draws converted exactly). The Fourier construction is checked
@@ -872,7 +884,9 @@ def ye_abbe(n: int, s: int, m: int = 2, k: int | None = None, *, nodes: Any = "f
     -------
     GradientCode
         ``B`` has shape ``(n, k*m)`` (column ``j*m + u`` = block ``u`` of partition ``j``); its default decoder
-        ``"lagrange"`` is the closed form (:class:`YeAbbeDecoder`).
+        ``"lagrange"`` is the closed form (:class:`YeAbbeDecoder`). Fourier codes also carry ``stride``,
+        ``functional_frequencies``, ``notes`` and ``cancellation_bound`` (a proven bound on the cancellation
+        factor of every responder set, None for spread functionals), and a second decoder ``"quadrature"``.
 
     Raises
     ------
