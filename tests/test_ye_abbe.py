@@ -401,3 +401,15 @@ def test_cancellation_bound_large_n():
     report = gc.verify(code, samples=300, search=True)
     assert report.worst_cancellation <= code.cancellation_bound
     assert code.cancellation_bound * np.finfo(float).eps < 1e-11      # a certified float64 accuracy
+
+
+def test_save_load_restores_family_decoders(tmp_path):
+    codes = [gc.ye_abbe(6, 1, 2, nodes=[0.5, 1, 2, 3, 4.25, -1]),
+             gc.ye_abbe(6, 1, 2, nodes=[Fr(1, 3), 1, 2, 3, 4, -1], field="rational"),
+             gc.ye_abbe(9, 2, 3, stride=2), gc.ye_abbe(9, 2, 3)]
+    for i, code in enumerate(codes):
+        path = tmp_path / f"c{i}.npz"
+        gc.save(code, path)
+        loaded = gc.load(path)
+        assert "lagrange" in loaded.decoders and loaded.default_decoder == "lagrange"
+        assert np.all(np.asarray(loaded.B == code.B))

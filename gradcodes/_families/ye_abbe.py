@@ -803,7 +803,7 @@ def _user_nodes(nodes: Any, n: int, exact: bool) -> tuple[Any, list[str]]:
     if len(raw) != n:
         raise ValueError(f"nodes must have length n={n} (one evaluation point per worker), got {len(raw)}")
     if exact:
-        vals = [to_fraction(v, "nodes") for v in raw]
+        vals = [Fraction(v) if isinstance(v, str) else to_fraction(v, "nodes") for v in raw]
         arr = np.array(vals, dtype=object)
     else:
         for v in raw:
@@ -1020,7 +1020,7 @@ def ye_abbe(n: int, s: int, m: int = 2, k: int | None = None, *, nodes: Any = "f
         label = nodes
     else:
         theta, strs = _user_nodes(nodes, n, exact)
-        params["nodes"] = strs
+        params["nodes"] = strs if exact else [float(v) for v in theta]
         label = "nodes"
     bk = _FracBackend() if exact else _Backend()
     if exact:
@@ -1093,9 +1093,14 @@ def family_entries() -> list[tuple[str, Callable[[int, int, int], GradientCode]]
 
 
 REBUILDERS.update(ye_abbe=ye_abbe)
+def _scheme_build(n: int, s: int, m: int = 2, k: int | None = None, seed: Any = None, nodes: Any = "fourier",
+                  stride: int | None = None, spacing: Any = None, field: str = "real") -> GradientCode:
+    return ye_abbe(n, s, m, k, nodes=nodes, seed=seed, stride=stride, spacing=spacing, field=field)
+
+
 register(Scheme(
     "ye_abbe",
-    lambda n, s, m=2, k=None, seed=None, nodes="fourier": ye_abbe(n, s, m, k, nodes=nodes, seed=seed),
+    _scheme_build,
     "Ye & Abbe: load s+m, each worker sends 1/m of the gradient (stable Fourier construction)",
     tour=({"n": 10, "s": 2, "m": 3}, {"n": 50, "s": 5, "m": 5}, {"n": 200, "s": 5, "m": 5}),
 ))
