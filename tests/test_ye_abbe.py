@@ -109,11 +109,13 @@ def test_polynomial_exact_for_every_responder_set(params, nodes):
 
 
 @settings(max_examples=25, deadline=None)
-@given(nsm(n_max=8).filter(lambda p: 840 % p[0] == 0))
-def test_fourier_exact_over_gf(params):
-    """The default construction's algebra (same code path as float64) holds exactly over GF(13441)."""
+@given(nsm(n_max=8).filter(lambda p: 840 % p[0] == 0), st.integers(0, 7))
+def test_fourier_exact_over_gf(params, which):
+    """The default construction's algebra (same code path as float64) holds exactly over GF(13441), for the
+    automatic stride and for any other stride coprime to n."""
     n, s, m = params
-    code = gc.ye_abbe(n, s, m)
+    strides = [q for q in range(1, n) if math.gcd(q, n) == 1] or [1]
+    code = gc.ye_abbe(n, s, m) if which == 0 else gc.ye_abbe(n, s, m, stride=strides[which % len(strides)])
     exact = code.in_field(GF)
     assert exact.field == "GF(13441)"
     report = gc.verify(exact)

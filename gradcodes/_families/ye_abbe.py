@@ -121,7 +121,7 @@ class _FracBackend(_Backend):
         for j in range(Phi.shape[0]):
             X = solve_left(M[j], Phi[j])
             if X is None:
-                raise ValueError("singular functional matrix M_j (exact arithmetic)")
+                raise ValueError(f"the functional matrix M_{j} is singular in this field")
             out[j] = X
         return out
 
@@ -274,8 +274,12 @@ def _holders(n: int, d: int) -> np.ndarray:
     return (np.arange(n)[:, None] + np.arange(-d + 1, 1)[None, :]) % n
 
 
-def _fourier_B(plan: _FourierPlan, bk: _Backend) -> Any:
-    """Encoding matrix (n, n*m) of the Fourier construction (closed-form sine products, one m x m solve per j)."""
+def _fourier_B(plan: _FourierPlan, bk: _Backend, max_cond: float = 1e10) -> Any:
+    """Encoding matrix (n, n*m) of the Fourier construction (closed-form sine products, one m x m solve per j).
+
+    Float64: raises ValueError when some ``M_j`` has condition number above ``max_cond`` (``B`` would lose
+    ``log10(cond)`` digits).
+    """
     n, d, m = plan.n, plan.d, plan.m
     tr = _Trig(n, bk)
     K = tr.kernel(plan)
@@ -313,7 +317,7 @@ def _fourier_B(plan: _FourierPlan, bk: _Backend) -> Any:
         sv = np.linalg.svd(M, compute_uv=False)
         with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
             cond = sv[:, 0] / np.maximum(sv[:, -1], np.finfo(float).tiny)
-        if not np.all(np.isfinite(cond)) or cond.max() > 1e10:
+        if not np.all(np.isfinite(cond)) or cond.max() > max_cond:
             raise ValueError(f"the Fourier functionals are (nearly) singular on some partition (cond(M_j) = "
                              f"{cond.max():.3g}); choose another spacing or stride")
     Bj = bk.solve_right(Phi, M)                                    # (n, d, m)
@@ -508,7 +512,7 @@ def _positions(d: int, m: int) -> tuple[int, ...]:
 def _b_side(plan: _FourierPlan) -> tuple[float, np.ndarray] | None:
     """``(max_i ||B_i||_1, B)`` for a plan in float64, or None when some ``M_j`` is (nearly) singular."""
     try:
-        B = _fourier_B(plan, _Backend())
+        B = _fourier_B(plan, _Backend(), max_cond=1e6)
     except (ValueError, np.linalg.LinAlgError):
         return None
     if not np.all(np.isfinite(B)):
@@ -972,10 +976,21 @@ def ye_abbe(n: int, s: int, m: int = 2, k: int | None = None, *, nodes: Any = "f
 
         def builder(fld: Any) -> GradientCode:
             GF = _gf_field(fld, 8 * n)
-            gbk = _GFBackend(GF)
+            for _ in range(8):  # "GF": an unlucky prime may make some M_j singular mod p; take the next one
+                gbk = _GFBackend(GF)
+                try:
+                    gB = _group(_fourier_B(plan, gbk), n, k, m)
+                    break
+                except ValueError:
+                    if not isinstance(fld, str):
+                        raise
+                    import galois
+
+                    GF = galois.GF(_prime_1_mod(8 * n, GF.characteristic + 1))
+            else:  # pragma: no cover - would need 8 unlucky primes in a row
+                raise ValueError("no prime field found in which every M_j is invertible")
             gtr = _Trig(n, gbk)
             gK = gtr.kernel(plan)
-            gB = _group(_fourier_B(plan, gbk), n, k, m)
             gquad = YeAbbeDecoder("quadrature", lambda S: _fourier_A(plan, gbk, gtr, gK, S), s, True,
                                   "quadrature form over GF(p)")
             gtop = YeAbbeDecoder("lagrange", lambda S: _fourier_A_top(plan, gbk, gtr, S), s, True,
