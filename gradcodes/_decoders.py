@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 __all__ = ["Decoder", "NullSpaceDecoder", "LeastSquaresDecoder", "ExactDecoder", "stragglers_of"]
 
 _CHUNK = 4096
+_EPS = float(np.finfo(np.float64).eps)
 
 
 class Decoder:
@@ -60,7 +61,7 @@ def stragglers_of(mask: np.ndarray, t: int) -> np.ndarray:
     """The (b, t) sorted straggler indices of masks that all have exactly ``t`` stragglers."""
     if t == 0:
         return np.zeros((mask.shape[0], 0), dtype=np.int64)
-    return np.sort(np.argsort(mask, axis=1, kind="stable")[:, :t], axis=1)
+    return np.nonzero(~mask)[1].reshape(mask.shape[0], t)      # row-major order: sorted within each row
 
 
 def pinv(M: np.ndarray) -> np.ndarray:
@@ -73,16 +74,34 @@ def pinv(M: np.ndarray) -> np.ndarray:
     return np.linalg.pinv(M, rcond=max(M.shape[-2:]) * eps)
 
 
+def min_norm_solve(M: np.ndarray, R: np.ndarray, rcond: float | None = None) -> np.ndarray:
+    """Minimum-norm least-squares solutions ``X`` of ``M X = R`` for stacks ``M`` (..., r, c), ``R`` (..., r, t).
+
+    Applies the SVD factors in order, ``X = V diag(1/sigma) (U^H R)`` with singular values below
+    ``rcond * sigma_max`` (default ``max(r, c) * eps``) dropped, like LAPACK's ``gelsd``: the right-hand side is
+    projected *before* dividing by small singular values, so the residual stays at rounding level on numerically
+    rank-deficient systems where ``pinv(M) @ R`` loses up to ``eps / sigma_min`` (measured: 3e-14 against 3e-5
+    for the centered cyclic-MDS code at n = 500, s = 125).
+    """
+    if rcond is None:
+        rcond = max(M.shape[-2:]) * np.finfo(np.result_type(M.dtype, np.float64)).eps
+    U, sig, Vh = np.linalg.svd(M, full_matrices=False)
+    keep = sig > rcond * sig[..., :1]
+    inv = np.where(keep, 1.0 / np.where(keep, sig, 1.0), 0.0)
+    C = (np.conj(np.swapaxes(U, -1, -2)) @ R) * inv[..., :, None]
+    return np.conj(np.swapaxes(Vh, -1, -2)) @ C
+
+
 def _by_straggler_count(mask: np.ndarray) -> list[tuple[int, np.ndarray]]:
     counts = mask.shape[1] - mask.sum(axis=1)
     return [(int(t), np.flatnonzero(counts == t)) for t in np.unique(counts)]
 
 
 class LeastSquaresDecoder(Decoder):
-    """Minimum-norm least squares ``argmin ||A_F B_F - E||`` on the responders (batched pseudo-inverse).
+    """Minimum-norm least squares ``argmin ||A_F B_F - E||`` on the responders' compact rows (batched SVD).
 
-    Singular values below ``rcond * sigma_max`` are dropped (numpy's default ``max(n, k m) * eps``), which picks the
-    small-norm solution among the many that agree to rounding when ``B_F`` is numerically rank-deficient.
+    Singular values below ``max(n, k m) * eps * sigma_max`` are dropped, which picks the small-norm solution among
+    the many that agree to rounding when ``B_F`` is numerically rank-deficient (see :func:`min_norm_solve`).
     """
 
     name = "lstsq"
@@ -92,12 +111,20 @@ class LeastSquaresDecoder(Decoder):
         B = code.B
         E = code.target
         b, n = mask.shape
-        out = np.zeros((b, code.m, n), dtype=B.dtype)
-        for lo in range(0, b, _CHUNK // 4):
-            mk = mask[lo:lo + _CHUNK // 4]
-            Bt = B.T[None, :, :] * mk[:, None, :]               # (c, km, n), straggler columns zeroed
-            P = pinv(Bt)                               # (c, n, km); zero rows for stragglers
-            out[lo:lo + mk.shape[0]] = np.swapaxes(P @ E.T, 1, 2)  # a = E pinv(B_F)
+        out = np.zeros((b, code.m, n), dtype=np.result_type(B, E, np.float64))
+        step = max(1, _CHUNK // 8)
+        for t, rows in _by_straggler_count(mask):
+            if t == n:
+                continue                                         # nobody responded: A = 0
+            for lo in range(0, rows.size, step):
+                r = rows[lo:lo + step]
+                F = np.sort(np.argsort(~mask[r], axis=1, kind="stable")[:, : n - t], axis=1)   # (c, n - t)
+                BtF = np.swapaxes(B[F], 1, 2)                    # compact B_F^T: (c, km, n - t)
+                aF = np.swapaxes(min_norm_solve(BtF, np.broadcast_to(E.T.astype(BtF.dtype), (r.size, *E.T.shape))),
+                                 1, 2)                           # (c, m, n - t)
+                blk = np.zeros((r.size, code.m, n), dtype=out.dtype)
+                np.put_along_axis(blk, np.broadcast_to(F[:, None, :], aF.shape), aF, axis=2)
+                out[r] = blk
         return out
 
 
@@ -127,61 +154,98 @@ class NullSpaceDecoder(Decoder):
         if cached is None:
             P = pinv(code.B)
             C = code.target @ P
+            C += (code.target - C @ code.B) @ P                  # one step of iterative refinement, once
             K = scipy.linalg.null_space(code.B.T)
             cached = (np.ascontiguousarray(C), np.ascontiguousarray(K), np.ascontiguousarray(P))
             code._memo["nullspace"] = cached
         return cached
 
     @staticmethod
-    def _solve(Cp: np.ndarray, K: np.ndarray, S: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``A = Cp + (K Z)^T`` with ``K_S Z = -Cp_S``; returns ``(A, solve residual)`` for a group (g, m, n)."""
-        t, d = S.shape[1], K.shape[1]
+    def _inverse(K: np.ndarray, S: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(K_S, W)`` with ``W`` a batched inverse of ``K_S`` (pseudo-inverse where singular or non-square).
+
+        One factorisation serves the solve and every refinement step (iterative refinement corrects the
+        rounding of the explicit inverse).
+        """
         KS = K[S]                                                            # (g, t, d)
-        idx = np.broadcast_to(S[:, None, :], (S.shape[0], Cp.shape[1], t))
-        rhs = -np.swapaxes(np.take_along_axis(Cp, idx, axis=2), 1, 2)        # (g, t, m)
-        Z = None
-        if t == d:
+        if KS.shape[1] == KS.shape[2]:
             try:
-                Z = np.linalg.solve(KS, rhs)                                 # (g, d, m)
+                return KS, np.linalg.inv(KS)
             except np.linalg.LinAlgError:
-                Z = None
-        if Z is None:
-            Z = pinv(KS) @ rhs
-        A = Cp + np.swapaxes(K[None] @ Z, 1, 2)
-        return A, np.abs(KS @ Z - rhs).max(axis=(1, 2))
+                pass
+        return KS, pinv(KS)
+
+    @staticmethod
+    def _solve(Cp: np.ndarray, K: np.ndarray, S: np.ndarray, KS: np.ndarray, W: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray]:
+        """``A = Cp + (K Z)^T`` with ``K_S Z = -Cp_S``; returns ``(A, solve residual)`` for a group (g, m, n)."""
+        g, m, n = Cp.shape
+        d = K.shape[1]
+        idx = np.broadcast_to(S[:, None, :], (g, m, S.shape[1]))
+        rhs = -np.swapaxes(np.take_along_axis(Cp, idx, axis=2), 1, 2)       # (g, t, m)
+        Z = W @ rhs                                                          # (g, d, m)
+        # (K Z)^T for the whole group as one GEMM: (g*m, d) @ (d, n)
+        A = Cp + (np.swapaxes(Z, 1, 2).reshape(g * m, d) @ K.T).reshape(g, m, n)
+        return A, np.abs(KS @ Z - rhs).reshape(g, -1).max(axis=1)
 
     def matrices(self, code: LinearCode, mask: np.ndarray) -> np.ndarray:
         C, K, P = self.basis(code)
         B, E = code.B, code.target
         b, n = mask.shape
         m, d = C.shape[0], K.shape[1]
-        out = np.empty((b, m, n), dtype=np.result_type(C, K))
+        groups = _by_straggler_count(mask)
+        out = None if len(groups) == 1 else np.empty((b, m, n), dtype=np.result_type(C, K))
         bmax = np.abs(B).max()
         redo: list[np.ndarray] = []
-        for t, rows in _by_straggler_count(mask):
-            S = stragglers_of(mask[rows], t)
-            mk = mask[rows][:, None, :]
+        for t, rows in groups:
+            S = stragglers_of(mask[rows] if out is not None else mask, t)
+            g = rows.size
             free = t == 0 or d == 0                                  # nothing to solve: A = C on the mask
             if free:
-                A = np.broadcast_to(C, (rows.size, m, n)) * mk
-                sol_res = np.abs(C[:, S]).max(axis=(0, 2)) if t else np.zeros(rows.size)
+                A = np.array(np.broadcast_to(C, (g, m, n)))
+                sol_res = np.abs(C[:, S]).max(axis=(0, 2)) if t else np.zeros(g)
             else:
-                A, sol_res = self._solve(np.broadcast_to(C, (rows.size, m, n)), K, S)
-                A *= mk
+                KS, W = self._inverse(K, S)
+                A, sol_res = self._solve(np.broadcast_to(C, (g, m, n)), K, S, KS, W)
+            _zero_columns(A, S)
+            sel = np.arange(g)
             for _ in range(self.refine):
-                R = E - (A.reshape(-1, n) @ B).reshape(rows.size, m, -1)
-                D = R @ P if free else self._solve(R @ P, K, S)[0]
-                A += D * mk
+                # refine only the patterns whose residual is above a few ulps (most are not, in a good code)
+                As = A if sel.size == g else A[sel]
+                R = E - (As.reshape(-1, n) @ B).reshape(sel.size, m, -1)
+                keep = np.abs(R).reshape(sel.size, -1).max(axis=1) > 64 * _EPS
+                if not keep.any():
+                    break
+                if not keep.all():
+                    sel, R = sel[keep], R[keep]
+                RP = (R.reshape(sel.size * m, -1) @ P).reshape(sel.size, m, n)
+                D = RP if free else self._solve(RP, K, S[sel], KS[sel], W[sel])[0]
+                _zero_columns(D, S[sel])
+                if sel.size == g:
+                    A += D
+                else:
+                    A[sel] += D
             sol_res = sol_res * bmax
-            scale = np.maximum(1.0, np.abs(A).sum(axis=2).max(axis=1) * bmax)
-            bad = ~np.isfinite(sol_res) | (sol_res > self.rtol * scale)
-            out[rows] = A
-            if bad.any():
-                redo.append(rows[bad])
+            cand = np.flatnonzero(~np.isfinite(sol_res) | (sol_res > self.rtol))
+            if cand.size:
+                scale = np.maximum(1.0, np.abs(A[cand]).sum(axis=2).max(axis=1) * bmax)
+                bad = ~np.isfinite(sol_res[cand]) | (sol_res[cand] > self.rtol * scale)
+                if bad.any():
+                    redo.append(rows[cand[bad]])
+            if out is None:
+                out = A
+            else:
+                out[rows] = A
         if redo:
             idx = np.concatenate(redo)
             out[idx] = LeastSquaresDecoder().matrices(code, mask[idx])
         return out
+
+
+def _zero_columns(A: np.ndarray, S: np.ndarray) -> None:
+    """Set ``A[i, :, S[i]] = 0`` for every pattern ``i`` (stragglers get exactly zero weight)."""
+    if S.shape[1]:
+        np.put_along_axis(A, np.broadcast_to(S[:, None, :], (A.shape[0], A.shape[1], S.shape[1])), 0, axis=2)
 
 
 class ExactDecoder(Decoder):

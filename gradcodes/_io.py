@@ -73,6 +73,11 @@ def load(path: str | os.PathLike[str]) -> LinearCode:
     rebuilt = _rebuild(meta, B)
     if rebuilt is not None:
         return rebuilt
+    if meta["type"] not in ("GradientCode", "ApproximateCode"):
+        # a code type with its own straggler model (e.g. a tree) must come back as itself, never as a plain
+        # GradientCode that would claim any n - s responders suffice
+        raise ValueError(f"cannot restore a {meta['type']} of family {meta.get('family')!r}: its constructor could "
+                         f"not rebuild the saved matrix from the saved parameters")
     common = {"m": meta["m"], "name": meta["name"], "family": meta["family"], "params": meta["params"]}
     if meta["type"] == "ApproximateCode":
         probs = meta.get("straggle_probabilities")

@@ -62,12 +62,24 @@ def tour(names: Iterable[str] | None = None, *, quick: bool = False, out: TextIO
         if name not in registry:
             raise ValueError(f"unknown scheme {name!r}; valid schemes: {', '.join(registry)}")
     rows: list[dict[str, Any]] = []
-    for name in selected:
+    by_kind: dict[str, list[dict[str, Any]]] = {}
+    order = {kind: i for i, kind in enumerate(_KIND_TITLES)}
+    for name in sorted(selected, key=lambda nm: order.get(registry[nm].kind, len(order))):
         scheme = registry[name]
         for params in (scheme.tour[:1] if quick else scheme.tour):
             row = _evaluate(scheme, dict(params))
             rows.append(row)
+            by_kind.setdefault(scheme.kind, []).append(row)
             print(f"  {name} {dict(params)}: {row.get('result', '')} in {row['seconds']} s", file=out, flush=True)
-    print(file=out)
-    print(format_table(rows), file=out)
+    for kind, kind_rows in by_kind.items():
+        print(file=out)
+        print(_KIND_TITLES.get(kind, kind), file=out)
+        print(format_table(kind_rows), file=out)
     return rows
+
+
+_KIND_TITLES = {
+    "exact": "Exact gradient codes: every set of n - s responders checked (or searched) for recovery",
+    "tree": "Tree codes: straggler patterns with at most s stragglers per parent",
+    "approximate": "Approximate codes: expected error and bias under random stragglers",
+}

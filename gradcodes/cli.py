@@ -1,4 +1,4 @@
-"""The ``gradcodes`` command line: ``tour``, ``build``, ``verify``, ``bound`` and ``schemes``."""
+"""The ``gradcodes`` command line: ``tour``, ``build``, ``verify``, ``bound``, ``schemes`` and ``simulate``."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from typing import Any
 from ._bounds import min_load
 from ._io import load, save
 from ._registry import get_scheme, schemes
+from ._simulate import add_simulate_parser
 from ._tour import format_table, tour
 from ._verify import verify
 
@@ -92,7 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 #: Functions ``hook(subparsers)`` that add family subcommands; each sets ``func`` via ``set_defaults``.
-_SUBCOMMAND_HOOKS: list[Any] = []
+_SUBCOMMAND_HOOKS: list[Any] = [add_simulate_parser]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

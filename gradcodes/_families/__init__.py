@@ -6,8 +6,21 @@ To add a family: write ``gradcodes/_families/<family>.py`` with a validated cons
 constructor from ``gradcodes/__init__.py``.
 """
 
+from . import coded_reduce as _coded_reduce  # noqa: F401  (issue 5: registers the "coded_reduce" scheme)
+from .baselines import (  # noqa: I001
+                        bernoulli_gc,
+                        erasurehead,
+                        ignore_stragglers,
+                        optimal_decoding,
+                        random_regular_graph,
+                        stochastic_gc,
+)
+from .heterogeneous import NegativeCoefficientWarning, heterogeneous, optimal_row_sums, song_choi_allocation  # noqa: I001
 from .repetition import cyclic_repetition, fractional_repetition, uncoded
 from .ye_abbe import ye_abbe
 
 __all__ = ["cyclic_repetition", "fractional_repetition", "uncoded"]
+__all__ += ["NegativeCoefficientWarning", "heterogeneous", "optimal_row_sums", "song_choi_allocation",
+            "bernoulli_gc", "erasurehead", "ignore_stragglers", "optimal_decoding", "random_regular_graph",
+            "stochastic_gc"]
 __all__ += ["ye_abbe"]

@@ -1,0 +1,789 @@
+"""Expected error and bias of approximate gradient codes under random (heterogeneous) stragglers.
+
+Worker ``i`` straggles independently with probability ``p_i``. For a response pattern (mask) ``R`` the
+decoder returns ``A_R`` (m x n, zero off ``R``); the estimate is ``ghat_R = A_R B G`` and its residual
+``(A_R B - E) G`` with ``E = 1_k^T (x) I_m``. This module computes
+
+* ``E||ghat - g||^2 = sum_R P(R) ||(A_R B - E) G||_F^2`` and the bias ``E[ghat] - g``,
+  - exactly, by enumerating all ``2^n`` patterns in vectorised batches (``Fraction`` arithmetic when the
+    code is rational, the probabilities are ``Fraction`` and the decoder is exact), or
+  - by seeded Monte Carlo (mean +- standard error) when ``2^n`` is too large;
+* the closed form for decoders with fixed weights ``a_i = w_i [i responds]``:
+  ``E||ghat - g||^2 = ||(sum_i (1-p_i) w_i B_i - 1) G||^2 + sum_i p_i (1-p_i) w_i^2 ||B_i G||^2``,
+  which for Song & Choi (``w_i = 1/(1-p_i)``, unbiased) is ``sum_i delta_i ||sum_j alpha_ij g_j||^2``;
+* the minimum computation load of an optimal unbiased code, :func:`min_load_heterogeneous`.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import time
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from ._decoders import Decoder
+from ._validate import check_int, check_real, check_seed
+
+__all__ = [
+    "ApproxReport",
+    "FixedWeightDecoder",
+    "closed_form_error",
+    "exponential_straggle_probabilities",
+    "evaluate_approximate",
+    "min_load_heterogeneous",
+    "probability_list",
+    "straggle_probabilities",
+]
+
+MAX_ENUMERATE = 16  # 2^16 = 65536 patterns: enumerate at or below this many workers by default
+MAX_EXACT_ENUMERATE = 12  # beyond this, "auto" avoids Fraction enumeration (closed form, or float enumeration)
+
+
+# --------------------------------------------------------------------------------------------------------
+# straggle probabilities
+# --------------------------------------------------------------------------------------------------------
+
+
+def _is_exact_scalar(x: Any) -> bool:
+    return isinstance(x, (Fraction, numbers.Integral)) and not isinstance(x, (bool, np.bool_))
+
+
+def straggle_probabilities(p: Any, n: int | None = None, *, exact: bool | None = None,
+                           name: str = "p") -> np.ndarray:
+    """Validate straggle probabilities and return them as a 1-D array.
+
+    Parameters
+    ----------
+    p : array_like, scalar or str
+        Probability that each worker straggles, every entry strictly inside (0, 1). A scalar is broadcast
+        to ``n`` workers (``n`` is then required). ``fractions.Fraction`` entries (or ints, or strings such
+        as ``"1/10"``; a single string ``"1/10,1/5,1/2"`` is split at the commas) keep the computation exact.
+    n : int, optional
+        Expected number of workers; a length mismatch raises ``ValueError``.
+    exact : bool, optional
+        Force exact (``Fraction``; floats are converted to their exact binary value) or float64 output.
+        By default the result is exact iff no entry is a float.
+    name : str
+        Parameter name used in error messages.
+
+    Returns
+    -------
+    numpy.ndarray
+        float64 array, or object array of ``Fraction`` when exact.
+
+    Examples
+    --------
+    >>> straggle_probabilities("1/10, 1/2")
+    array([Fraction(1, 10), Fraction(1, 2)], dtype=object)
+    >>> straggle_probabilities(0.25, n=3)
+    array([0.25, 0.25, 0.25])
+    """
+    if isinstance(p, bytes):
+        raise TypeError(f"{name} must be a sequence of probabilities in (0, 1), got bytes")
+    if isinstance(p, str):
+        p = [x.strip() for x in p.split(",")] if "," in p else p
+    arr = np.asarray(p, dtype=object)
+    if arr.ndim == 0:
+        if n is None:
+            raise ValueError(f"{name} is a scalar; give one straggle probability per worker (e.g. [{name}] * n)")
+        arr = np.full(n, arr.item(), dtype=object)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional (one probability per worker), got shape {arr.shape}")
+    if arr.size == 0:
+        raise ValueError(f"{name} must contain at least one probability (one per worker)")
+    if n is not None and arr.size != n:
+        raise ValueError(f"{name} must have length n = {n} (one probability per worker), got {arr.size}")
+    vals = []
+    for i, x in enumerate(arr):
+        if isinstance(x, str):
+            try:
+                x = Fraction(x)
+            except (ValueError, ZeroDivisionError):
+                raise ValueError(f"{name}[{i}] = {x!r} is not a number (use e.g. '1/10' or 0.1)") from None
+        elif isinstance(x, (bool, np.bool_)) or not isinstance(x, (numbers.Real, Fraction)):
+            raise TypeError(f"{name} must contain real numbers, got {x!r} of type {type(x).__name__}")
+        vals.append(x)
+    if exact is None:
+        exact = all(_is_exact_scalar(x) for x in vals)
+    if exact:
+        out = np.empty(arr.size, dtype=object)
+        for i, x in enumerate(vals):
+            if not _is_exact_scalar(x) and not np.isfinite(float(x)):
+                raise ValueError(f"{name}[{i}] = {x!r}: straggle probabilities must lie strictly inside (0, 1)")
+            out[i] = Fraction(x) if _is_exact_scalar(x) else Fraction(float(x))
+    else:
+        out = np.array([float(x) for x in vals], dtype=np.float64)
+    bad = [i for i, x in enumerate(out) if not (0 < x < 1)]
+    if bad:
+        i = bad[0]
+        raise ValueError(f"{name}[{i}] = {vals[i]!r}: straggle probabilities must lie strictly inside (0, 1)")
+    return out
+
+
+def exponential_straggle_probabilities(n: int, tau: float, *, psi: tuple[float, float] = (0.1, 2.0),
+                                       seed: Any = 0) -> np.ndarray:
+    r"""Straggle probabilities of Song & Choi's experiments: ``p_i = exp(-psi_i (tau - 1))``.
+
+    Worker ``i``'s response time is ``1 + Exp(psi_i)`` (shift-1 exponential with rate ``psi_i``), and it is a
+    straggler when slower than the deadline ``tau``; so ``p_i = P(T_i > tau) = exp(-psi_i (tau - 1))`` with
+    ``psi_i ~ U(psi)`` i.i.d. (seeded). The paper uses ``tau`` in {1.1, 1.5}; its summary gives
+    ``psi ~ U(0.1, 2)`` (the default here), the authors' follow-up code ``U(0.01, 2)``.
+
+    Parameters
+    ----------
+    n : int
+        Number of workers.
+    tau : float
+        Deadline, ``tau > 1``.
+    psi : (float, float)
+        Range of the rates, ``0 < lo <= hi``.
+    seed : int or numpy.random.Generator
+
+    Returns
+    -------
+    numpy.ndarray
+        float64, length ``n``, entries in (0, 1).
+
+    Examples
+    --------
+    >>> p = exponential_straggle_probabilities(5, 1.5, seed=0)
+    >>> p.shape, bool(((0 < p) & (p < 1)).all())
+    ((5,), True)
+    """
+    n = check_int("n", n, 1)
+    tau = check_real("tau", tau, 1.0, None, open_lo=True)
+    if not (isinstance(psi, (tuple, list)) and len(psi) == 2):
+        raise ValueError(f"psi must be a pair (lo, hi) of rates, got {psi!r}")
+    lo = check_real("psi[0]", psi[0], 0.0, None, open_lo=True)
+    hi = check_real("psi[1]", psi[1], lo, None)
+    rates = check_seed(seed).uniform(lo, hi, size=n)
+    p = np.exp(-rates * (tau - 1.0))
+    if not np.all((p > 0) & (p < 1)):
+        raise ValueError(f"tau = {tau} and psi = {psi} give straggle probabilities that round to 0 or 1")
+    return p
+
+
+def _scenario(n: int | None, p: Any, tau: float, seed: Any) -> np.ndarray:
+    """Registry helper: ``p`` if given (checked against ``n``), else the paper's model for ``n`` workers."""
+    if p is not None:
+        return straggle_probabilities(p, n)
+    if n is None:
+        raise ValueError("give the number of workers n (probabilities from the paper's model, see --param tau=) "
+                         "or the straggle probabilities p")
+    return exponential_straggle_probabilities(n, tau, seed=seed)
+
+
+def probability_list(p: np.ndarray | None) -> list[str] | list[float] | None:
+    """JSON-friendly form of validated probabilities: strings for ``Fraction``, floats otherwise."""
+    if p is None:
+        return None
+    return [str(x) for x in p] if p.dtype == object else [float(x) for x in p]
+
+
+# --------------------------------------------------------------------------------------------------------
+# decoders with fixed per-worker weights
+# --------------------------------------------------------------------------------------------------------
+
+
+class FixedWeightDecoder(Decoder):
+    """Decoder ``a_i = w_i`` on responders, ``0`` on stragglers (weights do not depend on the pattern).
+
+    Parameters
+    ----------
+    name : str
+        Key in ``code.decoders``.
+    weights : array_like
+        Length-``n`` weights (float64, or ``Fraction`` for an exact decoder).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> dec = FixedWeightDecoder("sum", np.ones(3))
+    >>> dec.matrices(None, np.array([[True, False, True]]))
+    array([[[1., 0., 1.]]])
+    """
+
+    def __init__(self, name: str, weights: Any) -> None:
+        w = np.asarray(weights)
+        if w.ndim != 1 or w.size == 0:
+            raise ValueError(f"weights must be a non-empty 1-D array, got shape {w.shape}")
+        self.name = name
+        self.exact = w.dtype == object
+        self.weights = w if self.exact else w.astype(np.float64)
+
+    def matrices(self, code: Any, mask: np.ndarray) -> np.ndarray:
+        mask = np.asarray(mask, dtype=bool)
+        if mask.ndim != 2 or mask.shape[1] != self.weights.size:
+            raise ValueError(f"mask must have shape (b, {self.weights.size}), got {mask.shape}")
+        zero = Fraction(0) if self.exact else 0.0
+        a = np.where(mask, self.weights[None, :], zero)
+        return a[:, None, :]
+
+    def __repr__(self) -> str:
+        return f"FixedWeightDecoder({self.name!r}, n={self.weights.size})"
+
+
+# --------------------------------------------------------------------------------------------------------
+# minimum load
+# --------------------------------------------------------------------------------------------------------
+
+
+def min_load_heterogeneous(n: int, k: int) -> Fraction:
+    r"""Minimum average replication per partition of an optimal unbiased heterogeneous code.
+
+    Returns ``(n + k - 1) / k = 1 + (n - 1)/k`` as an exact ``Fraction``: a code that is unbiased
+    (column sums of ``alpha`` are 1) and optimal (row sums are Song & Choi's ``Y``) needs at least
+    ``n + k - 1`` nonzero coefficients when the straggle probabilities are generic.
+
+    *Proof.* Let ``H`` be the bipartite graph on the ``n`` workers and ``k`` partitions with an edge
+    ``(i, j)`` whenever ``alpha_ij != 0``. No vertex is isolated (``Y_i > 0`` and every column sums to 1).
+    If a connected component has workers ``W'`` and partitions ``P'``, all the mass of the rows ``W'`` lies in
+    the columns ``P'`` and vice versa, so ``sum_{i in W'} Y_i = |P'|`` is an integer. For generic ``p`` no
+    proper non-empty subset of the ``Y_i`` sums to an integer, so ``H`` is connected, and a connected graph
+    on ``n + k`` vertices has at least ``n + k - 1`` edges. Hence ``nnz(alpha) >= n + k - 1`` and the
+    average replication ``nnz/k >= 1 + (n-1)/k``. The bound is attained by Schemes I, II and the
+    northwest-corner scheme. (For non-generic ``p``, e.g. equal ``p_i`` with ``n | k``, fewer nonzeros can
+    suffice; the northwest-corner scheme finds such savings along its chain automatically.)
+
+    Parameters
+    ----------
+    n : int
+        Number of workers (>= 1).
+    k : int
+        Number of partitions (>= 1).
+
+    Returns
+    -------
+    fractions.Fraction
+
+    Examples
+    --------
+    >>> min_load_heterogeneous(10, 10)
+    Fraction(19, 10)
+    """
+    for name, v in (("n", n), ("k", k)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise TypeError(f"{name} must be an int, got {type(v).__name__}")
+        if v < 1:
+            raise ValueError(f"{name} must be >= 1, got {v}")
+    return Fraction(int(n) + int(k) - 1, int(k))
+
+
+# --------------------------------------------------------------------------------------------------------
+# report
+# --------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class ApproxReport:
+    """Expected error and bias of an approximate code under independent stragglers.
+
+    Attributes
+    ----------
+    expected_error : float or Fraction
+        ``E||ghat - g||^2`` (exact ``Fraction`` when ``exact``).
+    expected_error_stderr : float
+        Monte Carlo standard error (0 for enumeration).
+    relative_error : float or Fraction or None
+        ``expected_error / ||g||^2`` (None when ``g = 0``).
+    bias : numpy.ndarray
+        ``E[ghat] - g`` (one entry per gradient coordinate, ``m`` blocks concatenated).
+    bias_norm : float or Fraction
+        ``||E[ghat] - g||_2`` (for ``Fraction`` results, the squared norm is exact and this is its root).
+    bias_stderr : float
+        Monte Carlo noise level of ``bias_norm``: ``sqrt(sum_c Var(residual_c) / samples)`` (0 if enumerated).
+    unbiased : bool
+        Enumeration: bias exactly 0 (exact mode) or ``bias_norm <= 1e-10 * ||g||``. Monte Carlo:
+        ``bias_norm <= 4 bias_stderr`` (consistent with zero).
+    method : str
+        ``"enumerate"``, ``"closed"`` (fixed-weight closed form, no patterns) or ``"montecarlo"``.
+    patterns : int
+        Number of patterns enumerated or sampled.
+    exact : bool
+        Rational arithmetic throughout.
+    closed_form : float or Fraction or None
+        The fixed-weight closed form when the decoder has fixed weights, else ``None``.
+    nnz, replication, load, load_lower_bound, meets_lower_bound
+        Nonzeros of ``B``, average replication ``nnz/k`` (``Fraction``), max per-worker load,
+        :func:`min_load_heterogeneous` and whether ``replication <= load_lower_bound``.
+    min_coefficient : float or Fraction
+        Smallest entry of ``B`` (negative entries void the bounded-gradient bound).
+    gradient_norm2 : float or Fraction
+        ``||g||^2`` of the gradients used.
+    """
+
+    code_name: str
+    n: int
+    k: int
+    gradients: str
+    decoder: str
+    expected_error: Any
+    expected_error_stderr: float
+    relative_error: Any
+    bias: np.ndarray
+    bias_norm: Any
+    bias_stderr: float
+    unbiased: bool
+    method: str
+    patterns: int
+    exact: bool
+    closed_form: Any
+    nnz: int
+    replication: Fraction
+    load: int
+    load_lower_bound: Fraction
+    meets_lower_bound: bool
+    min_coefficient: Any
+    gradient_norm2: Any = None
+    seed: int | None = None
+    seconds: float = 0.0
+    extra: dict = field(default_factory=dict)
+
+    def _rel_text(self, digits: int = 4) -> str:
+        if self.relative_error is None:
+            return "-"
+        txt = f"{float(self.relative_error):.{digits}g}"
+        if self.method == "montecarlo" and self.gradient_norm2:
+            txt += f" ± {self.expected_error_stderr / float(self.gradient_norm2):.2g}"
+        return txt
+
+    def tour_row(self) -> dict[str, Any]:
+        """The columns ``gradcodes tour`` prints for an approximate code (error and bias, not exactness)."""
+        return {
+            "scheme": self.code_name, "n": self.n, "k": self.k,
+            "load / bound": f"{self.load} / -",
+            "replication / bound": f"{float(self.replication):.3g} / {float(self.load_lower_bound):.3g}",
+            "sets checked": "closed form" if self.method == "closed"
+            else f"{self.patterns:,}" + (" MC" if self.method == "montecarlo" else ""),
+            "exhaustive": "yes" if self.method in ("enumerate", "closed") else "no",
+            "result": "unbiased" if self.unbiased else "BIASED",
+            "E|err|^2/|g|^2": self._rel_text(),
+            "|bias|/|g|": f"{float(self.bias_norm) / math.sqrt(float(self.gradient_norm2)):.2g}"
+            if self.gradient_norm2 else "-",
+            "seconds": f"{self.seconds:.2f}",
+        }
+
+    def __str__(self) -> str:
+        if self.method == "montecarlo":
+            err = (f"{float(self.expected_error):.6g} ± {self.expected_error_stderr:.2g} (Monte Carlo, "
+                   f"{self.patterns} samples, seed {self.seed})")
+        elif self.method == "closed":
+            err = f"{self.expected_error} (closed form{', exact' if self.exact else ''})"
+        else:
+            err = f"{self.expected_error} (all {self.patterns} patterns{', exact' if self.exact else ''})"
+        bias = f"{float(self.bias_norm):.3g}"
+        if self.method == "montecarlo":
+            bias += f" (Monte Carlo noise {self.bias_stderr:.2g})"
+        lines = [
+            f"{self.code_name}: n = {self.n} workers, k = {self.k} partitions, decoder {self.decoder!r}, "
+            f"gradients {self.gradients}",
+            f"  E||ghat - g||^2 = {err}",
+            f"  relative error  = {self._rel_text(6)}  (E||ghat - g||^2 / ||g||^2)",
+            f"  ||E[ghat] - g|| = {bias}  -> {'unbiased' if self.unbiased else 'BIASED'}",
+        ]
+        if self.closed_form is not None:
+            lines.append(f"  closed form     = {self.closed_form}")
+        lines.append(f"  load: nnz(B) = {self.nnz}, replication {float(self.replication):.4g} per partition "
+                     f"(minimum 1 + (n-1)/k = {float(self.load_lower_bound):.4g}: "
+                     f"{'meets it' if self.meets_lower_bound else 'above it'}), max per worker {self.load}")
+        if float(self.min_coefficient) < 0:
+            lines.append(f"  min coefficient = {float(self.min_coefficient):.4g} (negative)")
+        lines.append(f"  {self.seconds:.3f} s")
+        return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------------------------------------
+# helpers
+# --------------------------------------------------------------------------------------------------------
+
+
+def _resolve_decoder(code: Any, decoder: Any) -> Decoder:
+    if decoder is None:
+        decoder = code.default_decoder
+    if isinstance(decoder, str):
+        try:
+            return code.decoders[decoder]
+        except KeyError:
+            raise ValueError(f"decoder must be one of {sorted(code.decoders)}, got {decoder!r}") from None
+    if isinstance(decoder, Decoder):
+        return decoder
+    raise TypeError(f"decoder must be a name or a Decoder, got {type(decoder).__name__}")
+
+
+def _resolve_p(code: Any, p: Any, exact: bool) -> np.ndarray:
+    if p is None:
+        p = getattr(code, "straggle_probabilities", None)
+        if p is None:
+            raise ValueError("the code has no straggle_probabilities; pass p (one probability per worker, "
+                             "in (0, 1), or a scalar)")
+    return straggle_probabilities(p, code.n, exact=exact if exact else None)
+
+
+def _gradients(code: Any, gradients: Any, exact: bool) -> tuple[np.ndarray | None, str]:
+    """Return the (k*m, p) block gradient matrix, or None for the identity (orthonormal gradients)."""
+    km = code.k * code.m
+    if gradients is None or (isinstance(gradients, str) and gradients == "orthonormal"):
+        return None, "orthonormal (g_j = e_j)"
+    if isinstance(gradients, str):
+        if gradients == "aligned":
+            G = np.ones((km, 1), dtype=object if exact else np.float64)
+            if exact:
+                G[...] = Fraction(1)
+            return G, "aligned (g_j = 1)"
+        raise ValueError(f"gradients must be 'orthonormal', 'aligned' or a (k, p) array, got {gradients!r}")
+    G = np.asarray(gradients)
+    if code.m != 1:
+        raise ValueError(f"a gradients array needs m = 1 (got m = {code.m}); use 'orthonormal' or 'aligned'")
+    if G.ndim == 1:
+        G = G[:, None]
+    if G.ndim != 2 or G.shape[0] != code.k:
+        raise ValueError(f"gradients must have shape (k, p) = ({code.k}, p), got {np.shape(gradients)}")
+    if G.dtype == object:
+        if not exact:
+            G = G.astype(np.float64)
+    else:
+        if not np.all(np.isfinite(G)):
+            raise ValueError("gradients must be finite")
+        G = G.astype(np.float64)
+    return G, f"array {G.shape[0]}x{G.shape[1]}"
+
+
+def _E(code: Any, exact: bool) -> np.ndarray:
+    m, k = code.m, code.k
+    E = np.kron(np.ones((1, k)), np.eye(m))
+    if exact:
+        out = np.empty(E.shape, dtype=object)
+        for idx, v in np.ndenumerate(E):
+            out[idx] = Fraction(int(v))
+        return out
+    return E
+
+
+def _B(code: Any, exact: bool) -> np.ndarray:
+    B = np.asarray(code.B)
+    if exact:
+        return B.astype(object)
+    if code.field == "complex" or np.iscomplexobj(B):
+        raise ValueError("evaluate_approximate supports real and rational codes")
+    return np.array(B, dtype=np.float64)
+
+
+def _masks(start: int, stop: int, n: int) -> np.ndarray:
+    t = np.arange(start, stop, dtype=np.int64)
+    return ((t[:, None] >> np.arange(n, dtype=np.int64)[None, :]) & 1).astype(bool)
+
+
+def _load_stats(code: Any, B: np.ndarray) -> tuple[int, Fraction, int, Fraction, bool, Any]:
+    nz = B != 0
+    nnz = int(np.count_nonzero(nz))
+    rep = Fraction(nnz, code.k)
+    bound = min_load_heterogeneous(code.n, code.k)
+    return nnz, rep, int(nz.sum(axis=1).max()), bound, rep <= bound, B.min()
+
+
+def _fixed_weights(dec: Decoder) -> np.ndarray | None:
+    w = getattr(dec, "weights", None)
+    return w if isinstance(dec, FixedWeightDecoder) else None
+
+
+# --------------------------------------------------------------------------------------------------------
+# closed form
+# --------------------------------------------------------------------------------------------------------
+
+
+def closed_form_error(code: Any, gradients: Any = None, *, p: Any = None, decoder: Any = None) -> Any:
+    r"""Expected squared error of a fixed-weight decoder, in closed form.
+
+    With ``a_i = w_i`` when worker ``i`` responds (probability ``1 - p_i``, independently) and 0 otherwise,
+
+    .. math:: E\|\hat g - g\|^2 = \Big\|\big(\textstyle\sum_i (1-p_i) w_i B_i - \mathbf 1\big) G\Big\|^2
+              + \sum_i p_i (1-p_i) w_i^2 \|B_i G\|^2 .
+
+    For Song & Choi (``w_i = 1/(1-p_i)``, column sums 1) this is
+    ``sum_i delta_i ||sum_j alpha_ij g_j||^2``.
+
+    Parameters
+    ----------
+    code : ApproximateCode
+        A code with ``m = 1`` whose decoder is a :class:`FixedWeightDecoder`.
+    gradients : {"orthonormal", "aligned"} or array_like, optional
+        ``G`` (k x p); default the identity (``g_j = e_j``).
+    p : array_like, optional
+        Straggle probabilities; default ``code.straggle_probabilities``.
+    decoder : str or Decoder, optional
+        Default: the code's default decoder.
+
+    Returns
+    -------
+    float or fractions.Fraction
+        Exact when the code, ``p`` and the weights are rational.
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> from fractions import Fraction as F
+    >>> code = gc.heterogeneous([F(1, 10), F(1, 5), F(1, 2)], 3, scheme="I")  # doctest: +SKIP
+    >>> gc.closed_form_error(code)                                             # doctest: +SKIP
+    Fraction(32, 63)
+    """
+    dec = _resolve_decoder(code, decoder)
+    w = _fixed_weights(dec)
+    if w is None:
+        raise ValueError(f"decoder {dec.name!r} does not have fixed weights; use evaluate_approximate")
+    if code.m != 1:
+        raise ValueError(f"closed_form_error needs m = 1, got m = {code.m}")
+    exact = bool(code.exact and code.field == "rational" and dec.exact)
+    pp = _resolve_p(code, p, exact)
+    if exact and pp.dtype != object:
+        exact = False
+    B = _B(code, exact)
+    if not exact:
+        w = w.astype(np.float64)
+    G, _ = _gradients(code, gradients, exact)
+    q = 1 - pp
+    mean_row = (q * w) @ B - _E(code, exact)[0]  # (k,)
+    BG = B if G is None else B @ G  # (n, p)
+    mG = mean_row if G is None else mean_row @ G
+    total = (mG * mG).sum() + (pp * q * w * w * (BG * BG).sum(axis=1)).sum()
+    return total if exact else float(total)
+
+
+# --------------------------------------------------------------------------------------------------------
+# the evaluator
+# --------------------------------------------------------------------------------------------------------
+
+
+def evaluate_approximate(code: Any, gradients: Any = None, *, p: Any = None, decoder: Any = None,
+                         method: str = "auto", samples: int = 20000, seed: int = 0, batch: int = 4096,
+                         max_enumerate: int = MAX_ENUMERATE) -> ApproxReport:
+    r"""Expected squared error and bias of an approximate code under independent random stragglers.
+
+    Worker ``i`` straggles with probability ``p_i`` independently. For every response pattern ``R`` the
+    decoder gives ``A_R`` and the estimate ``ghat_R = A_R B G``; this returns ``E||ghat - g||^2``, the bias
+    ``E[ghat] - g`` and the load statistics.
+
+    Parameters
+    ----------
+    code : LinearCode
+        Usually an ``ApproximateCode``; any code whose decoders accept arbitrary masks works.
+    gradients : {"orthonormal", "aligned"} or array_like, optional
+        The partial gradients ``G`` (k x p). ``"orthonormal"`` (default) is ``G = I`` (``g_j = e_j``), so the
+        error is ``E||A_R B - 1||^2``; ``"aligned"`` is ``g_j = 1`` for all ``j`` (the bounded-gradient worst
+        case for nonnegative codes).
+    p : array_like or float, optional
+        Straggle probabilities (default ``code.straggle_probabilities``). ``Fraction``\ s keep the enumeration
+        exact when the code is rational and its decoder exact.
+    decoder : str or Decoder, optional
+        Default: the code's default decoder.
+    method : {"auto", "enumerate", "montecarlo", "closed"}
+        ``"auto"`` enumerates when ``n <= max_enumerate``; beyond, it uses the exact closed form when the
+        decoder has fixed weights (:func:`closed_form_error`, with the bias ``sum_i (1-p_i) w_i B_i - 1``) and
+        seeded Monte Carlo otherwise. Rational codes are enumerated in ``Fraction``\ s up to ``n = 12``;
+        beyond that ``"auto"`` takes the (exact) closed form when it applies, else enumerates in float64.
+    samples : int
+        Monte Carlo sample count.
+    seed : int
+        Monte Carlo seed.
+    batch : int
+        Patterns per vectorised batch.
+    max_enumerate : int
+        Largest ``n`` that ``"auto"`` enumerates; ``"enumerate"`` refuses ``n > 24``.
+
+    Returns
+    -------
+    ApproxReport
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> from fractions import Fraction as F
+    >>> code = gc.heterogeneous([F(1, 10), F(1, 5), F(1, 2)], 3, scheme="I")  # doctest: +SKIP
+    >>> rep = gc.evaluate_approximate(code)                                    # doctest: +SKIP
+    >>> rep.expected_error, rep.unbiased                                       # doctest: +SKIP
+    (Fraction(32, 63), True)
+    """
+    t0 = time.perf_counter()
+    if method not in ("auto", "enumerate", "montecarlo", "closed"):
+        raise ValueError(f"method must be 'auto', 'enumerate', 'montecarlo' or 'closed', got {method!r}")
+    for name, v, lo in (("samples", samples, 2), ("batch", batch, 1), ("max_enumerate", max_enumerate, 0)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise TypeError(f"{name} must be an int, got {type(v).__name__}")
+        if v < lo:
+            raise ValueError(f"{name} must be >= {lo}, got {v}")
+    n = code.n
+    dec = _resolve_decoder(code, decoder)
+    fixed = _fixed_weights(dec) is not None and code.m == 1
+    rational = code.field == "rational" and getattr(dec, "exact", False)
+    auto = method == "auto"
+    if auto:
+        # exact (Fraction) enumeration costs ~1.7 s at n = 12 and 16x more per 4 workers: prefer the exact closed
+        # form beyond MAX_EXACT_ENUMERATE when it applies, and float enumeration otherwise
+        if n <= max_enumerate and not (rational and fixed and n > MAX_EXACT_ENUMERATE):
+            method = "enumerate"
+        else:
+            method = "closed" if fixed else "montecarlo"
+    if method == "enumerate" and n > 24:
+        raise ValueError(f"method='enumerate' needs n <= 24 workers (2^n patterns), got n = {n}; "
+                         f"use method='montecarlo'")
+    if method == "closed" and not fixed:
+        raise ValueError(f"method='closed' needs a fixed-weight decoder and m = 1; decoder {dec.name!r} "
+                         f"is not one (use 'enumerate' or 'montecarlo')")
+    exact = bool(method in ("enumerate", "closed") and rational)
+    if auto and method == "enumerate" and n > MAX_EXACT_ENUMERATE:
+        exact = False
+    pp = _resolve_p(code, p, exact)
+    if exact and pp.dtype != object:
+        exact = False
+    B = _B(code, exact)
+    G, gdesc = _gradients(code, gradients, exact)
+    E = _E(code, exact)
+    target = E if G is None else E @ G  # (m, p): the true gradient, blocks as rows
+    g2 = (target * target).sum()
+
+    def residuals(mask: np.ndarray) -> np.ndarray:
+        A = np.asarray(dec.matrices(code, mask))
+        if A.shape != (mask.shape[0], code.m, n):
+            raise ValueError(f"decoder {dec.name!r} returned shape {A.shape}, expected "
+                             f"{(mask.shape[0], code.m, n)}")
+        if not exact:
+            A = A.astype(np.float64)
+        R = A @ B - E[None]  # (b, m, k*m)
+        return R if G is None else R @ G  # (b, m, p)
+
+    if method == "closed":
+        w = dec.weights if exact else np.asarray(dec.weights, dtype=np.float64)
+        bias = ((1 - pp) * w) @ B - E[0]
+        bias = (bias if G is None else bias @ G)[None, :]
+        err = closed_form_error(code, gradients, p=pp, decoder=dec)
+        err_se = 0.0
+        bias_se = 0.0
+        bias2 = (bias * bias).sum()
+        if exact:
+            unbiased = bool(bias2 == 0)
+            bias_norm = Fraction(0) if bias2 == 0 else math.sqrt(bias2)
+            rel = err / g2 if g2 else None
+        else:
+            bias_norm = float(np.sqrt(bias2))
+            unbiased = bias_norm <= 1e-10 * max(1.0, math.sqrt(float(g2)))
+            rel = float(err) / float(g2) if g2 else None
+        patterns = 0
+    elif method == "enumerate":
+        total = 1 << n
+        zero = Fraction(0) if exact else 0.0
+        err = zero
+        bias = np.zeros(target.shape, dtype=object if exact else np.float64)
+        if exact:
+            bias[...] = Fraction(0)
+        q = 1 - pp
+        for start in range(0, total, batch):
+            mask = _masks(start, min(total, start + batch), n)
+            probs = np.where(mask, q[None, :], pp[None, :]).prod(axis=1)
+            RG = residuals(mask)
+            e = (RG * RG).sum(axis=(1, 2))
+            err = err + (probs * e).sum()
+            bias = bias + np.tensordot(probs, RG, axes=(0, 0))
+        err_se = 0.0
+        bias_se = 0.0
+        bias2 = (bias * bias).sum()
+        if exact:
+            unbiased = bool(bias2 == 0)
+            bias_norm: Any = Fraction(0) if bias2 == 0 else math.sqrt(bias2)
+            rel = err / g2 if g2 else None
+        else:
+            bias_norm = float(np.sqrt(bias2))
+            unbiased = bias_norm <= 1e-10 * max(1.0, math.sqrt(float(g2)))
+            rel = float(err) / float(g2) if g2 else None
+            err = float(err)
+        patterns = total
+    else:
+        rng = np.random.default_rng(seed)
+        pf = pp.astype(np.float64)
+        s1 = 0.0
+        s2 = 0.0
+        b1 = np.zeros(target.shape)
+        b2 = np.zeros(target.shape)
+        done = 0
+        while done < samples:
+            b = min(batch, samples - done)
+            mask = rng.random((b, n)) >= pf[None, :]
+            RG = residuals(mask)
+            e = (RG * RG).sum(axis=(1, 2))
+            s1 += e.sum()
+            s2 += (e * e).sum()
+            b1 += RG.sum(axis=0)
+            b2 += (RG * RG).sum(axis=0)
+            done += b
+        N = samples
+        err = s1 / N
+        err_se = math.sqrt(max(s2 - N * err * err, 0.0) / (N - 1) / N)
+        bias = b1 / N
+        var = np.maximum(b2 / N - bias * bias, 0.0) * N / (N - 1)
+        bias_se = float(math.sqrt(var.sum() / N))
+        bias_norm = float(np.linalg.norm(bias))
+        unbiased = bias_norm <= 4 * bias_se + 1e-12 * max(1.0, math.sqrt(float(g2)))
+        rel = err / float(g2) if g2 else None
+        patterns = N
+    closed = None
+    if _fixed_weights(dec) is not None and code.m == 1:
+        closed = closed_form_error(code, gradients, p=pp, decoder=dec)
+    nnz, rep, load, bound, meets, bmin = _load_stats(code, np.asarray(code.B))
+    return ApproxReport(
+        code_name=str(getattr(code, "name", None) or type(code).__name__), n=n, k=code.k, gradients=gdesc,
+        decoder=dec.name, expected_error=err, expected_error_stderr=err_se, relative_error=rel,
+        bias=bias.reshape(-1), bias_norm=bias_norm, bias_stderr=bias_se, unbiased=bool(unbiased),
+        method=method, patterns=patterns, exact=exact, closed_form=closed, nnz=nnz, replication=rep,
+        load=load, load_lower_bound=bound, meets_lower_bound=bool(meets), min_coefficient=bmin,
+        gradient_norm2=g2 if exact else float(g2),
+        seed=seed if method == "montecarlo" else None, seconds=time.perf_counter() - t0,
+    )
+
+
+# --------------------------------------------------------------------------------------------------------
+# command line: `gradcodes evaluate` (expected error and bias of approximate codes)
+# --------------------------------------------------------------------------------------------------------
+
+
+def _cli_evaluate(args: Any) -> int:
+    import os
+
+    from . import cli
+    from ._io import load
+
+    if os.path.exists(args.target) or args.target.endswith(".npz"):
+        code = load(args.target)
+    else:
+        args.scheme = args.target
+        code = cli._build(args)
+    report = evaluate_approximate(code, args.gradients, p=args.p, decoder=args.decoder, method=args.method,
+                                  samples=args.samples, seed=args.mc_seed)
+    print(report)
+    return 0
+
+
+def _cli_hook(sub: Any) -> None:
+    from . import cli
+
+    p = sub.add_parser("evaluate", help="expected error and bias of an approximate code under random stragglers")
+    p.add_argument("target", help="a .npz file written by `gradcodes build`, or a scheme name "
+                                  "(e.g. heterogeneous, sgc, bgc, ehd, od, is_sgd)")
+    cli._add_code_options(p)
+    p.add_argument("--p", help="straggle probabilities for the evaluation, e.g. '1/10,1/5,1/2' or 0.2 "
+                               "(default: the code's own)")
+    p.add_argument("--gradients", default="orthonormal", choices=["orthonormal", "aligned"],
+                   help="g_j = e_j (default) or all g_j equal")
+    p.add_argument("--method", default="auto", choices=["auto", "enumerate", "montecarlo"])
+    p.add_argument("--samples", type=int, default=20000, help="Monte Carlo samples")
+    p.add_argument("--mc-seed", type=int, default=0, help="Monte Carlo seed")
+    p.add_argument("--decoder", help="decoder name (default: the code's)")
+    p.set_defaults(func=_cli_evaluate)
+
+
+def _register_cli() -> None:
+    from . import cli
+
+    if _cli_hook not in cli._SUBCOMMAND_HOOKS:
+        cli._SUBCOMMAND_HOOKS.append(_cli_hook)

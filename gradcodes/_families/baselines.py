@@ -1,0 +1,572 @@
+"""The approximate baselines that Song & Choi compare against (spec §5.4), as ``ApproximateCode``\\ s.
+
+* :func:`ignore_stragglers` (IS-SGD): uncoded, one partition per worker, responders only.
+* :func:`stochastic_gc` (SGC, Bitar–Wootters–El Rouayheb): partition ``j`` on ``d`` workers, worker ``i``
+  sends ``sum_j g_j / ((1 - p_i) d)``, the master sums the responders (unbiased).
+* :func:`bernoulli_gc` (BGC, Charles–Papailiopoulos–Ellenberg): ``B_ij ~ Bernoulli(d/k)`` i.i.d., optimal
+  least-squares decoding.
+* :func:`erasurehead` (EHD, Wang–Charles–Papailiopoulos): fractional-repetition groups of ``d`` workers,
+  one responder per group, groups without a responder dropped.
+* :func:`optimal_decoding` (OD, Glasgow–Wootters): adjacency of a random ``d``-regular graph with optimal
+  least-squares decoding ``u* = argmin ||B_R^T u - 1||``.
+
+All take optional straggle probabilities ``p`` (stored as ``code.straggle_probabilities``); the evaluator
+:func:`gradcodes.evaluate_approximate` uses them. Decoders are batched :class:`~gradcodes.Decoder`
+subclasses that accept any response mask, including the empty one (estimate 0).
+"""
+
+from __future__ import annotations
+
+import numbers
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from .._approx_eval import (
+    FixedWeightDecoder,
+    _scenario,
+    evaluate_approximate,
+    probability_list,
+    straggle_probabilities,
+)
+from .._code import ApproximateCode
+from .._decoders import Decoder, LeastSquaresDecoder
+from .._io import REBUILDERS
+from .._registry import Scheme, register
+from .._validate import check_int, check_seed
+
+__all__ = [
+    "bernoulli_gc",
+    "erasurehead",
+    "ignore_stragglers",
+    "optimal_decoding",
+    "random_regular_graph",
+    "stochastic_gc",
+]
+
+
+# --------------------------------------------------------------------------------------------------------
+# validation helpers
+# --------------------------------------------------------------------------------------------------------
+
+
+def _int(name: str, v: Any, lo: int, hi: int | None = None) -> int:
+    return check_int(name, v, lo, hi)
+
+
+def _seed(seed: Any) -> np.random.Generator:
+    return check_seed(seed)
+
+
+def _seed_param(seed: Any) -> int | None:
+    """A seed worth saving (ints only: a Generator's state is not reproducible from the file)."""
+    return int(seed) if isinstance(seed, numbers.Integral) and not isinstance(seed, bool) else None
+
+
+def _p(p: Any, n: int) -> np.ndarray | None:
+    return None if p is None else straggle_probabilities(p, n)
+
+
+def _frac_matrix(M: np.ndarray) -> np.ndarray:
+    out = np.empty(M.shape, dtype=object)
+    for idx, v in np.ndenumerate(M):
+        out[idx] = Fraction(int(v)) if isinstance(v, (int, np.integer)) else Fraction(v)
+    return out
+
+
+# --------------------------------------------------------------------------------------------------------
+# decoders
+# --------------------------------------------------------------------------------------------------------
+
+
+class OptimalDecoder(LeastSquaresDecoder):
+    """Optimal decoding ``u* = argmin_{supp u ⊆ R} ||B_R^T u - 1||_2``, minimum norm (batched pseudo-inverse).
+
+    The core's least-squares decoder under the name the baselines' papers use; the empty mask gives ``u = 0``.
+    """
+
+    name = "optimal"
+    description = "optimal (minimum-norm least-squares) decoding"
+
+    def matrices(self, code: Any, mask: np.ndarray) -> np.ndarray:
+        # the pseudo-inverse leaves rounding-level values (~1e-15) in straggler columns: make them exactly 0
+        return super().matrices(code, mask) * np.asarray(mask, dtype=bool)[:, None, :]
+
+
+class RescaleDecoder(Decoder):
+    """``a_i = n/|R|`` on the responders ``R`` (0 if nobody responds): IS-SGD's rescaled sum (spec §1.4)."""
+
+    def __init__(self, exact: bool = False, name: str = "rescale") -> None:
+        self.name = name
+        self.exact = exact
+
+    def matrices(self, code: Any, mask: np.ndarray) -> np.ndarray:
+        mask = np.asarray(mask, dtype=bool)
+        n = mask.shape[1]
+        cnt = mask.sum(axis=1)
+        if self.exact:
+            scale = np.array([Fraction(n, c) if c else Fraction(0) for c in cnt], dtype=object)
+            a = np.where(mask, scale[:, None], Fraction(0))
+        else:
+            a = mask * np.divide(n, cnt, out=np.zeros(cnt.shape), where=cnt > 0)[:, None]
+        return a[:, None, :]
+
+
+class GroupDecoder(Decoder):
+    """ErasureHead decoding: weight ``w_g`` on the smallest-index responder of each group ``g``.
+
+    ``w_g = 1`` (``name="group"``: the group sums of the responding groups, as ErasureHead and the authors'
+    code do) or ``w_g = 1 / (1 - prod_{i in g} p_i)`` (``name="unbiased"``), which makes the estimate
+    unbiased because group ``g`` is heard from with probability ``1 - prod_{i in g} p_i``.
+    """
+
+    def __init__(self, name: str, groups: np.ndarray, weights: np.ndarray) -> None:
+        self.name = name
+        self.groups = groups  # (G, d) worker indices
+        self.weights = weights  # (G,)
+        self.exact = weights.dtype == object
+
+    def matrices(self, code: Any, mask: np.ndarray) -> np.ndarray:
+        mask = np.asarray(mask, dtype=bool)
+        b, n = mask.shape
+        sub = mask[:, self.groups]  # (b, G, d)
+        first = self.groups[np.arange(self.groups.shape[0])[None, :], sub.argmax(axis=2)]  # (b, G)
+        heard = sub.any(axis=2)
+        a = np.empty((b, n), dtype=object) if self.exact else np.zeros((b, n))
+        if self.exact:
+            a[...] = Fraction(0)
+        rows = np.broadcast_to(np.arange(b)[:, None], first.shape)
+        w = np.broadcast_to(self.weights[None, :], first.shape)
+        a[rows[heard], first[heard]] = w[heard]
+        return a[:, None, :]
+
+
+# --------------------------------------------------------------------------------------------------------
+# random regular graphs (no networkx)
+# --------------------------------------------------------------------------------------------------------
+
+
+def random_regular_graph(n: int, d: int, seed: Any = 0, swaps: int | None = None) -> np.ndarray:
+    """Adjacency matrix of a random simple ``d``-regular graph on ``n`` vertices (seeded, no networkx).
+
+    Construction: start from the circulant graph joining ``i`` to ``i +- t (mod n)`` for
+    ``t = 1 .. floor(d/2)`` (plus ``i + n/2`` when ``d`` is odd, which needs ``n`` even), then run
+    ``swaps`` degree-preserving double-edge swaps (``{a,b},{c,e} -> {a,c},{b,e}`` or ``{a,e},{b,c}``,
+    rejected if they would create a loop or a multi-edge). The swap chain is irreducible on simple
+    ``d``-regular graphs with the same vertex set when combined with enough steps, and ``10 |E|`` accepted
+    attempts (the default) is the usual mixing heuristic; the result is always simple and ``d``-regular.
+
+    Parameters
+    ----------
+    n : int
+        Number of vertices (>= 1).
+    d : int
+        Degree, ``0 <= d <= n - 1`` with ``n d`` even.
+    seed : int or numpy.random.Generator
+        Randomness (reproducible).
+    swaps : int, optional
+        Number of swap attempts (default ``10 n d / 2``).
+
+    Returns
+    -------
+    numpy.ndarray
+        Symmetric ``(n, n)`` 0/1 int array with zero diagonal and row sums ``d``.
+
+    Examples
+    --------
+    >>> A = random_regular_graph(10, 3, seed=1)
+    >>> A.sum(axis=0).tolist() == [3] * 10, bool((A == A.T).all()), int(A.trace())
+    (True, True, 0)
+    """
+    n = _int("n", n, 1)
+    d = _int("d", d, 0, n - 1)
+    if (n * d) % 2:
+        raise ValueError(f"a d-regular graph on n vertices needs n*d even, got n = {n}, d = {d}")
+    rng = _seed(seed)
+    edges: list[tuple[int, int]] = []
+    for i in range(n):
+        for t in range(1, d // 2 + 1):
+            j = (i + t) % n
+            edges.append((min(i, j), max(i, j)))
+        if d % 2 and i < n // 2:
+            edges.append((i, i + n // 2))
+    present = set(edges)
+    m = len(edges)
+    if swaps is None:
+        swaps = 10 * m
+    swaps = _int("swaps", swaps, 0)
+    if m >= 2:
+        picks = rng.integers(0, m, size=(swaps, 2))
+        coins = rng.random(swaps) < 0.5
+        for (x, y), c in zip(picks, coins, strict=True):
+            if x == y:
+                continue
+            a, b = edges[x]
+            u, v = edges[y]
+            if c:
+                e1, e2 = (a, u), (b, v)
+            else:
+                e1, e2 = (a, v), (b, u)
+            e1 = (min(e1), max(e1))
+            e2 = (min(e2), max(e2))
+            if e1[0] == e1[1] or e2[0] == e2[1] or e1 in present or e2 in present or e1 == e2:
+                continue
+            present.discard(edges[x])
+            present.discard(edges[y])
+            present.add(e1)
+            present.add(e2)
+            edges[x], edges[y] = e1, e2
+    A = np.zeros((n, n), dtype=np.int64)
+    if edges:
+        idx = np.array(edges)
+        A[idx[:, 0], idx[:, 1]] = 1
+        A[idx[:, 1], idx[:, 0]] = 1
+    return A
+
+
+# --------------------------------------------------------------------------------------------------------
+# constructors
+# --------------------------------------------------------------------------------------------------------
+
+
+def ignore_stragglers(n: int, *, p: Any = None, decoder: str | None = None) -> ApproximateCode:
+    r"""IS-SGD: uncoded (``B = I_n``, ``k = n``); the master uses the responders only.
+
+    Decoders: ``"unbiased"`` (``a_i = 1/(1 - p_i)``, needs ``p``; ``E[ghat] = g``), ``"rescale"``
+    (``a = (n/|R|) 1_R``, spec §1.4; unbiased only when stragglers are exchangeable) and ``"sum"``
+    (``a = 1_R``, the weight-1 variant in Song & Choi's code; biased by the factor ``1 - p_i``).
+    Default: ``"unbiased"`` when ``p`` is given, else ``"rescale"``.
+
+    Parameters
+    ----------
+    n : int
+        Number of workers (= partitions).
+    p : array_like or float, optional
+        Straggle probabilities; ``Fraction``\ s make the code rational and its fixed-weight decoders exact.
+    decoder : str, optional
+        Default decoder name.
+
+    Returns
+    -------
+    ApproximateCode
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> code = gc.ignore_stragglers(4, p=0.2)
+    >>> code.default_decoder, code.load
+    ('unbiased', 1)
+    """
+    n = _int("n", n, 1)
+    pp = _p(p, n)
+    exact = pp is not None and pp.dtype == object
+    B = _frac_matrix(np.eye(n, dtype=np.int64)) if exact else np.eye(n)
+    decs: dict[str, Decoder] = {
+        "rescale": RescaleDecoder(exact=exact),
+        "sum": FixedWeightDecoder("sum", _frac_matrix(np.ones(n, dtype=np.int64)) if exact else np.ones(n)),
+    }
+    if pp is not None:
+        decs["unbiased"] = FixedWeightDecoder("unbiased", 1 / (1 - pp))
+    default = decoder or ("unbiased" if pp is not None else "rescale")
+    if default not in decs:
+        raise ValueError(f"decoder must be one of {sorted(decs)}, got {decoder!r}"
+                         + (" ('unbiased' needs p)" if default == "unbiased" else ""))
+    return ApproximateCode(B, field="rational" if exact else "real", name=f"IS-SGD(n={n})",
+                           family="ignore_stragglers",
+                           params={"n": n, "p": probability_list(pp), "decoder": default},
+                           decoders=list(decs.values()),
+                           default_decoder=default, straggle_probabilities=pp)
+
+
+def _cyclic_support(n: int, k: int, d: int) -> np.ndarray:
+    S = np.zeros((n, k), dtype=bool)
+    for j in range(k):
+        start = (j * n) // k
+        S[(start + np.arange(d)) % n, j] = True
+    return S
+
+
+def stochastic_gc(n: int, d: int, p: Any, *, k: int | None = None, assignment: str = "cyclic",
+                  seed: Any = 0) -> ApproximateCode:
+    r"""Stochastic gradient coding (SGC, Bitar–Wootters–El Rouayheb) for known straggle probabilities.
+
+    Partition ``j`` is stored by ``d`` workers; worker ``i`` sends ``sum_{j in S_i} g_j / ((1-p_i) d)`` and
+    the master sums the responders (decoder ``"sum"``, weight 1). Since worker ``i`` responds with
+    probability ``1 - p_i``, ``E[ghat] = sum_j sum_{i ∋ j} g_j / d = g``: unbiased.
+
+    Assignment ``"cyclic"`` puts partition ``j`` on workers ``floor(j n/k) + t (mod n)``, ``t < d``
+    (for ``k = n`` every worker holds ``d`` partitions); ``"random"`` draws ``d`` distinct workers per
+    partition uniformly (seeded).
+
+    Parameters
+    ----------
+    n : int
+        Number of workers.
+    d : int
+        Replication per partition, ``1 <= d <= n``.
+    p : array_like or float
+        Straggle probabilities (required: they are part of the encoding). ``Fraction``\ s make it exact.
+    k : int, optional
+        Number of partitions (default ``n``).
+    assignment : {"cyclic", "random"}
+    seed : int or numpy.random.Generator
+        Used by ``"random"``.
+
+    Returns
+    -------
+    ApproximateCode
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> from fractions import Fraction as F
+    >>> code = gc.stochastic_gc(3, 2, p=[F(1, 2), F(1, 3), F(1, 4)])
+    >>> code.B[0].tolist()
+    [Fraction(1, 1), Fraction(0, 1), Fraction(1, 1)]
+    """
+    n = _int("n", n, 1)
+    k = n if k is None else _int("k", k, 1)
+    d = _int("d", d, 1, n)
+    pp = straggle_probabilities(p, n)
+    exact = pp.dtype == object
+    if assignment == "cyclic":
+        S = _cyclic_support(n, k, d)
+    elif assignment == "random":
+        rng = _seed(seed)
+        S = np.zeros((n, k), dtype=bool)
+        for j in range(k):
+            S[rng.choice(n, size=d, replace=False), j] = True
+    else:
+        raise ValueError(f"assignment must be 'cyclic' or 'random', got {assignment!r}")
+    scale = 1 / ((1 - pp) * d)
+    if exact:
+        B = np.empty((n, k), dtype=object)
+        B[...] = Fraction(0)
+        rows, cols = np.nonzero(S)
+        B[rows, cols] = scale[rows]
+        w = _frac_matrix(np.ones(n, dtype=np.int64))
+    else:
+        B = S * scale[:, None]
+        w = np.ones(n)
+    return ApproximateCode(B, field="rational" if exact else "real", name=f"SGC(n={n}, d={d})",
+                           family="stochastic_gc",
+                           params={"n": n, "d": d, "p": probability_list(pp), "k": k, "assignment": assignment,
+                                   "seed": _seed_param(seed)},
+                           decoders=[FixedWeightDecoder("sum", w)], default_decoder="sum",
+                           straggle_probabilities=pp)
+
+
+def bernoulli_gc(n: int, d: float, *, k: int | None = None, p: Any = None, seed: Any = 0,
+                 decoder: str = "optimal") -> ApproximateCode:
+    r"""Bernoulli gradient coding (BGC, Charles–Papailiopoulos–Ellenberg).
+
+    ``B_ij ~ Bernoulli(d/k)`` i.i.d. (seeded), so each worker holds ``d`` partitions on average. Decoders:
+    ``"optimal"`` (default; min-norm least squares ``argmin ||B_R^T u - 1||``, as in the paper) and
+    ``"sum"`` (weight 1 on responders, as in Song & Choi's code; biased by a factor ``~ n d (1-p)/k``).
+
+    Parameters
+    ----------
+    n : int
+        Number of workers.
+    d : float
+        Expected load per worker, ``0 < d <= k``.
+    k : int, optional
+        Number of partitions (default ``n``).
+    p : array_like or float, optional
+        Straggle probabilities stored for evaluation.
+    seed : int or numpy.random.Generator
+    decoder : {"optimal", "sum"}
+
+    Returns
+    -------
+    ApproximateCode
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> code = gc.bernoulli_gc(20, 3, seed=1)
+    >>> code.B.shape, set(code.B.ravel().tolist()) <= {0.0, 1.0}
+    ((20, 20), True)
+    """
+    n = _int("n", n, 1)
+    k = n if k is None else _int("k", k, 1)
+    if isinstance(d, bool) or not isinstance(d, numbers.Real) or not (0 < d <= k):
+        raise ValueError(f"d (expected load) must be a real number in (0, k = {k}], got {d!r}")
+    rng = _seed(seed)
+    B = (rng.random((n, k)) < d / k).astype(np.float64)
+    decs: dict[str, Decoder] = {"optimal": OptimalDecoder(), "sum": FixedWeightDecoder("sum", np.ones(n))}
+    if decoder not in decs:
+        raise ValueError(f"decoder must be one of {sorted(decs)}, got {decoder!r}")
+    pp = _p(p, n)
+    return ApproximateCode(B, field="real", name=f"BGC(n={n}, d={d})", family="bernoulli_gc",
+                           params={"n": n, "d": d, "k": k, "p": probability_list(pp), "seed": _seed_param(seed),
+                                   "decoder": decoder},
+                           decoders=list(decs.values()), default_decoder=decoder,
+                           straggle_probabilities=pp)
+
+
+def erasurehead(n: int, d: int, *, k: int | None = None, p: Any = None,
+                decoder: str = "group") -> ApproximateCode:
+    r"""ErasureHead-style group decoding (EHD, Wang–Charles–Papailiopoulos).
+
+    Fractional-repetition assignment: the ``n`` workers form ``n/d`` groups of ``d`` consecutive workers
+    (``d | n``), the ``k`` partitions are split into ``n/d`` contiguous blocks, and every worker of group
+    ``g`` sends the sum of block ``g`` (``B_ij = 1``). The master takes one responder per group (the
+    smallest index) and drops groups with no responder: decoder ``"group"`` (weight 1, biased towards 0 by the
+    dropped groups). Decoder ``"unbiased"`` (needs ``p``) weights group ``g`` by ``1/(1 - prod_{i in g} p_i)``.
+
+    Parameters
+    ----------
+    n : int
+        Number of workers.
+    d : int
+        Group size = replication, ``d | n``.
+    k : int, optional
+        Number of partitions, ``k >= n/d`` (default ``n``).
+    p : array_like or float, optional
+        Straggle probabilities; ``Fraction``\ s make the code rational and its decoders exact.
+    decoder : {"group", "unbiased"}
+
+    Returns
+    -------
+    ApproximateCode
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> code = gc.erasurehead(4, 2)
+    >>> code.B.astype(int).tolist()
+    [[1, 1, 0, 0], [1, 1, 0, 0], [0, 0, 1, 1], [0, 0, 1, 1]]
+    """
+    n = _int("n", n, 1)
+    d = _int("d", d, 1, n)
+    if n % d:
+        raise ValueError(f"d (group size) must divide n = {n}, got d = {d}")
+    G = n // d
+    k = n if k is None else _int("k", k, G)
+    pp = _p(p, n)
+    exact = pp is not None and pp.dtype == object
+    groups = np.arange(n).reshape(G, d)
+    S = np.zeros((n, k), dtype=np.int64)
+    for g, block in enumerate(np.array_split(np.arange(k), G)):
+        S[np.ix_(groups[g], block)] = 1
+    B = _frac_matrix(S) if exact else S.astype(np.float64)
+    one = _frac_matrix(np.ones(G, dtype=np.int64)) if exact else np.ones(G)
+    decs: dict[str, Decoder] = {"group": GroupDecoder("group", groups, one)}
+    if pp is not None:
+        hear = 1 - pp[groups].prod(axis=1)
+        decs["unbiased"] = GroupDecoder("unbiased", groups, 1 / hear)
+    if decoder not in decs:
+        raise ValueError(f"decoder must be one of {sorted(decs)}, got {decoder!r}"
+                         + (" ('unbiased' needs p)" if decoder == "unbiased" else ""))
+    return ApproximateCode(B, field="rational" if exact else "real", name=f"EHD(n={n}, d={d})",
+                           family="erasurehead",
+                           params={"n": n, "d": d, "k": k, "p": probability_list(pp), "decoder": decoder},
+                           decoders=list(decs.values()),
+                           default_decoder=decoder, straggle_probabilities=pp)
+
+
+def optimal_decoding(n: int, d: int, *, p: Any = None, seed: Any = 0,
+                     decoder: str = "optimal") -> ApproximateCode:
+    r"""Optimal decoding on an expander assignment (OD, Glasgow–Wootters), ``k = n``.
+
+    ``B = A_G / d`` with ``A_G`` the adjacency of a random simple ``d``-regular graph
+    (:func:`random_regular_graph`: circulant graph randomised by degree-preserving double-edge swaps, seeded).
+    Worker ``i`` holds the partitions of its ``d`` neighbours. Decoders: ``"optimal"`` (default,
+    ``u* = argmin_{supp u ⊆ R} ||B_R^T u - 1||``, minimum norm) and ``"fixed"`` (``u = (n/|R|) 1_R``).
+
+    Parameters
+    ----------
+    n : int
+        Number of workers = partitions.
+    d : int
+        Degree = load, ``1 <= d <= n - 1``, ``n d`` even.
+    p : array_like or float, optional
+        Straggle probabilities stored for evaluation.
+    seed : int or numpy.random.Generator
+    decoder : {"optimal", "fixed"}
+
+    Returns
+    -------
+    ApproximateCode
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> code = gc.optimal_decoding(10, 3, seed=0)
+    >>> code.load, bool(abs(code.B.sum(axis=0) - 1).max() < 1e-15)
+    (3, True)
+    """
+    n = _int("n", n, 2)
+    d = _int("d", d, 1, n - 1)
+    A = random_regular_graph(n, d, seed)
+    pp = _p(p, n)
+    decs: dict[str, Decoder] = {"optimal": OptimalDecoder(), "fixed": RescaleDecoder(name="fixed")}
+    if decoder not in decs:
+        raise ValueError(f"decoder must be one of {sorted(decs)}, got {decoder!r}")
+    return ApproximateCode(A / d, field="real", name=f"OD(n={n}, d={d})", family="optimal_decoding",
+                           params={"n": n, "d": d, "p": probability_list(pp), "seed": _seed_param(seed),
+                                   "decoder": decoder},
+                           decoders=list(decs.values()), default_decoder=decoder, straggle_probabilities=pp)
+
+
+# --------------------------------------------------------------------------------------------------------
+# registry (p from the paper's model p_i = exp(-psi_i (tau - 1)) unless given)
+# --------------------------------------------------------------------------------------------------------
+
+
+def _fast_evaluate(code: ApproximateCode) -> Any:
+    """Least-squares decoders cost one pseudo-inverse per pattern: fewer Monte Carlo samples in the tour."""
+    return evaluate_approximate(code, samples=2000)
+
+
+def _build_is_sgd(n: int | None = None, p: Any = None, tau: float = 1.5, seed: Any = 0,
+                  decoder: str | None = None) -> ApproximateCode:
+    pp = _scenario(n, p, tau, seed)
+    return ignore_stragglers(pp.size, p=pp, decoder=decoder)
+
+
+def _build_sgc(n: int | None = None, d: int = 2, p: Any = None, tau: float = 1.5, seed: Any = 0,
+               k: int | None = None, assignment: str = "cyclic") -> ApproximateCode:
+    pp = _scenario(n, p, tau, seed)
+    return stochastic_gc(pp.size, d, pp, k=k, assignment=assignment, seed=seed)
+
+
+def _build_bgc(n: int | None = None, d: float = 2, p: Any = None, tau: float = 1.5, seed: Any = 0,
+               k: int | None = None, decoder: str = "optimal") -> ApproximateCode:
+    pp = _scenario(n, p, tau, seed)
+    return bernoulli_gc(pp.size, d, k=k, p=pp, seed=seed, decoder=decoder)
+
+
+def _build_ehd(n: int | None = None, d: int = 2, p: Any = None, tau: float = 1.5, seed: Any = 0,
+               k: int | None = None, decoder: str = "group") -> ApproximateCode:
+    pp = _scenario(n, p, tau, seed)
+    return erasurehead(pp.size, d, k=k, p=pp, decoder=decoder)
+
+
+def _build_od(n: int | None = None, d: int = 2, p: Any = None, tau: float = 1.5, seed: Any = 0,
+              decoder: str = "optimal") -> ApproximateCode:
+    pp = _scenario(n, p, tau, seed)
+    return optimal_decoding(pp.size, d, p=pp, seed=seed, decoder=decoder)
+
+
+REBUILDERS.update(ignore_stragglers=ignore_stragglers, stochastic_gc=stochastic_gc, bernoulli_gc=bernoulli_gc,
+                  erasurehead=erasurehead, optimal_decoding=optimal_decoding)
+_TOUR = ({"n": 10, "d": 2, "tau": 1.5}, {"n": 100, "d": 2, "tau": 1.5})
+_SMALL_TOUR = ({"n": 10, "d": 2, "tau": 1.5}, {"n": 30, "d": 2, "tau": 1.5})
+register(Scheme("is_sgd", _build_is_sgd, "IS-SGD baseline: uncoded, responders weighted 1/(1-p_i) (unbiased)",
+                tour=({"n": 10, "tau": 1.5}, {"n": 100, "tau": 1.5}), evaluate=evaluate_approximate,
+                kind="approximate"))
+register(Scheme("sgc", _build_sgc,
+                "stochastic gradient coding (Bitar et al.): d copies, weights 1/((1-p_i) d), plain sum (unbiased)",
+                tour=_TOUR, evaluate=evaluate_approximate, kind="approximate"))
+register(Scheme("bgc", _build_bgc,
+                "Bernoulli gradient coding (Charles et al.): B_ij ~ Bernoulli(d/k), optimal least-squares decoding",
+                tour=_SMALL_TOUR, evaluate=_fast_evaluate, kind="approximate"))
+register(Scheme("ehd", _build_ehd,
+                "ErasureHead (Wang et al.): fractional-repetition groups of d, one responder per group",
+                tour=_TOUR, evaluate=evaluate_approximate, kind="approximate"))
+register(Scheme("od", _build_od,
+                "optimal decoding (Glasgow & Wootters) on a random d-regular graph, least-squares decoding",
+                tour=_SMALL_TOUR, evaluate=_fast_evaluate, kind="approximate"))
