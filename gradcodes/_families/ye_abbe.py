@@ -328,7 +328,11 @@ def _fourier_B(plan: _FourierPlan, bk: _Backend, max_cond: float = 1e10) -> Any:
 
 
 def _fourier_A(plan: _FourierPlan, bk: _Backend, tr: _Trig, K: Any, S: np.ndarray) -> Any:
-    """Decoding matrices (b, m, n) for straggler sets ``S`` (b, s), closed form."""
+    """Decoding matrices (b, m, n) for straggler sets ``S`` (b, s): quadrature form (any functionals).
+
+    ``A_F[u, i] = K_u(i) + sum_{l in S} L_i^F(phi_l) K_u(l)`` with the sine-product Lagrange values of the module
+    notes: exact quadrature of the interpolant over all n angles, the stragglers' values extrapolated.
+    """
     n, m = plan.n, plan.m
     b, s = S.shape
     if s == 0:
@@ -359,9 +363,6 @@ def _fourier_A(plan: _FourierPlan, bk: _Backend, tr: _Trig, K: Any, S: np.ndarra
     if isinstance(bk, _GFBackend):
         corr = _stack(bk, [(L[i] @ KS[:, i].T).T for i in range(b)])        # (b, m, N)
         vals = bk.GF(np.swapaxes(np.asarray(KF.view(np.ndarray)), 0, 1)) + corr
-    elif bk.exact:
-        corr = np.stack([(L[i] @ KS[:, i].T).T for i in range(b)])
-        vals = np.swapaxes(KF, 0, 1) + corr
     else:
         vals = np.swapaxes(KF, 0, 1) + np.einsum("bil,ubl->bui", L, KS)
     out = bk.zeros((b, m, n))
