@@ -309,8 +309,10 @@ def test_stable_decoder_matches_quadrature_decoder(n, s, m):
 
 
 def test_overflow_is_reported_not_silent():
-    with pytest.raises(ValueError, match="overflows float64"):
+    with pytest.raises(ValueError, match="underflows float64"):
         gc.ye_abbe(200, 5, 5, nodes="integer")
+    with pytest.raises(ValueError, match="underflows float64"):
+        gc.ye_abbe(1200, 5, 5, nodes="chebyshev")
 
 
 # ------------------------------------------------------------------------------------------------ bad input

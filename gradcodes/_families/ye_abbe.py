@@ -1051,8 +1051,8 @@ def ye_abbe(n: int, s: int, m: int = 2, k: int | None = None, *, nodes: Any = "f
             e_all = [e_all[0]] + [e_all[r] + theta[t] * e_all[r - 1] for r in range(1, m)]
     if not exact and not (np.all(np.isfinite(B)) and np.all(np.isfinite(full)) and np.all(full != 0)
                           and all(np.isfinite(x) for x in e_all)):
-        raise ValueError(f"the polynomial construction with nodes={label!r} overflows float64 at n={n}; use "
-                         f"nodes='fourier' (the stable default) or smaller n")
+        raise ValueError(f"the polynomial construction with nodes={label!r} over- or underflows float64 at "
+                         f"n={n}; use nodes='fourier' (the stable default) or smaller n")
 
     def poly_A(S: np.ndarray, theta: Any = theta, full: Any = full, e_all: Any = e_all, bk: Any = bk) -> Any:
         with np.errstate(all="ignore"):
