@@ -25,6 +25,7 @@ from ._families import (NegativeCoefficientWarning, bernoulli_gc, erasurehead, h
                         song_choi_allocation, stochastic_gc)
 from ._families import (approximation_error, cyclic_mds, evaluate_approximation, expander_code,  # noqa: I001
                         grouped_mds, recommend, stable_binary)  # issue 3
+from ._families.ye_abbe import ye_abbe
 from ._io import load, save
 from ._registry import Scheme, register, schemes
 from ._simulate import SimulationResult, simulate
@@ -48,3 +49,4 @@ __all__ += [  # issue 6: heterogeneous stragglers and approximate baselines
 ]
 __all__ += ["approximation_error", "cyclic_mds", "evaluate_approximation", "expander_code", "grouped_mds",
             "recommend", "stable_binary"]  # issue 3
+__all__ += ["ye_abbe"]

@@ -20,6 +20,7 @@ from .cyclic_mds import cyclic_mds  # issue 3
 from .expander import approximation_error, evaluate_approximation, expander_code  # issue 3
 from .heterogeneous import NegativeCoefficientWarning, heterogeneous, optimal_row_sums, song_choi_allocation  # noqa: I001
 from .repetition import cyclic_repetition, fractional_repetition, uncoded
+from .ye_abbe import ye_abbe
 
 __all__ = ["cyclic_repetition", "fractional_repetition", "uncoded"]
 __all__ += ["NegativeCoefficientWarning", "heterogeneous", "optimal_row_sums", "song_choi_allocation",
@@ -27,3 +28,4 @@ __all__ += ["NegativeCoefficientWarning", "heterogeneous", "optimal_row_sums", "
             "stochastic_gc"]
 __all__ += ["cyclic_mds", "expander_code", "approximation_error", "evaluate_approximation", "recommend",
             "stable_binary", "grouped_mds"]  # issue 3
+__all__ += ["ye_abbe"]

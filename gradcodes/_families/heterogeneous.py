@@ -251,11 +251,13 @@ def song_choi_allocation(p: Any, k: int, scheme: str = "nw") -> tuple[np.ndarray
         alpha = _zeros(1, k, exact)
         alpha[...] = 1
         return alpha, Y
+    if k < n - 1:
+        # The Song-Choi setting (and the paper's Schemes I/II) has k >= n - 1 partitions; the northwest-corner
+        # rule itself would be well defined for fewer, but the load analysis and the schemes are stated for k >= n-1.
+        raise ValueError(f"k must be >= n - 1 = {n - 1} partitions for n = {n} workers (scheme {scheme!r}); "
+                         f"got k = {k}")
     if scheme == "nw":
         return _nw(Y, k, exact), Y
-    if k < n - 1:
-        raise ValueError(f"scheme {scheme!r} needs k >= n - 1 partitions (k = {k}, n = {n} workers); "
-                         f"use scheme='nw', which works for every k >= 1")
     alpha = _scheme_one(Y, k, exact) if scheme == "I" else _scheme_two(Y, k, exact)
     return alpha, Y
 
@@ -291,7 +293,7 @@ def heterogeneous(p: Any, k: int, scheme: str = "nw", *, warn: bool = True) -> A
         workers ``n``. ``fractions.Fraction`` entries give a rational code (``field="rational"``, exact
         ``B`` and decoder), so unbiasedness and the error can be checked exactly.
     k : int
-        Number of partitions, ``k >= 1`` (``k >= n - 1`` for Schemes ``"I"`` and ``"II"``).
+        Number of partitions, ``k >= n - 1``.
     scheme : {"nw", "I", "II"}
         ``"nw"`` (default): northwest-corner rule, always ``0 <= alpha <= 1`` and contiguous supports.
         ``"I"`` / ``"II"``: the paper's Scheme I (one common partition) and Scheme II (chain); these can
@@ -309,7 +311,7 @@ def heterogeneous(p: Any, k: int, scheme: str = "nw", *, warn: bool = True) -> A
     Raises
     ------
     ValueError
-        ``p`` empty, not one-dimensional or outside (0, 1); ``k < 1``; ``k < n - 1`` for ``"I"``/``"II"``;
+        ``p`` empty, not one-dimensional or outside (0, 1); ``k < 1``; ``k < n - 1``;
         unknown ``scheme``.
     TypeError
         Non-integer ``k`` or non-real ``p``.
