@@ -151,8 +151,8 @@ def test_recommend_explains_and_respects_budget():
 def test_recommend_bad_input():
     with pytest.raises(ValueError, match="max_load"):
         gc.recommend(10, 3, max_load=3)
-    with pytest.raises(ValueError, match="m > 1"):
-        gc.recommend(10, 3, m=2)
+    with pytest.raises(ValueError, match="max_load"):
+        gc.recommend(10, 3, m=2, max_load=4)          # below the bound s + m
     with pytest.raises(ValueError, match="s"):
         gc.recommend(10, 10)
     with pytest.raises(ValueError, match="tol"):
@@ -177,6 +177,12 @@ def test_add_candidate_table():
             add_candidate("nope")
     finally:
         CANDIDATES[:] = saved
+
+
+def test_recommend_m_greater_than_one_uses_ye_abbe():
+    code = gc.recommend(20, 3, m=2, quick=True)
+    assert code.recommendation.chosen == "ye_abbe" and code.m == 2 and code.load == 5
+    assert gc.verify(code).exact
 
 
 def test_registered():

@@ -240,6 +240,15 @@ CANDIDATES: list[Candidate] = [
 ]
 
 
+def _build_ye_abbe(n: int, s: int, m: int) -> LinearCode:
+    from .ye_abbe import ye_abbe
+    return ye_abbe(n, s, m)
+
+
+CANDIDATES.append(Candidate("ye_abbe", _build_ye_abbe, lambda n, s, m: s + m if s + m <= n else None, False,
+                            "Ye-Abbe (real Fourier nodes): load s+m, messages 1/m of a gradient; the m > 1 option"))
+
+
 def add_candidate(candidate: Candidate, *, before: str | None = None) -> None:
     """Add a family to the :func:`recommend` table (e.g. Ye-Abbe codes for ``m > 1``); replaces a same-named row."""
     if not isinstance(candidate, Candidate):
@@ -373,9 +382,9 @@ def recommend(n: int, s: int, m: int = 1, max_load: int | None = None, *, tol: f
         rows.append({"name": cand.name, "load": code.load, "error": err,
                      "status": "accurate" if err <= tol else "above tol"})
     if not built:
-        raise ValueError(f"no candidate code for n={n}, s={s}, m={m} within max_load={max_load}; "
-                         f"the stable binary code needs load {stable_binary_load(n, s)}"
-                         + ("" if m == 1 else "; no registered family supports m > 1"))
+        raise ValueError(f"no candidate code for n={n}, s={s}, m={m} within max_load={max_load}"
+                         + (f"; the stable binary code needs load {stable_binary_load(n, s)}" if m == 1 else
+                            "; for m > 1 only the Ye-Abbe code (load s + m) is registered"))
     accurate = [b for b in built if b[1] <= tol]
     if accurate:
         code, err, load, _, cand = min(accurate, key=lambda b: (b[2], b[1], b[3]))
