@@ -187,3 +187,20 @@ def test_cli_build_and_load(tmp_path):
     back = gc.load(path)
     np.testing.assert_array_equal(back.B, gc.expander_code(10, 3, seed=1).B)
     assert "optimal" in back.decoders and "fixed" in back.decoders
+
+
+def test_networkx_like_graph_and_seed_reproducibility():
+    class Graph:                                     # the networkx interface used: nodes() and edges()
+        def __init__(self, adj):
+            self.adj = adj
+
+        def nodes(self):
+            return list(range(len(self.adj)))
+
+        def edges(self):
+            return [(u, v) for u, nb in enumerate(self.adj) for v in nb if u < v]
+
+    code = gc.expander_code(10, 3, graph=Graph(PETERSEN))
+    np.testing.assert_array_equal(code.adjacency, gc.expander_code(10, 3, graph=PETERSEN).adjacency)
+    np.testing.assert_array_equal(gc.expander_code(30, 4, seed=7).B, gc.expander_code(30, 4, seed=7).B)
+    assert not np.array_equal(gc.expander_code(30, 4, seed=7).B, gc.expander_code(30, 4, seed=8).B)
