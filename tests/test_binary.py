@@ -222,3 +222,44 @@ def test_cli_build_stable_and_grouped(tmp_path, capsys):
         assert main(["verify", str(path)]) == 0
         assert "RECOVERY" in capsys.readouterr().out
         np.testing.assert_array_equal(gc.load(path).B, getattr(gc, name)(n, s).B)
+
+
+def test_fact3_no_ternary_code_5_2_load_4():
+    """Exhaustive: no matrix with entries in {0, ±1} and load <= 4 is a (5, 2) gradient code (any real weights).
+
+    Rows up to sign (105 candidates); every triple of rows must have the all-ones vector in its span, so a code is
+    a 5-clique of the 'good triple' hypergraph; the backtracking search finds none.
+    """
+    n, s, L = 5, 2, 4
+    rows = []
+    for r in range(1, L + 1):
+        for sup in itertools.combinations(range(n), r):
+            for signs in itertools.product((-1, 1), repeat=r - 1):
+                v = np.zeros(n)
+                v[list(sup)] = (1, *signs)
+                rows.append(v)
+    opts = np.array(rows)
+    assert len(opts) == 105
+    combos = np.array(list(itertools.combinations_with_replacement(range(len(opts)), n - s)))
+    M = opts[combos]
+    M1 = np.concatenate([M, np.ones((len(M), 1, n))], axis=1)
+    good = set(map(tuple, combos[np.linalg.matrix_rank(M) == np.linalg.matrix_rank(M1)]))
+    support = opts != 0
+    found = []
+
+    def extend(chosen: list[int], start: int) -> None:
+        if len(chosen) == n:
+            if (support[chosen].sum(axis=0) >= s + 1).all():
+                found.append(list(chosen))
+            return
+        for c in range(start, len(opts)):
+            if all(tuple(sorted((*pair, c))) in good for pair in itertools.combinations(chosen, n - s - 1)):
+                extend([*chosen, c], c)
+
+    extend([], 0)
+    assert found == []
+    # sanity: the same search accepts a real (5, 2) code when its rows are offered (cyclic MDS, load 3)
+    B = gc.cyclic_mds(5, 2, "real").B
+    R = np.array([B[i] for i in range(5)])
+    for F in itertools.combinations(range(5), 3):
+        assert np.linalg.matrix_rank(R[list(F)]) == np.linalg.matrix_rank(np.vstack([R[list(F)], np.ones(5)]))

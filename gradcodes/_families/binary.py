@@ -22,8 +22,9 @@ which therefore misses ``u``. Contradiction. Hence for ``n <= 2s + 1`` every can
 every 0/1 code decoded by adding messages) has a worker storing all partitions: load ``k``, which is exactly what
 :func:`stable_binary` achieves there (``q = 1``).
 
-*Fact 3 (exhaustive search).* For ``(n, s) = (5, 2)`` no 0/1 matrix with load ``<= 4 = s + 2`` is a gradient code
-at all, whatever the (real) decoding weights (``tests/test_binary.py`` repeats the search). So a load of ``s + 2``
+*Fact 3 (exhaustive search).* For ``(n, s) = (5, 2)`` no matrix with entries in ``{0, 1}`` or ``{0, ±1}`` and load
+``<= 4 = s + 2`` is a gradient code at all, whatever the (real) decoding weights (``tests/test_binary.py`` repeats
+both searches). So a load of ``s + 2``
 for every ``(n, s)`` is out of reach of binary codes; where ``r > q`` the stable choice costs load, and
 :func:`recommend` weighs it against real-valued codes of load ``s + 1``.
 
