@@ -32,9 +32,10 @@ among any ``n - s`` rows one residue class mod ``s + 1`` is complete and its row
 ``a = κ 1 + Σ_{f∈Z} z_f ω^{-f·}`` with ``κ = 1/c(1)``: its spectrum lives on ``{0} ∪ Z``.
 
 * ``"spectral"`` (float default): that parametrisation with an orthonormal Fourier (real: cos/sin) basis ``K`` of
-  the left null space; ``a_S = 0`` is the ``s x s`` system ``K_S z = -κ 1``, solved by minimum-norm least squares
-  (batched SVD). ``||a||^2 = κ^2 n + ||z||^2``, so this is the minimum-norm solution of the numerically
-  rank-deficient problem, like ``np.linalg.lstsq`` on the ``(n-s) x n`` system, at ``O(s^3 + ns)`` per pattern.
+  the *numerical* left null space (the window plus the frequencies where ``|ĉ|`` is below rounding, ``d`` of them);
+  ``a_S = 0`` is the ``s x d`` system ``K_S z = -κ 1``, solved by minimum-norm least squares (batched SVD).
+  ``||a||^2 = κ^2 n + ||z||^2``, so this is the small-norm solution of the numerically rank-deficient problem that
+  ``np.linalg.lstsq`` finds from the ``(n-s) x n`` system, at ``O(s d^2 + n d)`` per pattern.
 * ``"barycentric"``: the unique exact solution ``a_j = κ Σ_{l∈S} L_l(y_j) (1 - (y_j / y_l)^m)`` with
   ``y_j = ω^{-j}`` and ``L_l`` the Lagrange basis on the straggler nodes; ``O(ns + n log n)`` per pattern (one FFT
   gives every ``∏_{l∈S}(y_j - y_l)``). Exact in GF(p).
