@@ -13,19 +13,42 @@ combination ``y_i = B_i G`` (row ``i`` of an encoding matrix ``B``); the master 
 True
 """
 
-from ._approx_eval import (ApproxReport, FixedWeightDecoder, closed_form_error, evaluate_approximate,  # noqa: I001
-                           exponential_straggle_probabilities, min_load_heterogeneous, straggle_probabilities)
+from ._approx_eval import (
+    ApproxReport,
+    FixedWeightDecoder,
+    closed_form_error,
+    evaluate_approximate,
+    exponential_straggle_probabilities,
+    min_load_heterogeneous,
+    straggle_probabilities,
+)
 from ._bounds import min_load
 from ._code import ApproximateCode, DecodeInfo, DecodingError, GradientCode, LinearCode
 from ._decoders import Decoder, ExactDecoder, LeastSquaresDecoder, NullSpaceDecoder
-from ._families import cyclic_repetition, fractional_repetition, uncoded
+from ._families import (
+    NegativeCoefficientWarning,
+    approximation_error,
+    bernoulli_gc,
+    cyclic_mds,
+    cyclic_repetition,
+    erasurehead,
+    expander_code,
+    fractional_repetition,
+    grouped_mds,
+    heterogeneous,
+    ignore_stragglers,
+    optimal_decoding,
+    optimal_row_sums,
+    random_regular_graph,
+    recommend,
+    song_choi_allocation,
+    stable_binary,
+    stochastic_gc,
+    uncoded,
+    worst_case_error,
+    ye_abbe,
+)
 from ._families.coded_reduce import CodedReduceCode, TreeVerifyReport, coded_reduce, coded_reduce_load, verify_tree
-from ._families import (NegativeCoefficientWarning, bernoulli_gc, erasurehead, heterogeneous,  # noqa: I001
-                        ignore_stragglers, optimal_decoding, optimal_row_sums, random_regular_graph,
-                        song_choi_allocation, stochastic_gc)
-from ._families import (approximation_error, cyclic_mds, evaluate_approximation, expander_code,  # noqa: I001
-                        grouped_mds, recommend, stable_binary)  # issue 3
-from ._families.ye_abbe import ye_abbe
 from ._io import load, save
 from ._registry import Scheme, register, schemes
 from ._simulate import SimulationResult, simulate
@@ -34,19 +57,20 @@ from ._verify import VerifyReport, verify
 __version__ = "0.1.0"
 
 __all__ = [
-    "ApproximateCode", "DecodeInfo", "Decoder", "DecodingError", "ExactDecoder", "GradientCode",
-    "LeastSquaresDecoder", "LinearCode", "NullSpaceDecoder", "Scheme", "VerifyReport",
-    "cyclic_repetition", "fractional_repetition", "load", "min_load", "register", "save", "schemes",
-    "uncoded", "verify",
-    "CodedReduceCode", "TreeVerifyReport", "coded_reduce", "coded_reduce_load", "verify_tree",
-    "SimulationResult", "simulate",
+    # core types and decoders
+    "LinearCode", "GradientCode", "ApproximateCode", "DecodeInfo", "DecodingError",
+    "Decoder", "NullSpaceDecoder", "LeastSquaresDecoder", "ExactDecoder",
+    # exact constructions
+    "uncoded", "fractional_repetition", "cyclic_repetition", "cyclic_mds", "stable_binary", "grouped_mds",
+    "recommend", "ye_abbe", "coded_reduce", "CodedReduceCode",
+    # approximate constructions
+    "expander_code", "heterogeneous", "optimal_row_sums", "song_choi_allocation", "NegativeCoefficientWarning",
+    "ignore_stragglers", "stochastic_gc", "bernoulli_gc", "erasurehead", "optimal_decoding",
+    "random_regular_graph",
+    # verification, evaluation and bounds
+    "verify", "VerifyReport", "verify_tree", "TreeVerifyReport", "min_load", "coded_reduce_load",
+    "approximation_error", "worst_case_error", "evaluate_approximate", "ApproxReport", "closed_form_error",
+    "FixedWeightDecoder", "min_load_heterogeneous", "straggle_probabilities", "exponential_straggle_probabilities",
+    # simulation, files, registry
+    "simulate", "SimulationResult", "save", "load", "Scheme", "register", "schemes",
 ]
-__all__ += [  # issue 6: heterogeneous stragglers and approximate baselines
-    "ApproxReport", "FixedWeightDecoder", "NegativeCoefficientWarning", "bernoulli_gc", "closed_form_error",
-    "erasurehead", "evaluate_approximate", "exponential_straggle_probabilities", "heterogeneous",
-    "ignore_stragglers", "min_load_heterogeneous", "optimal_decoding", "optimal_row_sums", "random_regular_graph",
-    "song_choi_allocation", "stochastic_gc", "straggle_probabilities",
-]
-__all__ += ["approximation_error", "cyclic_mds", "evaluate_approximation", "expander_code", "grouped_mds",
-            "recommend", "stable_binary"]  # issue 3
-__all__ += ["ye_abbe"]

@@ -64,7 +64,7 @@ def test_bound_attained_for_complete_graph():
     A = np.ones((6, 6), dtype=int) - np.eye(6, dtype=int)
     code = gc.expander_code(6, 5, graph=A)
     for s in (1, 2, 3):
-        rep = gc.evaluate_approximation(code, s, decoder="fixed")
+        rep = gc.worst_case_error(code, s, decoder="fixed")
         assert rep.exhaustive and abs(rep.worst_error - code.spectral_bound(s)) < 1e-12
 
 
@@ -75,21 +75,21 @@ def test_hypothesis_random_regular_bound(n, d, seed, s):
     code = gc.expander_code(n, d, seed=seed)
     A = code.adjacency
     assert (A == A.T).all() and (A.sum(axis=0) == d).all() and np.trace(A) == 0
-    rep = gc.evaluate_approximation(code, s, decoder="fixed", limit=600, samples=100)
+    rep = gc.worst_case_error(code, s, decoder="fixed", limit=600, samples=100)
     assert rep.worst_error <= code.spectral_bound(s) * (1 + 1e-9)
-    rep_opt = gc.evaluate_approximation(code, s, limit=600, samples=100)
+    rep_opt = gc.worst_case_error(code, s, limit=600, samples=100)
     assert rep_opt.worst_error <= rep.worst_error * (1 + 1e-9) + 1e-12
 
 
 def test_evaluator_exact_average_and_search():
     code = gc.expander_code(12, 4, seed=3)
-    rep = gc.evaluate_approximation(code, 2)
+    rep = gc.worst_case_error(code, 2)
     errs = [gc.approximation_error(code, [i for i in range(12) if i not in S]) for S in
             itertools.combinations(range(12), 2)]
     assert rep.exhaustive and rep.patterns_checked == 66
     assert abs(rep.worst_error - max(errs)) < 1e-14 and abs(rep.average_error - np.mean(errs)) < 1e-14
     big = gc.expander_code(60, 6, seed=1)
-    rep2 = gc.evaluate_approximation(big, 6, limit=100, samples=50, seed=0)
+    rep2 = gc.worst_case_error(big, 6, limit=100, samples=50, seed=0)
     assert not rep2.exhaustive and "search" in rep2.strategies and rep2.average_stderr > 0
     assert rep2.worst_error >= rep2.average_error
     assert rep2.worst_error <= big.spectral_bound(6)
@@ -98,12 +98,12 @@ def test_evaluator_exact_average_and_search():
 
 def test_evaluator_works_for_any_code():
     code = gc.ApproximateCode(np.eye(5), name="uncoded")
-    rep = gc.evaluate_approximation(code, 1, decoder="lstsq")
+    rep = gc.worst_case_error(code, 1, decoder="lstsq")
     assert rep.worst_error == pytest.approx(1.0) and rep.bound is None
     exact = gc.fractional_repetition(6, 1)
-    assert gc.evaluate_approximation(exact, 1).worst_error < 1e-14
+    assert gc.worst_case_error(exact, 1).worst_error < 1e-14
     with pytest.raises(ValueError, match="s"):
-        gc.evaluate_approximation(code)
+        gc.worst_case_error(code)
 
 
 def test_decode_end_to_end_error_within_bound():

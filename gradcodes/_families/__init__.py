@@ -3,29 +3,24 @@
 To add a family: write ``gradcodes/_families/<family>.py`` with a validated constructor returning a
 :class:`~gradcodes.GradientCode` (or :class:`~gradcodes.ApproximateCode`), its closed-form decoders as
 :class:`~gradcodes.Decoder` subclasses, and a ``register(Scheme(...))`` call; then import it below and export the
-constructor from ``gradcodes/__init__.py``.
+constructor from ``gradcodes/__init__.py``. The import order below is the order of ``gradcodes tour``.
 """
 
-from . import coded_reduce as _coded_reduce  # noqa: F401  (issue 5: registers the "coded_reduce" scheme)
-from .baselines import (  # noqa: I001
-                        bernoulli_gc,
-                        erasurehead,
-                        ignore_stragglers,
-                        optimal_decoding,
-                        random_regular_graph,
-                        stochastic_gc,
-)
-from .binary import grouped_mds, recommend, stable_binary  # issue 3
-from .cyclic_mds import cyclic_mds  # issue 3
-from .expander import approximation_error, evaluate_approximation, expander_code  # issue 3
-from .heterogeneous import NegativeCoefficientWarning, heterogeneous, optimal_row_sums, song_choi_allocation  # noqa: I001
-from .repetition import cyclic_repetition, fractional_repetition, uncoded
-from .ye_abbe import ye_abbe
+# ruff: noqa: I001  (import order = registration order = tour order: from the simplest code up)
+from .repetition import cyclic_repetition, fractional_repetition, uncoded                     # Tandon et al.
+from .cyclic_mds import cyclic_mds                                                            # Raviv et al.
+from .binary import grouped_mds, recommend, stable_binary                                     # stable codes
+from .ye_abbe import ye_abbe                                                                  # Ye & Abbe
+from . import coded_reduce as _coded_reduce  # noqa: F401  (registers the "coded_reduce" tree scheme)
+from .expander import approximation_error, worst_case_error, expander_code              # Raviv et al.
+from .heterogeneous import NegativeCoefficientWarning, heterogeneous, optimal_row_sums, song_choi_allocation
+from .baselines import (bernoulli_gc, erasurehead, ignore_stragglers, optimal_decoding, random_regular_graph,
+                        stochastic_gc)
 
-__all__ = ["cyclic_repetition", "fractional_repetition", "uncoded"]
-__all__ += ["NegativeCoefficientWarning", "heterogeneous", "optimal_row_sums", "song_choi_allocation",
-            "bernoulli_gc", "erasurehead", "ignore_stragglers", "optimal_decoding", "random_regular_graph",
-            "stochastic_gc"]
-__all__ += ["cyclic_mds", "expander_code", "approximation_error", "evaluate_approximation", "recommend",
-            "stable_binary", "grouped_mds"]  # issue 3
-__all__ += ["ye_abbe"]
+__all__ = [
+    "cyclic_repetition", "fractional_repetition", "uncoded",
+    "cyclic_mds", "grouped_mds", "recommend", "stable_binary", "ye_abbe",
+    "approximation_error", "worst_case_error", "expander_code",
+    "NegativeCoefficientWarning", "heterogeneous", "optimal_row_sums", "song_choi_allocation",
+    "bernoulli_gc", "erasurehead", "ignore_stragglers", "optimal_decoding", "random_regular_graph", "stochastic_gc",
+]

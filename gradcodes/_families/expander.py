@@ -36,7 +36,7 @@ from .._io import REBUILDERS
 from .._registry import Scheme, register
 from .._validate import check_int, check_seed
 
-__all__ = ["expander_code", "random_regular_graph", "approximation_error", "evaluate_approximation",
+__all__ = ["expander_code", "random_regular_graph", "approximation_error", "worst_case_error",
            "ApproximationReport", "OptimalDecoder", "FixedDecoder", "spectral_parameter"]
 
 
@@ -238,7 +238,7 @@ def expander_code(n: int, degree: int, graph: Any = "random", *, seed: Any = Non
         Seed of the random graph.
     s : int, optional
         The number of stragglers the code is meant for (informational: decodes accept any responder set; used as
-        the default of :func:`evaluate_approximation`).
+        the default of :func:`worst_case_error`).
     field : {"real", "rational"}
         Floating point, or exact Fractions (to compute errors exactly, e.g. for the Petersen graph).
     require_connected : bool, default True
@@ -264,7 +264,7 @@ def expander_code(n: int, degree: int, graph: Any = "random", *, seed: Any = Non
     >>> err = gc.approximation_error(code, [2, 3, 4, 5, 6, 7, 8, 9], decoder="fixed")
     >>> bool(err <= code.spectral_bound(2))
     True
-    >>> rep = gc.evaluate_approximation(code, 2)
+    >>> rep = gc.worst_case_error(code, 2)
     >>> rep.exhaustive, rep.patterns_checked, bool(rep.worst_error <= code.spectral_bound(2))
     (True, 45, True)
     """
@@ -419,7 +419,7 @@ class ApproximationReport:
                 "worst residual": f"{self.worst_error:.1e}", "seconds": f"{self.seconds:.2f}"}
 
 
-def evaluate_approximation(code: LinearCode, s: int | None = None, *, decoder: str | Decoder | None = None,
+def worst_case_error(code: LinearCode, s: int | None = None, *, decoder: str | Decoder | None = None,
                            limit: int = 20_000, samples: int = 1000, search: bool = True, seed: Any = 0,
                            batch_size: int = 256, search_steps: int = 10, neighbours: int = 64
                            ) -> ApproximationReport:
@@ -535,5 +535,5 @@ register(Scheme("expander_code", lambda n, degree=3, s=1, seed=0: expander_code(
                 "Raviv et al. approximate code B = A_G/d of a random d-regular graph (load d; worst/mean error)",
                 tour=({"n": 10, "degree": 3, "s": 2}, {"n": 50, "degree": 6, "s": 5},
                       {"n": 200, "degree": 10, "s": 20}),
-                evaluate=lambda code: evaluate_approximation(code, samples=200, search_steps=3, neighbours=32),
+                evaluate=lambda code: worst_case_error(code, samples=200, search_steps=3, neighbours=32),
                 kind="approximate"))
