@@ -39,7 +39,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -49,9 +48,10 @@ from .._decoders import Decoder
 from .._io import REBUILDERS
 from .._registry import Scheme, register
 from .._validate import check_choice, check_int, check_ns, check_real
+from .repetition import GroupDecoder
 
 __all__ = ["stable_binary", "stable_binary_load", "grouped_mds", "GroupedDecoder", "recommend", "Recommendation",
-           "Candidate", "CANDIDATES", "add_candidate", "RaggedGroupDecoder"]
+           "Candidate", "CANDIDATES", "add_candidate"]
 
 
 def _split(total: int, parts: int) -> np.ndarray:
@@ -59,49 +59,6 @@ def _split(total: int, parts: int) -> np.ndarray:
     sizes = np.full(parts, total // parts, dtype=np.int64)
     sizes[: total % parts] += 1
     return np.concatenate([[0], np.cumsum(sizes)])
-
-
-class RaggedGroupDecoder(Decoder):
-    """One responder per group (contiguous groups of any sizes), weight 1; ``mode="mean"``: ``1/|F ∩ group|`` each.
-
-    Batched: the first responder of every group comes from one ``np.minimum.reduceat`` over the group boundaries.
-    A group without a responder leaves its block undecoded (zero weights), which the residual then reports.
-    """
-
-    description = "one responder per group, 0/1 weights"
-
-    def __init__(self, bounds: np.ndarray, mode: str = "first") -> None:
-        self.bounds = np.asarray(bounds, dtype=np.int64)
-        self.mode = check_choice("mode", mode, ("first", "mean"))
-        self.name = "group" if mode == "first" else "group-mean"
-        if mode == "mean":
-            self.description = "weight 1/|F ∩ group| on every responder (minimum norm)"
-
-    def matrices(self, code: LinearCode, mask: np.ndarray) -> Any:
-        b, n = mask.shape
-        starts = self.bounds[:-1]
-        if self.mode == "first":
-            idx = np.where(mask, np.arange(n)[None, :], n)
-            first = np.minimum.reduceat(idx, starts, axis=1)               # (b, G); n where the group is dead
-            W = np.zeros((b, n + 1))
-            np.put_along_axis(W, first, 1.0, axis=1)
-            W = W[:, :n]
-        else:
-            cnt = np.add.reduceat(mask.astype(np.int64), starts, axis=1)   # responders per group
-            sizes = np.diff(self.bounds)
-            per = np.repeat(np.where(cnt > 0, 1.0 / np.maximum(cnt, 1), 0.0), sizes, axis=1)
-            W = per * mask
-        if code.exact:
-            out = np.empty((b, 1, n), dtype=object)
-            if self.mode == "first":
-                out[:, 0, :] = np.vectorize(lambda v: Fraction(int(v)), otypes=[object])(W)
-            else:
-                cntr = np.repeat(np.add.reduceat(mask.astype(np.int64), starts, axis=1), np.diff(self.bounds),
-                                 axis=1)
-                out[:, 0, :] = np.vectorize(lambda msk, c: Fraction(int(msk), int(max(c, 1))),
-                                            otypes=[object])(mask, cntr)
-            return out
-        return W[:, None, :].astype(code.B.dtype)
 
 
 def stable_binary_load(n: int, s: int, k: int | None = None) -> int:
@@ -170,7 +127,7 @@ def stable_binary(n: int, s: int, k: int | None = None, *, field: str = "real") 
     name = "stable_binary" if r else "stable_binary[FR]"
     return GradientCode(B, s, field=field, name=name, family="stable_binary",
                         params={"n": n, "s": s, "k": k, "field": field},
-                        decoders=[RaggedGroupDecoder(wb, "first"), RaggedGroupDecoder(wb, "mean")],
+                        decoders=[GroupDecoder(wb, "first"), GroupDecoder(wb, "mean")],
                         default_decoder="group")
 
 

@@ -21,18 +21,20 @@ __all__ = ["uncoded", "fractional_repetition", "cyclic_repetition", "GroupDecode
 
 
 class GroupDecoder(Decoder):
-    """Decoder of repetition codes whose workers form groups of identical rows that tile the all-ones vector.
+    """Decoder of repetition codes: contiguous groups of workers with identical rows that tile the all-ones vector.
 
+    ``bounds`` are the group boundaries (group ``g`` is workers ``bounds[g]:bounds[g+1]``; any sizes).
     ``mode="first"`` takes, in every group, the responder with the smallest index, with weight 1 (the decode is a
-    plain sum of messages: no rounding beyond the additions). ``mode="mean"`` puts weight ``1/|F ∩ group|`` on
-    every responder of the group (the minimum-norm solution). A group with no responder cannot be decoded (the
-    matrix is left zero there, so its residual reports it).
+    plain sum of messages: no rounding beyond the additions); ``mode="mean"`` puts weight ``1/|F ∩ group|`` on
+    every responder of the group (the minimum-norm solution). Batched: the first responder of every group comes
+    from one ``np.minimum.reduceat`` over the group boundaries. A group without a responder leaves its block
+    undecoded (zero weights), which the residual then reports.
     """
 
     description = "one responder per group, 0/1 weights"
 
-    def __init__(self, groups: np.ndarray, mode: str = "first") -> None:
-        self.groups = np.asarray(groups, dtype=np.int64)          # (number of groups, group size)
+    def __init__(self, bounds: np.ndarray, mode: str = "first") -> None:
+        self.bounds = np.asarray(bounds, dtype=np.int64)
         self.mode = check_choice("mode", mode, ("first", "mean"))
         self.name = "group" if mode == "first" else "group-mean"
         if mode == "mean":
@@ -40,24 +42,29 @@ class GroupDecoder(Decoder):
 
     def matrices(self, code: LinearCode, mask: np.ndarray) -> Any:
         b, n = mask.shape
-        gm = mask[:, self.groups]                                   # (b, G, size)
+        starts = self.bounds[:-1]
         if self.mode == "first":
-            first = np.zeros_like(gm)
-            np.put_along_axis(first, np.argmax(gm, axis=2)[:, :, None], True, axis=2)
-            num = (first & gm).astype(np.int64)                     # 1 on the first responder of each group
-            den = np.ones_like(num)
+            idx = np.where(mask, np.arange(n)[None, :], n)
+            first = np.minimum.reduceat(idx, starts, axis=1)               # (b, G); n where the group is dead
+            W = np.zeros((b, n + 1))
+            np.put_along_axis(W, first, 1.0, axis=1)
+            W = W[:, :n]
         else:
-            num = gm.astype(np.int64)
-            den = np.maximum(gm.sum(axis=2, keepdims=True), 1).repeat(gm.shape[2], axis=2)
-        order = self.groups.ravel()
+            cnt = np.add.reduceat(mask.astype(np.int64), starts, axis=1)   # responders per group
+            sizes = np.diff(self.bounds)
+            per = np.repeat(np.where(cnt > 0, 1.0 / np.maximum(cnt, 1), 0.0), sizes, axis=1)
+            W = per * mask
         if code.exact:
             out = np.empty((b, 1, n), dtype=object)
-            out.fill(Fraction(0))
-            out[:, 0, order] = np.vectorize(Fraction, otypes=[object])(num, den).reshape(b, -1)
+            if self.mode == "first":
+                out[:, 0, :] = np.vectorize(lambda v: Fraction(int(v)), otypes=[object])(W)
+            else:
+                cntr = np.repeat(np.add.reduceat(mask.astype(np.int64), starts, axis=1), np.diff(self.bounds),
+                                 axis=1)
+                out[:, 0, :] = np.vectorize(lambda msk, c: Fraction(int(msk), int(max(c, 1))),
+                                            otypes=[object])(mask, cntr)
             return out
-        out = np.zeros((b, 1, n), dtype=code.B.dtype)
-        out[:, 0, order] = (num / den).reshape(b, -1)
-        return out
+        return W[:, None, :].astype(code.B.dtype)
 
 
 def _check_k(n: int, k: int | None, multiple_of: int, why: str) -> int:
@@ -91,7 +98,7 @@ def uncoded(n: int, k: int | None = None, *, field: str = "real") -> GradientCod
     code = fractional_repetition(n, 0, k, field=field)
     return GradientCode(code.B, 0, field=field, name="uncoded", family="uncoded",
                         params={"n": n, "k": code.k, "field": field},
-                        decoders=[GroupDecoder(np.arange(n)[:, None])], default_decoder="group")
+                        decoders=[GroupDecoder(np.arange(n + 1))], default_decoder="group")
 
 
 def fractional_repetition(n: int, s: int, k: int | None = None, *, field: str = "real") -> GradientCode:
@@ -139,10 +146,10 @@ def fractional_repetition(n: int, s: int, k: int | None = None, *, field: str = 
     groups = n // (s + 1)
     k = _check_k(n, k, groups, f"each of the n/(s+1)={groups} groups gets k(s+1)/n partitions")
     B = np.kron(np.eye(groups, dtype=np.int64), np.ones((s + 1, k // groups), dtype=np.int64))
-    group_idx = np.arange(n).reshape(groups, s + 1)
+    bounds = np.arange(0, n + 1, s + 1)
     return GradientCode(B, s, field=field, name="fractional_repetition", family="fractional_repetition",
                         params={"n": n, "s": s, "k": k, "field": field},
-                        decoders=[GroupDecoder(group_idx, "first"), GroupDecoder(group_idx, "mean")],
+                        decoders=[GroupDecoder(bounds, "first"), GroupDecoder(bounds, "mean")],
                         default_decoder="group")
 
 
