@@ -16,14 +16,13 @@ import itertools
 import math
 import sys
 import time
-from collections import deque
 from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from ._bounds import meets_min_load, min_load
 from ._code import GradientCode, LinearCode
@@ -244,9 +243,8 @@ class _Tracker:
             canc = cancellation(Af, self.Bf, code.k)
         return res, canc, failed
 
-    def add(self, S: np.ndarray, evaluated: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
-            ) -> np.ndarray:
-        res, canc, failed = self.evaluate(S) if evaluated is None else evaluated
+    def add(self, S: np.ndarray) -> np.ndarray:
+        res, canc, failed = self.evaluate(S)
         self.checked += S.shape[0]
         resp = lambda row: tuple(int(i) for i in np.setdiff1d(np.arange(self.code.n), S[row]))  # noqa: E731
         if res.size:
@@ -270,7 +268,7 @@ class _Tracker:
 def verify(code: LinearCode, *, limit: int | None = None, samples: int = 2000, search: bool = True,
            seed: Any = 0, rtol: float | None = None, decoder: str | Decoder | None = None,
            field: Any = None, stop_on_failure: bool = True, batch_size: int | None = None,
-           threads: int | None = None, progress: bool | None = None) -> VerifyReport:
+           progress: bool | None = None) -> VerifyReport:
     """Check that every set of ``n - s`` responders recovers the gradient.
 
     Parameters
@@ -298,10 +296,6 @@ def verify(code: LinearCode, *, limit: int | None = None, samples: int = 2000, s
         Stop after the first batch that contains a failing set.
     batch_size : int, optional
         Straggler sets per batch (default: chosen so a batch takes a few tens of MB).
-    threads : int, optional
-        Threads evaluating batches of an exhaustive float check (default 1). numpy releases the GIL in its linear
-        algebra, but the batches are small enough that Python overhead dominates: on 2 cores, 2 threads measured
-        no faster; more may pay off on larger machines and codes.
     progress : bool, optional
         Show a tqdm progress bar (default: only on a terminal and for more than 200,000 sets).
 
@@ -364,14 +358,16 @@ def verify(code: LinearCode, *, limit: int | None = None, samples: int = 2000, s
         progress = sys.stderr.isatty() and (total if exhaustive else samples) > 200_000
     if exhaustive:
         bar = _progress(total, progress, f"verify {code.name}")
-        threads = 1 if code.exact else check_int("threads", 1 if threads is None else threads, 1)
-        for S, evaluated in _evaluated_batches(tracker, straggler_batches(n, s, batch_size), threads):
-            tracker.add(S, evaluated)
-            if bar is not None:
-                bar.update(S.shape[0])
-            if stop_on_failure and tracker.n_failures:
-                stopped = tracker.checked < total
-                break
+        # One BLAS thread: the products here are small, and a multithreaded BLAS spins on them (measured 25x
+        # slower for (50, 5) on a busy 2-core machine).
+        with threadpool_limits(limits=1, user_api="blas"):
+            for S in straggler_batches(n, s, batch_size):
+                tracker.add(S)
+                if bar is not None:
+                    bar.update(S.shape[0])
+                if stop_on_failure and tracker.n_failures:
+                    stopped = tracker.checked < total
+                    break
         if bar is not None:
             bar.close()
         strategies["exhaustive"] = tracker.checked
@@ -405,36 +401,6 @@ def verify(code: LinearCode, *, limit: int | None = None, samples: int = 2000, s
         average_load=Fraction(int(loads.sum()), n), load_lower_bound=bound,
         meets_lower_bound=s + code.m <= n and meets_min_load(int(loads.max()), n, s, code.m, code.k),
         rtol=rtol, seconds=time.perf_counter() - start, stopped_early=stopped, notes=notes)
-
-
-def _evaluated_batches(tracker: _Tracker, batches: Iterator[np.ndarray], threads: int
-                       ) -> Iterator[tuple[np.ndarray, Any]]:
-    """Evaluate batches on ``threads`` threads (numpy releases the GIL in LAPACK, BLAS and ufuncs), yielding
-    them in order with at most ``2 * threads`` batches in flight, so memory stays bounded."""
-    from threadpoolctl import threadpool_limits
-
-    # One BLAS thread: the products here are small, and a multithreaded BLAS spins on them (measured 25x slower
-    # for (50, 5) on a busy 2-core machine); with worker threads, nested threading would oversubscribe too.
-    if threads == 1:
-        with threadpool_limits(limits=1, user_api="blas"):
-            for S in batches:
-                yield S, None
-        return
-    tracker.dec.matrices(tracker.code, np.ones((1, tracker.code.n), dtype=bool))   # fill caches first
-    with threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(max_workers=threads) as pool:
-        pending: deque[tuple[np.ndarray, Future[Any]]] = deque()
-        try:
-            for S in batches:
-                pending.append((S, pool.submit(tracker.evaluate, S)))
-                if len(pending) >= 2 * threads:
-                    S0, fut = pending.popleft()
-                    yield S0, fut.result()
-            while pending:
-                S0, fut = pending.popleft()
-                yield S0, fut.result()
-        finally:
-            for _, fut in pending:
-                fut.cancel()
 
 
 def _local_search(tracker: _Tracker, parts: list[tuple[np.ndarray, np.ndarray]], rng: np.random.Generator,

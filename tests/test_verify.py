@@ -174,11 +174,3 @@ def test_verify_rejects_approximate_codes():
     with pytest.raises(TypeError, match="Approximate codes are judged by their error"):
         gc.verify(gc.ApproximateCode(np.eye(3)))
 
-
-def test_threaded_exhaustive_check_matches_single_thread():
-    code = gc.cyclic_repetition(16, 4, seed=3)
-    one = gc.verify(code, threads=1, batch_size=97, stop_on_failure=False)
-    two = gc.verify(code, threads=2, batch_size=97, stop_on_failure=False)
-    assert one.patterns_checked == two.patterns_checked == math.comb(16, 4)
-    assert (one.worst_residual, one.worst_responders, one.worst_cancellation, one.failures) == \
-        (two.worst_residual, two.worst_responders, two.worst_cancellation, two.failures)
