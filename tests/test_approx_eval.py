@@ -158,13 +158,22 @@ def test_p_override_and_missing():
 @pytest.mark.parametrize("kwargs, exc, match", [
     ({"method": "exhaustive"}, ValueError, "method must be"),
     ({"p": [0.1, 1.0, 0.2]}, ValueError, r"p\[1\]"),
-    ({"samples": 1}, ValueError, "samples must be >= 2"),
-    ({"samples": 2.5}, TypeError, "samples must be an int"),
+    ({"samples": 1}, ValueError, "samples must be an integer >= 2"),
+    ({"samples": 2.5}, TypeError, "samples must be an integer"),
     ({"batch": 0}, ValueError, "batch"),
+    ({"max_enumerate": 30}, ValueError, r"max_enumerate must be an integer in \[0, 24\]"),
+    ({"seed": "x", "method": "montecarlo"}, TypeError, "seed"),
     ({"decoder": "nope"}, ValueError, "decoder must be one of"),
+    ({"decoder": 3}, TypeError, "decoder must be a name or a Decoder"),
     ({"gradients": np.ones((4, 2))}, ValueError, r"shape \(k, p\) = \(3, p\)"),
+    ({"gradients": np.ones((3, 0))}, ValueError, r"p >= 1"),
     ({"gradients": "random"}, ValueError, "gradients must be"),
     ({"gradients": np.array([[np.nan], [1.0], [1.0]])}, ValueError, "finite"),
+    ({"gradients": np.array([[np.inf], [1], [F(1, 2)]], dtype=object)}, ValueError, "finite"),
+    ({"gradients": np.array([[1j], [1.0], [1.0]])}, TypeError, "real"),
+    ({"gradients": np.array([["a"], ["b"], ["c"]])}, TypeError, "real"),
+    ({"gradients": np.array([[None], [1], [2]], dtype=object)}, TypeError, "real numbers"),
+    ({"p": {0.1, 0.2, 0.3}}, TypeError, "p must be a sequence or array"),
 ])
 def test_bad_arguments(kwargs, exc, match):
     code = gc.heterogeneous([0.1, 0.2, 0.5], 3)
@@ -176,6 +185,53 @@ def test_enumerate_refuses_huge_n():
     code = gc.heterogeneous([0.1] * 25, 25)
     with pytest.raises(ValueError, match="n <= 24"):
         gc.evaluate_approximate(code, method="enumerate")
+    # Fraction enumeration grows ~4x per worker (minutes at n = 16): refused beyond n = 14, with alternatives
+    code = gc.heterogeneous([F(1, 3)] * 15, 15)
+    with pytest.raises(ValueError, match=r"exact \(Fraction\) enumeration.*n <= 14.*method='closed'"):
+        gc.evaluate_approximate(code, method="enumerate")
+    assert gc.evaluate_approximate(code, method="enumerate", p=[0.1] * 15).method == "enumerate"  # float p
+
+
+def test_not_a_code():
+    with pytest.raises(TypeError, match="code must be a gradcodes code"):
+        gc.evaluate_approximate(np.eye(3), p=0.1)
+    with pytest.raises(TypeError, match="code must be a gradcodes code"):
+        gc.closed_form_error("heterogeneous")
+
+
+def test_exactness_follows_the_inputs():
+    """A rational code evaluated with float p or float gradients is a float evaluation, not 'exact' floats."""
+    code = gc.heterogeneous(P3, 3)
+    rep = gc.evaluate_approximate(code, p=0.2)
+    assert not rep.exact and isinstance(rep.expected_error, float)
+    assert rep.expected_error == pytest.approx(float(gc.evaluate_approximate(code, p=F(1, 5)).expected_error))
+    Gf = np.array([[0.5], [0.25], [1.0]], dtype=object)
+    rep = gc.evaluate_approximate(code, Gf)
+    assert not rep.exact and isinstance(rep.expected_error, float)
+    # integer gradients stay exact
+    Gi = np.array([[2], [1], [4]])
+    rep = gc.evaluate_approximate(code, Gi)
+    Gx = np.array([[F(1, 2)], [F(1, 4)], [F(1)]], dtype=object)
+    assert rep.exact and rep.expected_error == 16 * gc.evaluate_approximate(code, Gx).expected_error
+    assert rep.expected_error == pytest.approx(16 * gc.evaluate_approximate(code, Gf).expected_error, rel=1e-12)
+    # a float code with Fraction probabilities is evaluated in float (not in slow object arithmetic)
+    rep = gc.evaluate_approximate(gc.bernoulli_gc(4, 2, p=F(1, 3), seed=1))
+    assert not rep.exact and isinstance(rep.expected_error, float)
+
+
+def test_fixed_weight_decoder_validation():
+    with pytest.raises(ValueError, match="finite"):
+        gc.FixedWeightDecoder("w", [1.0, np.nan])
+    with pytest.raises(TypeError, match="real numbers"):
+        gc.FixedWeightDecoder("w", ["a", "b"])
+    with pytest.raises(TypeError, match="name"):
+        gc.FixedWeightDecoder(3, [1.0, 2.0])
+    dec = gc.FixedWeightDecoder("w", np.array([1, F(1, 2)], dtype=object))
+    assert dec.exact and dec.weights.tolist() == [F(1), F(1, 2)]
+    code = gc.ApproximateCode(np.ones((2, 4)), m=2, decoders=[gc.FixedWeightDecoder("w", [1.0, 1.0])],
+                              default_decoder="w")
+    with pytest.raises(ValueError, match="needs m = 1"):
+        code.decoding_matrix([0, 1])
 
 
 def test_closed_form_needs_fixed_weights():
