@@ -322,7 +322,9 @@ class ApproxReport:
         The fixed-weight closed form when the decoder has fixed weights, else ``None``.
     nnz, replication, load, load_lower_bound, meets_lower_bound
         Nonzeros of ``B``, average replication ``nnz/k`` (``Fraction``), max per-worker load,
-        :func:`min_load_heterogeneous` and whether ``replication <= load_lower_bound``.
+        :func:`min_load_heterogeneous` and whether ``replication <= load_lower_bound`` (equality: the code
+        attains the minimum; below it is possible only for a code that is not optimal and unbiased, such as
+        IS-SGD, or for non-generic ``p``).
     min_coefficient : float or Fraction
         Smallest entry of ``B`` (negative entries void the bounded-gradient bound).
     gradient_norm2 : float or Fraction
@@ -364,6 +366,13 @@ class ApproxReport:
             txt += f" ± {self.expected_error_stderr / float(self.gradient_norm2):.2g}"
         return txt
 
+    def _bound_text(self) -> str:
+        if self.replication == self.load_lower_bound:
+            return "meets it"
+        if self.meets_lower_bound:  # below: not an optimal unbiased code, or p not generic (see the bound)
+            return "below it; the bound is for optimal unbiased codes with generic p"
+        return "above it"
+
     def tour_row(self) -> dict[str, Any]:
         """The columns ``gradcodes tour`` prints for an approximate code (error and bias, not exactness)."""
         return {
@@ -402,7 +411,7 @@ class ApproxReport:
             lines.append(f"  closed form     = {self.closed_form}")
         lines.append(f"  load: nnz(B) = {self.nnz}, replication {float(self.replication):.4g} per partition "
                      f"(minimum 1 + (n-1)/k = {float(self.load_lower_bound):.4g}: "
-                     f"{'meets it' if self.meets_lower_bound else 'above it'}), max per worker {self.load}")
+                     f"{self._bound_text()}), max per worker {self.load}")
         if float(self.min_coefficient) < 0:
             lines.append(f"  min coefficient = {float(self.min_coefficient):.4g} (negative)")
         lines.append(f"  {self.seconds:.3f} s")
