@@ -728,8 +728,8 @@ def evaluate_approximate(code: Any, gradients: Any = None, *, p: Any = None, dec
         err, g2 = float(err), float(g2)
         bias_norm = float(np.sqrt(bias2))
         # Monte Carlo: consistent with 0 at 4 standard errors; otherwise 0 up to rounding
-        tol = 4 * bias_se + 1e-12 if method == "montecarlo" else 1e-10
-        unbiased = bias_norm <= tol * max(1.0, math.sqrt(g2))
+        scale = max(1.0, math.sqrt(g2))
+        unbiased = bias_norm <= (4 * bias_se + 1e-12 * scale if method == "montecarlo" else 1e-10 * scale)
         rel = err / g2 if g2 else None
     Bc = np.asarray(code.B)
     nz = Bc != 0

@@ -87,6 +87,14 @@ def test_monte_carlo_agrees_with_enumeration_and_is_seeded():
     assert mc.closed_form == pytest.approx(exact.expected_error, rel=1e-12)
 
 
+def test_monte_carlo_bias_test_is_not_scaled_by_the_gradient_norm():
+    # bias -0.3 per coordinate, ||bias|| = 3 against Monte Carlo noise sqrt(100 * 0.21 / 200) = 0.32
+    code = gc.ignore_stragglers(100, p=0.3, decoder="sum")
+    rep = gc.evaluate_approximate(code, method="montecarlo", samples=200, seed=0)
+    assert rep.bias_norm == pytest.approx(3.0, rel=0.1) and rep.bias_stderr == pytest.approx(0.32, rel=0.1)
+    assert not rep.unbiased
+
+
 def test_monte_carlo_detects_bias():
     code = gc.ignore_stragglers(30, p=0.3, decoder="sum")
     rep = gc.evaluate_approximate(code, method="montecarlo", samples=4000, seed=1)
