@@ -89,6 +89,8 @@ def straggle_probabilities(p: Any, n: int | None = None, *, exact: bool | None =
         raise TypeError(f"{name} must be a sequence or array of probabilities in (0, 1), got {type(p).__name__}")
     if isinstance(p, str):
         p = [x.strip() for x in p.split(",")] if "," in p else p
+    if n is not None:
+        n = check_int("n", n, 1)
     arr = np.asarray(p, dtype=object)
     if arr.ndim == 0:
         if n is None:

@@ -226,3 +226,25 @@ def test_rescale_bias_with_unequal_probabilities():
     rep = gc.evaluate_approximate(gc.ignore_stragglers(2, p=p, decoder="rescale"))
     # E[a_0] = P(both) * 1 + P(only 0) * 2 = (1/2)(3/4) + (1/2)(1/4)(2) = 5/8; E[a_1] = (3/8) + (3/4)(1/2)(2) = 9/8
     assert rep.bias.tolist() == [F(5, 8) - 1, F(9, 8) - 1]
+
+
+@pytest.mark.parametrize("build", [
+    lambda dec: gc.ignore_stragglers(3, p=0.2, decoder=dec),
+    lambda dec: gc.bernoulli_gc(3, 1, decoder=dec),
+    lambda dec: gc.erasurehead(4, 2, decoder=dec),
+    lambda dec: gc.optimal_decoding(4, 2, decoder=dec),
+])
+def test_decoder_name_validation(build):
+    with pytest.raises(TypeError, match="decoder must be a str"):
+        build(["optimal"])
+    with pytest.raises(ValueError, match="decoder must be one of"):
+        build("nope")
+
+
+def test_bgc_entries_are_bernoulli():
+    """B_ij ~ Bernoulli(d/k) i.i.d.: over 40 000 entries the frequency is within 4 standard errors of d/k."""
+    B = gc.bernoulli_gc(200, 3, seed=11).B
+    q = 3 / 200
+    assert set(np.unique(B)) <= {0.0, 1.0}
+    assert abs(B.mean() - q) < 4 * np.sqrt(q * (1 - q) / B.size)
+    assert not (gc.bernoulli_gc(200, 3, seed=12).B == B).all()

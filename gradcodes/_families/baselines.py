@@ -60,6 +60,16 @@ def _p(p: Any, n: int) -> np.ndarray | None:
     return None if p is None else straggle_probabilities(p, n)
 
 
+def _pick(decoder: Any, decs: dict[str, Decoder]) -> str:
+    """Validate the name of the default decoder."""
+    if not isinstance(decoder, str):
+        raise TypeError(f"decoder must be a str, one of {sorted(decs)}, got {decoder!r}")
+    if decoder not in decs:
+        raise ValueError(f"decoder must be one of {sorted(decs)}, got {decoder!r}"
+                         + (" ('unbiased' needs p)" if decoder == "unbiased" else ""))
+    return decoder
+
+
 def _frac_matrix(M: np.ndarray) -> np.ndarray:
     out = np.empty(M.shape, dtype=object)
     for idx, v in np.ndenumerate(M):
@@ -258,10 +268,7 @@ def ignore_stragglers(n: int, *, p: Any = None, decoder: str | None = None) -> A
     }
     if pp is not None:
         decs["unbiased"] = FixedWeightDecoder("unbiased", 1 / (1 - pp))
-    default = decoder or ("unbiased" if pp is not None else "rescale")
-    if default not in decs:
-        raise ValueError(f"decoder must be one of {sorted(decs)}, got {decoder!r}"
-                         + (" ('unbiased' needs p)" if default == "unbiased" else ""))
+    default = _pick(("unbiased" if pp is not None else "rescale") if decoder is None else decoder, decs)
     return ApproximateCode(B, field="rational" if exact else "real", name=f"IS-SGD(n={n})",
                            family="ignore_stragglers",
                            params={"n": n, "p": probability_list(pp), "decoder": default},
@@ -389,8 +396,7 @@ def bernoulli_gc(n: int, d: float, *, k: int | None = None, p: Any = None, seed:
     rng = check_seed(seed)
     B = (rng.random((n, k)) < d / k).astype(np.float64)
     decs: dict[str, Decoder] = {"optimal": OptimalDecoder(), "sum": FixedWeightDecoder("sum", np.ones(n))}
-    if decoder not in decs:
-        raise ValueError(f"decoder must be one of {sorted(decs)}, got {decoder!r}")
+    _pick(decoder, decs)
     pp = _p(p, n)
     return ApproximateCode(B, field="real", name=f"BGC(n={n}, d={d})", family="bernoulli_gc",
                            params={"n": n, "d": d, "k": k, "p": probability_list(pp), "seed": _seed_param(seed),
@@ -450,9 +456,7 @@ def erasurehead(n: int, d: int, *, k: int | None = None, p: Any = None,
     if pp is not None:
         hear = 1 - pp[groups].prod(axis=1)
         decs["unbiased"] = GroupDecoder("unbiased", groups, 1 / hear)
-    if decoder not in decs:
-        raise ValueError(f"decoder must be one of {sorted(decs)}, got {decoder!r}"
-                         + (" ('unbiased' needs p)" if decoder == "unbiased" else ""))
+    _pick(decoder, decs)
     return ApproximateCode(B, field="rational" if exact else "real", name=f"EHD(n={n}, d={d})",
                            family="erasurehead",
                            params={"n": n, "d": d, "k": k, "p": probability_list(pp), "decoder": decoder},
@@ -496,8 +500,7 @@ def optimal_decoding(n: int, d: int, *, p: Any = None, seed: Any = 0,
     A = random_regular_graph(n, d, seed)
     pp = _p(p, n)
     decs: dict[str, Decoder] = {"optimal": OptimalDecoder(), "fixed": RescaleDecoder(name="fixed")}
-    if decoder not in decs:
-        raise ValueError(f"decoder must be one of {sorted(decs)}, got {decoder!r}")
+    _pick(decoder, decs)
     return ApproximateCode(A / d, field="real", name=f"OD(n={n}, d={d})", family="optimal_decoding",
                            params={"n": n, "d": d, "p": probability_list(pp), "seed": _seed_param(seed),
                                    "decoder": decoder},
