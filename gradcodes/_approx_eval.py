@@ -524,6 +524,21 @@ def _as_float(p: np.ndarray, G: np.ndarray | None) -> tuple[np.ndarray, np.ndarr
     return p.astype(np.float64), None if G is None else G.astype(np.float64)
 
 
+def _rational(code: Any, dec: Decoder, p: np.ndarray, G: np.ndarray | None) -> bool:
+    """Exact arithmetic is possible: rational code, exact decoder, ``Fraction`` p, rational (or identity) G."""
+    return bool(code.field == "rational" and dec.exact and p.dtype == object and (G is None or G.dtype == object))
+
+
+def _closed_form(code: Any, dec: Decoder, w: np.ndarray, p: np.ndarray, G: np.ndarray | None) -> tuple[Any, Any]:
+    """:func:`_closed` on validated inputs, exact whenever :func:`_rational` allows (float otherwise)."""
+    exact = _rational(code, dec, p, G)
+    if not exact:
+        p, G = _as_float(p, G)
+        w = w.astype(np.float64)
+    err, bias = _closed(_B(code, exact), w, p, G, _E(code, exact)[0])
+    return (err, bias) if exact else (float(err), bias)
+
+
 # --------------------------------------------------------------------------------------------------------
 # closed form
 # --------------------------------------------------------------------------------------------------------
@@ -570,14 +585,7 @@ def closed_form_error(code: Any, gradients: Any = None, *, p: Any = None, decode
     if w is None:
         raise ValueError(f"decoder {dec.name!r} does not have fixed weights on an m = 1 code (m = {code.m}); "
                          f"use evaluate_approximate")
-    pp = _resolve_p(code, p)
-    G, _ = _gradients(code, gradients)
-    exact = code.field == "rational" and dec.exact and pp.dtype == object and (G is None or G.dtype == object)
-    if not exact:
-        pp, G = _as_float(pp, G)
-        w = w.astype(np.float64)
-    err, _ = _closed(_B(code, exact), w, pp, G, _E(code, exact)[0])
-    return err if exact else float(err)
+    return _closed_form(code, dec, w, _resolve_p(code, p), _gradients(code, gradients)[0])[0]
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -649,8 +657,7 @@ def evaluate_approximate(code: Any, gradients: Any = None, *, p: Any = None, dec
     w = _fixed_weights(dec, code)
     pp = _resolve_p(code, p)
     G, gdesc = _gradients(code, gradients)
-    # exact arithmetic is possible when every ingredient is rational
-    exact = code.field == "rational" and dec.exact and pp.dtype == object and (G is None or G.dtype == object)
+    exact = _rational(code, dec, pp, G)
     if method == "auto":
         if n <= max_enumerate and not (exact and w is not None and n > MAX_EXACT_ENUMERATE):
             method = "enumerate"
@@ -668,7 +675,7 @@ def evaluate_approximate(code: Any, gradients: Any = None, *, p: Any = None, dec
                          f"workers (about 4x slower per worker), got n = {n}; use method='closed' (exact, fixed-weight "
                          f"decoders), float probabilities (float enumeration) or method='montecarlo'")
     # the closed form is reported next to every method when it applies (exact whenever possible: it is cheap)
-    closed = None if w is None else closed_form_error(code, G, p=pp, decoder=dec)
+    closed, closed_bias = (None, None) if w is None else _closed_form(code, dec, w, pp, G)
     exact = exact and method != "montecarlo"
     if not exact:
         pp, G = _as_float(pp, G)
@@ -689,10 +696,8 @@ def evaluate_approximate(code: Any, gradients: Any = None, *, p: Any = None, dec
         R = A @ B - E[None]  # (b, m, k*m)
         return R if G is None else R @ G  # (b, m, p)
 
-    if method == "closed":
-        err, bias = _closed(B, w if exact else w.astype(np.float64), pp, G, E[0])
-        bias = bias[None, :]
-        patterns = 0
+    if method == "closed":  # (exact here iff _rational, as in _closed_form)
+        err, bias, patterns = closed, closed_bias[None, :], 0
     elif method == "enumerate":
         total = 1 << n
         err = Fraction(0) if exact else 0.0
