@@ -788,7 +788,7 @@ def _cli_hook(sub: Any) -> None:
                                "(default: the code's own)")
     p.add_argument("--gradients", default="orthonormal", choices=["orthonormal", "aligned"],
                    help="g_j = e_j (default) or all g_j equal")
-    p.add_argument("--method", default="auto", choices=["auto", "enumerate", "montecarlo"])
+    p.add_argument("--method", default="auto", choices=["auto", "enumerate", "montecarlo", "closed"])
     p.add_argument("--samples", type=int, default=20000, help="Monte Carlo samples")
     p.add_argument("--mc-seed", type=int, default=0, help="Monte Carlo seed")
     p.add_argument("--decoder", help="decoder name (default: the code's)")

@@ -284,6 +284,8 @@ def test_cli_evaluate(capsys):
     assert "Monte Carlo, 500 samples, seed 3" in capsys.readouterr().out
     assert main(["evaluate", "ehd", "-n", "7"]) == 2
     assert "must divide n" in capsys.readouterr().err
+    assert main(["evaluate", "sgc", "-n", "40", "--method", "closed"]) == 0
+    assert "(closed form)" in capsys.readouterr().out
 
 
 def test_cli_build_then_evaluate(tmp_path, capsys):
