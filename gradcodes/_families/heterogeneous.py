@@ -313,8 +313,9 @@ def heterogeneous(p: Any, k: int, scheme: str = "nw", *, warn: bool = True) -> A
     Returns
     -------
     ApproximateCode
-        With ``straggle_probabilities = p``; ``params`` holds ``p, k, scheme, Y`` and the
-        bounded-gradient ``objective`` ``sum_i delta_i (sum_j |alpha_ij|)^2`` (equal to
+        With ``straggle_probabilities = p``, ``params = {"p", "k", "scheme"}``, decoder ``"weighted"``
+        (``w_i = 1/(1 - p_i)``), and the attributes ``row_sums`` (``Y``) and ``objective``, the
+        bounded-gradient objective ``sum_i delta_i (sum_j |alpha_ij|)^2`` (equal to
         ``k^2 / sum delta^{-1}`` when ``alpha >= 0``).
 
     Raises
@@ -323,7 +324,7 @@ def heterogeneous(p: Any, k: int, scheme: str = "nw", *, warn: bool = True) -> A
         ``p`` empty, not one-dimensional or outside (0, 1); ``k < 1``; ``k < n - 1``;
         unknown ``scheme``.
     TypeError
-        Non-integer ``k`` or non-real ``p``.
+        Non-integer ``k``, non-real ``p``, ``p`` not a sequence, or non-bool ``warn``.
 
     Warns
     -----
