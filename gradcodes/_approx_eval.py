@@ -626,7 +626,7 @@ def evaluate_approximate(code: Any, gradients: Any = None, *, p: Any = None, dec
     seed : int or numpy.random.Generator
         Monte Carlo seed.
     batch : int
-        Patterns per vectorised batch.
+        Patterns per vectorised batch, ``1 <= batch <= 2^20`` (memory grows with it).
     max_enumerate : int
         Largest ``n`` that ``"auto"`` enumerates, ``0 <= max_enumerate <= 24``.
 
@@ -649,7 +649,7 @@ def evaluate_approximate(code: Any, gradients: Any = None, *, p: Any = None, dec
     if method not in ("auto", "enumerate", "montecarlo", "closed"):
         raise ValueError(f"method must be 'auto', 'enumerate', 'montecarlo' or 'closed', got {method!r}")
     samples = check_int("samples", samples, 2)
-    batch = check_int("batch", batch, 1)
+    batch = check_int("batch", batch, 1, 1 << 20)  # bounds the (batch, n) masks and (batch, m, k) residuals
     max_enumerate = check_int("max_enumerate", max_enumerate, 0, MAX_ENUMERATE_HARD)
     rng = check_seed(seed)
     n = code.n

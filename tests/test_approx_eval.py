@@ -169,6 +169,7 @@ def test_p_override_and_missing():
     ({"samples": 1}, ValueError, "samples must be an integer >= 2"),
     ({"samples": 2.5}, TypeError, "samples must be an integer"),
     ({"batch": 0}, ValueError, "batch"),
+    ({"batch": 1 << 30}, ValueError, r"batch must be an integer in \[1, 1048576\]"),
     ({"max_enumerate": 30}, ValueError, r"max_enumerate must be an integer in \[0, 24\]"),
     ({"seed": "x", "method": "montecarlo"}, TypeError, "seed"),
     ({"decoder": "nope"}, ValueError, "decoder must be one of"),
