@@ -710,6 +710,7 @@ def evaluate_approximate(code: Any, gradients: Any = None, *, p: Any = None, dec
             bias = bias + np.tensordot(probs, RG, axes=(0, 0))
         patterns = total
     else:
+        # sums of (x - K) and (x - K)^2 with K the first batch's mean: the variance does not cancel catastrophically
         s1 = s2 = 0.0
         b1 = np.zeros(target.shape)
         b2 = np.zeros(target.shape)
@@ -717,15 +718,18 @@ def evaluate_approximate(code: Any, gradients: Any = None, *, p: Any = None, dec
             mask = rng.random((min(batch, samples - done), n)) >= pp[None, :]
             RG = residuals(mask)
             e = (RG * RG).sum(axis=(1, 2))
+            if done == 0:
+                ke, kb = e.mean(), RG.mean(axis=0)
+            e, RG = e - ke, RG - kb
             s1 += e.sum()
             s2 += (e * e).sum()
             b1 += RG.sum(axis=0)
             b2 += (RG * RG).sum(axis=0)
         N = patterns = samples
-        err = s1 / N
-        err_se = math.sqrt(max(s2 - N * err * err, 0.0) / (N - 1) / N)
-        bias = b1 / N
-        bias_se = float(math.sqrt((np.maximum(b2 / N - bias * bias, 0.0) * N / (N - 1)).sum() / N))
+        err = ke + s1 / N
+        err_se = math.sqrt(max(s2 - s1 * s1 / N, 0.0) / (N - 1) / N)
+        bias = kb + b1 / N
+        bias_se = float(math.sqrt((np.maximum(b2 - b1 * b1 / N, 0.0) / (N - 1)).sum() / N))
     bias2 = (bias * bias).sum()
     if exact:
         unbiased = bool(bias2 == 0)

@@ -341,3 +341,15 @@ def test_auto_method_choice():
     # homogeneous p: each group is silent with probability (1/3)^2, losing its 2 partitions (see test_baselines)
     assert rep.expected_error == pytest.approx(7 * 2 / 9, rel=1e-12)
     assert gc.evaluate_approximate(gc.erasurehead(18, 2, p=0.3), samples=300).method == "montecarlo"
+
+
+def test_monte_carlo_standard_error_without_cancellation():
+    """Per-pattern errors ~3e8 varying by ~0.2: sum-of-squares variance cancels to 0 (the old code reported
+    ± 0.0); shifted sums give the true standard error sqrt(3 (2e-9 1e8)^2 / 4 / N)."""
+    code = gc.ApproximateCode(1e-9 * np.eye(3), decoders=[gc.FixedWeightDecoder("w", np.ones(3))],
+                              default_decoder="w", straggle_probabilities=[0.5] * 3)
+    G = 1e4 * np.eye(3)
+    mc = gc.evaluate_approximate(code, G, method="montecarlo", samples=20000, seed=0)
+    assert mc.expected_error_stderr == pytest.approx(np.sqrt(3 * 0.2**2 / 4 / 20000), rel=0.05)
+    exact = gc.evaluate_approximate(code, G, method="enumerate").expected_error
+    assert abs(mc.expected_error - exact) < 4 * mc.expected_error_stderr
