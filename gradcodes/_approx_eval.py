@@ -161,7 +161,7 @@ def exponential_straggle_probabilities(n: int, tau: float, *, psi: tuple[float, 
     """
     n = check_int("n", n, 1)
     tau = check_real("tau", tau, 1.0, None, open_lo=True)
-    if not (isinstance(psi, (tuple, list)) and len(psi) == 2):
+    if isinstance(psi, (str, bytes)) or not hasattr(psi, "__len__") or len(psi) != 2:
         raise ValueError(f"psi must be a pair (lo, hi) of rates, got {psi!r}")
     lo = check_real("psi[0]", psi[0], 0.0, None, open_lo=True)
     hi = check_real("psi[1]", psi[1], lo, None)

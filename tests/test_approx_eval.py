@@ -353,3 +353,18 @@ def test_monte_carlo_standard_error_without_cancellation():
     assert mc.expected_error_stderr == pytest.approx(np.sqrt(3 * 0.2**2 / 4 / 20000), rel=0.05)
     exact = gc.evaluate_approximate(code, G, method="enumerate").expected_error
     assert abs(mc.expected_error - exact) < 4 * mc.expected_error_stderr
+
+
+def test_exponential_straggle_probabilities_model():
+    """p_i = P(1 + Exp(psi_i) > tau) = exp(-psi_i (tau - 1)) with psi_i ~ U(lo, hi) drawn from the seed."""
+    p = gc.exponential_straggle_probabilities(6, 1.5, psi=np.array([0.1, 2.0]), seed=4)
+    psi = np.random.default_rng(4).uniform(0.1, 2.0, size=6)
+    np.testing.assert_allclose(p, np.exp(-psi * 0.5), rtol=1e-15)
+    # Monte Carlo check of the straggler semantics for one rate
+    t = 1 + np.random.default_rng(0).exponential(1 / psi[0], size=200_000)
+    assert abs((t > 1.5).mean() - p[0]) < 4 * np.sqrt(p[0] * (1 - p[0]) / t.size)
+    for bad, exc in (((1,), ValueError), ("ab", ValueError), ((2.0, 1.0), ValueError), ((0.0, 1.0), ValueError)):
+        with pytest.raises(exc, match="psi"):
+            gc.exponential_straggle_probabilities(3, 1.5, psi=bad)
+    with pytest.raises(ValueError, match=r"tau must be a finite real number in \(1.0, inf\]"):
+        gc.exponential_straggle_probabilities(3, 1.0)
