@@ -366,5 +366,5 @@ def test_exponential_straggle_probabilities_model():
     for bad, exc in (((1,), ValueError), ("ab", ValueError), ((2.0, 1.0), ValueError), ((0.0, 1.0), ValueError)):
         with pytest.raises(exc, match="psi"):
             gc.exponential_straggle_probabilities(3, 1.5, psi=bad)
-    with pytest.raises(ValueError, match=r"tau must be a finite real number in \(1.0, inf\]"):
+    with pytest.raises(ValueError, match=r"tau must be a finite real number in \(1.0, inf\)"):
         gc.exponential_straggle_probabilities(3, 1.0)
