@@ -99,6 +99,41 @@ def test_textbook_codeword_grows_centered_does_not():
     assert 1 <= np.abs(ce).sum() < 1.01                # n - s even: complex, nearly nonnegative up to a phase ramp
 
 
+def _exact_generator(n: int, s: int, m: int) -> list:
+    """Coefficients of ∏_{f=m}^{m+s-1} (x - ω^f) multiplied out in 120-digit arithmetic (mpmath).
+
+    Σc cancels 66 digits at (500, 125), textbook window.
+    """
+    mp = pytest.importorskip("mpmath")
+    with mp.workdps(120):
+        c = [mp.mpc(1)]
+        for f in range(m, m + s):
+            r = mp.expjpi(mp.mpf(2 * f) / n)
+            c = [(c[t - 1] if t else 0) - r * (c[t] if t < len(c) else 0) for t in range(len(c) + 1)]
+        g1 = mp.fsum(c)
+        return [complex(v) for v in c], complex(g1)
+
+
+@pytest.mark.parametrize("n,s,placement", [(20, 5, "textbook"), (100, 10, "textbook"), (200, 50, "textbook"),
+                                           (500, 125, "textbook"), (100, 25, "centered"), (128, 125, "centered")])
+@pytest.mark.parametrize("normalize", ["sum", "monic"])
+def test_codeword_matches_high_precision(n, s, placement, normalize):
+    """Both normalisations, to ~1e-13 relative, even where ||c||_1 / |c(1)| = 3e66 (textbook (500, 125)): the scale
+    must not come from summing the computed coefficients (that sum is pure rounding there)."""
+    g, g1 = _exact_generator(n, s, 1 if placement == "textbook" else (n - s) // 2 + 1)
+    expect = np.array(g) / (g1 if normalize == "sum" else 1)
+    code = gc.cyclic_mds(n, s, placement=placement, normalize=normalize)
+    c = code.B[0]
+    assert np.abs(c[s + 1:]).max(initial=0) == 0
+    assert np.abs(c[: s + 1] - expect).max() <= 1e-12 * np.abs(expect).max()
+    assert code._cyclic["c1"] == pytest.approx(1 if normalize == "sum" else g1, rel=1e-12)
+
+
+def test_codeword_overflow_is_an_error():
+    with pytest.raises(ValueError, match="overflows float64.*centered"):
+        gc.cyclic_mds(2600, 650, placement="textbook")      # coefficients ~1e351 with Σc = 1
+
+
 # --------------------------------------------------------------------------- exact verification over GF(p)
 @given(st.integers(2, 11).flatmap(lambda n: st.tuples(st.just(n), st.integers(0, n - 1))),
        st.sampled_from(["complex", "real"]), st.sampled_from(["centered", "textbook"]))
@@ -238,6 +273,7 @@ def test_invalid_real_field_names_alternatives():
 @pytest.mark.parametrize("kwargs,err", [({"n": 0, "s": 0}, ValueError), ({"n": 5, "s": 5}, ValueError),
                                         ({"n": 5, "s": -1}, ValueError), ({"n": 5.0, "s": 1}, TypeError),
                                         ({"n": 5, "s": 1, "field": "GF"}, ValueError),
+                                        ({"n": 5, "s": 1, "field": ["real"]}, ValueError),
                                         ({"n": 5, "s": 1, "placement": "left"}, ValueError),
                                         ({"n": 5, "s": 1, "normalize": "max"}, ValueError)])
 def test_bad_arguments(kwargs, err):
