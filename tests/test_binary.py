@@ -61,6 +61,9 @@ def test_general_k_and_mean_decoder():
     np.testing.assert_allclose(a[:4], 0.25)
     with pytest.raises(ValueError, match="k"):
         gc.stable_binary(10, 2, k=2)
+    assert stable_binary_load(10, 2, k=7) == 3 and stable_binary_load(10, 2, k=3) == 1
+    with pytest.raises(ValueError, match="k must be an integer >= 3"):
+        stable_binary_load(10, 2, k=2)                # same range as stable_binary (no such code)
 
 
 def test_end_to_end_accuracy_float32_float64():
