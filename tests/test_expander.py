@@ -166,6 +166,28 @@ def test_bad_graphs(graph, match):
         gc.expander_code(n, 1, graph=graph)
 
 
+@pytest.mark.parametrize("graph,err,match", [
+    ([[1.5, 4, 5], *PETERSEN[1:]], TypeError, "integer vertices"),     # was truncated to vertex 1
+    ([["a", 4, 5], *PETERSEN[1:]], TypeError, "integer vertices"),
+    ([[1, 1, 4, 5], *PETERSEN[1:]], ValueError, "repeats vertex 1"),   # a multiple edge, was merged silently
+    (None, TypeError, "graph must be"),
+    (3, TypeError, "graph must be"),
+])
+def test_bad_neighbour_lists_and_types(graph, err, match):
+    with pytest.raises(err, match=match):
+        gc.expander_code(10, 3, graph=graph)
+
+
+@pytest.mark.parametrize("seed", [None, "generator"])
+def test_save_load_without_int_seed_keeps_the_graph(tmp_path, seed):
+    """Without an int seed the graph cannot be redrawn: it is saved, so the loaded code keeps its decoders."""
+    code = gc.expander_code(12, 3, seed=np.random.default_rng(5) if seed else None)
+    gc.save(code, tmp_path / "e.npz")
+    back = gc.load(tmp_path / "e.npz")
+    np.testing.assert_array_equal(back.B, code.B)
+    assert "optimal" in back.decoders and back.spectral_lambda == pytest.approx(code.spectral_lambda)
+
+
 def test_wrong_vertex_count():
     with pytest.raises(ValueError, match="vertices"):
         gc.expander_code(11, 3, graph=PETERSEN)

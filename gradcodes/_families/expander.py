@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import numbers
 import time
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -99,11 +100,18 @@ def _adjacency(graph: Any, n: int | None) -> np.ndarray:
         size = len(items)
         A = np.zeros((size, size), dtype=np.int64)
         for u, nbrs in items:
+            for v in (u, *nbrs):
+                if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+                    raise TypeError(f"graph neighbour lists must contain integer vertices 0..{size - 1}, got {v!r} "
+                                    f"(vertex {u!r})")
             for v in nbrs:
                 if not (0 <= int(v) < size) or not (0 <= int(u) < size):
                     raise ValueError(f"graph neighbour lists must use vertices 0..{size - 1}; got edge {u}-{v}")
                 if int(u) == int(v):
                     raise ValueError(f"graph has a self-loop at {u}; expander codes use simple graphs")
+                if A[int(u), int(v)]:
+                    raise ValueError(f"graph neighbour list of vertex {u} repeats vertex {v}; expander codes use "
+                                     f"simple graphs (no multiple edges)")
                 A[int(u), int(v)] = 1
         if not (A == A.T).all():
             bad = np.argwhere(A != A.T)[0]
@@ -112,7 +120,10 @@ def _adjacency(graph: Any, n: int | None) -> np.ndarray:
     try:
         A = np.asarray(graph)
     except (TypeError, ValueError):
-        raise TypeError("graph must be 'random', an adjacency matrix, neighbour lists or a networkx graph") from None
+        A = None
+    if A is None or A.ndim == 0 or A.dtype == object:
+        raise TypeError(f"graph must be 'random', an adjacency matrix, neighbour lists or a networkx graph, got "
+                        f"{graph!r}")
     if A.ndim != 2 or A.shape[0] != A.shape[1]:
         raise ValueError(f"graph adjacency matrix must be square, got shape {A.shape}")
     if A.dtype.kind not in "biuf" or not np.all(np.isin(A, (0, 1))):
@@ -277,17 +288,17 @@ def expander_code(n: int, degree: int, graph: Any = "random", *, seed: Any = Non
         if graph != "random":
             raise ValueError(f"graph must be 'random' or a user graph (adjacency matrix, neighbour lists, networkx "
                              f"graph), got {graph!r}")
-        A = random_regular_graph(n, degree, seed)
-        if isinstance(seed, (int, np.integer)):
+        rng = check_seed(seed)
+        for _ in range(100 if require_connected else 1):
+            A = random_regular_graph(n, degree, rng)
+            if not require_connected or _connected(A):
+                break
+        else:
+            raise ValueError(f"no connected {degree}-regular graph found on {n} vertices; use degree >= 2")
+        if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
             params["seed"] = int(seed)
-        if require_connected and not _connected(A):
-            rng = check_seed(seed)
-            for _ in range(100):
-                A = random_regular_graph(n, degree, rng)
-                if _connected(A):
-                    break
-            else:
-                raise ValueError(f"no connected {degree}-regular graph found on {n} vertices; use degree >= 2")
+        else:                                 # no seed to redraw it from: keep the graph itself (save/load)
+            params["graph"] = [np.flatnonzero(row).tolist() for row in A]
     else:
         A = _adjacency(graph, n)
         if A.shape[0] != n:
@@ -457,6 +468,8 @@ def worst_case_error(code: LinearCode, s: int | None = None, *, decoder: str | D
     limit = check_int("limit", limit, 0)
     samples = check_int("samples", samples, 1)
     batch_size = check_int("batch_size", batch_size, 1)
+    search_steps = check_int("search_steps", search_steps, 0)
+    neighbours = check_int("neighbours", neighbours, 1)
     rng = check_seed(seed)
     dec = code._decoder(decoder)
     total = math.comb(n, s)
@@ -497,11 +510,11 @@ def worst_case_error(code: LinearCode, s: int | None = None, *, decoder: str | D
         if search and s:
             cur, cur_e = worst_S.copy(), worst
             evaluated = 0
-            for _ in range(check_int("search_steps", search_steps, 0)):
+            for _ in range(search_steps):
                 outside = np.setdiff1d(np.arange(n), cur)
                 pairs = np.array(list(itertools.product(range(s), range(outside.size))))
                 if pairs.shape[0] > neighbours:
-                    pairs = pairs[rng.choice(pairs.shape[0], check_int("neighbours", neighbours, 1), replace=False)]
+                    pairs = pairs[rng.choice(pairs.shape[0], neighbours, replace=False)]
                 cand = np.repeat(cur[None], pairs.shape[0], axis=0)
                 cand[np.arange(pairs.shape[0]), pairs[:, 0]] = outside[pairs[:, 1]]
                 cand.sort(axis=1)
