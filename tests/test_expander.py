@@ -122,6 +122,11 @@ def test_random_graph_generator():
     assert d == pytest.approx(5) and lam < 5
     with pytest.raises(ValueError, match="even"):
         random_regular_graph(7, 3)
+    A = random_regular_graph(1000, 20, seed=0)       # the pairing is O(n d): this took minutes when it was O(n^3 d)
+    assert (A.sum(axis=1) == 20).all() and (A == A.T).all() and np.trace(A) == 0
+    for n, d in ((8, 7), (2, 1), (1, 0), (9, 8)):  # complete graphs (exact fallback only) and trivial cases
+        A = random_regular_graph(n, d, seed=1)
+        np.testing.assert_array_equal(A, np.ones((n, n), dtype=int) - np.eye(n, dtype=int))
 
 
 # --------------------------------------------------------------------------- bad input

@@ -45,8 +45,12 @@ __all__ = ["expander_code", "random_regular_graph", "approximation_error", "wors
 def random_regular_graph(n: int, d: int, seed: Any = None, max_tries: int = 1000) -> np.ndarray:
     """Adjacency matrix (n x n, 0/1 int) of a uniformly-ish random simple ``d``-regular graph.
 
-    Pairs half-edges one at a time among the admissible ones (no loop, no repeated edge), restarting on a dead end
-    (Steger & Wormald's algorithm); ``n * d`` must be even and ``0 <= d <= n - 1``.
+    Steger & Wormald's algorithm: pairs two uniformly random free half-edges at a time, keeping the pair when it is
+    admissible (no loop, no repeated edge) and restarting on a dead end; ``n * d`` must be even and
+    ``0 <= d <= n - 1``. Each pair is found by rejection sampling (``O(1)`` expected draws while many admissible
+    pairs remain); after a run of rejections the admissible pairs of the few vertices with free half-edges are
+    enumerated and one is drawn exactly (weight ``free_u * free_v``, the same distribution), or the dead end is
+    detected. Expected cost about ``O(n d)`` plus the ``n x n`` matrix.
 
     >>> A = random_regular_graph(10, 3, seed=0)
     >>> A.sum(axis=0).tolist() == [3] * 10, bool((A == A.T).all()), int(A.trace())
@@ -56,29 +60,42 @@ def random_regular_graph(n: int, d: int, seed: Any = None, max_tries: int = 1000
     d = check_int("degree", d, 0, n - 1)
     if (n * d) % 2:
         raise ValueError(f"a d-regular graph on n vertices needs n*d even; got n={n}, degree={d}")
+    max_tries = check_int("max_tries", max_tries, 1)
     rng = check_seed(seed)
     for _ in range(max_tries):
-        A = np.zeros((n, n), dtype=np.int64)
-        deg = np.zeros(n, dtype=np.int64)
-        ok = True
-        for _ in range(n * d // 2):
-            free = d - deg
-            # admissible pairs (u, v): both have free stubs, u != v, not yet adjacent; weight = free_u * free_v
-            W = np.outer(free, free) * (1 - A)
-            np.fill_diagonal(W, 0)
-            W = np.triu(W)
-            total = W.sum()
-            if total == 0:
-                ok = False
-                break
-            idx = rng.choice(W.size, p=(W / total).ravel())
-            u, v = divmod(int(idx), n)
-            A[u, v] = A[v, u] = 1
-            deg[u] += 1
-            deg[v] += 1
-        if ok:
+        A = _pair_stubs(n, d, rng)
+        if A is not None:
             return A
     raise RuntimeError(f"could not draw a {d}-regular graph on {n} vertices in {max_tries} tries")  # pragma: no cover
+
+
+def _pair_stubs(n: int, d: int, rng: np.random.Generator, rejections: int = 64) -> np.ndarray | None:
+    """One Steger-Wormald attempt: a d-regular adjacency matrix, or None at a dead end."""
+    A = np.zeros((n, n), dtype=np.int64)
+    stubs = np.repeat(np.arange(n, dtype=np.int64), d)      # unpaired half-edges (vertex of each)
+    m = stubs.size
+    while m:
+        for _ in range(rejections):                        # uniform pair of distinct half-edges
+            i, j = rng.integers(m, size=2)
+            u, v = int(stubs[i]), int(stubs[j])
+            if i != j and u != v and not A[u, v]:
+                break
+        else:                                              # few admissible pairs left: draw one exactly
+            verts, free = np.unique(stubs[:m], return_counts=True)
+            W = np.outer(free, free) * (1 - A[np.ix_(verts, verts)])
+            W = np.triu(W, 1)
+            total = W.sum()
+            if total == 0:
+                return None
+            a, b = divmod(int(rng.choice(W.size, p=(W / total).ravel())), verts.size)
+            u, v = int(verts[a]), int(verts[b])
+            i = int(np.flatnonzero(stubs[:m] == u)[0])
+            j = int(np.flatnonzero(stubs[:m] == v)[0])
+        A[u, v] = A[v, u] = 1
+        for k in sorted((int(i), int(j)), reverse=True):   # remove both half-edges (swap with the last free one)
+            m -= 1
+            stubs[k] = stubs[m]
+    return A
 
 
 def _adjacency(graph: Any, n: int | None) -> np.ndarray:
