@@ -218,8 +218,9 @@ class OptimalDecoder(Decoder):
         B = code.B
         E = code.target
         out = np.zeros((b, code.m, n), dtype=np.result_type(B.dtype, np.float64))
-        for lo in range(0, b, 256):
-            mk = mask[lo:lo + 256]
+        step = max(1, min(256, (1 << 22) // B.size))            # (step, k m, n) work array: <= 32 MB
+        for lo in range(0, b, step):
+            mk = mask[lo:lo + step]
             Bt = B.T[None, :, :] * mk[:, None, :]
             X = min_norm_solve(Bt, np.broadcast_to(E.T.astype(Bt.dtype), (mk.shape[0], *E.T.shape)))
             out[lo:lo + mk.shape[0]] = np.swapaxes(X, 1, 2) * mk[:, None, :]
