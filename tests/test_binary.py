@@ -91,9 +91,8 @@ def test_load_n_when_n_at_most_2s_plus_1(n, s):
 
 
 @lru_cache
-def _fact3_search() -> int:
-    """All 0/1 matrices (rows up to order) for (n, s) = (5, 2) with load <= 4 and column weight >= 3."""
-    n, s, L = 5, 2, 4
+def _fact3_search(n: int = 5, s: int = 2, L: int = 4) -> int:
+    """Number of 0/1 gradient codes (row multisets) for (n, s) with load <= L and column weights >= s + 1."""
     opts = [c for r in range(1, L + 1) for c in itertools.combinations(range(n), r)]
     vec = np.zeros((len(opts), n))
     for i, c in enumerate(opts):
@@ -120,6 +119,9 @@ def test_fact3_no_binary_code_5_2_load_4():
     """Exhaustive: no 0/1 matrix with load <= s + 2 = 4 is a (5, 2) gradient code, whatever the real weights."""
     assert _fact3_search() == 0
     assert gc.stable_binary(5, 2).load == 5
+    # the same search does find codes where they exist: (4, 1) at load 2 (fractional repetition and the cyclic
+    # {0,1},{1,2},{2,3},{3,0} among them); none at (3, 1), load 2 (n <= 2s + 1, as for (5, 2))
+    assert _fact3_search(4, 1, 2) >= 2 and _fact3_search(3, 1, 2) == 0
 
 
 # --------------------------------------------------------------------------- recommend()
