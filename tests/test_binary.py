@@ -180,6 +180,8 @@ def test_add_candidate_table():
         assert calls == [(12, 2, 1)] and code.recommendation.chosen == "test_family"
         with pytest.raises(TypeError):
             add_candidate("nope")
+        with pytest.raises(ValueError, match="before"):      # a typo must not silently append at the end
+            add_candidate(cand, before="fractional-repetition")
     finally:
         CANDIDATES[:] = saved
 

@@ -213,9 +213,11 @@ def add_candidate(candidate: Candidate, *, before: str | None = None) -> None:
     """Add a family to the :func:`recommend` table (e.g. Ye-Abbe codes for ``m > 1``); replaces a same-named row."""
     if not isinstance(candidate, Candidate):
         raise TypeError(f"add_candidate() takes a Candidate, got {type(candidate).__name__}")
+    names = [c.name for c in CANDIDATES if c.name != candidate.name]
+    if before is not None and before not in names:
+        raise ValueError(f"before must be the name of a candidate ({', '.join(names)}) or None, got {before!r}")
     CANDIDATES[:] = [c for c in CANDIDATES if c.name != candidate.name]
-    names = [c.name for c in CANDIDATES]
-    CANDIDATES.insert(names.index(before) if before in names else len(CANDIDATES), candidate)
+    CANDIDATES.insert(names.index(before) if before is not None else len(CANDIDATES), candidate)
 
 
 @dataclass
