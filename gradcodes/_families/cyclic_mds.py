@@ -16,11 +16,12 @@ partitions ``{i, ..., i+s} mod n``: load ``s + 1``, meeting the bound.
 an MDS code of minimum distance ``n - s + 1 > |F|``: ``u = 0``. Hence any ``n - s`` rows are a basis of
 ``C_Z ∋ 1``.
 
-**Placement of the zero window.** ``placement="textbook"`` takes ``Z = {1, ..., s}`` (spec §2.1), whose generator
-has coefficients as large as ``C(s, s/2)``-ish (``||c||_1 = 3e8`` at (100, 10), ``3e66`` at (500, 125) with
-``Σ c = 1``): decodes cancel catastrophically from n ≈ 50. ``placement="centered"`` (default) puts the window
-opposite frequency 0, ``Z = {z0+1, ..., z0+s}`` with ``z0 = (n-s)//2``; then ``c >= 0`` (real case) and
-``||c||_1 = Σ c = 1``, and the code survives random stragglers to n = 500 (spec numerics.md §3.1).
+**Placement of the zero window.** ``placement="textbook"`` takes ``Z = {1, ..., s}`` (spec §2.1): its roots crowd
+``x = 1``, so ``g(1)`` is tiny next to the monic coefficients (up to about ``C(s, s/2)``), and with ``Σ c = 1``
+``||c||_1 = 3e8`` at (100, 10), ``3e66`` at (500, 125): decodes cancel catastrophically from n ≈ 50.
+``placement="centered"`` (default) puts the window opposite frequency 0, ``Z = {z0+1, ..., z0+s}`` with
+``z0 = (n-s)//2``; then ``c >= 0`` (real case) and ``||c||_1 = Σ c = 1``, and the code survives random stragglers
+to n = 500 (spec numerics.md §3.1).
 
 **Real field.** The window is closed under ``f -> n - f`` exactly when ``n - s`` is odd; the centered code then
 has real coefficients (spec §2.2). When ``n - s`` is even and ``(s + 1) | n`` the real code is *cyclic fractional
