@@ -158,6 +158,10 @@ def test_gf_builder_given_field_and_primes():
     gfc = code.in_field(galois.GF(97))              # 97 ≡ 1 mod 8: a different prime works too
     assert gc.verify(gfc).exact
     assert gf_prime(16) == 17 and gf_prime(12) == 13
+    with pytest.raises(ValueError, match="n must be"):
+        gf_prime(0)                                   # used to loop forever (p += 0)
+    with pytest.raises(TypeError, match="n must be"):
+        gf_prime(2.0)
     p = gf_prime(500)
     assert p % 500 == 1 and galois.is_prime(p) and not any(galois.is_prime(q) for q in range(501, p, 500))
 

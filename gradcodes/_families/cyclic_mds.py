@@ -61,7 +61,7 @@ from .._code import GradientCode, LinearCode
 from .._decoders import Decoder, min_norm_solve, stragglers_of
 from .._io import REBUILDERS
 from .._registry import Scheme, register
-from .._validate import check_choice, check_ns
+from .._validate import check_choice, check_int, check_ns
 
 __all__ = ["cyclic_mds", "gf_prime", "CyclicSpectralDecoder", "CyclicBarycentricDecoder",
            "CyclicProductDecoder", "ResidueClassDecoder"]
@@ -127,6 +127,7 @@ def gf_prime(n: int) -> int:
     """
     import galois
 
+    n = check_int("n", n, 1)
     p = n + 1
     while not galois.is_prime(p):
         p += n
