@@ -120,6 +120,12 @@ def test_random_graph_generator():
     assert (A.sum(axis=1) == 5).all() and (A == A.T).all() and np.trace(A) == 0
     d, lam = spectral_parameter(A)
     assert d == pytest.approx(5) and lam < 5
+    path = np.zeros((3, 3), dtype=int)
+    path[0, 1] = path[1, 0] = path[1, 2] = path[2, 1] = 1
+    with pytest.raises(ValueError, match="regular"):         # eigenvalue 1 is not a degree: no silent answer
+        spectral_parameter(path)
+    with pytest.raises(ValueError, match="symmetric"):
+        spectral_parameter(np.triu(A))
     with pytest.raises(ValueError, match="even"):
         random_regular_graph(7, 3)
     A = random_regular_graph(1000, 20, seed=0)       # the pairing is O(n d): this took minutes when it was O(n^3 d)

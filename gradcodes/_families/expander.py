@@ -179,13 +179,22 @@ def _connected(A: np.ndarray) -> bool:
 def spectral_parameter(A: np.ndarray) -> tuple[float, float]:
     """``(d, λ)`` of a regular graph: its degree and ``max(|λ_2|, |λ_n|)`` of the adjacency matrix.
 
+    ``A`` is anything :func:`expander_code` accepts as a graph (adjacency matrix, neighbour lists, networkx graph);
+    it must be simple and regular (ValueError otherwise).
+
     >>> petersen = [[1, 4, 5], [0, 2, 6], [1, 3, 7], [2, 4, 8], [0, 3, 9], [0, 7, 8], [1, 8, 9], [2, 5, 9],
     ...             [3, 5, 6], [4, 6, 7]]
-    >>> d, lam = spectral_parameter(_adjacency(petersen, None))
+    >>> d, lam = spectral_parameter(petersen)
     >>> d, round(lam, 12)
     (3.0, 2.0)
     """
-    ev = np.sort(np.linalg.eigvalsh(np.asarray(A, dtype=np.float64)))[::-1]
+    A = _adjacency(A, None)
+    if A.shape[0] == 0:
+        raise ValueError("graph must have at least one vertex")
+    deg = A.sum(axis=1)
+    if (deg != deg[0]).any():
+        raise ValueError(f"graph must be regular; degrees range {int(deg.min())}..{int(deg.max())}")
+    ev = np.sort(np.linalg.eigvalsh(A.astype(np.float64)))[::-1]
     return float(ev[0]), float(max(abs(ev[1]), abs(ev[-1]))) if ev.size > 1 else 0.0
 
 
