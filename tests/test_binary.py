@@ -61,6 +61,9 @@ def test_general_k_and_mean_decoder():
     np.testing.assert_allclose(a[:4], 0.25)
     with pytest.raises(ValueError, match="k"):
         gc.stable_binary(10, 2, k=2)
+    assert stable_binary_load(10, 2, k=7) == 3 and stable_binary_load(10, 2, k=3) == 1
+    with pytest.raises(ValueError, match="k must be an integer >= 3"):
+        stable_binary_load(10, 2, k=2)                # same range as stable_binary (no such code)
 
 
 def test_end_to_end_accuracy_float32_float64():
@@ -88,9 +91,8 @@ def test_load_n_when_n_at_most_2s_plus_1(n, s):
 
 
 @lru_cache
-def _fact3_search() -> int:
-    """All 0/1 matrices (rows up to order) for (n, s) = (5, 2) with load <= 4 and column weight >= 3."""
-    n, s, L = 5, 2, 4
+def _fact3_search(n: int = 5, s: int = 2, L: int = 4) -> int:
+    """Number of 0/1 gradient codes (row multisets) for (n, s) with load <= L and column weights >= s + 1."""
     opts = [c for r in range(1, L + 1) for c in itertools.combinations(range(n), r)]
     vec = np.zeros((len(opts), n))
     for i, c in enumerate(opts):
@@ -117,6 +119,9 @@ def test_fact3_no_binary_code_5_2_load_4():
     """Exhaustive: no 0/1 matrix with load <= s + 2 = 4 is a (5, 2) gradient code, whatever the real weights."""
     assert _fact3_search() == 0
     assert gc.stable_binary(5, 2).load == 5
+    # the same search does find codes where they exist: (4, 1) at load 2 (fractional repetition and the cyclic
+    # {0,1},{1,2},{2,3},{3,0} among them); none at (3, 1), load 2 (n <= 2s + 1, as for (5, 2))
+    assert _fact3_search(4, 1, 2) >= 2 and _fact3_search(3, 1, 2) == 0
 
 
 # --------------------------------------------------------------------------- recommend()
@@ -175,6 +180,8 @@ def test_add_candidate_table():
         assert calls == [(12, 2, 1)] and code.recommendation.chosen == "test_family"
         with pytest.raises(TypeError):
             add_candidate("nope")
+        with pytest.raises(ValueError, match="before"):      # a typo must not silently append at the end
+            add_candidate(cand, before="fractional-repetition")
     finally:
         CANDIDATES[:] = saved
 
@@ -200,6 +207,22 @@ def test_hypothesis_grouped_mds_exhaustive(ns):
     assert code.load <= stable_binary_load(n, s)
     rep = gc.verify(code, limit=10**5)
     assert rep.exact and rep.exhaustive
+
+
+@pytest.mark.parametrize("build", [lambda: gc.stable_binary(13, 3), lambda: gc.grouped_mds(23, 4),
+                                   lambda: gc.grouped_mds(8, 4)], ids=["stable_binary", "grouped", "grouped-complex"])
+def test_batched_mixed_straggler_counts_exact_zeros(build):
+    """One batch mixing 0, 1, s - 1 and s stragglers: shape (b, 1, n), exact zeros on stragglers, every row decodes."""
+    code = build()
+    n, s = code.n, code.s
+    rng = np.random.default_rng(0)
+    mask = np.ones((6, n), dtype=bool)
+    for row, t in zip(mask, [0, 1, s - 1, s, s, s], strict=True):
+        row[rng.choice(n, t, replace=False)] = False
+    for name in code.decoders:
+        A = code.decoding_matrices(mask, name)
+        assert A.shape == (6, 1, n) and (A[:, 0][~mask] == 0).all(), name
+        assert np.abs(A @ code.B - code.target).max() < 1e-12, name
 
 
 def test_grouped_mds_blocks_are_disjoint_and_real_when_t_even():

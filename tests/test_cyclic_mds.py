@@ -99,6 +99,41 @@ def test_textbook_codeword_grows_centered_does_not():
     assert 1 <= np.abs(ce).sum() < 1.01                # n - s even: complex, nearly nonnegative up to a phase ramp
 
 
+def _exact_generator(n: int, s: int, m: int) -> list:
+    """Coefficients of ∏_{f=m}^{m+s-1} (x - ω^f) multiplied out in 120-digit arithmetic (mpmath).
+
+    Σc cancels 66 digits at (500, 125), textbook window.
+    """
+    mp = pytest.importorskip("mpmath")
+    with mp.workdps(120):
+        c = [mp.mpc(1)]
+        for f in range(m, m + s):
+            r = mp.expjpi(mp.mpf(2 * f) / n)
+            c = [(c[t - 1] if t else 0) - r * (c[t] if t < len(c) else 0) for t in range(len(c) + 1)]
+        g1 = mp.fsum(c)
+        return [complex(v) for v in c], complex(g1)
+
+
+@pytest.mark.parametrize("n,s,placement", [(20, 5, "textbook"), (100, 10, "textbook"), (200, 50, "textbook"),
+                                           (500, 125, "textbook"), (100, 25, "centered"), (128, 125, "centered")])
+@pytest.mark.parametrize("normalize", ["sum", "monic"])
+def test_codeword_matches_high_precision(n, s, placement, normalize):
+    """Both normalisations, to ~1e-13 relative, even where ||c||_1 / |c(1)| = 3e66 (textbook (500, 125)): the scale
+    must not come from summing the computed coefficients (that sum is pure rounding there)."""
+    g, g1 = _exact_generator(n, s, 1 if placement == "textbook" else (n - s) // 2 + 1)
+    expect = np.array(g) / (g1 if normalize == "sum" else 1)
+    code = gc.cyclic_mds(n, s, placement=placement, normalize=normalize)
+    c = code.B[0]
+    assert np.abs(c[s + 1:]).max(initial=0) == 0
+    assert np.abs(c[: s + 1] - expect).max() <= 1e-12 * np.abs(expect).max()
+    assert code._cyclic["c1"] == pytest.approx(1 if normalize == "sum" else g1, rel=1e-12)
+
+
+def test_codeword_overflow_is_an_error():
+    with pytest.raises(ValueError, match="overflows float64.*centered"):
+        gc.cyclic_mds(2600, 650, placement="textbook")      # coefficients ~1e351 with Σc = 1
+
+
 # --------------------------------------------------------------------------- exact verification over GF(p)
 @given(st.integers(2, 11).flatmap(lambda n: st.tuples(st.just(n), st.integers(0, n - 1))),
        st.sampled_from(["complex", "real"]), st.sampled_from(["centered", "textbook"]))
@@ -123,6 +158,10 @@ def test_gf_builder_given_field_and_primes():
     gfc = code.in_field(galois.GF(97))              # 97 ≡ 1 mod 8: a different prime works too
     assert gc.verify(gfc).exact
     assert gf_prime(16) == 17 and gf_prime(12) == 13
+    with pytest.raises(ValueError, match="n must be"):
+        gf_prime(0)                                   # used to loop forever (p += 0)
+    with pytest.raises(TypeError, match="n must be"):
+        gf_prime(2.0)
     p = gf_prime(500)
     assert p % 500 == 1 and galois.is_prime(p) and not any(galois.is_prime(q) for q in range(501, p, 500))
 
@@ -162,6 +201,31 @@ def test_all_decoders_exhaustive(n, s, field):
     for name in code.decoders:
         rep = gc.verify(code, decoder=name)
         assert rep.exact and rep.exhaustive, (name, str(rep))
+
+
+@pytest.mark.parametrize("build", [lambda: gc.cyclic_mds(12, 3), lambda: gc.cyclic_mds(13, 4, "real"),
+                                   lambda: gc.cyclic_mds(12, 3, "real"),
+                                   lambda: gc.cyclic_mds(12, 3, placement="textbook"),
+                                   lambda: gc.cyclic_mds(12, 3).in_field("GF")],
+                         ids=["complex", "real", "cyclic-FR", "textbook", "GF(13)"])
+def test_batched_mixed_straggler_counts_exact_zeros(build):
+    """One batch mixing 0, 1, s - 1 and s stragglers: shape (b, 1, n), exact zeros on stragglers, every row decodes."""
+    code = build()
+    n, s = code.n, code.s
+    rng = np.random.default_rng(0)
+    mask = np.ones((6, n), dtype=bool)
+    for row, t in zip(mask, [0, 1, s - 1, s, s, s], strict=True):
+        row[rng.choice(n, t, replace=False)] = False
+    for name in code.decoders:
+        A = code.decoding_matrices(mask, name)
+        assert A.shape == (6, 1, n), name
+        assert (A[:, 0][~mask] == 0).all(), name
+        for i in range(6):
+            R = A[i] @ code.B - code.target
+            if code.exact:
+                assert (R == 0).all(), name
+            else:
+                assert np.abs(R).max() < 1e-12, name
 
 
 def test_real_cyclic_fr_residue_decoder_is_01():
@@ -238,6 +302,7 @@ def test_invalid_real_field_names_alternatives():
 @pytest.mark.parametrize("kwargs,err", [({"n": 0, "s": 0}, ValueError), ({"n": 5, "s": 5}, ValueError),
                                         ({"n": 5, "s": -1}, ValueError), ({"n": 5.0, "s": 1}, TypeError),
                                         ({"n": 5, "s": 1, "field": "GF"}, ValueError),
+                                        ({"n": 5, "s": 1, "field": ["real"]}, ValueError),
                                         ({"n": 5, "s": 1, "placement": "left"}, ValueError),
                                         ({"n": 5, "s": 1, "normalize": "max"}, ValueError)])
 def test_bad_arguments(kwargs, err):

@@ -120,8 +120,19 @@ def test_random_graph_generator():
     assert (A.sum(axis=1) == 5).all() and (A == A.T).all() and np.trace(A) == 0
     d, lam = spectral_parameter(A)
     assert d == pytest.approx(5) and lam < 5
+    path = np.zeros((3, 3), dtype=int)
+    path[0, 1] = path[1, 0] = path[1, 2] = path[2, 1] = 1
+    with pytest.raises(ValueError, match="regular"):         # eigenvalue 1 is not a degree: no silent answer
+        spectral_parameter(path)
+    with pytest.raises(ValueError, match="symmetric"):
+        spectral_parameter(np.triu(A))
     with pytest.raises(ValueError, match="even"):
         random_regular_graph(7, 3)
+    A = random_regular_graph(1000, 20, seed=0)       # the pairing is O(n d): this took minutes when it was O(n^3 d)
+    assert (A.sum(axis=1) == 20).all() and (A == A.T).all() and np.trace(A) == 0
+    for n, d in ((8, 7), (2, 1), (1, 0), (9, 8)):  # complete graphs (exact fallback only) and trivial cases
+        A = random_regular_graph(n, d, seed=1)
+        np.testing.assert_array_equal(A, np.ones((n, n), dtype=int) - np.eye(n, dtype=int))
 
 
 # --------------------------------------------------------------------------- bad input
@@ -164,6 +175,28 @@ def test_bad_graphs(graph, match):
     n = 2 if not isinstance(graph, (str, list)) and np.asarray(graph).shape[0] == 2 else 3
     with pytest.raises(ValueError, match=match):
         gc.expander_code(n, 1, graph=graph)
+
+
+@pytest.mark.parametrize("graph,err,match", [
+    ([[1.5, 4, 5], *PETERSEN[1:]], TypeError, "integer vertices"),     # was truncated to vertex 1
+    ([["a", 4, 5], *PETERSEN[1:]], TypeError, "integer vertices"),
+    ([[1, 1, 4, 5], *PETERSEN[1:]], ValueError, "repeats vertex 1"),   # a multiple edge, was merged silently
+    (None, TypeError, "graph must be"),
+    (3, TypeError, "graph must be"),
+])
+def test_bad_neighbour_lists_and_types(graph, err, match):
+    with pytest.raises(err, match=match):
+        gc.expander_code(10, 3, graph=graph)
+
+
+@pytest.mark.parametrize("seed", [None, "generator"])
+def test_save_load_without_int_seed_keeps_the_graph(tmp_path, seed):
+    """Without an int seed the graph cannot be redrawn: it is saved, so the loaded code keeps its decoders."""
+    code = gc.expander_code(12, 3, seed=np.random.default_rng(5) if seed else None)
+    gc.save(code, tmp_path / "e.npz")
+    back = gc.load(tmp_path / "e.npz")
+    np.testing.assert_array_equal(back.B, code.B)
+    assert "optimal" in back.decoders and back.spectral_lambda == pytest.approx(code.spectral_lambda)
 
 
 def test_wrong_vertex_count():

@@ -10,7 +10,8 @@ member of group ``g`` stores block ``g`` and sends the plain sum of its partial 
 ``>= s + 1`` members); one responder per group, weight 1, sums the ``q`` disjoint blocks, i.e. all partitions.
 The decode adds ``q`` messages: no cancellation (cancellation factor exactly 1), error at the level of the
 additions themselves. *Load:* ``ceil(k/q)``; for ``k = n`` that is ``s + 1 + ceil(r/q)``: ``s + 1`` when
-``(s+1) | n`` (this is fractional repetition), ``s + 2`` when ``r <= q`` (roughly ``n >= s(s+1)``).
+``(s+1) | n`` (this is fractional repetition), ``s + 2`` when ``0 < r <= q`` (in particular whenever
+``n >= s(s+1)``, as ``r <= s``).
 
 *Theorem 2 (no code without cancellation does better when n <= 2s + 1).* Let ``B >= 0`` with no row storing
 everything uniformly, and suppose every responder set ``F`` (``|F| = n - s``) has a decoding vector ``a >= 0``.
@@ -68,8 +69,9 @@ def stable_binary_load(n: int, s: int, k: int | None = None) -> int:
     (4, 5, 167)
     """
     n, s = check_ns(n, s)
-    k = n if k is None else check_int("k", k, 1)
-    return -(-k // (n // (s + 1)))
+    q = n // (s + 1)
+    k = n if k is None else check_int("k", k, q)
+    return -(-k // q)
 
 
 def stable_binary(n: int, s: int, k: int | None = None, *, field: str = "real") -> GradientCode:
@@ -211,9 +213,11 @@ def add_candidate(candidate: Candidate, *, before: str | None = None) -> None:
     """Add a family to the :func:`recommend` table (e.g. Ye-Abbe codes for ``m > 1``); replaces a same-named row."""
     if not isinstance(candidate, Candidate):
         raise TypeError(f"add_candidate() takes a Candidate, got {type(candidate).__name__}")
+    names = [c.name for c in CANDIDATES if c.name != candidate.name]
+    if before is not None and before not in names:
+        raise ValueError(f"before must be the name of a candidate ({', '.join(names)}) or None, got {before!r}")
     CANDIDATES[:] = [c for c in CANDIDATES if c.name != candidate.name]
-    names = [c.name for c in CANDIDATES]
-    CANDIDATES.insert(names.index(before) if before in names else len(CANDIDATES), candidate)
+    CANDIDATES.insert(names.index(before) if before is not None else len(CANDIDATES), candidate)
 
 
 @dataclass
@@ -404,6 +408,20 @@ def grouped_mds(n: int, s: int) -> GradientCode:
     blocks are disjoint: the decoded block sums add up to the total. The decode cancels only inside the
     ``(t_g + 1)``-dimensional sub-codes, so it is accurate when the groups are small (``n_g`` up to a few dozen) or
     ``t_g <= 2``; :func:`recommend` measures it.
+
+    Parameters
+    ----------
+    n : int
+        Number of workers (= partitions), ``n >= 1``.
+    s : int
+        Stragglers tolerated, ``0 <= s <= n - 1``.
+
+    Returns
+    -------
+    GradientCode
+        ``k = n``, load ``s + 1`` (``s + 2`` when some ``t_g = 1``); real unless some ``t_g`` is odd and ``>= 3``
+        (then complex). Decoder ``"grouped"`` (default: per group, first responder of a repetition block or the
+        block's cyclic-MDS decoder), plus the generic ones.
 
     Examples
     --------

@@ -16,11 +16,12 @@ partitions ``{i, ..., i+s} mod n``: load ``s + 1``, meeting the bound.
 an MDS code of minimum distance ``n - s + 1 > |F|``: ``u = 0``. Hence any ``n - s`` rows are a basis of
 ``C_Z ∋ 1``.
 
-**Placement of the zero window.** ``placement="textbook"`` takes ``Z = {1, ..., s}`` (spec §2.1), whose generator
-has coefficients as large as ``C(s, s/2)``-ish (``||c||_1 = 3e8`` at (100, 10), ``3e66`` at (500, 125) with
-``Σ c = 1``): decodes cancel catastrophically from n ≈ 50. ``placement="centered"`` (default) puts the window
-opposite frequency 0, ``Z = {z0+1, ..., z0+s}`` with ``z0 = (n-s)//2``; then ``c >= 0`` (real case) and
-``||c||_1 = Σ c = 1``, and the code survives random stragglers to n = 500 (spec numerics.md §3.1).
+**Placement of the zero window.** ``placement="textbook"`` takes ``Z = {1, ..., s}`` (spec §2.1): its roots crowd
+``x = 1``, so ``g(1)`` is tiny next to the monic coefficients (up to about ``C(s, s/2)``), and with ``Σ c = 1``
+``||c||_1 = 3e8`` at (100, 10), ``3e66`` at (500, 125): decodes cancel catastrophically from n ≈ 50.
+``placement="centered"`` (default) puts the window opposite frequency 0, ``Z = {z0+1, ..., z0+s}`` with
+``z0 = (n-s)//2``; then ``c >= 0`` (real case) and ``||c||_1 = Σ c = 1``, and the code survives random stragglers
+to n = 500 (spec numerics.md §3.1).
 
 **Real field.** The window is closed under ``f -> n - f`` exactly when ``n - s`` is odd; the centered code then
 has real coefficients (spec §2.2). When ``n - s`` is even and ``(s + 1) | n`` the real code is *cyclic fractional
@@ -34,8 +35,10 @@ among any ``n - s`` rows one residue class mod ``s + 1`` is complete and its row
 * ``"spectral"`` (float default): that parametrisation with an orthonormal Fourier (real: cos/sin) basis ``K`` of
   the *numerical* left null space (the window plus the frequencies where ``|ĉ|`` is below rounding, ``d`` of them);
   ``a_S = 0`` is the ``s x d`` system ``K_S z = -κ 1``, solved by minimum-norm least squares (batched SVD).
-  ``||a||^2 = κ^2 n + ||z||^2``, so this is the small-norm solution of the numerically rank-deficient problem that
-  ``np.linalg.lstsq`` finds from the ``(n-s) x n`` system, at ``O(s d^2 + n d)`` per pattern.
+  ``||a||^2 = κ^2 n + ||z||^2``, so this is a small-norm solution of the numerically rank-deficient problem, of the
+  kind ``np.linalg.lstsq`` finds from the ``(n-s) x n`` system, at ``O(s d^2 + n d)`` per pattern. Its residual is
+  tied to how well the stored ``c`` vanishes on ``Z'``: at n ≈ 50-100 with ``s = n/10`` it is 10-40x lstsq's
+  (``docs/cyclic_mds.md``; ``decoder="lstsq"`` there), at n = 500 it is smaller.
 * ``"barycentric"``: the unique exact solution ``a_j = κ Σ_{l∈S} L_l(y_j) (1 - (y_j / y_l)^m)`` with
   ``y_j = ω^{-j}`` and ``L_l`` the Lagrange basis on the straggler nodes; ``O(ns + n log n)`` per pattern (one FFT
   gives every ``∏_{l∈S}(y_j - y_l)``). Exact in GF(p).
@@ -58,13 +61,14 @@ from .._code import GradientCode, LinearCode
 from .._decoders import Decoder, min_norm_solve, stragglers_of
 from .._io import REBUILDERS
 from .._registry import Scheme, register
-from .._validate import check_choice, check_ns
+from .._validate import check_choice, check_int, check_ns
 
 __all__ = ["cyclic_mds", "gf_prime", "CyclicSpectralDecoder", "CyclicBarycentricDecoder",
            "CyclicProductDecoder", "ResidueClassDecoder"]
 
 _FIELDS = {"complex": "complex", "C": "complex", "real": "real", "R": "real"}
 _CHUNK = 64
+_WORK = 1 << 18                  # elements per (g, n, t) work array of the barycentric decoder
 
 
 # ----------------------------------------------------------------------------------------------- helpers
@@ -73,13 +77,16 @@ def _window(n: int, s: int, placement: str) -> int:
     return 1 if placement == "textbook" else (n - s) // 2 + 1
 
 
-def _float_codeword(n: int, s: int, m: int, normalize: str, real: bool) -> np.ndarray:
-    """Coefficients (length n) of ``g(x) = ∏_{f=m}^{m+s-1} (x - ω^f)``, scaled by ``normalize``.
+def _float_codeword(n: int, s: int, m: int, normalize: str, real: bool) -> tuple[np.ndarray, complex]:
+    """``(c, c(1))``: the coefficients (length n) of ``g(x) = ∏_{f=m}^{m+s-1} (x - ω^f)``, scaled by ``normalize``,
+    and their sum in exact arithmetic (1 for ``"sum"``, ``g(1)`` for ``"monic"``).
 
     Computed from the values ``g(ω^u) = ∏_f (ω^u - ω^f)`` (exactly 0 on the window, products taken as sums of
     logarithms) by one inverse DFT, then truncated to the support ``{0, ..., s}``. Multiplying out the ``s``
     linear factors instead loses everything once the window is wider than half the circle (relative defect
-    ``max_{f∈Z} |c(ω^f)| / ||c||_1`` of 0.9 at (128, 125) against 1e-15 here).
+    ``max_{f∈Z} |c(ω^f)| / ||c||_1`` of 0.9 at (128, 125) against 1e-15 here). The scale comes from the same
+    logarithms (``g(1)`` for ``"sum"``), never from summing the computed coefficients: for the textbook window
+    ``|g(1)|`` is far below the rounding of ``Σ_t c_t`` (``||g||_1 / |g(1)| = 3e66`` at (500, 125)).
     """
     Z = np.arange(m, m + s)
     u = np.arange(n)
@@ -90,14 +97,19 @@ def _float_codeword(n: int, s: int, m: int, normalize: str, real: bool) -> np.nd
     phase = (2 * np.pi * Z[None, :] / n + np.pi / 2 + np.pi * d / n).sum(axis=1)
     top = logmag[~on_window].max() if (~on_window).any() else 0.0
     g = np.where(on_window, 0.0, np.exp(logmag - top + 1j * phase))
-    c = np.fft.fft(g) / n                                   # c_t = (1/n) Σ_u g(ω^u) ω^{-ut}
+    c = np.fft.fft(g) / n                                   # c_t = (1/n) Σ_u g(ω^u) ω^{-ut} = e^{-top} g_t
     c[s + 1:] = 0.0
-    c /= c.sum()
-    if normalize == "monic":                                # c_sum * g(1), g(1) = ∏_f (1 - ω^f) from its logarithm
-        c *= np.exp(logmag[0] + 1j * phase[0])
+    # g(1) = ∏_f (1 - ω^f) = exp(logmag[0] + i phase[0]) (u = 0 is never on the window: 0 ∉ Z)
+    log_scale = top if normalize == "monic" else top - logmag[0]
+    if log_scale > np.log(np.finfo(np.float64).max / 2):
+        raise ValueError(f"the {normalize!r}-normalised codeword of this code overflows float64 "
+                         f"(coefficients up to ~1e{log_scale / np.log(10):.0f}) at n={n}, s={s}; use "
+                         f"placement='centered' and normalize='sum'")
+    c *= np.exp(log_scale - (0.0 if normalize == "monic" else 1j * phase[0]))
+    c1 = complex(np.exp(logmag[0] + 1j * phase[0])) if normalize == "monic" else 1.0 + 0j
     if real:
-        return np.ascontiguousarray(c.real)
-    return c
+        return np.ascontiguousarray(c.real), c1
+    return c, c1
 
 
 def _circulant(c: Any) -> Any:
@@ -115,6 +127,7 @@ def gf_prime(n: int) -> int:
     """
     import galois
 
+    n = check_int("n", n, 1)
     p = n + 1
     while not galois.is_prime(p):
         p += n
@@ -150,8 +163,11 @@ class CyclicSpectralDecoder(Decoder):
     pairs for real codes) of ``Z' = Z ∪ {f ≠ 0 : |ĉ(f)| <= delta |ĉ(0)|}`` (``d = |Z'|`` columns), and stragglers
     ``S`` give the ``s x d`` system ``K_S z = -κ 1_S``, solved by minimum-norm least squares (batched SVD, right-hand
     side projected first). Because ``κ 1 ⟂ K``, ``||κ 1 + K z||^2 = κ^2 n + ||z||^2``: this is the minimum-norm
-    decoding vector among those whose residual is at rounding level, the vector ``np.linalg.lstsq`` finds from the
-    ``(n-s) x n`` system, at a fraction of the cost. With ``delta = 0`` it is the exact MDS solution.
+    vector in the spectral parametrisation, a small-norm decoding vector like the one ``np.linalg.lstsq`` finds from
+    the ``(n-s) x n`` system (not the same one: norms differ by up to 1.5x at (200, 50)), at a fraction of the cost.
+    Its residual ``||a B - 1||`` is not minimised against the stored ``B``: it is 10-40x lstsq's at n ≈ 50-100,
+    ``s = n/10`` (1e-8 against 4e-10 at (101, 10), real), and smaller than lstsq's at n = 500. With ``delta = 0``
+    it is the exact MDS solution.
 
     Parameters
     ----------
@@ -275,22 +291,23 @@ class CyclicBarycentricDecoder(Decoder):
             if t == 0:
                 out[rows, 0] = kappa.real if code.field == "real" else kappa
                 continue
-            for lo in range(0, rows.size, _CHUNK):
-                r = rows[lo:lo + _CHUNK]
-                S = stragglers_of(mask[r], t)                                  # (g, t)
-                chi = (~mask[r]).astype(np.float64)
-                conv = np.fft.ifft(np.fft.fft(chi, axis=1) * That, axis=1)    # Σ_{l∈S} T[j - l]
-                phase = -2j * np.pi * S.sum(axis=1, keepdims=True) / n        # Σ_{l∈S} -2πi l/n
-                log_ell = conv + phase                                         # log ∏_{l∈S}(y_j - y_l), j ∉ S
-                # log ∏_{l'≠l}(y_l - y_l') = conv[l] - 2πi (Σ S - l)/n
-                log_w = -(np.take_along_axis(conv, S, axis=1) + phase + 2j * np.pi * S / n)
-                d = (jj[None, :, None] - S[:, None, :]) % n                   # (g, n, t)
-                log_diff = T[d] - 2j * np.pi * S[:, None, :] / n
-                L = np.exp(log_ell[:, :, None] - log_diff + log_w[:, None, :])
-                ratio = np.exp(-2j * np.pi * m * d / n)                        # (y_j / y_l)^m
-                a = kappa * (L * (1 - ratio)).sum(axis=2)
-                a *= mask[r]
-                out[r, 0] = a.real if code.field == "real" else a
+            step = max(1, min(_CHUNK, _WORK // (n * t)))                       # (g, n, t) work arrays
+            with np.errstate(over="ignore", invalid="ignore"):   # huge vectors are rejected by the caller
+                for lo in range(0, rows.size, step):
+                    r = rows[lo:lo + step]
+                    S = stragglers_of(mask[r], t)                                  # (g, t)
+                    chi = (~mask[r]).astype(np.float64)
+                    conv = np.fft.ifft(np.fft.fft(chi, axis=1) * That, axis=1)    # Σ_{l∈S} T[j - l]
+                    phase = -2j * np.pi * S.sum(axis=1, keepdims=True) / n        # Σ_{l∈S} -2πi l/n
+                    log_ell = conv + phase                                         # log ∏_{l∈S}(y_j - y_l), j ∉ S
+                    # log ∏_{l'≠l}(y_l - y_l') = conv[l] - 2πi (Σ S - l)/n
+                    log_w = -(np.take_along_axis(conv, S, axis=1) + phase + 2j * np.pi * S / n)
+                    d = (jj[None, :, None] - S[:, None, :]) % n                   # (g, n, t)
+                    log_diff = T[d] - 2j * np.pi * S[:, None, :] / n
+                    L = np.exp(log_ell[:, :, None] - log_diff + log_w[:, None, :])
+                    ratio = np.exp(-2j * np.pi * m * d / n)                        # (y_j / y_l)^m
+                    a = np.where(mask[r], kappa * (L * (1 - ratio)).sum(axis=2), 0)  # exact zeros, even if inf
+                    out[r, 0] = a.real if code.field == "real" else a
         return out
 
     @staticmethod
@@ -346,7 +363,8 @@ class CyclicProductDecoder(Decoder):
         Vhat = np.fft.fft(V)
         chi = (~mask).astype(np.float64)
         conv = np.fft.ifft(np.fft.fft(chi, axis=1) * Vhat, axis=1)
-        a = kappa * np.exp(conv) * mask
+        with np.errstate(over="ignore"):
+            a = np.where(mask, kappa * np.exp(conv), 0)        # exact zeros on stragglers (exp may overflow)
         return a[:, None, :]
 
 
@@ -428,7 +446,7 @@ def cyclic_mds(n: int, s: int, field: str = "complex", *, placement: str = "cent
     (True, True)
     """
     n, s = check_ns(n, s)
-    if field not in _FIELDS:
+    if not isinstance(field, str) or field not in _FIELDS:
         raise ValueError(f"field must be one of 'complex', 'real' (or 'C', 'R'), got {field!r}")
     fld = _FIELDS[field]
     check_choice("placement", placement, ("centered", "textbook"))
@@ -453,10 +471,11 @@ def cyclic_mds(n: int, s: int, field: str = "complex", *, placement: str = "cent
     if construction == "cyclic_fr":
         c = np.zeros(n)
         c[: s + 1] = 1.0 / (s + 1) if normalize == "sum" else 1.0
+        c1 = 1.0 + 0j if normalize == "sum" else complex(s + 1)
     else:
-        c = _float_codeword(n, s, m, normalize, real=fld == "real")
+        c, c1 = _float_codeword(n, s, m, normalize, real=fld == "real")
     params["_window"] = m
-    params["_c1"] = complex(c.sum()) if fld == "complex" else float(c.sum())
+    params["_c1"] = c1 if fld == "complex" else c1.real
     params["_construction"] = construction
     params["_freqs"] = (np.arange(1, s + 1) * (n // (s + 1)) if construction == "cyclic_fr"
                         else np.arange(m, m + s)).tolist()

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import numbers
 import time
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -44,8 +45,12 @@ __all__ = ["expander_code", "random_regular_graph", "approximation_error", "wors
 def random_regular_graph(n: int, d: int, seed: Any = None, max_tries: int = 1000) -> np.ndarray:
     """Adjacency matrix (n x n, 0/1 int) of a uniformly-ish random simple ``d``-regular graph.
 
-    Pairs half-edges one at a time among the admissible ones (no loop, no repeated edge), restarting on a dead end
-    (Steger & Wormald's algorithm); ``n * d`` must be even and ``0 <= d <= n - 1``.
+    Steger & Wormald's algorithm: pairs two uniformly random free half-edges at a time, keeping the pair when it is
+    admissible (no loop, no repeated edge) and restarting on a dead end; ``n * d`` must be even and
+    ``0 <= d <= n - 1``. Each pair is found by rejection sampling (``O(1)`` expected draws while many admissible
+    pairs remain); after a run of rejections the admissible pairs of the few vertices with free half-edges are
+    enumerated and one is drawn exactly (weight ``free_u * free_v``, the same distribution), or the dead end is
+    detected. Expected cost about ``O(n d)`` plus the ``n x n`` matrix.
 
     >>> A = random_regular_graph(10, 3, seed=0)
     >>> A.sum(axis=0).tolist() == [3] * 10, bool((A == A.T).all()), int(A.trace())
@@ -55,29 +60,42 @@ def random_regular_graph(n: int, d: int, seed: Any = None, max_tries: int = 1000
     d = check_int("degree", d, 0, n - 1)
     if (n * d) % 2:
         raise ValueError(f"a d-regular graph on n vertices needs n*d even; got n={n}, degree={d}")
+    max_tries = check_int("max_tries", max_tries, 1)
     rng = check_seed(seed)
     for _ in range(max_tries):
-        A = np.zeros((n, n), dtype=np.int64)
-        deg = np.zeros(n, dtype=np.int64)
-        ok = True
-        for _ in range(n * d // 2):
-            free = d - deg
-            # admissible pairs (u, v): both have free stubs, u != v, not yet adjacent; weight = free_u * free_v
-            W = np.outer(free, free) * (1 - A)
-            np.fill_diagonal(W, 0)
-            W = np.triu(W)
-            total = W.sum()
-            if total == 0:
-                ok = False
-                break
-            idx = rng.choice(W.size, p=(W / total).ravel())
-            u, v = divmod(int(idx), n)
-            A[u, v] = A[v, u] = 1
-            deg[u] += 1
-            deg[v] += 1
-        if ok:
+        A = _pair_stubs(n, d, rng)
+        if A is not None:
             return A
     raise RuntimeError(f"could not draw a {d}-regular graph on {n} vertices in {max_tries} tries")  # pragma: no cover
+
+
+def _pair_stubs(n: int, d: int, rng: np.random.Generator, rejections: int = 64) -> np.ndarray | None:
+    """One Steger-Wormald attempt: a d-regular adjacency matrix, or None at a dead end."""
+    A = np.zeros((n, n), dtype=np.int64)
+    stubs = np.repeat(np.arange(n, dtype=np.int64), d)      # unpaired half-edges (vertex of each)
+    m = stubs.size
+    while m:
+        for _ in range(rejections):                        # uniform pair of distinct half-edges
+            i, j = rng.integers(m, size=2)
+            u, v = int(stubs[i]), int(stubs[j])
+            if i != j and u != v and not A[u, v]:
+                break
+        else:                                              # few admissible pairs left: draw one exactly
+            verts, free = np.unique(stubs[:m], return_counts=True)
+            W = np.outer(free, free) * (1 - A[np.ix_(verts, verts)])
+            W = np.triu(W, 1)
+            total = W.sum()
+            if total == 0:
+                return None
+            a, b = divmod(int(rng.choice(W.size, p=(W / total).ravel())), verts.size)
+            u, v = int(verts[a]), int(verts[b])
+            i = int(np.flatnonzero(stubs[:m] == u)[0])
+            j = int(np.flatnonzero(stubs[:m] == v)[0])
+        A[u, v] = A[v, u] = 1
+        for k in sorted((int(i), int(j)), reverse=True):   # remove both half-edges (swap with the last free one)
+            m -= 1
+            stubs[k] = stubs[m]
+    return A
 
 
 def _adjacency(graph: Any, n: int | None) -> np.ndarray:
@@ -99,11 +117,18 @@ def _adjacency(graph: Any, n: int | None) -> np.ndarray:
         size = len(items)
         A = np.zeros((size, size), dtype=np.int64)
         for u, nbrs in items:
+            for v in (u, *nbrs):
+                if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+                    raise TypeError(f"graph neighbour lists must contain integer vertices 0..{size - 1}, got {v!r} "
+                                    f"(vertex {u!r})")
             for v in nbrs:
                 if not (0 <= int(v) < size) or not (0 <= int(u) < size):
                     raise ValueError(f"graph neighbour lists must use vertices 0..{size - 1}; got edge {u}-{v}")
                 if int(u) == int(v):
                     raise ValueError(f"graph has a self-loop at {u}; expander codes use simple graphs")
+                if A[int(u), int(v)]:
+                    raise ValueError(f"graph neighbour list of vertex {u} repeats vertex {v}; expander codes use "
+                                     f"simple graphs (no multiple edges)")
                 A[int(u), int(v)] = 1
         if not (A == A.T).all():
             bad = np.argwhere(A != A.T)[0]
@@ -112,7 +137,10 @@ def _adjacency(graph: Any, n: int | None) -> np.ndarray:
     try:
         A = np.asarray(graph)
     except (TypeError, ValueError):
-        raise TypeError("graph must be 'random', an adjacency matrix, neighbour lists or a networkx graph") from None
+        A = None
+    if A is None or A.ndim == 0 or A.dtype == object:
+        raise TypeError(f"graph must be 'random', an adjacency matrix, neighbour lists or a networkx graph, got "
+                        f"{graph!r}")
     if A.ndim != 2 or A.shape[0] != A.shape[1]:
         raise ValueError(f"graph adjacency matrix must be square, got shape {A.shape}")
     if A.dtype.kind not in "biuf" or not np.all(np.isin(A, (0, 1))):
@@ -151,13 +179,22 @@ def _connected(A: np.ndarray) -> bool:
 def spectral_parameter(A: np.ndarray) -> tuple[float, float]:
     """``(d, λ)`` of a regular graph: its degree and ``max(|λ_2|, |λ_n|)`` of the adjacency matrix.
 
+    ``A`` is anything :func:`expander_code` accepts as a graph (adjacency matrix, neighbour lists, networkx graph);
+    it must be simple and regular (ValueError otherwise).
+
     >>> petersen = [[1, 4, 5], [0, 2, 6], [1, 3, 7], [2, 4, 8], [0, 3, 9], [0, 7, 8], [1, 8, 9], [2, 5, 9],
     ...             [3, 5, 6], [4, 6, 7]]
-    >>> d, lam = spectral_parameter(_adjacency(petersen, None))
+    >>> d, lam = spectral_parameter(petersen)
     >>> d, round(lam, 12)
     (3.0, 2.0)
     """
-    ev = np.sort(np.linalg.eigvalsh(np.asarray(A, dtype=np.float64)))[::-1]
+    A = _adjacency(A, None)
+    if A.shape[0] == 0:
+        raise ValueError("graph must have at least one vertex")
+    deg = A.sum(axis=1)
+    if (deg != deg[0]).any():
+        raise ValueError(f"graph must be regular; degrees range {int(deg.min())}..{int(deg.max())}")
+    ev = np.sort(np.linalg.eigvalsh(A.astype(np.float64)))[::-1]
     return float(ev[0]), float(max(abs(ev[1]), abs(ev[-1]))) if ev.size > 1 else 0.0
 
 
@@ -190,8 +227,9 @@ class OptimalDecoder(Decoder):
         B = code.B
         E = code.target
         out = np.zeros((b, code.m, n), dtype=np.result_type(B.dtype, np.float64))
-        for lo in range(0, b, 256):
-            mk = mask[lo:lo + 256]
+        step = max(1, min(256, (1 << 22) // B.size))            # (step, k m, n) work array: <= 32 MB
+        for lo in range(0, b, step):
+            mk = mask[lo:lo + step]
             Bt = B.T[None, :, :] * mk[:, None, :]
             X = min_norm_solve(Bt, np.broadcast_to(E.T.astype(Bt.dtype), (mk.shape[0], *E.T.shape)))
             out[lo:lo + mk.shape[0]] = np.swapaxes(X, 1, 2) * mk[:, None, :]
@@ -277,17 +315,17 @@ def expander_code(n: int, degree: int, graph: Any = "random", *, seed: Any = Non
         if graph != "random":
             raise ValueError(f"graph must be 'random' or a user graph (adjacency matrix, neighbour lists, networkx "
                              f"graph), got {graph!r}")
-        A = random_regular_graph(n, degree, seed)
-        if isinstance(seed, (int, np.integer)):
+        rng = check_seed(seed)
+        for _ in range(100 if require_connected else 1):
+            A = random_regular_graph(n, degree, rng)
+            if not require_connected or _connected(A):
+                break
+        else:
+            raise ValueError(f"no connected {degree}-regular graph found on {n} vertices; use degree >= 2")
+        if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
             params["seed"] = int(seed)
-        if require_connected and not _connected(A):
-            rng = check_seed(seed)
-            for _ in range(100):
-                A = random_regular_graph(n, degree, rng)
-                if _connected(A):
-                    break
-            else:
-                raise ValueError(f"no connected {degree}-regular graph found on {n} vertices; use degree >= 2")
+        else:                                 # no seed to redraw it from: keep the graph itself (save/load)
+            params["graph"] = [np.flatnonzero(row).tolist() for row in A]
     else:
         A = _adjacency(graph, n)
         if A.shape[0] != n:
@@ -457,6 +495,8 @@ def worst_case_error(code: LinearCode, s: int | None = None, *, decoder: str | D
     limit = check_int("limit", limit, 0)
     samples = check_int("samples", samples, 1)
     batch_size = check_int("batch_size", batch_size, 1)
+    search_steps = check_int("search_steps", search_steps, 0)
+    neighbours = check_int("neighbours", neighbours, 1)
     rng = check_seed(seed)
     dec = code._decoder(decoder)
     total = math.comb(n, s)
@@ -497,11 +537,11 @@ def worst_case_error(code: LinearCode, s: int | None = None, *, decoder: str | D
         if search and s:
             cur, cur_e = worst_S.copy(), worst
             evaluated = 0
-            for _ in range(check_int("search_steps", search_steps, 0)):
+            for _ in range(search_steps):
                 outside = np.setdiff1d(np.arange(n), cur)
                 pairs = np.array(list(itertools.product(range(s), range(outside.size))))
                 if pairs.shape[0] > neighbours:
-                    pairs = pairs[rng.choice(pairs.shape[0], check_int("neighbours", neighbours, 1), replace=False)]
+                    pairs = pairs[rng.choice(pairs.shape[0], neighbours, replace=False)]
                 cand = np.repeat(cur[None], pairs.shape[0], axis=0)
                 cand[np.arange(pairs.shape[0]), pairs[:, 0]] = outside[pairs[:, 1]]
                 cand.sort(axis=1)
