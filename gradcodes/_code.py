@@ -346,7 +346,14 @@ class LinearCode:
         target = X.dtype
         if M.dtype.kind == "c" and target.kind == "f":
             target = np.result_type(target, np.complex64)
-        return M if M.dtype == target else M.astype(target)
+        if M.dtype == target:
+            return M
+        with np.errstate(over="ignore"):
+            cast = M.astype(target)
+        if not np.all(np.isfinite(cast)):
+            raise ValueError(f"the code's matrix (max |entry| = {np.abs(M).max():.3g}) does not fit {target}: "
+                             f"use float64 data with this code, or a better-scaled code")
+        return cast
 
     def encode(self, partials: Any) -> np.ndarray:
         """Worker messages ``Y`` (n x q) from partial gradients (k x p), ``q = ceil(p/m)``.
@@ -515,8 +522,12 @@ class GradientCode(LinearCode):
             return
         if not accepts(np.array(canc), np.array(res), self.rtol):
             est = float(error_estimate(canc, res))
-            why = "the sum is not in the span of their rows" if res > self.rtol else \
-                "float64 cancellation destroys the result"
+            if not np.isfinite(res) or not np.isfinite(canc) or res > 1e100:
+                why = "the decoding vector overflows float64"
+            elif res > self.rtol:
+                why = "the sum is not in the span of their rows (to float64 accuracy)"
+            else:
+                why = "float64 cancellation destroys the result"
             raise DecodingError(f"responders {F.tolist()} cannot recover the gradient to rtol={self.rtol:g}: {why} "
                                 f"(residual ||A_F B - E|| = {res:.3g}, cancellation {canc:.3g}, predicted error "
                                 f"{est:.3g})", F, res)

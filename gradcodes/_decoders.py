@@ -76,6 +76,26 @@ def single_threaded_blas() -> Any:
     return _CONTROLLER.limit(limits=1, user_api="blas")
 
 
+def row_scaled(code: LinearCode) -> tuple[np.ndarray, np.ndarray]:
+    """``(Bs, d)``: ``B`` equilibrated by powers of two (``Bs = diag(d) B``, exact in floating point) and ``d``.
+
+    A decoding matrix ``A'`` for ``Bs`` gives ``A = A' diag(d)`` for ``B``: decoding is invariant to row scalings
+    (a worker may send any multiple of its combination), while the rank decisions of an SVD are not. Rows are
+    rescaled only when their norms spread over more than ``2**16`` (otherwise ``d = 1``: on ordinary codes the
+    unscaled matrix measured 1.5-2x more accurate); zero rows keep scale 1.
+    """
+    cached = code._memo.get("row_scaled")
+    if cached is None:
+        norms = np.linalg.norm(code.B, axis=1)
+        pos = norms[norms > 0]
+        d = np.ones(code.n)
+        if pos.size and pos.max() > 2.0**16 * pos.min():
+            d = np.where(norms > 0, np.exp2(-np.round(np.log2(np.where(norms > 0, norms, 1.0)))), 1.0)
+        cached = (np.ascontiguousarray(code.B * d[:, None]), d)
+        code._memo["row_scaled"] = cached
+    return cached
+
+
 def stragglers_of(mask: np.ndarray, t: int) -> np.ndarray:
     """The (b, t) sorted straggler indices of masks that all have exactly ``t`` stragglers."""
     if t == 0:
@@ -138,7 +158,7 @@ class LeastSquaresDecoder(Decoder):
             return self._matrices(code, mask)
 
     def _matrices(self, code: LinearCode, mask: np.ndarray) -> np.ndarray:
-        B = code.B
+        B, rs = row_scaled(code)                                 # solve for diag(rs) B, then A = A' diag(rs)
         E = code.target
         b, n = mask.shape
         out = np.zeros((b, code.m, n), dtype=np.result_type(B, E, np.float64))
@@ -155,6 +175,7 @@ class LeastSquaresDecoder(Decoder):
                 blk = np.zeros((r.size, code.m, n), dtype=out.dtype)
                 np.put_along_axis(blk, np.broadcast_to(F[:, None, :], aF.shape), aF, axis=2)
                 out[r] = blk
+        out *= rs
         return out
 
 
@@ -182,10 +203,11 @@ class NullSpaceDecoder(Decoder):
         ``P = pinv(B)`` (k m, n)."""
         cached = code._memo.get("nullspace")
         if cached is None:
-            P = pinv(code.B)
+            Bn = row_scaled(code)[0]                             # solve for the row-normalised matrix
+            P = pinv(Bn)
             C = code.target @ P
-            C += (code.target - C @ code.B) @ P                  # one step of iterative refinement, once
-            K = scipy.linalg.null_space(code.B.T)
+            C += (code.target - C @ Bn) @ P                      # one step of iterative refinement, once
+            K = scipy.linalg.null_space(Bn.T)
             cached = (np.ascontiguousarray(C), np.ascontiguousarray(K), np.ascontiguousarray(P))
             code._memo["nullspace"] = cached
         return cached
@@ -225,7 +247,8 @@ class NullSpaceDecoder(Decoder):
 
     def _matrices(self, code: LinearCode, mask: np.ndarray) -> np.ndarray:
         C, K, P = self.basis(code)
-        B, E = code.B, code.target
+        B, rs = row_scaled(code)                                 # solve for diag(rs) B, then A = A' diag(rs)
+        E = code.target
         b, n = mask.shape
         m, d = C.shape[0], K.shape[1]
         groups = _by_straggler_count(mask)
@@ -271,6 +294,7 @@ class NullSpaceDecoder(Decoder):
                 out = A
             else:
                 out[rows] = A
+        out *= rs
         if redo:
             idx = np.concatenate(redo)
             out[idx] = LeastSquaresDecoder().matrices(code, mask[idx])

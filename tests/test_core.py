@@ -315,3 +315,10 @@ def test_garbage_straggler_rows_raise_no_warning():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         np.testing.assert_allclose(code.decode([0, 1, 2, 3, 4], Y), np.ones(6), rtol=1e-12)
+
+
+def test_float32_data_with_a_matrix_beyond_float32_is_an_error():
+    code = gc.GradientCode(np.array([[1e39, 0.0], [0.0, 1.0]]), s=0)
+    with pytest.raises(ValueError, match="does not fit float32"):
+        code.encode(np.ones((2, 3), dtype=np.float32))
+    np.testing.assert_allclose(code.decode([0, 1], code.encode(np.ones((2, 3)))), 2 * np.ones(3))
