@@ -417,3 +417,22 @@ def test_save_load_restores_family_decoders(tmp_path):
         loaded = gc.load(path)
         assert "lagrange" in loaded.decoders and loaded.default_decoder == "lagrange"
         assert np.all(np.asarray(loaded.B == code.B))
+
+
+@pytest.mark.parametrize(("n", "s", "m"), [(1, 0, 1), (2, 1, 1), (2, 0, 2), (7, 6, 1), (7, 0, 7), (7, 3, 4),
+                                           (60, 0, 60), (40, 2, 38)])
+def test_edge_parameters_default(n, s, m):
+    """n = 1, s = n - 1, m = n - s (every worker holds everything), and large m (the stride search stays cheap)."""
+    code = gc.ye_abbe(n, s, m)
+    assert code.load == s + m and np.all(code.replication == s + m)
+    report = gc.verify(code, samples=20, search=False)
+    assert report.exact, str(report)
+    G = np.random.default_rng(0).normal(size=(n, 3 * m + 1))
+    F = np.arange(s, n)
+    np.testing.assert_allclose(code.decode(F, code.encode(G), length=3 * m + 1), G.sum(axis=0),
+                               atol=1e3 * report.error_estimate * np.abs(G).sum())
+
+
+def test_bad_spacing_infinite():
+    with pytest.raises(ValueError, match="positive finite number"):
+        gc.ye_abbe(9, 1, 2, spacing=float("inf"))

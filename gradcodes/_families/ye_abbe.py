@@ -274,11 +274,11 @@ def _holders(n: int, d: int) -> np.ndarray:
     return (np.arange(n)[:, None] + np.arange(-d + 1, 1)[None, :]) % n
 
 
-def _fourier_B(plan: _FourierPlan, bk: _Backend, max_cond: float = 1e10) -> Any:
+def _fourier_B(plan: _FourierPlan, bk: _Backend, max_cond: float | None = 1e10) -> Any:
     """Encoding matrix (n, n*m) of the Fourier construction (closed-form sine products, one m x m solve per j).
 
     Float64: raises ValueError when some ``M_j`` has condition number above ``max_cond`` (``B`` would lose
-    ``log10(cond)`` digits).
+    ``log10(cond)`` digits); ``max_cond=None`` skips that check (and its batched SVD).
     """
     n, d, m = plan.n, plan.d, plan.m
     tr = _Trig(n, bk)
@@ -304,16 +304,21 @@ def _fourier_B(plan: _FourierPlan, bk: _Backend, max_cond: float = 1e10) -> Any:
         den[:, eye_m] = one
     else:
         den = np.where(eye_m[None], one, den)
-    # Lagrange basis l_w(i) = prod_{v != w} sin(pi(i - psi_v)/n) / sin(pi(psi_w - psi_v)/n)
-    Lb = bk.zeros((n, d, m)) if bk.exact else np.empty((n, d, m))
-    for w in range(m):
-        others = [v for v in range(m) if v != w]
-        numw = np.prod(num[:, :, others], axis=2) if others else bk.const(np.ones((n, d)))
-        denw = np.prod(den[:, w, others], axis=1) if others else bk.const(np.ones(n))
-        Lb[:, :, w] = numw / denw[:, None]
+    # Lagrange basis l_w(i) = prod_{v != w} sin(pi(i - psi_v)/n) / sin(pi(psi_w - psi_v)/n), in O(n d m): num[:, a, v]
+    # vanishes only at a = pos[v] (distinct angles in a window), so divide the full product by one factor and set
+    # the rows at the interpolation points to the identity
+    pos_idx, w_idx = pos, np.arange(m)
+    if isinstance(bk, _GFBackend):
+        num[:, pos_idx, w_idx] = one
+    else:
+        num = num.copy()
+        num[:, pos_idx, w_idx] = 1.0
+    full_num = np.prod(num, axis=2)                                # (n, d)
+    Lb = full_num[:, :, None] / num / np.prod(den, axis=2)[:, None, :]
+    Lb[:, pos_idx, :] = bk.const(np.eye(m)) if isinstance(bk, _GFBackend) else np.eye(m)
     Phi = S[:, :, None] * Lb                                       # (n, d, m): S_j l_w at the holders
     M = _stack(bk, [K[:, H[j]] @ Phi[j] for j in range(n)]) if bk.exact else np.einsum("ujk,jkw->juw", K[:, H], Phi)
-    if not bk.exact:
+    if not bk.exact and max_cond is not None:
         sv = np.linalg.svd(M, compute_uv=False)
         with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
             cond = sv[:, 0] / np.maximum(sv[:, -1], np.finfo(float).tiny)
@@ -510,10 +515,10 @@ def _positions(d: int, m: int) -> tuple[int, ...]:
     return tuple(int(v) for v in np.round(np.linspace(0, d - 1, m)).astype(int))
 
 
-def _b_side(plan: _FourierPlan) -> tuple[float, np.ndarray] | None:
+def _b_side(plan: _FourierPlan, max_cond: float | None = 1e6) -> tuple[float, np.ndarray] | None:
     """``(max_i ||B_i||_1, B)`` for a plan in float64, or None when some ``M_j`` is (nearly) singular."""
     try:
-        B = _fourier_B(plan, _Backend(), max_cond=1e6)
+        B = _fourier_B(plan, _Backend(), max_cond=max_cond)
     except (ValueError, np.linalg.LinAlgError):
         return None
     if not np.all(np.isfinite(B)):
@@ -559,19 +564,22 @@ def _fourier_plan(n: int, s: int, m: int, spacing: Any = None, stride: int | Non
     d = s + m
     pos = _positions(d, m)
     if spacing is None:
-        strides = _stride_candidates(n) if stride is None else [stride]
+        # the search costs about n (m^3 + d m) per candidate: fewer strides for very large m
+        count = int(min(24, max(2, 2e8 // (n * (m**3 + d * m)))))
+        strides = _stride_candidates(n, count) if stride is None else [stride]
         shifts = [1, 2, n, 2 * n - 1] if any(k == "mix" for _, k, _ in _fourier_top(n, s, m)) else [1]
-        best: tuple[float, _FourierPlan] | None = None
+        ranked: list[tuple[float, int, _FourierPlan]] = []
         for q in strides:
             for sh in shifts:
                 plan = _FourierPlan(n, s, m, _fourier_top(n, s, m, sh), pos, q, top=True)
-                got = _b_side(plan)
-                if got is not None and (best is None or got[0] < best[0]):
-                    best = (got[0], plan)
-        if best is None:
-            raise ValueError(f"no stride in {strides} gives well-conditioned Fourier functionals for n={n}, s={s}, "
-                             f"m={m}; try another stride")
-        return best[1]
+                got = _b_side(plan, max_cond=None)                 # no SVD while ranking
+                if got is not None:
+                    ranked.append((got[0], len(ranked), plan))
+        for _, _, plan in sorted(ranked, key=lambda t: t[:2]):     # smallest ||B||, first well-conditioned one
+            if _b_side(plan) is not None:
+                return plan
+        raise ValueError(f"no stride in {strides} gives well-conditioned Fourier functionals for n={n}, s={s}, "
+                         f"m={m}; try another stride")
     q = 1 if stride is None else stride
     if spacing != "auto" or m == 1:
         funcs = _fourier_functionals(n, s, m, 1.0 if spacing == "auto" else spacing)
@@ -750,7 +758,7 @@ class YeAbbeDecoder(Decoder):
         s = self._s
         counts = n - mask.sum(axis=1)
         if np.all(counts == s):
-            return self._batched(mask)
+            return self._batched(mask, code.m)
         out = self._zeros(code, b, n)
         for t in np.unique(counts):
             if t > s:  # too few responders: no decoding matrix (zeros; the residual reports it)
@@ -759,7 +767,7 @@ class YeAbbeDecoder(Decoder):
             mk = mask[rows].copy()
             if t < s:  # more responders than needed: keep the n - s smallest indices
                 mk &= np.cumsum(mk, axis=1) <= n - s
-            out[rows] = self._batched(mk)
+            out[rows] = self._batched(mk, code.m)
         return out
 
     def _zeros(self, code: Any, b: int, n: int) -> Any:
@@ -771,10 +779,10 @@ class YeAbbeDecoder(Decoder):
             return z
         return np.zeros((b, code.m, n))
 
-    def _batched(self, mask: np.ndarray) -> Any:
+    def _batched(self, mask: np.ndarray, m: int) -> Any:
         b, n = mask.shape
         S = np.flatnonzero(~mask.ravel()).reshape(b, -1) % n
-        chunk = max(1, 4_000_000 // max(1, n * max(S.shape[1], 1)))
+        chunk = max(1, 4_000_000 // (n * (S.shape[1] + m + 1)))     # (chunk, m, n) output + O(n (s + m)) work
         if b <= chunk:
             return self._fn(S)
         parts = [self._fn(S[lo:lo + chunk]) for lo in range(0, b, chunk)]
@@ -951,8 +959,8 @@ def ye_abbe(n: int, s: int, m: int = 2, k: int | None = None, *, nodes: Any = "f
                              "gradcodes.verify(code, field='GF') (the same construction over GF(p)), or "
                              "rational nodes with field='rational'")
         if spacing is not None and spacing != "auto":
-            if isinstance(spacing, bool) or not isinstance(spacing, (int, float)) or not spacing > 0:
-                raise ValueError(f"spacing must be None (top frequencies), 'auto' or a positive number, "
+            if isinstance(spacing, bool) or not isinstance(spacing, (int, float)) or not 0 < spacing < math.inf:
+                raise ValueError(f"spacing must be None (top frequencies), 'auto' or a positive finite number, "
                                  f"got {spacing!r}")
         if stride is not None:
             stride = check_int("stride", stride, 1, max(1, n - 1))
