@@ -174,3 +174,40 @@ def test_cli_subcommand(capsys):
     assert args.func(args) == 0
     out = capsys.readouterr().out
     assert "CR" in out and "RAR" in out and "t_step=0.001" in out and "N=156" in out
+
+
+def test_communication_factor_of_a_code_divides_the_message_time():
+    """A Ye–Abbe code (m = 3) sends a third of a gradient: deterministic time a l + (n - s) t_c / m."""
+    ya, cyc = gc.ye_abbe(10, 2, 3), gc.cyclic_repetition(10, 2, seed=0)
+    res = gc.simulate([ya, cyc], mu=math.inf, m_data=1000, a=1e-3, t_c=0.3, iters=2)
+    assert res[f"GC[{ya.name}]"].mean == pytest.approx(1e-3 * 500 + 8 * 0.1)
+    assert res[f"GC[{cyc.name}]"].mean == pytest.approx(1e-3 * 300 + 8 * 0.3)
+    assert res[f"GC[{ya.name}]"].details["m"] == 3
+
+
+def test_distinct_codes_with_equal_names_get_distinct_labels():
+    c1, c2 = gc.cyclic_repetition(10, 2, seed=0), gc.cyclic_repetition(12, 2, seed=0)
+    res = gc.simulate([c1, c2], iters=20, seed=0)
+    assert [r.workers for r in res] == [10, 12] and list(res.schemes)[1].endswith("#2")
+    with pytest.raises(ValueError, match="given twice"):
+        gc.simulate([c1, c1], iters=20)
+
+
+def test_seed_forms():
+    a = gc.simulate("CR", iters=50, seed=np.random.default_rng(3), return_samples=True)["CR"].times
+    b = gc.simulate("CR", iters=50, seed=np.random.default_rng(3), return_samples=True)["CR"].times
+    np.testing.assert_array_equal(a, b)
+    for bad in ("x", -1, 1.5, True):
+        with pytest.raises(TypeError, match="seed must be"):
+            gc.simulate("CR", iters=10, seed=bad)
+
+
+def test_result_and_bounds_errors():
+    with pytest.raises(ValueError, match="iters must be"):
+        gc.simulate("CR", iters=1)                            # no standard error from one sample
+    with pytest.raises(ValueError, match="reference must be one of"):
+        gc.simulate("UMW", iters=10, seed=0).speedup()
+    with pytest.raises(ValueError, match="mu must be given"):
+        cr_time_bounds(12, 2, 5, m_data=1000, a=0, t_c=0.05)
+    with pytest.raises(ValueError, match="m_data"):
+        cr_time_bounds(12, 2, 5, m_data=-1, a=1e-3, t_c=0.05)
