@@ -257,8 +257,8 @@ def _int(name: str, value: Any, lo: int, hi: int | None = None) -> int:
         raise TypeError(f"{name} must be an int, got {type(value).__name__}")
     value = int(value)
     if value < lo or (hi is not None and value > hi):
-        rng = f"[{lo}, {hi}]" if hi is not None else f">= {lo}"
-        raise ValueError(f"{name} must be in {rng}, got {value}")
+        rng = f"in [{lo}, {hi}]" if hi is not None else f">= {lo}"
+        raise ValueError(f"{name} must be an integer {rng}, got {value}")
     return value
 
 
