@@ -436,3 +436,16 @@ def test_edge_parameters_default(n, s, m):
 def test_bad_spacing_infinite():
     with pytest.raises(ValueError, match="positive finite number"):
         gc.ye_abbe(9, 1, 2, spacing=float("inf"))
+
+
+def test_rational_polynomial_code_over_gf():
+    """An exact polynomial code rebuilt over GF(p) (same closed forms) verifies exactly, and agrees with the
+    rational code's B reduced mod p."""
+    code = gc.ye_abbe(6, 2, 3, nodes=[Fr(1, 2), 3, -1, Fr(7, 5), 0, 2], field="rational")
+    gcode = code.in_field(GF)
+    p = 13441
+    want = [[x.numerator * pow(x.denominator, -1, p) % p for x in row] for row in code.B]
+    assert np.asarray(gcode.B).tolist() == want
+    assert gc.verify(gcode).exact
+    with pytest.raises(ValueError, match="cannot be rebuilt"):
+        gc.ye_abbe(6, 2, 3, nodes=[0.5, 3, -1, 1.4, 0, 2]).in_field(GF)

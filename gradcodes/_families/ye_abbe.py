@@ -378,14 +378,15 @@ def _fourier_A(plan: _FourierPlan, bk: _Backend, tr: _Trig, K: Any, S: np.ndarra
 
 
 def _series_inv(x: Any, R: int, one: Any) -> list[Any]:
-    """Coefficients of ``1 / (1 + x t)`` up to ``t^(R-1)``."""
+    """Coefficients of ``1 / (1 + x t)`` up to ``t^(R-1)``: ``(-x)^r`` (elementwise, shaped like ``x``)."""
     out = [one + 0 * x]
     for _ in range(1, R):
         out.append(-out[-1] * x)
     return out
 
 
-def _series_prod(a: list[Any], b: list[Any]) -> list[Any]:
+def _series_mul(a: list[Any], b: list[Any]) -> list[Any]:
+    """Product of two power series truncated to ``len(a)`` terms."""
     return [sum((a[i] * b[r - i] for i in range(1, r + 1)), a[0] * b[r]) for r in range(len(a))]
 
 
@@ -421,8 +422,8 @@ def _fourier_A_top(plan: _FourierPlan, bk: _Backend, tr: _Trig, S: np.ndarray) -
     pos = _series_inv(zF, R, one)
     neg = _series_inv(izF, R, one)
     for c in range(s):
-        pos = _series_prod(pos, _series_inv(zS[:, c:c + 1] + 0 * zF, R, one))
-        neg = _series_prod(neg, _series_inv(izS[:, c:c + 1] + 0 * zF, R, one))
+        pos = _series_mul(pos, _series_inv(zS[:, c:c + 1] + 0 * zF, R, one))
+        neg = _series_mul(neg, _series_inv(izS[:, c:c + 1] + 0 * zF, R, one))
     # e_{N-1}(F minus i) = prod_all z / (z_i prod_S z_l), prod_all z = (-1)^(n-1)
     eN1 = bk.const((-1) ** (n - 1)) * izF
     for c in range(s):
@@ -610,30 +611,25 @@ def _fourier_plan(n: int, s: int, m: int, spacing: Any = None, stride: int | Non
 # the polynomial construction (spec §3.3): real nodes, top monomial coefficients
 
 
-def _series_inv_linear(theta: Any, m: int, bk: _Backend) -> list[Any]:
-    """Coefficients of ``1/(1 + theta t)`` up to ``t^(m-1)``: ``(-theta)^r`` (elementwise)."""
-    out = [bk.const(np.ones(np.shape(theta), dtype=np.int64)) if bk.exact else np.ones(np.shape(theta))]
-    for _ in range(1, m):
-        out.append(-out[-1] * theta)
-    return out
-
-
-def _series_mul(a: list[Any], b: list[Any]) -> list[Any]:
-    m = len(a)
-    return [sum((a[i] * b[r - i] for i in range(1, r + 1)), a[0] * b[r]) for r in range(m)]
-
-
-def _poly_B(theta: Any, n: int, s: int, m: int, bk: _Backend) -> Any:
-    d = s + m
-    H = _holders(n, d)
+def _poly_parts(theta: Any, n: int, m: int, bk: _Backend) -> tuple[Any, list[Any]]:
+    """``full_i = prod_{k != i} (theta_i - theta_k)`` (n,) and ``e_r`` of all the nodes, ``r < m``."""
+    one = bk.const(1)
     diff = theta[:, None] - theta[None, :]
     eye = np.eye(n, dtype=bool)
-    one = bk.const(1)
     if isinstance(bk, _GFBackend):
         diff[eye] = one
     else:
         diff = np.where(eye, one, diff)
-    full = np.prod(diff, axis=1)                                     # prod_{k != i} (theta_i - theta_k)
+    e_all = [one] + [bk.const(0)] * (m - 1)
+    for t in range(n):
+        e_all = [e_all[0]] + [e_all[r] + theta[t] * e_all[r - 1] for r in range(1, m)]
+    return np.prod(diff, axis=1), e_all
+
+
+def _poly_B(theta: Any, n: int, s: int, m: int, bk: _Backend, full: Any, e_all: list[Any]) -> Any:
+    d = s + m
+    H = _holders(n, d)
+    one = bk.const(1)
     dH = theta[H][:, :, None] - theta[H][:, None, :]                 # (n, d, d)
     eyed = np.eye(d, dtype=bool)
     if isinstance(bk, _GFBackend):
@@ -642,12 +638,9 @@ def _poly_B(theta: Any, n: int, s: int, m: int, bk: _Backend) -> Any:
         dH = np.where(eyed[None], one, dH)
     Z = full[H] / np.prod(dH, axis=2)                                # (n, d): Z_j(theta_i), i in H_j
     # e_r(non-holders of j), r < m, via the series prod_all (1 + theta t) / prod_{h in H_j} (1 + theta_h t)
-    e_all = [bk.const(1)] + [bk.const(0)] * (m - 1)
-    for t in range(n):
-        e_all = [e_all[0]] + [e_all[r] + theta[t] * e_all[r - 1] for r in range(1, m)]
     e = [x * (bk.const(np.ones(n, dtype=np.int64)) if bk.exact else np.ones(n)) for x in e_all]
     for a in range(d):
-        e = _series_mul(e, _series_inv_linear(theta[H[:, a]], m, bk))
+        e = _series_mul(e, _series_inv(theta[H[:, a]], m, one))
     # B_j = Phi M^{-1}, Phi[a, w] = Z_j(theta_a) theta_a^w, M[v, w] = (-1)^(w-v) e_{w-v} (unit upper triangular)
     powers = [bk.const(np.ones((n, d), dtype=np.int64)) if bk.exact else np.ones((n, d))]
     for _ in range(1, m):
@@ -675,9 +668,10 @@ def _poly_A(theta: Any, full: Any, e_all: list[Any], n: int, m: int, bk: _Backen
                                           else np.ones((b, n))) / full[None, :]
     ones_bn = bk.const(np.ones((b, n), dtype=np.int64)) if bk.exact else np.ones((b, n))
     e = [x * ones_bn for x in e_all]
+    one = bk.const(1)
     for c in range(s):
-        e = _series_mul(e, _series_inv_linear(theta[S[:, c]][:, None] * ones_bn, m, bk))
-    e = _series_mul(e, _series_inv_linear(theta[None, :] * ones_bn, m, bk))
+        e = _series_mul(e, _series_inv(theta[S[:, c]][:, None] * ones_bn, m, one))
+    e = _series_mul(e, _series_inv(theta[None, :] * ones_bn, m, one))
     out = bk.zeros((b, m, n))
     for u in range(m):
         r = m - 1 - u
@@ -1050,13 +1044,8 @@ def ye_abbe(n: int, s: int, m: int = 2, k: int | None = None, *, nodes: Any = "f
     if exact:
         theta = np.array([to_fraction(v) for v in theta], dtype=object)
     with np.errstate(all="ignore"):
-        B = _poly_B(theta, n, s, m, bk)
-        diff = theta[:, None] - theta[None, :]
-        diff = np.where(np.eye(n, dtype=bool), bk.const(1) if exact else 1.0, diff)
-        full = np.prod(diff, axis=1)
-        e_all: list[Any] = [bk.const(1)] + [bk.const(0)] * (m - 1)
-        for t in range(n):
-            e_all = [e_all[0]] + [e_all[r] + theta[t] * e_all[r - 1] for r in range(1, m)]
+        full, e_all = _poly_parts(theta, n, m, bk)
+        B = _poly_B(theta, n, s, m, bk, full, e_all)
     if not exact and not (np.all(np.isfinite(B)) and np.all(np.isfinite(full)) and np.all(full != 0)
                           and all(np.isfinite(x) for x in e_all)):
         raise ValueError(f"the polynomial construction with nodes={label!r} over- or underflows float64 at "
@@ -1072,21 +1061,14 @@ def ye_abbe(n: int, s: int, m: int = 2, k: int | None = None, *, nodes: Any = "f
     def poly_builder(fld: Any) -> GradientCode:
         import galois
 
-        vals = [to_fraction(v) for v in (theta if exact else [])]
-        if not exact:
-            raise ValueError("only exact (field='rational') polynomial codes can be rebuilt over GF(p)")
+        vals = [to_fraction(v) for v in theta]          # only given for exact (rational) codes
         GF = galois.GF(_prime_1_mod(2, 1000)) if isinstance(fld, str) else fld
         gbk = _GFBackend(GF)
         gtheta = gbk.const(vals)
         if len(set(np.asarray(gtheta.view(np.ndarray)).tolist())) != n:
             raise ValueError(f"the nodes are not distinct modulo p = {GF.characteristic}")
-        gB = _poly_B(gtheta, n, s, m, gbk)
-        gdiff = gtheta[:, None] - gtheta[None, :]
-        gdiff[np.eye(n, dtype=bool)] = GF(1)
-        gfull = np.prod(gdiff, axis=1)
-        ge: list[Any] = [GF(1)] + [GF(0)] * (m - 1)
-        for t in range(n):
-            ge = [ge[0]] + [ge[r] + gtheta[t] * ge[r - 1] for r in range(1, m)]
+        gfull, ge = _poly_parts(gtheta, n, m, gbk)
+        gB = _poly_B(gtheta, n, s, m, gbk, gfull, ge)
         gdec = YeAbbeDecoder("lagrange", lambda S: _poly_A(gtheta, gfull, ge, n, m, gbk, S), s, True,
                              "closed-form Lagrange weights over GF(p)")
         return GradientCode(_group(gB, n, k, m), s, m=m, name=f"ye_abbe[{label}, {GF.name}]", family="ye_abbe",
