@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from fractions import Fraction as Fr
 
 import numpy as np
@@ -11,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import gradcodes as gc
-from gradcodes._families.coded_reduce import CodedReduceCode, TreeVerifyReport
+from gradcodes._families.coded_reduce import CodedReduceCode, TreeVerifyReport, _exhaustive_masks
 
 
 @pytest.fixture(scope="module")
@@ -293,6 +292,7 @@ def test_generic_decoders_agree_on_the_flattened_code():
     ((3, 2, 1), {"field": "complex"}, ValueError, "field"),
     ((3, 2, 1), {"inner": gc.cyclic_repetition(3, 1, seed=0), "field": "rational"}, ValueError, "contradicts"),
     ((3, 2, 1), {"P": 0}, ValueError, "P must be"),
+    ((5, 2, 2), {"seed": "x"}, TypeError, "seed must be"),
 ])
 def test_bad_input(args, kwargs, exc, match):
     with pytest.raises(exc, match=match):
@@ -330,8 +330,12 @@ def test_inner_with_k_multiple_of_n():
 def test_patterns_total_counts():
     code = gc.coded_reduce(4, 2, 1)
     assert code.patterns_total() == (1 + 4) ** 5
-    assert code.straggler_options().shape == (5, 4)
-    assert math.comb(4, 1) + 1 == 5
+    opts = code.straggler_options()
+    assert opts.shape == (5, 4) and sorted(opts.sum(axis=1).tolist()) == [0, 1, 1, 1, 1]
+    small = gc.coded_reduce(3, 2, 1)
+    masks = np.vstack(list(_exhaustive_masks(small, 100)))       # the exhaustive verifier's enumeration
+    assert masks.shape == (256, 12) and len({row.tobytes() for row in masks}) == 256
+    assert (~masks).reshape(256, 4, 3).sum(axis=2).max() == 1    # at most s = 1 straggler under every parent
 
 
 @pytest.mark.parametrize("make", [

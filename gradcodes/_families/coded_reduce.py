@@ -237,7 +237,7 @@ class CodedReduceCode(LinearCode):
             raise ValueError(f"B must be N x P = {N} x {P} for the ({n}, {L}) tree, got {self.n} x {self.k}")
         self.branching, self.L, self.s, self.N, self.P = n, L, s, N, P
         self.inner = inner
-        self.rtol = float(rtol)
+        self.rtol = check_real("rtol", rtol, 0, 1, open_lo=True, open_hi=True)
         w = int(inner.loads[0])
         self.q = Fraction(w, inner.k)
         self.r, D = _tree_fractions(self.q, L)
@@ -607,6 +607,7 @@ def coded_reduce(n: int, L: int, s: int, inner: GradientCode | None = None, *, P
     True
     """
     n, L, s = _check_tree(n, L, s)
+    check_seed(seed)                     # validated even when the default inner code does not use it
     if inner is None:
         fld = "real" if field is None else field
         if fld not in ("real", "rational"):
