@@ -938,6 +938,7 @@ def ye_abbe(n: int, s: int, m: int = 2, k: int | None = None, *, nodes: Any = "f
             raise ValueError(f"k must be a positive multiple of n={n} (partitions are grouped into n "
                              f"super-partitions), got k={k}")
     check_choice("field", field, ("real", "rational"))
+    rng = check_seed(seed)                 # validated for every node choice; used by nodes="random" only
     exact = field == "rational"
     params: dict[str, Any] = {"n": n, "s": s, "m": m, "k": k, "field": field}
     common = dict(m=m, field=field, family="ye_abbe")
@@ -1014,7 +1015,6 @@ def ye_abbe(n: int, s: int, m: int = 2, k: int | None = None, *, nodes: Any = "f
         return code
 
     if isinstance(nodes, str) and nodes == "random":
-        rng = check_seed(seed)
         if isinstance(seed, (int, np.integer)):
             params["seed"] = int(seed)
         N = n - s
