@@ -576,7 +576,10 @@ def _fourier_plan(n: int, s: int, m: int, spacing: Any = None, stride: int | Non
                 got = _b_side(plan, max_cond=None)                 # no SVD while ranking
                 if got is not None:
                     ranked.append((got[0], len(ranked), plan))
-        for _, _, plan in sorted(ranked, key=lambda t: t[:2]):     # smallest ||B||, first well-conditioned one
+        # smallest ||B|| first; norms equal to rounding (e.g. d = n, where every stride gives the same code up to
+        # a relabelling) keep the candidate order, so the choice does not hinge on the last bit
+        tie = min((t[0] for t in ranked), default=0.0) * (1 + 1e-9)
+        for *_, plan in sorted(ranked, key=lambda t: (t[0] > tie, t[0] if t[0] > tie else 0.0, t[1])):
             if _b_side(plan) is not None:
                 return plan
         raise ValueError(f"no stride in {strides} gives well-conditioned Fourier functionals for n={n}, s={s}, "
