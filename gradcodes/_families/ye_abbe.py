@@ -304,18 +304,13 @@ def _fourier_B(plan: _FourierPlan, bk: _Backend, max_cond: float | None = 1e10) 
         den[:, eye_m] = one
     else:
         den = np.where(eye_m[None], one, den)
-    # Lagrange basis l_w(i) = prod_{v != w} sin(pi(i - psi_v)/n) / sin(pi(psi_w - psi_v)/n), in O(n d m): num[:, a, v]
-    # vanishes only at a = pos[v] (distinct angles in a window), so divide the full product by one factor and set
-    # the rows at the interpolation points to the identity
-    pos_idx, w_idx = pos, np.arange(m)
-    if isinstance(bk, _GFBackend):
-        num[:, pos_idx, w_idx] = one
-    else:
-        num = num.copy()
-        num[:, pos_idx, w_idx] = 1.0
-    full_num = np.prod(num, axis=2)                                # (n, d)
-    Lb = full_num[:, :, None] / num / np.prod(den, axis=2)[:, None, :]
-    Lb[:, pos_idx, :] = bk.const(np.eye(m)) if isinstance(bk, _GFBackend) else np.eye(m)
+    # Lagrange basis l_w(i) = prod_{v != w} sin(pi(i - psi_v)/n) / sin(pi(psi_w - psi_v)/n)
+    Lb = bk.zeros((n, d, m)) if bk.exact else np.empty((n, d, m))
+    for w in range(m):
+        others = [v for v in range(m) if v != w]
+        numw = np.prod(num[:, :, others], axis=2) if others else bk.const(np.ones((n, d)))
+        denw = np.prod(den[:, w, others], axis=1) if others else bk.const(np.ones(n))
+        Lb[:, :, w] = numw / denw[:, None]
     Phi = S[:, :, None] * Lb                                       # (n, d, m): S_j l_w at the holders
     M = _stack(bk, [K[:, H[j]] @ Phi[j] for j in range(n)]) if bk.exact else np.einsum("ujk,jkw->juw", K[:, H], Phi)
     if not bk.exact and max_cond is not None:
