@@ -511,13 +511,18 @@ def _default_inner(n: int, s: int, field: str, seed: Any) -> GradientCode:
 
     if n % (s + 1) == 0:
         return fractional_repetition(n, s, field=field)
-    if (n - s) % 2 == 1 and field == "real":
-        try:
-            from .cyclic_mds import cyclic_mds  # issue 3: the real cyclic MDS code (spec §2.2)
-        except ImportError:
-            cyclic_mds = None
-        if cyclic_mds is not None:
-            return cyclic_mds(n, s, field="real")
+    if field == "real":
+        if (n - s) % 2 == 1:
+            from .cyclic_mds import cyclic_mds
+
+            return cyclic_mds(n, s, field="real")       # the real cyclic MDS code (spec §2.2)
+        # Spec §4.3 says Tandon's cyclic repetition with a random H; its cancellation grows quickly (14 at
+        # (3, 1), 2e3 at (10, 4)) and compounds along the tree: (3, 6, 1) fails at float64 (canc 7e7). The
+        # Ye-Abbe Fourier code with m = 1 has the same load s + 1 and a proven small cancellation (1.7, 9) and
+        # keeps (3, 6, 1) at 24.
+        from .ye_abbe import ye_abbe
+
+        return ye_abbe(n, s, 1)
     if field == "rational":
         # An exact H (integers, H 1 = 0) drawn from the seed; any n - s rows of the code must span 1, which
         # holds with probability 1 for continuous H but only generically for integer H, so the drawn code is
@@ -537,7 +542,7 @@ def _default_inner(n: int, s: int, field: str, seed: Any) -> GradientCode:
                 return code
         raise ValueError(f"could not draw an exact rational cyclic-repetition inner code for n={n}, s={s}; "
                          "pass inner= explicitly")
-    return cyclic_repetition(n, s, seed=seed, field=field)
+    raise ValueError(f"field must be 'real' or 'rational', got {field!r}")  # pragma: no cover - checked by caller
 
 
 def coded_reduce(n: int, L: int, s: int, inner: GradientCode | None = None, *, P: int | None = None,
@@ -565,17 +570,18 @@ def coded_reduce(n: int, L: int, s: int, inner: GradientCode | None = None, *, P
     s : int
         Stragglers tolerated among the children of every parent, ``0 <= s <= n - 1``.
     inner : GradientCode, optional
-        Any exact ``(n, s)`` gradient code with ``m = 1`` and equal row weights. Default (spec §4.3):
-        fractional repetition if ``(s+1) | n``; else the real cyclic MDS code if ``n - s`` is odd and
-        :func:`gradcodes.cyclic_mds` is available (real field only); else Tandon's cyclic repetition with
-        ``seed``.
+        Any exact ``(n, s)`` gradient code with ``m = 1`` and equal row weights. Default: fractional
+        repetition if ``(s+1) | n``; else, over the reals, the real cyclic MDS code (:func:`gradcodes.cyclic_mds`)
+        if ``n - s`` is odd and the Ye–Abbe Fourier code ``ye_abbe(n, s, 1)`` if it is even (spec §4.3 suggests
+        Tandon's cyclic repetition with a random ``H`` there; its cancellation compounds along the tree); with
+        ``field="rational"``, Tandon's cyclic repetition with a random integer ``H`` drawn from ``seed``.
     P : int, optional
         Number of data units, a positive multiple of the smallest admissible ``P_min`` (default ``P_min``).
     field : {"real", "rational"}, optional
         Field of the default inner code (``"rational"`` for exact arithmetic). With ``inner`` given the tree
         takes the inner code's field, and a different ``field`` is an error. Default ``"real"``.
     seed : int or numpy Generator, optional
-        Seed of the default cyclic-repetition inner code.
+        Seed of the default rational cyclic-repetition inner code (unused otherwise).
 
     Returns
     -------
@@ -600,7 +606,7 @@ def coded_reduce(n: int, L: int, s: int, inner: GradientCode | None = None, *, P
 
     >>> import numpy as np
     >>> G = np.arange(45.0).reshape(15, 3)           # one partial gradient per data unit
-    >>> code = gc.coded_reduce(3, 2, 1)              # default inner code: cyclic repetition, seed 0
+    >>> code = gc.coded_reduce(3, 2, 1)              # default inner code: ye_abbe(3, 1, 1)
     >>> Y = code.encode(G)
     >>> responders = [i for i in range(12) if i not in (1, 3)]
     >>> np.allclose(code.decode(responders, Y), G.sum(axis=0))
