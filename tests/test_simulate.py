@@ -140,10 +140,21 @@ def test_any_gradient_code_as_master_worker_scheme():
     np.testing.assert_allclose(code.decode(r.responders[0], code.encode(G)), G.sum(axis=0))
 
 
-def test_vectorised_size_and_chunking_consistency():
+def test_vectorised_size_and_chunking_consistency(monkeypatch):
     # 10,000 iterations of the N = 156 tree are one vectorised pass; big trees are chunked over iterations
-    res = gc.simulate("CR", n=12, L=3, s=5, iters=1200, seed=0)
-    assert res["CR"].workers == 12 + 144 + 1728 and math.isfinite(res["CR"].mean)
+    kw = dict(n=12, L=3, s=5, m_data=49_920, a=5e-5, t_c=0.05)
+    res = gc.simulate("CR", **kw, iters=1200, seed=0, return_samples=True)["CR"]
+    assert res.workers == 12 + 144 + 1728
+    lo, hi = cr_time_bounds(12, 3, 5, m_data=49_920, a=5e-5, t_c=0.05)
+    assert res.times.min() >= lo - 1e-12 and res.mean <= hi
+    import gradcodes._simulate as sim
+
+    monkeypatch.setattr(sim, "_CHUNK_ELEMENTS", 20_000)            # about 10 iterations per chunk
+    chunked = gc.simulate("CR", **kw, iters=1200, seed=0)["CR"]
+    assert abs(chunked.mean - res.mean) <= 5 * math.hypot(chunked.stderr, res.stderr)
+    det = gc.simulate(["CR", "RAR"], **kw, mu=math.inf, iters=30, seed=0, return_samples=True)
+    np.testing.assert_allclose(det["CR"].times, lo, rtol=1e-12)   # deterministic: the lower bound, every chunk
+    np.testing.assert_allclose(det["RAR"].times, 5e-5 * 49_920 / 1884 + 2 * 1883 * 0.05 / 1884, rtol=1e-12)
 
 
 @pytest.mark.parametrize(("kwargs", "exc", "match"), [
