@@ -100,6 +100,10 @@ class SimulationResult:
     params: dict[str, Any]
 
     def __getitem__(self, name: str) -> SchemeResult:
+        if name not in self.schemes and isinstance(name, str) and name.upper() in self.schemes:
+            name = name.upper()                  # labels are accepted in any case by simulate()
+        if name not in self.schemes:
+            raise KeyError(f"no scheme {name!r}; simulated: {list(self.schemes)}")
         return self.schemes[name]
 
     def __iter__(self):
@@ -110,6 +114,8 @@ class SimulationResult:
 
     def speedup(self, reference: str = "CR") -> dict[str, float]:
         """Return ``E[T_other] / E[T_reference]`` for every other scheme."""
+        if reference not in self.schemes and reference.upper() in self.schemes:
+            reference = reference.upper()
         if reference not in self.schemes:
             raise ValueError(f"reference must be one of the simulated schemes {list(self.schemes)}, got {reference!r}")
         ref = self.schemes[reference].mean

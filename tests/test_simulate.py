@@ -222,3 +222,10 @@ def test_result_and_bounds_errors():
         cr_time_bounds(12, 2, 5, m_data=1000, a=0, t_c=0.05)
     with pytest.raises(ValueError, match="m_data"):
         cr_time_bounds(12, 2, 5, m_data=-1, a=1e-3, t_c=0.05)
+
+
+def test_result_lookup_any_case():
+    res = gc.simulate(["cr", "umw"], iters=20, seed=0)
+    assert res["cr"] is res["CR"] and set(res.speedup("cr")) == {"UMW"}
+    with pytest.raises(KeyError, match="simulated"):
+        res["GC"]
