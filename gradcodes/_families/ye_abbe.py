@@ -67,6 +67,7 @@ over the band in natural order (good ``B``, but its decoder grows like ``n^(s-1)
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
@@ -1072,8 +1073,19 @@ def ye_abbe(n: int, s: int, m: int = 2, k: int | None = None, *, nodes: Any = "f
         return GradientCode(_group(gB, n, k, m), s, m=m, name=f"ye_abbe[{label}, {GF.name}]", family="ye_abbe",
                             params=params, decoders=[gdec], default_decoder="lagrange")
 
-    return GradientCode(_group(B, n, k, m), s, name=f"ye_abbe[{label}]", decoders=[dec], default_decoder="lagrange",
+    code = GradientCode(_group(B, n, k, m), s, name=f"ye_abbe[{label}]", decoders=[dec], default_decoder="lagrange",
                         params=params, field_builder=poly_builder if exact else None, **common)
+    if not exact:
+        # a real-node polynomial code is a Vandermonde system: say so at construction when float64 cannot decode it
+        # (checked on the s consecutive stragglers 0..s-1, one closed-form decoding matrix)
+        est = code.error_estimate(np.arange(s, n))
+        if not est <= code.rtol:
+            warnings.warn(f"ye_abbe(nodes={label!r}) at n={n}, s={s}, m={m}: float64 decodes are inaccurate "
+                          f"(predicted relative error {est:.1e} with "
+                          f"{f'workers 0..{s - 1} straggling' if s else 'no stragglers'}, rtol "
+                          f"{code.rtol:g}); use nodes='fourier' (the stable default) or field='rational'",
+                          RuntimeWarning, stacklevel=2)
+    return code
 
 
 def family_entries() -> list[tuple[str, Callable[[int, int, int], GradientCode]]]:
