@@ -901,6 +901,12 @@ def ye_abbe(n: int, s: int, m: int = 2, k: int | None = None, *, nodes: Any = "f
         distinct, irrational nodes with ``field="rational"``, or a float64 overflow (the polynomial construction at
         large ``n``).
 
+    Warns
+    -----
+    RuntimeWarning
+        For a real-node polynomial code (``"chebyshev"``, ``"equispaced"``, ``"integer"`` or given nodes, float64)
+        whose predicted decode error for the straggler set ``0..s-1`` exceeds ``rtol`` (1e-8).
+
     Examples
     --------
     The spec's worked example (n = 3, d = 2, m = 2, nodes 1, 2, 3), exactly:
