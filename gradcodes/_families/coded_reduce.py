@@ -461,8 +461,14 @@ class CodedReduceCode(LinearCode):
         return per**self.parents
 
     def straggler_options(self) -> np.ndarray:
-        """All straggler sets of one parent's children (size <= s) as bool rows (True = straggler)."""
+        """All straggler sets of one parent's children (size <= s) as bool rows (True = straggler).
+
+        Raises ValueError beyond 10^6 sets (no dense C(n, s)-sized tables; use :meth:`random_patterns`)."""
         n = self.branching
+        count = sum(math.comb(n, j) for j in range(self.s + 1))
+        if count > 1_000_000:
+            raise ValueError(f"straggler_options: {count:,} straggler sets of size <= s={self.s} among n={n} "
+                             "children (more than 10^6); use random_patterns")
         rows = []
         for j in range(self.s + 1):
             for S in itertools.combinations(range(n), j):
