@@ -235,8 +235,8 @@ def test_used_counts_and_inner_default_choices():
     assert code.inner.family == "fractional_repetition"      # (s+1) | n
     used = code.used(np.ones(code.N, dtype=bool))
     assert used.sum() == 7 + 49
-    assert gc.coded_reduce(5, 2, 1).inner.family == "ye_abbe"               # n - s even
-    assert gc.coded_reduce(5, 2, 2).inner.family == "cyclic_mds"            # n - s odd
+    assert gc.coded_reduce(5, 2, 1).inner.family == "ye_abbe"               # (s+1) does not divide n
+    assert gc.coded_reduce(5, 2, 2).inner.family == "ye_abbe"
     assert gc.coded_reduce(5, 2, 2, field="rational").inner.family == "cyclic_repetition"
     assert gc.coded_reduce(3, 2, 0).inner.B.tolist() == np.eye(3).tolist()
 

@@ -518,14 +518,12 @@ def _default_inner(n: int, s: int, field: str, seed: Any) -> GradientCode:
     if n % (s + 1) == 0:
         return fractional_repetition(n, s, field=field)
     if field == "real":
-        if (n - s) % 2 == 1:
-            from .cyclic_mds import cyclic_mds
-
-            return cyclic_mds(n, s, field="real")       # the real cyclic MDS code (spec §2.2)
-        # Spec §4.3 says Tandon's cyclic repetition with a random H; its cancellation grows quickly (14 at
-        # (3, 1), 2e3 at (10, 4)) and compounds along the tree: (3, 6, 1) fails at float64 (canc 7e7). The
-        # Ye-Abbe Fourier code with m = 1 has the same load s + 1 and a proven small cancellation (1.7, 9) and
-        # keeps (3, 6, 1) at 24.
+        # Spec §4.3 suggests the real cyclic MDS code (n - s odd) or Tandon's cyclic repetition with a random H.
+        # Their cancellation grows with n and s (worst searched: MDS 2.6e3 at (25, 6), 1e6 at (31, 14); random
+        # cyclic repetition 14 at (3, 1), 2e3 at (10, 4)) and multiplies along the tree ((3, 6, 1): 7e7, fails
+        # float64; (30, 2, 15): 7e11, fails). The Ye-Abbe Fourier code with m = 1 has the same load s + 1, every
+        # (n, s), and a proven cancellation bound (64 at (25, 6), 3.8e3 at (31, 14); at most 2x the MDS code's on
+        # the small cases measured).
         from .ye_abbe import ye_abbe
 
         return ye_abbe(n, s, 1)
@@ -577,10 +575,10 @@ def coded_reduce(n: int, L: int, s: int, inner: GradientCode | None = None, *, P
         Stragglers tolerated among the children of every parent, ``0 <= s <= n - 1``.
     inner : GradientCode, optional
         Any exact ``(n, s)`` gradient code with ``m = 1`` and equal row weights. Default: fractional
-        repetition if ``(s+1) | n``; else, over the reals, the real cyclic MDS code (:func:`gradcodes.cyclic_mds`)
-        if ``n - s`` is odd and the Ye–Abbe Fourier code ``ye_abbe(n, s, 1)`` if it is even (spec §4.3 suggests
-        Tandon's cyclic repetition with a random ``H`` there; its cancellation compounds along the tree); with
-        ``field="rational"``, Tandon's cyclic repetition with a random integer ``H`` drawn from ``seed``.
+        repetition if ``(s+1) | n``; else, over the reals, the Ye–Abbe Fourier code ``ye_abbe(n, s, 1)`` (load
+        ``s + 1``, proven cancellation bound; spec §4.3 suggests the real cyclic MDS code or a random cyclic
+        repetition, whose cancellation grows faster and compounds along the tree); with ``field="rational"``,
+        Tandon's cyclic repetition with a random integer ``H`` drawn from ``seed``.
     P : int, optional
         Number of data units, a positive multiple of the smallest admissible ``P_min`` (default ``P_min``).
     field : {"real", "rational"}, optional
