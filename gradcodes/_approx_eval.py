@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from ._code import LinearCode
 from ._decoders import Decoder
 from ._validate import check_int, check_real, check_seed
 
@@ -39,8 +40,10 @@ __all__ = [
     "straggle_probabilities",
 ]
 
-MAX_ENUMERATE = 16  # 2^16 = 65536 patterns: enumerate at or below this many workers by default
+MAX_ENUMERATE = 16  # 2^16 = 65536 patterns: "auto" enumerates at or below this many workers by default
+MAX_ENUMERATE_HARD = 24  # "enumerate" refuses more workers (2^24 patterns)
 MAX_EXACT_ENUMERATE = 12  # beyond this, "auto" avoids Fraction enumeration (closed form, or float enumeration)
+MAX_EXACT_ENUMERATE_HARD = 14  # Fraction enumeration: ~1.6 s at n = 12, about 4x more per worker; refused beyond
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -82,10 +85,12 @@ def straggle_probabilities(p: Any, n: int | None = None, *, exact: bool | None =
     >>> straggle_probabilities(0.25, n=3)
     array([0.25, 0.25, 0.25])
     """
-    if isinstance(p, bytes):
-        raise TypeError(f"{name} must be a sequence of probabilities in (0, 1), got bytes")
+    if isinstance(p, (bytes, set, frozenset, dict)) or (hasattr(p, "__iter__") and not hasattr(p, "__len__")):
+        raise TypeError(f"{name} must be a sequence or array of probabilities in (0, 1), got {type(p).__name__}")
     if isinstance(p, str):
         p = [x.strip() for x in p.split(",")] if "," in p else p
+    if n is not None:
+        n = check_int("n", n, 1)
     arr = np.asarray(p, dtype=object)
     if arr.ndim == 0:
         if n is None:
@@ -156,7 +161,7 @@ def exponential_straggle_probabilities(n: int, tau: float, *, psi: tuple[float, 
     """
     n = check_int("n", n, 1)
     tau = check_real("tau", tau, 1.0, None, open_lo=True)
-    if not (isinstance(psi, (tuple, list)) and len(psi) == 2):
+    if isinstance(psi, (str, bytes)) or not hasattr(psi, "__len__") or len(psi) != 2:
         raise ValueError(f"psi must be a pair (lo, hi) of rates, got {psi!r}")
     lo = check_real("psi[0]", psi[0], 0.0, None, open_lo=True)
     hi = check_real("psi[1]", psi[1], lo, None)
@@ -208,17 +213,30 @@ class FixedWeightDecoder(Decoder):
     """
 
     def __init__(self, name: str, weights: Any) -> None:
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"name must be a non-empty str, got {name!r}")
         w = np.asarray(weights)
         if w.ndim != 1 or w.size == 0:
             raise ValueError(f"weights must be a non-empty 1-D array, got shape {w.shape}")
         self.name = name
-        self.exact = w.dtype == object
-        self.weights = w if self.exact else w.astype(np.float64)
+        self.exact = w.dtype == object and all(_is_exact_scalar(x) for x in w)
+        if self.exact:
+            w = np.array([Fraction(x) for x in w], dtype=object)
+        else:
+            if w.dtype.kind not in "biuf" and not (w.dtype == object and all(
+                    isinstance(x, numbers.Real) and not isinstance(x, (bool, np.bool_)) for x in w)):
+                raise TypeError(f"weights must be real numbers (float, int or Fraction), got dtype {w.dtype}")
+            w = w.astype(np.float64)
+            if not np.isfinite(w).all():
+                raise ValueError(f"weights must be finite, got {w.tolist()}")
+        self.weights = w
 
     def matrices(self, code: Any, mask: np.ndarray) -> np.ndarray:
         mask = np.asarray(mask, dtype=bool)
         if mask.ndim != 2 or mask.shape[1] != self.weights.size:
             raise ValueError(f"mask must have shape (b, {self.weights.size}), got {mask.shape}")
+        if getattr(code, "m", 1) != 1:
+            raise ValueError(f"FixedWeightDecoder {self.name!r} needs m = 1 (one decoding row), got m = {code.m}")
         zero = Fraction(0) if self.exact else 0.0
         a = np.where(mask, self.weights[None, :], zero)
         return a[:, None, :]
@@ -265,12 +283,9 @@ def min_load_heterogeneous(n: int, k: int) -> Fraction:
     >>> min_load_heterogeneous(10, 10)
     Fraction(19, 10)
     """
-    for name, v in (("n", n), ("k", k)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-            raise TypeError(f"{name} must be an int, got {type(v).__name__}")
-        if v < 1:
-            raise ValueError(f"{name} must be >= 1, got {v}")
-    return Fraction(int(n) + int(k) - 1, int(k))
+    n = check_int("n", n, 1)
+    k = check_int("k", k, 1)
+    return Fraction(n + k - 1, k)
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -309,7 +324,9 @@ class ApproxReport:
         The fixed-weight closed form when the decoder has fixed weights, else ``None``.
     nnz, replication, load, load_lower_bound, meets_lower_bound
         Nonzeros of ``B``, average replication ``nnz/k`` (``Fraction``), max per-worker load,
-        :func:`min_load_heterogeneous` and whether ``replication <= load_lower_bound``.
+        :func:`min_load_heterogeneous` and whether ``replication <= load_lower_bound`` (equality: the code
+        attains the minimum; below it is possible only for a code that is not optimal and unbiased, such as
+        IS-SGD, or for non-generic ``p``).
     min_coefficient : float or Fraction
         Smallest entry of ``B`` (negative entries void the bounded-gradient bound).
     gradient_norm2 : float or Fraction
@@ -351,6 +368,13 @@ class ApproxReport:
             txt += f" ± {self.expected_error_stderr / float(self.gradient_norm2):.2g}"
         return txt
 
+    def _bound_text(self) -> str:
+        if self.replication == self.load_lower_bound:
+            return "meets it"
+        if self.meets_lower_bound:  # below: not an optimal unbiased code, or p not generic (see the bound)
+            return "below it; the bound is for optimal unbiased codes with generic p"
+        return "above it"
+
     def tour_row(self) -> dict[str, Any]:
         """The columns ``gradcodes tour`` prints for an approximate code (error and bias, not exactness)."""
         return {
@@ -389,7 +413,7 @@ class ApproxReport:
             lines.append(f"  closed form     = {self.closed_form}")
         lines.append(f"  load: nnz(B) = {self.nnz}, replication {float(self.replication):.4g} per partition "
                      f"(minimum 1 + (n-1)/k = {float(self.load_lower_bound):.4g}: "
-                     f"{'meets it' if self.meets_lower_bound else 'above it'}), max per worker {self.load}")
+                     f"{self._bound_text()}), max per worker {self.load}")
         if float(self.min_coefficient) < 0:
             lines.append(f"  min coefficient = {float(self.min_coefficient):.4g} (negative)")
         lines.append(f"  {self.seconds:.3f} s")
@@ -399,6 +423,13 @@ class ApproxReport:
 # --------------------------------------------------------------------------------------------------------
 # helpers
 # --------------------------------------------------------------------------------------------------------
+
+
+def _check_code(code: Any) -> None:
+    if not isinstance(code, LinearCode):
+        raise TypeError(f"code must be a gradcodes code (e.g. an ApproximateCode), got {type(code).__name__}")
+    if code.field not in ("real", "rational"):
+        raise ValueError(f"the evaluator supports real and rational codes, got field {code.field!r}")
 
 
 def _resolve_decoder(code: Any, decoder: Any) -> Decoder:
@@ -414,62 +445,59 @@ def _resolve_decoder(code: Any, decoder: Any) -> Decoder:
     raise TypeError(f"decoder must be a name or a Decoder, got {type(decoder).__name__}")
 
 
-def _resolve_p(code: Any, p: Any, exact: bool) -> np.ndarray:
+def _resolve_p(code: Any, p: Any) -> np.ndarray:
+    """Validated probabilities: ``Fraction``s when all were given exactly, else float64."""
     if p is None:
         p = getattr(code, "straggle_probabilities", None)
         if p is None:
             raise ValueError("the code has no straggle_probabilities; pass p (one probability per worker, "
                              "in (0, 1), or a scalar)")
-    return straggle_probabilities(p, code.n, exact=exact if exact else None)
+    return straggle_probabilities(p, code.n)
 
 
-def _gradients(code: Any, gradients: Any, exact: bool) -> tuple[np.ndarray | None, str]:
-    """Return the (k*m, p) block gradient matrix, or None for the identity (orthonormal gradients)."""
+def _gradients(code: Any, gradients: Any) -> tuple[np.ndarray | None, str]:
+    """The (k*m, p) gradient matrix (``None`` for the identity): an object array of ``Fraction``/int when every
+    entry is exact, else float64."""
     km = code.k * code.m
     if gradients is None or (isinstance(gradients, str) and gradients == "orthonormal"):
         return None, "orthonormal (g_j = e_j)"
     if isinstance(gradients, str):
         if gradients == "aligned":
-            G = np.ones((km, 1), dtype=object if exact else np.float64)
-            if exact:
-                G[...] = Fraction(1)
-            return G, "aligned (g_j = 1)"
+            return np.full((km, 1), Fraction(1), dtype=object), "aligned (g_j = 1)"
         raise ValueError(f"gradients must be 'orthonormal', 'aligned' or a (k, p) array, got {gradients!r}")
-    G = np.asarray(gradients)
     if code.m != 1:
         raise ValueError(f"a gradients array needs m = 1 (got m = {code.m}); use 'orthonormal' or 'aligned'")
+    try:
+        G = np.asarray(gradients)
+    except ValueError:
+        raise ValueError("gradients must be a rectangular (k, p) array") from None
     if G.ndim == 1:
         G = G[:, None]
-    if G.ndim != 2 or G.shape[0] != code.k:
-        raise ValueError(f"gradients must have shape (k, p) = ({code.k}, p), got {np.shape(gradients)}")
+    if G.ndim != 2 or G.shape[0] != code.k or G.shape[1] == 0:
+        raise ValueError(f"gradients must have shape (k, p) = ({code.k}, p) with p >= 1, got {np.shape(gradients)}")
+    if G.dtype.kind in "biu":
+        return G.astype(object), f"array {G.shape[0]}x{G.shape[1]}"
     if G.dtype == object:
-        if not exact:
-            G = G.astype(np.float64)
-    else:
-        if not np.all(np.isfinite(G)):
-            raise ValueError("gradients must be finite")
-        G = G.astype(np.float64)
+        if all(_is_exact_scalar(x) for x in G.flat):
+            return G, f"array {G.shape[0]}x{G.shape[1]}"
+        bad = [x for x in G.flat if isinstance(x, (bool, np.bool_)) or not isinstance(x, numbers.Real)]
+        if bad:
+            raise TypeError(f"gradients must be real numbers, got {bad[0]!r} of type {type(bad[0]).__name__}")
+    elif G.dtype.kind != "f":
+        raise TypeError(f"gradients must be a real array, got dtype {G.dtype}")
+    G = G.astype(np.float64)
+    if not np.isfinite(G).all():
+        raise ValueError("gradients must be finite (no NaN or inf)")
     return G, f"array {G.shape[0]}x{G.shape[1]}"
 
 
 def _E(code: Any, exact: bool) -> np.ndarray:
-    m, k = code.m, code.k
-    E = np.kron(np.ones((1, k)), np.eye(m))
-    if exact:
-        out = np.empty(E.shape, dtype=object)
-        for idx, v in np.ndenumerate(E):
-            out[idx] = Fraction(int(v))
-        return out
-    return E
+    E = np.kron(np.ones((1, code.k), dtype=np.int64), np.eye(code.m, dtype=np.int64))
+    return np.vectorize(Fraction, otypes=[object])(E) if exact else E.astype(np.float64)
 
 
 def _B(code: Any, exact: bool) -> np.ndarray:
-    B = np.asarray(code.B)
-    if exact:
-        return B.astype(object)
-    if code.field == "complex" or np.iscomplexobj(B):
-        raise ValueError("evaluate_approximate supports real and rational codes")
-    return np.array(B, dtype=np.float64)
+    return np.asarray(code.B).astype(object) if exact else np.array(code.float_B(), dtype=np.float64)
 
 
 def _masks(start: int, stop: int, n: int) -> np.ndarray:
@@ -477,17 +505,38 @@ def _masks(start: int, stop: int, n: int) -> np.ndarray:
     return ((t[:, None] >> np.arange(n, dtype=np.int64)[None, :]) & 1).astype(bool)
 
 
-def _load_stats(code: Any, B: np.ndarray) -> tuple[int, Fraction, int, Fraction, bool, Any]:
-    nz = B != 0
-    nnz = int(np.count_nonzero(nz))
-    rep = Fraction(nnz, code.k)
-    bound = min_load_heterogeneous(code.n, code.k)
-    return nnz, rep, int(nz.sum(axis=1).max()), bound, rep <= bound, B.min()
+def _fixed_weights(dec: Decoder, code: Any) -> np.ndarray | None:
+    """The weights of a fixed-weight decoder on an ``m = 1`` code (else ``None``: no closed form)."""
+    return dec.weights if isinstance(dec, FixedWeightDecoder) and code.m == 1 else None
 
 
-def _fixed_weights(dec: Decoder) -> np.ndarray | None:
-    w = getattr(dec, "weights", None)
-    return w if isinstance(dec, FixedWeightDecoder) else None
+def _closed(B: np.ndarray, w: np.ndarray, p: np.ndarray, G: np.ndarray | None, e: np.ndarray) -> tuple[Any, Any]:
+    """``(E||ghat - g||^2, E[ghat] - g)`` of the fixed-weight decoder ``w`` (m = 1), in closed form."""
+    q = 1 - p
+    bias = (q * w) @ B - e  # (k,)
+    BG = B if G is None else B @ G  # (n, p)
+    if G is not None:
+        bias = bias @ G
+    return (bias * bias).sum() + (p * q * w * w * (BG * BG).sum(axis=1)).sum(), bias
+
+
+def _as_float(p: np.ndarray, G: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None]:
+    return p.astype(np.float64), None if G is None else G.astype(np.float64)
+
+
+def _rational(code: Any, dec: Decoder, p: np.ndarray, G: np.ndarray | None) -> bool:
+    """Exact arithmetic is possible: rational code, exact decoder, ``Fraction`` p, rational (or identity) G."""
+    return bool(code.field == "rational" and dec.exact and p.dtype == object and (G is None or G.dtype == object))
+
+
+def _closed_form(code: Any, dec: Decoder, w: np.ndarray, p: np.ndarray, G: np.ndarray | None) -> tuple[Any, Any]:
+    """:func:`_closed` on validated inputs, exact whenever :func:`_rational` allows (float otherwise)."""
+    exact = _rational(code, dec, p, G)
+    if not exact:
+        p, G = _as_float(p, G)
+        w = w.astype(np.float64)
+    err, bias = _closed(_B(code, exact), w, p, G, _E(code, exact)[0])
+    return (err, bias) if exact else (float(err), bias)
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -520,36 +569,23 @@ def closed_form_error(code: Any, gradients: Any = None, *, p: Any = None, decode
     Returns
     -------
     float or fractions.Fraction
-        Exact when the code, ``p`` and the weights are rational.
+        Exact when the code, ``p``, ``G`` and the weights are rational.
 
     Examples
     --------
     >>> import gradcodes as gc
     >>> from fractions import Fraction as F
-    >>> code = gc.heterogeneous([F(1, 10), F(1, 5), F(1, 2)], 3, scheme="I")  # doctest: +SKIP
-    >>> gc.closed_form_error(code)                                             # doctest: +SKIP
-    Fraction(32, 63)
+    >>> code = gc.heterogeneous([F(1, 10), F(1, 5), F(1, 2)], 3)
+    >>> gc.closed_form_error(code)
+    Fraction(1441, 3528)
     """
+    _check_code(code)
     dec = _resolve_decoder(code, decoder)
-    w = _fixed_weights(dec)
+    w = _fixed_weights(dec, code)
     if w is None:
-        raise ValueError(f"decoder {dec.name!r} does not have fixed weights; use evaluate_approximate")
-    if code.m != 1:
-        raise ValueError(f"closed_form_error needs m = 1, got m = {code.m}")
-    exact = bool(code.exact and code.field == "rational" and dec.exact)
-    pp = _resolve_p(code, p, exact)
-    if exact and pp.dtype != object:
-        exact = False
-    B = _B(code, exact)
-    if not exact:
-        w = w.astype(np.float64)
-    G, _ = _gradients(code, gradients, exact)
-    q = 1 - pp
-    mean_row = (q * w) @ B - _E(code, exact)[0]  # (k,)
-    BG = B if G is None else B @ G  # (n, p)
-    mG = mean_row if G is None else mean_row @ G
-    total = (mG * mG).sum() + (pp * q * w * w * (BG * BG).sum(axis=1)).sum()
-    return total if exact else float(total)
+        raise ValueError(f"decoder {dec.name!r} does not have fixed weights on an m = 1 code (m = {code.m}); "
+                         f"use evaluate_approximate")
+    return _closed_form(code, dec, w, _resolve_p(code, p), _gradients(code, gradients)[0])[0]
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -558,7 +594,7 @@ def closed_form_error(code: Any, gradients: Any = None, *, p: Any = None, decode
 
 
 def evaluate_approximate(code: Any, gradients: Any = None, *, p: Any = None, decoder: Any = None,
-                         method: str = "auto", samples: int = 20000, seed: int = 0, batch: int = 4096,
+                         method: str = "auto", samples: int = 20000, seed: Any = 0, batch: int = 4096,
                          max_enumerate: int = MAX_ENUMERATE) -> ApproxReport:
     r"""Expected squared error and bias of an approximate code under independent random stragglers.
 
@@ -569,176 +605,157 @@ def evaluate_approximate(code: Any, gradients: Any = None, *, p: Any = None, dec
     Parameters
     ----------
     code : LinearCode
-        Usually an ``ApproximateCode``; any code whose decoders accept arbitrary masks works.
+        Usually an ``ApproximateCode``; any real or rational code whose decoders accept arbitrary masks works.
     gradients : {"orthonormal", "aligned"} or array_like, optional
-        The partial gradients ``G`` (k x p). ``"orthonormal"`` (default) is ``G = I`` (``g_j = e_j``), so the
-        error is ``E||A_R B - 1||^2``; ``"aligned"`` is ``g_j = 1`` for all ``j`` (the bounded-gradient worst
+        The partial gradients ``G`` (k x p, real). ``"orthonormal"`` (default) is ``G = I`` (``g_j = e_j``), so
+        the error is ``E||A_R B - 1||^2``; ``"aligned"`` is ``g_j = 1`` for all ``j`` (the bounded-gradient worst
         case for nonnegative codes).
     p : array_like or float, optional
-        Straggle probabilities (default ``code.straggle_probabilities``). ``Fraction``\ s keep the enumeration
-        exact when the code is rational and its decoder exact.
+        Straggle probabilities (default ``code.straggle_probabilities``).
     decoder : str or Decoder, optional
         Default: the code's default decoder.
     method : {"auto", "enumerate", "montecarlo", "closed"}
-        ``"auto"`` enumerates when ``n <= max_enumerate``; beyond, it uses the exact closed form when the
-        decoder has fixed weights (:func:`closed_form_error`, with the bias ``sum_i (1-p_i) w_i B_i - 1``) and
-        seeded Monte Carlo otherwise. Rational codes are enumerated in ``Fraction``\ s up to ``n = 12``;
-        beyond that ``"auto"`` takes the (exact) closed form when it applies, else enumerates in float64.
+        ``"enumerate"``: all ``2^n`` patterns in vectorised batches (``n <= 24``). ``"closed"``: the closed form
+        of :func:`closed_form_error` (fixed-weight decoders, any ``n``). ``"montecarlo"``: ``samples`` seeded
+        patterns, mean ± standard error. ``"auto"`` enumerates when ``n <= max_enumerate``; beyond, it takes the
+        closed form when the decoder has fixed weights and Monte Carlo otherwise. Exact (``Fraction``)
+        enumeration is used up to ``n = 12`` by ``"auto"`` (beyond, the exact closed form when it applies, else
+        float enumeration) and refused beyond ``n = 14`` (its cost grows about 4x per worker).
     samples : int
-        Monte Carlo sample count.
-    seed : int
+        Monte Carlo sample count (>= 2).
+    seed : int or numpy.random.Generator
         Monte Carlo seed.
     batch : int
-        Patterns per vectorised batch.
+        Patterns per vectorised batch, ``1 <= batch <= 2^20`` (memory grows with it).
     max_enumerate : int
-        Largest ``n`` that ``"auto"`` enumerates; ``"enumerate"`` refuses ``n > 24``.
+        Largest ``n`` that ``"auto"`` enumerates, ``0 <= max_enumerate <= 24``.
 
     Returns
     -------
     ApproxReport
+        Exact (``Fraction`` values, ``exact=True``) when the code is rational, its decoder exact, ``p`` and ``G``
+        rational (``Fraction`` or int entries) and the method is ``"enumerate"`` or ``"closed"``.
 
     Examples
     --------
     >>> import gradcodes as gc
     >>> from fractions import Fraction as F
-    >>> code = gc.heterogeneous([F(1, 10), F(1, 5), F(1, 2)], 3, scheme="I")  # doctest: +SKIP
-    >>> rep = gc.evaluate_approximate(code)                                    # doctest: +SKIP
-    >>> rep.expected_error, rep.unbiased                                       # doctest: +SKIP
-    (Fraction(32, 63), True)
+    >>> rep = gc.evaluate_approximate(gc.heterogeneous([F(1, 10), F(1, 5), F(1, 2)], 3))
+    >>> rep.expected_error, rep.unbiased, rep.patterns
+    (Fraction(1441, 3528), True, 8)
     """
     t0 = time.perf_counter()
+    _check_code(code)
     if method not in ("auto", "enumerate", "montecarlo", "closed"):
         raise ValueError(f"method must be 'auto', 'enumerate', 'montecarlo' or 'closed', got {method!r}")
-    for name, v, lo in (("samples", samples, 2), ("batch", batch, 1), ("max_enumerate", max_enumerate, 0)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-            raise TypeError(f"{name} must be an int, got {type(v).__name__}")
-        if v < lo:
-            raise ValueError(f"{name} must be >= {lo}, got {v}")
+    samples = check_int("samples", samples, 2)
+    batch = check_int("batch", batch, 1, 1 << 20)  # bounds the (batch, n) masks and (batch, m, k) residuals
+    max_enumerate = check_int("max_enumerate", max_enumerate, 0, MAX_ENUMERATE_HARD)
+    rng = check_seed(seed)
     n = code.n
     dec = _resolve_decoder(code, decoder)
-    fixed = _fixed_weights(dec) is not None and code.m == 1
-    rational = code.field == "rational" and getattr(dec, "exact", False)
-    auto = method == "auto"
-    if auto:
-        # exact (Fraction) enumeration costs ~1.7 s at n = 12 and 16x more per 4 workers: prefer the exact closed
-        # form beyond MAX_EXACT_ENUMERATE when it applies, and float enumeration otherwise
-        if n <= max_enumerate and not (rational and fixed and n > MAX_EXACT_ENUMERATE):
+    w = _fixed_weights(dec, code)
+    pp = _resolve_p(code, p)
+    G, gdesc = _gradients(code, gradients)
+    exact = _rational(code, dec, pp, G)
+    if method == "auto":
+        if n <= max_enumerate and not (exact and w is not None and n > MAX_EXACT_ENUMERATE):
             method = "enumerate"
+            exact = exact and n <= MAX_EXACT_ENUMERATE
         else:
-            method = "closed" if fixed else "montecarlo"
-    if method == "enumerate" and n > 24:
-        raise ValueError(f"method='enumerate' needs n <= 24 workers (2^n patterns), got n = {n}; "
-                         f"use method='montecarlo'")
-    if method == "closed" and not fixed:
+            method = "closed" if w is not None else "montecarlo"
+    if method == "closed" and w is None:
         raise ValueError(f"method='closed' needs a fixed-weight decoder and m = 1; decoder {dec.name!r} "
                          f"is not one (use 'enumerate' or 'montecarlo')")
-    exact = bool(method in ("enumerate", "closed") and rational)
-    if auto and method == "enumerate" and n > MAX_EXACT_ENUMERATE:
-        exact = False
-    pp = _resolve_p(code, p, exact)
-    if exact and pp.dtype != object:
-        exact = False
+    if method == "enumerate" and n > MAX_ENUMERATE_HARD:
+        raise ValueError(f"method='enumerate' needs n <= {MAX_ENUMERATE_HARD} workers (2^n patterns), got n = {n}; "
+                         f"use method='montecarlo'" + (" or 'closed'" if w is not None else ""))
+    if method == "enumerate" and exact and n > MAX_EXACT_ENUMERATE_HARD:
+        raise ValueError(f"exact (Fraction) enumeration of 2^n patterns needs n <= {MAX_EXACT_ENUMERATE_HARD} "
+                         f"workers (about 4x slower per worker), got n = {n}; use method='closed' (exact, fixed-weight "
+                         f"decoders), float probabilities (float enumeration) or method='montecarlo'")
+    # the closed form is reported next to every method when it applies (exact whenever possible: it is cheap)
+    closed, closed_bias = (None, None) if w is None else _closed_form(code, dec, w, pp, G)
+    exact = exact and method != "montecarlo"
+    if not exact:
+        pp, G = _as_float(pp, G)
     B = _B(code, exact)
-    G, gdesc = _gradients(code, gradients, exact)
     E = _E(code, exact)
     target = E if G is None else E @ G  # (m, p): the true gradient, blocks as rows
     g2 = (target * target).sum()
+    err_se = bias_se = 0.0
 
     def residuals(mask: np.ndarray) -> np.ndarray:
         A = np.asarray(dec.matrices(code, mask))
         if A.shape != (mask.shape[0], code.m, n):
-            raise ValueError(f"decoder {dec.name!r} returned shape {A.shape}, expected "
-                             f"{(mask.shape[0], code.m, n)}")
+            raise ValueError(f"decoder {dec.name!r} returned shape {A.shape}, expected {(mask.shape[0], code.m, n)}")
         if not exact:
             A = A.astype(np.float64)
+            if not np.isfinite(A).all():
+                raise ValueError(f"decoder {dec.name!r} returned non-finite decoding coefficients")
         R = A @ B - E[None]  # (b, m, k*m)
         return R if G is None else R @ G  # (b, m, p)
 
-    if method == "closed":
-        w = dec.weights if exact else np.asarray(dec.weights, dtype=np.float64)
-        bias = ((1 - pp) * w) @ B - E[0]
-        bias = (bias if G is None else bias @ G)[None, :]
-        err = closed_form_error(code, gradients, p=pp, decoder=dec)
-        err_se = 0.0
-        bias_se = 0.0
-        bias2 = (bias * bias).sum()
-        if exact:
-            unbiased = bool(bias2 == 0)
-            bias_norm = Fraction(0) if bias2 == 0 else math.sqrt(bias2)
-            rel = err / g2 if g2 else None
-        else:
-            bias_norm = float(np.sqrt(bias2))
-            unbiased = bias_norm <= 1e-10 * max(1.0, math.sqrt(float(g2)))
-            rel = float(err) / float(g2) if g2 else None
-        patterns = 0
+    if method == "closed":  # (exact here iff _rational, as in _closed_form)
+        err, bias, patterns = closed, closed_bias[None, :], 0
     elif method == "enumerate":
         total = 1 << n
-        zero = Fraction(0) if exact else 0.0
-        err = zero
-        bias = np.zeros(target.shape, dtype=object if exact else np.float64)
-        if exact:
-            bias[...] = Fraction(0)
-        q = 1 - pp
+        err = Fraction(0) if exact else 0.0
+        bias = np.full(target.shape, Fraction(0), dtype=object) if exact else np.zeros(target.shape)
         for start in range(0, total, batch):
             mask = _masks(start, min(total, start + batch), n)
-            probs = np.where(mask, q[None, :], pp[None, :]).prod(axis=1)
+            probs = np.where(mask, (1 - pp)[None, :], pp[None, :]).prod(axis=1)
             RG = residuals(mask)
-            e = (RG * RG).sum(axis=(1, 2))
-            err = err + (probs * e).sum()
+            err = err + (probs * (RG * RG).sum(axis=(1, 2))).sum()
             bias = bias + np.tensordot(probs, RG, axes=(0, 0))
-        err_se = 0.0
-        bias_se = 0.0
-        bias2 = (bias * bias).sum()
-        if exact:
-            unbiased = bool(bias2 == 0)
-            bias_norm: Any = Fraction(0) if bias2 == 0 else math.sqrt(bias2)
-            rel = err / g2 if g2 else None
-        else:
-            bias_norm = float(np.sqrt(bias2))
-            unbiased = bias_norm <= 1e-10 * max(1.0, math.sqrt(float(g2)))
-            rel = float(err) / float(g2) if g2 else None
-            err = float(err)
         patterns = total
     else:
-        rng = np.random.default_rng(seed)
-        pf = pp.astype(np.float64)
-        s1 = 0.0
-        s2 = 0.0
+        # sums of (x - K) and (x - K)^2 with K the first batch's mean: the variance does not cancel catastrophically
+        s1 = s2 = 0.0
         b1 = np.zeros(target.shape)
         b2 = np.zeros(target.shape)
-        done = 0
-        while done < samples:
-            b = min(batch, samples - done)
-            mask = rng.random((b, n)) >= pf[None, :]
+        for done in range(0, samples, batch):
+            mask = rng.random((min(batch, samples - done), n)) >= pp[None, :]
             RG = residuals(mask)
             e = (RG * RG).sum(axis=(1, 2))
+            if done == 0:
+                ke, kb = e.mean(), RG.mean(axis=0)
+            e, RG = e - ke, RG - kb
             s1 += e.sum()
             s2 += (e * e).sum()
             b1 += RG.sum(axis=0)
             b2 += (RG * RG).sum(axis=0)
-            done += b
-        N = samples
-        err = s1 / N
-        err_se = math.sqrt(max(s2 - N * err * err, 0.0) / (N - 1) / N)
-        bias = b1 / N
-        var = np.maximum(b2 / N - bias * bias, 0.0) * N / (N - 1)
-        bias_se = float(math.sqrt(var.sum() / N))
-        bias_norm = float(np.linalg.norm(bias))
-        unbiased = bias_norm <= 4 * bias_se + 1e-12 * max(1.0, math.sqrt(float(g2)))
-        rel = err / float(g2) if g2 else None
-        patterns = N
-    closed = None
-    if _fixed_weights(dec) is not None and code.m == 1:
-        closed = closed_form_error(code, gradients, p=pp, decoder=dec)
-    nnz, rep, load, bound, meets, bmin = _load_stats(code, np.asarray(code.B))
+        N = patterns = samples
+        err = ke + s1 / N
+        err_se = math.sqrt(max(s2 - s1 * s1 / N, 0.0) / (N - 1) / N)
+        bias = kb + b1 / N
+        bias_se = float(math.sqrt((np.maximum(b2 - b1 * b1 / N, 0.0) / (N - 1)).sum() / N))
+    bias2 = (bias * bias).sum()
+    if exact:
+        unbiased = bool(bias2 == 0)
+        bias_norm: Any = Fraction(0) if unbiased else math.sqrt(bias2)
+        rel = err / g2 if g2 else None
+    else:
+        err, g2 = float(err), float(g2)
+        bias_norm = float(np.sqrt(bias2))
+        # Monte Carlo: consistent with 0 at 4 standard errors; otherwise 0 up to rounding
+        scale = max(1.0, math.sqrt(g2))
+        unbiased = bias_norm <= (4 * bias_se + 1e-12 * scale if method == "montecarlo" else 1e-10 * scale)
+        rel = err / g2 if g2 else None
+    Bc = np.asarray(code.B)
+    nz = Bc != 0
+    nnz = int(np.count_nonzero(nz))
+    rep = Fraction(nnz, code.k)
+    bound = min_load_heterogeneous(n, code.k)
     return ApproxReport(
         code_name=str(getattr(code, "name", None) or type(code).__name__), n=n, k=code.k, gradients=gdesc,
         decoder=dec.name, expected_error=err, expected_error_stderr=err_se, relative_error=rel,
         bias=bias.reshape(-1), bias_norm=bias_norm, bias_stderr=bias_se, unbiased=bool(unbiased),
         method=method, patterns=patterns, exact=exact, closed_form=closed, nnz=nnz, replication=rep,
-        load=load, load_lower_bound=bound, meets_lower_bound=bool(meets), min_coefficient=bmin,
-        gradient_norm2=g2 if exact else float(g2),
-        seed=seed if method == "montecarlo" else None, seconds=time.perf_counter() - t0,
+        load=int(nz.sum(axis=1).max()), load_lower_bound=bound, meets_lower_bound=bool(rep <= bound),
+        min_coefficient=Bc.min(), gradient_norm2=g2,
+        seed=int(seed) if isinstance(seed, numbers.Integral) and method == "montecarlo" else None,
+        seconds=time.perf_counter() - t0,
     )
 
 
@@ -775,7 +792,7 @@ def _cli_hook(sub: Any) -> None:
                                "(default: the code's own)")
     p.add_argument("--gradients", default="orthonormal", choices=["orthonormal", "aligned"],
                    help="g_j = e_j (default) or all g_j equal")
-    p.add_argument("--method", default="auto", choices=["auto", "enumerate", "montecarlo"])
+    p.add_argument("--method", default="auto", choices=["auto", "enumerate", "montecarlo", "closed"])
     p.add_argument("--samples", type=int, default=20000, help="Monte Carlo samples")
     p.add_argument("--mc-seed", type=int, default=0, help="Monte Carlo seed")
     p.add_argument("--decoder", help="decoder name (default: the code's)")

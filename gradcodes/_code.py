@@ -9,9 +9,11 @@ matrix ``A_F`` (m x n, zero outside ``F``) with ``A_F B = E = 1_k^T (x) I_m`` re
 
 from __future__ import annotations
 
+import numbers
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -412,9 +414,13 @@ class LinearCode:
                              f"({F.size}), got shape {M.shape}")
         Am = self._matrix_for(M, A)
         if rows is None:
-            out = Am @ M
-            if M.dtype != object and not np.all(np.isfinite(out)):
-                out = Am[:, F] @ M[F]
+            if M.dtype == object:
+                out = Am @ M
+            else:
+                with np.errstate(invalid="ignore", over="ignore"):   # garbage in straggler rows is expected
+                    out = Am @ M
+                if not np.all(np.isfinite(out)):
+                    out = Am[:, F] @ M[F]
         else:
             out = Am[:, rows] @ M
         if M.dtype != object and not np.all(np.isfinite(out)):
@@ -551,16 +557,7 @@ class ApproximateCode(LinearCode):
         super().__init__(B, **kwargs)
         self.s = None if s is None else check_int("s", s, 0, self.n - 1)
         if straggle_probabilities is not None:
-            p = straggle_probabilities
-            if isinstance(p, np.ndarray) and p.dtype != object:
-                arr = p.astype(np.float64)
-            else:
-                arr = np.asarray(list(p), dtype=object)
-            if arr.shape != (self.n,):
-                raise ValueError(f"straggle_probabilities must have length n={self.n}, got shape {arr.shape}")
-            if not all(0 < v < 1 for v in arr):
-                raise ValueError("straggle_probabilities must lie in the open interval (0, 1)")
-            straggle_probabilities = arr
+            straggle_probabilities = _check_probabilities(straggle_probabilities, self.n)
         self.straggle_probabilities = straggle_probabilities
 
     def approximation_error(self, responders: Any, decoder: str | Decoder | None = None) -> float:
@@ -571,3 +568,29 @@ class ApproximateCode(LinearCode):
             R = A @ self._B - self._target
             return float(np.sqrt(float(sum(v * v for v in R.flat))))
         return float(np.linalg.norm(A @ self._B - self._target))
+
+
+def _check_probabilities(p: Any, n: int) -> np.ndarray:
+    """Straggle probabilities: a length-``n`` sequence of real numbers (floats, Fractions, or strings such as
+    ``"1/10"``) in the open interval (0, 1); float64 array, or object array of Fractions when all are exact."""
+    name = "straggle_probabilities"
+    if isinstance(p, (str, bytes)) or not hasattr(p, "__iter__") or isinstance(p, (set, dict)):
+        raise TypeError(f"{name} must be a sequence of n={n} probabilities, got {type(p).__name__}")
+    values = list(p)
+    if len(values) != n:
+        raise ValueError(f"{name} must have length n={n}, got {len(values)}")
+    exact = []
+    for i, v in enumerate(values):
+        if isinstance(v, str):
+            try:
+                v = Fraction(v.strip())
+            except (ValueError, ZeroDivisionError):
+                raise TypeError(f"{name}[{i}] = {v!r} is not a number") from None
+        if isinstance(v, bool) or not isinstance(v, (numbers.Real, Fraction)) and not hasattr(v, "is_Rational"):
+            raise TypeError(f"{name}[{i}] must be a real number, got {v!r} of type {type(v).__name__}")
+        if not (0 < v < 1):
+            raise ValueError(f"{name}[{i}] = {v!r} must lie in the open interval (0, 1)")
+        exact.append(v)
+    if all(isinstance(v, (Fraction, numbers.Integral)) or hasattr(v, "is_Rational") for v in exact):
+        return np.array([to_fraction(v, name) for v in exact], dtype=object)
+    return np.array([float(v) for v in exact], dtype=np.float64)

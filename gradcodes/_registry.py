@@ -26,7 +26,8 @@ class Scheme:
     evaluate : callable, optional
         ``evaluate(code) -> report`` with a ``tour_row()`` method; defaults to :func:`gradcodes.verify`.
     kind : str
-        ``"exact"``, ``"approximate"`` or ``"tree"``.
+        ``"exact"``, ``"tree"``, ``"adversarial"`` (approximate, judged by the worst set of ``s`` stragglers) or
+        ``"approximate"`` (judged by expected error and bias under random stragglers).
     """
 
     name: str

@@ -81,5 +81,6 @@ def tour(names: Iterable[str] | None = None, *, quick: bool = False, out: TextIO
 _KIND_TITLES = {
     "exact": "Exact gradient codes: every set of n - s responders checked (or searched) for recovery",
     "tree": "Tree codes: straggler patterns with at most s stragglers per parent",
+    "adversarial": "Approximate codes: worst-case and mean error over every set of s stragglers",
     "approximate": "Approximate codes: expected error and bias under random stragglers",
 }

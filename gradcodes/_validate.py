@@ -37,6 +37,8 @@ def check_real(name: str, value: object, lo: float | None = None, hi: float | No
     v = float(value)
     lo_b = "(" if open_lo else "["
     hi_b = ")" if open_hi else "]"
+    lo_b = "(" if lo is None else lo_b
+    hi_b = ")" if hi is None else hi_b
     rng = f" in {lo_b}{'-inf' if lo is None else lo}, {'inf' if hi is None else hi}{hi_b}"
     bad = not np.isfinite(v)
     if lo is not None:

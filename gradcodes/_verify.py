@@ -22,11 +22,10 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from ._bounds import meets_min_load, min_load
 from ._code import GradientCode, LinearCode
-from ._decoders import Decoder
+from ._decoders import Decoder, single_threaded_blas
 from ._numerics import accepts, cancellation, error_estimate, residuals
 from ._validate import check_int, check_real, check_seed
 
@@ -358,9 +357,7 @@ def verify(code: LinearCode, *, limit: int | None = None, samples: int = 2000, s
         progress = sys.stderr.isatty() and (total if exhaustive else samples) > 200_000
     if exhaustive:
         bar = _progress(total, progress, f"verify {code.name}")
-        # One BLAS thread: the products here are small, and a multithreaded BLAS spins on them (measured 25x
-        # slower for (50, 5) on a busy 2-core machine).
-        with threadpool_limits(limits=1, user_api="blas"):
+        with single_threaded_blas():                             # small products: see single_threaded_blas
             for S in straggler_batches(n, s, batch_size):
                 tracker.add(S)
                 if bar is not None:

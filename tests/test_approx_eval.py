@@ -87,6 +87,14 @@ def test_monte_carlo_agrees_with_enumeration_and_is_seeded():
     assert mc.closed_form == pytest.approx(exact.expected_error, rel=1e-12)
 
 
+def test_monte_carlo_bias_test_is_not_scaled_by_the_gradient_norm():
+    # bias -0.3 per coordinate, ||bias|| = 3 against Monte Carlo noise sqrt(100 * 0.21 / 200) = 0.32
+    code = gc.ignore_stragglers(100, p=0.3, decoder="sum")
+    rep = gc.evaluate_approximate(code, method="montecarlo", samples=200, seed=0)
+    assert rep.bias_norm == pytest.approx(3.0, rel=0.1) and rep.bias_stderr == pytest.approx(0.32, rel=0.1)
+    assert not rep.unbiased
+
+
 def test_monte_carlo_detects_bias():
     code = gc.ignore_stragglers(30, p=0.3, decoder="sum")
     rep = gc.evaluate_approximate(code, method="montecarlo", samples=4000, seed=1)
@@ -158,13 +166,23 @@ def test_p_override_and_missing():
 @pytest.mark.parametrize("kwargs, exc, match", [
     ({"method": "exhaustive"}, ValueError, "method must be"),
     ({"p": [0.1, 1.0, 0.2]}, ValueError, r"p\[1\]"),
-    ({"samples": 1}, ValueError, "samples must be >= 2"),
-    ({"samples": 2.5}, TypeError, "samples must be an int"),
+    ({"samples": 1}, ValueError, "samples must be an integer >= 2"),
+    ({"samples": 2.5}, TypeError, "samples must be an integer"),
     ({"batch": 0}, ValueError, "batch"),
+    ({"batch": 1 << 30}, ValueError, r"batch must be an integer in \[1, 1048576\]"),
+    ({"max_enumerate": 30}, ValueError, r"max_enumerate must be an integer in \[0, 24\]"),
+    ({"seed": "x", "method": "montecarlo"}, TypeError, "seed"),
     ({"decoder": "nope"}, ValueError, "decoder must be one of"),
+    ({"decoder": 3}, TypeError, "decoder must be a name or a Decoder"),
     ({"gradients": np.ones((4, 2))}, ValueError, r"shape \(k, p\) = \(3, p\)"),
+    ({"gradients": np.ones((3, 0))}, ValueError, r"p >= 1"),
     ({"gradients": "random"}, ValueError, "gradients must be"),
     ({"gradients": np.array([[np.nan], [1.0], [1.0]])}, ValueError, "finite"),
+    ({"gradients": np.array([[np.inf], [1], [F(1, 2)]], dtype=object)}, ValueError, "finite"),
+    ({"gradients": np.array([[1j], [1.0], [1.0]])}, TypeError, "real"),
+    ({"gradients": np.array([["a"], ["b"], ["c"]])}, TypeError, "real"),
+    ({"gradients": np.array([[None], [1], [2]], dtype=object)}, TypeError, "real numbers"),
+    ({"p": {0.1, 0.2, 0.3}}, TypeError, "p must be a sequence or array"),
 ])
 def test_bad_arguments(kwargs, exc, match):
     code = gc.heterogeneous([0.1, 0.2, 0.5], 3)
@@ -176,6 +194,53 @@ def test_enumerate_refuses_huge_n():
     code = gc.heterogeneous([0.1] * 25, 25)
     with pytest.raises(ValueError, match="n <= 24"):
         gc.evaluate_approximate(code, method="enumerate")
+    # Fraction enumeration grows ~4x per worker (minutes at n = 16): refused beyond n = 14, with alternatives
+    code = gc.heterogeneous([F(1, 3)] * 15, 15)
+    with pytest.raises(ValueError, match=r"exact \(Fraction\) enumeration.*n <= 14.*method='closed'"):
+        gc.evaluate_approximate(code, method="enumerate")
+    assert gc.evaluate_approximate(code, method="enumerate", p=[0.1] * 15).method == "enumerate"  # float p
+
+
+def test_not_a_code():
+    with pytest.raises(TypeError, match="code must be a gradcodes code"):
+        gc.evaluate_approximate(np.eye(3), p=0.1)
+    with pytest.raises(TypeError, match="code must be a gradcodes code"):
+        gc.closed_form_error("heterogeneous")
+
+
+def test_exactness_follows_the_inputs():
+    """A rational code evaluated with float p or float gradients is a float evaluation, not 'exact' floats."""
+    code = gc.heterogeneous(P3, 3)
+    rep = gc.evaluate_approximate(code, p=0.2)
+    assert not rep.exact and isinstance(rep.expected_error, float)
+    assert rep.expected_error == pytest.approx(float(gc.evaluate_approximate(code, p=F(1, 5)).expected_error))
+    Gf = np.array([[0.5], [0.25], [1.0]], dtype=object)
+    rep = gc.evaluate_approximate(code, Gf)
+    assert not rep.exact and isinstance(rep.expected_error, float)
+    # integer gradients stay exact
+    Gi = np.array([[2], [1], [4]])
+    rep = gc.evaluate_approximate(code, Gi)
+    Gx = np.array([[F(1, 2)], [F(1, 4)], [F(1)]], dtype=object)
+    assert rep.exact and rep.expected_error == 16 * gc.evaluate_approximate(code, Gx).expected_error
+    assert rep.expected_error == pytest.approx(16 * gc.evaluate_approximate(code, Gf).expected_error, rel=1e-12)
+    # a float code with Fraction probabilities is evaluated in float (not in slow object arithmetic)
+    rep = gc.evaluate_approximate(gc.bernoulli_gc(4, 2, p=F(1, 3), seed=1))
+    assert not rep.exact and isinstance(rep.expected_error, float)
+
+
+def test_fixed_weight_decoder_validation():
+    with pytest.raises(ValueError, match="finite"):
+        gc.FixedWeightDecoder("w", [1.0, np.nan])
+    with pytest.raises(TypeError, match="real numbers"):
+        gc.FixedWeightDecoder("w", ["a", "b"])
+    with pytest.raises(TypeError, match="name"):
+        gc.FixedWeightDecoder(3, [1.0, 2.0])
+    dec = gc.FixedWeightDecoder("w", np.array([1, F(1, 2)], dtype=object))
+    assert dec.exact and dec.weights.tolist() == [F(1), F(1, 2)]
+    code = gc.ApproximateCode(np.ones((2, 4)), m=2, decoders=[gc.FixedWeightDecoder("w", [1.0, 1.0])],
+                              default_decoder="w")
+    with pytest.raises(ValueError, match="needs m = 1"):
+        code.decoding_matrix([0, 1])
 
 
 def test_closed_form_needs_fixed_weights():
@@ -220,6 +285,8 @@ def test_cli_evaluate(capsys):
     assert "Monte Carlo, 500 samples, seed 3" in capsys.readouterr().out
     assert main(["evaluate", "ehd", "-n", "7"]) == 2
     assert "must divide n" in capsys.readouterr().err
+    assert main(["evaluate", "sgc", "-n", "40", "--method", "closed"]) == 0
+    assert "(closed form)" in capsys.readouterr().out
 
 
 def test_cli_build_then_evaluate(tmp_path, capsys):
@@ -274,3 +341,30 @@ def test_auto_method_choice():
     # homogeneous p: each group is silent with probability (1/3)^2, losing its 2 partitions (see test_baselines)
     assert rep.expected_error == pytest.approx(7 * 2 / 9, rel=1e-12)
     assert gc.evaluate_approximate(gc.erasurehead(18, 2, p=0.3), samples=300).method == "montecarlo"
+
+
+def test_monte_carlo_standard_error_without_cancellation():
+    """Per-pattern errors ~3e8 varying by ~0.2: sum-of-squares variance cancels to 0 (the old code reported
+    ± 0.0); shifted sums give the true standard error sqrt(3 (2e-9 1e8)^2 / 4 / N)."""
+    code = gc.ApproximateCode(1e-9 * np.eye(3), decoders=[gc.FixedWeightDecoder("w", np.ones(3))],
+                              default_decoder="w", straggle_probabilities=[0.5] * 3)
+    G = 1e4 * np.eye(3)
+    mc = gc.evaluate_approximate(code, G, method="montecarlo", samples=20000, seed=0)
+    assert mc.expected_error_stderr == pytest.approx(np.sqrt(3 * 0.2**2 / 4 / 20000), rel=0.05)
+    exact = gc.evaluate_approximate(code, G, method="enumerate").expected_error
+    assert abs(mc.expected_error - exact) < 4 * mc.expected_error_stderr
+
+
+def test_exponential_straggle_probabilities_model():
+    """p_i = P(1 + Exp(psi_i) > tau) = exp(-psi_i (tau - 1)) with psi_i ~ U(lo, hi) drawn from the seed."""
+    p = gc.exponential_straggle_probabilities(6, 1.5, psi=np.array([0.1, 2.0]), seed=4)
+    psi = np.random.default_rng(4).uniform(0.1, 2.0, size=6)
+    np.testing.assert_allclose(p, np.exp(-psi * 0.5), rtol=1e-15)
+    # Monte Carlo check of the straggler semantics for one rate
+    t = 1 + np.random.default_rng(0).exponential(1 / psi[0], size=200_000)
+    assert abs((t > 1.5).mean() - p[0]) < 4 * np.sqrt(p[0] * (1 - p[0]) / t.size)
+    for bad, exc in (((1,), ValueError), ("ab", ValueError), ((2.0, 1.0), ValueError), ((0.0, 1.0), ValueError)):
+        with pytest.raises(exc, match="psi"):
+            gc.exponential_straggle_probabilities(3, 1.5, psi=bad)
+    with pytest.raises(ValueError, match=r"tau must be a finite real number in \(1.0, inf\)"):
+        gc.exponential_straggle_probabilities(3, 1.0)

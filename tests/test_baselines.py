@@ -200,3 +200,51 @@ def test_bgc_bad_input():
         gc.bernoulli_gc(5, 2, seed="x")
     with pytest.raises(ValueError, match="decoder must be one of"):
         gc.bernoulli_gc(5, 2, decoder="lsq")
+
+
+def test_bgc_d_types():
+    with pytest.raises(TypeError, match="d .expected load. must be a real number"):
+        gc.bernoulli_gc(5, "2")
+    with pytest.raises(ValueError, match="d .expected load."):
+        gc.bernoulli_gc(5, float("nan"))
+
+
+def test_single_worker_baselines_exact():
+    """n = 1: the lone worker holds everything; with p = 1/3 and unbiased weight 3/2 the error is delta = 1/2."""
+    p = [F(1, 3)]
+    assert gc.evaluate_approximate(gc.ignore_stragglers(1, p=p)).expected_error == F(1, 2)
+    assert gc.evaluate_approximate(gc.stochastic_gc(1, 1, p)).expected_error == F(1, 2)
+    assert gc.evaluate_approximate(gc.erasurehead(1, 1, p=p, decoder="unbiased")).expected_error == F(1, 2)
+    # the weight-1 group decoder loses the gradient with probability 1/3: bias -1/3, error 1/3
+    rep = gc.evaluate_approximate(gc.erasurehead(1, 1, p=p))
+    assert rep.expected_error == F(1, 3) and rep.bias.tolist() == [F(-1, 3)]
+
+
+def test_rescale_bias_with_unequal_probabilities():
+    """IS-SGD's (n/|R|) 1_R is biased for unequal p (the docstring's claim), by an exactly computable amount."""
+    p = [F(1, 2), F(1, 4)]
+    rep = gc.evaluate_approximate(gc.ignore_stragglers(2, p=p, decoder="rescale"))
+    # E[a_0] = P(both) * 1 + P(only 0) * 2 = (1/2)(3/4) + (1/2)(1/4)(2) = 5/8; E[a_1] = (3/8) + (3/4)(1/2)(2) = 9/8
+    assert rep.bias.tolist() == [F(5, 8) - 1, F(9, 8) - 1]
+
+
+@pytest.mark.parametrize("build", [
+    lambda dec: gc.ignore_stragglers(3, p=0.2, decoder=dec),
+    lambda dec: gc.bernoulli_gc(3, 1, decoder=dec),
+    lambda dec: gc.erasurehead(4, 2, decoder=dec),
+    lambda dec: gc.optimal_decoding(4, 2, decoder=dec),
+])
+def test_decoder_name_validation(build):
+    with pytest.raises(TypeError, match="decoder must be a str"):
+        build(["optimal"])
+    with pytest.raises(ValueError, match="decoder must be one of"):
+        build("nope")
+
+
+def test_bgc_entries_are_bernoulli():
+    """B_ij ~ Bernoulli(d/k) i.i.d.: over 40 000 entries the frequency is within 4 standard errors of d/k."""
+    B = gc.bernoulli_gc(200, 3, seed=11).B
+    q = 3 / 200
+    assert set(np.unique(B)) <= {0.0, 1.0}
+    assert abs(B.mean() - q) < 4 * np.sqrt(q * (1 - q) / B.size)
+    assert not (gc.bernoulli_gc(200, 3, seed=12).B == B).all()

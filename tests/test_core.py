@@ -1,5 +1,6 @@
 """The core types: validation, encode/decode round trips (float32, float64, exact), decoders and their reports."""
 
+import warnings
 from fractions import Fraction as Fr
 
 import numpy as np
@@ -214,7 +215,7 @@ def test_approximate_code_any_responders():
     assert code.approximation_error([0, 1], decoder="lstsq") == pytest.approx(expected, rel=1e-12)
     A = code.decoding_matrix([])                    # nobody responded: the estimate is 0
     assert np.all(A == 0)
-    with pytest.raises(ValueError, match="straggle_probabilities must lie in"):
+    with pytest.raises(ValueError, match=r"straggle_probabilities\[1\] = 1.0 must lie in the open interval \(0, 1\)"):
         gc.ApproximateCode(np.eye(2), straggle_probabilities=[0.5, 1.0])
     with pytest.raises(ValueError, match="length n=2"):
         gc.ApproximateCode(np.eye(2), straggle_probabilities=[0.5])
@@ -286,3 +287,31 @@ def test_partials_bad_input():
         code.decode([0, 1, 2], code.encode(np.zeros((5, 3))), length=4)
     with pytest.raises(ValueError, match="decoder must be one of"):
         code.decoding_matrix([0, 1, 2], decoder="fft")
+
+
+@pytest.mark.parametrize(("p", "exc", "words"), [
+    (0.2, TypeError, "sequence of n=2 probabilities"),
+    (["a", 0.2], TypeError, "straggle_probabilities[0] = 'a' is not a number"),
+    ([None, 0.2], TypeError, "must be a real number"),
+    ([0.0, 0.2], ValueError, "open interval (0, 1)"),
+])
+def test_straggle_probabilities_bad_input(p, exc, words):
+    with pytest.raises(exc) as info:
+        gc.ApproximateCode(np.eye(2), straggle_probabilities=p)
+    assert words in str(info.value)
+
+
+def test_straggle_probabilities_exact_and_float():
+    exact = gc.ApproximateCode(np.eye(2), straggle_probabilities=["1/10", Fr(1, 5)]).straggle_probabilities
+    assert exact.tolist() == [Fr(1, 10), Fr(1, 5)]
+    floats = gc.ApproximateCode(np.eye(2), straggle_probabilities=[0.1, Fr(1, 5)]).straggle_probabilities
+    assert floats.dtype == np.float64 and floats.tolist() == [0.1, 0.2]
+
+
+def test_garbage_straggler_rows_raise_no_warning():
+    code = gc.cyclic_repetition(6, 1, seed=0)
+    Y = code.encode(np.eye(6))
+    Y[5] = np.inf
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        np.testing.assert_allclose(code.decode([0, 1, 2, 3, 4], Y), np.ones(6), rtol=1e-12)

@@ -287,9 +287,9 @@ def test_min_load_heterogeneous():
     assert gc.min_load_heterogeneous(3, 3) == F(5, 3)
     assert gc.min_load_heterogeneous(100, 100) == F(199, 100)
     assert gc.min_load_heterogeneous(1, 7) == 1
-    with pytest.raises(ValueError, match="k must be >= 1"):
+    with pytest.raises(ValueError, match="k must be an integer >= 1"):
         gc.min_load_heterogeneous(3, 0)
-    with pytest.raises(TypeError, match="n must be an int"):
+    with pytest.raises(TypeError, match="n must be an integer"):
         gc.min_load_heterogeneous(2.0, 3)
 
 
@@ -297,3 +297,50 @@ def test_allocation_helper_matches_code():
     alpha, Y = song_choi_allocation(P3, 3, "nw")
     assert alpha.tolist() == WORKED["nw"]
     assert Y.tolist() == [F(27, 14), F(6, 7), F(3, 14)]
+
+
+def test_extreme_probabilities_do_not_overflow():
+    """1/p overflows for p ~ 1e-310; the row sums are computed scaled, so no NaN (the old code returned NaN)."""
+    Y = gc.optimal_row_sums([1e-320, 0.5, 0.3], 3)
+    assert np.isfinite(Y).all() and Y.sum() == pytest.approx(3) and Y[0] == pytest.approx(3)
+    code = gc.heterogeneous([1e-310, 1e-300, 0.5], 4)
+    np.testing.assert_allclose(code.B.sum(axis=0), 1.0)
+    assert (code.B >= 0).all() and np.isfinite(code.B).all()
+    code = gc.heterogeneous([0.5, 1 - 2.0**-52, 0.25], 3)  # a worker that almost always straggles
+    np.testing.assert_allclose(code.B.sum(axis=0), 1.0)
+
+
+@pytest.mark.parametrize("p", [{0.1, 0.2}, {0: 0.1, 1: 0.2}, (x for x in [0.1, 0.2])])
+def test_probabilities_not_a_sequence(p):
+    with pytest.raises(TypeError, match="p must be a sequence or array"):
+        gc.heterogeneous(p, 2)
+
+
+def test_warn_must_be_bool():
+    with pytest.raises(TypeError, match="warn must be a bool"):
+        gc.heterogeneous([0.1, 0.2], 2, warn="no")
+
+
+@pytest.mark.parametrize("n, k", [(2, 1), (3, 2), (4, 4), (5, 8)])
+def test_scheme_supports_are_the_papers(n, k):
+    """Scheme I: partition 0 on every worker plus e_i exclusive partitions; Scheme II: a chain of blocks of
+    b_i = e_i + 1 partitions, consecutive blocks sharing one (spec §5.2)."""
+    p = [F(i + 2, 3 * i + 7) for i in range(n)]  # generic here: no coefficient happens to vanish
+    e = [k - n + 1] + [1] * (n - 2) + [0] if n > 1 else [k]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", gc.NegativeCoefficientWarning)
+        one = gc.heterogeneous(p, k, "I").B != 0
+        two = gc.heterogeneous(p, k, "II").B != 0
+    want = np.zeros((n, k), dtype=bool)
+    want[:, 0] = True
+    start = 1
+    for i in range(n):
+        want[i, start:start + e[i]] = True
+        start += e[i]
+    assert (one == want).all()
+    want[...] = False
+    start = 0
+    for i in range(n):
+        want[i, start:start + e[i] + 1] = True
+        start += e[i]
+    assert (two == want).all()

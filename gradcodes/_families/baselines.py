@@ -51,14 +51,6 @@ __all__ = [
 # --------------------------------------------------------------------------------------------------------
 
 
-def _int(name: str, v: Any, lo: int, hi: int | None = None) -> int:
-    return check_int(name, v, lo, hi)
-
-
-def _seed(seed: Any) -> np.random.Generator:
-    return check_seed(seed)
-
-
 def _seed_param(seed: Any) -> int | None:
     """A seed worth saving (ints only: a Generator's state is not reproducible from the file)."""
     return int(seed) if isinstance(seed, numbers.Integral) and not isinstance(seed, bool) else None
@@ -66,6 +58,16 @@ def _seed_param(seed: Any) -> int | None:
 
 def _p(p: Any, n: int) -> np.ndarray | None:
     return None if p is None else straggle_probabilities(p, n)
+
+
+def _pick(decoder: Any, decs: dict[str, Decoder]) -> str:
+    """Validate the name of the default decoder."""
+    if not isinstance(decoder, str):
+        raise TypeError(f"decoder must be a str, one of {sorted(decs)}, got {decoder!r}")
+    if decoder not in decs:
+        raise ValueError(f"decoder must be one of {sorted(decs)}, got {decoder!r}"
+                         + (" ('unbiased' needs p)" if decoder == "unbiased" else ""))
+    return decoder
 
 
 def _frac_matrix(M: np.ndarray) -> np.ndarray:
@@ -83,15 +85,12 @@ def _frac_matrix(M: np.ndarray) -> np.ndarray:
 class OptimalDecoder(LeastSquaresDecoder):
     """Optimal decoding ``u* = argmin_{supp u ⊆ R} ||B_R^T u - 1||_2``, minimum norm (batched pseudo-inverse).
 
-    The core's least-squares decoder under the name the baselines' papers use; the empty mask gives ``u = 0``.
+    The core's least-squares decoder (it solves on the responders' rows only, so stragglers get exact zeros)
+    under the name the baselines' papers use; the empty mask gives ``u = 0``.
     """
 
     name = "optimal"
     description = "optimal (minimum-norm least-squares) decoding"
-
-    def matrices(self, code: Any, mask: np.ndarray) -> np.ndarray:
-        # the pseudo-inverse leaves rounding-level values (~1e-15) in straggler columns: make them exactly 0
-        return super().matrices(code, mask) * np.asarray(mask, dtype=bool)[:, None, :]
 
 
 class RescaleDecoder(Decoder):
@@ -154,8 +153,8 @@ def random_regular_graph(n: int, d: int, seed: Any = 0, swaps: int | None = None
     ``t = 1 .. floor(d/2)`` (plus ``i + n/2`` when ``d`` is odd, which needs ``n`` even), then run
     ``swaps`` degree-preserving double-edge swaps (``{a,b},{c,e} -> {a,c},{b,e}`` or ``{a,e},{b,c}``,
     rejected if they would create a loop or a multi-edge). The swap chain is irreducible on simple
-    ``d``-regular graphs with the same vertex set when combined with enough steps, and ``10 |E|`` accepted
-    attempts (the default) is the usual mixing heuristic; the result is always simple and ``d``-regular.
+    ``d``-regular graphs on the same vertex set, and ``10 |E|`` swap attempts (the default) is the usual mixing
+    heuristic (the result is not exactly uniform); it is always simple and ``d``-regular.
 
     Parameters
     ----------
@@ -179,11 +178,11 @@ def random_regular_graph(n: int, d: int, seed: Any = 0, swaps: int | None = None
     >>> A.sum(axis=0).tolist() == [3] * 10, bool((A == A.T).all()), int(A.trace())
     (True, True, 0)
     """
-    n = _int("n", n, 1)
-    d = _int("d", d, 0, n - 1)
+    n = check_int("n", n, 1)
+    d = check_int("d", d, 0, n - 1)
     if (n * d) % 2:
         raise ValueError(f"a d-regular graph on n vertices needs n*d even, got n = {n}, d = {d}")
-    rng = _seed(seed)
+    rng = check_seed(seed)
     edges: list[tuple[int, int]] = []
     for i in range(n):
         for t in range(1, d // 2 + 1):
@@ -195,7 +194,7 @@ def random_regular_graph(n: int, d: int, seed: Any = 0, swaps: int | None = None
     m = len(edges)
     if swaps is None:
         swaps = 10 * m
-    swaps = _int("swaps", swaps, 0)
+    swaps = check_int("swaps", swaps, 0)
     if m >= 2:
         picks = rng.integers(0, m, size=(swaps, 2))
         coins = rng.random(swaps) < 0.5
@@ -234,8 +233,9 @@ def ignore_stragglers(n: int, *, p: Any = None, decoder: str | None = None) -> A
     r"""IS-SGD: uncoded (``B = I_n``, ``k = n``); the master uses the responders only.
 
     Decoders: ``"unbiased"`` (``a_i = 1/(1 - p_i)``, needs ``p``; ``E[ghat] = g``), ``"rescale"``
-    (``a = (n/|R|) 1_R``, spec §1.4; unbiased only when stragglers are exchangeable) and ``"sum"``
-    (``a = 1_R``, the weight-1 variant in Song & Choi's code; biased by the factor ``1 - p_i``).
+    (``a = (n/|R|) 1_R``, spec §1.4; biased: with equal ``p_i = p`` it gives ``E[ghat] = (1 - p^n) g``, the
+    factor being the chance that somebody responds, and with unequal ``p_i`` it also reweights the partitions)
+    and ``"sum"`` (``a = 1_R``, the weight-1 variant in Song & Choi's code; ``E[ghat_j] = (1 - p_j) g_j``).
     Default: ``"unbiased"`` when ``p`` is given, else ``"rescale"``.
 
     Parameters
@@ -258,7 +258,7 @@ def ignore_stragglers(n: int, *, p: Any = None, decoder: str | None = None) -> A
     >>> code.default_decoder, code.load
     ('unbiased', 1)
     """
-    n = _int("n", n, 1)
+    n = check_int("n", n, 1)
     pp = _p(p, n)
     exact = pp is not None and pp.dtype == object
     B = _frac_matrix(np.eye(n, dtype=np.int64)) if exact else np.eye(n)
@@ -268,10 +268,7 @@ def ignore_stragglers(n: int, *, p: Any = None, decoder: str | None = None) -> A
     }
     if pp is not None:
         decs["unbiased"] = FixedWeightDecoder("unbiased", 1 / (1 - pp))
-    default = decoder or ("unbiased" if pp is not None else "rescale")
-    if default not in decs:
-        raise ValueError(f"decoder must be one of {sorted(decs)}, got {decoder!r}"
-                         + (" ('unbiased' needs p)" if default == "unbiased" else ""))
+    default = _pick(("unbiased" if pp is not None else "rescale") if decoder is None else decoder, decs)
     return ApproximateCode(B, field="rational" if exact else "real", name=f"IS-SGD(n={n})",
                            family="ignore_stragglers",
                            params={"n": n, "p": probability_list(pp), "decoder": default},
@@ -325,15 +322,15 @@ def stochastic_gc(n: int, d: int, p: Any, *, k: int | None = None, assignment: s
     >>> code.B[0].tolist()
     [Fraction(1, 1), Fraction(0, 1), Fraction(1, 1)]
     """
-    n = _int("n", n, 1)
-    k = n if k is None else _int("k", k, 1)
-    d = _int("d", d, 1, n)
+    n = check_int("n", n, 1)
+    k = n if k is None else check_int("k", k, 1)
+    d = check_int("d", d, 1, n)
     pp = straggle_probabilities(p, n)
     exact = pp.dtype == object
     if assignment == "cyclic":
         S = _cyclic_support(n, k, d)
     elif assignment == "random":
-        rng = _seed(seed)
+        rng = check_seed(seed)
         S = np.zeros((n, k), dtype=bool)
         for j in range(k):
             S[rng.choice(n, size=d, replace=False), j] = True
@@ -389,15 +386,17 @@ def bernoulli_gc(n: int, d: float, *, k: int | None = None, p: Any = None, seed:
     >>> code.B.shape, set(code.B.ravel().tolist()) <= {0.0, 1.0}
     ((20, 20), True)
     """
-    n = _int("n", n, 1)
-    k = n if k is None else _int("k", k, 1)
-    if isinstance(d, bool) or not isinstance(d, numbers.Real) or not (0 < d <= k):
+    n = check_int("n", n, 1)
+    k = n if k is None else check_int("k", k, 1)
+    if isinstance(d, (bool, np.bool_)) or not isinstance(d, numbers.Real):
+        raise TypeError(f"d (expected load) must be a real number in (0, k = {k}], got {d!r} of type "
+                        f"{type(d).__name__}")
+    if not (0 < d <= k):  # also rejects NaN
         raise ValueError(f"d (expected load) must be a real number in (0, k = {k}], got {d!r}")
-    rng = _seed(seed)
+    rng = check_seed(seed)
     B = (rng.random((n, k)) < d / k).astype(np.float64)
     decs: dict[str, Decoder] = {"optimal": OptimalDecoder(), "sum": FixedWeightDecoder("sum", np.ones(n))}
-    if decoder not in decs:
-        raise ValueError(f"decoder must be one of {sorted(decs)}, got {decoder!r}")
+    _pick(decoder, decs)
     pp = _p(p, n)
     return ApproximateCode(B, field="real", name=f"BGC(n={n}, d={d})", family="bernoulli_gc",
                            params={"n": n, "d": d, "k": k, "p": probability_list(pp), "seed": _seed_param(seed),
@@ -439,12 +438,12 @@ def erasurehead(n: int, d: int, *, k: int | None = None, p: Any = None,
     >>> code.B.astype(int).tolist()
     [[1, 1, 0, 0], [1, 1, 0, 0], [0, 0, 1, 1], [0, 0, 1, 1]]
     """
-    n = _int("n", n, 1)
-    d = _int("d", d, 1, n)
+    n = check_int("n", n, 1)
+    d = check_int("d", d, 1, n)
     if n % d:
         raise ValueError(f"d (group size) must divide n = {n}, got d = {d}")
     G = n // d
-    k = n if k is None else _int("k", k, G)
+    k = n if k is None else check_int("k", k, G)
     pp = _p(p, n)
     exact = pp is not None and pp.dtype == object
     groups = np.arange(n).reshape(G, d)
@@ -457,9 +456,7 @@ def erasurehead(n: int, d: int, *, k: int | None = None, p: Any = None,
     if pp is not None:
         hear = 1 - pp[groups].prod(axis=1)
         decs["unbiased"] = GroupDecoder("unbiased", groups, 1 / hear)
-    if decoder not in decs:
-        raise ValueError(f"decoder must be one of {sorted(decs)}, got {decoder!r}"
-                         + (" ('unbiased' needs p)" if decoder == "unbiased" else ""))
+    _pick(decoder, decs)
     return ApproximateCode(B, field="rational" if exact else "real", name=f"EHD(n={n}, d={d})",
                            family="erasurehead",
                            params={"n": n, "d": d, "k": k, "p": probability_list(pp), "decoder": decoder},
@@ -498,13 +495,12 @@ def optimal_decoding(n: int, d: int, *, p: Any = None, seed: Any = 0,
     >>> code.load, bool(abs(code.B.sum(axis=0) - 1).max() < 1e-15)
     (3, True)
     """
-    n = _int("n", n, 2)
-    d = _int("d", d, 1, n - 1)
+    n = check_int("n", n, 2)
+    d = check_int("d", d, 1, n - 1)
     A = random_regular_graph(n, d, seed)
     pp = _p(p, n)
     decs: dict[str, Decoder] = {"optimal": OptimalDecoder(), "fixed": RescaleDecoder(name="fixed")}
-    if decoder not in decs:
-        raise ValueError(f"decoder must be one of {sorted(decs)}, got {decoder!r}")
+    _pick(decoder, decs)
     return ApproximateCode(A / d, field="real", name=f"OD(n={n}, d={d})", family="optimal_decoding",
                            params={"n": n, "d": d, "p": probability_list(pp), "seed": _seed_param(seed),
                                    "decoder": decoder},

@@ -112,13 +112,19 @@ def optimal_row_sums(p: Any, k: int) -> np.ndarray:
     >>> [str(y) for y in optimal_row_sums([F(1, 10), F(1, 5), F(1, 2)], 3)]
     ['27/14', '6/7', '3/14']
     """
-    p = straggle_probabilities(p)
-    k = _check_k(k)
-    inv = (1 - p) / p  # delta^{-1}
-    Y = inv * k / inv.sum()
-    if p.dtype != object:
-        Y = Y * (k / Y.sum())  # sum exactly k up to one rounding
-    return Y
+    return _row_sums(straggle_probabilities(p), _check_k(k))
+
+
+def _row_sums(p: np.ndarray, k: int) -> np.ndarray:
+    """``Y`` for validated ``p``. In float, ``delta^{-1}`` is scaled by ``delta_min`` first: ``1/p`` overflows for
+    tiny ``p`` (e.g. 1e-310), which would turn every ``Y_i`` into ``inf/inf = nan``."""
+    if p.dtype == object:
+        inv = (1 - p) / p  # delta^{-1}, exact
+        return inv * k / inv.sum()
+    pmin = p.min()
+    inv = ((1 - p) / (1 - pmin)) * (pmin / p)  # delta^{-1} / delta_min^{-1}, in (0, 1]: no overflow
+    Y = inv * (k / inv.sum())
+    return Y * (k / Y.sum())  # sum exactly k up to one rounding
 
 
 def _prefix(Y: np.ndarray, k: int, exact: bool) -> np.ndarray:
@@ -208,22 +214,23 @@ def song_choi_allocation(p: Any, k: int, scheme: str = "nw") -> tuple[np.ndarray
       ``C_0 = 0, C_{i+1} = C_i + Y_i`` (so ``C_n = k``), and give worker ``i`` the overlap of
       ``[C_i, C_{i+1})`` with partition ``j``'s unit interval ``[j, j+1)``:
       ``alpha_ij = |[C_i, C_{i+1}) ∩ [j, j+1)|``. Hence ``0 <= alpha_ij <= 1``, columns sum to 1, rows
-      to ``Y_i``, and each worker holds a contiguous run of partitions. Works for every ``k >= 1``.
-    * ``"I"``: the paper's Scheme I (needs ``k >= n - 1``). With ``e = (k-n+1, 1, ..., 1, 0)``, partition
+      to ``Y_i``, and each worker holds a contiguous run of partitions.
+    * ``"I"``: the paper's Scheme I. With ``e = (k-n+1, 1, ..., 1, 0)``, partition
       0 is shared by everybody with ``alpha_i0 = Y_i - e_i`` and worker ``i`` owns ``e_i`` further
       partitions (consecutive from 1) with coefficient 1.
-    * ``"II"``: the paper's Scheme II (needs ``k >= n - 1``). Worker ``i`` covers ``b_i = e_i + 1``
+    * ``"II"``: the paper's Scheme II. Worker ``i`` covers ``b_i = e_i + 1``
       consecutive partitions, consecutive workers sharing one; first entry ``1`` (worker 0) or
       ``1 - (previous worker's last entry)``, middle entries 1, last entry ``Y_i - (rest of the row)``.
 
-    Schemes I and II can have negative entries; :func:`heterogeneous` warns about them.
+    Schemes I and II can have negative entries; :func:`heterogeneous` warns about them. Every scheme needs
+    ``k >= n - 1`` (the Song-Choi setting, in which Schemes I and II are defined).
 
     Parameters
     ----------
     p : array_like
         Straggle probability of each worker, in (0, 1); ``Fraction`` entries give an exact result.
     k : int
-        Number of partitions.
+        Number of partitions, ``k >= max(1, n - 1)``.
     scheme : {"nw", "I", "II"}
         Support pattern.
 
@@ -241,12 +248,14 @@ def song_choi_allocation(p: Any, k: int, scheme: str = "nw") -> tuple[np.ndarray
     >>> [[str(a) for a in row] for row in alpha]
     [['13/14', '1', '0'], ['-1/7', '0', '1'], ['3/14', '0', '0']]
     """
-    p = straggle_probabilities(p)
-    k = _check_k(k)
-    scheme = _check_scheme(scheme)
+    return _allocation(straggle_probabilities(p), _check_k(k), _check_scheme(scheme))
+
+
+def _allocation(p: np.ndarray, k: int, scheme: str) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`song_choi_allocation` for validated arguments."""
     n = p.size
     exact = p.dtype == object
-    Y = optimal_row_sums(p, k)
+    Y = _row_sums(p, k)
     if n == 1:
         alpha = _zeros(1, k, exact)
         alpha[...] = 1
@@ -304,8 +313,9 @@ def heterogeneous(p: Any, k: int, scheme: str = "nw", *, warn: bool = True) -> A
     Returns
     -------
     ApproximateCode
-        With ``straggle_probabilities = p``; ``params`` holds ``p, k, scheme, Y`` and the
-        bounded-gradient ``objective`` ``sum_i delta_i (sum_j |alpha_ij|)^2`` (equal to
+        With ``straggle_probabilities = p``, ``params = {"p", "k", "scheme"}``, decoder ``"weighted"``
+        (``w_i = 1/(1 - p_i)``), and the attributes ``row_sums`` (``Y``) and ``objective``, the
+        bounded-gradient objective ``sum_i delta_i (sum_j |alpha_ij|)^2`` (equal to
         ``k^2 / sum delta^{-1}`` when ``alpha >= 0``).
 
     Raises
@@ -314,7 +324,7 @@ def heterogeneous(p: Any, k: int, scheme: str = "nw", *, warn: bool = True) -> A
         ``p`` empty, not one-dimensional or outside (0, 1); ``k < 1``; ``k < n - 1``;
         unknown ``scheme``.
     TypeError
-        Non-integer ``k`` or non-real ``p``.
+        Non-integer ``k``, non-real ``p``, ``p`` not a sequence, or non-bool ``warn``.
 
     Warns
     -----
@@ -339,7 +349,9 @@ def heterogeneous(p: Any, k: int, scheme: str = "nw", *, warn: bool = True) -> A
     pp = straggle_probabilities(p)
     k = _check_k(k)
     scheme = _check_scheme(scheme)
-    alpha, Y = song_choi_allocation(pp, k, scheme)
+    if not isinstance(warn, (bool, np.bool_)):
+        raise TypeError(f"warn must be a bool, got {warn!r} of type {type(warn).__name__}")
+    alpha, Y = _allocation(pp, k, scheme)
     exact = pp.dtype == object
     n = pp.size
     delta = pp / (1 - pp)
