@@ -880,7 +880,8 @@ def ye_abbe(n: int, s: int, m: int = 2, k: int | None = None, *, nodes: Any = "f
         comparison, see ``benchmarks/ye_abbe_numerics.py``.
     stride : int, optional
         ``nodes="fourier"`` only: worker ``i`` evaluates at angle ``2 pi (stride i mod n) / n``; coprime to ``n``.
-        Default: the stride minimising ``max_i ||B_i||_1`` for the top frequencies, 1 for spread ones.
+        Default: the stride minimising ``max_i ||B_i||_1`` among up to 24 candidates spread over ``[1, n/2]`` (fewer
+        when ``m`` is very large; ties go to the first) for the top frequencies, 1 for spread ones.
     field : {"real", "rational"}, default "real"
         ``"rational"``: exact arithmetic (Fractions) for rational nodes (``"integer"``, ``"equispaced"``, a
         sequence of Fractions) and for ``"random"`` (draws converted exactly). The Fourier construction is checked
