@@ -438,6 +438,12 @@ def simulate(
     for item in schemes:
         kind = _code_kind(item)
         if kind is None:
+            from ._code import LinearCode
+
+            if isinstance(item, LinearCode):
+                raise TypeError(f"schemes: a {type(item).__name__} cannot be simulated (only an exact GradientCode, "
+                                "as master-worker GC, or a CodedReduceCode); use the label 'SGD' for ignoring "
+                                "stragglers")
             if not isinstance(item, str) or item.upper() not in SCHEME_NAMES:
                 raise ValueError(f"unknown scheme {item!r}; valid labels are {SCHEME_NAMES} "
                                  "or a CodedReduceCode / GradientCode instance")

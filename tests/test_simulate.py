@@ -171,6 +171,7 @@ def test_vectorised_size_and_chunking_consistency(monkeypatch):
     ({"a": float("nan")}, ValueError, "a must be finite"),
     ({"iters": 2.5}, TypeError, "iters"),
     ({"s_gc": 156}, ValueError, "s_gc"),
+    ({"schemes": [gc.ApproximateCode(np.eye(3))]}, TypeError, "ApproximateCode cannot be simulated"),
 ])
 def test_bad_input(kwargs, exc, match):
     with pytest.raises(exc, match=match):
