@@ -404,3 +404,23 @@ def test_default_inner_keeps_deep_trees_accurate():
     assert rep.verdict == "ok" and rep.worst_cancellation < 100
     old = gc.verify(gc.coded_reduce(3, 6, 1, gc.cyclic_repetition(3, 1, seed=0)), samples=100, search=False)
     assert old.worst_cancellation > 1e5
+
+
+@pytest.mark.parametrize("decoder", ["tree", "lstsq", "nullspace"])
+def test_silenced_workers_never_used_by_any_decoder(decoder):
+    """Worker 0 straggles: its children 3, 4, 5 are silenced even when listed as responders. No decoder may put
+    weight on them (lstsq / nullspace on the flattened B did: 1/3), and NaN in their rows is ignored."""
+    code = gc.coded_reduce(3, 2, 1)
+    R = [i for i in range(code.N) if i != 0]
+    assert code.decoding_matrix(R, decoder=decoder)[0, [3, 4, 5]].tolist() == [0, 0, 0]
+    masks = np.ones((2, code.N), dtype=bool)
+    masks[:, 0] = False
+    assert not code.decoding_matrices(masks, decoder)[:, 0, [3, 4, 5]].any()
+    G = np.random.default_rng(0).normal(size=(code.P, 5))
+    Y = code.encode(G)
+    Y[[3, 4, 5]] = np.nan
+    g, info = code.decode(R, Y, decoder=decoder, return_info=True)
+    np.testing.assert_allclose(g, G.sum(axis=0), atol=1e-10)
+    assert info.responders == (1, 2, 6, 7, 8, 9, 10, 11)
+    order = R[::-1]                                       # one row per listed responder, in that order
+    np.testing.assert_allclose(code.decode(order, Y[order], decoder=decoder), G.sum(axis=0), atol=1e-10)

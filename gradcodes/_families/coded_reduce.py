@@ -389,6 +389,49 @@ class CodedReduceCode(LinearCode):
             raise DecodingError(f"responders {F.tolist()} cannot recover the gradient to rtol={self.rtol:g}: "
                                 f"residual {res:.3g}, cancellation {canc:.3g}, predicted error {est:.3g}", F, res)
 
+    def reachable(self, mask: np.ndarray) -> np.ndarray:
+        """Responder masks (b, N) -> the responders whose every ancestor responds too (b, N).
+
+        A straggler silences its subtree, so only these messages can reach the master; every decoder (the tree
+        decoder and the generic ones on the flattened code) only sees them."""
+        mask = np.asarray(mask, dtype=bool)
+        b, n = mask.shape[0], self.branching
+        out = np.zeros_like(mask)
+        alive = np.ones((b, 1), dtype=bool)
+        for sl in self._slices:
+            alive = (mask[:, sl].reshape(b, alive.shape[1], n) & alive[:, :, None]).reshape(b, -1)
+            out[:, sl] = alive
+        return out
+
+    def _raw_decoding_matrix(self, F: np.ndarray, mask: np.ndarray, dec: Decoder) -> tuple[Any, float, float]:
+        reach = self.reachable(mask[None])[0]
+        return super()._raw_decoding_matrix(np.flatnonzero(reach), reach, dec)
+
+    def decoding_matrices(self, mask: np.ndarray, decoder: str | Decoder | None = None) -> Any:
+        """Batched decoding matrices (b, 1, N); workers below a straggler get weight 0 whatever the decoder."""
+        mask = np.asarray(mask, dtype=bool)
+        if mask.ndim == 2 and mask.shape[1] == self.N:
+            mask = self.reachable(mask)
+        return super().decoding_matrices(mask, decoder)
+
+    def decode(self, responders: Any, messages: Any, **kwargs: Any) -> Any:
+        """As :meth:`gradcodes.LinearCode.decode`; rows of workers below a straggler are ignored (even NaN).
+
+        ``messages`` is the full (N, q) buffer or one row per entry of ``responders``, in that order.
+        """
+        order = None
+        if not (isinstance(responders, np.ndarray) and responders.dtype == bool):
+            order = responders.tolist() if isinstance(responders, np.ndarray) else list(responders)
+        _, mask = self._mask(responders if order is None else order)
+        if order is not None and len(order) != self.N and np.ndim(messages) == 2 and \
+                np.shape(messages)[0] == len(order):
+            M = self._check_data("messages", messages)
+            full = self._zeros((self.N, M.shape[1])) if M.dtype == object else np.zeros((self.N, M.shape[1]),
+                                                                                       dtype=M.dtype)
+            full[np.asarray(order, dtype=np.int64)] = M
+            messages = full
+        return super().decode(self.reachable(mask[None])[0], messages, **kwargs)
+
     def used(self, responders: Any) -> np.ndarray:
         """Bool mask (N,): the workers whose messages reach the master (each parent's first ``n - s``)."""
         F, mask = self._mask(responders)
