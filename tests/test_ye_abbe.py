@@ -329,6 +329,7 @@ def test_overflow_is_reported_not_silent():
     (dict(n=4, s=1, m=2, nodes=[1, 2, 3]), ValueError, "nodes must have length n=4"),
     (dict(n=4, s=1, m=2, nodes=[1, 2, 3, float("nan")]), ValueError, "finite"),
     (dict(n=4, s=1, m=2, nodes=[1, 2, 3, 1j]), TypeError, "real numbers"),
+    (dict(n=3, s=0, m=2, nodes=["a", "2", "3"], field="rational"), ValueError, "nodes must be rational"),
     (dict(n=4, s=1, m=2, nodes="legendre"), ValueError, "nodes must be one of"),
     (dict(n=4, s=1, m=2, nodes=7), TypeError, "nodes must be one of"),
     (dict(n=4, s=1, m=2, nodes="chebyshev", field="rational"), ValueError, "irrational"),

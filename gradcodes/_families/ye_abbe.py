@@ -809,7 +809,11 @@ def _user_nodes(nodes: Any, n: int, exact: bool) -> tuple[Any, list[str]]:
     if len(raw) != n:
         raise ValueError(f"nodes must have length n={n} (one evaluation point per worker), got {len(raw)}")
     if exact:
-        vals = [Fraction(v) if isinstance(v, str) else to_fraction(v, "nodes") for v in raw]
+        try:
+            vals = [Fraction(v) if isinstance(v, str) else to_fraction(v, "nodes") for v in raw]
+        except (ValueError, ZeroDivisionError) as err:
+            raise ValueError(f"nodes must be rational numbers (or strings like '1/3') for field='rational': "
+                             f"{err}") from None
         arr = np.array(vals, dtype=object)
     else:
         for v in raw:
