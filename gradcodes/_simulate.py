@@ -100,6 +100,10 @@ class SimulationResult:
     params: dict[str, Any]
 
     def __getitem__(self, name: str) -> SchemeResult:
+        if name not in self.schemes and isinstance(name, str) and name.upper() in self.schemes:
+            name = name.upper()                  # labels are accepted in any case by simulate()
+        if name not in self.schemes:
+            raise KeyError(f"no scheme {name!r}; simulated: {list(self.schemes)}")
         return self.schemes[name]
 
     def __iter__(self):
@@ -110,6 +114,10 @@ class SimulationResult:
 
     def speedup(self, reference: str = "CR") -> dict[str, float]:
         """Return ``E[T_other] / E[T_reference]`` for every other scheme."""
+        if reference not in self.schemes and reference.upper() in self.schemes:
+            reference = reference.upper()
+        if reference not in self.schemes:
+            raise ValueError(f"reference must be one of the simulated schemes {list(self.schemes)}, got {reference!r}")
         ref = self.schemes[reference].mean
         return {k: v.mean / ref for k, v in self.schemes.items() if k != reference}
 
@@ -255,8 +263,8 @@ def _int(name: str, value: Any, lo: int, hi: int | None = None) -> int:
         raise TypeError(f"{name} must be an int, got {type(value).__name__}")
     value = int(value)
     if value < lo or (hi is not None and value > hi):
-        rng = f"[{lo}, {hi}]" if hi is not None else f">= {lo}"
-        raise ValueError(f"{name} must be in {rng}, got {value}")
+        rng = f"in [{lo}, {hi}]" if hi is not None else f">= {lo}"
+        raise ValueError(f"{name} must be an integer {rng}, got {value}")
     return value
 
 
@@ -271,6 +279,17 @@ def _real(name: str, value: Any, *, positive: bool = False, allow_inf: bool = Fa
     if not positive and v < 0:
         raise ValueError(f"{name} must be >= 0, got {value}")
     return v
+
+
+def _seed_entropy(seed: Any) -> int | None:
+    """``seed`` (None, a non-negative int, or a numpy Generator, which is advanced) as SeedSequence entropy."""
+    if seed is None:
+        return None
+    if isinstance(seed, np.random.Generator):
+        return int(seed.integers(2**63))
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or int(seed) < 0:
+        raise TypeError(f"seed must be None, a non-negative integer or a numpy Generator, got {seed!r}")
+    return int(seed)
 
 
 def _code_kind(obj: Any) -> str | None:
@@ -328,8 +347,10 @@ def simulate(
     schemes : str, code, or sequence of them
         Scheme labels from ``("CR", "UMW", "GC", "SGD", "RAR")`` and/or code objects: a
         :class:`~gradcodes.CodedReduceCode` is simulated as CR with its own ``(n, L, s)`` and load; an
-        exact :class:`~gradcodes.GradientCode` as master--worker GC with its own ``n``, ``s`` and load
-        fraction ``load/k`` (so any code can be compared).
+        exact :class:`~gradcodes.GradientCode` as master--worker GC with its own ``n``, ``s``, load
+        fraction ``load/k`` and message time ``t_c/m`` (a code with ``m > 1``, e.g. :func:`gradcodes.ye_abbe`,
+        sends ``1/m`` of a gradient), so any code can be compared. Codes with equal names get labels
+        ``"GC[name]"``, ``"GC[name]#2"``, ...
     n, L, s : int
         The tree for ``"CR"`` (``n >= 2``, ``L >= 1``, ``0 <= s <= n-1``); ``N`` also sets the number of
         workers of the other labelled schemes.
@@ -352,10 +373,11 @@ def simulate(
     overlap : bool
         Whether a CR node receives its children's messages while computing (default) or only after.
     iters : int
-        Monte Carlo iterations (>= 1; >= 2 for a standard error).
-    seed : int, optional
-        Seed. Each scheme gets its own stream derived from ``(seed, label)``, so a scheme's samples do not
-        depend on which other schemes are simulated.
+        Monte Carlo iterations, >= 2 (the standard error needs two samples).
+    seed : int or numpy Generator, optional
+        Seed (a non-negative int; a Generator is advanced to draw one). Each scheme gets its own stream derived
+        from ``(seed, label)``, so a scheme's samples do not depend on which other schemes are simulated.
+        ``None``: fresh entropy (not reproducible).
     return_samples, return_responders : bool
         Keep the per-iteration times / the per-iteration masks of used workers in the result.
 
@@ -396,7 +418,8 @@ def simulate(
     mu = _real("mu", mu, positive=True, allow_inf=True)
     t_c = _real("t_c", t_c)
     t_step = _real("t_step", t_step)
-    iters = _int("iters", iters, 1)
+    iters = _int("iters", iters, 2)
+    entropy = _seed_entropy(seed)
     if not isinstance(overlap, (bool, np.bool_)):
         raise TypeError(f"overlap must be a bool, got {type(overlap).__name__}")
     if isinstance(schemes, (str, bytes)) or _code_kind(schemes) is not None:
@@ -407,19 +430,30 @@ def simulate(
         raise TypeError(f"schemes must be a label, a code, or a sequence of them; got {schemes!r}") from None
     if not schemes:
         raise ValueError("schemes must not be empty")
-    ss = np.random.SeedSequence(seed)
+    ss = np.random.SeedSequence(entropy)
     from ._families.coded_reduce import coded_reduce_load
 
     out: dict[str, SchemeResult] = {}
+    codes: dict[str, Any] = {}
     for item in schemes:
         kind = _code_kind(item)
         if kind is None:
+            from ._code import LinearCode
+
+            if isinstance(item, LinearCode):
+                raise TypeError(f"schemes: a {type(item).__name__} cannot be simulated (only an exact GradientCode, "
+                                "as master-worker GC, or a CodedReduceCode); use the label 'SGD' for ignoring "
+                                "stragglers")
             if not isinstance(item, str) or item.upper() not in SCHEME_NAMES:
                 raise ValueError(f"unknown scheme {item!r}; valid labels are {SCHEME_NAMES} "
                                  "or a CodedReduceCode / GradientCode instance")
             label = item.upper()
         else:
             label = f"{kind}[{item.name}]" if getattr(item, "name", None) else kind
+            if label in out and all(c is not item for c in codes.values()):
+                base, j = label, 2
+                while label in out:
+                    label, j = f"{base}#{j}", j + 1
         if label in out:
             raise ValueError(f"scheme {label!r} given twice")
         rng = _rng_for(ss, label)
@@ -437,17 +471,19 @@ def simulate(
             msgs = tn - ts
             details = {"n": tn, "L": tL, "s": ts, "r": frac, "overlap": overlap}
         elif kind == "GC" or label == "GC":
+            comm = 1
             if kind == "GC":
-                workers, sg = int(item.n), int(item.s)
+                workers, sg, comm = int(item.n), int(item.s), int(item.m)
                 frac = Fraction(int(item.load), int(item.k))
             else:
                 workers, sg = N, s_gc
                 frac = Fraction(sg + 1, N)
             points = float(frac * Fraction(m_data))
             msgs = workers - sg
-            times, resp = _sim_master_worker(rng, iters, workers, msgs, points, a, mu, t_c,
+            # a code with communication factor m sends 1/m of a gradient: t_c / m per message (spec §3.3)
+            times, resp = _sim_master_worker(rng, iters, workers, msgs, points, a, mu, t_c / comm,
                                              return_responders)
-            details = {"s": sg, "load_fraction": frac}
+            details = {"s": sg, "m": comm, "load_fraction": frac}
         elif label == "UMW":
             workers, points, msgs = N, m_data / N, N
             times, resp = _sim_master_worker(rng, iters, N, N, points, a, mu, t_c, return_responders)
@@ -461,7 +497,9 @@ def simulate(
             times, resp = _sim_ring(rng, iters, N, points, a, mu, t_c, t_step, return_responders)
             details = {"t_step": t_step, "load_fraction": Fraction(1, N)}
         mean = float(times.mean())
-        stderr = float(times.std(ddof=1) / math.sqrt(iters)) if iters > 1 else float("nan")
+        stderr = float(times.std(ddof=1) / math.sqrt(iters))
+        if kind is not None:
+            codes[label] = item
         out[label] = SchemeResult(label, mean, stderr, iters, workers, points, msgs,
                                   times if return_samples else None, resp, details)
     params = {"n": n, "L": L, "s": s, "N": N, "s_gc": s_gc, "m_data": m_data, "a": a, "mu": mu, "t_c": t_c,
@@ -488,7 +526,14 @@ def cr_time_bounds(n: int, L: int, s: int, *, m_data: float, a: float, mu: float
 
     r = coded_reduce_load(n, L, s)
     N = n * (n**L - 1) // (n - 1)
-    mu = 1.0 / a if mu is None else float(mu)
+    m_data = _real("m_data", m_data, positive=True)
+    a = _real("a", a)
+    t_c = _real("t_c", t_c)
+    if mu is None:
+        if a == 0:
+            raise ValueError("mu must be given when a == 0 (the default mu = 1/a needs a > 0)")
+        mu = 1.0 / a
+    mu = _real("mu", mu, positive=True, allow_inf=True)
     ell = float(r) * m_data
     H = sum(1.0 / i for i in range(1, N + 1))
     lower = a * ell + L * (n - s) * t_c

@@ -140,10 +140,21 @@ def test_any_gradient_code_as_master_worker_scheme():
     np.testing.assert_allclose(code.decode(r.responders[0], code.encode(G)), G.sum(axis=0))
 
 
-def test_vectorised_size_and_chunking_consistency():
+def test_vectorised_size_and_chunking_consistency(monkeypatch):
     # 10,000 iterations of the N = 156 tree are one vectorised pass; big trees are chunked over iterations
-    res = gc.simulate("CR", n=12, L=3, s=5, iters=1200, seed=0)
-    assert res["CR"].workers == 12 + 144 + 1728 and math.isfinite(res["CR"].mean)
+    kw = dict(n=12, L=3, s=5, m_data=49_920, a=5e-5, t_c=0.05)
+    res = gc.simulate("CR", **kw, iters=1200, seed=0, return_samples=True)["CR"]
+    assert res.workers == 12 + 144 + 1728
+    lo, hi = cr_time_bounds(12, 3, 5, m_data=49_920, a=5e-5, t_c=0.05)
+    assert res.times.min() >= lo - 1e-12 and res.mean <= hi
+    import gradcodes._simulate as sim
+
+    monkeypatch.setattr(sim, "_CHUNK_ELEMENTS", 20_000)            # about 10 iterations per chunk
+    chunked = gc.simulate("CR", **kw, iters=1200, seed=0)["CR"]
+    assert abs(chunked.mean - res.mean) <= 5 * math.hypot(chunked.stderr, res.stderr)
+    det = gc.simulate(["CR", "RAR"], **kw, mu=math.inf, iters=30, seed=0, return_samples=True)
+    np.testing.assert_allclose(det["CR"].times, lo, rtol=1e-12)   # deterministic: the lower bound, every chunk
+    np.testing.assert_allclose(det["RAR"].times, 5e-5 * 49_920 / 1884 + 2 * 1883 * 0.05 / 1884, rtol=1e-12)
 
 
 @pytest.mark.parametrize(("kwargs", "exc", "match"), [
@@ -160,6 +171,7 @@ def test_vectorised_size_and_chunking_consistency():
     ({"a": float("nan")}, ValueError, "a must be finite"),
     ({"iters": 2.5}, TypeError, "iters"),
     ({"s_gc": 156}, ValueError, "s_gc"),
+    ({"schemes": [gc.ApproximateCode(np.eye(3))]}, TypeError, "ApproximateCode cannot be simulated"),
 ])
 def test_bad_input(kwargs, exc, match):
     with pytest.raises(exc, match=match):
@@ -174,3 +186,47 @@ def test_cli_subcommand(capsys):
     assert args.func(args) == 0
     out = capsys.readouterr().out
     assert "CR" in out and "RAR" in out and "t_step=0.001" in out and "N=156" in out
+
+
+def test_communication_factor_of_a_code_divides_the_message_time():
+    """A Ye–Abbe code (m = 3) sends a third of a gradient: deterministic time a l + (n - s) t_c / m."""
+    ya, cyc = gc.ye_abbe(10, 2, 3), gc.cyclic_repetition(10, 2, seed=0)
+    res = gc.simulate([ya, cyc], mu=math.inf, m_data=1000, a=1e-3, t_c=0.3, iters=2)
+    assert res[f"GC[{ya.name}]"].mean == pytest.approx(1e-3 * 500 + 8 * 0.1)
+    assert res[f"GC[{cyc.name}]"].mean == pytest.approx(1e-3 * 300 + 8 * 0.3)
+    assert res[f"GC[{ya.name}]"].details["m"] == 3
+
+
+def test_distinct_codes_with_equal_names_get_distinct_labels():
+    c1, c2 = gc.cyclic_repetition(10, 2, seed=0), gc.cyclic_repetition(12, 2, seed=0)
+    res = gc.simulate([c1, c2], iters=20, seed=0)
+    assert [r.workers for r in res] == [10, 12] and list(res.schemes)[1].endswith("#2")
+    with pytest.raises(ValueError, match="given twice"):
+        gc.simulate([c1, c1], iters=20)
+
+
+def test_seed_forms():
+    a = gc.simulate("CR", iters=50, seed=np.random.default_rng(3), return_samples=True)["CR"].times
+    b = gc.simulate("CR", iters=50, seed=np.random.default_rng(3), return_samples=True)["CR"].times
+    np.testing.assert_array_equal(a, b)
+    for bad in ("x", -1, 1.5, True):
+        with pytest.raises(TypeError, match="seed must be"):
+            gc.simulate("CR", iters=10, seed=bad)
+
+
+def test_result_and_bounds_errors():
+    with pytest.raises(ValueError, match="iters must be"):
+        gc.simulate("CR", iters=1)                            # no standard error from one sample
+    with pytest.raises(ValueError, match="reference must be one of"):
+        gc.simulate("UMW", iters=10, seed=0).speedup()
+    with pytest.raises(ValueError, match="mu must be given"):
+        cr_time_bounds(12, 2, 5, m_data=1000, a=0, t_c=0.05)
+    with pytest.raises(ValueError, match="m_data"):
+        cr_time_bounds(12, 2, 5, m_data=-1, a=1e-3, t_c=0.05)
+
+
+def test_result_lookup_any_case():
+    res = gc.simulate(["cr", "umw"], iters=20, seed=0)
+    assert res["cr"] is res["CR"] and set(res.speedup("cr")) == {"UMW"}
+    with pytest.raises(KeyError, match="simulated"):
+        res["GC"]

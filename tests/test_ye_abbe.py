@@ -270,7 +270,8 @@ def test_fourier_beats_paper_numerics():
     """The published construction (integer nodes) loses every digit where the default keeps ~12."""
     rng = np.random.default_rng(0)
     F = np.arange(3, 30)                                      # 3 consecutive stragglers
-    bad = gc.ye_abbe(30, 3, 3, nodes="integer")
+    with pytest.warns(RuntimeWarning, match="float64 decodes are inaccurate"):
+        bad = gc.ye_abbe(30, 3, 3, nodes="integer")
     good = gc.ye_abbe(30, 3, 3)
     with pytest.raises(gc.DecodingError):
         bad.decode(F, bad.encode(np.ones((30, 9))))
@@ -328,6 +329,7 @@ def test_overflow_is_reported_not_silent():
     (dict(n=4, s=1, m=2, nodes=[1, 2, 3]), ValueError, "nodes must have length n=4"),
     (dict(n=4, s=1, m=2, nodes=[1, 2, 3, float("nan")]), ValueError, "finite"),
     (dict(n=4, s=1, m=2, nodes=[1, 2, 3, 1j]), TypeError, "real numbers"),
+    (dict(n=3, s=0, m=2, nodes=["a", "2", "3"], field="rational"), ValueError, "nodes must be rational"),
     (dict(n=4, s=1, m=2, nodes="legendre"), ValueError, "nodes must be one of"),
     (dict(n=4, s=1, m=2, nodes=7), TypeError, "nodes must be one of"),
     (dict(n=4, s=1, m=2, nodes="chebyshev", field="rational"), ValueError, "irrational"),
@@ -340,6 +342,7 @@ def test_overflow_is_reported_not_silent():
     (dict(n=9, s=1, m=3, spacing=50), ValueError, "does not fit"),
     (dict(n=9, s=1, m=2, nodes="integer", spacing=2), ValueError, "spacing and stride apply to nodes='fourier'"),
     (dict(n=6, s=1, m=2, nodes="random", seed=-1), TypeError, "seed"),
+    (dict(n=6, s=1, m=2, seed="x"), TypeError, "seed"),
 ])
 def test_bad_input(kwargs, exc, match):
     with pytest.raises(exc, match=match):
@@ -417,3 +420,35 @@ def test_save_load_restores_family_decoders(tmp_path):
         loaded = gc.load(path)
         assert "lagrange" in loaded.decoders and loaded.default_decoder == "lagrange"
         assert np.all(np.asarray(loaded.B == code.B))
+
+
+@pytest.mark.parametrize(("n", "s", "m"), [(1, 0, 1), (2, 1, 1), (2, 0, 2), (7, 6, 1), (7, 0, 7), (7, 3, 4),
+                                           (60, 0, 60), (40, 2, 38)])
+def test_edge_parameters_default(n, s, m):
+    """n = 1, s = n - 1, m = n - s (every worker holds everything), and large m (the stride search stays cheap)."""
+    code = gc.ye_abbe(n, s, m)
+    assert code.load == s + m and np.all(code.replication == s + m)
+    report = gc.verify(code, samples=20, search=False)
+    assert report.exact, str(report)
+    G = np.random.default_rng(0).normal(size=(n, 3 * m + 1))
+    F = np.arange(s, n)
+    np.testing.assert_allclose(code.decode(F, code.encode(G), length=3 * m + 1), G.sum(axis=0),
+                               atol=1e3 * report.error_estimate * np.abs(G).sum())
+
+
+def test_bad_spacing_infinite():
+    with pytest.raises(ValueError, match="positive finite number"):
+        gc.ye_abbe(9, 1, 2, spacing=float("inf"))
+
+
+def test_rational_polynomial_code_over_gf():
+    """An exact polynomial code rebuilt over GF(p) (same closed forms) verifies exactly, and agrees with the
+    rational code's B reduced mod p."""
+    code = gc.ye_abbe(6, 2, 3, nodes=[Fr(1, 2), 3, -1, Fr(7, 5), 0, 2], field="rational")
+    gcode = code.in_field(GF)
+    p = 13441
+    want = [[x.numerator * pow(x.denominator, -1, p) % p for x in row] for row in code.B]
+    assert np.asarray(gcode.B).tolist() == want
+    assert gc.verify(gcode).exact
+    with pytest.raises(ValueError, match="cannot be rebuilt"):
+        gc.ye_abbe(6, 2, 3, nodes=[0.5, 3, -1, 1.4, 0, 2]).in_field(GF)

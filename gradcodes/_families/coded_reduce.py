@@ -237,7 +237,7 @@ class CodedReduceCode(LinearCode):
             raise ValueError(f"B must be N x P = {N} x {P} for the ({n}, {L}) tree, got {self.n} x {self.k}")
         self.branching, self.L, self.s, self.N, self.P = n, L, s, N, P
         self.inner = inner
-        self.rtol = float(rtol)
+        self.rtol = check_real("rtol", rtol, 0, 1, open_lo=True, open_hi=True)
         w = int(inner.loads[0])
         self.q = Fraction(w, inner.k)
         self.r, D = _tree_fractions(self.q, L)
@@ -389,6 +389,49 @@ class CodedReduceCode(LinearCode):
             raise DecodingError(f"responders {F.tolist()} cannot recover the gradient to rtol={self.rtol:g}: "
                                 f"residual {res:.3g}, cancellation {canc:.3g}, predicted error {est:.3g}", F, res)
 
+    def reachable(self, mask: np.ndarray) -> np.ndarray:
+        """Responder masks (b, N) -> the responders whose every ancestor responds too (b, N).
+
+        A straggler silences its subtree, so only these messages can reach the master; every decoder (the tree
+        decoder and the generic ones on the flattened code) only sees them."""
+        mask = np.asarray(mask, dtype=bool)
+        b, n = mask.shape[0], self.branching
+        out = np.zeros_like(mask)
+        alive = np.ones((b, 1), dtype=bool)
+        for sl in self._slices:
+            alive = (mask[:, sl].reshape(b, alive.shape[1], n) & alive[:, :, None]).reshape(b, -1)
+            out[:, sl] = alive
+        return out
+
+    def _raw_decoding_matrix(self, F: np.ndarray, mask: np.ndarray, dec: Decoder) -> tuple[Any, float, float]:
+        reach = self.reachable(mask[None])[0]
+        return super()._raw_decoding_matrix(np.flatnonzero(reach), reach, dec)
+
+    def decoding_matrices(self, mask: np.ndarray, decoder: str | Decoder | None = None) -> Any:
+        """Batched decoding matrices (b, 1, N); workers below a straggler get weight 0 whatever the decoder."""
+        mask = np.asarray(mask, dtype=bool)
+        if mask.ndim == 2 and mask.shape[1] == self.N:
+            mask = self.reachable(mask)
+        return super().decoding_matrices(mask, decoder)
+
+    def decode(self, responders: Any, messages: Any, **kwargs: Any) -> Any:
+        """As :meth:`gradcodes.LinearCode.decode`; rows of workers below a straggler are ignored (even NaN).
+
+        ``messages`` is the full (N, q) buffer or one row per entry of ``responders``, in that order.
+        """
+        order = None
+        if not (isinstance(responders, np.ndarray) and responders.dtype == bool):
+            order = responders.tolist() if isinstance(responders, np.ndarray) else list(responders)
+        _, mask = self._mask(responders if order is None else order)
+        if order is not None and len(order) != self.N and np.ndim(messages) == 2 and \
+                np.shape(messages)[0] == len(order):
+            M = self._check_data("messages", messages)
+            full = self._zeros((self.N, M.shape[1])) if M.dtype == object else np.zeros((self.N, M.shape[1]),
+                                                                                       dtype=M.dtype)
+            full[np.asarray(order, dtype=np.int64)] = M
+            messages = full
+        return super().decode(self.reachable(mask[None])[0], messages, **kwargs)
+
     def used(self, responders: Any) -> np.ndarray:
         """Bool mask (N,): the workers whose messages reach the master (each parent's first ``n - s``)."""
         F, mask = self._mask(responders)
@@ -461,8 +504,14 @@ class CodedReduceCode(LinearCode):
         return per**self.parents
 
     def straggler_options(self) -> np.ndarray:
-        """All straggler sets of one parent's children (size <= s) as bool rows (True = straggler)."""
+        """All straggler sets of one parent's children (size <= s) as bool rows (True = straggler).
+
+        Raises ValueError beyond 10^6 sets (no dense C(n, s)-sized tables; use :meth:`random_patterns`)."""
         n = self.branching
+        count = sum(math.comb(n, j) for j in range(self.s + 1))
+        if count > 1_000_000:
+            raise ValueError(f"straggler_options: {count:,} straggler sets of size <= s={self.s} among n={n} "
+                             "children (more than 10^6); use random_patterns")
         rows = []
         for j in range(self.s + 1):
             for S in itertools.combinations(range(n), j):
@@ -511,13 +560,16 @@ def _default_inner(n: int, s: int, field: str, seed: Any) -> GradientCode:
 
     if n % (s + 1) == 0:
         return fractional_repetition(n, s, field=field)
-    if (n - s) % 2 == 1 and field == "real":
-        try:
-            from .cyclic_mds import cyclic_mds  # issue 3: the real cyclic MDS code (spec §2.2)
-        except ImportError:
-            cyclic_mds = None
-        if cyclic_mds is not None:
-            return cyclic_mds(n, s, field="real")
+    if field == "real":
+        # Spec §4.3 suggests the real cyclic MDS code (n - s odd) or Tandon's cyclic repetition with a random H.
+        # Their cancellation grows with n and s (worst searched: MDS 2.6e3 at (25, 6), 1e6 at (31, 14); random
+        # cyclic repetition 14 at (3, 1), 2e3 at (10, 4)) and multiplies along the tree ((3, 6, 1): 7e7, fails
+        # float64; (30, 2, 15): 7e11, fails). The Ye-Abbe Fourier code with m = 1 has the same load s + 1, every
+        # (n, s), and a proven cancellation bound (64 at (25, 6), 3.8e3 at (31, 14); at most 2x the MDS code's on
+        # the small cases measured).
+        from .ye_abbe import ye_abbe
+
+        return ye_abbe(n, s, 1)
     if field == "rational":
         # An exact H (integers, H 1 = 0) drawn from the seed; any n - s rows of the code must span 1, which
         # holds with probability 1 for continuous H but only generically for integer H, so the drawn code is
@@ -537,7 +589,7 @@ def _default_inner(n: int, s: int, field: str, seed: Any) -> GradientCode:
                 return code
         raise ValueError(f"could not draw an exact rational cyclic-repetition inner code for n={n}, s={s}; "
                          "pass inner= explicitly")
-    return cyclic_repetition(n, s, seed=seed, field=field)
+    raise ValueError(f"field must be 'real' or 'rational', got {field!r}")  # pragma: no cover - checked by caller
 
 
 def coded_reduce(n: int, L: int, s: int, inner: GradientCode | None = None, *, P: int | None = None,
@@ -565,17 +617,18 @@ def coded_reduce(n: int, L: int, s: int, inner: GradientCode | None = None, *, P
     s : int
         Stragglers tolerated among the children of every parent, ``0 <= s <= n - 1``.
     inner : GradientCode, optional
-        Any exact ``(n, s)`` gradient code with ``m = 1`` and equal row weights. Default (spec §4.3):
-        fractional repetition if ``(s+1) | n``; else the real cyclic MDS code if ``n - s`` is odd and
-        :func:`gradcodes.cyclic_mds` is available (real field only); else Tandon's cyclic repetition with
-        ``seed``.
+        Any exact ``(n, s)`` gradient code with ``m = 1`` and equal row weights. Default: fractional
+        repetition if ``(s+1) | n``; else, over the reals, the Ye–Abbe Fourier code ``ye_abbe(n, s, 1)`` (load
+        ``s + 1``, proven cancellation bound; spec §4.3 suggests the real cyclic MDS code or a random cyclic
+        repetition, whose cancellation grows faster and compounds along the tree); with ``field="rational"``,
+        Tandon's cyclic repetition with a random integer ``H`` drawn from ``seed``.
     P : int, optional
         Number of data units, a positive multiple of the smallest admissible ``P_min`` (default ``P_min``).
     field : {"real", "rational"}, optional
         Field of the default inner code (``"rational"`` for exact arithmetic). With ``inner`` given the tree
         takes the inner code's field, and a different ``field`` is an error. Default ``"real"``.
     seed : int or numpy Generator, optional
-        Seed of the default cyclic-repetition inner code.
+        Seed of the default rational cyclic-repetition inner code (unused otherwise).
 
     Returns
     -------
@@ -600,13 +653,14 @@ def coded_reduce(n: int, L: int, s: int, inner: GradientCode | None = None, *, P
 
     >>> import numpy as np
     >>> G = np.arange(45.0).reshape(15, 3)           # one partial gradient per data unit
-    >>> code = gc.coded_reduce(3, 2, 1)              # default inner code: cyclic repetition, seed 0
+    >>> code = gc.coded_reduce(3, 2, 1)              # default inner code: ye_abbe(3, 1, 1)
     >>> Y = code.encode(G)
     >>> responders = [i for i in range(12) if i not in (1, 3)]
     >>> np.allclose(code.decode(responders, Y), G.sum(axis=0))
     True
     """
     n, L, s = _check_tree(n, L, s)
+    check_seed(seed)                     # validated even when the default inner code does not use it
     if inner is None:
         fld = "real" if field is None else field
         if fld not in ("real", "rational"):

@@ -67,6 +67,7 @@ over the band in natural order (good ``B``, but its decoder grows like ``n^(s-1)
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
@@ -274,11 +275,11 @@ def _holders(n: int, d: int) -> np.ndarray:
     return (np.arange(n)[:, None] + np.arange(-d + 1, 1)[None, :]) % n
 
 
-def _fourier_B(plan: _FourierPlan, bk: _Backend, max_cond: float = 1e10) -> Any:
+def _fourier_B(plan: _FourierPlan, bk: _Backend, max_cond: float | None = 1e10) -> Any:
     """Encoding matrix (n, n*m) of the Fourier construction (closed-form sine products, one m x m solve per j).
 
     Float64: raises ValueError when some ``M_j`` has condition number above ``max_cond`` (``B`` would lose
-    ``log10(cond)`` digits).
+    ``log10(cond)`` digits); ``max_cond=None`` skips that check (and its batched SVD).
     """
     n, d, m = plan.n, plan.d, plan.m
     tr = _Trig(n, bk)
@@ -313,7 +314,7 @@ def _fourier_B(plan: _FourierPlan, bk: _Backend, max_cond: float = 1e10) -> Any:
         Lb[:, :, w] = numw / denw[:, None]
     Phi = S[:, :, None] * Lb                                       # (n, d, m): S_j l_w at the holders
     M = _stack(bk, [K[:, H[j]] @ Phi[j] for j in range(n)]) if bk.exact else np.einsum("ujk,jkw->juw", K[:, H], Phi)
-    if not bk.exact:
+    if not bk.exact and max_cond is not None:
         sv = np.linalg.svd(M, compute_uv=False)
         with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
             cond = sv[:, 0] / np.maximum(sv[:, -1], np.finfo(float).tiny)
@@ -373,14 +374,15 @@ def _fourier_A(plan: _FourierPlan, bk: _Backend, tr: _Trig, K: Any, S: np.ndarra
 
 
 def _series_inv(x: Any, R: int, one: Any) -> list[Any]:
-    """Coefficients of ``1 / (1 + x t)`` up to ``t^(R-1)``."""
+    """Coefficients of ``1 / (1 + x t)`` up to ``t^(R-1)``: ``(-x)^r`` (elementwise, shaped like ``x``)."""
     out = [one + 0 * x]
     for _ in range(1, R):
         out.append(-out[-1] * x)
     return out
 
 
-def _series_prod(a: list[Any], b: list[Any]) -> list[Any]:
+def _series_mul(a: list[Any], b: list[Any]) -> list[Any]:
+    """Product of two power series truncated to ``len(a)`` terms."""
     return [sum((a[i] * b[r - i] for i in range(1, r + 1)), a[0] * b[r]) for r in range(len(a))]
 
 
@@ -416,8 +418,8 @@ def _fourier_A_top(plan: _FourierPlan, bk: _Backend, tr: _Trig, S: np.ndarray) -
     pos = _series_inv(zF, R, one)
     neg = _series_inv(izF, R, one)
     for c in range(s):
-        pos = _series_prod(pos, _series_inv(zS[:, c:c + 1] + 0 * zF, R, one))
-        neg = _series_prod(neg, _series_inv(izS[:, c:c + 1] + 0 * zF, R, one))
+        pos = _series_mul(pos, _series_inv(zS[:, c:c + 1] + 0 * zF, R, one))
+        neg = _series_mul(neg, _series_inv(izS[:, c:c + 1] + 0 * zF, R, one))
     # e_{N-1}(F minus i) = prod_all z / (z_i prod_S z_l), prod_all z = (-1)^(n-1)
     eN1 = bk.const((-1) ** (n - 1)) * izF
     for c in range(s):
@@ -510,10 +512,10 @@ def _positions(d: int, m: int) -> tuple[int, ...]:
     return tuple(int(v) for v in np.round(np.linspace(0, d - 1, m)).astype(int))
 
 
-def _b_side(plan: _FourierPlan) -> tuple[float, np.ndarray] | None:
+def _b_side(plan: _FourierPlan, max_cond: float | None = 1e6) -> tuple[float, np.ndarray] | None:
     """``(max_i ||B_i||_1, B)`` for a plan in float64, or None when some ``M_j`` is (nearly) singular."""
     try:
-        B = _fourier_B(plan, _Backend(), max_cond=1e6)
+        B = _fourier_B(plan, _Backend(), max_cond=max_cond)
     except (ValueError, np.linalg.LinAlgError):
         return None
     if not np.all(np.isfinite(B)):
@@ -559,19 +561,25 @@ def _fourier_plan(n: int, s: int, m: int, spacing: Any = None, stride: int | Non
     d = s + m
     pos = _positions(d, m)
     if spacing is None:
-        strides = _stride_candidates(n) if stride is None else [stride]
+        # the search costs about n (m^3 + d m) per candidate: fewer strides for very large m
+        count = int(min(24, max(2, 2e8 // (n * (m**3 + d * m)))))
+        strides = _stride_candidates(n, count) if stride is None else [stride]
         shifts = [1, 2, n, 2 * n - 1] if any(k == "mix" for _, k, _ in _fourier_top(n, s, m)) else [1]
-        best: tuple[float, _FourierPlan] | None = None
+        ranked: list[tuple[float, int, _FourierPlan]] = []
         for q in strides:
             for sh in shifts:
                 plan = _FourierPlan(n, s, m, _fourier_top(n, s, m, sh), pos, q, top=True)
-                got = _b_side(plan)
-                if got is not None and (best is None or got[0] < best[0]):
-                    best = (got[0], plan)
-        if best is None:
-            raise ValueError(f"no stride in {strides} gives well-conditioned Fourier functionals for n={n}, s={s}, "
-                             f"m={m}; try another stride")
-        return best[1]
+                got = _b_side(plan, max_cond=None)                 # no SVD while ranking
+                if got is not None:
+                    ranked.append((got[0], len(ranked), plan))
+        # smallest ||B|| first; norms equal to rounding (e.g. d = n, where every stride gives the same code up to
+        # a relabelling) keep the candidate order, so the choice does not hinge on the last bit
+        tie = min((t[0] for t in ranked), default=0.0) * (1 + 1e-9)
+        for *_, plan in sorted(ranked, key=lambda t: (t[0] > tie, t[0] if t[0] > tie else 0.0, t[1])):
+            if _b_side(plan) is not None:
+                return plan
+        raise ValueError(f"no stride in {strides} gives well-conditioned Fourier functionals for n={n}, s={s}, "
+                         f"m={m}; try another stride")
     q = 1 if stride is None else stride
     if spacing != "auto" or m == 1:
         funcs = _fourier_functionals(n, s, m, 1.0 if spacing == "auto" else spacing)
@@ -602,30 +610,25 @@ def _fourier_plan(n: int, s: int, m: int, spacing: Any = None, stride: int | Non
 # the polynomial construction (spec §3.3): real nodes, top monomial coefficients
 
 
-def _series_inv_linear(theta: Any, m: int, bk: _Backend) -> list[Any]:
-    """Coefficients of ``1/(1 + theta t)`` up to ``t^(m-1)``: ``(-theta)^r`` (elementwise)."""
-    out = [bk.const(np.ones(np.shape(theta), dtype=np.int64)) if bk.exact else np.ones(np.shape(theta))]
-    for _ in range(1, m):
-        out.append(-out[-1] * theta)
-    return out
-
-
-def _series_mul(a: list[Any], b: list[Any]) -> list[Any]:
-    m = len(a)
-    return [sum((a[i] * b[r - i] for i in range(1, r + 1)), a[0] * b[r]) for r in range(m)]
-
-
-def _poly_B(theta: Any, n: int, s: int, m: int, bk: _Backend) -> Any:
-    d = s + m
-    H = _holders(n, d)
+def _poly_parts(theta: Any, n: int, m: int, bk: _Backend) -> tuple[Any, list[Any]]:
+    """``full_i = prod_{k != i} (theta_i - theta_k)`` (n,) and ``e_r`` of all the nodes, ``r < m``."""
+    one = bk.const(1)
     diff = theta[:, None] - theta[None, :]
     eye = np.eye(n, dtype=bool)
-    one = bk.const(1)
     if isinstance(bk, _GFBackend):
         diff[eye] = one
     else:
         diff = np.where(eye, one, diff)
-    full = np.prod(diff, axis=1)                                     # prod_{k != i} (theta_i - theta_k)
+    e_all = [one] + [bk.const(0)] * (m - 1)
+    for t in range(n):
+        e_all = [e_all[0]] + [e_all[r] + theta[t] * e_all[r - 1] for r in range(1, m)]
+    return np.prod(diff, axis=1), e_all
+
+
+def _poly_B(theta: Any, n: int, s: int, m: int, bk: _Backend, full: Any, e_all: list[Any]) -> Any:
+    d = s + m
+    H = _holders(n, d)
+    one = bk.const(1)
     dH = theta[H][:, :, None] - theta[H][:, None, :]                 # (n, d, d)
     eyed = np.eye(d, dtype=bool)
     if isinstance(bk, _GFBackend):
@@ -634,12 +637,9 @@ def _poly_B(theta: Any, n: int, s: int, m: int, bk: _Backend) -> Any:
         dH = np.where(eyed[None], one, dH)
     Z = full[H] / np.prod(dH, axis=2)                                # (n, d): Z_j(theta_i), i in H_j
     # e_r(non-holders of j), r < m, via the series prod_all (1 + theta t) / prod_{h in H_j} (1 + theta_h t)
-    e_all = [bk.const(1)] + [bk.const(0)] * (m - 1)
-    for t in range(n):
-        e_all = [e_all[0]] + [e_all[r] + theta[t] * e_all[r - 1] for r in range(1, m)]
     e = [x * (bk.const(np.ones(n, dtype=np.int64)) if bk.exact else np.ones(n)) for x in e_all]
     for a in range(d):
-        e = _series_mul(e, _series_inv_linear(theta[H[:, a]], m, bk))
+        e = _series_mul(e, _series_inv(theta[H[:, a]], m, one))
     # B_j = Phi M^{-1}, Phi[a, w] = Z_j(theta_a) theta_a^w, M[v, w] = (-1)^(w-v) e_{w-v} (unit upper triangular)
     powers = [bk.const(np.ones((n, d), dtype=np.int64)) if bk.exact else np.ones((n, d))]
     for _ in range(1, m):
@@ -667,9 +667,10 @@ def _poly_A(theta: Any, full: Any, e_all: list[Any], n: int, m: int, bk: _Backen
                                           else np.ones((b, n))) / full[None, :]
     ones_bn = bk.const(np.ones((b, n), dtype=np.int64)) if bk.exact else np.ones((b, n))
     e = [x * ones_bn for x in e_all]
+    one = bk.const(1)
     for c in range(s):
-        e = _series_mul(e, _series_inv_linear(theta[S[:, c]][:, None] * ones_bn, m, bk))
-    e = _series_mul(e, _series_inv_linear(theta[None, :] * ones_bn, m, bk))
+        e = _series_mul(e, _series_inv(theta[S[:, c]][:, None] * ones_bn, m, one))
+    e = _series_mul(e, _series_inv(theta[None, :] * ones_bn, m, one))
     out = bk.zeros((b, m, n))
     for u in range(m):
         r = m - 1 - u
@@ -750,7 +751,7 @@ class YeAbbeDecoder(Decoder):
         s = self._s
         counts = n - mask.sum(axis=1)
         if np.all(counts == s):
-            return self._batched(mask)
+            return self._batched(mask, code.m)
         out = self._zeros(code, b, n)
         for t in np.unique(counts):
             if t > s:  # too few responders: no decoding matrix (zeros; the residual reports it)
@@ -759,7 +760,7 @@ class YeAbbeDecoder(Decoder):
             mk = mask[rows].copy()
             if t < s:  # more responders than needed: keep the n - s smallest indices
                 mk &= np.cumsum(mk, axis=1) <= n - s
-            out[rows] = self._batched(mk)
+            out[rows] = self._batched(mk, code.m)
         return out
 
     def _zeros(self, code: Any, b: int, n: int) -> Any:
@@ -771,10 +772,10 @@ class YeAbbeDecoder(Decoder):
             return z
         return np.zeros((b, code.m, n))
 
-    def _batched(self, mask: np.ndarray) -> Any:
+    def _batched(self, mask: np.ndarray, m: int) -> Any:
         b, n = mask.shape
         S = np.flatnonzero(~mask.ravel()).reshape(b, -1) % n
-        chunk = max(1, 4_000_000 // max(1, n * max(S.shape[1], 1)))
+        chunk = max(1, 4_000_000 // (n * (S.shape[1] + m + 1)))     # (chunk, m, n) output + O(n (s + m)) work
         if b <= chunk:
             return self._fn(S)
         parts = [self._fn(S[lo:lo + chunk]) for lo in range(0, b, chunk)]
@@ -808,7 +809,11 @@ def _user_nodes(nodes: Any, n: int, exact: bool) -> tuple[Any, list[str]]:
     if len(raw) != n:
         raise ValueError(f"nodes must have length n={n} (one evaluation point per worker), got {len(raw)}")
     if exact:
-        vals = [Fraction(v) if isinstance(v, str) else to_fraction(v, "nodes") for v in raw]
+        try:
+            vals = [Fraction(v) if isinstance(v, str) else to_fraction(v, "nodes") for v in raw]
+        except (ValueError, ZeroDivisionError) as err:
+            raise ValueError(f"nodes must be rational numbers (or strings like '1/3') for field='rational': "
+                             f"{err}") from None
         arr = np.array(vals, dtype=object)
     else:
         for v in raw:
@@ -879,7 +884,8 @@ def ye_abbe(n: int, s: int, m: int = 2, k: int | None = None, *, nodes: Any = "f
         comparison, see ``benchmarks/ye_abbe_numerics.py``.
     stride : int, optional
         ``nodes="fourier"`` only: worker ``i`` evaluates at angle ``2 pi (stride i mod n) / n``; coprime to ``n``.
-        Default: the stride minimising ``max_i ||B_i||_1`` for the top frequencies, 1 for spread ones.
+        Default: the stride minimising ``max_i ||B_i||_1`` among up to 24 candidates spread over ``[1, n/2]`` (fewer
+        when ``m`` is very large; ties go to the first) for the top frequencies, 1 for spread ones.
     field : {"real", "rational"}, default "real"
         ``"rational"``: exact arithmetic (Fractions) for rational nodes (``"integer"``, ``"equispaced"``, a
         sequence of Fractions) and for ``"random"`` (draws converted exactly). The Fourier construction is checked
@@ -899,6 +905,12 @@ def ye_abbe(n: int, s: int, m: int = 2, k: int | None = None, *, nodes: Any = "f
         For ``m < 1``, ``s < 0``, ``s + m > n``, ``k`` not a multiple of ``n``, nodes of the wrong length or not
         distinct, irrational nodes with ``field="rational"``, or a float64 overflow (the polynomial construction at
         large ``n``).
+
+    Warns
+    -----
+    RuntimeWarning
+        For a real-node polynomial code (``"chebyshev"``, ``"equispaced"``, ``"integer"`` or given nodes, float64)
+        whose predicted decode error for the straggler set ``0..s-1`` exceeds ``rtol`` (1e-8).
 
     Examples
     --------
@@ -936,6 +948,7 @@ def ye_abbe(n: int, s: int, m: int = 2, k: int | None = None, *, nodes: Any = "f
             raise ValueError(f"k must be a positive multiple of n={n} (partitions are grouped into n "
                              f"super-partitions), got k={k}")
     check_choice("field", field, ("real", "rational"))
+    rng = check_seed(seed)                 # validated for every node choice; used by nodes="random" only
     exact = field == "rational"
     params: dict[str, Any] = {"n": n, "s": s, "m": m, "k": k, "field": field}
     common = dict(m=m, field=field, family="ye_abbe")
@@ -951,8 +964,8 @@ def ye_abbe(n: int, s: int, m: int = 2, k: int | None = None, *, nodes: Any = "f
                              "gradcodes.verify(code, field='GF') (the same construction over GF(p)), or "
                              "rational nodes with field='rational'")
         if spacing is not None and spacing != "auto":
-            if isinstance(spacing, bool) or not isinstance(spacing, (int, float)) or not spacing > 0:
-                raise ValueError(f"spacing must be None (top frequencies), 'auto' or a positive number, "
+            if isinstance(spacing, bool) or not isinstance(spacing, (int, float)) or not 0 < spacing < math.inf:
+                raise ValueError(f"spacing must be None (top frequencies), 'auto' or a positive finite number, "
                                  f"got {spacing!r}")
         if stride is not None:
             stride = check_int("stride", stride, 1, max(1, n - 1))
@@ -1012,7 +1025,6 @@ def ye_abbe(n: int, s: int, m: int = 2, k: int | None = None, *, nodes: Any = "f
         return code
 
     if isinstance(nodes, str) and nodes == "random":
-        rng = check_seed(seed)
         if isinstance(seed, (int, np.integer)):
             params["seed"] = int(seed)
         N = n - s
@@ -1042,13 +1054,8 @@ def ye_abbe(n: int, s: int, m: int = 2, k: int | None = None, *, nodes: Any = "f
     if exact:
         theta = np.array([to_fraction(v) for v in theta], dtype=object)
     with np.errstate(all="ignore"):
-        B = _poly_B(theta, n, s, m, bk)
-        diff = theta[:, None] - theta[None, :]
-        diff = np.where(np.eye(n, dtype=bool), bk.const(1) if exact else 1.0, diff)
-        full = np.prod(diff, axis=1)
-        e_all: list[Any] = [bk.const(1)] + [bk.const(0)] * (m - 1)
-        for t in range(n):
-            e_all = [e_all[0]] + [e_all[r] + theta[t] * e_all[r - 1] for r in range(1, m)]
+        full, e_all = _poly_parts(theta, n, m, bk)
+        B = _poly_B(theta, n, s, m, bk, full, e_all)
     if not exact and not (np.all(np.isfinite(B)) and np.all(np.isfinite(full)) and np.all(full != 0)
                           and all(np.isfinite(x) for x in e_all)):
         raise ValueError(f"the polynomial construction with nodes={label!r} over- or underflows float64 at "
@@ -1064,28 +1071,32 @@ def ye_abbe(n: int, s: int, m: int = 2, k: int | None = None, *, nodes: Any = "f
     def poly_builder(fld: Any) -> GradientCode:
         import galois
 
-        vals = [to_fraction(v) for v in (theta if exact else [])]
-        if not exact:
-            raise ValueError("only exact (field='rational') polynomial codes can be rebuilt over GF(p)")
+        vals = [to_fraction(v) for v in theta]          # only given for exact (rational) codes
         GF = galois.GF(_prime_1_mod(2, 1000)) if isinstance(fld, str) else fld
         gbk = _GFBackend(GF)
         gtheta = gbk.const(vals)
         if len(set(np.asarray(gtheta.view(np.ndarray)).tolist())) != n:
             raise ValueError(f"the nodes are not distinct modulo p = {GF.characteristic}")
-        gB = _poly_B(gtheta, n, s, m, gbk)
-        gdiff = gtheta[:, None] - gtheta[None, :]
-        gdiff[np.eye(n, dtype=bool)] = GF(1)
-        gfull = np.prod(gdiff, axis=1)
-        ge: list[Any] = [GF(1)] + [GF(0)] * (m - 1)
-        for t in range(n):
-            ge = [ge[0]] + [ge[r] + gtheta[t] * ge[r - 1] for r in range(1, m)]
+        gfull, ge = _poly_parts(gtheta, n, m, gbk)
+        gB = _poly_B(gtheta, n, s, m, gbk, gfull, ge)
         gdec = YeAbbeDecoder("lagrange", lambda S: _poly_A(gtheta, gfull, ge, n, m, gbk, S), s, True,
                              "closed-form Lagrange weights over GF(p)")
         return GradientCode(_group(gB, n, k, m), s, m=m, name=f"ye_abbe[{label}, {GF.name}]", family="ye_abbe",
                             params=params, decoders=[gdec], default_decoder="lagrange")
 
-    return GradientCode(_group(B, n, k, m), s, name=f"ye_abbe[{label}]", decoders=[dec], default_decoder="lagrange",
+    code = GradientCode(_group(B, n, k, m), s, name=f"ye_abbe[{label}]", decoders=[dec], default_decoder="lagrange",
                         params=params, field_builder=poly_builder if exact else None, **common)
+    if not exact:
+        # a real-node polynomial code is a Vandermonde system: say so at construction when float64 cannot decode it
+        # (checked on the s consecutive stragglers 0..s-1, one closed-form decoding matrix)
+        est = code.error_estimate(np.arange(s, n))
+        if not est <= code.rtol:
+            warnings.warn(f"ye_abbe(nodes={label!r}) at n={n}, s={s}, m={m}: float64 decodes are inaccurate "
+                          f"(predicted relative error {est:.1e} with "
+                          f"{f'workers 0..{s - 1} straggling' if s else 'no stragglers'}, rtol "
+                          f"{code.rtol:g}); use nodes='fourier' (the stable default) or field='rational'",
+                          RuntimeWarning, stacklevel=2)
+    return code
 
 
 def family_entries() -> list[tuple[str, Callable[[int, int, int], GradientCode]]]:
