@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from fractions import Fraction
 from typing import Any
 
@@ -92,11 +93,30 @@ def _rebuild(meta: dict[str, Any], B: Any) -> LinearCode | None:
     if constructor is None:
         return None
     try:
-        code = constructor(**meta["params"])
-    except (TypeError, ValueError):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")                      # construction warnings were shown at build time
+            code = constructor(**meta["params"])
+    except (TypeError, ValueError) as exc:
+        warnings.warn(f"the {meta['family']!r} family could not rebuild the saved code ({exc}); loading it with the "
+                      f"generic decoders only", RuntimeWarning, stacklevel=3)
         return None
-    same = code.B.shape == np.shape(B) and bool(np.all(np.asarray(code.B == B)))
-    return code if same else None
+    if _same_matrix(code.B, B):
+        return code
+    warnings.warn(f"the saved matrix differs from the {meta['family']!r} construction with the saved parameters "
+                  f"(edited, or built by another version); loading it with the generic decoders only",
+                  RuntimeWarning, stacklevel=3)
+    return None
+
+
+def _same_matrix(rebuilt: Any, saved: Any) -> bool:
+    """Equal exactly for exact fields; for floats equal up to rounding (``1e-12 * max|B|``), the same zero pattern."""
+    if rebuilt.shape != np.shape(saved):
+        return False
+    if isinstance(saved, np.ndarray) and saved.dtype.kind in "fc" and isinstance(rebuilt, np.ndarray):
+        same_support = np.array_equal(rebuilt != 0, saved != 0)
+        scale = max(float(np.abs(saved).max()), 1e-300)
+        return same_support and bool(np.abs(rebuilt - saved).max() <= 1e-12 * scale)
+    return bool(np.all(np.asarray(rebuilt == saved)))
 
 
 #: family name -> constructor called with the saved ``params`` to restore a code's family decoders. A family

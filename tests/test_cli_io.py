@@ -87,3 +87,18 @@ def test_load_rejects_foreign_files(tmp_path):
     np.savez(path, x=np.zeros(3))
     with pytest.raises(ValueError, match="not a gradcodes file"):
         gc.load(path)
+
+
+def test_load_tolerates_rounding_and_warns_on_edits(tmp_path):
+    code = gc.fractional_repetition(6, 1)
+    path = tmp_path / "c.npz"
+    gc.save(code, path)
+    data = dict(np.load(path))
+    data["B"] = np.where(data["B"] != 0, np.nextafter(data["B"], np.inf), 0.0)     # rounding-level change
+    np.savez(tmp_path / "rounded.npz", **data)
+    assert gc.load(tmp_path / "rounded.npz").default_decoder == "group"
+    data["B"][0, 0] = 2.0                                                            # a real edit
+    np.savez(tmp_path / "edited.npz", **data)
+    with pytest.warns(RuntimeWarning, match="generic decoders only"):
+        edited = gc.load(tmp_path / "edited.npz")
+    assert edited.default_decoder == "nullspace" and edited.B[0, 0] == 2.0
