@@ -12,10 +12,9 @@ from .cyclic_mds import cyclic_mds                                              
 from .binary import grouped_mds, recommend, stable_binary                                     # stable codes
 from .ye_abbe import ye_abbe                                                                  # Ye & Abbe
 from . import coded_reduce as _coded_reduce  # noqa: F401  (registers the "coded_reduce" tree scheme)
-from .expander import approximation_error, worst_case_error, expander_code              # Raviv et al.
+from .expander import approximation_error, expander_code, random_regular_graph, worst_case_error  # Raviv
 from .heterogeneous import NegativeCoefficientWarning, heterogeneous, optimal_row_sums, song_choi_allocation
-from .baselines import (bernoulli_gc, erasurehead, ignore_stragglers, optimal_decoding, random_regular_graph,
-                        stochastic_gc)
+from .baselines import bernoulli_gc, erasurehead, ignore_stragglers, optimal_decoding, stochastic_gc
 
 __all__ = [
     "cyclic_repetition", "fractional_repetition", "uncoded",

@@ -35,13 +35,13 @@ from .._decoders import Decoder, LeastSquaresDecoder
 from .._io import REBUILDERS
 from .._registry import Scheme, register
 from .._validate import check_int, check_seed
+from .expander import random_regular_graph
 
 __all__ = [
     "bernoulli_gc",
     "erasurehead",
     "ignore_stragglers",
     "optimal_decoding",
-    "random_regular_graph",
     "stochastic_gc",
 ]
 
@@ -144,84 +144,6 @@ class GroupDecoder(Decoder):
 # --------------------------------------------------------------------------------------------------------
 # random regular graphs (no networkx)
 # --------------------------------------------------------------------------------------------------------
-
-
-def random_regular_graph(n: int, d: int, seed: Any = 0, swaps: int | None = None) -> np.ndarray:
-    """Adjacency matrix of a random simple ``d``-regular graph on ``n`` vertices (seeded, no networkx).
-
-    Construction: start from the circulant graph joining ``i`` to ``i +- t (mod n)`` for
-    ``t = 1 .. floor(d/2)`` (plus ``i + n/2`` when ``d`` is odd, which needs ``n`` even), then run
-    ``swaps`` degree-preserving double-edge swaps (``{a,b},{c,e} -> {a,c},{b,e}`` or ``{a,e},{b,c}``,
-    rejected if they would create a loop or a multi-edge). The swap chain is irreducible on simple
-    ``d``-regular graphs on the same vertex set, and ``10 |E|`` swap attempts (the default) is the usual mixing
-    heuristic (the result is not exactly uniform); it is always simple and ``d``-regular.
-
-    Parameters
-    ----------
-    n : int
-        Number of vertices (>= 1).
-    d : int
-        Degree, ``0 <= d <= n - 1`` with ``n d`` even.
-    seed : int or numpy.random.Generator
-        Randomness (reproducible).
-    swaps : int, optional
-        Number of swap attempts (default ``10 n d / 2``).
-
-    Returns
-    -------
-    numpy.ndarray
-        Symmetric ``(n, n)`` 0/1 int array with zero diagonal and row sums ``d``.
-
-    Examples
-    --------
-    >>> A = random_regular_graph(10, 3, seed=1)
-    >>> A.sum(axis=0).tolist() == [3] * 10, bool((A == A.T).all()), int(A.trace())
-    (True, True, 0)
-    """
-    n = check_int("n", n, 1)
-    d = check_int("d", d, 0, n - 1)
-    if (n * d) % 2:
-        raise ValueError(f"a d-regular graph on n vertices needs n*d even, got n = {n}, d = {d}")
-    rng = check_seed(seed)
-    edges: list[tuple[int, int]] = []
-    for i in range(n):
-        for t in range(1, d // 2 + 1):
-            j = (i + t) % n
-            edges.append((min(i, j), max(i, j)))
-        if d % 2 and i < n // 2:
-            edges.append((i, i + n // 2))
-    present = set(edges)
-    m = len(edges)
-    if swaps is None:
-        swaps = 10 * m
-    swaps = check_int("swaps", swaps, 0)
-    if m >= 2:
-        picks = rng.integers(0, m, size=(swaps, 2))
-        coins = rng.random(swaps) < 0.5
-        for (x, y), c in zip(picks, coins, strict=True):
-            if x == y:
-                continue
-            a, b = edges[x]
-            u, v = edges[y]
-            if c:
-                e1, e2 = (a, u), (b, v)
-            else:
-                e1, e2 = (a, v), (b, u)
-            e1 = (min(e1), max(e1))
-            e2 = (min(e2), max(e2))
-            if e1[0] == e1[1] or e2[0] == e2[1] or e1 in present or e2 in present or e1 == e2:
-                continue
-            present.discard(edges[x])
-            present.discard(edges[y])
-            present.add(e1)
-            present.add(e2)
-            edges[x], edges[y] = e1, e2
-    A = np.zeros((n, n), dtype=np.int64)
-    if edges:
-        idx = np.array(edges)
-        A[idx[:, 0], idx[:, 1]] = 1
-        A[idx[:, 1], idx[:, 0]] = 1
-    return A
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -469,7 +391,7 @@ def optimal_decoding(n: int, d: int, *, p: Any = None, seed: Any = 0,
     r"""Optimal decoding on an expander assignment (OD, Glasgow–Wootters), ``k = n``.
 
     ``B = A_G / d`` with ``A_G`` the adjacency of a random simple ``d``-regular graph
-    (:func:`random_regular_graph`: circulant graph randomised by degree-preserving double-edge swaps, seeded).
+    (:func:`~gradcodes.random_regular_graph`: Steger–Wormald pairing, seeded).
     Worker ``i`` holds the partitions of its ``d`` neighbours. Decoders: ``"optimal"`` (default,
     ``u* = argmin_{supp u ⊆ R} ||B_R^T u - 1||``, minimum norm) and ``"fixed"`` (``u = (n/|R|) 1_R``).
 

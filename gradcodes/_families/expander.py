@@ -576,4 +576,4 @@ register(Scheme("expander_code", lambda n, degree=3, s=1, seed=0: expander_code(
                 tour=({"n": 10, "degree": 3, "s": 2}, {"n": 50, "degree": 6, "s": 5},
                       {"n": 200, "degree": 10, "s": 20}),
                 evaluate=lambda code: worst_case_error(code, samples=200, search_steps=3, neighbours=32),
-                kind="approximate"))
+                kind="adversarial"))
