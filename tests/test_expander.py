@@ -206,7 +206,7 @@ def test_wrong_vertex_count():
 
 def test_registered_for_tour():
     sch = gc.schemes()["expander_code"]
-    assert sch.kind == "approximate"
+    assert sch.kind == "adversarial"
     row = sch.evaluate(sch.build(**sch.tour[0])).tour_row()
     assert row["exhaustive"] == "yes" and "approx" in row["result"]
 
