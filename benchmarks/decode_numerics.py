@@ -13,7 +13,7 @@ For each family of :data:`FAMILIES` and each ``(n, s)`` on the grid ``n`` in {20
   one BLAS thread), next to ``np.linalg.lstsq`` on the same sets measured in the same run (ratio).
 
 A decode whose error exceeds 0.5 is shown as ``fails``. Other families add rows by appending a :class:`Family`
-to :data:`FAMILIES` (e.g. Ye-Abbe, issue 4).
+to :data:`FAMILIES` (as Ye-Abbe does).
 
 Run from the repository root::
 
