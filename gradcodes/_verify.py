@@ -191,8 +191,23 @@ def _consecutive(n: int, s: int) -> np.ndarray:
     return (np.arange(n)[:, None] + np.arange(s)[None, :]) % n
 
 
-def _random_sets(n: int, s: int, count: int, rng: np.random.Generator) -> np.ndarray:
+def random_straggler_sets(n: int, s: int, count: int, rng: np.random.Generator) -> np.ndarray:
+    """``count`` uniformly random straggler sets of size ``s`` as a sorted (count, s) int array."""
     return np.sort(np.argsort(rng.random((count, n)), axis=1)[:, :s], axis=1)
+
+
+def swap_neighbours(S: np.ndarray, n: int, rng: np.random.Generator, limit: int) -> np.ndarray:
+    """The straggler sets one swap away from ``S`` (one straggler for one responder), at most ``limit`` of them
+    drawn at random; a sorted (count, s) int array. The move of every local search for a worst set."""
+    s = S.size
+    outside = np.setdiff1d(np.arange(n), S)
+    pairs = np.array(list(itertools.product(range(s), range(outside.size))))
+    if pairs.shape[0] > limit:
+        pairs = pairs[rng.choice(pairs.shape[0], limit, replace=False)]
+    cand = np.repeat(S[None], pairs.shape[0], axis=0)
+    cand[np.arange(pairs.shape[0]), pairs[:, 0]] = outside[pairs[:, 1]]
+    cand.sort(axis=1)
+    return cand
 
 
 class _Tracker:
@@ -374,7 +389,7 @@ def verify(code: LinearCode, *, limit: int | None = None, samples: int = 2000, s
         est_parts.append((cons, tracker.add(cons)))
         strategies["consecutive"] = cons.shape[0]
         if samples and not (stop_on_failure and tracker.n_failures):
-            rnd = _random_sets(n, s, samples, rng)
+            rnd = random_straggler_sets(n, s, samples, rng)
             ests = [tracker.add(rnd[lo:lo + batch_size]) for lo in range(0, samples, batch_size)]
             est_parts.append((rnd, np.concatenate(ests)))
             strategies["random"] = samples
@@ -411,13 +426,7 @@ def _local_search(tracker: _Tracker, parts: list[tuple[np.ndarray, np.ndarray]],
     for idx in order:
         cur, cur_e = S_all[idx].copy(), e_all[idx]
         for _ in range(steps):
-            outside = np.setdiff1d(np.arange(n), cur)
-            pairs = np.array(list(itertools.product(range(s), range(outside.size))))
-            if pairs.shape[0] > neighbours:
-                pairs = pairs[rng.choice(pairs.shape[0], neighbours, replace=False)]
-            cand = np.repeat(cur[None], pairs.shape[0], axis=0)
-            cand[np.arange(pairs.shape[0]), pairs[:, 0]] = outside[pairs[:, 1]]
-            cand.sort(axis=1)
+            cand = swap_neighbours(cur, n, rng, neighbours)
             e = np.concatenate([tracker.add(cand[lo:lo + batch_size]) for lo in range(0, len(cand), batch_size)])
             evaluated += len(cand)
             best = int(np.argmax(e))

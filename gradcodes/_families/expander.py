@@ -36,6 +36,7 @@ from .._fields import solve_left
 from .._io import REBUILDERS
 from .._registry import Scheme, register
 from .._validate import check_int, check_seed
+from .._verify import random_straggler_sets, swap_neighbours
 
 __all__ = ["expander_code", "random_regular_graph", "approximation_error", "worst_case_error",
            "ApproximationReport", "OptimalDecoder", "FixedDecoder", "spectral_parameter"]
@@ -527,7 +528,7 @@ def worst_case_error(code: LinearCode, s: int | None = None, *, decoder: str | D
         strategies["exhaustive"] = count
         avg, stderr, exhaustive = tot / count, 0.0, True
     else:
-        S = np.sort(np.argsort(rng.random((samples, n)), axis=1)[:, :s], axis=1)
+        S = random_straggler_sets(n, s, samples, rng)
         e = np.concatenate([run(S[lo:lo + batch_size]) for lo in range(0, samples, batch_size)])
         strategies["random"] = samples
         avg, stderr = float(e.mean()), float(e.std(ddof=1) / math.sqrt(samples)) if samples > 1 else 0.0
@@ -538,13 +539,7 @@ def worst_case_error(code: LinearCode, s: int | None = None, *, decoder: str | D
             cur, cur_e = worst_S.copy(), worst
             evaluated = 0
             for _ in range(search_steps):
-                outside = np.setdiff1d(np.arange(n), cur)
-                pairs = np.array(list(itertools.product(range(s), range(outside.size))))
-                if pairs.shape[0] > neighbours:
-                    pairs = pairs[rng.choice(pairs.shape[0], neighbours, replace=False)]
-                cand = np.repeat(cur[None], pairs.shape[0], axis=0)
-                cand[np.arange(pairs.shape[0]), pairs[:, 0]] = outside[pairs[:, 1]]
-                cand.sort(axis=1)
+                cand = swap_neighbours(cur, n, rng, neighbours)
                 ce = np.concatenate([run(cand[lo:lo + batch_size]) for lo in range(0, len(cand), batch_size)])
                 evaluated += len(cand)
                 j = int(np.argmax(ce))
