@@ -418,7 +418,7 @@ def verify(code: LinearCode, *, limit: int | None = None, samples: int = 2000, s
 def _local_search(tracker: _Tracker, parts: list[tuple[np.ndarray, np.ndarray]], rng: np.random.Generator,
                   batch_size: int, starts: int = 3, steps: int = 15, neighbours: int = 256) -> int:
     """Greedy swaps (one straggler for one responder) from the worst sets found; returns sets evaluated."""
-    n, s = tracker.code.n, tracker.code.s
+    n = tracker.code.n
     S_all = np.concatenate([p[0] for p in parts])
     e_all = np.concatenate([p[1] for p in parts])
     order = np.argsort(-np.nan_to_num(e_all, nan=np.inf))[:starts]
