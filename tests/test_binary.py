@@ -209,22 +209,6 @@ def test_hypothesis_grouped_mds_exhaustive(ns):
     assert rep.exact and rep.exhaustive
 
 
-@pytest.mark.parametrize("build", [lambda: gc.stable_binary(13, 3), lambda: gc.grouped_mds(23, 4),
-                                   lambda: gc.grouped_mds(8, 4)], ids=["stable_binary", "grouped", "grouped-complex"])
-def test_batched_mixed_straggler_counts_exact_zeros(build):
-    """One batch mixing 0, 1, s - 1 and s stragglers: shape (b, 1, n), exact zeros on stragglers, every row decodes."""
-    code = build()
-    n, s = code.n, code.s
-    rng = np.random.default_rng(0)
-    mask = np.ones((6, n), dtype=bool)
-    for row, t in zip(mask, [0, 1, s - 1, s, s, s], strict=True):
-        row[rng.choice(n, t, replace=False)] = False
-    for name in code.decoders:
-        A = code.decoding_matrices(mask, name)
-        assert A.shape == (6, 1, n) and (A[:, 0][~mask] == 0).all(), name
-        assert np.abs(A @ code.B - code.target).max() < 1e-12, name
-
-
 def test_grouped_mds_blocks_are_disjoint_and_real_when_t_even():
     code = gc.grouped_mds(50, 10)      # q = 4, r = 6: t = 2, 2, 1, 1
     assert code.field == "real" and code.load == 12

@@ -203,31 +203,6 @@ def test_all_decoders_exhaustive(n, s, field):
         assert rep.exact and rep.exhaustive, (name, str(rep))
 
 
-@pytest.mark.parametrize("build", [lambda: gc.cyclic_mds(12, 3), lambda: gc.cyclic_mds(13, 4, "real"),
-                                   lambda: gc.cyclic_mds(12, 3, "real"),
-                                   lambda: gc.cyclic_mds(12, 3, placement="textbook"),
-                                   lambda: gc.cyclic_mds(12, 3).in_field("GF")],
-                         ids=["complex", "real", "cyclic-FR", "textbook", "GF(13)"])
-def test_batched_mixed_straggler_counts_exact_zeros(build):
-    """One batch mixing 0, 1, s - 1 and s stragglers: shape (b, 1, n), exact zeros on stragglers, every row decodes."""
-    code = build()
-    n, s = code.n, code.s
-    rng = np.random.default_rng(0)
-    mask = np.ones((6, n), dtype=bool)
-    for row, t in zip(mask, [0, 1, s - 1, s, s, s], strict=True):
-        row[rng.choice(n, t, replace=False)] = False
-    for name in code.decoders:
-        A = code.decoding_matrices(mask, name)
-        assert A.shape == (6, 1, n), name
-        assert (A[:, 0][~mask] == 0).all(), name
-        for i in range(6):
-            R = A[i] @ code.B - code.target
-            if code.exact:
-                assert (R == 0).all(), name
-            else:
-                assert np.abs(R).max() < 1e-12, name
-
-
 def test_real_cyclic_fr_residue_decoder_is_01():
     code = gc.cyclic_mds(12, 2, "real")            # n - s even, (s+1) | n: cyclic fractional repetition
     assert code.default_decoder == "residue" and code.load == 3
