@@ -22,6 +22,7 @@ from ._approx_eval import (
     min_load_heterogeneous,
     straggle_probabilities,
 )
+from ._blocks import BlockDecoder, BlockVerifyReport, blocks_of, by_blocks
 from ._bounds import min_load
 from ._code import ApproximateCode, DecodeInfo, DecodingError, GradientCode, LinearCode
 from ._decoders import Decoder, ExactDecoder, LeastSquaresDecoder, NullSpaceDecoder
@@ -70,6 +71,7 @@ __all__ = [
     "random_regular_graph",
     # verification, evaluation and bounds
     "verify", "VerifyReport", "verify_tree", "TreeVerifyReport", "min_load", "coded_reduce_load",
+    "by_blocks", "blocks_of", "BlockDecoder", "BlockVerifyReport",
     "approximation_error", "worst_case_error", "evaluate_approximate", "ApproxReport", "closed_form_error",
     "FixedWeightDecoder", "min_load_heterogeneous", "straggle_probabilities", "exponential_straggle_probabilities",
     # simulation, files, registry
