@@ -1,0 +1,417 @@
+"""CodedReduce (Reisizadeh, Prakash, Pedarsani & Avestimehr): gradient codes composed along a regular tree.
+
+Spec §4. The master is the root of the ``(n, L)``-regular tree; every node at levels ``0..L-1`` has ``n`` children
+and levels ``1..L`` are the ``N = n + n^2 + ... + n^L`` workers. Every parent spreads the data it is responsible
+for over its children with an inner ``(n, s)`` gradient code, every worker also computes a share of its own, and
+each parent decodes from any ``n - s`` children and adds its own message (hierarchical decoding). Every worker
+then computes the same fraction ``r_CR`` of the dataset, the smallest possible on the tree (the converse in
+:func:`coded_reduce_load`).
+
+Nodes are addressed by tuples of child indices ``(t_1, ..., t_l)`` (the master is ``()``); workers are numbered in
+breadth-first order, so the children of the master are workers ``0..n-1`` and the children of worker ``i`` are
+workers ``(i+1) n .. (i+1) n + n - 1``. With *parent* ``p = 0`` the master and ``p = i + 1`` worker ``i``, the
+children of parent ``p`` are workers ``p n .. p n + n - 1``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .._code import DecodingError, GradientCode, LinearCode
+from .._decoders import Decoder
+from .._numerics import DEFAULT_RTOL, accepts, error_estimate
+from .._validate import check_int, check_real, check_seed
+from .coded_reduce_alloc import _check_tree, _level_slices, _tree_fractions
+
+if TYPE_CHECKING:
+    from .coded_reduce_verify import TreeVerifyReport
+
+__all__ = ["CodedReduceCode", "TreeDecoder"]
+
+# ----------------------------------------------------------------------------------------------------------
+# the hierarchical decoder
+
+
+class TreeDecoder(Decoder):
+    """Hierarchical CodedReduce decoding (spec §4.4), batched over responder masks.
+
+    A worker's message reaches the master only if the worker and all its ancestors respond. Every responding
+    parent decodes from its ``n - s`` smallest-index responding children with the inner code's decoding vector
+    ``a_F`` (a parent with fewer than ``n - s`` responding children cannot decode: its subtree gets weight 0, so
+    the residual reports the pattern). The flattened decoding vector of the whole tree is the product of the
+    inner coefficients along each root-to-worker path: ``A[v] = prod_{edges (p, t) on the path} a_{F_p}[t]``.
+    """
+
+    name = "tree"
+    description = "hierarchical: each parent decodes from its first n - s responding children"
+
+    def __init__(self, exact: bool = False) -> None:
+        self.exact = exact
+
+    def matrices(self, code: LinearCode, mask: np.ndarray) -> Any:
+        W = code._tree_weights(mask)[0]
+        return W[:, None, :]
+
+
+class CodedReduceCode(LinearCode):
+    """A CodedReduce tree code (build it with :func:`coded_reduce`).
+
+    The flattened view is an ordinary :class:`~gradcodes.LinearCode`: ``B`` is ``N x P`` (row ``v`` = worker
+    ``v``'s own coefficients on the ``P`` data units), ``encode`` gives every worker's *own* message
+    ``B_v G``, and ``decode(responders, messages)`` returns ``A_F Y`` with the hierarchical decoding vector
+    ``A_F`` of :class:`TreeDecoder`. :meth:`execute` runs the actual CR.Execute recursion (each parent adds its
+    own message to the decoded combination of its children's messages) and gives the same sum.
+
+    Straggler model: ``responders`` lists the workers that did not straggle; a straggler silences its whole
+    subtree, and every parent whose message is needed must have at least ``n - s`` responding children.
+
+    Attributes
+    ----------
+    branching, L, s : int
+        The tree (``n`` children per node, ``L`` levels of workers) and the stragglers tolerated per parent.
+        (``code.n`` is the number of workers ``N``, as for every code.)
+    N : int
+        Number of workers.
+    inner : GradientCode
+        The ``(n, s)`` code used at every parent.
+    r : Fraction
+        The fraction of the dataset every worker processes (``load / P``; ``= r_CR`` for a load-optimal inner
+        code).
+    D : tuple of Fraction
+        ``D_l``: the fraction of the data a level-``l`` subtree is responsible for.
+    P : int
+        Number of data units (``k``): the partials passed to :meth:`encode` are one per unit.
+    """
+
+    def __init__(self, B: Any, *, branching: int, L: int, s: int, inner: GradientCode, P: int,
+                 lists: tuple[list[np.ndarray], list[np.ndarray]] | None = None, rtol: float = DEFAULT_RTOL,
+                 name: str | None = None, params: dict[str, Any] | None = None) -> None:
+        n, L, s = _check_tree(branching, L, s)
+        N = n * (n**L - 1) // (n - 1)
+        dec = TreeDecoder(exact=inner.exact)
+        super().__init__(B, field=inner.field, name=name or f"coded_reduce(n={n}, L={L}, s={s})",
+                         family="coded_reduce", params=params or {"n": n, "L": L, "s": s, "P": P},
+                         decoders=[dec], default_decoder="tree")
+        if self.n != N or self.k != P:
+            raise ValueError(f"B must be N x P = {N} x {P} for the ({n}, {L}) tree, got {self.n} x {self.k}")
+        self.branching, self.L, self.s, self.N, self.P = n, L, s, N, P
+        self.inner = inner
+        self.rtol = check_real("rtol", rtol, 0, 1, open_lo=True, open_hi=True)
+        w = int(inner.loads[0])
+        self.q = Fraction(w, inner.k)
+        self.r, D = _tree_fractions(self.q, L)
+        self.D = tuple(D)
+        self._lists = lists
+        self._inner_cache: dict[bytes, Any] = {}
+        self._slices = _level_slices(n, L)
+
+    # ------------------------------------------------------------------ structure
+    @property
+    def parents(self) -> int:
+        """Number of parents (the master and the internal workers): ``(n^L - 1)/(n - 1)``."""
+        return 1 + self.N - self.branching**self.L
+
+    def node(self, worker: int) -> tuple[int, ...]:
+        """The tuple address ``(t_1, ..., t_l)`` of a worker (breadth-first index)."""
+        worker = check_int("worker", worker, 0, self.N - 1)
+        n = self.branching
+        path: list[int] = []
+        p = worker + 1            # parent numbering: master = 0, worker i = i + 1
+        while p > 0:
+            path.append((p - 1) % n)
+            p = (p - 1) // n
+        return tuple(reversed(path))
+
+    def worker(self, node: tuple[int, ...]) -> int:
+        """The breadth-first index of the worker at address ``node``."""
+        node = tuple(node)
+        if not 1 <= len(node) <= self.L:
+            raise ValueError(f"node must have between 1 and L={self.L} entries, got {node!r}")
+        p = 0
+        for t in node:
+            t = check_int("node entry", t, 0, self.branching - 1)
+            p = p * self.branching + t + 1
+        return p - 1
+
+    def level(self, worker: int) -> int:
+        """The level (1..L) of a worker."""
+        return len(self.node(worker))
+
+    def children(self, worker: int | None) -> np.ndarray:
+        """The children of a worker (``None`` = the master); empty for a leaf."""
+        p = 0 if worker is None else check_int("worker", worker, 0, self.N - 1) + 1
+        if p >= self.parents:
+            return np.zeros(0, dtype=np.int64)
+        return np.arange(p * self.branching, (p + 1) * self.branching)
+
+    def parent(self, worker: int) -> int | None:
+        """The parent of a worker (``None`` for the master)."""
+        worker = check_int("worker", worker, 0, self.N - 1)
+        p = worker // self.branching
+        return None if p == 0 else p - 1
+
+    def assigned(self, worker: int) -> list[tuple[int, Any]]:
+        """The ordered list ``[(unit, coefficient), ...]`` CR.Allocate gives a worker (spec §4.3)."""
+        worker = check_int("worker", worker, 0, self.N - 1)
+        if self._lists is None:
+            raise ValueError("this code was built from a matrix; it has no allocation lists")
+        u, c = self._lists[0][worker], self._lists[1][worker]
+        return [(int(a), b) for a, b in zip(u, c, strict=True)]
+
+    def own(self, worker: int) -> list[tuple[int, Any]]:
+        """The part of :meth:`assigned` the worker computes itself (its first ``r P`` entries)."""
+        lst = self.assigned(worker)
+        return lst[: int(self.r * self.P)]
+
+    # ------------------------------------------------------------------ decoding
+    def _inner_vector(self, row: np.ndarray) -> Any:
+        key = row.tobytes()
+        a = self._inner_cache.get(key)
+        if a is None:
+            a = self.inner.decoding_matrix(np.flatnonzero(row))[0]
+            self._inner_cache[key] = a
+        return a
+
+    def _zeros(self, shape: tuple[int, ...]) -> np.ndarray:
+        if self.field == "rational":
+            return np.full(shape, Fraction(0), dtype=object)
+        return np.zeros(shape, dtype=self.B.dtype)
+
+    def _tree_weights(self, mask: np.ndarray, levels: bool = False) -> tuple[Any, np.ndarray, np.ndarray, list]:
+        """Hierarchical decoding of a batch of responder masks (b, N).
+
+        Returns ``(W, used, bad_parent, coefs)``: the flattened decoding vectors ``W`` (b, N); ``used`` (b, N),
+        the workers whose message reaches the master; ``bad_parent`` (b,), the first parent (0 = master,
+        ``i+1`` = worker ``i``) with too few responding children, or -1; and (with ``levels=True``) the
+        per-level coefficient arrays (b, n^{l-1}, n) a parent applies to its children's messages.
+        """
+        mask = np.asarray(mask, dtype=bool)
+        b = mask.shape[0]
+        n, K = self.branching, self.branching - self.s
+        W = self._zeros((b, self.N))
+        used_all = np.zeros((b, self.N), dtype=bool)
+        bad_parent = np.full(b, -1, dtype=np.int64)
+        coef_levels = []
+        w_parent = np.full((b, 1), Fraction(1), dtype=object) if self.field == "rational" else \
+            np.ones((b, 1), dtype=self.B.dtype)
+        alive_parent = np.ones((b, 1), dtype=bool)
+        first_parent = 0
+        for sl in self._slices:
+            npar = alive_parent.shape[1]
+            kids = mask[:, sl].reshape(b, npar, n) & alive_parent[:, :, None]
+            cnt = kids.sum(axis=2)
+            bad = alive_parent & (cnt < K)
+            if bad.any():
+                rows = np.flatnonzero(bad.any(axis=1) & (bad_parent < 0))
+                bad_parent[rows] = first_parent + np.argmax(bad[rows], axis=1)
+            used = kids & (np.cumsum(kids, axis=2) <= K) & ~bad[:, :, None]
+            flat = used.reshape(b * npar, n)
+            ok = (alive_parent & ~bad).reshape(-1)
+            coef = self._zeros((b * npar, n))
+            if ok.any():
+                uniq, inv = np.unique(flat[ok], axis=0, return_inverse=True)
+                table = np.stack([np.asarray(self._inner_vector(row)) for row in uniq])
+                coef[ok] = table[inv.reshape(-1)]
+            coef = coef.reshape(b, npar, n)
+            if levels:
+                coef_levels.append(coef)
+            w = (w_parent[:, :, None] * coef).reshape(b, npar * n)
+            W[:, sl] = w
+            used_all[:, sl] = used.reshape(b, npar * n)
+            w_parent = w
+            alive_parent = used.reshape(b, npar * n)
+            first_parent += npar
+        return W, used_all, bad_parent, coef_levels
+
+    def _describe_parent(self, p: int) -> str:
+        return "the master" if p == 0 else f"worker {p - 1} (node {self.node(p - 1)})"
+
+    def _mask(self, responders: Any) -> tuple[np.ndarray, np.ndarray]:
+        F, mask = super()._mask(responders)
+        bad = self._tree_weights(mask[None])[2][0]
+        if bad >= 0:
+            kids = self.children(None if bad == 0 else int(bad) - 1)
+            got = [int(c) for c in kids if mask[c]]
+            raise ValueError(f"responders: {self._describe_parent(int(bad))} has only {len(got)} responding "
+                             f"children {got} of {kids.tolist()}; the tree tolerates at most s={self.s} "
+                             f"stragglers per parent (needs n - s = {self.branching - self.s})")
+        return F, mask
+
+    def _accept(self, F: np.ndarray, A: Any, res: float, canc: float) -> None:
+        if self.exact:
+            if res != 0:
+                raise DecodingError(f"responders {F.tolist()} cannot recover the gradient (exact "
+                                    f"{self.field} arithmetic)", F, res)
+            return
+        if not accepts(np.array(canc), np.array(res), self.rtol):
+            est = float(error_estimate(canc, res))
+            raise DecodingError(f"responders {F.tolist()} cannot recover the gradient to rtol={self.rtol:g}: "
+                                f"residual {res:.3g}, cancellation {canc:.3g}, predicted error {est:.3g}", F, res)
+
+    def reachable(self, mask: np.ndarray) -> np.ndarray:
+        """Responder masks (b, N) -> the responders whose every ancestor responds too (b, N).
+
+        A straggler silences its subtree, so only these messages can reach the master; every decoder (the tree
+        decoder and the generic ones on the flattened code) only sees them."""
+        mask = np.asarray(mask, dtype=bool)
+        b, n = mask.shape[0], self.branching
+        out = np.zeros_like(mask)
+        alive = np.ones((b, 1), dtype=bool)
+        for sl in self._slices:
+            alive = (mask[:, sl].reshape(b, alive.shape[1], n) & alive[:, :, None]).reshape(b, -1)
+            out[:, sl] = alive
+        return out
+
+    def _raw_decoding_matrix(self, F: np.ndarray, mask: np.ndarray, dec: Decoder) -> tuple[Any, float, float]:
+        reach = self.reachable(mask[None])[0]
+        return super()._raw_decoding_matrix(np.flatnonzero(reach), reach, dec)
+
+    def decoding_matrices(self, mask: np.ndarray, decoder: str | Decoder | None = None) -> Any:
+        """Batched decoding matrices (b, 1, N); workers below a straggler get weight 0 whatever the decoder."""
+        mask = np.asarray(mask, dtype=bool)
+        if mask.ndim == 2 and mask.shape[1] == self.N:
+            mask = self.reachable(mask)
+        return super().decoding_matrices(mask, decoder)
+
+    def decode(self, responders: Any, messages: Any, **kwargs: Any) -> Any:
+        """As :meth:`gradcodes.LinearCode.decode`; rows of workers below a straggler are ignored (even NaN).
+
+        ``messages`` is the full (N, q) buffer or one row per entry of ``responders``, in that order.
+        """
+        order = None
+        if not (isinstance(responders, np.ndarray) and responders.dtype == bool):
+            order = responders.tolist() if isinstance(responders, np.ndarray) else list(responders)
+        _, mask = self._mask(responders if order is None else order)
+        if order is not None and len(order) != self.N and np.ndim(messages) == 2 and \
+                np.shape(messages)[0] == len(order):
+            M = self._check_data("messages", messages)
+            full = self._zeros((self.N, M.shape[1])) if M.dtype == object else np.zeros((self.N, M.shape[1]),
+                                                                                       dtype=M.dtype)
+            full[np.asarray(order, dtype=np.int64)] = M
+            messages = full
+        return super().decode(self.reachable(mask[None])[0], messages, **kwargs)
+
+    def used(self, responders: Any) -> np.ndarray:
+        """Bool mask (N,): the workers whose messages reach the master (each parent's first ``n - s``)."""
+        F, mask = self._mask(responders)
+        return self._tree_weights(mask[None])[1][0]
+
+    def execute(self, responders: Any, messages: Any, *, return_messages: bool = False) -> Any:
+        """Run CR.Execute (spec §4.4) on the workers' own messages: the literal hierarchical reduction.
+
+        Leaves send their own message; every internal node waits for its first ``n - s`` responding children,
+        decodes their messages with the inner code and adds its own message; the master decodes its children.
+        The result equals :meth:`decode` (to rounding; exactly for Fractions).
+
+        Parameters
+        ----------
+        responders : iterable of int or bool mask of length N
+            Workers that did not straggle.
+        messages : ndarray, shape (N, q)
+            Every worker's own message (:meth:`encode`); rows of silenced workers are ignored.
+        return_messages : bool
+            Also return the (N, q) array of messages each worker sends up (zero rows for unused workers).
+
+        Returns
+        -------
+        ndarray, shape (q,)
+        """
+        F, mask = self._mask(responders)
+        M = self._check_data("messages", messages)
+        if M.shape[0] != self.N:
+            raise ValueError(f"messages must have N={self.N} rows (one per worker), got shape {M.shape}")
+        _, used, _, coefs = self._tree_weights(mask[None], levels=True)
+        used = used[0]
+        q = M.shape[1]
+        up = M.copy()
+        up[~used] = 0
+        n = self.branching
+        for lev in range(self.L, 0, -1):
+            sl = self._slices[lev - 1]
+            C = self._matrix_for(M, coefs[lev - 1][0])                          # (n^{lev-1}, n)
+            kids = up[sl].reshape(-1, n, q)
+            dec = (C[:, :, None] * kids).sum(axis=1)                            # (n^{lev-1}, q)
+            if lev == 1:
+                out = dec[0]
+            else:
+                par = self._slices[lev - 2]
+                up[par] = np.where(used[par][:, None], up[par] + dec, up[par])
+        if M.dtype != object and not np.all(np.isfinite(out)):
+            raise ValueError("messages of responding workers contain NaN or infinite values")
+        return (out, up) if return_messages else out
+
+    def _verify_hook(self, *, limit: int | None = None, samples: int = 2000, search: bool = True,
+                     seed: Any = 0, rtol: float | None = None, decoder: Any = None, field: Any = None,
+                     batch_size: int | None = None, **ignored: Any) -> TreeVerifyReport:
+        """``gc.verify(code, ...)`` on a tree code runs :func:`verify_tree` (its own straggler model)."""
+        if decoder not in (None, "tree"):
+            raise ValueError(f"decoder: verify checks the tree decoder of a CodedReduce code, got {decoder!r}")
+        if field is not None:
+            raise ValueError("field: a CodedReduce code cannot be re-verified over another field; build it with "
+                             "an inner code over that field instead")
+        from .coded_reduce_verify import verify_tree
+
+        return verify_tree(self, limit=100_000 if limit is None else limit, samples=samples, search=search,
+                           seed=seed, rtol=rtol, batch=4096 if batch_size is None else batch_size)
+
+    # ------------------------------------------------------------------ patterns
+    def patterns_total(self) -> int:
+        """Number of straggler patterns: every parent picks at most ``s`` straggling children.
+
+        Choices below a straggling parent are counted too (they do not change the outcome), as in the spec
+        (the n=3, L=2, s=1 tree has ``4^4 = 256``).
+        """
+        per = sum(math.comb(self.branching, j) for j in range(self.s + 1))
+        return per**self.parents
+
+    def straggler_options(self) -> np.ndarray:
+        """All straggler sets of one parent's children (size <= s) as bool rows (True = straggler).
+
+        Raises ValueError beyond 10^6 sets (no dense C(n, s)-sized tables; use :meth:`random_patterns`)."""
+        n = self.branching
+        count = sum(math.comb(n, j) for j in range(self.s + 1))
+        if count > 1_000_000:
+            raise ValueError(f"straggler_options: {count:,} straggler sets of size <= s={self.s} among n={n} "
+                             "children (more than 10^6); use random_patterns")
+        rows = []
+        for j in range(self.s + 1):
+            for S in itertools.combinations(range(n), j):
+                row = np.zeros(n, dtype=bool)
+                row[list(S)] = True
+                rows.append(row)
+        return np.array(rows)
+
+    def random_patterns(self, count: int, seed: Any = None) -> np.ndarray:
+        """``count`` random responder masks (count, N): each parent picks a straggler set uniformly among the
+        sets of size at most ``s`` (no table of sets is built)."""
+        count = check_int("count", count, 0)
+        rng = check_seed(seed)
+        n = self.branching
+        sizes = np.arange(self.s + 1)
+        w = np.array([math.comb(n, j) for j in sizes], dtype=float)
+        j = rng.choice(sizes, size=(count, self.parents), p=w / w.sum())
+        keys = rng.random((count, self.parents, n))
+        ranks = np.argsort(np.argsort(keys, axis=2), axis=2)
+        strag = ranks < j[:, :, None]
+        return ~strag.reshape(count, self.N)
+
+    def pattern_text(self, mask: np.ndarray) -> str:
+        """Readable straggler pattern ``{parent: [straggling child indices t]}``, for the parents whose output
+        reaches the master (``master`` or a node address; children are numbered ``0..n-1`` under their parent)."""
+        mask = np.asarray(mask, dtype=bool)
+        used = self._tree_weights(mask[None])[1][0]
+        parts = []
+        n = self.branching
+        for p in range(self.parents):
+            if p > 0 and not used[p - 1]:
+                continue
+            kids = np.arange(p * n, (p + 1) * n)
+            st = [int(c) - p * n for c in kids if not mask[c]]
+            if st:
+                parts.append(f"{'master' if p == 0 else self.node(p - 1)}: {st}")
+        return "{" + ", ".join(parts) + "}" if parts else "{no stragglers}"
