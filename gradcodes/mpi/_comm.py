@@ -121,6 +121,7 @@ class Inbox:
         self.poll = float(poll)
         self.held: list[int | None] = [None] * self.K      # tag of a received message still in buf[i]
         self.final = [False] * self.K
+        self.dropped = 0                                    # stale messages dropped so far
         self._status = self.MPI.Status()
         self.reqs = [self._post(i) for i in range(self.K)]
 
@@ -166,6 +167,7 @@ class Inbox:
                 continue
             age = tags.age(h, t)
             if age > 0:
+                self.dropped += 1
                 self.reqs[i] = self._post(i)
             elif age == 0:
                 if check_finite and not _finite(self.buf[i]):
@@ -179,6 +181,7 @@ class Inbox:
                 i, tag = hit
                 age = tags.age(tag, t)
                 if age > 0:                             # stale: drop, re-post
+                    self.dropped += 1
                     self.reqs[i] = self._post(i)
                 elif age < 0:                           # newer than t: keep it for that iteration
                     pass

@@ -43,6 +43,8 @@ class Delay:
         return 0.0
 
     def __add__(self, other: Delay) -> Delay:
+        if type(self) in (Delay, NoDelay):
+            return other
         return Combined(self, other)
 
     def describe(self) -> str:

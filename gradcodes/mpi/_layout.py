@@ -19,8 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from .._code import GradientCode, LinearCode
-from .._families.coded_reduce import CodedReduceCode
+from .. import CodedReduceCode, GradientCode, LinearCode
 
 __all__ = ["Layout", "layout_for", "WorkerEncoder", "Combiner"]
 

@@ -39,6 +39,8 @@ class RunResult:
         :func:`gradcodes.simulate`'s mean iteration time for the same code and delay model, when it models it.
     params : dict
         Everything needed to repeat the run.
+    stale : int
+        Messages from earlier iterations the master dropped.
     """
 
     scheme: str
@@ -54,6 +56,7 @@ class RunResult:
     delay: str = "none"
     predicted: float | None = None
     params: dict[str, Any] = field(default_factory=dict)
+    stale: int = 0
 
     @property
     def iterations(self) -> int:
@@ -72,7 +75,7 @@ class RunResult:
                "mean_wait": float(np.mean(self.wait[skip:] if self.wait.size > skip else self.wait)),
                "mean_decode": float(np.mean(self.decode[skip:] if self.decode.size > skip else self.decode)),
                "mean_workers_used": float(self.used.sum(axis=1).mean()) if self.used.size else float("nan"),
-               "predicted": self.predicted, "delay": self.delay}
+               "predicted": self.predicted, "delay": self.delay, "stale_dropped": self.stale}
         if self.loss is not None and self.loss.size:
             out["final_loss"] = float(self.loss[-1])
         if self.predicted:
@@ -95,7 +98,8 @@ class RunResult:
         s = self.summary()
         tail = f"mean {s['mean_time']:.4f} s/iteration, median {s['median_time']:.4f} s"
         if self.predicted:
-            tail += f"; gc.simulate predicts {self.predicted:.4f} s (measured/predicted {s['mean_time'] / self.predicted:.2f})"
+            ratio = s["mean_time"] / self.predicted
+            tail += f"; gc.simulate predicts {self.predicted:.4f} s (measured/predicted {ratio:.2f})"
         lines.append(tail)
         return "\n".join(lines)
 

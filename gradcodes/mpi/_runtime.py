@@ -19,8 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from .._code import ApproximateCode, GradientCode, LinearCode
-from .._families.coded_reduce import CodedReduceCode
+from .. import ApproximateCode, CodedReduceCode, GradientCode, LinearCode
 from ._comm import Inbox, ParamSender, StragglerTimeout, Tags, get_mpi, wait_request
 from ._delays import Delay, NoDelay
 from ._layout import Combiner, Layout, WorkerEncoder, layout_for
@@ -45,6 +44,8 @@ class AggregateInfo:
     error_estimate : float
         The code's predicted relative error of this decode (exact codes: rounding, see
         :meth:`gradcodes.LinearCode.error_estimate`; approximate codes: ``||A_F B - E||``; NaN for trees).
+    stale : int
+        Messages from earlier iterations dropped by the master so far (cumulative).
     """
 
     iteration: int
@@ -53,6 +54,7 @@ class AggregateInfo:
     wait: float
     decode: float
     error_estimate: float
+    stale: int = 0
 
 
 def check_size(layout: Layout, comm: Any, what: str) -> None:
@@ -189,7 +191,8 @@ class Master:
         est = float("nan") if isinstance(self.code, CodedReduceCode) else \
             self.combiner.error_estimate(rows, self.dtype)
         return self.out[: self.p], AggregateInfo(iteration, tuple(kids[i] - 1 for i in rows),
-                                                 tuple(kids[i] - 1 for i in info["bad"]), info["waited"], dt, est)
+                                                 tuple(kids[i] - 1 for i in info["bad"]), info["waited"], dt, est,
+                                                 self.inbox.dropped)
 
     def stop(self, timeout: float = 30.0) -> None:
         """Tell every worker to stop and wait until all have finished (their late messages are drained)."""

@@ -135,7 +135,7 @@ def train(code: LinearCode | str, params: np.ndarray, partial_gradient: Callable
                      losses, ests, d.describe(),
                      predict(code, d, workers=master.layout.workers, need=master.need, t_c=t_c),
                      {"p": p, "dtype": str(dtype), "iterations": iterations, "timeout": timeout, "poll": poll,
-                      "deadline": deadline, "decoder": str(decoder), "t_c": t_c})
+                      "deadline": deadline, "decoder": str(decoder), "t_c": t_c}, master.inbox.dropped)
 
 
 def _poll(req: Any, poll: float, timeout: float, what: str) -> None:
