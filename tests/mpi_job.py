@@ -15,9 +15,10 @@ import numpy as np
 
 
 def main() -> None:
+    from mpi4py import MPI
+
     import gradcodes as gc
     from gradcodes.mpi import FixedDelay, Hang, NoDelay, ShiftedExponential, train
-    from mpi4py import MPI
 
     cfg = json.loads(sys.argv[1])
     rank = MPI.COMM_WORLD.Get_rank()
