@@ -25,7 +25,6 @@ import numpy as np
 
 from .._approx_eval import (
     FixedWeightDecoder,
-    _scenario,
     evaluate_approximate,
     probability_list,
     straggle_probabilities,
@@ -34,6 +33,7 @@ from .._code import ApproximateCode
 from .._decoders import Decoder, LeastSquaresDecoder
 from .._io import REBUILDERS
 from .._registry import Scheme, register
+from .._straggle import _scenario
 from .._validate import check_int, check_seed
 from .expander import random_regular_graph
 

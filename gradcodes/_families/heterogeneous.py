@@ -30,7 +30,6 @@ import numpy as np
 from .._approx_eval import (
     FixedWeightDecoder,
     _register_cli,
-    _scenario,
     evaluate_approximate,
     probability_list,
     straggle_probabilities,
@@ -38,6 +37,7 @@ from .._approx_eval import (
 from .._code import ApproximateCode
 from .._io import REBUILDERS
 from .._registry import Scheme, register
+from .._straggle import _scenario
 from .._validate import check_int
 
 __all__ = [
