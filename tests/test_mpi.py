@@ -182,3 +182,30 @@ def test_crash_on_any_rank_ends_the_job(where):
     assert proc.returncode != 0
     assert "injected crash" in proc.stdout + proc.stderr
     assert wall < 30                                          # far below the 60 s straggler timeout
+
+
+def _cli(ranks: int, args: list[str], timeout: float = 120) -> subprocess.CompletedProcess:
+    cmd = [MPIEXEC, "-n", str(ranks), sys.executable, "-m", "mpi4py", "-m", "gradcodes.mpi", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=_env())
+
+
+@needs_mpi
+def test_cli_wrong_rank_count_names_the_right_one():
+    proc = _cli(4, ["--scheme", "coded_reduce", "--n", "3", "--L", "2", "--s", "1", "--iters", "3"])
+    assert proc.returncode != 0
+    assert "needs 13 MPI ranks" in proc.stderr and "mpiexec -n 13" in proc.stderr
+
+
+@needs_mpi
+def test_cli_runs_scheme_and_baselines(tmp_path):
+    out = tmp_path / "run.json"
+    proc = _cli(5, ["--scheme", "cyclic_repetition", "--n", "4", "--s", "1", "--iters", "6", "--points", "200",
+                    "--dim", "8", "--delay", "random", "--seconds", "0.02", "--json", str(out)])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for name in ("cyclic_repetition", "wait-for-all", "ignore-stragglers", "allreduce", "x vs wait-for-all"):
+        assert name in proc.stdout
+    doc = json.loads(out.read_text())
+    res = {r["scheme"]: r for r in doc["results"]}
+    # exact schemes follow the same gradient descent: equal losses to rounding
+    assert abs(res["cyclic_repetition"]["final_loss"] - res["wait-for-all"]["final_loss"]) <= 1e-9
+    assert abs(res["allreduce"]["final_loss"] - res["wait-for-all"]["final_loss"]) <= 1e-9
