@@ -35,16 +35,17 @@ def main() -> None:
     nan_workers = set(cfg.get("nan_workers", []))
     crash = cfg.get("crash")                       # [worker, iteration]
     alloc = cfg.get("check_alloc", False)
-    state = {"calls": 0, "peak": 0}
+    state = {"calls": 0, "peak": 0, "base": 0}
 
     def partial_gradient(w: np.ndarray, j: int) -> np.ndarray:
         # g_j(w) = C_j * w + j: depends on the iteration's parameters, so a stale message would not match
-        if alloc and rank > 0:
+        if alloc and rank > 0:                     # peak allocation since the previous call, beyond live memory
             if state["calls"] >= 3 * k:
-                state["peak"] = max(state["peak"], tracemalloc.get_traced_memory()[1])
-            tracemalloc.reset_peak()
+                state["peak"] = max(state["peak"], tracemalloc.get_traced_memory()[1] - state["base"])
             if state["calls"] == 0:
                 tracemalloc.start()
+            tracemalloc.reset_peak()
+            state["base"] = tracemalloc.get_traced_memory()[0]
             state["calls"] += 1
         if crash is not None and rank == crash[0] + 1 and w[0] >= crash[1]:
             raise RuntimeError(f"injected crash on rank {rank}")

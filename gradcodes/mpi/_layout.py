@@ -78,8 +78,9 @@ def layout_for(code: LinearCode) -> Layout:
 
 class WorkerEncoder:
     """Worker ``i``'s own message from its own partial gradients only: ``y_i = sum_{j in S_i, u} B[i, j m + u]
-    g_j^{(u)}`` over the partitions ``S_i`` it stores, accumulated into a preallocated buffer (one scaled add per
-    stored block; no loop over coordinates, no gradient-sized temporary).
+    g_j^{(u)}`` over the partitions ``S_i`` it stores, written into a preallocated buffer by
+    :meth:`gradcodes.LinearCode.encode_worker` (cost proportional to the worker's load, no gradient-sized
+    temporary).
 
     Parameters
     ----------
@@ -94,38 +95,35 @@ class WorkerEncoder:
     def __init__(self, code: LinearCode, worker: int, p: int, dtype: Any) -> None:
         if code.field.startswith("GF("):
             raise TypeError(f"a code over {code.field} cannot run on real gradients")
+        if code.field == "complex":
+            raise TypeError("complex codes are not supported by the MPI runtime (gradients are real)")
+        self.code = code
+        self.worker = int(worker)
         self.m = code.m
         self.p = int(p)
         self.q = -(-self.p // self.m)
         self.dtype = np.dtype(dtype)
-        row = _float(code.B[worker])
-        self.terms: list[tuple[int, list[tuple[int, float]]]] = []
-        for j in code.supports[worker]:
-            blocks = [(u, float(row[j * self.m + u])) for u in range(self.m) if row[j * self.m + u] != 0]
-            self.terms.append((int(j), blocks))
-        self.partitions = [j for j, _ in self.terms]
-        self._tmp = np.empty(self.q, dtype=self.dtype)
+        self.partitions = [int(j) for j in code.supports[worker]]
+        self._parts: list[Any] = [None] * len(self.partitions)
 
     def encode(self, params: np.ndarray, partial_gradient: Any, out: np.ndarray) -> None:
-        """Write the message for ``params`` into ``out`` (length ``q``)."""
-        out.fill(0)
-        p, q, tmp = self.p, self.q, self._tmp
-        for j, blocks in self.terms:
+        """Write the message for ``params`` into ``out`` (length ``q``).
+
+        ``partial_gradient(params, j)`` is called once per stored partition; each result must stay valid until
+        the message is built (return a new array, or one buffer per partition)."""
+        p = self.p
+        for a, j in enumerate(self.partitions):
             g = partial_gradient(params, j)
             if not isinstance(g, np.ndarray) or g.shape != (p,):
                 raise ValueError(f"partial_gradient(params, {j}) must return a flat numpy array of length p={p}, "
                                  f"got {type(g).__name__} {getattr(g, 'shape', '')}")
-            for u, c in blocks:
-                lo = u * q
-                hi = min(p, lo + q)
-                if hi <= lo:
-                    continue
-                seg = out[: hi - lo]
-                if c == 1.0:
-                    np.add(seg, g[lo:hi], out=seg, casting="unsafe")
-                else:
-                    np.multiply(g[lo:hi], c, out=tmp[: hi - lo], casting="unsafe")
-                    np.add(seg, tmp[: hi - lo], out=seg)
+            if g.dtype != self.dtype:
+                raise TypeError(f"partial_gradient(params, {j}) returned dtype {g.dtype}; the run uses "
+                                f"{self.dtype} (the parameters' dtype)")
+            self._parts[a] = g
+        self.code.encode_worker(self.worker, self._parts, length=p, out=out)
+        for a in range(len(self._parts)):
+            self._parts[a] = None
 
 
 class Combiner:
