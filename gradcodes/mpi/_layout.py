@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import CodedReduceCode, GradientCode, LinearCode
+from .. import ApproximateCode, CodedReduceCode, LinearCode
 
 __all__ = ["Layout", "layout_for", "WorkerEncoder", "Combiner"]
 
@@ -168,9 +168,9 @@ class Combiner:
         """The code's predicted relative error of this decode (:meth:`gradcodes.LinearCode.error_estimate`)."""
         if not rows:
             return float("nan")
-        if isinstance(self.code, GradientCode):
-            return float(self.code.error_estimate(sorted(rows), decoder=self.decoder, dtype=dtype))
-        return float(self.code.approximation_error(sorted(rows), decoder=self.decoder))
+        if isinstance(self.code, ApproximateCode):
+            return float(self.code.approximation_error(sorted(rows), decoder=self.decoder))
+        return float(self.code.error_estimate(sorted(rows), decoder=self.decoder, dtype=dtype))
 
     def combine(self, rows: list[int], buf: np.ndarray, out: np.ndarray, tmp: np.ndarray,
                 accumulate: bool = False) -> None:

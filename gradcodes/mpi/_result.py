@@ -79,7 +79,7 @@ class RunResult:
         if self.loss is not None and self.loss.size:
             out["final_loss"] = float(self.loss[-1])
         if self.predicted:
-            out["measured_over_predicted"] = out["mean_time"] / self.predicted
+            out["measured_over_predicted"] = float(np.mean(t)) / self.predicted
         return out
 
     def table(self, rows: int = 10) -> str:
@@ -152,20 +152,21 @@ def predict(code: Any, delay: Any, *, workers: int, need: int, t_c: float = 0.0,
     (RAR). ``t_c`` is the per-message time of the simulator's single-port model (calibrated from a run without
     delays, see ``docs/runtime.md``).
     """
-    from .._code import GradientCode
+    from .. import CodedReduceCode, GradientCode
     from .._simulate import simulate
     from ._delays import ShiftedExponential
 
     if not isinstance(delay, ShiftedExponential):
         return None
-    kw = {"m_data": delay.m_data, "a": delay.a, "mu": delay.mu, "t_c": t_c, "iters": iters, "seed": seed}
+    def run(schemes: Any, n: int, s_gc: int | None = None) -> float:
+        res = simulate(schemes, n=n, L=1, s=0, s_gc=s_gc, m_data=delay.m_data, a=delay.a, mu=delay.mu, t_c=t_c,
+                       iters=iters, seed=seed)
+        return float(next(iter(res)).mean)
+
     if isinstance(code, str):
-        if code != "allreduce":
-            return None
-        return simulate("RAR", n=workers, L=1, s=0, **kw)["RAR"].mean
-    if isinstance(code, GradientCode) or type(code).__name__ == "CodedReduceCode":
-        res = simulate(code, n=2, L=1, s=0, **kw)
-        return next(iter(res)).mean
+        return run("RAR", workers) if code == "allreduce" else None
+    if isinstance(code, (GradientCode, CodedReduceCode)):
+        return run(code, 2)
     if int(code.load) == 1 and code.k == code.n:
-        return simulate("SGD", n=workers, L=1, s=0, s_gc=workers - need, **kw)["SGD"].mean
+        return run("SGD", workers, workers - need)
     return None

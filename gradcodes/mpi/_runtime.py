@@ -159,7 +159,8 @@ class Master:
         tree = isinstance(code, CodedReduceCode)
         self.m = 1 if tree else code.m
         self.q = self.p if tree else -(-self.p // self.m)
-        self.combiner = Combiner(code.inner if tree else code, None if tree else decoder)
+        self.combiner = Combiner(code.inner if isinstance(code, CodedReduceCode) else code,
+                                 None if tree else decoder)
         self.inbox = Inbox(self.comm, self.layout.children(0), self.q, self.dtype, self.tags, self.poll)
         self.sender = ParamSender(self.comm, list(range(1, self.layout.size)), self.p, self.dtype, self.tags)
         self.out = np.zeros(self.m * self.q, dtype=self.dtype)

@@ -123,7 +123,7 @@ def train(code: LinearCode | str, params: np.ndarray, partial_gradient: Callable
         waits[t], decs[t], ests[t] = info.wait, info.decode, info.error_estimate
         kids = master.layout.children(0)
         used[t, [kids.index(r + 1) for r in info.responders]] = True
-        if losses is not None:
+        if losses is not None and loss is not None:
             losses[t] = float(loss(w))
         if progress is not None:
             progress(t, times[t], None if losses is None else losses[t])
@@ -197,7 +197,7 @@ def allreduce_train(params: np.ndarray, partial_gradient: Callable[[np.ndarray, 
         times[t] = time.perf_counter() - t0
         if new is not None:
             w = _check_params(new)
-        if losses is not None:
+        if losses is not None and loss is not None:
             losses[t] = float(loss(w))
         if progress is not None:
             progress(t, times[t], None if losses is None else losses[t])
