@@ -510,7 +510,7 @@ def cyclic_mds(n: int, s: int, field: str = "complex", *, placement: str = "cent
                         else np.arange(m, m + s)).tolist()
     B = _circulant(c)
 
-    builder = partial(_build_in_field, n, s, construction, m, normalize)
+    builder = partial(_build_in_field, n, s, construction, m, normalize, fld, placement)
     if construction == "cyclic_fr":
         decoders: list[Decoder] = [ResidueClassDecoder(), CyclicSpectralDecoder()]
         default = "residue"
@@ -526,9 +526,12 @@ def cyclic_mds(n: int, s: int, field: str = "complex", *, placement: str = "cent
     return _make(B, s, fld, name, params, decoders, default, builder)
 
 
-def _build_in_field(n: int, s: int, construction: str, m: int, normalize: str, gf_field: Any) -> CyclicMDSCode:
+def _build_in_field(n: int, s: int, construction: str, m: int, normalize: str, base_field: str, placement: str,
+                    gf_field: Any) -> CyclicMDSCode:
     """``code.in_field(gf_field)`` of a cyclic MDS code: the same construction over GF(p)."""
-    return _build_gf(n, s, construction, m, normalize, _gf_field(gf_field, n))
+    code = _build_gf(n, s, construction, m, normalize, _gf_field(gf_field, n))
+    code.params.update(base_field=base_field, placement=placement, normalize=normalize)   # for gradcodes.load
+    return code
 
 
 def _public(params: dict[str, Any]) -> dict[str, Any]:
@@ -588,7 +591,15 @@ def _rebuild(n: int, s: int, field: str = "complex", placement: str = "centered"
     return cyclic_mds(n, s, field, placement=placement, normalize=normalize)
 
 
-REBUILDERS.update(cyclic_mds=_rebuild)
+def _rebuild_gf(n: int, s: int, field: str, base_field: str = "complex", placement: str = "centered",
+                normalize: str = "sum", **_: Any) -> GradientCode:
+    import galois
+
+    p = int(field[3:-1]) if field.startswith("GF(") and field.endswith(")") else 0
+    return cyclic_mds(n, s, base_field, placement=placement, normalize=normalize).in_field(galois.GF(p))
+
+
+REBUILDERS.update(cyclic_mds=_rebuild, cyclic_mds_gf=_rebuild_gf)
 register(Scheme("cyclic_mds", lambda n, s, field="complex": cyclic_mds(n, s, field),
                 "Raviv et al. cyclic MDS (centered window): load s+1, complex or real (n-s odd or (s+1)|n)",
                 tour=({"n": 12, "s": 3}, {"n": 21, "s": 4, "field": "real"}, {"n": 100, "s": 2})))
