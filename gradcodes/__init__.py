@@ -40,6 +40,7 @@ from ._families import (
     expander_code,
     fractional_repetition,
     grouped_mds,
+    grouped_random,
     heterogeneous,
     ignore_stragglers,
     optimal_decoding,
@@ -68,7 +69,7 @@ __all__ = [
     "Decoder", "NullSpaceDecoder", "LeastSquaresDecoder", "ExactDecoder",
     # exact constructions
     "uncoded", "fractional_repetition", "cyclic_repetition", "cyclic_mds", "stable_binary", "grouped_mds",
-    "recommend", "ye_abbe", "coded_reduce", "CodedReduceCode", "CyclicMDSCode", "YeAbbeCode",
+    "grouped_random", "recommend", "ye_abbe", "coded_reduce", "CodedReduceCode", "CyclicMDSCode", "YeAbbeCode",
     # approximate constructions
     "expander_code", "ExpanderCode", "heterogeneous", "HeterogeneousCode", "optimal_row_sums", "song_choi_allocation",
     "NegativeCoefficientWarning",

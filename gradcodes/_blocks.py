@@ -61,7 +61,7 @@ from ._code import GradientCode, LinearCode
 from ._decoders import Decoder
 from ._verify import VerifyReport
 
-__all__ = ["Block", "blocks_of", "canonical", "BlockDecoder", "by_blocks", "BlockVerifyReport"]
+__all__ = ["Block", "blocks_of", "canonical", "is_proof", "BlockDecoder", "by_blocks", "BlockVerifyReport"]
 
 
 @dataclass(frozen=True)
@@ -171,7 +171,7 @@ class BlockDecoder(Decoder):
         return out
 
     # ------------------------------------------------------------------ the proof by blocks
-    def verify_by_blocks(self, code: GradientCode, **options: Any) -> BlockVerifyReport:
+    def verify_by_blocks(self, code: GradientCode, **options: Any) -> VerifyReport:
         """:func:`gradcodes.verify` for a code decoded by this decoder (the module docstring's theorem)."""
         return verify_blocks(code, self, **options)
 
@@ -241,12 +241,54 @@ def by_blocks(code: GradientCode) -> GradientCode:
                         default_decoder="blocks")
 
 
-def verify_blocks(code: GradientCode, dec: BlockDecoder, **options: Any) -> BlockVerifyReport:
-    """Proof by blocks (module docstring): verify each distinct block once and combine the reports."""
+def is_proof(report: VerifyReport) -> bool:
+    """True when a :func:`gradcodes.verify` report is a proof: no failure and every set checked (exhaustive), or a
+    decoder's theorem, or a proof by blocks."""
+    if not bool(report) or report.n_failures:
+        return False
+    if isinstance(report, BlockVerifyReport):
+        return True                                   # exact only when every block is a proof
+    return bool(report.exhaustive and not report.stopped_early) or bool(getattr(report, "theorem", None))
+
+
+class _Direct(Decoder):
+    """The same decoding matrices without the proof by blocks (for a matrix that does not match the blocks)."""
+
+    def __init__(self, dec: Decoder) -> None:
+        self.dec, self.name, self.description = dec, dec.name, dec.description
+
+    def matrices(self, code: LinearCode, mask: np.ndarray) -> Any:
+        return self.dec.matrices(code, mask)
+
+
+def _matches(code: GradientCode, dec: BlockDecoder) -> bool:
+    """``code.B`` is exactly the blocks' matrices at their positions and zero elsewhere."""
+    if code.exact:
+        return False
+    seen = np.zeros(np.shape(code.B), dtype=bool)
+    for blk, sub in zip(dec.blocks, dec.subcodes, strict=True):
+        W = np.asarray(blk.workers, dtype=np.int64)
+        if sub is None or not blk.partitions:
+            continue
+        cols = blk.columns(code.m)
+        if sub.m != code.m or sub.s != code.s or not np.array_equal(code.B[np.ix_(W, cols)], sub.B):
+            return False
+        seen[np.ix_(W, cols)] = True
+    return not np.any(np.asarray(code.B)[~seen] != 0)
+
+
+def verify_blocks(code: GradientCode, dec: BlockDecoder, **options: Any) -> VerifyReport:
+    """Proof by blocks (module docstring): verify each distinct block once and combine the reports. When
+    ``code.B`` is not exactly the decoder's blocks (or the field is exact), the decoder is checked set by set."""
     from ._bounds import meets_min_load, min_load
     from ._numerics import unit_roundoff
     from ._verify import verify
 
+    if not _matches(code, dec):
+        options.pop("decoder", None)
+        rep = verify(code, decoder=_Direct(dec), **options)
+        rep.notes.append("the matrix is not the block decoder's blocks: checked set by set, no proof by blocks")
+        return rep
     start = time.perf_counter()
     n, s, k, m = code.n, code.s, code.k, code.m
     rtol = code.rtol if options.get("rtol") is None else float(options["rtol"])
@@ -298,7 +340,7 @@ def verify_blocks(code: GradientCode, dec: BlockDecoder, **options: Any) -> Bloc
     for blk, rep in reports:
         n_fail += rep.n_failures
         failures.extend(F for F in (lift(blk, F) for F in rep.failures[:10]) if F is not None)
-    proven = not failures and n_fail == 0 and all(bool(rep) for _, rep in reports)
+    proven = not failures and n_fail == 0 and all(is_proof(rep) for _, rep in reports)
     u = 0.0 if code.exact else unit_roundoff(np.float64)
     worst_res = max((rep.worst_residual for _, rep in reports), default=0.0)
     if missing or dead is not None:
@@ -312,7 +354,7 @@ def verify_blocks(code: GradientCode, dec: BlockDecoder, **options: Any) -> Bloc
         proven = False
         notes.append(f"combined bound u * sum_b (k_b/k) canc_b + max_b res_b = {bound:.3g} > rtol={rtol:g}")
     unproven = [i for i, r in enumerate(rows) if r["report"] is not None and r["same_as"] is None
-                and not bool(r["report"]) and r["report"].n_failures == 0]
+                and not is_proof(r["report"]) and r["report"].n_failures == 0]
     distinct = sum(1 for r in rows if r["report"] is not None and r["same_as"] is None)
     notes.insert(0, f"proof by blocks: {len(rows)} blocks, {distinct} distinct checked "
                     f"(theorem in gradcodes._blocks); error estimate = u sum_b (k_b/k) canc_b + max_b res_b")
