@@ -69,8 +69,8 @@ random construction), ``decoder.py`` (:class:`YeAbbeDecoder`), ``constructor.py`
 ``common.py`` (holder windows, power series); all arithmetic goes through :mod:`gradcodes._fields`.
 """
 
-from .constructor import family_entries, ye_abbe
+from .constructor import YeAbbeCode, family_entries, ye_abbe
 from .decoder import YeAbbeDecoder
 from .polynomial import NODE_CHOICES
 
-__all__ = ["ye_abbe", "YeAbbeDecoder", "family_entries", "NODE_CHOICES"]
+__all__ = ["ye_abbe", "YeAbbeCode", "YeAbbeDecoder", "family_entries", "NODE_CHOICES"]
