@@ -1,6 +1,6 @@
 """CodedReduce (Reisizadeh, Prakash, Pedarsani & Avestimehr): gradient codes composed along a regular tree.
 
-Spec §4. The master is the root of the ``(n, L)``-regular tree; every node at levels ``0..L-1`` has ``n`` children
+The master is the root of the ``(n, L)``-regular tree; every node at levels ``0..L-1`` has ``n`` children
 and levels ``1..L`` are the ``N = n + n^2 + ... + n^L`` workers. Every parent spreads the data it is responsible
 for over its children with an inner ``(n, s)`` gradient code, every worker also computes a share of its own, and
 each parent decodes from any ``n - s`` children and adds its own message (hierarchical decoding). Every worker
@@ -25,7 +25,7 @@ import numpy as np
 from .._code import DecodingError, GradientCode, LinearCode
 from .._decoders import Decoder
 from .._numerics import DEFAULT_RTOL, accepts, error_estimate
-from .._validate import check_int, check_real, check_seed
+from .._validate import SEED_UNSET, check_int, check_real, check_rng
 from .coded_reduce_alloc import _check_tree, _level_slices, _tree_fractions
 
 if TYPE_CHECKING:
@@ -38,7 +38,7 @@ __all__ = ["CodedReduceCode", "TreeDecoder"]
 
 
 class TreeDecoder(Decoder):
-    """Hierarchical CodedReduce decoding (spec §4.4), batched over responder masks.
+    """Hierarchical CodedReduce decoding (CR.Execute), batched over responder masks.
 
     A worker's message reaches the master only if the worker and all its ancestors respond. Every responding
     parent decodes from its ``n - s`` smallest-index responding children with the inner code's decoding vector
@@ -156,7 +156,7 @@ class CodedReduceCode(LinearCode):
         return None if p == 0 else p - 1
 
     def assigned(self, worker: int) -> list[tuple[int, Any]]:
-        """The ordered list ``[(unit, coefficient), ...]`` CR.Allocate gives a worker (spec §4.3)."""
+        """The ordered list ``[(unit, coefficient), ...]`` CR.Allocate gives a worker."""
         worker = check_int("worker", worker, 0, self.N - 1)
         if self._lists is None:
             raise ValueError("this code was built from a matrix; it has no allocation lists")
@@ -302,7 +302,7 @@ class CodedReduceCode(LinearCode):
         return self._tree_weights(mask[None])[1][0]
 
     def execute(self, responders: Any, messages: Any, *, return_messages: bool = False) -> Any:
-        """Run CR.Execute (spec §4.4) on the workers' own messages: the literal hierarchical reduction.
+        """Run CR.Execute (Reisizadeh et al.) on the workers' own messages: the literal hierarchical reduction.
 
         Leaves send their own message; every internal node waits for its first ``n - s`` responding children,
         decodes their messages with the inner code and adds its own message; the master decodes its children.
@@ -346,7 +346,7 @@ class CodedReduceCode(LinearCode):
         return (out, up) if return_messages else out
 
     def _verify_hook(self, *, limit: int | None = None, samples: int = 2000, search: bool = True,
-                     seed: Any = 0, rtol: float | None = None, decoder: Any = None, field: Any = None,
+                     rng: Any = None, rtol: float | None = None, decoder: Any = None, field: Any = None,
                      batch_size: int | None = None, **ignored: Any) -> TreeVerifyReport:
         """``gc.verify(code, ...)`` on a tree code runs :func:`verify_tree` (its own straggler model)."""
         if decoder not in (None, "tree"):
@@ -357,13 +357,13 @@ class CodedReduceCode(LinearCode):
         from .coded_reduce_verify import verify_tree
 
         return verify_tree(self, limit=100_000 if limit is None else limit, samples=samples, search=search,
-                           seed=seed, rtol=rtol, batch=4096 if batch_size is None else batch_size)
+                           rng=rng, rtol=rtol, batch=4096 if batch_size is None else batch_size)
 
     # ------------------------------------------------------------------ patterns
     def patterns_total(self) -> int:
         """Number of straggler patterns: every parent picks at most ``s`` straggling children.
 
-        Choices below a straggling parent are counted too (they do not change the outcome), as in the spec
+        Choices below a straggling parent are counted too (they do not change the outcome)
         (the n=3, L=2, s=1 tree has ``4^4 = 256``).
         """
         per = sum(math.comb(self.branching, j) for j in range(self.s + 1))
@@ -386,11 +386,12 @@ class CodedReduceCode(LinearCode):
                 rows.append(row)
         return np.array(rows)
 
-    def random_patterns(self, count: int, seed: Any = None) -> np.ndarray:
+    def random_patterns(self, count: int, rng: Any = None, *, seed: Any = SEED_UNSET) -> np.ndarray:
         """``count`` random responder masks (count, N): each parent picks a straggler set uniformly among the
-        sets of size at most ``s`` (no table of sets is built)."""
+        sets of size at most ``s`` (no table of sets is built). ``rng``: random state (None, an int, a
+        SeedSequence or a Generator; ``seed=`` is a deprecated alias)."""
         count = check_int("count", count, 0)
-        rng = check_seed(seed)
+        rng = check_rng(rng, seed)
         n = self.branching
         sizes = np.arange(self.s + 1)
         w = np.array([math.comb(n, j) for j in sizes], dtype=float)
