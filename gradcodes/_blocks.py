@@ -210,7 +210,7 @@ def by_blocks(code: GradientCode) -> GradientCode:
     block by block; each block keeps the original code's generic default decoder.
 
     >>> import numpy as np, gradcodes as gc
-    >>> B = np.kron(np.eye(2), gc.cyclic_repetition(5, 2, seed=0).B)      # two copies of a (5, 2) code
+    >>> B = np.kron(np.eye(2), gc.cyclic_repetition(5, 2, rng=0).B)      # two copies of a (5, 2) code
     >>> code = by_blocks(gc.GradientCode(B, s=2))
     >>> report = gc.verify(code)
     >>> bool(report), report.patterns_checked, report.patterns_total         # one block checked: C(5, 2) sets

@@ -20,7 +20,7 @@ def _permuted(B, rng):
 
 def test_blocks_of_a_permuted_block_diagonal_matrix():
     rng = np.random.default_rng(3)
-    B = np.kron(np.eye(3), gc.cyclic_repetition(5, 2, seed=1).B)
+    B = np.kron(np.eye(3), gc.cyclic_repetition(5, 2, rng=1).B)
     code = gc.GradientCode(_permuted(B, rng), s=2)
     blocks = blocks_of(code)
     assert len(blocks) == 3
@@ -34,7 +34,7 @@ def test_blocks_of_a_permuted_block_diagonal_matrix():
 
 def test_permuted_copies_are_proven_by_blocks_and_match_the_global_check():
     rng = np.random.default_rng(0)
-    B = np.kron(np.eye(2), gc.cyclic_repetition(6, 2, seed=2).B)
+    B = np.kron(np.eye(2), gc.cyclic_repetition(6, 2, rng=2).B)
     P = rng.permutation(12)
     code = by_blocks(gc.GradientCode(B[P][:, P], s=2))  # same permutation of rows and columns: equal blocks
     rep = gc.verify(code)
@@ -48,7 +48,7 @@ def test_permuted_copies_are_proven_by_blocks_and_match_the_global_check():
 @given(st.integers(3, 5), st.integers(1, 2), st.integers(2, 3), st.integers(0, 100))
 def test_theorem_bound_holds_for_every_global_set(nb, s, copies, seed):
     s = min(s, nb - 1)
-    blocks = [gc.cyclic_repetition(nb, s, seed=seed + c).B for c in range(copies)]
+    blocks = [gc.cyclic_repetition(nb, s, rng=seed + c).B for c in range(copies)]
     n = nb * copies
     B = np.zeros((n, n))
     for c, Bb in enumerate(blocks):
@@ -73,7 +73,7 @@ def test_theorem_bound_holds_for_every_global_set(nb, s, copies, seed):
 
 
 def test_mutation_in_one_block_fails_with_a_real_failing_set():
-    B = np.kron(np.eye(3), gc.cyclic_repetition(5, 2, seed=4).B)
+    B = np.kron(np.eye(3), gc.cyclic_repetition(5, 2, rng=4).B)
     B[7, 8] += 0.5                                      # corrupt the middle block
     code = by_blocks(gc.GradientCode(B, s=2))
     rep = gc.verify(code, stop_on_failure=False)
@@ -82,7 +82,7 @@ def test_mutation_in_one_block_fails_with_a_real_failing_set():
     assert len(F) == 13
     with pytest.raises(gc.DecodingError):
         code.decoding_matrix(F)
-    good = by_blocks(gc.GradientCode(np.kron(np.eye(3), gc.cyclic_repetition(5, 2, seed=4).B), s=2))
+    good = by_blocks(gc.GradientCode(np.kron(np.eye(3), gc.cyclic_repetition(5, 2, rng=4).B), s=2))
     assert gc.verify(good).exact
 
 

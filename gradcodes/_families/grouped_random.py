@@ -34,7 +34,7 @@ from .._code import GradientCode, LinearCode
 from .._decoders import Decoder, LeastSquaresDecoder, single_threaded_blas
 from .._io import REBUILDERS
 from .._registry import Scheme, register
-from .._validate import check_int, check_ns, check_seed
+from .._validate import check_int, check_ns, check_rng
 from ._certified_seeds import CERTIFIED
 from .repetition import GroupDecoder, cyclic_repetition
 
@@ -161,7 +161,7 @@ def _block_code(ng: int, s: int, extra: int, seed: int | None) -> GradientCode:
     if sg == ng - 1:                                   # the group stores its whole block: repetition
         return GradientCode(np.ones((ng, ng), dtype=np.int64), s, field="real", name=f"repetition[{ng}]",
                             decoders=[GroupDecoder(np.array([0, ng]))], default_decoder="group")
-    B = cyclic_repetition(ng, sg, seed=seed).B
+    B = cyclic_repetition(ng, sg, rng=seed).B
     return GradientCode(B, s, name=f"cyclic_repetition[{ng},{sg},seed={seed}]",
                         decoders=[RowSpaceDecoder()], default_decoder="rowspace")
 
@@ -194,8 +194,8 @@ def grouped_random(n: int, s: int, extra: int = 1, *, rng: Any = None, candidate
         Stragglers tolerated, ``0 <= s <= n - 1``.
     extra : int, default 1
         Load above ``s + 1`` spent on accuracy, ``extra >= 0``.
-    rng : int or numpy.random.Generator, optional
-        Source of the candidate seeds (default: seeds ``0, 1, ..., candidates - 1``).
+    rng : int, SeedSequence, BitGenerator or Generator, optional
+        Source of the candidate seeds. Default (None): the reproducible seeds ``0, 1, ..., candidates - 1``.
     candidates : int, default 4
         Seeds tried per group size that has no stored certificate (:data:`CERTIFIED`).
     limit : int, default 200,000
@@ -244,7 +244,7 @@ def grouped_random(n: int, s: int, extra: int = 1, *, rng: Any = None, candidate
     if certificates is not None and not (isinstance(certificates, list)
                                          and all(isinstance(c, dict) for c in certificates)):
         raise TypeError("certificates must be a list of dicts (as stored in code.params)")
-    gen = None if rng is None else check_seed(rng)
+    gen = None if rng is None else check_rng(rng)
     subs: dict[int, GradientCode] = {}
     seeds: dict[str, int | None] = {}
     certs: list[dict[str, Any]] = []
