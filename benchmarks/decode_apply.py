@@ -75,7 +75,8 @@ def decode_cases(p: int, repeats: int, out: list[str]) -> list[dict]:
     for i in range(nmax):
         Y[i] = rng.random(p, dtype=np.float32) + 0.5
     t0 = time.perf_counter()
-    read = medians({"max": lambda: Y[:90].max()}, repeats)["max"]
+    block = Y[:90]
+    read = medians({"max": block.max}, repeats)["max"]
     read_rate = 90 * p * 4 / read
     out.append(f"streaming read rate (np.max over 90 x {p} float32, {90 * p * 4 / 1e9:.2f} GB): "
                f"{read_rate / 1e9:.1f} GB/s (median {read * 1e3:.0f} ms)")
@@ -101,16 +102,19 @@ def decode_cases(p: int, repeats: int, out: list[str]) -> list[dict]:
             acc = np.empty(p, dtype=np.float32)
             if kind == "0/1":
                 assert np.all(np.abs(coef) == 1), label
-                base = lambda: add_rows(acc, msgs, src, coef)    # noqa: E731
+                def base(acc=acc, msgs=msgs, src=src, coef=coef):
+                    return add_rows(acc, msgs, src, coef)
                 base_name = "add nnz rows"
                 target = 1.2
             else:
                 gathered = Y[:src.size]                            # rows already gathered: one contiguous block
                 cg = coef.copy()
-                base = lambda: cg @ gathered                       # noqa: E731
+                def base(cg=cg, gathered=gathered):
+                    return cg @ gathered
                 base_name = "a_F @ Y_F"
                 target = 1.1
-            dec = lambda: code.decode(F, msgs, rows=layout)        # noqa: E731
+            def dec(code=code, F=F, msgs=msgs, layout=layout):
+                return code.decode(F, msgs, rows=layout)
             g = dec()
             if kind == "0/1":
                 ref = add_rows(np.empty(p, dtype=np.float32), msgs, src, coef)
@@ -126,7 +130,6 @@ def decode_cases(p: int, repeats: int, out: list[str]) -> list[dict]:
                              base=t["base"], base_name=base_name, ratio=t["decode"] / t["base"], target=target,
                              gbs=bytes_moved / t["decode"] / 1e9, base_gbs=bytes_moved / t["base"] / 1e9,
                              read_rate=read_rate / 1e9))
-    del Y
     out.append(f"(setup and timing {time.perf_counter() - t0:.0f} s)")
     return rows
 

@@ -34,7 +34,7 @@ from ._straggle import (
     probability_list,
     straggle_probabilities,
 )
-from ._validate import check_int, check_seed
+from ._validate import check_int, check_seed, check_size
 
 __all__ = [
     "ApproxReport",
@@ -343,6 +343,7 @@ def evaluate_approximate(code: Any, gradients: Any = None, *, p: Any = None, dec
     max_enumerate = check_int("max_enumerate", max_enumerate, 0, MAX_ENUMERATE_HARD)
     rng = check_seed(seed)
     n = code.n
+    check_size("the Monte Carlo work samples * n", samples * n, "work")
     dec = _resolve_decoder(code, decoder)
     w = _fixed_weights(dec, code)
     pp = _resolve_p(code, p)
@@ -455,19 +456,12 @@ def evaluate_approximate(code: Any, gradients: Any = None, *, p: Any = None, dec
 
 
 def _cli_evaluate(args: Any) -> int:
-    import os
-
     from . import cli
-    from ._io import load
 
-    if os.path.exists(args.target) or args.target.endswith(".npz"):
-        code = load(args.target)
-    else:
-        args.scheme = args.target
-        code = cli._build(args)
+    code = cli._load_target(args)
     report = evaluate_approximate(code, args.gradients, p=args.p, decoder=args.decoder, method=args.method,
                                   samples=args.samples, seed=args.mc_seed)
-    print(report)
+    cli._emit(args, report)
     return 0
 
 

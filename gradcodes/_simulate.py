@@ -29,6 +29,8 @@ from typing import Any
 
 import numpy as np
 
+from ._validate import check_size, check_tree_size
+
 __all__ = ["simulate", "SimulationResult", "SchemeResult", "add_simulate_parser"]
 
 SCHEME_NAMES = ("CR", "UMW", "GC", "SGD", "RAR")
@@ -405,7 +407,7 @@ def simulate(
     n = _int("n", n, 2)
     L = _int("L", L, 1)
     s = _int("s", s, 0, n - 1)
-    N = n * (n**L - 1) // (n - 1)
+    N = check_tree_size(n, L, "entries")
     if s_gc is None:
         s_gc = (s * N) // n
     s_gc = _int("s_gc", s_gc, 0, N - 1)
@@ -419,6 +421,8 @@ def simulate(
     t_c = _real("t_c", t_c)
     t_step = _real("t_step", t_step)
     iters = _int("iters", iters, 2)
+    check_size("iters (simulated iterations)", iters, "entries")
+    check_size("the simulated worker times iters * N", iters * N, "work")
     entropy = _seed_entropy(seed)
     if not isinstance(overlap, (bool, np.bool_)):
         raise TypeError(f"overlap must be a bool, got {type(overlap).__name__}")
@@ -581,6 +585,11 @@ def run_simulate_cli(args: argparse.Namespace) -> int:
     res = simulate(labels, n=args.n, L=args.L, s=args.s, s_gc=args.s_gc, m_data=args.m_data, a=args.a,
                    mu=args.mu, t_c=args.t_c, t_step=args.t_step, overlap=not args.no_overlap,
                    iters=args.iters, seed=args.seed)
+    if getattr(args, "json", False):
+        from .cli import _emit
+
+        _emit(args, res)
+        return 0
     p = res.params
     print(f"tree n={p['n']} L={p['L']} s={p['s']} (N={p['N']}), s_gc={p['s_gc']}, m_data={p['m_data']:g}, "
           f"a={p['a']:g} s/pt, mu={p['mu']:g}/s, t_c={p['t_c']:g} s, t_step={p['t_step']:g} s, "

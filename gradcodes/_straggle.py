@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ._validate import check_int, check_real, check_seed
+from ._validate import check_int, check_real, check_seed, check_size
 
 __all__ = ["straggle_probabilities", "exponential_straggle_probabilities", "probability_list"]
 
@@ -57,6 +57,7 @@ def straggle_probabilities(p: Any, n: int | None = None, *, exact: bool | None =
         p = [x.strip() for x in p.split(",")] if "," in p else p
     if n is not None:
         n = check_int("n", n, 1)
+        check_size("n (workers)", n, "exact_entries")
     arr = np.asarray(p, dtype=object)
     if arr.ndim == 0:
         if n is None:
@@ -126,6 +127,7 @@ def exponential_straggle_probabilities(n: int, tau: float, *, psi: tuple[float, 
     ((5,), True)
     """
     n = check_int("n", n, 1)
+    check_size("n (workers)", n, "entries")
     tau = check_real("tau", tau, 1.0, None, open_lo=True)
     if isinstance(psi, (str, bytes)) or not hasattr(psi, "__len__") or len(psi) != 2:
         raise ValueError(f"psi must be a pair (lo, hi) of rates, got {psi!r}")

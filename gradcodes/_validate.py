@@ -19,7 +19,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 __all__ = ["check_int", "check_ns", "check_responders", "check_seed", "check_choice", "check_real", "check_size",
-           "SizeLimitError", "Limits", "limits"]
+           "check_entries", "check_tree_size", "SizeLimitError", "Limits", "limits"]
 
 
 class SizeLimitError(ValueError):
@@ -182,6 +182,10 @@ def check_responders(responders: object, n: int, *, min_size: int = 1, name: str
             raise ValueError(f"{name} must be worker indices in [0, {n - 1}], got {bad}")
         uniq = np.unique(idx)
         if uniq.size != idx.size:
+            if idx.size == n and set(uniq.tolist()) <= {0, 1}:
+                raise TypeError(f"{name} looks like a 0/1 mask of length n={n} given as integers, which would be "
+                                f"read as worker indices; pass a boolean mask (np.asarray(mask, dtype=bool)) or "
+                                f"the indices (np.flatnonzero(mask))")
             vals, counts = np.unique(idx, return_counts=True)
             raise ValueError(f"{name} must not repeat a worker; duplicated: {vals[counts > 1].tolist()}")
         idx = uniq
@@ -200,6 +204,23 @@ def _range_text(lo: int | None, hi: int | None) -> str:
     if lo == hi:
         return f" equal to {lo}"
     return f" in [{lo}, {hi}]"
+
+
+def check_entries(rows: int, cols: int, *, exact: bool = False, what: str = "the encoding matrix") -> None:
+    """:func:`check_size` for a dense ``rows x cols`` matrix (``limits.exact_entries`` when ``exact``)."""
+    check_size(f"the entries of {what} ({rows:,} x {cols:,})", rows * cols,
+               "exact_entries" if exact else "entries")
+
+
+def check_tree_size(n: int, L: int, bound: int | str = "work") -> int:
+    """The number of workers ``n + n^2 + ... + n^L`` of the ``(n, L)``-regular tree, checked by :func:`check_size`
+    (without computing astronomically large powers)."""
+    name = f"the workers n + n^2 + ... + n^L of the (n={n}, L={L}) tree"
+    if n >= 2 and L * np.log10(n) > 300:
+        limit = getattr(limits, bound) if isinstance(bound, str) else bound
+        raise SizeLimitError(f"{name} number about 10^{L * np.log10(n):.0f}, more than the bound {limit:,}"
+                             + (f" (gradcodes.limits.{bound})" if isinstance(bound, str) else ""))
+    return check_size(name, n * L if n == 1 else (n ** (L + 1) - n) // (n - 1), bound)
 
 
 #: The bounds checked by :func:`check_size` (exported as ``gradcodes.limits``).

@@ -61,7 +61,7 @@ from .._code import GradientCode, LinearCode
 from .._decoders import Decoder, min_norm_solve, stragglers_of
 from .._io import REBUILDERS
 from .._registry import Scheme, register
-from .._validate import check_choice, check_int, check_ns
+from .._validate import check_choice, check_entries, check_int, check_ns
 
 __all__ = ["cyclic_mds", "gf_prime", "CyclicSpectralDecoder", "CyclicBarycentricDecoder",
            "CyclicProductDecoder", "ResidueClassDecoder"]
@@ -446,6 +446,7 @@ def cyclic_mds(n: int, s: int, field: str = "complex", *, placement: str = "cent
     (True, True)
     """
     n, s = check_ns(n, s)
+    check_entries(n, n)
     if not isinstance(field, str) or field not in _FIELDS:
         raise ValueError(f"field must be one of 'complex', 'real' (or 'C', 'R'), got {field!r}")
     fld = _FIELDS[field]

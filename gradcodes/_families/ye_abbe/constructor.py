@@ -13,7 +13,7 @@ from ..._code import GradientCode
 from ..._fields import PrimeField, RationalField, RealField, to_fraction
 from ..._io import REBUILDERS
 from ..._registry import Scheme, register
-from ..._validate import check_choice, check_int, check_seed
+from ..._validate import check_choice, check_entries, check_int, check_seed
 from .common import _group, _prime_1_mod
 from .decoder import YeAbbeDecoder
 from .fourier import _cancellation_bound, _fourier_A, _fourier_A_top, _fourier_B, _gf_field, _Trig
@@ -120,6 +120,7 @@ def ye_abbe(n: int, s: int, m: int = 2, k: int | None = None, *, nodes: Any = "f
             raise ValueError(f"k must be a positive multiple of n={n} (partitions are grouped into n "
                              f"super-partitions), got k={k}")
     check_choice("field", field, ("real", "rational"))
+    check_entries(n, k * m, exact=field == "rational")
     rng = check_seed(seed)                 # validated for every node choice; used by nodes="random" only
     exact = field == "rational"
     params: dict[str, Any] = {"n": n, "s": s, "m": m, "k": k, "field": field}
