@@ -8,7 +8,7 @@ Decode (``code.decode(F, Y)``, the decoding vector already cached) against:
 
 * 0/1 decoders (fractional repetition, stable binary): adding just the rows with non-zero coefficients into one
   preallocated float32 accumulator (``acc[:] = Y[i0]; acc += Y[i1]; ...``). Target <= 1.2x.
-* dense decoders (real cyclic MDS, cyclic repetition): ``a_F @ Y_F`` on rows already gathered in one contiguous
+* dense decoders (real cyclic MDS at (100, 9): (100, 10) has no real code, n - s must be odd; random cyclic repetition is refused in float32 for most sets, its cancellation is too large): ``a_F @ Y_F`` on rows already gathered in one contiguous
   block (BLAS gemv, the streaming read). Target <= 1.1x.
 
 Each is run with the full receive buffer (n rows, stragglers at random positions) and with compact rows
@@ -82,8 +82,7 @@ def decode_cases(p: int, repeats: int, out: list[str]) -> list[dict]:
                f"{read_rate / 1e9:.1f} GB/s (median {read * 1e3:.0f} ms)")
     codes = [("fractional_repetition(100, 9)", gc.fractional_repetition(100, 9), "0/1"),
              ("stable_binary(100, 9)", gc.stable_binary(100, 9), "0/1"),
-             ("cyclic_mds(100, 10, real)", gc.cyclic_mds(100, 10, field="real"), "dense"),
-             ("cyclic_repetition(100, 10)", gc.cyclic_repetition(100, 10, seed=0), "dense")]
+             ("cyclic_mds(100, 9, real)", gc.cyclic_mds(100, 9, field="real"), "dense")]
     rows = []
     for label, code, kind in codes:
         n = code.n
