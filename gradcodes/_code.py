@@ -728,7 +728,7 @@ class LinearCode:
             amax = 0.0
         else:
             out = np.empty((self._m, q), dtype=self._result_dtype(M))
-            with single_threaded_blas(), np.errstate(over="ignore", invalid="ignore"):
+            with np.errstate(over="ignore", invalid="ignore"):
                 amax = apply_rows(C, M, src, out)
             if not np.isfinite(amax):
                 bad = [int(w) for w, i in zip(cols, src, strict=True) if not np.all(np.isfinite(M[i]))]
@@ -943,7 +943,7 @@ def check_underflow(F: np.ndarray, res: float, canc: float, floor: float, amax: 
     if est <= tol:
         return
     raise DecodingError(f"responders {F.tolist()}: the decoded sum is near the underflow threshold of {dt} (largest "
-                        f"|g| = {amax:.3g}, smallest normal {float(np.finfo(dt).tiny):.3g}), where rounding is "
+                        f"|g| about {amax:.3g}, smallest normal {float(np.finfo(dt).tiny):.3g}), where rounding is "
                         f"absolute: predicted relative error {est:.3g} > tolerance {tol:.3g}; rescale the gradients "
                         f"or decode float64 messages", F, res)
 

@@ -135,7 +135,7 @@ def decode_terms(A: np.ndarray, load: int) -> int:
 
 
 def underflow_error(coef_l1: float, terms: int, load: int, amax: float, dtype: Any) -> float:
-    """Relative error floor of a decode whose result has largest magnitude ``amax`` in ``dtype``.
+    """Relative error floor of a decode whose result has magnitude ``amax`` (at most its largest entry) in ``dtype``.
 
     Below the smallest normal number every rounding has an absolute error up to half the smallest subnormal
     ``eta`` whatever the size of the operands, so the absolute error of a decoded coordinate is at most
