@@ -8,8 +8,9 @@ Decode (``code.decode(F, Y)``, the decoding vector already cached) against:
 
 * 0/1 decoders (fractional repetition, stable binary): adding just the rows with non-zero coefficients into one
   preallocated float32 accumulator (``acc[:] = Y[i0]; acc += Y[i1]; ...``). Target <= 1.2x.
-* dense decoders (real cyclic MDS at (100, 9): (100, 10) has no real code, n - s must be odd; random cyclic repetition is refused in float32 for most sets, its cancellation is too large): ``a_F @ Y_F`` on rows already gathered in one contiguous
-  block (BLAS gemv, the streaming read). Target <= 1.1x.
+* dense decoders (real cyclic MDS at (100, 9); (100, 10) has no real code, n - s must be odd; random cyclic
+  repetition is refused in float32 on most sets, its cancellation is too large): ``a_F @ Y_F`` on rows already
+  gathered in one contiguous block (BLAS gemv, the streaming read). Target <= 1.1x.
 
 Each is run with the full receive buffer (n rows, stragglers at random positions) and with compact rows
 (one row per responder). The GB/s column counts the bytes of the rows read plus the output written, against

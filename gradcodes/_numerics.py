@@ -1,4 +1,4 @@
-"""Batched numerical diagnostics of decoding matrices (see ``docs/numerics.md`` and the spec's numerics.md).
+"""Batched numerical diagnostics of decoding matrices (see ``docs/numerics.md``).
 
 For a decoding matrix ``A_F`` (m x n) of a code with encoding matrix ``B`` (n x k*m) and target
 ``E = 1_k^T (x) I_m``:
@@ -26,7 +26,7 @@ from ._fields import exact_zeros, is_galois_array
 __all__ = ["target_matrix", "residuals", "cancellation", "accepts", "error_estimate", "exact_residual_ok",
            "unit_roundoff", "tolerance", "decode_terms", "underflow_error"]
 
-#: Relative factor of the default float64 acceptance tolerance (spec §0.2).
+#: Relative factor of the default float64 acceptance tolerance.
 DEFAULT_RTOL = 1e-8
 
 
@@ -95,7 +95,7 @@ def accepts(canc: Any, residual: Any, rtol: float = DEFAULT_RTOL, dtype: Any = n
     tolerance(rtol, dtype)`` (and both are finite).
 
     This is the acceptance rule of every decode (and the helper a verifier uses to answer for a dtype). It is
-    stricter than a residual test ``residual <= rtol * max(1, ||a||_1 max|B|)``, which grows with the
+    stricter than the common residual test ``residual <= rtol * max(1, ||a||_1 max|B|)``, which grows with the
     cancellation and so accepts decoding vectors that lose every digit; the target ``E`` has unit entries and
     ``A_F B`` is invariant under row scalings of ``B``, so no further scaling is needed. With the default
     ``terms=1`` and float64 it is ``u * canc + residual <= rtol``.
