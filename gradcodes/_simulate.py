@@ -585,6 +585,11 @@ def run_simulate_cli(args: argparse.Namespace) -> int:
     res = simulate(labels, n=args.n, L=args.L, s=args.s, s_gc=args.s_gc, m_data=args.m_data, a=args.a,
                    mu=args.mu, t_c=args.t_c, t_step=args.t_step, overlap=not args.no_overlap,
                    iters=args.iters, seed=args.seed)
+    if getattr(args, "json", False):
+        from .cli import _emit
+
+        _emit(args, res)
+        return 0
     p = res.params
     print(f"tree n={p['n']} L={p['L']} s={p['s']} (N={p['N']}), s_gc={p['s_gc']}, m_data={p['m_data']:g}, "
           f"a={p['a']:g} s/pt, mu={p['mu']:g}/s, t_c={p['t_c']:g} s, t_step={p['t_step']:g} s, "
