@@ -136,7 +136,7 @@ def decode_cases(p: int, repeats: int, out: list[str]) -> list[dict]:
 
 def encode_case(repeats: int, out: list[str]) -> dict:
     n, s, p = 500, 5, 10**5
-    code = gc.cyclic_repetition(n, s, seed=0)
+    code = gc.cyclic_repetition(n, s, rng=0)
     rng = np.random.default_rng(1)
     G = rng.standard_normal((n, p)).astype(np.float32)
     B32 = code.float_B(np.float32)

@@ -502,7 +502,7 @@ class LinearCode:
         Examples
         --------
         >>> import numpy as np, gradcodes as gc
-        >>> code = gc.cyclic_repetition(6, 2, seed=0)
+        >>> code = gc.cyclic_repetition(6, 2, rng=0)
         >>> G = np.random.default_rng(1).standard_normal((6, 5)).astype(np.float32)
         >>> y2 = code.encode_worker(2, G[code.supports[2]])
         >>> y2.dtype, bool(np.allclose(y2, code.encode(G)[2], atol=1e-5))
@@ -712,7 +712,7 @@ class LinearCode:
         Examples
         --------
         >>> import numpy as np, gradcodes as gc
-        >>> code = gc.cyclic_repetition(5, 1, seed=0)
+        >>> code = gc.cyclic_repetition(5, 1, rng=0)
         >>> G = np.arange(15.0).reshape(5, 3)
         >>> Y = code.encode(G)
         >>> order = [4, 0, 2, 1, 3]                       # all five arrived, in this order

@@ -108,7 +108,7 @@ def test_compact_rows_in_order_for_partial_sets():
     ([0, 1, 2], ValueError, "at least 5"),
 ])
 def test_bad_responders(responders, exc, words):
-    code = gc.cyclic_repetition(7, 2, seed=0)
+    code = gc.cyclic_repetition(7, 2, rng=0)
     Y = code.encode(np.ones((7, 3)))
     with pytest.raises(exc) as info:
         code.decode(responders, Y)
@@ -116,7 +116,7 @@ def test_bad_responders(responders, exc, words):
 
 
 def test_bad_rows_argument_and_sets():
-    code = gc.cyclic_repetition(7, 2, seed=0)
+    code = gc.cyclic_repetition(7, 2, rng=0)
     Y = code.encode(np.ones((7, 3)))
     with pytest.raises(ValueError, match="rows must be one of"):
         code.decode([0, 1, 2, 3, 4], Y, rows="sparse")
@@ -154,7 +154,7 @@ def worst_cancellation_set(code):
     return list(rep.worst_cancellation_responders)
 
 
-@pytest.mark.parametrize("build", [lambda: gc.cyclic_repetition(20, 3), lambda: gc.cyclic_repetition(30, 4, seed=3)],
+@pytest.mark.parametrize("build", [lambda: gc.cyclic_repetition(20, 3), lambda: gc.cyclic_repetition(30, 4, rng=3)],
                          ids=["cr-20-3", "cr-30-4"])
 def test_float32_cancellation_raises_and_float64_decodes(build):
     code = build()
@@ -199,7 +199,7 @@ def test_nullspace_decoder_validates_arguments():
 
 # ----------------------------------------------------------------------------- honest error estimate
 
-HONEST_CODES = [gc.cyclic_repetition(20, 3), gc.cyclic_repetition(12, 3, seed=4), gc.fractional_repetition(20, 4),
+HONEST_CODES = [gc.cyclic_repetition(20, 3), gc.cyclic_repetition(12, 3, rng=4), gc.fractional_repetition(20, 4),
                 gc.stable_binary(13, 3), gc.cyclic_mds(12, 3, field="real"), gc.ye_abbe(10, 2, 3), gc.uncoded(60),
                 gc.grouped_mds(23, 4)]
 
