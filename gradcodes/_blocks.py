@@ -86,6 +86,8 @@ def blocks_of(code: LinearCode) -> list[Block]:
     >>> [b.workers for b in blocks_of(gc.fractional_repetition(6, 2))]
     [(0, 1, 2), (3, 4, 5)]
     """
+    if not isinstance(code, LinearCode):
+        raise TypeError(f"blocks_of() takes a code (GradientCode or ApproximateCode), got {type(code).__name__}")
     n, k = code.n, code.k
     S = np.asarray(code.support_matrix)                   # (n, k): worker i stores partition j
     rows, cols = np.nonzero(S)
