@@ -47,7 +47,7 @@ def test_windows_are_consecutive(S):
 
 
 def test_straggler_sets_include_the_verifier_flagged_sets():
-    code = gc.cyclic_repetition(8, 2, seed=0)
+    code = gc.cyclic_repetition(8, 2, rng=0)
     flagged = verifier_flagged(code)
     assert flagged and all(len(S) == 2 for S in flagged)
     seen = set()
@@ -61,7 +61,7 @@ def test_straggler_sets_include_the_verifier_flagged_sets():
 
 
 def test_assert_recovers_fails_naming_the_responders():
-    code = gc.cyclic_repetition(8, 2, seed=0)
+    code = gc.cyclic_repetition(8, 2, rng=0)
     with pytest.raises(AssertionError, match=r"responders \(0, 1, 2, 3, 4\)"):
         assert_recovers(code, [0, 1, 2, 3, 4])         # three stragglers for a code tolerating two
 
