@@ -27,7 +27,7 @@ from ._bounds import meets_min_load, min_load
 from ._code import GradientCode, LinearCode
 from ._decoders import Decoder, single_threaded_blas
 from ._numerics import accepts, cancellation, error_estimate, residuals
-from ._validate import SEED_UNSET, check_int, check_real, check_rng, take_rng
+from ._validate import SEED_UNSET, check_int, check_real, check_rng, check_size, take_rng
 
 __all__ = ["verify", "VerifyReport", "straggler_batches"]
 
@@ -352,8 +352,13 @@ def verify(code: LinearCode, *, limit: int | None = None, samples: int = 2000, s
                         f"gradcodes.evaluate_approximate(code) (command line: gradcodes evaluate).")
     rtol = check_real("rtol", code.rtol if rtol is None else rtol, 0, 1, open_lo=True, open_hi=True)
     samples = check_int("samples", samples, 0)
+    check_size("the sampled straggler sets times n", samples * code.n, "work")
     rng = check_rng(rng)
     dec = code._decoder(decoder)
+    by_blocks = getattr(dec, "verify_by_blocks", None)   # block decoders: proof by blocks (gradcodes._blocks)
+    if by_blocks is not None:
+        return by_blocks(code, limit=limit, samples=samples, search=search, rng=rng, rtol=rtol,
+                         stop_on_failure=stop_on_failure, batch_size=batch_size, progress=progress)
     n, s = code.n, code.s
     total = math.comb(n, s)
     if limit is None:
