@@ -74,7 +74,7 @@ API = {
     "ApproximateCode": (gc.ApproximateCode, dict(B=np.eye(3), straggle_probabilities=None, s=None)),
     "NullSpaceDecoder": (gc.NullSpaceDecoder, dict(rtol=1e-8, refine=1)),
     "decode": (_FR.decode, dict(responders=[0, 2, 3, 4, 5], messages=_FR.encode(np.ones((6, 3))), decoder=None,
-                                length=None, return_info=False)),
+                                length=None, return_info=False, rows="auto")),
     "decoding_matrix": (_CR.decoding_matrix, dict(responders=[0, 1, 2, 3, 4], decoder=None)),
     "encode": (_FR.encode, dict(partials=np.ones((6, 3)), out=None)),
     "save": (gc.save, dict(code=_FR, path="/dev/null/x.npz")),
