@@ -49,9 +49,10 @@ from ._families import (
     ye_abbe,
 )
 from ._families.coded_reduce import CodedReduceCode, TreeVerifyReport, coded_reduce, coded_reduce_load, verify_tree
-from ._io import load, save
+from ._io import CodeFileError, load, save
 from ._registry import Scheme, register, schemes
 from ._simulate import SimulationResult, simulate
+from ._validate import Limits, SizeLimitError, limits
 from ._verify import VerifyReport, verify
 
 __version__ = "0.1.0"
@@ -72,5 +73,7 @@ __all__ = [
     "approximation_error", "worst_case_error", "evaluate_approximate", "ApproxReport", "closed_form_error",
     "FixedWeightDecoder", "min_load_heterogeneous", "straggle_probabilities", "exponential_straggle_probabilities",
     # simulation, files, registry
-    "simulate", "SimulationResult", "save", "load", "Scheme", "register", "schemes",
+    "simulate", "SimulationResult", "save", "load", "CodeFileError", "Scheme", "register", "schemes",
+    # size bounds
+    "limits", "Limits", "SizeLimitError",
 ]

@@ -19,15 +19,22 @@ from __future__ import annotations
 import math
 import numbers
 import time
-from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
+from ._approx_report import ApproxReport
+from ._bounds import min_load_heterogeneous
 from ._code import LinearCode
 from ._decoders import Decoder
-from ._validate import check_int, check_real, check_seed
+from ._straggle import (
+    _is_exact_scalar,
+    exponential_straggle_probabilities,
+    probability_list,
+    straggle_probabilities,
+)
+from ._validate import check_int, check_seed, check_size
 
 __all__ = [
     "ApproxReport",
@@ -44,149 +51,6 @@ MAX_ENUMERATE = 16  # 2^16 = 65536 patterns: "auto" enumerates at or below this 
 MAX_ENUMERATE_HARD = 24  # "enumerate" refuses more workers (2^24 patterns)
 MAX_EXACT_ENUMERATE = 12  # beyond this, "auto" avoids Fraction enumeration (closed form, or float enumeration)
 MAX_EXACT_ENUMERATE_HARD = 14  # Fraction enumeration: ~1.6 s at n = 12, about 4x more per worker; refused beyond
-
-
-# --------------------------------------------------------------------------------------------------------
-# straggle probabilities
-# --------------------------------------------------------------------------------------------------------
-
-
-def _is_exact_scalar(x: Any) -> bool:
-    return isinstance(x, (Fraction, numbers.Integral)) and not isinstance(x, (bool, np.bool_))
-
-
-def straggle_probabilities(p: Any, n: int | None = None, *, exact: bool | None = None,
-                           name: str = "p") -> np.ndarray:
-    """Validate straggle probabilities and return them as a 1-D array.
-
-    Parameters
-    ----------
-    p : array_like, scalar or str
-        Probability that each worker straggles, every entry strictly inside (0, 1). A scalar is broadcast
-        to ``n`` workers (``n`` is then required). ``fractions.Fraction`` entries (or ints, or strings such
-        as ``"1/10"``; a single string ``"1/10,1/5,1/2"`` is split at the commas) keep the computation exact.
-    n : int, optional
-        Expected number of workers; a length mismatch raises ``ValueError``.
-    exact : bool, optional
-        Force exact (``Fraction``; floats are converted to their exact binary value) or float64 output.
-        By default the result is exact iff no entry is a float.
-    name : str
-        Parameter name used in error messages.
-
-    Returns
-    -------
-    numpy.ndarray
-        float64 array, or object array of ``Fraction`` when exact.
-
-    Examples
-    --------
-    >>> straggle_probabilities("1/10, 1/2")
-    array([Fraction(1, 10), Fraction(1, 2)], dtype=object)
-    >>> straggle_probabilities(0.25, n=3)
-    array([0.25, 0.25, 0.25])
-    """
-    if isinstance(p, (bytes, set, frozenset, dict)) or (hasattr(p, "__iter__") and not hasattr(p, "__len__")):
-        raise TypeError(f"{name} must be a sequence or array of probabilities in (0, 1), got {type(p).__name__}")
-    if isinstance(p, str):
-        p = [x.strip() for x in p.split(",")] if "," in p else p
-    if n is not None:
-        n = check_int("n", n, 1)
-    arr = np.asarray(p, dtype=object)
-    if arr.ndim == 0:
-        if n is None:
-            raise ValueError(f"{name} is a scalar; give one straggle probability per worker (e.g. [{name}] * n)")
-        arr = np.full(n, arr.item(), dtype=object)
-    if arr.ndim != 1:
-        raise ValueError(f"{name} must be one-dimensional (one probability per worker), got shape {arr.shape}")
-    if arr.size == 0:
-        raise ValueError(f"{name} must contain at least one probability (one per worker)")
-    if n is not None and arr.size != n:
-        raise ValueError(f"{name} must have length n = {n} (one probability per worker), got {arr.size}")
-    vals = []
-    for i, x in enumerate(arr):
-        if isinstance(x, str):
-            try:
-                x = Fraction(x)
-            except (ValueError, ZeroDivisionError):
-                raise ValueError(f"{name}[{i}] = {x!r} is not a number (use e.g. '1/10' or 0.1)") from None
-        elif isinstance(x, (bool, np.bool_)) or not isinstance(x, (numbers.Real, Fraction)):
-            raise TypeError(f"{name} must contain real numbers, got {x!r} of type {type(x).__name__}")
-        vals.append(x)
-    if exact is None:
-        exact = all(_is_exact_scalar(x) for x in vals)
-    if exact:
-        out = np.empty(arr.size, dtype=object)
-        for i, x in enumerate(vals):
-            if not _is_exact_scalar(x) and not np.isfinite(float(x)):
-                raise ValueError(f"{name}[{i}] = {x!r}: straggle probabilities must lie strictly inside (0, 1)")
-            out[i] = Fraction(x) if _is_exact_scalar(x) else Fraction(float(x))
-    else:
-        out = np.array([float(x) for x in vals], dtype=np.float64)
-    bad = [i for i, x in enumerate(out) if not (0 < x < 1)]
-    if bad:
-        i = bad[0]
-        raise ValueError(f"{name}[{i}] = {vals[i]!r}: straggle probabilities must lie strictly inside (0, 1)")
-    return out
-
-
-def exponential_straggle_probabilities(n: int, tau: float, *, psi: tuple[float, float] = (0.1, 2.0),
-                                       seed: Any = 0) -> np.ndarray:
-    r"""Straggle probabilities of Song & Choi's experiments: ``p_i = exp(-psi_i (tau - 1))``.
-
-    Worker ``i``'s response time is ``1 + Exp(psi_i)`` (shift-1 exponential with rate ``psi_i``), and it is a
-    straggler when slower than the deadline ``tau``; so ``p_i = P(T_i > tau) = exp(-psi_i (tau - 1))`` with
-    ``psi_i ~ U(psi)`` i.i.d. (seeded). The paper uses ``tau`` in {1.1, 1.5}; its summary gives
-    ``psi ~ U(0.1, 2)`` (the default here), the authors' follow-up code ``U(0.01, 2)``.
-
-    Parameters
-    ----------
-    n : int
-        Number of workers.
-    tau : float
-        Deadline, ``tau > 1``.
-    psi : (float, float)
-        Range of the rates, ``0 < lo <= hi``.
-    seed : int or numpy.random.Generator
-
-    Returns
-    -------
-    numpy.ndarray
-        float64, length ``n``, entries in (0, 1).
-
-    Examples
-    --------
-    >>> p = exponential_straggle_probabilities(5, 1.5, seed=0)
-    >>> p.shape, bool(((0 < p) & (p < 1)).all())
-    ((5,), True)
-    """
-    n = check_int("n", n, 1)
-    tau = check_real("tau", tau, 1.0, None, open_lo=True)
-    if isinstance(psi, (str, bytes)) or not hasattr(psi, "__len__") or len(psi) != 2:
-        raise ValueError(f"psi must be a pair (lo, hi) of rates, got {psi!r}")
-    lo = check_real("psi[0]", psi[0], 0.0, None, open_lo=True)
-    hi = check_real("psi[1]", psi[1], lo, None)
-    rates = check_seed(seed).uniform(lo, hi, size=n)
-    p = np.exp(-rates * (tau - 1.0))
-    if not np.all((p > 0) & (p < 1)):
-        raise ValueError(f"tau = {tau} and psi = {psi} give straggle probabilities that round to 0 or 1")
-    return p
-
-
-def _scenario(n: int | None, p: Any, tau: float, seed: Any) -> np.ndarray:
-    """Registry helper: ``p`` if given (checked against ``n``), else the paper's model for ``n`` workers."""
-    if p is not None:
-        return straggle_probabilities(p, n)
-    if n is None:
-        raise ValueError("give the number of workers n (probabilities from the paper's model, see --param tau=) "
-                         "or the straggle probabilities p")
-    return exponential_straggle_probabilities(n, tau, seed=seed)
-
-
-def probability_list(p: np.ndarray | None) -> list[str] | list[float] | None:
-    """JSON-friendly form of validated probabilities: strings for ``Fraction``, floats otherwise."""
-    if p is None:
-        return None
-    return [str(x) for x in p] if p.dtype == object else [float(x) for x in p]
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -244,180 +108,6 @@ class FixedWeightDecoder(Decoder):
     def __repr__(self) -> str:
         return f"FixedWeightDecoder({self.name!r}, n={self.weights.size})"
 
-
-# --------------------------------------------------------------------------------------------------------
-# minimum load
-# --------------------------------------------------------------------------------------------------------
-
-
-def min_load_heterogeneous(n: int, k: int) -> Fraction:
-    r"""Minimum average replication per partition of an optimal unbiased heterogeneous code.
-
-    Returns ``(n + k - 1) / k = 1 + (n - 1)/k`` as an exact ``Fraction``: a code that is unbiased
-    (column sums of ``alpha`` are 1) and optimal (row sums are Song & Choi's ``Y``) needs at least
-    ``n + k - 1`` nonzero coefficients when the straggle probabilities are generic.
-
-    *Proof.* Let ``H`` be the bipartite graph on the ``n`` workers and ``k`` partitions with an edge
-    ``(i, j)`` whenever ``alpha_ij != 0``. No vertex is isolated (``Y_i > 0`` and every column sums to 1).
-    If a connected component has workers ``W'`` and partitions ``P'``, all the mass of the rows ``W'`` lies in
-    the columns ``P'`` and vice versa, so ``sum_{i in W'} Y_i = |P'|`` is an integer. For generic ``p`` no
-    proper non-empty subset of the ``Y_i`` sums to an integer, so ``H`` is connected, and a connected graph
-    on ``n + k`` vertices has at least ``n + k - 1`` edges. Hence ``nnz(alpha) >= n + k - 1`` and the
-    average replication ``nnz/k >= 1 + (n-1)/k``. The bound is attained by Schemes I, II and the
-    northwest-corner scheme. (For non-generic ``p``, e.g. equal ``p_i`` with ``n | k``, fewer nonzeros can
-    suffice; the northwest-corner scheme finds such savings along its chain automatically.)
-
-    Parameters
-    ----------
-    n : int
-        Number of workers (>= 1).
-    k : int
-        Number of partitions (>= 1).
-
-    Returns
-    -------
-    fractions.Fraction
-
-    Examples
-    --------
-    >>> min_load_heterogeneous(10, 10)
-    Fraction(19, 10)
-    """
-    n = check_int("n", n, 1)
-    k = check_int("k", k, 1)
-    return Fraction(n + k - 1, k)
-
-
-# --------------------------------------------------------------------------------------------------------
-# report
-# --------------------------------------------------------------------------------------------------------
-
-
-@dataclass
-class ApproxReport:
-    """Expected error and bias of an approximate code under independent stragglers.
-
-    Attributes
-    ----------
-    expected_error : float or Fraction
-        ``E||ghat - g||^2`` (exact ``Fraction`` when ``exact``).
-    expected_error_stderr : float
-        Monte Carlo standard error (0 for enumeration).
-    relative_error : float or Fraction or None
-        ``expected_error / ||g||^2`` (None when ``g = 0``).
-    bias : numpy.ndarray
-        ``E[ghat] - g`` (one entry per gradient coordinate, ``m`` blocks concatenated).
-    bias_norm : float or Fraction
-        ``||E[ghat] - g||_2`` (for ``Fraction`` results, the squared norm is exact and this is its root).
-    bias_stderr : float
-        Monte Carlo noise level of ``bias_norm``: ``sqrt(sum_c Var(residual_c) / samples)`` (0 if enumerated).
-    unbiased : bool
-        Enumeration: bias exactly 0 (exact mode) or ``bias_norm <= 1e-10 * ||g||``. Monte Carlo:
-        ``bias_norm <= 4 bias_stderr`` (consistent with zero).
-    method : str
-        ``"enumerate"``, ``"closed"`` (fixed-weight closed form, no patterns) or ``"montecarlo"``.
-    patterns : int
-        Number of patterns enumerated or sampled.
-    exact : bool
-        Rational arithmetic throughout.
-    closed_form : float or Fraction or None
-        The fixed-weight closed form when the decoder has fixed weights, else ``None``.
-    nnz, replication, load, load_lower_bound, meets_lower_bound
-        Nonzeros of ``B``, average replication ``nnz/k`` (``Fraction``), max per-worker load,
-        :func:`min_load_heterogeneous` and whether ``replication <= load_lower_bound`` (equality: the code
-        attains the minimum; below it is possible only for a code that is not optimal and unbiased, such as
-        IS-SGD, or for non-generic ``p``).
-    min_coefficient : float or Fraction
-        Smallest entry of ``B`` (negative entries void the bounded-gradient bound).
-    gradient_norm2 : float or Fraction
-        ``||g||^2`` of the gradients used.
-    """
-
-    code_name: str
-    n: int
-    k: int
-    gradients: str
-    decoder: str
-    expected_error: Any
-    expected_error_stderr: float
-    relative_error: Any
-    bias: np.ndarray
-    bias_norm: Any
-    bias_stderr: float
-    unbiased: bool
-    method: str
-    patterns: int
-    exact: bool
-    closed_form: Any
-    nnz: int
-    replication: Fraction
-    load: int
-    load_lower_bound: Fraction
-    meets_lower_bound: bool
-    min_coefficient: Any
-    gradient_norm2: Any = None
-    seed: int | None = None
-    seconds: float = 0.0
-    extra: dict = field(default_factory=dict)
-
-    def _rel_text(self, digits: int = 4) -> str:
-        if self.relative_error is None:
-            return "-"
-        txt = f"{float(self.relative_error):.{digits}g}"
-        if self.method == "montecarlo" and self.gradient_norm2:
-            txt += f" ± {self.expected_error_stderr / float(self.gradient_norm2):.2g}"
-        return txt
-
-    def _bound_text(self) -> str:
-        if self.replication == self.load_lower_bound:
-            return "meets it"
-        if self.meets_lower_bound:  # below: not an optimal unbiased code, or p not generic (see the bound)
-            return "below it; the bound is for optimal unbiased codes with generic p"
-        return "above it"
-
-    def tour_row(self) -> dict[str, Any]:
-        """The columns ``gradcodes tour`` prints for an approximate code (error and bias, not exactness)."""
-        return {
-            "scheme": self.code_name, "n": self.n, "k": self.k,
-            "load / bound": f"{self.load} / -",
-            "replication / bound": f"{float(self.replication):.3g} / {float(self.load_lower_bound):.3g}",
-            "sets checked": "closed form" if self.method == "closed"
-            else f"{self.patterns:,}" + (" MC" if self.method == "montecarlo" else ""),
-            "exhaustive": "yes" if self.method in ("enumerate", "closed") else "no",
-            "result": "unbiased" if self.unbiased else "BIASED",
-            "E|err|^2/|g|^2": self._rel_text(),
-            "|bias|/|g|": f"{float(self.bias_norm) / math.sqrt(float(self.gradient_norm2)):.2g}"
-            if self.gradient_norm2 else "-",
-            "seconds": f"{self.seconds:.2f}",
-        }
-
-    def __str__(self) -> str:
-        if self.method == "montecarlo":
-            err = (f"{float(self.expected_error):.6g} ± {self.expected_error_stderr:.2g} (Monte Carlo, "
-                   f"{self.patterns} samples, seed {self.seed})")
-        elif self.method == "closed":
-            err = f"{self.expected_error} (closed form{', exact' if self.exact else ''})"
-        else:
-            err = f"{self.expected_error} (all {self.patterns} patterns{', exact' if self.exact else ''})"
-        bias = f"{float(self.bias_norm):.3g}"
-        if self.method == "montecarlo":
-            bias += f" (Monte Carlo noise {self.bias_stderr:.2g})"
-        lines = [
-            f"{self.code_name}: n = {self.n} workers, k = {self.k} partitions, decoder {self.decoder!r}, "
-            f"gradients {self.gradients}",
-            f"  E||ghat - g||^2 = {err}",
-            f"  relative error  = {self._rel_text(6)}  (E||ghat - g||^2 / ||g||^2)",
-            f"  ||E[ghat] - g|| = {bias}  -> {'unbiased' if self.unbiased else 'BIASED'}",
-        ]
-        if self.closed_form is not None:
-            lines.append(f"  closed form     = {self.closed_form}")
-        lines.append(f"  load: nnz(B) = {self.nnz}, replication {float(self.replication):.4g} per partition "
-                     f"(minimum 1 + (n-1)/k = {float(self.load_lower_bound):.4g}: "
-                     f"{self._bound_text()}), max per worker {self.load}")
-        if float(self.min_coefficient) < 0:
-            lines.append(f"  min coefficient = {float(self.min_coefficient):.4g} (negative)")
-        lines.append(f"  {self.seconds:.3f} s")
-        return "\n".join(lines)
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -653,6 +343,7 @@ def evaluate_approximate(code: Any, gradients: Any = None, *, p: Any = None, dec
     max_enumerate = check_int("max_enumerate", max_enumerate, 0, MAX_ENUMERATE_HARD)
     rng = check_seed(seed)
     n = code.n
+    check_size("the Monte Carlo work samples * n", samples * n, "work")
     dec = _resolve_decoder(code, decoder)
     w = _fixed_weights(dec, code)
     pp = _resolve_p(code, p)

@@ -7,7 +7,7 @@ from fractions import Fraction
 
 from ._validate import check_int
 
-__all__ = ["min_load", "min_replication", "meets_min_load"]
+__all__ = ["min_load", "min_replication", "meets_min_load", "min_load_heterogeneous"]
 
 
 def min_replication(n: int, s: int, m: int = 1) -> int:
@@ -76,3 +76,41 @@ def min_load(n: int, s: int, m: int = 1, k: int | None = None) -> Fraction:
 def meets_min_load(load: int, n: int, s: int, m: int = 1, k: int | None = None) -> bool:
     """True when an integer maximum ``load`` equals the smallest integer allowed by :func:`min_load`."""
     return load <= math.ceil(min_load(n, s, m, k))
+
+
+def min_load_heterogeneous(n: int, k: int) -> Fraction:
+    r"""Minimum average replication per partition of an optimal unbiased heterogeneous code.
+
+    Returns ``(n + k - 1) / k = 1 + (n - 1)/k`` as an exact ``Fraction``: a code that is unbiased
+    (column sums of ``alpha`` are 1) and optimal (row sums are Song & Choi's ``Y``) needs at least
+    ``n + k - 1`` nonzero coefficients when the straggle probabilities are generic.
+
+    *Proof.* Let ``H`` be the bipartite graph on the ``n`` workers and ``k`` partitions with an edge
+    ``(i, j)`` whenever ``alpha_ij != 0``. No vertex is isolated (``Y_i > 0`` and every column sums to 1).
+    If a connected component has workers ``W'`` and partitions ``P'``, all the mass of the rows ``W'`` lies in
+    the columns ``P'`` and vice versa, so ``sum_{i in W'} Y_i = |P'|`` is an integer. For generic ``p`` no
+    proper non-empty subset of the ``Y_i`` sums to an integer, so ``H`` is connected, and a connected graph
+    on ``n + k`` vertices has at least ``n + k - 1`` edges. Hence ``nnz(alpha) >= n + k - 1`` and the
+    average replication ``nnz/k >= 1 + (n-1)/k``. The bound is attained by Schemes I, II and the
+    northwest-corner scheme. (For non-generic ``p``, e.g. equal ``p_i`` with ``n | k``, fewer nonzeros can
+    suffice; the northwest-corner scheme finds such savings along its chain automatically.)
+
+    Parameters
+    ----------
+    n : int
+        Number of workers (>= 1).
+    k : int
+        Number of partitions (>= 1).
+
+    Returns
+    -------
+    fractions.Fraction
+
+    Examples
+    --------
+    >>> min_load_heterogeneous(10, 10)
+    Fraction(19, 10)
+    """
+    n = check_int("n", n, 1)
+    k = check_int("k", k, 1)
+    return Fraction(n + k - 1, k)

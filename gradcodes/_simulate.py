@@ -29,6 +29,8 @@ from typing import Any
 
 import numpy as np
 
+from ._validate import check_size, check_tree_size
+
 __all__ = ["simulate", "SimulationResult", "SchemeResult", "add_simulate_parser"]
 
 SCHEME_NAMES = ("CR", "UMW", "GC", "SGD", "RAR")
@@ -405,7 +407,7 @@ def simulate(
     n = _int("n", n, 2)
     L = _int("L", L, 1)
     s = _int("s", s, 0, n - 1)
-    N = n * (n**L - 1) // (n - 1)
+    N = check_tree_size(n, L, "entries")
     if s_gc is None:
         s_gc = (s * N) // n
     s_gc = _int("s_gc", s_gc, 0, N - 1)
@@ -419,6 +421,8 @@ def simulate(
     t_c = _real("t_c", t_c)
     t_step = _real("t_step", t_step)
     iters = _int("iters", iters, 2)
+    check_size("iters (simulated iterations)", iters, "entries")
+    check_size("the simulated worker times iters * N", iters * N, "work")
     entropy = _seed_entropy(seed)
     if not isinstance(overlap, (bool, np.bool_)):
         raise TypeError(f"overlap must be a bool, got {type(overlap).__name__}")

@@ -2,16 +2,100 @@
 
 Every check raises :class:`ValueError` or :class:`TypeError` whose message names the parameter and its valid
 range, so that bad input never turns into a silent wrong answer, a NaN or a hang.
+
+Sizes are bounded up front: every constructor and function computes the size of what it is about to build or
+enumerate (matrix entries, straggler sets, simulated samples) and calls :func:`check_size` before allocating
+anything. The bounds live in the module-level object :data:`limits` (``gradcodes.limits``), which users may
+raise when they have the memory and the time.
 """
 
 from __future__ import annotations
 
+import contextlib
 import numbers
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, fields
 
 import numpy as np
 
-__all__ = ["check_int", "check_ns", "check_responders", "check_seed", "check_choice", "check_real"]
+__all__ = ["check_int", "check_ns", "check_responders", "check_seed", "check_choice", "check_real", "check_size",
+           "check_entries", "check_tree_size", "SizeLimitError", "Limits", "limits"]
+
+
+class SizeLimitError(ValueError):
+    """A requested size exceeds a bound of :data:`gradcodes.limits` (raise the bound to go ahead)."""
+
+
+@dataclass
+class Limits:
+    """Upper bounds on the work a single call may start, checked before anything is allocated.
+
+    Attributes
+    ----------
+    entries : int, default 10**8
+        Array elements one call may allocate (a dense ``n x k m`` encoding matrix, an ``iters x workers`` sample
+        array, ...): ``10**8`` float64 entries are 800 MB.
+    exact_entries : int, default 10**6
+        Entries of a matrix of Python objects (exact rationals) or of a GF(p) matrix built entry by entry; each
+        costs about 100 bytes and a Python-level operation.
+    work : int, default 10**10
+        Elementary steps of an enumeration or simulation (for example straggler sets times workers, or simulated
+        iterations times workers); ``10**10`` is minutes of vectorised numpy.
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> gc.limits.entries
+    100000000
+    >>> with gc.limits.raised(entries=10**9):        # a temporary bound for one big construction
+    ...     gc.limits.entries
+    1000000000
+    >>> gc.limits.entries
+    100000000
+    """
+
+    entries: int = 10**8
+    exact_entries: int = 10**6
+    work: int = 10**10
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name not in {f.name for f in fields(self)}:
+            raise AttributeError(f"gradcodes.limits has no bound {name!r}; bounds: entries, exact_entries, work")
+        super().__setattr__(name, check_int(f"limits.{name}", value, 1))
+
+    @contextlib.contextmanager
+    def raised(self, **bounds: int) -> Iterator[Limits]:
+        """Context manager: set some bounds (``entries=..., exact_entries=..., work=...``) for a ``with`` block."""
+        old = {k: getattr(self, k) for k in bounds}
+        try:
+            for k, v in bounds.items():
+                setattr(self, k, v)
+            yield self
+        finally:
+            for k, v in old.items():
+                setattr(self, k, v)
+
+
+def check_size(name: str, value: int, bound: int | str = "entries") -> int:
+    """Raise :class:`SizeLimitError` if ``value`` (the size called ``name``) exceeds ``bound``.
+
+    ``bound`` is a number, or the name of a field of :data:`limits` (``"entries"``, ``"exact_entries"``,
+    ``"work"``), whose current value is used; the message then says how to raise it. Returns ``value``.
+
+    >>> check_size("n * k", 10**12)
+    Traceback (most recent call last):
+    ...
+    gradcodes._validate.SizeLimitError: n * k = 1,000,000,000,000 exceeds the bound 100,000,000 ...
+    """
+    if isinstance(bound, str):
+        limit = int(getattr(limits, bound))
+        how = (f" (gradcodes.limits.{bound}); raise it with gradcodes.limits.{bound} = ... or "
+               f"`with gradcodes.limits.raised({bound}=...):` if you have the memory and the time")
+    else:
+        limit, how = int(bound), ""
+    if value > limit:
+        raise SizeLimitError(f"{name} = {value:,} exceeds the bound {limit:,}{how}")
+    return value
 
 
 def check_int(name: str, value: object, lo: int | None = None, hi: int | None = None) -> int:
@@ -98,6 +182,10 @@ def check_responders(responders: object, n: int, *, min_size: int = 1, name: str
             raise ValueError(f"{name} must be worker indices in [0, {n - 1}], got {bad}")
         uniq = np.unique(idx)
         if uniq.size != idx.size:
+            if idx.size == n and set(uniq.tolist()) <= {0, 1}:
+                raise TypeError(f"{name} looks like a 0/1 mask of length n={n} given as integers, which would be "
+                                f"read as worker indices; pass a boolean mask (np.asarray(mask, dtype=bool)) or "
+                                f"the indices (np.flatnonzero(mask))")
             vals, counts = np.unique(idx, return_counts=True)
             raise ValueError(f"{name} must not repeat a worker; duplicated: {vals[counts > 1].tolist()}")
         idx = uniq
@@ -116,3 +204,24 @@ def _range_text(lo: int | None, hi: int | None) -> str:
     if lo == hi:
         return f" equal to {lo}"
     return f" in [{lo}, {hi}]"
+
+
+def check_entries(rows: int, cols: int, *, exact: bool = False, what: str = "the encoding matrix") -> None:
+    """:func:`check_size` for a dense ``rows x cols`` matrix (``limits.exact_entries`` when ``exact``)."""
+    check_size(f"the entries of {what} ({rows:,} x {cols:,})", rows * cols,
+               "exact_entries" if exact else "entries")
+
+
+def check_tree_size(n: int, L: int, bound: int | str = "work") -> int:
+    """The number of workers ``n + n^2 + ... + n^L`` of the ``(n, L)``-regular tree, checked by :func:`check_size`
+    (without computing astronomically large powers)."""
+    name = f"the workers n + n^2 + ... + n^L of the (n={n}, L={L}) tree"
+    if n >= 2 and L * np.log10(n) > 300:
+        limit = getattr(limits, bound) if isinstance(bound, str) else bound
+        raise SizeLimitError(f"{name} number about 10^{L * np.log10(n):.0f}, more than the bound {limit:,}"
+                             + (f" (gradcodes.limits.{bound})" if isinstance(bound, str) else ""))
+    return check_size(name, n * L if n == 1 else (n ** (L + 1) - n) // (n - 1), bound)
+
+
+#: The bounds checked by :func:`check_size` (exported as ``gradcodes.limits``).
+limits = Limits()

@@ -85,7 +85,7 @@ def test_save_load_roundtrip(tmp_path, code):
 def test_load_rejects_foreign_files(tmp_path):
     path = tmp_path / "foreign.npz"
     np.savez(path, x=np.zeros(3))
-    with pytest.raises(ValueError, match="not a gradcodes file"):
+    with pytest.raises(gc.CodeFileError, match="not a gradcodes code file"):
         gc.load(path)
 
 

@@ -25,7 +25,6 @@ import numpy as np
 
 from .._approx_eval import (
     FixedWeightDecoder,
-    _scenario,
     evaluate_approximate,
     probability_list,
     straggle_probabilities,
@@ -34,7 +33,8 @@ from .._code import ApproximateCode
 from .._decoders import Decoder, LeastSquaresDecoder
 from .._io import REBUILDERS
 from .._registry import Scheme, register
-from .._validate import check_int, check_seed
+from .._straggle import _scenario
+from .._validate import check_entries, check_int, check_seed
 from .expander import random_regular_graph
 
 __all__ = [
@@ -181,6 +181,7 @@ def ignore_stragglers(n: int, *, p: Any = None, decoder: str | None = None) -> A
     ('unbiased', 1)
     """
     n = check_int("n", n, 1)
+    check_entries(n, n)
     pp = _p(p, n)
     exact = pp is not None and pp.dtype == object
     B = _frac_matrix(np.eye(n, dtype=np.int64)) if exact else np.eye(n)
@@ -247,6 +248,7 @@ def stochastic_gc(n: int, d: int, p: Any, *, k: int | None = None, assignment: s
     n = check_int("n", n, 1)
     k = n if k is None else check_int("k", k, 1)
     d = check_int("d", d, 1, n)
+    check_entries(n, k)
     pp = straggle_probabilities(p, n)
     exact = pp.dtype == object
     if assignment == "cyclic":
@@ -315,6 +317,7 @@ def bernoulli_gc(n: int, d: float, *, k: int | None = None, p: Any = None, seed:
                         f"{type(d).__name__}")
     if not (0 < d <= k):  # also rejects NaN
         raise ValueError(f"d (expected load) must be a real number in (0, k = {k}], got {d!r}")
+    check_entries(n, k)
     rng = check_seed(seed)
     B = (rng.random((n, k)) < d / k).astype(np.float64)
     decs: dict[str, Decoder] = {"optimal": OptimalDecoder(), "sum": FixedWeightDecoder("sum", np.ones(n))}
@@ -366,6 +369,7 @@ def erasurehead(n: int, d: int, *, k: int | None = None, p: Any = None,
         raise ValueError(f"d (group size) must divide n = {n}, got d = {d}")
     G = n // d
     k = n if k is None else check_int("k", k, G)
+    check_entries(n, k)
     pp = _p(p, n)
     exact = pp is not None and pp.dtype == object
     groups = np.arange(n).reshape(G, d)
@@ -419,6 +423,7 @@ def optimal_decoding(n: int, d: int, *, p: Any = None, seed: Any = 0,
     """
     n = check_int("n", n, 2)
     d = check_int("d", d, 1, n - 1)
+    check_entries(n, n)
     A = random_regular_graph(n, d, seed)
     pp = _p(p, n)
     decs: dict[str, Decoder] = {"optimal": OptimalDecoder(), "fixed": RescaleDecoder(name="fixed")}

@@ -48,7 +48,7 @@ from .._code import GradientCode, LinearCode
 from .._decoders import Decoder
 from .._io import REBUILDERS
 from .._registry import Scheme, register
-from .._validate import check_choice, check_int, check_ns, check_real
+from .._validate import check_choice, check_entries, check_int, check_ns, check_real, check_size
 from .repetition import GroupDecoder
 
 __all__ = ["stable_binary", "stable_binary_load", "grouped_mds", "GroupedDecoder", "recommend", "Recommendation",
@@ -118,6 +118,9 @@ def stable_binary(n: int, s: int, k: int | None = None, *, field: str = "real") 
     """
     n, s = check_ns(n, s)
     check_choice("field", field, ("real", "rational"))
+    if k is not None:
+        check_int("k", k, 1)
+    check_entries(n, n if k is None else k, exact=field == "rational")
     q = n // (s + 1)
     k = n if k is None else check_int("k", k, q)
     wb = _split(n, q)
@@ -315,10 +318,12 @@ def recommend(n: int, s: int, m: int = 1, max_load: int | None = None, *, tol: f
     """
     n, s = check_ns(n, s)
     m = check_int("m", m, 1, n - s)
+    check_entries(n, n * m, what="the candidate codes' matrices")
     if max_load is not None:
         max_load = check_int("max_load", max_load, s + m)
     tol = check_real("tol", tol, 0, None, open_lo=True)
     samples = check_int("samples", samples, 1)
+    check_size("the sampled straggler sets times n", samples * n, "work")
     rows: list[dict[str, Any]] = []
     built: list[tuple[LinearCode, float, int, int, Candidate]] = []
     for order, cand in enumerate(CANDIDATES):
@@ -431,6 +436,7 @@ def grouped_mds(n: int, s: int) -> GradientCode:
     (13, 'complex', 'unproven')
     """
     n, s = check_ns(n, s)
+    check_entries(n, n)
     q = n // (s + 1)
     r = n - q * (s + 1)
     t = np.full(q, r // q, dtype=np.int64)

@@ -27,7 +27,7 @@ import numpy as np
 from .._code import GradientCode
 from .._io import REBUILDERS
 from .._registry import Scheme, register
-from .._validate import check_int, check_seed
+from .._validate import check_entries, check_int, check_seed, check_tree_size
 from .coded_reduce_alloc import _allocate, _check_tree, _min_units, _tree_fractions, coded_reduce_load
 from .coded_reduce_code import CodedReduceCode, TreeDecoder
 from .coded_reduce_verify import TreeVerifyReport, _exhaustive_masks, verify_tree  # noqa: F401
@@ -181,6 +181,7 @@ def coded_reduce(n: int, L: int, s: int, inner: GradientCode | None = None, *, P
         if P % P_min:
             raise ValueError(f"P must be a positive multiple of P_min={P_min} for (n, L, s)=({n}, {L}, {s}) "
                              f"with this inner code, got P={P}")
+    check_entries(check_tree_size(n, L), P, exact=inner.field == "rational", what="the tree code's matrix (N x P)")
     Bi = inner.B
     if inner.field == "rational":
         zero: Any = Fraction(0)

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validate import check_int
+from .._validate import check_int, check_tree_size
 
 __all__ = ["coded_reduce_load"]
 
@@ -24,6 +24,7 @@ def _check_tree(n: Any, L: Any, s: Any) -> tuple[int, int, int]:
     n = check_int("n", n, 2)
     L = check_int("L", L, 1)
     s = check_int("s", s, 0, n - 1)
+    check_tree_size(n, L)
     return n, L, s
 
 

@@ -61,7 +61,7 @@ from .._code import GradientCode, LinearCode
 from .._decoders import Decoder, min_norm_solve, stragglers_of
 from .._io import REBUILDERS
 from .._registry import Scheme, register
-from .._validate import check_choice, check_int, check_ns
+from .._validate import check_choice, check_entries, check_int, check_ns
 
 __all__ = ["cyclic_mds", "gf_prime", "CyclicSpectralDecoder", "CyclicBarycentricDecoder",
            "CyclicProductDecoder", "ResidueClassDecoder"]
@@ -446,6 +446,7 @@ def cyclic_mds(n: int, s: int, field: str = "complex", *, placement: str = "cent
     (True, True)
     """
     n, s = check_ns(n, s)
+    check_entries(n, n)
     if not isinstance(field, str) or field not in _FIELDS:
         raise ValueError(f"field must be one of 'complex', 'real' (or 'C', 'R'), got {field!r}")
     fld = _FIELDS[field]
@@ -482,7 +483,9 @@ def cyclic_mds(n: int, s: int, field: str = "complex", *, placement: str = "cent
     B = _circulant(c)
 
     def builder(gf_field: Any) -> GradientCode:
-        return _build_gf(n, s, construction, m, normalize, _gf_field(gf_field, n))
+        code = _build_gf(n, s, construction, m, normalize, _gf_field(gf_field, n))
+        code.params.update(base_field=fld, placement=placement, normalize=normalize)   # for gradcodes.load
+        return code
 
     if construction == "cyclic_fr":
         decoders: list[Decoder] = [ResidueClassDecoder(), CyclicSpectralDecoder()]
@@ -559,7 +562,15 @@ def _rebuild(n: int, s: int, field: str = "complex", placement: str = "centered"
     return cyclic_mds(n, s, field, placement=placement, normalize=normalize)
 
 
-REBUILDERS.update(cyclic_mds=_rebuild)
+def _rebuild_gf(n: int, s: int, field: str, base_field: str = "complex", placement: str = "centered",
+                normalize: str = "sum", **_: Any) -> GradientCode:
+    import galois
+
+    p = int(field[3:-1]) if field.startswith("GF(") and field.endswith(")") else 0
+    return cyclic_mds(n, s, base_field, placement=placement, normalize=normalize).in_field(galois.GF(p))
+
+
+REBUILDERS.update(cyclic_mds=_rebuild, cyclic_mds_gf=_rebuild_gf)
 register(Scheme("cyclic_mds", lambda n, s, field="complex": cyclic_mds(n, s, field),
                 "Raviv et al. cyclic MDS (centered window): load s+1, complex or real (n-s odd or (s+1)|n)",
                 tour=({"n": 12, "s": 3}, {"n": 21, "s": 4, "field": "real"}, {"n": 100, "s": 2})))

@@ -35,7 +35,7 @@ from .._decoders import Decoder, min_norm_solve
 from .._fields import solve_left
 from .._io import REBUILDERS
 from .._registry import Scheme, register
-from .._validate import check_int, check_seed
+from .._validate import check_entries, check_int, check_seed, check_size
 from .._verify import random_straggler_sets, swap_neighbours
 
 __all__ = ["expander_code", "random_regular_graph", "approximation_error", "worst_case_error",
@@ -59,6 +59,7 @@ def random_regular_graph(n: int, d: int, seed: Any = None, max_tries: int = 1000
     """
     n = check_int("n", n, 1)
     d = check_int("degree", d, 0, n - 1)
+    check_entries(n, n, what="the adjacency matrix")
     if (n * d) % 2:
         raise ValueError(f"a d-regular graph on n vertices needs n*d even; got n={n}, degree={d}")
     max_tries = check_int("max_tries", max_tries, 1)
@@ -309,6 +310,7 @@ def expander_code(n: int, degree: int, graph: Any = "random", *, seed: Any = Non
     """
     n = check_int("n", n, 2)
     degree = check_int("degree", degree, 1, n - 1)
+    check_entries(n, n, exact=field == "rational")
     if field not in ("real", "rational"):
         raise ValueError(f"field must be 'real' or 'rational', got {field!r}")
     params: dict[str, Any] = {"n": n, "degree": degree, "field": field}
@@ -501,6 +503,8 @@ def worst_case_error(code: LinearCode, s: int | None = None, *, decoder: str | D
     rng = check_seed(seed)
     dec = code._decoder(decoder)
     total = math.comb(n, s)
+    check_size("the straggler sets checked (min(limit, C(n, s)) + samples + search_steps * neighbours) times n",
+               (min(limit, total) + samples + search_steps * neighbours) * n, "work")
     start = time.perf_counter()
     strategies: dict[str, int] = {}
 

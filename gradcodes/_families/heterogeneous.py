@@ -30,7 +30,6 @@ import numpy as np
 from .._approx_eval import (
     FixedWeightDecoder,
     _register_cli,
-    _scenario,
     evaluate_approximate,
     probability_list,
     straggle_probabilities,
@@ -38,7 +37,8 @@ from .._approx_eval import (
 from .._code import ApproximateCode
 from .._io import REBUILDERS
 from .._registry import Scheme, register
-from .._validate import check_int
+from .._straggle import _scenario
+from .._validate import check_entries, check_int
 
 __all__ = [
     "NegativeCoefficientWarning",
@@ -255,6 +255,7 @@ def _allocation(p: np.ndarray, k: int, scheme: str) -> tuple[np.ndarray, np.ndar
     """:func:`song_choi_allocation` for validated arguments."""
     n = p.size
     exact = p.dtype == object
+    check_entries(n, k, exact=exact, what="the allocation")
     Y = _row_sums(p, k)
     if n == 1:
         alpha = _zeros(1, k, exact)

@@ -15,7 +15,7 @@ from .._decoders import Decoder
 from .._fields import as_matrix, solve_left
 from .._io import REBUILDERS
 from .._registry import Scheme, register
-from .._validate import check_choice, check_int, check_ns, check_seed
+from .._validate import check_choice, check_entries, check_int, check_ns, check_seed, check_size
 
 __all__ = ["uncoded", "fractional_repetition", "cyclic_repetition", "GroupDecoder"]
 
@@ -175,6 +175,7 @@ def fractional_repetition(n: int, s: int, k: int | None = None, *, field: str = 
                          f"cyclic_repetition (or a stable code from gradcodes.recommend)")
     groups = n // (s + 1)
     k = _check_k(n, k, groups, f"each of the n/(s+1)={groups} groups gets k(s+1)/n partitions")
+    check_entries(n, k, exact=field == "rational")
     B = np.kron(np.eye(groups, dtype=np.int64), np.ones((s + 1, k // groups), dtype=np.int64))
     bounds = np.arange(0, n + 1, s + 1)
     return GradientCode(B, s, field=field, name="fractional_repetition", family="fractional_repetition",
@@ -253,6 +254,8 @@ def cyclic_repetition(n: int, s: int, k: int | None = None, *, seed: Any = None,
     check_choice("field", field, ("real", "rational"))
     k = _check_k(n, k, n, "partitions are grouped into n super-partitions")
     exact = field == "rational"
+    check_entries(n, k, exact=exact)
+    check_size("the cost n * s^3 of the n solves of s x s systems", n * s**3, "exact_entries" if exact else "work")
     params: dict[str, Any] = {"n": n, "s": s, "k": k, "field": field}
     if H is None:
         rng = check_seed(seed)

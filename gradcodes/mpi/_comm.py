@@ -1,0 +1,334 @@
+"""Message passing for the runtime: tags, the first-K receive loop, parameter and result sends.
+
+Everything on the gradient path uses mpi4py's buffer interface (``Isend``/``Irecv`` of preallocated numpy arrays,
+no pickling), as in the mpi4py tutorial's numpy examples. ``mpi4py`` is imported lazily, so importing
+:mod:`gradcodes.mpi` (or collecting its doctests) does not initialise MPI.
+
+Receive pattern (the master, and every parent of a CodedReduce tree). One ``Irecv(inbox[i], source=c_i,
+tag=ANY_TAG)`` stays posted per child. MPI's non-overtaking rule (MPI standard 4.0, section 3.5: messages from one
+sender on one communicator arrive in the order they were sent) means a late child's older messages always arrive
+before its newer ones, so a message whose tag is an older iteration is dropped and the receive re-posted; a
+message for the current iteration is kept until it has been combined; a message for a *newer* iteration (a parent
+that fell behind) is held for that iteration. Completion is polled with ``Testany`` and a short sleep, which on
+oversubscribed cores is much cheaper than a spinning blocking ``Waitany``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+import numpy as np
+
+__all__ = ["StragglerTimeout", "get_mpi", "Tags", "Inbox", "ParamSender", "wait_request"]
+
+
+class StragglerTimeout(RuntimeError):
+    """Fewer responders than needed within the timeout (names the missing workers)."""
+
+    def __init__(self, message: str, missing: list[int] | None = None, bad: list[int] | None = None):
+        super().__init__(message)
+        self.missing = list(missing or [])
+        self.bad = list(bad or [])
+
+
+def get_mpi() -> Any:
+    """The ``mpi4py.MPI`` module, with an install hint when mpi4py is missing."""
+    try:
+        from mpi4py import MPI
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError("gradcodes.mpi needs mpi4py: pip install 'gradcodes[mpi-local]' (mpi4py and the MPICH "
+                          "wheel) or 'gradcodes[mpi]' (mpi4py for a site MPI)") from exc
+    return MPI
+
+
+class Tags:
+    """Message tags: iteration numbers modulo a window below ``MPI.TAG_UB``, plus two control tags.
+
+    MPI only guarantees ``TAG_UB >= 32767`` (MPI standard 4.0, section 3.2.3), so iteration ``t`` is sent with tag
+    ``FIRST + t % window``; thanks to non-overtaking, the tag identifies the iteration as long as no sender lags
+    more than ``window / 2`` iterations behind.
+    """
+
+    STOP = 1
+    FINAL = 2
+    FIRST = 3
+
+    def __init__(self, comm: Any) -> None:
+        MPI = get_mpi()
+        ub = comm.Get_attr(MPI.TAG_UB)
+        ub = 32767 if ub is None else int(ub)
+        self.window = min(ub, 2**30) - self.FIRST
+
+    def tag(self, t: int) -> int:
+        """The tag of iteration ``t``."""
+        return self.FIRST + t % self.window
+
+    def age(self, tag: int, t: int) -> int:
+        """How many iterations older than ``t`` the data message ``tag`` is (negative: newer)."""
+        d = (t - (tag - self.FIRST)) % self.window
+        return d if d < self.window // 2 else d - self.window
+
+    def iteration(self, tag: int, near: int) -> int:
+        """The iteration a data tag stands for, given a nearby iteration ``near``."""
+        return near - self.age(tag, near)
+
+
+def wait_request(req: Any, poll: float, what: str, timeout: float = math.inf) -> None:
+    """Complete one request by polling (``Test`` + sleep); raise after ``timeout`` seconds."""
+    start = time.perf_counter()
+    while not req.Test():
+        if time.perf_counter() - start > timeout:
+            raise TimeoutError(f"{what} did not complete within {timeout:g} s")
+        if poll:
+            time.sleep(poll)
+
+
+def _finite(row: np.ndarray) -> bool:
+    """All entries finite, without a gradient-sized temporary (a NaN/inf makes the sum non-finite; the rare
+    overflow of a finite sum falls back to the exact check)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = np.add.reduce(row, dtype=np.float64 if row.dtype.kind == "f" else None)
+    if math.isfinite(float(np.abs(total))):
+        return True
+    return bool(np.isfinite(row).all())
+
+
+class Inbox:
+    """Receive buffers of one parent: one row and one posted ``Irecv`` per child.
+
+    Parameters
+    ----------
+    comm : mpi4py communicator
+    sources : sequence of int
+        The children's ranks (row ``i`` of :attr:`buf` receives from ``sources[i]``).
+    q : int
+        Message length.
+    dtype : numpy dtype
+    tags : Tags
+    poll : float
+        Sleep between two ``Testany`` calls (seconds; 0 = spin).
+    """
+
+    def __init__(self, comm: Any, sources: list[int], q: int, dtype: Any, tags: Tags, poll: float) -> None:
+        self.MPI = get_mpi()
+        self.comm = comm
+        self.sources = [int(r) for r in sources]
+        self.K = len(self.sources)
+        self.buf = np.zeros((self.K, q), dtype=dtype)
+        self.tags = tags
+        self.poll = float(poll)
+        self.held: list[int | None] = [None] * self.K      # tag of a received message still in buf[i]
+        self.final = [False] * self.K
+        self.dropped = 0                                    # stale messages dropped so far
+        self._status = self.MPI.Status()
+        self.reqs = [self._post(i) for i in range(self.K)]
+
+    def _post(self, i: int) -> Any:
+        self.held[i] = None
+        return self.comm.Irecv(self.buf[i], source=self.sources[i], tag=self.MPI.ANY_TAG)
+
+    def release(self, rows: Any) -> None:
+        """Re-post the receives of rows whose messages have been used."""
+        for i in rows:
+            if self.held[i] is not None and not self.final[i]:
+                self.reqs[i] = self._post(i)
+
+    def _poll_one(self) -> tuple[int, int] | None:
+        idx, flag = self.MPI.Request.Testany(self.reqs, self._status)
+        if not flag or idx == self.MPI.UNDEFINED or idx < 0:
+            return None
+        tag = self._status.Get_tag()
+        if tag == Tags.FINAL:
+            self.final[idx] = True
+            self.reqs[idx] = self.MPI.REQUEST_NULL
+            return None
+        self.held[idx] = tag
+        return idx, tag
+
+    def collect(self, t: int, need: int, *, timeout: float = math.inf, deadline: float | None = None,
+                interrupt: Any = None, progress: Any = None, check_finite: bool = True,
+                ) -> tuple[list[int] | None, dict[str, Any]]:
+        """Wait for the first ``need`` finite messages of iteration ``t``.
+
+        Returns ``(rows, info)``: the rows used in arrival order (``None`` when ``interrupt()`` became true first),
+        and ``{"bad": rows with NaN/inf, "waited": seconds}``. Stops early at ``deadline`` (a
+        ``time.perf_counter()`` value) with whatever arrived; raises :class:`StragglerTimeout` after ``timeout``
+        seconds, or as soon as too many children sent non-finite messages to ever reach ``need``.
+        """
+        start = time.perf_counter()
+        got: list[int] = []
+        bad: list[int] = []
+        tags = self.tags
+        for i in range(self.K):                         # messages held from an earlier call
+            h = self.held[i]
+            if h is None:
+                continue
+            age = tags.age(h, t)
+            if age > 0:
+                self.dropped += 1
+                self.reqs[i] = self._post(i)
+            elif age == 0:
+                if check_finite and not _finite(self.buf[i]):
+                    bad.append(i)
+                    self.reqs[i] = self._post(i)
+                else:
+                    got.append(i)
+        while len(got) < need:
+            hit = self._poll_one()
+            if hit is not None:
+                i, tag = hit
+                age = tags.age(tag, t)
+                if age > 0:                             # stale: drop, re-post
+                    self.dropped += 1
+                    self.reqs[i] = self._post(i)
+                elif age < 0:                           # newer than t: keep it for that iteration
+                    pass
+                elif check_finite and not _finite(self.buf[i]):
+                    bad.append(i)
+                    self.reqs[i] = self._post(i)
+                else:
+                    got.append(i)
+                if len(got) < need and self.K - len(set(bad)) < need:
+                    raise StragglerTimeout(
+                        f"iteration {t}: children {self._names(bad)} sent NaN or infinite values and only "
+                        f"{self.K - len(set(bad))} of {self.K} remain, fewer than the {need} needed", [], bad)
+                continue
+            now = time.perf_counter()
+            if deadline is not None and now >= deadline:
+                break
+            if now - start > timeout:
+                missing = [i for i in range(self.K) if i not in got]
+                raise StragglerTimeout(
+                    f"iteration {t}: only {len(got)} of the {need} messages needed arrived within {timeout:g} s; "
+                    f"missing: {self._names(missing)}"
+                    + (f"; NaN/inf from {self._names(bad)}" if bad else ""), missing, bad)
+            if interrupt is not None and interrupt():
+                return None, {"bad": bad, "waited": now - start}
+            if progress is not None:
+                progress()
+            if self.poll:
+                time.sleep(self.poll)
+        return got, {"bad": bad, "waited": time.perf_counter() - start}
+
+    def _names(self, rows: list[int]) -> str:
+        return ", ".join(f"rank {self.sources[i]}" for i in sorted(set(rows))) or "none"
+
+    def drain(self, timeout: float) -> list[int]:
+        """Drop data messages until every child has sent FINAL; returns the rows that did not within timeout."""
+        start = time.perf_counter()
+        for i in range(self.K):
+            if self.held[i] is not None and not self.final[i]:
+                self.reqs[i] = self._post(i)
+        while not all(self.final):
+            hit = self._poll_one()
+            if hit is not None:
+                self.reqs[hit[0]] = self._post(hit[0])
+                continue
+            if time.perf_counter() - start > timeout:
+                return [i for i in range(self.K) if not self.final[i]]
+            if self.poll:
+                time.sleep(self.poll)
+        return []
+
+    def discard(self, until: Any) -> None:
+        """Drop every data message until ``until()`` is true (a hung parent must not block its children)."""
+        for i in range(self.K):
+            if self.held[i] is not None and not self.final[i]:
+                self.reqs[i] = self._post(i)
+        while not until():
+            hit = self._poll_one()
+            if hit is not None:
+                self.reqs[hit[0]] = self._post(hit[0])
+            elif self.poll:
+                time.sleep(self.poll)
+
+    def cancel(self) -> None:
+        """Cancel the receives still posted (only after :meth:`drain` failed)."""
+        for r in self.reqs:
+            if r != self.MPI.REQUEST_NULL:
+                r.Cancel()
+
+
+class ParamSender:
+    """The master's parameter broadcast to every worker without collectives (stragglers must not block it).
+
+    Iteration ``t``'s parameters are copied once into a free buffer and ``Isend`` to each worker whose previous
+    parameter message has been received; a worker still busy receiving an older one gets the newest parameters
+    as soon as that completes (:meth:`progress`), so a late worker skips ahead instead of replaying iterations.
+    A buffer is reused once no pending send refers to it, so after the first iterations no memory is allocated
+    (a worker that never receives pins at most one buffer).
+    """
+
+    def __init__(self, comm: Any, dests: list[int], p: int, dtype: Any, tags: Tags) -> None:
+        self.MPI = get_mpi()
+        self.comm = comm
+        self.dests = [int(d) for d in dests]
+        self.p, self.dtype, self.tags = int(p), np.dtype(dtype), tags
+        self.buffers: list[np.ndarray] = []
+        self.refs: list[int] = []
+        self.pending: list[tuple[Any, int] | None] = [None] * len(self.dests)
+        self.want = [False] * len(self.dests)
+        self.current = -1
+        self.t = -1
+
+    def _free_buffer(self) -> int:
+        for b, r in enumerate(self.refs):
+            if r == 0 and b != self.current:
+                return b
+        self.buffers.append(np.empty(self.p, dtype=self.dtype))
+        self.refs.append(0)
+        return len(self.buffers) - 1
+
+    def _send(self, w: int) -> None:
+        b = self.current
+        req = self.comm.Isend(self.buffers[b], dest=self.dests[w], tag=self.tags.tag(self.t))
+        self.pending[w] = (req, b)
+        self.refs[b] += 1
+        self.want[w] = False
+
+    def progress(self) -> None:
+        """Complete finished sends and send the newest parameters to workers that were still busy."""
+        for w, pend in enumerate(self.pending):
+            if pend is not None and pend[0].Test():
+                self.refs[pend[1]] -= 1
+                self.pending[w] = None
+                if self.want[w]:
+                    self._send(w)
+
+    def send(self, params: np.ndarray, t: int) -> None:
+        """Send iteration ``t``'s parameters (copied, so the caller may change ``params`` right away)."""
+        if params.shape != (self.p,) or params.dtype != self.dtype:
+            raise ValueError(f"params must keep shape ({self.p},) and dtype {self.dtype}; got {params.shape} "
+                             f"{params.dtype}")
+        self.progress()
+        b = self._free_buffer()
+        np.copyto(self.buffers[b], params)
+        self.current, self.t = b, t
+        for w in range(len(self.dests)):
+            if self.pending[w] is None:
+                self._send(w)
+            else:
+                self.want[w] = True
+
+    def stop(self, poll: float, timeout: float) -> list[int]:
+        """Send STOP to every worker after its pending parameters; returns the workers that did not take them."""
+        start = time.perf_counter()
+        stops = []
+        left = set(range(len(self.dests)))
+        while left:
+            self.progress()
+            for w in sorted(left):
+                if self.pending[w] is None:
+                    stops.append(self.comm.Isend(np.empty(0, dtype=self.dtype), dest=self.dests[w],
+                                                 tag=Tags.STOP))
+                    left.discard(w)
+            if not left or time.perf_counter() - start > timeout:
+                break
+            time.sleep(poll or 1e-4)
+        for w in sorted(left):   # still busy: send STOP anyway (it queues behind the pending parameters)
+            stops.append(self.comm.Isend(np.empty(0, dtype=self.dtype), dest=self.dests[w], tag=Tags.STOP))
+        for r in stops:
+            wait_request(r, poll, "STOP", timeout)
+        return sorted(left)

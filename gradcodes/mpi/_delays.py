@@ -1,0 +1,187 @@
+"""Straggler injection for experiments and tests: how long a worker pretends to compute in an iteration.
+
+Every model answers ``delay(worker, iteration, workers=N, load_fraction=f)`` in seconds (``math.inf`` = the
+worker never answers). Random draws depend only on ``(seed, worker, iteration)``, so every rank can evaluate any
+worker's delay and a run is reproducible whatever the timing. A worker sleeps until its delay has passed since
+the start of its iteration (its real computation counts towards the delay).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from .._validate import check_int
+
+__all__ = ["Delay", "NoDelay", "ShiftedExponential", "FixedDelay", "Hang", "Combined"]
+
+
+def _nonneg(name: str, value: Any, allow_inf: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    v = float(value)
+    if math.isnan(v) or v < 0 or (math.isinf(v) and not allow_inf):
+        raise ValueError(f"{name} must be a finite number >= 0, got {value}")
+    return v
+
+
+def _workers(name: str, workers: Iterable[int]) -> tuple[int, ...]:
+    try:
+        out = tuple(check_int(name, w, 0) for w in workers)
+    except TypeError:
+        raise TypeError(f"{name} must be an iterable of worker indices, got {workers!r}") from None
+    return out
+
+
+class Delay:
+    """Base class: no delay. Add models with ``+`` (their delays add up)."""
+
+    def delay(self, worker: int, iteration: int, *, workers: int, load_fraction: float) -> float:
+        return 0.0
+
+    def __add__(self, other: Delay) -> Delay:
+        if type(self) in (Delay, NoDelay):
+            return other
+        return Combined(self, other)
+
+    def describe(self) -> str:
+        return "none"
+
+
+class NoDelay(Delay):
+    """No injected delay."""
+
+
+class ShiftedExponential(Delay):
+    r"""The shifted-exponential computation model of :func:`gradcodes.simulate` (Reisizadeh et al., Section 5).
+
+    A worker processing ``l = load_fraction * m_data`` data points takes ``a l + Exp(mean l / mu)`` seconds.
+
+    Parameters
+    ----------
+    a : float
+        Seconds per data point (the shift).
+    mu : float, optional
+        Rate per data point (default ``1/a``).
+    m_data : float
+        Data points per iteration (the whole dataset).
+    seed : int
+        Draws depend on ``(seed, worker, iteration)`` only.
+
+    Examples
+    --------
+    >>> d = ShiftedExponential(a=1e-4, m_data=1000, seed=0)
+    >>> t = d.delay(3, 7, workers=8, load_fraction=0.25)
+    >>> 0.025 <= t, t == d.delay(3, 7, workers=8, load_fraction=0.25)
+    (True, True)
+    """
+
+    def __init__(self, a: float, mu: float | None = None, *, m_data: float, seed: int = 0) -> None:
+        self.a = _nonneg("a", a)
+        if mu is None:
+            if self.a == 0:
+                raise ValueError("mu must be given when a == 0")
+            mu = 1.0 / self.a
+        self.mu = _nonneg("mu", mu, allow_inf=True)
+        if self.mu == 0:
+            raise ValueError("mu must be > 0")
+        self.m_data = _nonneg("m_data", m_data)
+        self.seed = check_int("seed", seed, 0)
+
+    def delay(self, worker: int, iteration: int, *, workers: int, load_fraction: float) -> float:
+        points = load_fraction * self.m_data
+        base = self.a * points
+        if math.isinf(self.mu) or points == 0:
+            return base
+        rng = np.random.default_rng([self.seed, 1, int(worker), int(iteration)])
+        return base + float(rng.exponential(points / self.mu))
+
+    def describe(self) -> str:
+        return f"shifted-exponential(a={self.a:g}, mu={self.mu:g}, m_data={self.m_data:g})"
+
+
+class FixedDelay(Delay):
+    """A fixed delay on some workers.
+
+    Parameters
+    ----------
+    seconds : float
+        The delay.
+    workers : iterable of int, optional
+        Persistent stragglers: these workers are late in every iteration.
+    count : int, optional
+        Per-iteration stragglers: in each iteration ``count`` workers drawn at random (from ``(seed,
+        iteration)``, the same on every rank) are late. Give ``workers`` or ``count``.
+    seed : int
+
+    Examples
+    --------
+    >>> FixedDelay(0.3, workers=[1, 4]).delay(4, 0, workers=8, load_fraction=0.25)
+    0.3
+    >>> d = FixedDelay(0.3, count=2, seed=1)
+    >>> sum(d.delay(w, 5, workers=8, load_fraction=0.25) > 0 for w in range(8))
+    2
+    """
+
+    def __init__(self, seconds: float, *, workers: Iterable[int] | None = None, count: int | None = None,
+                 seed: int = 0) -> None:
+        self.seconds = _nonneg("seconds", seconds)
+        if (workers is None) == (count is None):
+            raise ValueError("give either workers (persistent stragglers) or count (random per iteration)")
+        self.workers = None if workers is None else frozenset(_workers("workers", workers))
+        self.count = None if count is None else check_int("count", count, 0)
+        self.seed = check_int("seed", seed, 0)
+
+    def stragglers(self, iteration: int, workers: int) -> frozenset[int]:
+        """The late workers of an iteration."""
+        if self.workers is not None:
+            return self.workers
+        assert self.count is not None
+        if self.count > workers:
+            raise ValueError(f"count={self.count} exceeds the number of workers ({workers})")
+        rng = np.random.default_rng([self.seed, 2, int(iteration)])
+        return frozenset(int(w) for w in rng.choice(workers, self.count, replace=False))
+
+    def delay(self, worker: int, iteration: int, *, workers: int, load_fraction: float) -> float:
+        return self.seconds if worker in self.stragglers(iteration, workers) else 0.0
+
+    def describe(self) -> str:
+        who = f"workers {sorted(self.workers)}" if self.workers is not None else f"{self.count} random/iteration"
+        return f"fixed {self.seconds:g} s on {who}"
+
+
+class Hang(Delay):
+    """Workers that stop answering from iteration ``start`` on (they still obey the final STOP).
+
+    >>> Hang([2]).delay(2, 0, workers=4, load_fraction=0.5)
+    inf
+    """
+
+    def __init__(self, workers: Iterable[int], *, start: int = 0) -> None:
+        self.workers = frozenset(_workers("workers", workers))
+        self.start = check_int("start", start, 0)
+
+    def delay(self, worker: int, iteration: int, *, workers: int, load_fraction: float) -> float:
+        return math.inf if worker in self.workers and iteration >= self.start else 0.0
+
+    def describe(self) -> str:
+        return f"hung workers {sorted(self.workers)} from iteration {self.start}"
+
+
+class Combined(Delay):
+    """The sum of several models' delays."""
+
+    def __init__(self, *models: Delay) -> None:
+        for m in models:
+            if not isinstance(m, Delay):
+                raise TypeError(f"delay models must be Delay instances, got {type(m).__name__}")
+        self.models = models
+
+    def delay(self, worker: int, iteration: int, *, workers: int, load_fraction: float) -> float:
+        return sum(m.delay(worker, iteration, workers=workers, load_fraction=load_fraction) for m in self.models)
+
+    def describe(self) -> str:
+        return " + ".join(m.describe() for m in self.models)

@@ -1,0 +1,172 @@
+"""Per-iteration measurements of a run and the matching :func:`gradcodes.simulate` prediction."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+__all__ = ["RunResult", "predict"]
+
+
+@dataclass
+class RunResult:
+    """Measurements of one run (on the master).
+
+    Attributes
+    ----------
+    scheme : str
+        The code's name (or ``"allreduce"``).
+    layout : str
+        ``"flat"``, ``"tree"`` or ``"allreduce"``.
+    workers, need : int
+        Number of workers; messages the master waited for.
+    time, wait, decode : ndarray, shape (iterations,)
+        Seconds per iteration (broadcast to aggregated gradient), of which waiting for messages and combining.
+    used : ndarray of bool, shape (iterations, children)
+        Which of the master's children were used (level-1 workers for a tree).
+    loss : ndarray or None
+        ``loss(params)`` after each step, when a loss was given.
+    error_estimate : ndarray
+        The code's predicted relative error of each decode (NaN when not available).
+    delay : str
+        The injected straggling.
+    predicted : float or None
+        :func:`gradcodes.simulate`'s mean iteration time for the same code and delay model, when it models it.
+    params : dict
+        Everything needed to repeat the run.
+    stale : int
+        Messages from earlier iterations the master dropped.
+    """
+
+    scheme: str
+    layout: str
+    workers: int
+    need: int
+    time: np.ndarray
+    wait: np.ndarray
+    decode: np.ndarray
+    used: np.ndarray
+    loss: np.ndarray | None = None
+    error_estimate: np.ndarray | None = None
+    delay: str = "none"
+    predicted: float | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+    stale: int = 0
+
+    @property
+    def iterations(self) -> int:
+        return int(self.time.size)
+
+    @property
+    def elapsed(self) -> np.ndarray:
+        """Cumulative wall time at the end of each iteration (seconds)."""
+        return np.cumsum(self.time)
+
+    def summary(self, skip: int = 1) -> dict[str, Any]:
+        """Mean and median iteration time (the first ``skip`` iterations, which include set-up, are left out)."""
+        t = self.time[skip:] if self.time.size > skip else self.time
+        out = {"scheme": self.scheme, "layout": self.layout, "workers": self.workers, "need": self.need,
+               "iterations": self.iterations, "mean_time": float(np.mean(t)), "median_time": float(np.median(t)),
+               "mean_wait": float(np.mean(self.wait[skip:] if self.wait.size > skip else self.wait)),
+               "mean_decode": float(np.mean(self.decode[skip:] if self.decode.size > skip else self.decode)),
+               "mean_workers_used": float(self.used.sum(axis=1).mean()) if self.used.size else float("nan"),
+               "predicted": self.predicted, "delay": self.delay, "stale_dropped": self.stale}
+        if self.loss is not None and self.loss.size:
+            out["final_loss"] = float(self.loss[-1])
+        if self.predicted:
+            out["measured_over_predicted"] = float(np.mean(t)) / self.predicted
+        return out
+
+    def table(self, rows: int = 10) -> str:
+        """A per-iteration table (first ``rows`` iterations) and a summary line."""
+        head = f"{'iter':>5}{'time (s)':>11}{'wait (s)':>11}{'decode (s)':>12}{'used':>6}"
+        if self.loss is not None:
+            head += f"{'loss':>13}"
+        lines = [f"{self.scheme} ({self.layout}, {self.workers} workers, waits for {self.need}; delay: "
+                 f"{self.delay})", head, "-" * len(head)]
+        for t in range(min(rows, self.iterations)):
+            row = (f"{t:>5}{self.time[t]:>11.4f}{self.wait[t]:>11.4f}{self.decode[t]:>12.5f}"
+                   f"{int(self.used[t].sum()):>6}")
+            if self.loss is not None:
+                row += f"{self.loss[t]:>13.6g}"
+            lines.append(row)
+        s = self.summary()
+        tail = f"mean {s['mean_time']:.4f} s/iteration, median {s['median_time']:.4f} s"
+        if self.predicted:
+            ratio = s["mean_time"] / self.predicted
+            tail += f"; gc.simulate predicts {self.predicted:.4f} s (measured/predicted {ratio:.2f})"
+        lines.append(tail)
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.table()
+
+    def records(self) -> list[dict[str, Any]]:
+        """One dict per iteration (for CSV)."""
+        out = []
+        for t in range(self.iterations):
+            r = {"iteration": t, "time": float(self.time[t]), "elapsed": float(self.elapsed[t]),
+                 "wait": float(self.wait[t]), "decode": float(self.decode[t]),
+                 "used": " ".join(str(i) for i in np.flatnonzero(self.used[t]))}
+            if self.loss is not None:
+                r["loss"] = float(self.loss[t])
+            if self.error_estimate is not None:
+                r["error_estimate"] = float(self.error_estimate[t])
+            out.append(r)
+        return out
+
+    def to_csv(self, path: str) -> None:
+        """Write one row per iteration."""
+        rec = self.records()
+        with open(path, "w", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=list(rec[0]) if rec else ["iteration"])
+            w.writeheader()
+            w.writerows(rec)
+
+    def to_json(self, path: str | None = None) -> str:
+        """The summary, parameters and per-iteration records as JSON (written to ``path`` if given)."""
+        def clean(v: Any) -> Any:
+            if isinstance(v, float) and not math.isfinite(v):
+                return None
+            return v
+        doc = {"summary": {k: clean(v) for k, v in self.summary().items()}, "params": self.params,
+               "iterations": [{k: clean(v) for k, v in r.items()} for r in self.records()]}
+        text = json.dumps(doc, indent=1, default=str)
+        if path is not None:
+            with open(path, "w") as fh:
+                fh.write(text)
+        return text
+
+
+def predict(code: Any, delay: Any, *, workers: int, need: int, t_c: float = 0.0, iters: int = 20_000,
+            seed: int = 0) -> float | None:
+    """:func:`gradcodes.simulate`'s mean iteration time for a run, or None when it does not model the run.
+
+    Modelled: a :class:`~gradcodes.mpi.ShiftedExponential` delay with an exact code (GC), a CodedReduce tree
+    (CR), ignore-stragglers (SGD, any code waiting for fewer than ``n`` with load ``1/n``) and ``"allreduce"``
+    (RAR). ``t_c`` is the per-message time of the simulator's single-port model (calibrated from a run without
+    delays, see ``docs/runtime.md``).
+    """
+    from .. import CodedReduceCode, GradientCode
+    from .._simulate import simulate
+    from ._delays import ShiftedExponential
+
+    if not isinstance(delay, ShiftedExponential):
+        return None
+    def run(schemes: Any, n: int, s_gc: int | None = None) -> float:
+        res = simulate(schemes, n=n, L=1, s=0, s_gc=s_gc, m_data=delay.m_data, a=delay.a, mu=delay.mu, t_c=t_c,
+                       iters=iters, seed=seed)
+        return float(next(iter(res)).mean)
+
+    if isinstance(code, str):
+        return run("RAR", workers) if code == "allreduce" else None
+    if isinstance(code, (GradientCode, CodedReduceCode)):
+        return run(code, 2)
+    if int(code.load) == 1 and code.k == code.n:
+        return run("SGD", workers, workers - need)
+    return None

@@ -1,0 +1,340 @@
+"""The master and worker processes, and the :func:`train` loop.
+
+Rank 0 is the master: each iteration it sends the parameters to every worker (:class:`ParamSender`, no collective,
+so stragglers cannot block it), waits for the first messages it needs (:class:`Inbox`), and combines them
+(:class:`Combiner`). Workers (ranks ``1..N``) wait for the newest parameters (skipping iterations they missed),
+compute their own message from their own partial gradients, a CodedReduce parent adds the decode of its first
+``n - s`` children, and send the result up. Launch with ``mpiexec -n SIZE python -m mpi4py script.py``: with
+``-m mpi4py`` an uncaught exception on any rank aborts the whole job (mpi4py documentation, "mpi4py.run").
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .. import ApproximateCode, CodedReduceCode, GradientCode, LinearCode
+from ._comm import Inbox, ParamSender, StragglerTimeout, Tags, get_mpi, wait_request
+from ._delays import Delay, NoDelay
+from ._layout import Combiner, Layout, WorkerEncoder, layout_for
+
+__all__ = ["Master", "Worker", "AggregateInfo", "check_size"]
+
+
+@dataclass(frozen=True)
+class AggregateInfo:
+    """What :meth:`Master.aggregate` reports about one iteration.
+
+    Attributes
+    ----------
+    iteration : int
+    responders : tuple of int
+        The master's children whose messages were used, in arrival order (worker indices; for a CodedReduce tree
+        the level-1 workers, each carrying its subtree).
+    bad : tuple of int
+        Children whose message contained NaN or inf (treated as stragglers).
+    wait, decode : float
+        Seconds spent waiting for messages and combining them.
+    error_estimate : float
+        The code's predicted relative error of this decode (exact codes: rounding, see
+        :meth:`gradcodes.LinearCode.error_estimate`; approximate codes: ``||A_F B - E||``; NaN for trees).
+    stale : int
+        Messages from earlier iterations dropped by the master so far (cumulative).
+    """
+
+    iteration: int
+    responders: tuple[int, ...]
+    bad: tuple[int, ...]
+    wait: float
+    decode: float
+    error_estimate: float
+    stale: int = 0
+
+
+def check_size(layout: Layout, comm: Any, what: str) -> None:
+    """Raise a clear error when the job has the wrong number of ranks."""
+    size = comm.Get_size()
+    if size != layout.size:
+        raise ValueError(f"{what} needs {layout.size} MPI ranks (1 master + {layout.workers} workers), this job has "
+                         f"{size}: run it with  mpiexec -n {layout.size} python -m mpi4py ...")
+
+
+def fingerprint(code: LinearCode) -> str:
+    """A digest of the code's matrix and shape (every rank must run the same code)."""
+    B = code.B
+    data = np.ascontiguousarray(B).tobytes() if isinstance(B, np.ndarray) and B.dtype != object else \
+        repr(np.asarray(B).tolist()).encode()
+    h = hashlib.sha256(data)
+    h.update(f"{type(code).__name__}:{code.n}:{code.k}:{code.m}:{getattr(code, 's', None)}".encode())
+    return h.hexdigest()[:16]
+
+
+def check_same_code(code: LinearCode, comm: Any) -> None:
+    """Collective (once, at set-up): raise when the ranks built different codes (e.g. random codes without a
+    seed)."""
+    prints = comm.allgather(fingerprint(code))
+    differ = [r for r, f in enumerate(prints) if f != prints[0]]
+    if differ:
+        raise ValueError(f"ranks {differ} built a different code than rank 0 ({code.name!r}): every rank must "
+                         "construct the same code (give random constructions a fixed seed)")
+
+
+def _need(code: LinearCode, wait_for: int | None) -> int:
+    if isinstance(code, CodedReduceCode):
+        need = code.branching - code.s
+        if wait_for is not None and wait_for != need:
+            raise ValueError(f"wait_for: a CodedReduce parent waits for n - s = {need} children, got {wait_for}")
+        return need
+    if isinstance(code, GradientCode):
+        need = code.n - code.s
+        if wait_for is not None and not need <= wait_for <= code.n:
+            raise ValueError(f"wait_for must be in [n - s, n] = [{need}, {code.n}] for an exact code, got {wait_for}")
+        return need if wait_for is None else int(wait_for)
+    if wait_for is None:
+        s = getattr(code, "s", None)
+        return code.n - s if s is not None else code.n
+    if isinstance(wait_for, bool) or not isinstance(wait_for, (int, np.integer)) or not 0 <= wait_for <= code.n:
+        raise ValueError(f"wait_for must be an integer in [0, n={code.n}], got {wait_for!r}")
+    return int(wait_for)
+
+
+def _comm(comm: Any) -> Any:
+    return get_mpi().COMM_WORLD if comm is None else comm
+
+
+class Master:
+    """The master (rank 0): broadcast the parameters, then aggregate the first messages.
+
+    Parameters
+    ----------
+    code : LinearCode
+        An exact :class:`~gradcodes.GradientCode` (any ``m``), an :class:`~gradcodes.ApproximateCode` or a
+        :class:`~gradcodes.CodedReduceCode` (run as a tree).
+    p : int
+        Number of parameters (the gradient length).
+    dtype : numpy dtype, default float64
+        Parameters, gradients and messages (float32 stays float32).
+    comm : mpi4py communicator, optional
+        Default ``MPI.COMM_WORLD``; its size must be the layout's.
+    wait_for : int, optional
+        Messages to wait for: ``n - s`` for exact codes (the default); for approximate codes the count at which
+        the master stops (default ``n - s`` when the code has ``s``, else ``n``).
+    deadline : float, optional
+        Approximate codes only: stop waiting this many seconds after the broadcast, with whoever answered.
+    decoder : str or Decoder, optional
+        The decoder (for approximate codes the optimal ``"lstsq"`` or a fixed-weight one).
+    timeout : float, default 60
+        Seconds to wait for the needed messages before :class:`StragglerTimeout` (naming the missing workers).
+    poll : float, default 1e-4
+        Sleep between two polls of the posted receives.
+    """
+
+    def __init__(self, code: LinearCode, p: int, dtype: Any = np.float64, *, comm: Any = None,
+                 wait_for: int | None = None, deadline: float | None = None, decoder: Any = None,
+                 timeout: float = 60.0, poll: float = 1e-4) -> None:
+        self.comm = _comm(comm)
+        self.layout = layout_for(code)
+        check_size(self.layout, self.comm, f"code {code.name!r}")
+        check_same_code(code, self.comm)
+        if self.comm.Get_rank() != 0:
+            raise ValueError("the Master runs on rank 0")
+        self.code = code
+        self.p = int(p)
+        self.dtype = np.dtype(dtype)
+        if self.dtype.kind != "f":
+            raise TypeError(f"dtype must be a float dtype, got {self.dtype}")
+        self.need = _need(code, wait_for)
+        if deadline is not None and not isinstance(code, ApproximateCode):
+            raise ValueError("deadline: only approximate codes may stop before n - s messages")
+        self.deadline = None if deadline is None else float(deadline)
+        self.timeout = float(timeout)
+        self.poll = float(poll)
+        self.tags = Tags(self.comm)
+        tree = isinstance(code, CodedReduceCode)
+        self.m = 1 if tree else code.m
+        self.q = self.p if tree else -(-self.p // self.m)
+        self.combiner = Combiner(code.inner if isinstance(code, CodedReduceCode) else code,
+                                 None if tree else decoder)
+        self.inbox = Inbox(self.comm, self.layout.children(0), self.q, self.dtype, self.tags, self.poll)
+        self.sender = ParamSender(self.comm, list(range(1, self.layout.size)), self.p, self.dtype, self.tags)
+        self.out = np.zeros(self.m * self.q, dtype=self.dtype)
+        self._tmp = np.empty(self.q, dtype=self.dtype)
+        self._sent = -math.inf
+        self._stopped = False
+
+    def broadcast(self, params: np.ndarray, iteration: int) -> None:
+        """Send iteration ``iteration``'s parameters to every worker (non-blocking; ``params`` is copied)."""
+        self._sent = time.perf_counter()
+        self.sender.send(params, iteration)
+
+    def aggregate(self, iteration: int) -> tuple[np.ndarray, AggregateInfo]:
+        """Wait for the messages of ``iteration`` and return ``(gradient, info)``.
+
+        The gradient (length ``p``) is a view of a buffer reused by the next call: copy it to keep it. Messages
+        from earlier iterations are dropped; a message with NaN/inf makes its sender a straggler. Raises
+        :class:`StragglerTimeout` after ``timeout`` seconds without enough messages.
+        """
+        deadline = None if self.deadline is None else self._sent + self.deadline
+        rows, info = self.inbox.collect(iteration, self.need, timeout=self.timeout, deadline=deadline,
+                                        progress=self.sender.progress)
+        assert rows is not None
+        t0 = time.perf_counter()
+        self.combiner.combine(rows, self.inbox.buf, self.out, self._tmp)
+        self.inbox.release(rows)
+        dt = time.perf_counter() - t0
+        kids = self.layout.children(0)
+        est = float("nan") if isinstance(self.code, CodedReduceCode) else \
+            self.combiner.error_estimate(rows, self.dtype)
+        return self.out[: self.p], AggregateInfo(iteration, tuple(kids[i] - 1 for i in rows),
+                                                 tuple(kids[i] - 1 for i in info["bad"]), info["waited"], dt, est,
+                                                 self.inbox.dropped)
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Tell every worker to stop and wait until all have finished (their late messages are drained)."""
+        if self._stopped:
+            return
+        self._stopped = True
+        self.sender.stop(self.poll, timeout)
+        missing = self.inbox.drain(timeout)
+        if missing:
+            ranks = [self.inbox.sources[i] for i in missing]
+            raise StragglerTimeout(f"ranks {ranks} did not finish within {timeout:g} s of the stop message",
+                                   [r - 1 for r in ranks])
+
+
+class Worker:
+    """A worker rank: receive the newest parameters, compute and send its message (a tree parent also combines
+    its first ``n - s`` children).
+
+    Parameters
+    ----------
+    code : LinearCode
+        The same code as the master's.
+    p : int
+        Number of parameters.
+    partial_gradient : callable
+        ``partial_gradient(params, j) -> flat array of length p``: the gradient on partition ``j`` (on a
+        CodedReduce tree, data unit ``j``).
+    dtype : numpy dtype, default float64
+    comm : mpi4py communicator, optional
+    delay : Delay, optional
+        Injected straggling (:mod:`gradcodes.mpi`'s delay models).
+    poll : float, default 1e-4
+    """
+
+    def __init__(self, code: LinearCode, p: int, partial_gradient: Callable[[np.ndarray, int], np.ndarray],
+                 dtype: Any = np.float64, *, comm: Any = None, delay: Delay | None = None,
+                 poll: float = 1e-4) -> None:
+        self.MPI = get_mpi()
+        self.comm = _comm(comm)
+        self.layout = layout_for(code)
+        check_size(self.layout, self.comm, f"code {code.name!r}")
+        check_same_code(code, self.comm)
+        self.rank = self.comm.Get_rank()
+        if self.rank == 0:
+            raise ValueError("rank 0 is the master; workers are ranks 1..N")
+        self.worker = self.rank - 1
+        self.code = code
+        self.p = int(p)
+        self.dtype = np.dtype(dtype)
+        self.partial_gradient = partial_gradient
+        self.delay = delay if delay is not None else NoDelay()
+        self.poll = float(poll)
+        self.tags = Tags(self.comm)
+        self.encoder = WorkerEncoder(code, self.worker, self.p, self.dtype)
+        self.load_fraction = len(self.encoder.partitions) / code.k
+        self.q = self.encoder.q
+        self.parent = self.layout.parent(self.rank)
+        kids = self.layout.children(self.rank)
+        self.inbox = None
+        if kids:
+            assert isinstance(code, CodedReduceCode)
+            self.inbox = Inbox(self.comm, kids, self.q, self.dtype, self.tags, self.poll)
+            self.combiner = Combiner(code.inner)
+            self.need = code.branching - code.s
+            self._tmp = np.empty(self.q, dtype=self.dtype)
+        self.params = np.empty(self.p, dtype=self.dtype)
+        self.sendbufs = np.zeros((2, self.q), dtype=self.dtype)
+        self.sendreqs: list[Any] = [self.MPI.REQUEST_NULL, self.MPI.REQUEST_NULL]
+        self._cur = 0
+        self._status = self.MPI.Status()
+        self._empty = np.empty(0, dtype=self.dtype)
+        self._next = 0
+        self.iterations_done = 0
+
+    def _master_waiting(self) -> bool:
+        return bool(self.comm.Iprobe(source=0, tag=self.MPI.ANY_TAG))
+
+    def _recv_params(self) -> int | None:
+        """Block (polling) until the master sends; take the newest parameters. ``None`` = STOP."""
+        st = self._status
+        while not self.comm.Iprobe(source=0, tag=self.MPI.ANY_TAG, status=st):
+            if self.poll:
+                time.sleep(self.poll)
+        tag = None
+        while True:
+            tg = st.Get_tag()
+            if tg == Tags.STOP:
+                self.comm.Recv(self._empty, source=0, tag=Tags.STOP)
+                return None
+            self.comm.Recv(self.params, source=0, tag=tg)
+            tag = tg
+            if not self.comm.Iprobe(source=0, tag=self.MPI.ANY_TAG, status=st):
+                break
+        t = self.tags.iteration(tag, self._next)
+        self._next = t + 1
+        return t
+
+    def step(self) -> bool:
+        """One iteration; returns False once the master said STOP (after finishing cleanly)."""
+        t = self._recv_params()
+        if t is None:
+            self._finish()
+            return False
+        start = time.perf_counter()
+        d = self.delay.delay(self.worker, t, workers=self.layout.workers, load_fraction=self.load_fraction)
+        if math.isinf(d):                                   # hung: never answers (children are drained)
+            if self.inbox is not None:
+                self.inbox.discard(self._master_waiting)
+            return True
+        buf = self.sendbufs[self._cur]
+        wait_request(self.sendreqs[self._cur], self.poll, "the previous send")
+        self.encoder.encode(self.params, self.partial_gradient, buf)
+        if self.inbox is not None:
+            try:
+                rows, _ = self.inbox.collect(t, self.need, interrupt=self._master_waiting)
+            except StragglerTimeout:                        # too many NaN children: straggle this iteration
+                return True
+            if rows is None:                                # the master moved on: skip ahead
+                return True
+            self.combiner.combine(rows, self.inbox.buf, buf, self._tmp, accumulate=True)
+            self.inbox.release(rows)
+        rest = start + d - time.perf_counter()
+        if rest > 0:
+            time.sleep(rest)
+        self.sendreqs[self._cur] = self.comm.Isend(buf, dest=self.parent, tag=self.tags.tag(t))
+        self._cur ^= 1
+        self.iterations_done += 1
+        return True
+
+    def run(self) -> int:
+        """Run until STOP; returns the number of iterations this worker answered."""
+        while self.step():
+            pass
+        return self.iterations_done
+
+    def _finish(self, timeout: float = 30.0) -> None:
+        if self.inbox is not None:
+            missing = self.inbox.drain(timeout)
+            if missing:
+                raise StragglerTimeout(f"rank {self.rank}: children {[self.inbox.sources[i] for i in missing]} "
+                                       f"did not finish within {timeout:g} s of the stop message")
+        for r in self.sendreqs:
+            wait_request(r, self.poll, "a pending send", timeout)
+        self.comm.Send(self._empty, dest=self.parent, tag=Tags.FINAL)

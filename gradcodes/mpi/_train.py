@@ -1,0 +1,211 @@
+"""The high-level training loop, and the ``MPI.Allreduce`` baseline."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .._code import LinearCode
+from ._comm import StragglerTimeout, get_mpi
+from ._delays import Delay, NoDelay
+from ._result import RunResult, predict
+from ._runtime import Master, Worker
+
+__all__ = ["train", "allreduce_train"]
+
+Step = Callable[[np.ndarray, np.ndarray, int], Any]
+
+
+def _check_params(params: Any) -> np.ndarray:
+    if not isinstance(params, np.ndarray) or params.ndim != 1 or params.dtype.kind != "f":
+        raise TypeError(f"params must be a flat float numpy array, got {type(params).__name__} "
+                        f"{getattr(params, 'shape', '')} {getattr(params, 'dtype', '')}")
+    return params
+
+
+def _check_iterations(iterations: Any) -> int:
+    if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)) or iterations < 1:
+        raise ValueError(f"iterations must be an integer >= 1, got {iterations!r}")
+    return int(iterations)
+
+
+def train(code: LinearCode | str, params: np.ndarray, partial_gradient: Callable[[np.ndarray, int], np.ndarray],
+          step: Step, *, iterations: int, comm: Any = None, delay: Delay | None = None,
+          wait_for: int | None = None, deadline: float | None = None, decoder: Any = None,
+          timeout: float = 60.0, poll: float = 1e-4, loss: Callable[[np.ndarray], float] | None = None,
+          t_c: float = 0.0, progress: Callable[[int, float, Any], None] | None = None) -> RunResult | None:
+    r"""Run distributed gradient descent with a code on MPI; call it on every rank with the same arguments.
+
+    Each iteration the master (rank 0) sends the parameters to every worker, waits for the messages its code
+    needs (the first ``n - s`` for an exact code; a count or a deadline for an approximate one; the first
+    ``n - s`` children at every parent of a CodedReduce tree), decodes the gradient
+    :math:`g = \sum_j g_j` and calls ``step``. Workers skip to the newest parameters when they fall behind.
+
+    Parameters
+    ----------
+    code : LinearCode or "allreduce"
+        A :class:`~gradcodes.GradientCode`, :class:`~gradcodes.ApproximateCode` or
+        :class:`~gradcodes.CodedReduceCode`; ``"allreduce"`` runs the uncoded ``MPI.Allreduce`` baseline
+        (every worker ``i`` computes partition ``i``; no straggler tolerance).
+    params : ndarray, shape (p,)
+        The initial parameters (a flat float array; only the master's values are used).
+    partial_gradient : callable
+        ``partial_gradient(params, j)``: the gradient on partition ``j`` (flat, length ``p``).
+    step : callable
+        ``step(params, gradient, iteration)`` on the master: update ``params`` in place or return new ones
+        (same shape and dtype). ``gradient`` is reused by the next iteration: copy it to keep it.
+    iterations : int
+    comm : mpi4py communicator, optional
+        Default ``MPI.COMM_WORLD``.
+    delay : Delay, optional
+        Injected straggling (evaluated on the workers).
+    wait_for, deadline, decoder, timeout, poll
+        See :class:`Master`.
+    loss : callable, optional
+        ``loss(params) -> float`` recorded after each step (not counted in the iteration time).
+    t_c : float
+        Per-message time for the :func:`gradcodes.simulate` prediction stored in the result.
+    progress : callable, optional
+        ``progress(iteration, seconds, loss)`` on the master after each iteration.
+
+    Returns
+    -------
+    RunResult on the master, None on the workers.
+
+    Examples
+    --------
+    The same script on every rank (``mpiexec -n 7 python -m mpi4py script.py``)::
+
+        import numpy as np, gradcodes as gc
+        from gradcodes.mpi import train
+        code = gc.cyclic_repetition(6, 2)
+        X = np.random.default_rng(0).normal(size=(600, 10)); y = X @ np.ones(10)
+        parts = np.array_split(np.arange(600), code.k)
+        grad = lambda w, j: X[parts[j]].T @ (X[parts[j]] @ w - y[parts[j]]) / 600
+        def sgd(w, g, t):
+            w -= 0.1 * g
+        res = train(code, np.zeros(10), grad, sgd, iterations=50)
+        if res is not None:
+            print(res)
+    """
+    params = _check_params(params)
+    iterations = _check_iterations(iterations)
+    if isinstance(code, str):
+        if code != "allreduce":
+            raise ValueError(f"code must be a gradcodes code or 'allreduce', got {code!r}")
+        return allreduce_train(params, partial_gradient, step, iterations=iterations, comm=comm, delay=delay,
+                               timeout=timeout, poll=poll, loss=loss, t_c=t_c, progress=progress)
+    MPI = get_mpi()
+    comm = MPI.COMM_WORLD if comm is None else comm
+    p, dtype = params.size, params.dtype
+    if comm.Get_rank() != 0:
+        Worker(code, p, partial_gradient, dtype, comm=comm, delay=delay, poll=poll).run()
+        return None
+    master = Master(code, p, dtype, comm=comm, wait_for=wait_for, deadline=deadline, decoder=decoder,
+                    timeout=timeout, poll=poll)
+    K = len(master.layout.children(0))
+    times, waits, decs, ests = (np.zeros(iterations) for _ in range(4))
+    used = np.zeros((iterations, K), dtype=bool)
+    losses = np.zeros(iterations) if loss is not None else None
+    w = params.copy()
+    for t in range(iterations):     # on an exception the job aborts (python -m mpi4py): no stop handshake
+        t0 = time.perf_counter()
+        master.broadcast(w, t)
+        g, info = master.aggregate(t)
+        new = step(w, g, t)
+        times[t] = time.perf_counter() - t0
+        if new is not None:
+            w = _check_params(new)
+        waits[t], decs[t], ests[t] = info.wait, info.decode, info.error_estimate
+        kids = master.layout.children(0)
+        used[t, [kids.index(r + 1) for r in info.responders]] = True
+        if losses is not None and loss is not None:
+            losses[t] = float(loss(w))
+        if progress is not None:
+            progress(t, times[t], None if losses is None else losses[t])
+    master.stop()
+    if w is not params:
+        np.copyto(params, w)
+    d = delay if delay is not None else NoDelay()
+    return RunResult(code.name, master.layout.kind, master.layout.workers, master.need, times, waits, decs, used,
+                     losses, ests, d.describe(),
+                     predict(code, d, workers=master.layout.workers, need=master.need, t_c=t_c),
+                     {"p": p, "dtype": str(dtype), "iterations": iterations, "timeout": timeout, "poll": poll,
+                      "deadline": deadline, "decoder": str(decoder), "t_c": t_c}, master.inbox.dropped)
+
+
+def _poll(req: Any, poll: float, timeout: float, what: str) -> None:
+    start = time.perf_counter()
+    while not req.Test():
+        if time.perf_counter() - start > timeout:
+            raise StragglerTimeout(f"{what} did not complete within {timeout:g} s: a rank is hung (a collective "
+                                   "cannot skip stragglers)")
+        if poll:
+            time.sleep(poll)
+
+
+def allreduce_train(params: np.ndarray, partial_gradient: Callable[[np.ndarray, int], np.ndarray], step: Step, *,
+                    iterations: int, comm: Any = None, delay: Delay | None = None, timeout: float = 60.0,
+                    poll: float = 1e-4, loss: Callable[[np.ndarray], float] | None = None, t_c: float = 0.0,
+                    progress: Callable[[int, float, Any], None] | None = None) -> RunResult | None:
+    """The uncoded collective baseline: ``Ibcast`` of the parameters, worker ``i`` computes partition ``i``,
+    ``Iallreduce`` (sum) over all ranks (the master adds zeros). Completion is polled, so a hung rank raises
+    :class:`StragglerTimeout` on the master after ``timeout`` instead of hanging; every delay stacks."""
+    MPI = get_mpi()
+    comm = MPI.COMM_WORLD if comm is None else comm
+    params = _check_params(params)
+    iterations = _check_iterations(iterations)
+    rank, size = comm.Get_rank(), comm.Get_size()
+    if size < 2:
+        raise ValueError("allreduce needs at least 2 ranks (1 master + workers)")
+    n = size - 1
+    p, dtype = params.size, params.dtype
+    w = params.copy()
+    ctrl = np.zeros(1, dtype=np.int64)
+    send = np.zeros(p, dtype=dtype)
+    recv = np.zeros(p, dtype=dtype)
+    d = delay if delay is not None else NoDelay()
+    if rank != 0:
+        while True:
+            _poll(comm.Ibcast(ctrl, root=0), poll, math.inf, "Ibcast")
+            if ctrl[0] < 0:
+                return None
+            t = int(ctrl[0])
+            _poll(comm.Ibcast(w, root=0), poll, math.inf, "Ibcast")
+            start = time.perf_counter()
+            dl = d.delay(rank - 1, t, workers=n, load_fraction=1 / n)
+            np.copyto(send, partial_gradient(w, rank - 1), casting="unsafe")
+            rest = start + dl - time.perf_counter()
+            if rest > 0:
+                time.sleep(min(rest, 1e9))
+            _poll(comm.Iallreduce(send, recv, op=MPI.SUM), poll, math.inf, "Iallreduce")
+    times, waits, decs = (np.zeros(iterations) for _ in range(3))
+    losses = np.zeros(iterations) if loss is not None else None
+    for t in range(iterations):
+        t0 = time.perf_counter()
+        ctrl[0] = t
+        _poll(comm.Ibcast(ctrl, root=0), poll, timeout, "Ibcast")
+        _poll(comm.Ibcast(w, root=0), poll, timeout, "Ibcast")
+        t1 = time.perf_counter()
+        _poll(comm.Iallreduce(send, recv, op=MPI.SUM), poll, timeout, f"iteration {t}: MPI.Iallreduce")
+        waits[t] = time.perf_counter() - t1
+        new = step(w, recv, t)
+        times[t] = time.perf_counter() - t0
+        if new is not None:
+            w = _check_params(new)
+        if losses is not None and loss is not None:
+            losses[t] = float(loss(w))
+        if progress is not None:
+            progress(t, times[t], None if losses is None else losses[t])
+    ctrl[0] = -1
+    _poll(comm.Ibcast(ctrl, root=0), poll, timeout, "Ibcast")
+    np.copyto(params, w)
+    return RunResult("allreduce", "allreduce", n, n, times, waits, decs, np.ones((iterations, n), dtype=bool),
+                     losses, np.full(iterations, np.nan), d.describe(),
+                     predict("allreduce", d, workers=n, need=n, t_c=t_c),
+                     {"p": p, "dtype": str(dtype), "iterations": iterations, "timeout": timeout, "poll": poll,
+                      "t_c": t_c})

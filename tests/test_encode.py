@@ -1,0 +1,112 @@
+"""Encode proportional to load: the sparse paths equal the dense product on every registered family."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+import gradcodes as gc
+from gradcodes._apply import combine_rows, csr, runs
+
+
+def small_codes():
+    """One small code per registered scheme (its first tour entry), plus m > 1 and rational codes."""
+    out = []
+    for name, scheme in gc.schemes().items():
+        params = dict(scheme.tour[0]) if scheme.tour else {}
+        out.append(pytest.param(scheme.build, params, id=name))
+    out.append(pytest.param(gc.ye_abbe, {"n": 7, "s": 2, "m": 2}, id="ye_abbe-m2"))
+    out.append(pytest.param(gc.cyclic_mds, {"n": 9, "s": 2}, id="cyclic_mds-complex"))
+    return out
+
+
+def dense_reference(code, G):
+    """The old dense encode ``B @ G`` in float64 (complex128 for complex codes), padding included."""
+    k, p = G.shape
+    q = -(-p // code.m)
+    Gp = np.zeros((k, q * code.m))
+    Gp[:, :p] = G
+    return code.float_B().astype(np.complex128 if code.field == "complex" else np.float64) @ \
+        Gp.reshape(k * code.m, q)
+
+
+@pytest.mark.parametrize("build, params", small_codes())
+@pytest.mark.parametrize("p", [1, 7, 3000])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_encode_equals_dense_product(build, params, p, dtype):
+    code = build(**params)
+    if code.field.startswith("GF("):
+        pytest.skip("GF(p) codes do not encode float data")
+    rng = np.random.default_rng(p)
+    G = rng.standard_normal((code.k, p)).astype(dtype)
+    Y = code.encode(G)
+    ref = dense_reference(code, G.astype(np.float64))
+    kind = "c" if code.field == "complex" else "f"
+    assert Y.dtype == (np.result_type(dtype, np.complex64) if kind == "c" else dtype)
+    u = np.finfo(dtype).eps
+    scale = np.abs(code.float_B()).sum(axis=1, keepdims=True) * np.abs(G).max()
+    assert np.all(np.abs(Y - ref) <= 4 * code.load * u * scale + 1e-300)
+    W = np.stack([code.encode_worker(i, G[code.supports[i]], length=p) for i in range(code.n)])
+    assert W.dtype == Y.dtype
+    assert np.all(np.abs(W - ref) <= 4 * code.load * u * scale + 1e-300)
+    buf = np.empty_like(Y)
+    assert code.encode(G, out=buf) is buf
+    np.testing.assert_array_equal(buf, Y)
+
+
+def test_encode_worker_m_blocks_and_padding():
+    code = gc.ye_abbe(7, 2, 3)                        # m = 3: messages of length ceil(p/3)
+    G = np.arange(code.k * 10, dtype=np.float64).reshape(code.k, 10)
+    Y = code.encode(G)
+    assert Y.shape == (7, 4)
+    for i in range(code.n):
+        out = np.full(4, np.nan)
+        y = code.encode_worker(i, [G[j] for j in code.supports[i]], out=out)
+        assert y is out
+        np.testing.assert_allclose(y, Y[i], rtol=1e-12, atol=1e-9)
+
+
+def test_encode_exact_rationals_sparse():
+    code = gc.GradientCode([[1, -1, 0], [0, 1, Fraction(1, 2)], [2, 0, 1]], s=1)
+    G = np.array([[Fraction(1, 3), 2], [Fraction(-1, 7), 0], [5, Fraction(1, 2)]], dtype=object)
+    Y = code.encode(G)
+    assert Y.dtype == object
+    np.testing.assert_array_equal(Y, code.B @ G)
+    np.testing.assert_array_equal(code.encode_worker(1, G[code.supports[1]]), (code.B @ G)[1])
+
+
+def test_encode_worker_bad_arguments():
+    code = gc.cyclic_repetition(6, 2, seed=0)
+    G = np.ones((3, 5), dtype=np.float32)
+    with pytest.raises(ValueError, match="i must be"):
+        code.encode_worker(6, G)
+    with pytest.raises(TypeError, match="i must be"):
+        code.encode_worker(1.0, G)
+    with pytest.raises(ValueError, match="partials must hold the worker's 3"):
+        code.encode_worker(0, G[:2])
+    with pytest.raises(ValueError, match="same length"):
+        code.encode_worker(0, [np.ones(5), np.ones(4), np.ones(5)])
+    with pytest.raises(ValueError, match="same dtype"):
+        code.encode_worker(0, [np.ones(5), np.ones(5, dtype=np.float32), np.ones(5)])
+    with pytest.raises(ValueError, match="out must have shape"):
+        code.encode_worker(0, G, out=np.empty(5))                 # float64 buffer for float32 data
+    with pytest.raises(ValueError, match="length=4 does not match"):
+        code.encode_worker(0, G, length=4)
+    with pytest.raises(ValueError, match="out must have shape"):
+        code.encode(np.ones((6, 5)), out=np.empty((6, 4)))
+    with pytest.raises(TypeError, match="partials must have a float"):
+        code.encode_worker(0, np.array([["a"] * 5] * 3))
+
+
+def test_kernels():
+    assert runs(np.array([0, 1, 2, 5])) == [(0, 0, 3), (3, 5, 1)]
+    indptr, indices, data = csr(np.array([[0.0, 1.0, -2.0], [0.0, 0.0, 0.0]]))
+    assert indptr.tolist() == [0, 2, 2] and indices.tolist() == [1, 2] and data.tolist() == [1.0, -2.0]
+    X = np.arange(12, dtype=np.float32).reshape(4, 3)
+    out = np.empty(3, dtype=np.float32)
+    combine_rows(out, [1, -1, 0.5], X, [0, 3, 2])
+    np.testing.assert_array_equal(out, X[0] - X[3] + 0.5 * X[2])
+    combine_rows(out, [], X, [])
+    np.testing.assert_array_equal(out, 0)

@@ -1,0 +1,213 @@
+"""End-to-end tests of gradcodes.mpi: real MPI jobs spawned with the environment's own ``mpiexec``.
+
+Every job runs ``python -m mpi4py tests/mpi_job.py CONFIG`` (an exception on any rank aborts the job) with small
+sizes and a subprocess timeout, so a bug fails fast instead of hanging. The jobs are skipped, with the reason, only
+when no ``mpiexec`` sits next to the Python interpreter (``pip install -e '.[test,mpi-local]'`` provides it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+JOB = os.path.join(HERE, "mpi_job.py")
+MPIEXEC = None
+for _name in ("mpiexec", "mpirun"):
+    _cand = os.path.join(os.path.dirname(sys.executable), _name)
+    if os.path.exists(_cand):
+        MPIEXEC = _cand
+        break
+try:
+    import mpi4py  # noqa: F401
+except ImportError:
+    MPIEXEC = None
+
+needs_mpi = pytest.mark.skipif(MPIEXEC is None, reason="no mpiexec/mpi4py in this environment: "
+                                                       "pip install -e '.[test,mpi-local]'")
+U64 = np.finfo(np.float64).eps / 2
+U32 = np.finfo(np.float32).eps / 2
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(HERE), env.get("PYTHONPATH", "")])
+    env.setdefault("OMP_NUM_THREADS", "1")
+    env.setdefault("OPENBLAS_NUM_THREADS", "1")
+    return env
+
+
+def run_job(ranks: int, cfg: dict, *, timeout: float = 90, ok: bool = True) -> tuple[subprocess.CompletedProcess,
+                                                                                     dict | None, float]:
+    """Run the job; returns (process, the master's RESULT dict or None, wall seconds)."""
+    cmd = [MPIEXEC, "-n", str(ranks), sys.executable, "-m", "mpi4py", JOB, json.dumps(cfg)]
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=_env())
+    wall = time.perf_counter() - t0
+    res = None
+    for line in proc.stdout.splitlines():
+        if line.startswith("RESULT "):
+            res = json.loads(line[7:])
+    if ok:
+        assert proc.returncode == 0, f"job failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+        assert res is not None, proc.stdout[-3000:]
+    return proc, res, wall
+
+
+def check_exact(res: dict, unit: float, k: int) -> None:
+    """Every decoded gradient equals the uncoded sum to the code's own error estimate (or rounding)."""
+    assert len(res["errors"]) == res["iters"]
+    for t, (err, est) in enumerate(zip(res["errors"], res["estimates"], strict=True)):
+        bound = max(est if np.isfinite(est) else 0.0, 2 * k * unit)
+        assert err <= bound, f"iteration {t}: error {err:.3g} > bound {bound:.3g}"
+
+
+def test_import_gradcodes_does_not_import_mpi4py():
+    code = ("import sys, gradcodes, gradcodes.mpi; "
+            "assert 'mpi4py' not in sys.modules, [m for m in sys.modules if 'mpi4py' in m]; print('ok')")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_env(), timeout=120)
+    assert out.returncode == 0 and "ok" in out.stdout, out.stderr
+
+
+@needs_mpi
+def test_flat_exact_late_workers_stale_messages_and_no_allocation():
+    """Worker 1 is 0.3 s late every iteration (many iterations behind), plus one random 20 ms straggler per
+    iteration: all decodes exact, worker 1 never used, its stale messages dropped, no gradient-sized allocation."""
+    cfg = {"family": "cyclic_repetition", "kwargs": {"n": 6, "s": 2, "seed": 1}, "p": 20000, "iters": 15,
+           "check_alloc": True, "delays": [{"kind": "fixed", "seconds": 0.3, "workers": [1]},
+                                           {"kind": "fixed", "seconds": 0.02, "count": 1, "seed": 3}]}
+    _, res, _ = run_job(7, cfg)
+    check_exact(res, U64, 6)
+    assert all(len(u) == 4 for u in res["used"])
+    assert res["stale"] > 0                      # late messages did arrive and were dropped
+    assert res["alloc_peak"] < res["gradient_bytes"] // 4
+
+
+@needs_mpi
+def test_zero_one_code_float32_sums_to_rounding_with_hung_workers():
+    """Fractional repetition (0/1 weights), float32 messages, s = 2 workers hung for the whole run."""
+    cfg = {"family": "fractional_repetition", "kwargs": {"n": 6, "s": 2}, "p": 300, "iters": 10,
+           "dtype": "float32", "delays": [{"kind": "hang", "workers": [0, 4]}]}
+    _, res, _ = run_job(7, cfg)
+    for err in res["errors"]:
+        assert err <= 6 * U32
+    assert all(0 not in u and 4 not in u for u in res["used"])
+
+
+@needs_mpi
+def test_ye_abbe_m2_messages_of_half_length():
+    cfg = {"family": "ye_abbe", "kwargs": {"n": 6, "s": 2, "m": 2}, "p": 101, "iters": 10,
+           "delays": [{"kind": "fixed", "seconds": 0.02, "count": 2, "seed": 5}]}
+    _, res, _ = run_job(7, cfg)
+    check_exact(res, U64, 6)
+
+
+@needs_mpi
+def test_coded_reduce_tree_with_stragglers_and_hung_leaf():
+    """The 1 + 3 + 9 tree: a random straggler per iteration and a hung leaf; every parent uses its first n - s."""
+    cfg = {"family": "coded_reduce", "kwargs": {"n": 3, "L": 2, "s": 1}, "p": 50, "iters": 10,
+           "delays": [{"kind": "fixed", "seconds": 0.03, "count": 1, "seed": 2}, {"kind": "hang", "workers": [5]}]}
+    _, res, _ = run_job(13, cfg)
+    check_exact(res, U64, 36)
+    assert all(len(u) == 2 for u in res["used"])
+
+
+@needs_mpi
+def test_approximate_code_deadline():
+    """An expander code (optimal decoder): the master waits for all 6 but stops at a 0.5 s deadline; two hung
+    workers, so iterations decode from at most 4 and the error obeys ||g_hat - g|| <= ||A_F B - E|| ||G||_F."""
+    cfg = {"family": "expander_code", "kwargs": {"n": 6, "degree": 3, "seed": 0}, "p": 40, "iters": 4,
+           "wait_for": 6, "deadline": 0.5, "norm": "fro", "delays": [{"kind": "hang", "workers": [1, 2]}]}
+    _, res, _ = run_job(7, cfg)
+    assert all(set(u) <= {0, 3, 4, 5} for u in res["used"])      # the hung workers never count
+    assert max(len(u) for u in res["used"]) == 4                   # stopped at the deadline, not at 6
+    for u, err, est in zip(res["used"], res["errors"], res["estimates"], strict=True):
+        if u:
+            assert err <= est * (1 + 1e-9) + 1e-12
+
+
+@needs_mpi
+def test_allreduce_baseline():
+    _, res, _ = run_job(5, {"family": "allreduce", "p": 30, "iters": 5})
+    for err in res["errors"]:
+        assert err <= 8 * U64
+
+
+@needs_mpi
+def test_more_than_s_hung_workers_is_a_clear_error_not_a_hang():
+    cfg = {"family": "cyclic_repetition", "kwargs": {"n": 6, "s": 2, "seed": 1}, "iters": 5, "timeout": 2.0,
+           "delays": [{"kind": "hang", "workers": [0, 2, 5]}]}
+    proc, _, wall = run_job(7, cfg, ok=False)
+    text = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert "StragglerTimeout" in text and "within 2 s" in text
+    assert "missing: rank 1, rank 3, rank 6" in text          # workers 0, 2, 5
+    assert wall < 120
+
+
+@needs_mpi
+def test_nan_from_a_worker_makes_it_a_straggler():
+    cfg = {"family": "cyclic_repetition", "kwargs": {"n": 6, "s": 2, "seed": 1}, "iters": 8,
+           "nan_workers": [3]}
+    _, res, _ = run_job(7, cfg)
+    check_exact(res, U64, 6)
+    assert all(3 not in u for u in res["used"])
+
+
+@needs_mpi
+def test_nan_from_too_many_workers_is_a_clear_error():
+    cfg = {"family": "cyclic_repetition", "kwargs": {"n": 6, "s": 2, "seed": 1}, "iters": 4, "timeout": 300,
+           "nan_workers": [0, 1, 2]}
+    proc, _, wall = run_job(7, cfg, ok=False)
+    text = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert "NaN or infinite" in text and "rank 1, rank 2, rank 3" in text
+    assert wall < 120                                         # detected at once, not after the 300 s timeout
+
+
+@needs_mpi
+@pytest.mark.parametrize("where", [0, 3])
+def test_crash_on_any_rank_ends_the_job(where):
+    """An exception on a worker (rank 4) or in the master's step (rank 0) ends the whole job within seconds."""
+    cfg = {"family": "coded_reduce", "kwargs": {"n": 2, "L": 2, "s": 1}, "iters": 50, "timeout": 300}
+    if where:
+        cfg["crash"] = [where, 2]
+    else:
+        cfg["master_crash"] = 2
+    proc, _, wall = run_job(7, cfg, ok=False)
+    assert proc.returncode != 0
+    assert "injected crash" in proc.stdout + proc.stderr
+    assert wall < 120                                         # far below the 300 s straggler timeout
+
+
+def _cli(ranks: int, args: list[str], timeout: float = 120) -> subprocess.CompletedProcess:
+    cmd = [MPIEXEC, "-n", str(ranks), sys.executable, "-m", "mpi4py", "-m", "gradcodes.mpi", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=_env())
+
+
+@needs_mpi
+def test_cli_wrong_rank_count_names_the_right_one():
+    proc = _cli(4, ["--scheme", "coded_reduce", "--n", "3", "--L", "2", "--s", "1", "--iters", "3"])
+    assert proc.returncode != 0
+    assert "needs 13 MPI ranks" in proc.stderr and "mpiexec -n 13" in proc.stderr
+
+
+@needs_mpi
+def test_cli_runs_scheme_and_baselines(tmp_path):
+    out = tmp_path / "run.json"
+    proc = _cli(5, ["--scheme", "cyclic_repetition", "--n", "4", "--s", "1", "--iters", "6", "--points", "200",
+                    "--dim", "8", "--delay", "random", "--seconds", "0.02", "--json", str(out)])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for name in ("cyclic_repetition", "wait-for-all", "ignore-stragglers", "allreduce", "x vs wait-for-all"):
+        assert name in proc.stdout
+    doc = json.loads(out.read_text())
+    res = {r["scheme"]: r for r in doc["results"]}
+    # exact schemes follow the same gradient descent: equal losses to rounding
+    assert abs(res["cyclic_repetition"]["final_loss"] - res["wait-for-all"]["final_loss"]) <= 1e-9
+    assert abs(res["allreduce"]["final_loss"] - res["wait-for-all"]["final_loss"]) <= 1e-9
