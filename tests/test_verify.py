@@ -349,7 +349,7 @@ def reference_verify(code, rtol=1e-8):
 def planted(n, s, seed):
     code = gc.cyclic_repetition(n, s, seed=seed)
     B = code.B.copy()
-    B[seed % n, (seed + 1) % n] *= 1.0 + 1e-7                       # a few sets near or over the threshold
+    B[seed % n, (seed + 1) % n] *= 1.0 + 1e-9                       # sets near and over the threshold
     return gc.GradientCode(B, s=s)
 
 
