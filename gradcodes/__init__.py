@@ -26,7 +26,11 @@ from ._bounds import min_load
 from ._code import ApproximateCode, DecodeInfo, DecodingError, GradientCode, LinearCode
 from ._decoders import Decoder, ExactDecoder, LeastSquaresDecoder, NullSpaceDecoder
 from ._families import (
+    CyclicMDSCode,
+    ExpanderCode,
+    HeterogeneousCode,
     NegativeCoefficientWarning,
+    YeAbbeCode,
     approximation_error,
     bernoulli_gc,
     cyclic_mds,
@@ -63,9 +67,10 @@ __all__ = [
     "Decoder", "NullSpaceDecoder", "LeastSquaresDecoder", "ExactDecoder",
     # exact constructions
     "uncoded", "fractional_repetition", "cyclic_repetition", "cyclic_mds", "stable_binary", "grouped_mds",
-    "recommend", "ye_abbe", "coded_reduce", "CodedReduceCode",
+    "recommend", "ye_abbe", "coded_reduce", "CodedReduceCode", "CyclicMDSCode", "YeAbbeCode",
     # approximate constructions
-    "expander_code", "heterogeneous", "optimal_row_sums", "song_choi_allocation", "NegativeCoefficientWarning",
+    "expander_code", "ExpanderCode", "heterogeneous", "HeterogeneousCode", "optimal_row_sums", "song_choi_allocation",
+    "NegativeCoefficientWarning",
     "ignore_stragglers", "stochastic_gc", "bernoulli_gc", "erasurehead", "optimal_decoding",
     "random_regular_graph",
     # verification, evaluation and bounds

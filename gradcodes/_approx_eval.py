@@ -456,19 +456,12 @@ def evaluate_approximate(code: Any, gradients: Any = None, *, p: Any = None, dec
 
 
 def _cli_evaluate(args: Any) -> int:
-    import os
-
     from . import cli
-    from ._io import load
 
-    if os.path.exists(args.target) or args.target.endswith(".npz"):
-        code = load(args.target)
-    else:
-        args.scheme = args.target
-        code = cli._build(args)
+    code = cli._load_target(args)
     report = evaluate_approximate(code, args.gradients, p=args.p, decoder=args.decoder, method=args.method,
                                   samples=args.samples, seed=args.mc_seed)
-    print(report)
+    cli._emit(args, report)
     return 0
 
 

@@ -1,6 +1,6 @@
 """The core types: :class:`LinearCode` (shared base), :class:`GradientCode` (exact) and :class:`ApproximateCode`.
 
-Notation (spec §0.2): ``n`` workers, ``k`` partitions, ``m`` communication factor, ``s`` stragglers. The encoding
+Notation (Tandon et al.): ``n`` workers, ``k`` partitions, ``m`` communication factor, ``s`` stragglers. The encoding
 matrix ``B`` is ``n x (k*m)``; column ``j*m + u`` carries block ``u`` of partial gradient ``g_j``. Worker ``i``
 sends ``y_i = sum_{j,u} B[i, j*m+u] g_j^(u)`` (a vector of length ``ceil(p/m)``). For responders ``F`` a decoding
 matrix ``A_F`` (m x n, zero outside ``F``) with ``A_F B = E = 1_k^T (x) I_m`` recovers block ``u`` of the sum
@@ -14,7 +14,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import scipy.sparse
@@ -33,6 +33,9 @@ from ._numerics import (
     unit_roundoff,
 )
 from ._validate import check_int, check_responders
+
+if TYPE_CHECKING:
+    from ._families.binary import Recommendation
 
 __all__ = ["LinearCode", "GradientCode", "ApproximateCode", "DecodeInfo", "DecodingError"]
 
@@ -226,6 +229,23 @@ class LinearCode:
             base.flags.writeable = False
             self._memo[key] = base
         return self._memo[key]
+
+    #: Set by :func:`gradcodes.recommend` on the code it returns: the reasoning (candidates, loads, errors).
+    recommendation: Recommendation | None = None
+
+    # ------------------------------------------------------------------ pickling
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickle the construction, not the caches (decoding matrices are recomputed on demand)."""
+        state = self.__dict__.copy()
+        state["_cache"] = OrderedDict()
+        state["_memo"] = {}
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        for arr in (self._B, self._target):
+            if isinstance(arr, np.ndarray):
+                arr.flags.writeable = False
 
     def in_field(self, field: Any) -> LinearCode:
         """The same construction over another field (e.g. ``galois.GF(p)``), when the family supports it."""
@@ -662,7 +682,7 @@ class GradientCode(LinearCode):
 
     Examples
     --------
-    A 3-worker code tolerating one straggler (spec §1.3), in exact arithmetic:
+    A 3-worker code tolerating one straggler (Tandon et al. 2017, cyclic repetition), in exact arithmetic:
 
     >>> import numpy as np
     >>> from fractions import Fraction as Fr

@@ -43,8 +43,10 @@ def _evaluate(scheme: Scheme, params: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
-def tour(names: Iterable[str] | None = None, *, quick: bool = False, out: TextIO | None = None) -> list[dict[str, Any]]:
-    """Run the tour and print its table to ``out`` (stdout by default); returns the rows.
+def tour(names: Iterable[str] | None = None, *, quick: bool = False, out: TextIO | None = None,
+         log: TextIO | None = None) -> list[dict[str, Any]]:
+    """Run the tour and print its table to ``out`` (stdout by default) and one progress line per row to ``log``
+    (default: ``out``; the command line sends it to stderr); returns the rows.
 
     Parameters
     ----------
@@ -56,6 +58,7 @@ def tour(names: Iterable[str] | None = None, *, quick: bool = False, out: TextIO
     import sys
 
     out = out or sys.stdout
+    log = log or out
     registry = schemes()
     selected = list(registry) if names is None else list(names)
     for name in selected:
@@ -70,7 +73,7 @@ def tour(names: Iterable[str] | None = None, *, quick: bool = False, out: TextIO
             row = _evaluate(scheme, dict(params))
             rows.append(row)
             by_kind.setdefault(scheme.kind, []).append(row)
-            print(f"  {name} {dict(params)}: {row.get('result', '')} in {row['seconds']} s", file=out, flush=True)
+            print(f"  {name} {dict(params)}: {row.get('result', '')} in {row['seconds']} s", file=log, flush=True)
     for kind, kind_rows in by_kind.items():
         print(file=out)
         print(_KIND_TITLES.get(kind, kind), file=out)

@@ -1,15 +1,28 @@
-"""The ``gradcodes`` command line: ``tour``, ``build``, ``verify``, ``bound``, ``schemes`` and ``simulate``."""
+"""The ``gradcodes`` command line: ``tour``, ``schemes``, ``build``, ``verify``, ``bound``, ``evaluate``, ``simulate``.
+
+Results go to stdout (a table, or one JSON document with ``--json``); progress and log lines go to stderr.
+
+Exit status: ``0`` success (for ``verify``: the code is proven to recover, see :class:`gradcodes.VerifyReport`),
+``1`` verification failed or not proven (``verify``; ``tour`` when a row fails), ``2`` usage error: a bad or
+missing option, a bad value, an unreadable or invalid code file. User errors print one line
+``gradcodes: error: ...`` and never a Python traceback.
+"""
 
 from __future__ import annotations
 
 import argparse
 import ast
+import dataclasses
 import inspect
+import json
 import math
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from fractions import Fraction
 from typing import Any
+
+import numpy as np
 
 from ._bounds import min_load
 from ._io import load, save
@@ -18,34 +31,98 @@ from ._simulate import add_simulate_parser
 from ._tour import format_table, tour
 from ._verify import verify
 
-__all__ = ["main", "build_parser"]
+__all__ = ["main", "build_parser", "to_json"]
+
+#: Python constructor name -> registered scheme name, for the schemes registered under a short name. The CLI takes
+#: either spelling (``gradcodes build stochastic_gc ...`` is ``gradcodes build sgc ...``).
+ALIASES = {"ignore_stragglers": "is_sgd", "stochastic_gc": "sgc", "bernoulli_gc": "bgc", "erasurehead": "ehd",
+           "optimal_decoding": "od"}
+
+
+class UsageError(ValueError):
+    """A command-line mistake (exit status 2)."""
 
 
 def _parse_params(items: Sequence[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for item in items:
         if "=" not in item:
-            raise ValueError(f"--param takes KEY=VALUE, got {item!r}")
+            raise UsageError(f"--param takes KEY=VALUE, got {item!r}")
         key, raw = item.split("=", 1)
+        key = key.strip().replace("-", "_")
+        if not key.isidentifier():
+            raise UsageError(f"--param: {key!r} is not a parameter name")
         try:
             out[key] = ast.literal_eval(raw)
-        except (ValueError, SyntaxError):
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
             out[key] = raw
     return out
 
 
+def _scheme_name(name: str) -> str:
+    name = ALIASES.get(name, name)
+    if name not in schemes():
+        valid = sorted([*schemes(), *ALIASES])
+        raise UsageError(f"unknown scheme {name!r}; valid schemes: {', '.join(valid)}")
+    return name
+
+
+def _constructor(scheme_name: str) -> Callable[..., Any] | None:
+    """The public Python constructor of a scheme (``gradcodes.<name>``), if there is one."""
+    import gradcodes
+
+    python_name = {v: k for k, v in ALIASES.items()}.get(scheme_name, scheme_name)
+    fn = getattr(gradcodes, python_name, None)
+    return fn if callable(fn) and python_name in gradcodes.__all__ and not isinstance(fn, type) else None
+
+
+_FLAGS = {"n": "-n", "s": "-s", "m": "-m", "k": "-k", "seed": "--seed"}
+
+
+def _flag(name: str) -> str:
+    return _FLAGS.get(name, f"--param {name}=...")
+
+
 def _build(args: argparse.Namespace) -> Any:
-    scheme = get_scheme(args.scheme)
+    """Build the scheme ``args.scheme`` from the options: the registered builder (with the tour's defaults), or
+    the public constructor when an option only it takes is given (every constructor parameter is reachable)."""
+    scheme = get_scheme(_scheme_name(args.scheme))
     given = {"n": args.n, "s": args.s, "m": args.m, "k": args.k, "seed": args.seed}
     given = {k: v for k, v in given.items() if v is not None}
     given.update(_parse_params(args.param or []))
     sig = inspect.signature(scheme.build)
-    accepts_any = any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
-    unknown = [k for k in given if k not in sig.parameters and not accepts_any]
-    if unknown:
-        raise ValueError(f"scheme {scheme.name!r} does not take {', '.join(unknown)}; it takes "
-                         f"{', '.join(sig.parameters)}")
-    return scheme.build(**given)
+    target, target_sig = scheme.build, sig
+    if any(k not in sig.parameters for k in given):
+        fn = _constructor(scheme.name)
+        fn_sig = inspect.signature(fn) if fn is not None else None
+        if fn_sig is not None and all(k in fn_sig.parameters for k in given):
+            defaults = {k: p.default for k, p in sig.parameters.items()
+                        if p.default is not p.empty and k in fn_sig.parameters and k not in given}
+            target, target_sig, given = fn, fn_sig, {**defaults, **given}
+        else:
+            takes = list(sig.parameters) + [k for k in (fn_sig.parameters if fn_sig else ()) if k not in sig.parameters]
+            unknown = [k for k in given if k not in takes]
+            raise UsageError(f"scheme {scheme.name!r} does not take {', '.join(unknown)}; it takes "
+                             f"{', '.join(takes)}")
+    missing = [k for k, p in target_sig.parameters.items()
+               if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and k not in given]
+    if missing:
+        raise UsageError(f"scheme {scheme.name!r} needs {', '.join(_flag(k) for k in missing)}")
+    return target(**given)
+
+
+def _load_target(args: argparse.Namespace) -> Any:
+    """A code from ``args.target``: a saved file, or a scheme name built from the options."""
+    target = args.target
+    if os.path.exists(target):
+        if os.path.isdir(target):
+            raise UsageError(f"{target!r} is a directory, not a code file")
+        return load(target)
+    looks_like_file = target.endswith((".npz", ".npy")) or os.sep in target or "/" in target
+    if looks_like_file:
+        raise UsageError(f"no code file {target!r}")
+    args.scheme = target
+    return _build(args)
 
 
 def _add_code_options(p: argparse.ArgumentParser) -> None:
@@ -54,44 +131,34 @@ def _add_code_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("-m", type=int, help="communication factor (messages are 1/m of a gradient)")
     p.add_argument("-k", type=int, help="number of partitions (default n)")
     p.add_argument("--seed", type=int, help="seed of randomised constructions")
-    p.add_argument("--param", action="append", metavar="KEY=VALUE", help="extra constructor parameter")
+    p.add_argument("--param", action="append", metavar="KEY=VALUE",
+                   help="any other constructor parameter, e.g. --param placement=textbook (repeatable)")
 
 
-EXIT_CODES = """exit status:
-  0  proven (every straggler set checked, or a theorem of the decoder; with --gf: the GF(p) algebra AND the
-     float code)
-  1  verification failed (a failing or inaccurate straggler set was found)
-  2  usage error or bad input
-  3  unproven: no failure found, but not every set was checked (not a proof)"""
-
-
-def _verify_status(report: Any) -> int:
-    """Exit status of one verify report: 0 proof, 1 failure found, 3 unproven."""
-    if bool(report):
-        return 0
-    return 3 if report.verdict == "unproven" else 1
-
-
-def _tour_status(rows: Sequence[dict[str, Any]]) -> int:
-    """Exit status of the tour: 1 if a row fails, else 3 if a verified row is unproven, else 0."""
-    results = [str(r.get("result", "")) for r in rows]
-    if any(x in ("FAILS", "inaccurate") for x in results):
-        return 1
-    return 3 if "unproven" in results else 0
+def _add_json(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print the result as one JSON document on stdout")
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (families may add subcommands)."""
-    parser = argparse.ArgumentParser(prog="gradcodes", description="Gradient codes: build, verify, bound, tour.",
-                                     epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    from . import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="gradcodes", description="Gradient codes: build, verify, bound, evaluate, simulate, tour.",
+        epilog="Exit status: 0 success (verify: proven), 1 verification failed or not proven, 2 usage error or "
+               "bad code file. Results on stdout, progress on stderr.")
+    parser.add_argument("--version", action="version", version=f"gradcodes {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("tour", help="build every scheme at representative sizes, verify each, print one table")
     p.add_argument("--quick", action="store_true", help="only the smallest size of each scheme")
     p.add_argument("--schemes", help="comma-separated scheme names (default: all)")
+    _add_json(p)
+
+    sub.add_parser("schemes", help="list the available schemes")
 
     p = sub.add_parser("build", help="build a code and save it to .npz")
-    p.add_argument("scheme", help="scheme name (see `gradcodes schemes`)")
+    p.add_argument("scheme", help="scheme name (see `gradcodes schemes`; the Python constructor name works too)")
     _add_code_options(p)
     p.add_argument("-o", "--output", required=True, help="output .npz file")
 
@@ -105,16 +172,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-search", action="store_true", help="skip the worst-set local search")
     p.add_argument("--decoder", help="decoder name (default: the code's)")
     p.add_argument("--gf", action="store_true", help="verify the construction over a finite field GF(p)")
+    _add_json(p)
 
     p = sub.add_parser("bound", help="the computation-load lower bound k(s+m)/n")
     p.add_argument("-n", type=int, required=True)
     p.add_argument("-s", type=int, required=True)
     p.add_argument("-m", type=int, default=1)
     p.add_argument("-k", type=int)
+    _add_json(p)
 
-    sub.add_parser("schemes", help="list the available schemes")
     for hook in _SUBCOMMAND_HOOKS:
         hook(sub)
+    for name, action in sub.choices.items():
+        if name in ("simulate", "evaluate") and not any("--json" in a.option_strings for a in action._actions):
+            _add_json(action)
     return parser
 
 
@@ -122,51 +193,137 @@ def build_parser() -> argparse.ArgumentParser:
 _SUBCOMMAND_HOOKS: list[Any] = [add_simulate_parser]
 
 
+# ---------------------------------------------------------------------------------------------------- JSON
+
+
+def to_json(obj: Any) -> Any:
+    """A JSON-ready form of a report: dataclasses become objects, Fractions strings (``"3/7"``), numpy values
+    numbers or lists, non-finite floats the strings ``"inf"``, ``"-inf"``, ``"nan"``.
+
+    >>> to_json({"a": Fraction(1, 3), "b": float("inf"), "c": np.arange(2)})
+    {'a': '1/3', 'b': 'inf', 'c': [0, 1]}
+    """
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        out = {f.name: to_json(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+        for extra in ("verdict",):
+            if hasattr(type(obj), extra):
+                out[extra] = to_json(getattr(obj, extra))
+        if hasattr(type(obj), "__bool__"):
+            out["ok"] = bool(obj)
+        return out
+    if isinstance(obj, dict):
+        return {str(k): to_json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple, set, frozenset)):
+        return [to_json(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return [to_json(v) for v in obj.tolist()] if obj.dtype == object else to_json(obj.tolist())
+    if isinstance(obj, np.generic):
+        return to_json(obj.item())
+    if isinstance(obj, bool) or obj is None or isinstance(obj, (int, str)):
+        return obj
+    if isinstance(obj, Fraction):
+        return str(obj)
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else ("nan" if math.isnan(obj) else ("inf" if obj > 0 else "-inf"))
+    if isinstance(obj, complex):
+        return {"real": to_json(obj.real), "imag": to_json(obj.imag)}
+    return str(obj)
+
+
+def _emit(args: argparse.Namespace, result: Any, text: str | None = None) -> None:
+    if getattr(args, "json", False):
+        print(json.dumps(to_json(result), indent=1))
+    else:
+        print(text if text is not None else result)
+
+
+# ---------------------------------------------------------------------------------------------------- commands
+
+
+def _cmd_tour(args: argparse.Namespace) -> int:
+    names = None if not args.schemes else [_scheme_name(x.strip()) for x in args.schemes.split(",") if x.strip()]
+    if names is not None:
+        for name in names:
+            get_scheme(name)                      # unknown names fail before any work
+    if args.json:
+        import io
+
+        rows = tour(names, quick=args.quick, out=io.StringIO(), log=sys.stderr)
+        _emit(args, rows)
+    else:
+        rows = tour(names, quick=args.quick, log=sys.stderr)
+    return _tour_status(rows)
+
+
+def _tour_status(rows: Sequence[dict[str, Any]]) -> int:
+    """0 only when no verified row fails or is unproven (a sampled check is not a proof)."""
+    results = [str(r.get("result", "")) for r in rows]
+    return 1 if any(x in ("FAILS", "inaccurate", "unproven") for x in results) else 0
+
+
+def _cmd_schemes(args: argparse.Namespace) -> int:
+    rev = {v: k for k, v in ALIASES.items()}
+    print(format_table([{"scheme": s.name + (f" ({rev[s.name]})" if s.name in rev else ""), "kind": s.kind,
+                         "summary": s.summary} for s in schemes().values()]))
+    return 0
+
+
+def _cmd_bound(args: argparse.Namespace) -> int:
+    b = min_load(args.n, args.s, args.m, args.k)
+    k = args.k or args.n
+    text = f"min load = k(s+m)/n = {k}*({args.s}+{args.m})/{args.n} = {b}"
+    if b.denominator != 1:
+        text += f" ≈ {float(b):.4g} (max load >= {math.ceil(b)})"
+    _emit(args, {"n": args.n, "s": args.s, "m": args.m, "k": k, "min_load": b, "min_load_float": float(b),
+                 "max_load_at_least": math.ceil(b)}, text)
+    return 0
+
+
+def _cmd_build(args: argparse.Namespace) -> int:
+    out_dir = os.path.dirname(os.path.abspath(args.output))
+    if not os.path.isdir(out_dir):
+        raise UsageError(f"cannot write {args.output!r}: no directory {out_dir!r}")
+    code = _build(args)
+    save(code, args.output)
+    print(f"wrote {code!r} to {args.output}")
+    return 0
+
+
+def _cmd_verify(args: argparse.Namespace) -> int:
+    code = _load_target(args)
+    opts = {"limit": args.limit, "samples": args.samples, "search": not args.no_search, "decoder": args.decoder,
+            "time_budget": args.time_budget}
+    report = verify(code, field="GF" if args.gf else None, **opts)
+    if not (args.gf and bool(report)):
+        _emit(args, report)
+        return 0 if bool(report) else 1
+    # a GF(p) proof covers the algebra only: the float code's own verdict decides the exit status too
+    float_report = verify(code, **opts)
+    if getattr(args, "json", False):
+        _emit(args, {"gf": report, "float": float_report})
+    else:
+        print(report)
+        print(float_report)
+    return 0 if bool(float_report) else 1
+
+
+_COMMANDS = {"tour": _cmd_tour, "schemes": _cmd_schemes, "bound": _cmd_bound, "build": _cmd_build,
+             "verify": _cmd_verify}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``gradcodes`` command; returns the exit status."""
-    args = build_parser().parse_args(argv)
+    """Entry point of the ``gradcodes`` command; returns the exit status (see the module docstring)."""
+    parser = build_parser()
     try:
-        if getattr(args, "func", None) is not None:
-            return int(args.func(args) or 0)
-        if args.command == "tour":
-            names = None if not args.schemes else [x.strip() for x in args.schemes.split(",") if x.strip()]
-            rows = tour(names, quick=args.quick)
-            return _tour_status(rows)
-        if args.command == "schemes":
-            print(format_table([{"scheme": s.name, "kind": s.kind, "summary": s.summary}
-                                for s in schemes().values()]))
-            return 0
-        if args.command == "bound":
-            b = min_load(args.n, args.s, args.m, args.k)
-            k = args.k or args.n
-            text = f"min load = k(s+m)/n = {k}*({args.s}+{args.m})/{args.n} = {b}"
-            if b.denominator != 1:
-                text += f" ≈ {float(b):.4g} (max load >= {math.ceil(b)})"
-            print(text)
-            return 0
-        if args.command == "build":
-            code = _build(args)
-            save(code, args.output)
-            print(f"wrote {code!r} to {args.output}")
-            return 0
-        if args.command == "verify":
-            if os.path.exists(args.target) or args.target.endswith(".npz"):
-                code = load(args.target)
-            else:
-                args.scheme = args.target
-                code = _build(args)
-            opts = {"limit": args.limit, "samples": args.samples, "search": not args.no_search,
-                    "decoder": args.decoder, "time_budget": args.time_budget}
-            report = verify(code, field="GF" if args.gf else None, **opts)
-            print(report)
-            status = _verify_status(report)
-            if args.gf:
-                # the GF(p) check proves the algebra only: the float code's own verdict decides the exit status
-                float_report = verify(code, **opts)
-                print(float_report)
-                status = max(status, _verify_status(float_report))
-            return status
-    except (ValueError, TypeError, FileNotFoundError) as exc:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:                    # --help / --version (0) or a usage error (2)
+        return int(exc.code or 0)
+    try:
+        func = getattr(args, "func", None) or _COMMANDS[args.command]
+        return int(func(args) or 0)
+    except KeyboardInterrupt:
+        print("gradcodes: interrupted", file=sys.stderr)
+        return 130
+    except (ValueError, TypeError, OSError, RuntimeError) as exc:
         print(f"gradcodes: error: {exc}", file=sys.stderr)
         return 2
-    return 2  # pragma: no cover - argparse enforces a command

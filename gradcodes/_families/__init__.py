@@ -8,18 +8,20 @@ constructor from ``gradcodes/__init__.py``. The import order below is the order 
 
 # ruff: noqa: I001  (import order = registration order = tour order: from the simplest code up)
 from .repetition import cyclic_repetition, fractional_repetition, uncoded                     # Tandon et al.
-from .cyclic_mds import cyclic_mds                                                            # Raviv et al.
+from .cyclic_mds import CyclicMDSCode, cyclic_mds                                             # Raviv et al.
 from .binary import grouped_mds, recommend, stable_binary                                     # stable codes
-from .ye_abbe import ye_abbe                                                                  # Ye & Abbe
+from .ye_abbe import YeAbbeCode, ye_abbe                                                      # Ye & Abbe
 from . import coded_reduce as _coded_reduce  # noqa: F401  (registers the "coded_reduce" tree scheme)
-from .expander import approximation_error, expander_code, random_regular_graph, worst_case_error  # Raviv
-from .heterogeneous import NegativeCoefficientWarning, heterogeneous, optimal_row_sums, song_choi_allocation
+from .expander import (ExpanderCode, approximation_error, expander_code, random_regular_graph,  # Raviv et al.
+                       worst_case_error)
+from .heterogeneous import (HeterogeneousCode, NegativeCoefficientWarning, heterogeneous, optimal_row_sums,
+                            song_choi_allocation)
 from .baselines import bernoulli_gc, erasurehead, ignore_stragglers, optimal_decoding, stochastic_gc
 
 __all__ = [
     "cyclic_repetition", "fractional_repetition", "uncoded",
-    "cyclic_mds", "grouped_mds", "recommend", "stable_binary", "ye_abbe",
-    "approximation_error", "worst_case_error", "expander_code",
+    "cyclic_mds", "CyclicMDSCode", "grouped_mds", "recommend", "stable_binary", "ye_abbe", "YeAbbeCode",
+    "approximation_error", "worst_case_error", "expander_code", "ExpanderCode", "HeterogeneousCode",
     "NegativeCoefficientWarning", "heterogeneous", "optimal_row_sums", "song_choi_allocation",
     "bernoulli_gc", "erasurehead", "ignore_stragglers", "optimal_decoding", "random_regular_graph", "stochastic_gc",
 ]

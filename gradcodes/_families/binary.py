@@ -364,7 +364,7 @@ def recommend(n: int, s: int, m: int = 1, max_load: int | None = None, *, tol: f
         reason = (f"no candidate within the budget reaches {tol:.0e}; this is the most accurate one"
                   + (f" (the stable binary code reaches ~1e-16 at load {better})" if better else ""))
         meets = False
-    code.recommendation = Recommendation(  # type: ignore[attr-defined]
+    code.recommendation = Recommendation(
         n=n, s=s, m=m, max_load=max_load, tol=tol, chosen=cand.name, load=load, error_estimate=err,
         meets_tol=meets, rows=rows, reason=reason)
     return code

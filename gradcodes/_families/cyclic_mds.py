@@ -1,4 +1,4 @@
-r"""Raviv, Tamo, Tandon & Dimakis: gradient codes from cyclic MDS codes, over C and R (spec §2.1-§2.2).
+r"""Raviv, Tamo, Tandon & Dimakis: gradient codes from cyclic MDS codes, over C and R (Raviv et al. 2018).
 
 Let ``ω = exp(2πi/n)`` and let ``Z = {m, m+1, ..., m+s-1}`` (integers, ``1 <= m``, ``m+s-1 <= n-1``) be a window
 of ``s`` consecutive *frequencies*. The cyclic code
@@ -11,20 +11,20 @@ all-ones vector (``1(x) = (x^n-1)/(x-1)`` vanishes at every ``ω^f``, ``f != 0``
 ``c = g / g(1)`` (so ``Σ c = 1``) worker ``i`` sends the cyclic shift ``B[i, j] = c[(j - i) mod n]`` and stores
 partitions ``{i, ..., i+s} mod n``: load ``s + 1``, meeting the bound.
 
-*Why any n - s rows decode* (spec §2.1): a dependency ``Σ_{i∈F} u_i x^i g(x) ≡ 0 (mod x^n - 1)`` forces
+*Why any n - s rows decode* (Raviv et al. 2018): a dependency ``Σ_{i∈F} u_i x^i g(x) ≡ 0 (mod x^n - 1)`` forces
 ``u(ω^f) = 0`` for the ``n - s`` frequencies outside ``Z``, which are consecutive (cyclically), so ``u`` lies in
 an MDS code of minimum distance ``n - s + 1 > |F|``: ``u = 0``. Hence any ``n - s`` rows are a basis of
 ``C_Z ∋ 1``.
 
-**Placement of the zero window.** ``placement="textbook"`` takes ``Z = {1, ..., s}`` (spec §2.1): its roots crowd
+**Placement of the zero window.** ``placement="textbook"`` takes ``Z = {1, ..., s}`` (Raviv et al.): its roots crowd
 ``x = 1``, so ``g(1)`` is tiny next to the monic coefficients (up to about ``C(s, s/2)``), and with ``Σ c = 1``
 ``||c||_1 = 3e8`` at (100, 10), ``3e66`` at (500, 125): decodes cancel catastrophically from n ≈ 50.
 ``placement="centered"`` (default) puts the window opposite frequency 0, ``Z = {z0+1, ..., z0+s}`` with
 ``z0 = (n-s)//2``; then ``c >= 0`` (real case) and ``||c||_1 = Σ c = 1``, and the code survives random stragglers
-to n = 500 (spec numerics.md §3.1).
+to n = 500 (``docs/numerics.md``).
 
 **Real field.** The window is closed under ``f -> n - f`` exactly when ``n - s`` is odd; the centered code then
-has real coefficients (spec §2.2). When ``n - s`` is even and ``(s + 1) | n`` the real code is *cyclic fractional
+has real coefficients. When ``n - s`` is even and ``(s + 1) | n`` the real code is *cyclic fractional
 repetition*: ``c = 1 + x + ... + x^s`` (zeros at the ``s`` nontrivial ``(s+1)``-th roots of unity; not MDS, but
 among any ``n - s`` rows one residue class mod ``s + 1`` is complete and its rows tile ``1``, so the decode adds
 ``n/(s+1)`` messages with weight 1). No other ``(n, s)`` gets a real code here.
@@ -53,6 +53,8 @@ element ``γ``, and checks every responder set with no rounding at all.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -63,12 +65,39 @@ from .._io import REBUILDERS
 from .._registry import Scheme, register
 from .._validate import check_choice, check_entries, check_int, check_ns
 
-__all__ = ["cyclic_mds", "gf_prime", "CyclicSpectralDecoder", "CyclicBarycentricDecoder",
+__all__ = ["cyclic_mds", "CyclicMDSCode", "gf_prime", "CyclicSpectralDecoder", "CyclicBarycentricDecoder",
            "CyclicProductDecoder", "ResidueClassDecoder"]
 
 _FIELDS = {"complex": "complex", "C": "complex", "real": "real", "R": "real"}
 _CHUNK = 64
 _WORK = 1 << 18                  # elements per (g, n, t) work array of the barycentric decoder
+
+
+# ----------------------------------------------------------------------------------------------- code type
+class CyclicMDSCode(GradientCode):
+    """A code built by :func:`cyclic_mds`: ``B`` is the circulant of one codeword ``c``.
+
+    Parameters
+    ----------
+    B, s, **kwargs
+        As for :class:`~gradcodes.GradientCode`.
+    info : dict
+        The construction's constants read by the closed-form decoders: ``"window"`` (support length ``m``),
+        ``"c1"`` (``c(1)``, the sum of the codeword), ``"freqs"`` (the zero frequencies), ``"construction"``
+        (``"bch"`` or ``"cyclic_fr"``) and, over GF(p), ``"omega"`` (the n-th root of unity).
+    """
+
+    def __init__(self, B: Any, s: int, info: dict[str, Any], **kwargs: Any) -> None:
+        super().__init__(B, s, **kwargs)
+        self._cyclic: dict[str, Any] = dict(info)
+
+
+def _info(code: LinearCode) -> dict[str, Any]:
+    """The construction constants of a cyclic MDS code (a TypeError for any other code)."""
+    if not isinstance(code, CyclicMDSCode):
+        raise TypeError(f"this decoder needs a code built by gradcodes.cyclic_mds, got {type(code).__name__} "
+                        f"{code.name!r}")
+    return code._cyclic
 
 
 # ----------------------------------------------------------------------------------------------- helpers
@@ -192,7 +221,7 @@ class CyclicSpectralDecoder(Decoder):
             c = np.asarray(code.B[0])
             chat = np.fft.ifft(c) * n                                  # ĉ(f) = c(ω^f)
             f_all = np.arange(n)
-            zero = set(int(f) for f in code._cyclic["freqs"])
+            zero = set(int(f) for f in _info(code)["freqs"])
             small = np.abs(chat) <= self.delta * np.abs(chat[0])
             freqs = np.array(sorted(zero | {int(f) for f in f_all[small & (f_all != 0)]}), dtype=np.int64)
             j = np.arange(n)
@@ -208,7 +237,7 @@ class CyclicSpectralDecoder(Decoder):
                 K = np.stack(cols, axis=1) if cols else np.zeros((n, 0))
             else:
                 K = np.exp(-2j * np.pi * np.outer(j, freqs) / n) / np.sqrt(n)
-            kappa = 1.0 / code._cyclic["c1"]
+            kappa = 1.0 / _info(code)["c1"]
             cached = (kappa, np.ascontiguousarray(K))
             code._memo[key] = cached
         return cached
@@ -277,8 +306,8 @@ class CyclicBarycentricDecoder(Decoder):
         if self.gf:
             return self._matrices_gf(code, mask)
         n = code.n
-        m = code._cyclic["window"]
-        kappa = 1.0 / complex(code._cyclic["c1"])
+        m = _info(code)["window"]
+        kappa = 1.0 / complex(_info(code)["c1"])
         T = _log_table(n)
         That = np.fft.fft(T)
         b = mask.shape[0]
@@ -314,10 +343,10 @@ class CyclicBarycentricDecoder(Decoder):
     def _matrices_gf(code: LinearCode, mask: np.ndarray) -> Any:
         GF = type(code.B)
         n = code.n
-        m = code._cyclic["window"]
-        omega = GF(code._cyclic["omega"])
+        m = _info(code)["window"]
+        omega = GF(_info(code)["omega"])
         y = omega ** (-np.arange(n) % n)                       # y_j = ω^{-j}
-        kappa = GF(1) / GF(code._cyclic["c1"])
+        kappa = GF(1) / GF(_info(code)["c1"])
         b = mask.shape[0]
         out = GF.Zeros((b, 1, n))
         counts = n - mask.sum(axis=1)
@@ -348,7 +377,7 @@ class CyclicProductDecoder(Decoder):
     r"""Erasure-locator product for the textbook window ``Z = {1..s}``: ``a_j = κ ∏_{l∈S} (1 - ω^{l-j})``.
 
     All ``n`` values come from one FFT convolution of ``log(1 - ω^{-d})`` with the straggler indicator:
-    ``O(n log n)`` per pattern (spec numerics.md §4.1).
+    ``O(n log n)`` per pattern (``docs/numerics.md``).
     """
 
     name = "product"
@@ -356,7 +385,7 @@ class CyclicProductDecoder(Decoder):
 
     def matrices(self, code: LinearCode, mask: np.ndarray) -> np.ndarray:
         n = code.n
-        kappa = 1.0 / complex(code._cyclic["c1"])
+        kappa = 1.0 / complex(_info(code)["c1"])
         d = np.arange(n)
         V = np.zeros(n, dtype=np.complex128)                    # V[e] = log(1 - ω^{-e}) so Σ_l V[j - l]
         V[1:] = np.log(1 - np.exp(-2j * np.pi * d[1:] / n))
@@ -398,8 +427,8 @@ class ResidueClassDecoder(Decoder):
 
 # ----------------------------------------------------------------------------------------------- constructor
 def cyclic_mds(n: int, s: int, field: str = "complex", *, placement: str = "centered",
-               normalize: str = "sum") -> GradientCode:
-    r"""Cyclic-MDS gradient code of Raviv, Tamo, Tandon & Dimakis (spec §2.1-§2.2), over C or R.
+               normalize: str = "sum") -> CyclicMDSCode:
+    r"""Cyclic-MDS gradient code of Raviv, Tamo, Tandon & Dimakis (2018), over C or R.
 
     Row ``i`` of ``B`` is the cyclic shift by ``i`` of the minimum-weight codeword ``c`` (``s + 1`` consecutive
     nonzeros) of a cyclic MDS code that contains the all-ones vector; worker ``i`` stores partitions
@@ -416,21 +445,21 @@ def cyclic_mds(n: int, s: int, field: str = "complex", *, placement: str = "cent
         ``"real"`` exists when ``n - s`` is odd (centered BCH window, MDS) or ``(s + 1) | n`` (cyclic fractional
         repetition, binary); other ``(n, s)`` raise ValueError naming the alternatives.
     placement : {"centered", "textbook"}
-        Zero window opposite frequency 0 (default; stable) or ``{1, ..., s}`` (spec §2.1; ill-conditioned beyond
+        Zero window opposite frequency 0 (default; stable) or ``{1, ..., s}`` (the paper's; ill-conditioned beyond
         n ≈ 50, kept for reference and for the ``"product"`` decoder). Only ``"centered"`` is real.
     normalize : {"sum", "monic"}
-        Scale ``c`` so that ``Σ c = 1`` (default) or keep the monic generator's coefficients (spec examples).
+        Scale ``c`` so that ``Σ c = 1`` (default) or keep the monic generator's coefficients (the paper's examples).
 
     Returns
     -------
-    GradientCode
-        Decoders ``"spectral"`` (default, min-norm), ``"barycentric"`` (exact closed form), ``"product"``
-        (textbook window), ``"residue"`` (real cyclic FR, default there), plus the generic ones.
-        ``gc.verify(code, field="GF")`` re-checks the construction exactly over GF(p).
+    CyclicMDSCode
+        A :class:`~gradcodes.GradientCode` with decoders ``"spectral"`` (default, min-norm), ``"barycentric"``
+        (exact closed form), ``"product"`` (textbook window), ``"residue"`` (real cyclic FR, default there), plus
+        the generic ones. ``gc.verify(code, field="GF")`` re-checks the construction exactly over GF(p).
 
     Examples
     --------
-    The spec's real example (n = 5, s = 2): ``c = (1, φ, 1, 0, 0)``.
+    A real example (n = 5, s = 2): ``c = (1, φ, 1, 0, 0)``.
 
     >>> import numpy as np, gradcodes as gc
     >>> code = gc.cyclic_mds(5, 2, field="real", normalize="monic")
@@ -482,11 +511,7 @@ def cyclic_mds(n: int, s: int, field: str = "complex", *, placement: str = "cent
                         else np.arange(m, m + s)).tolist()
     B = _circulant(c)
 
-    def builder(gf_field: Any) -> GradientCode:
-        code = _build_gf(n, s, construction, m, normalize, _gf_field(gf_field, n))
-        code.params.update(base_field=fld, placement=placement, normalize=normalize)   # for gradcodes.load
-        return code
-
+    builder = partial(_build_in_field, n, s, construction, m, normalize, fld, placement)
     if construction == "cyclic_fr":
         decoders: list[Decoder] = [ResidueClassDecoder(), CyclicSpectralDecoder()]
         default = "residue"
@@ -502,16 +527,23 @@ def cyclic_mds(n: int, s: int, field: str = "complex", *, placement: str = "cent
     return _make(B, s, fld, name, params, decoders, default, builder)
 
 
+def _build_in_field(n: int, s: int, construction: str, m: int, normalize: str, base_field: str, placement: str,
+                    gf_field: Any) -> CyclicMDSCode:
+    """``code.in_field(gf_field)`` of a cyclic MDS code: the same construction over GF(p)."""
+    code = _build_gf(n, s, construction, m, normalize, _gf_field(gf_field, n))
+    code.params.update(base_field=base_field, placement=placement, normalize=normalize)   # for gradcodes.load
+    return code
+
+
 def _public(params: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in params.items() if not k.startswith("_")}
 
 
 def _make(B: Any, s: int, fld: str, name: str, params: dict[str, Any], decoders: list[Decoder], default: str,
-          builder: Any) -> GradientCode:
-    code = GradientCode(B, s, field=fld, name=name, family="cyclic_mds", params=_public(params),
-                        decoders=decoders, default_decoder=default, field_builder=builder)
-    code._cyclic = {k[1:]: v for k, v in params.items() if k.startswith("_")}  # type: ignore[attr-defined]
-    return code
+          builder: Callable[[Any], LinearCode]) -> CyclicMDSCode:
+    return CyclicMDSCode(B, s, {k[1:]: v for k, v in params.items() if k.startswith("_")}, field=fld, name=name,
+                         family="cyclic_mds", params=_public(params), decoders=decoders, default_decoder=default,
+                         field_builder=builder)
 
 
 def _ranges(vals: list[int]) -> str:
@@ -529,7 +561,7 @@ def _ranges(vals: list[int]) -> str:
     return ", ".join(parts)
 
 
-def _build_gf(n: int, s: int, construction: str, m: int, normalize: str, GF: Any) -> GradientCode:
+def _build_gf(n: int, s: int, construction: str, m: int, normalize: str, GF: Any) -> CyclicMDSCode:
     """The same cyclic construction over GF(p), with exact decoders."""
     p = GF.characteristic
     omega = GF.primitive_element ** ((p - 1) // n)
@@ -550,15 +582,13 @@ def _build_gf(n: int, s: int, construction: str, m: int, normalize: str, GF: Any
             c = c / np.sum(c)
         decoders = [CyclicBarycentricDecoder(gf=True)]
         default = "barycentric"
-    code = GradientCode(_circulant(c), s, name=f"cyclic_mds[GF({p})]", family="cyclic_mds_gf",
-                        params={"n": n, "s": s, "field": f"GF({p})"}, decoders=decoders, default_decoder=default)
-    code._cyclic = {"window": m, "c1": int(np.sum(c)), "omega": int(omega),  # type: ignore[attr-defined]
-                    "construction": construction}
-    return code
+    info = {"window": m, "c1": int(np.sum(c)), "omega": int(omega), "construction": construction}
+    return CyclicMDSCode(_circulant(c), s, info, name=f"cyclic_mds[GF({p})]", family="cyclic_mds_gf",
+                         params={"n": n, "s": s, "field": f"GF({p})"}, decoders=decoders, default_decoder=default)
 
 
 def _rebuild(n: int, s: int, field: str = "complex", placement: str = "centered", normalize: str = "sum",
-             **_: Any) -> GradientCode:
+             **_: Any) -> CyclicMDSCode:
     return cyclic_mds(n, s, field, placement=placement, normalize=normalize)
 
 

@@ -1,4 +1,4 @@
-r"""Approximate gradient codes from expander graphs (Raviv, Tamo, Tandon & Dimakis; spec §2.3), and the evaluator of
+r"""Approximate gradient codes from expander graphs (Raviv, Tamo, Tandon & Dimakis 2018), and the evaluator of
 approximate codes (worst and average error over responder sets) shared by every :class:`~gradcodes.ApproximateCode`.
 
 **Construction.** ``G`` is a ``d``-regular graph on the ``n`` workers (``k = n``) with adjacency matrix ``A_G``;
@@ -29,6 +29,7 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from .._code import ApproximateCode, LinearCode
 from .._decoders import Decoder, min_norm_solve
@@ -261,9 +262,40 @@ class FixedDecoder(Decoder):
 
 
 # ----------------------------------------------------------------------------------------------- constructor
+class ExpanderCode(ApproximateCode):
+    """An expander code (:func:`expander_code`): ``B = A / d`` for the adjacency matrix ``A`` of a d-regular graph.
+
+    Attributes
+    ----------
+    degree : int
+        The graph degree ``d`` (the load).
+    spectral_lambda : float
+        ``λ``, the largest absolute eigenvalue of ``A`` other than ``d``.
+    adjacency : numpy.ndarray
+        The 0/1 adjacency matrix (n, n).
+    """
+
+    degree: int
+    spectral_lambda: float
+    adjacency: npt.NDArray[np.int64]
+
+    def __init__(self, B: Any, *, degree: int, spectral_lambda: float, adjacency: npt.ArrayLike,
+                 **kwargs: Any) -> None:
+        super().__init__(B, **kwargs)
+        self.degree = int(degree)
+        self.spectral_lambda = float(spectral_lambda)
+        self.adjacency = np.asarray(adjacency)
+
+    def spectral_bound(self, s: int) -> float:
+        """``(λ/d) sqrt(n s / (n - s))``: bound on the fixed (hence optimal) decoder's error with ``s`` stragglers."""
+        n = self.n
+        s = check_int("s", s, 0, n - 1)
+        return self.spectral_lambda / self.degree * math.sqrt(n * s / (n - s))
+
+
 def expander_code(n: int, degree: int, graph: Any = "random", *, seed: Any = None, s: int | None = None,
-                  field: str = "real", require_connected: bool = True) -> ApproximateCode:
-    r"""Approximate gradient code ``B = A_G / d`` of a ``d``-regular graph (spec §2.3).
+                  field: str = "real", require_connected: bool = True) -> ExpanderCode:
+    r"""Approximate gradient code ``B = A_G / d`` of a ``d``-regular graph (Raviv et al. 2018).
 
     Parameters
     ----------
@@ -287,9 +319,10 @@ def expander_code(n: int, degree: int, graph: Any = "random", *, seed: Any = Non
 
     Returns
     -------
-    ApproximateCode
-        Decoders ``"optimal"`` (default) and ``"fixed"`` (plus the generic ones). Attributes ``degree``,
-        ``spectral_lambda`` (``λ``), ``adjacency``; method ``spectral_bound(s)``.
+    ExpanderCode
+        An :class:`~gradcodes.ApproximateCode` with decoders ``"optimal"`` (default) and ``"fixed"`` (plus the
+        generic ones). Attributes ``degree``, ``spectral_lambda`` (``λ``), ``adjacency``; method
+        ``spectral_bound(s)``.
 
     Examples
     --------
@@ -351,19 +384,9 @@ def expander_code(n: int, degree: int, graph: Any = "random", *, seed: Any = Non
         B = A / degree
     if s is not None:
         params["s"] = check_int("s", s, 0, n - 1)
-    code = ApproximateCode(B, s=s, field=field, name=f"expander[d={degree}]", family="expander_code", params=params,
-                           decoders=[OptimalDecoder(), FixedDecoder()], default_decoder="optimal")
-    code.degree = degree  # type: ignore[attr-defined]
-    code.spectral_lambda = lam  # type: ignore[attr-defined]
-    code.adjacency = A  # type: ignore[attr-defined]
-
-    def spectral_bound(s: int) -> float:
-        """``(λ/d) sqrt(n s / (n - s))``: bound on the fixed (hence optimal) decoder's error with ``s`` stragglers."""
-        s = check_int("s", s, 0, n - 1)
-        return lam / d * math.sqrt(n * s / (n - s))
-
-    code.spectral_bound = spectral_bound  # type: ignore[attr-defined]
-    return code
+    return ExpanderCode(B, degree=degree, spectral_lambda=lam, adjacency=A, s=s, field=field,
+                        name=f"expander[d={degree}]", family="expander_code", params=params,
+                        decoders=[OptimalDecoder(), FixedDecoder()], default_decoder="optimal")
 
 
 # ----------------------------------------------------------------------------------------------- evaluation

@@ -1,6 +1,6 @@
 """Song & Choi: approximate gradient codes for heterogeneous stragglers.
 
-Spec: ``../shared/spec/gradient-codes.md`` §5. The paper writes ``k`` for the workers and ``n`` for the
+Song & Choi 2025 (arXiv 2510.22539, NeurIPS 2025). The paper writes ``k`` for the workers and ``n`` for the
 partitions; here, as everywhere in gradcodes, ``n`` is the number of workers (rows of ``B``) and ``k`` the
 number of partitions (columns).
 
@@ -26,6 +26,7 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from .._approx_eval import (
     FixedWeightDecoder,
@@ -41,6 +42,7 @@ from .._straggle import _scenario
 from .._validate import check_entries, check_int
 
 __all__ = [
+    "HeterogeneousCode",
     "NegativeCoefficientWarning",
     "heterogeneous",
     "optimal_row_sums",
@@ -277,7 +279,24 @@ def _allocation(p: np.ndarray, k: int, scheme: str) -> tuple[np.ndarray, np.ndar
 # --------------------------------------------------------------------------------------------------------
 
 
-def heterogeneous(p: Any, k: int, scheme: str = "nw", *, warn: bool = True) -> Any:
+class HeterogeneousCode(ApproximateCode):
+    """A code built by :func:`heterogeneous` (Song & Choi's optimal unbiased codes for known straggle rates).
+
+    Attributes
+    ----------
+    row_sums : numpy.ndarray
+        ``Y``, the optimal row sums (:func:`optimal_row_sums`; Fractions for a rational code).
+    objective : float or fractions.Fraction
+        The bounded-gradient objective ``sum_i delta_i (sum_j |alpha_ij|)^2``.
+    """
+
+    def __init__(self, B: Any, *, row_sums: Any, objective: float | Fraction, **kwargs: Any) -> None:
+        super().__init__(B, **kwargs)
+        self.row_sums: np.ndarray = np.asarray(row_sums)
+        self.objective: float | Fraction = objective
+
+
+def heterogeneous(p: npt.ArrayLike, k: int, scheme: str = "nw", *, warn: bool = True) -> HeterogeneousCode:
     r"""Song & Choi's optimal unbiased approximate gradient code for heterogeneous stragglers.
 
     Worker ``i`` straggles independently with probability ``p_i``. The code has ``B = alpha`` (``n x k``,
@@ -313,11 +332,11 @@ def heterogeneous(p: Any, k: int, scheme: str = "nw", *, warn: bool = True) -> A
 
     Returns
     -------
-    ApproximateCode
-        With ``straggle_probabilities = p``, ``params = {"p", "k", "scheme"}``, decoder ``"weighted"``
-        (``w_i = 1/(1 - p_i)``), and the attributes ``row_sums`` (``Y``) and ``objective``, the
-        bounded-gradient objective ``sum_i delta_i (sum_j |alpha_ij|)^2`` (equal to
-        ``k^2 / sum delta^{-1}`` when ``alpha >= 0``).
+    HeterogeneousCode
+        An :class:`~gradcodes.ApproximateCode` with ``straggle_probabilities = p``, ``params = {"p", "k",
+        "scheme"}``, decoder ``"weighted"`` (``w_i = 1/(1 - p_i)``), and the attributes ``row_sums`` (``Y``) and
+        ``objective``, the bounded-gradient objective ``sum_i delta_i (sum_j |alpha_ij|)^2`` (equal to ``k^2 / sum
+        delta^{-1}`` when ``alpha >= 0``).
 
     Raises
     ------
@@ -334,7 +353,7 @@ def heterogeneous(p: Any, k: int, scheme: str = "nw", *, warn: bool = True) -> A
 
     Examples
     --------
-    The spec's worked example (n = k = 3):
+    A worked example (n = k = 3):
 
     >>> import gradcodes as gc
     >>> from fractions import Fraction as F
@@ -367,15 +386,12 @@ def heterogeneous(p: Any, k: int, scheme: str = "nw", *, warn: bool = True) -> A
             f"can be much larger; scheme='nw' gives alpha >= 0 at the same load",
             NegativeCoefficientWarning, stacklevel=2)
     w = 1 / (1 - pp)
-    code = ApproximateCode(
-        alpha, field="rational" if exact else "real", name=f"heterogeneous(n={n}, k={k}, {scheme})",
-        family="heterogeneous",
+    return HeterogeneousCode(
+        alpha, row_sums=Y, objective=objective if exact else float(objective),
+        field="rational" if exact else "real", name=f"heterogeneous(n={n}, k={k}, {scheme})", family="heterogeneous",
         params={"p": probability_list(pp), "k": k, "scheme": scheme},
         decoders=[FixedWeightDecoder("weighted", w)], default_decoder="weighted",
         straggle_probabilities=pp)
-    code.row_sums = Y
-    code.objective = objective if exact else float(objective)
-    return code
 
 
 def _build(n: int | None = None, k: int | None = None, p: Any = None, tau: float = 1.5, scheme: str = "nw",

@@ -5,25 +5,101 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 from ..._code import GradientCode
-from ..._fields import PrimeField, RationalField, RealField, to_fraction
+from ..._fields import Field, PrimeField, RationalField, RealField, to_fraction
 from ..._io import REBUILDERS
 from ..._registry import Scheme, register
 from ..._validate import check_choice, check_entries, check_int, check_seed
 from .common import _group, _prime_1_mod
 from .decoder import YeAbbeDecoder
-from .fourier import _cancellation_bound, _fourier_A, _fourier_A_top, _fourier_B, _gf_field, _Trig
+from .fourier import _cancellation_bound, _fourier_A, _fourier_A_top, _fourier_B, _FourierPlan, _gf_field, _Trig
 from .fourier_plan import _fourier_plan
 from .gaussian import _random_A, _random_B
 from .polynomial import NODE_CHOICES, _named_nodes, _poly_A, _poly_B, _poly_parts, _user_nodes
 
 
+class YeAbbeCode(GradientCode):
+    """A code built by :func:`ye_abbe` (a :class:`~gradcodes.GradientCode`); Fourier codes carry their design.
+
+    Attributes
+    ----------
+    functional_frequencies : tuple of float or None
+        ``nodes="fourier"``: the frequency of each of the ``m`` functionals (None for other node choices).
+    stride : int or None
+        ``nodes="fourier"``: worker ``i`` evaluates at angle ``2 pi (stride i mod n) / n``.
+    notes : str or None
+        ``nodes="fourier"``: a one-line description of the functionals and the stride.
+    cancellation_bound : float or None
+        ``nodes="fourier"`` with the top functionals: a proven upper bound on the cancellation factor of every
+        responder set (the module notes of :mod:`gradcodes._families.ye_abbe`); None otherwise.
+    """
+
+    functional_frequencies: tuple[float, ...] | None = None
+    stride: int | None = None
+    notes: str | None = None
+    cancellation_bound: float | None = None
+
+
+def _fourier_in_field(plan: _FourierPlan, k: int, params: dict[str, Any], fld: Any) -> YeAbbeCode:
+    """The Fourier code of ``plan`` over GF(p) (``fld``: ``"GF"`` or a galois prime field with p = 1 mod 8n)."""
+    n, s, m = plan.n, plan.s, plan.m
+    GF = _gf_field(fld, 8 * n)
+    for _ in range(8):  # "GF": an unlucky prime may make some M_j singular mod p; take the next one
+        gbk = PrimeField(GF)
+        try:
+            gB = _group(_fourier_B(plan, gbk), n, k, m)
+            break
+        except ValueError:
+            if not isinstance(fld, str):
+                raise
+            import galois
+
+            GF = galois.GF(_prime_1_mod(8 * n, GF.characteristic + 1))
+    else:  # pragma: no cover - would need 8 unlucky primes in a row
+        raise ValueError("no prime field found in which every M_j is invertible")
+    gtr = _Trig(n, gbk)
+    gK = gtr.kernel(plan)
+    gquad = YeAbbeDecoder("quadrature", partial(_fourier_A, plan, gbk, gtr, gK), s, True,
+                          "quadrature form over GF(p)")
+    gtop = YeAbbeDecoder("lagrange", partial(_fourier_A_top, plan, gbk, gtr), s, True,
+                         "closed-form barycentric weights over GF(p)")
+    gdecs = [gtop, gquad] if plan.top else [YeAbbeDecoder("lagrange", gquad._fn, s, True, gquad.description)]
+    return YeAbbeCode(gB, s, m=m, name=f"ye_abbe[fourier, {GF.name}]", family="ye_abbe",
+                      params=params, decoders=gdecs, default_decoder="lagrange")
+
+
+def _poly_A_quiet(theta: Any, full: Any, e_all: list[Any], n: int, m: int, bk: Field, S: np.ndarray) -> Any:
+    """:func:`_poly_A` with float64 over/underflow warnings silenced (the acceptance rule reports accuracy)."""
+    with np.errstate(all="ignore"):
+        return _poly_A(theta, full, e_all, n, m, bk, S)
+
+
+def _poly_in_field(theta: Any, n: int, s: int, m: int, k: int, label: str, params: dict[str, Any],
+                   fld: Any) -> YeAbbeCode:
+    """The polynomial code with rational nodes ``theta`` over GF(p) (``fld``: ``"GF"`` or a galois prime field)."""
+    import galois
+
+    vals = [to_fraction(v) for v in theta]
+    GF = galois.GF(_prime_1_mod(2, 1000)) if isinstance(fld, str) else fld
+    gbk = PrimeField(GF)
+    gtheta = gbk.const(vals)
+    if len(set(np.asarray(gtheta.view(np.ndarray)).tolist())) != n:
+        raise ValueError(f"the nodes are not distinct modulo p = {GF.characteristic}")
+    gfull, ge = _poly_parts(gtheta, n, m, gbk)
+    gB = _poly_B(gtheta, n, s, m, gbk, gfull, ge)
+    gdec = YeAbbeDecoder("lagrange", partial(_poly_A, gtheta, gfull, ge, n, m, gbk), s, True,
+                         "closed-form Lagrange weights over GF(p)")
+    return YeAbbeCode(_group(gB, n, k, m), s, m=m, name=f"ye_abbe[{label}, {GF.name}]", family="ye_abbe",
+                      params=params, decoders=[gdec], default_decoder="lagrange")
+
+
 def ye_abbe(n: int, s: int, m: int = 2, k: int | None = None, *, nodes: Any = "fourier", seed: Any = None,
-            spacing: Any = None, stride: int | None = None, field: str = "real") -> GradientCode:
+            spacing: Any = None, stride: int | None = None, field: str = "real") -> YeAbbeCode:
     r"""Ye–Abbe communication-efficient gradient code: load ``s + m``, messages of length ``ceil(p/m)``.
 
     Worker ``i`` stores partitions ``i, ..., i+s+m-1 (mod n)``; any ``n - s`` responders recover the sum
@@ -46,7 +122,7 @@ def ye_abbe(n: int, s: int, m: int = 2, k: int | None = None, *, nodes: Any = "f
         of unity) with the top Fourier coefficients as functionals: the numerically stable default, with a proven
         cancellation bound ``code.cancellation_bound`` (module notes, ``docs/ye_abbe.md``). ``"chebyshev"``
         (``cos((2i+1) pi / 2n)``), ``"equispaced"`` (in [-1, 1]), ``"integer"`` (``1..n``, the paper's numerical
-        setting) or a sequence of ``n`` distinct reals: the published polynomial construction (spec §3.3) with
+        setting) or a sequence of ``n`` distinct reals: the published polynomial construction (Ye & Abbe 2018) with
         top-monomial-coefficient functionals. ``"random"``: Gaussian generator and functionals, seeded.
     seed : int or numpy Generator, optional
         Seed of ``nodes="random"`` (ignored otherwise).
@@ -65,11 +141,12 @@ def ye_abbe(n: int, s: int, m: int = 2, k: int | None = None, *, nodes: Any = "f
 
     Returns
     -------
-    GradientCode
-        ``B`` has shape ``(n, k*m)`` (column ``j*m + u`` = block ``u`` of partition ``j``); its default decoder
-        ``"lagrange"`` is the closed form (:class:`YeAbbeDecoder`). Fourier codes also carry ``stride``,
-        ``functional_frequencies``, ``notes`` and ``cancellation_bound`` (a proven bound on the cancellation
-        factor of every responder set, None for spread functionals), and a second decoder ``"quadrature"``.
+    YeAbbeCode
+        A :class:`~gradcodes.GradientCode`. ``B`` has shape ``(n, k*m)`` (column ``j*m + u`` = block ``u`` of
+        partition ``j``); its default decoder ``"lagrange"`` is the closed form (:class:`YeAbbeDecoder`). Fourier
+        codes also carry ``stride``, ``functional_frequencies``, ``notes`` and ``cancellation_bound`` (a proven
+        bound on the cancellation factor of every responder set, None for spread functionals), and a second decoder
+        ``"quadrature"``.
 
     Raises
     ------
@@ -86,7 +163,7 @@ def ye_abbe(n: int, s: int, m: int = 2, k: int | None = None, *, nodes: Any = "f
 
     Examples
     --------
-    The spec's worked example (n = 3, d = 2, m = 2, nodes 1, 2, 3), exactly:
+    A worked example (n = 3, d = 2, m = 2, nodes 1, 2, 3), exactly:
 
     >>> import gradcodes as gc
     >>> code = gc.ye_abbe(3, 0, 2, nodes=[1, 2, 3], field="rational")
@@ -124,7 +201,6 @@ def ye_abbe(n: int, s: int, m: int = 2, k: int | None = None, *, nodes: Any = "f
     rng = check_seed(seed)                 # validated for every node choice; used by nodes="random" only
     exact = field == "rational"
     params: dict[str, Any] = {"n": n, "s": s, "m": m, "k": k, "field": field}
-    common = dict(m=m, field=field, family="ye_abbe")
     if isinstance(nodes, str):
         check_choice("nodes", nodes, NODE_CHOICES)
         params["nodes"] = nodes
@@ -148,53 +224,27 @@ def ye_abbe(n: int, s: int, m: int = 2, k: int | None = None, *, nodes: Any = "f
         params["stride"] = plan.stride
         if spacing is not None:
             params["spacing"] = spacing
-        B = _fourier_B(plan, RealField())
         bk = RealField()
+        B = _fourier_B(plan, bk)
         tr = _Trig(n, bk)
         K = tr.kernel(plan)
         quad_doc = "exact quadrature plus sine-product Lagrange extrapolation to the stragglers, O(n s)"
-        quad = YeAbbeDecoder("quadrature" if plan.top else "lagrange", lambda S: _fourier_A(plan, bk, tr, K, S), s,
+        quad = YeAbbeDecoder("quadrature" if plan.top else "lagrange", partial(_fourier_A, plan, bk, tr, K), s,
                              False, quad_doc)
         decs = [quad]
         if plan.top:
-            decs.insert(0, YeAbbeDecoder("lagrange", lambda S: _fourier_A_top(plan, bk, tr, S), s, False,
+            decs.insert(0, YeAbbeDecoder("lagrange", partial(_fourier_A_top, plan, bk, tr), s, False,
                                          "closed-form barycentric weights times short symmetric sums, no "
                                          "cancellation, O(n s m)"))
-
-        def builder(fld: Any) -> GradientCode:
-            GF = _gf_field(fld, 8 * n)
-            for _ in range(8):  # "GF": an unlucky prime may make some M_j singular mod p; take the next one
-                gbk = PrimeField(GF)
-                try:
-                    gB = _group(_fourier_B(plan, gbk), n, k, m)
-                    break
-                except ValueError:
-                    if not isinstance(fld, str):
-                        raise
-                    import galois
-
-                    GF = galois.GF(_prime_1_mod(8 * n, GF.characteristic + 1))
-            else:  # pragma: no cover - would need 8 unlucky primes in a row
-                raise ValueError("no prime field found in which every M_j is invertible")
-            gtr = _Trig(n, gbk)
-            gK = gtr.kernel(plan)
-            gquad = YeAbbeDecoder("quadrature", lambda S: _fourier_A(plan, gbk, gtr, gK, S), s, True,
-                                  "quadrature form over GF(p)")
-            gtop = YeAbbeDecoder("lagrange", lambda S: _fourier_A_top(plan, gbk, gtr, S), s, True,
-                                 "closed-form barycentric weights over GF(p)")
-            gdecs = [gtop, gquad] if plan.top else [YeAbbeDecoder("lagrange", gquad._fn, s, True, gquad.description)]
-            return GradientCode(gB, s, m=m, name=f"ye_abbe[fourier, {GF.name}]", family="ye_abbe",
-                                params=params, decoders=gdecs, default_decoder="lagrange")
-
         freqs = ", ".join(f"{f2 / 2:g}{'*' if kind == 'mix' else ''}" for f2, kind, _ in plan.functionals
                           if kind != "sin")
-        code = GradientCode(_group(B, n, k, m), s, name="ye_abbe", decoders=decs, default_decoder="lagrange",
-                            params=params, field_builder=builder, **{**common, "field": "real"})
-        code.functional_frequencies = tuple(f2 / 2 for f2, _, _ in plan.functionals)  # type: ignore[attr-defined]
-        code.stride = plan.stride  # type: ignore[attr-defined]
-        code.notes = (f"Fourier functionals at frequencies {freqs}; worker i at angle "  # type: ignore[attr-defined]
-                      f"2 pi ({plan.stride} i mod n) / n")
-        code.cancellation_bound = _cancellation_bound(plan, code) if plan.top else None  # type: ignore[attr-defined]
+        code = YeAbbeCode(_group(B, n, k, m), s, name="ye_abbe", decoders=decs, default_decoder="lagrange",
+                          params=params, field_builder=partial(_fourier_in_field, plan, k, params), m=m,
+                          family="ye_abbe", field="real")
+        code.functional_frequencies = tuple(f2 / 2 for f2, _, _ in plan.functionals)
+        code.stride = plan.stride
+        code.notes = f"Fourier functionals at frequencies {freqs}; worker i at angle 2 pi ({plan.stride} i mod n) / n"
+        code.cancellation_bound = _cancellation_bound(plan, code) if plan.top else None
         return code
 
     if isinstance(nodes, str) and nodes == "random":
@@ -203,17 +253,17 @@ def ye_abbe(n: int, s: int, m: int = 2, k: int | None = None, *, nodes: Any = "f
         N = n - s
         Vf = rng.standard_normal((N, n))
         Cf = rng.standard_normal((N, m))
-        bk = RationalField() if exact else RealField()
+        bk: Field = RationalField() if exact else RealField()
         V = bk.const(Vf.tolist()) if exact else Vf
         C = bk.const(Cf.tolist()) if exact else Cf
         try:
             B = _random_B(V, C, n, s, m, bk)
         except np.linalg.LinAlgError:
             raise ValueError("the random construction is singular; use another seed") from None
-        dec = YeAbbeDecoder("lagrange", lambda S: _random_A(V, C, n, bk, S), s, exact,
+        dec = YeAbbeDecoder("lagrange", partial(_random_A, V, C, n, bk), s, exact,
                             "solve V_F a = C (one (n-s) x (n-s) solve per set)")
-        return GradientCode(_group(B, n, k, m), s, name="ye_abbe[random]", decoders=[dec],
-                            default_decoder="lagrange", params=params, **common)
+        return YeAbbeCode(_group(B, n, k, m), s, name="ye_abbe[random]", decoders=[dec],
+                          default_decoder="lagrange", params=params, m=m, field=field, family="ye_abbe")
 
     # polynomial construction
     if isinstance(nodes, str):
@@ -234,31 +284,11 @@ def ye_abbe(n: int, s: int, m: int = 2, k: int | None = None, *, nodes: Any = "f
         raise ValueError(f"the polynomial construction with nodes={label!r} over- or underflows float64 at "
                          f"n={n}; use nodes='fourier' (the stable default) or smaller n")
 
-    def poly_A(S: np.ndarray, theta: Any = theta, full: Any = full, e_all: Any = e_all, bk: Any = bk) -> Any:
-        with np.errstate(all="ignore"):
-            return _poly_A(theta, full, e_all, n, m, bk, S)
-
-    dec = YeAbbeDecoder("lagrange", poly_A, s, exact,
+    dec = YeAbbeDecoder("lagrange", partial(_poly_A_quiet, theta, full, e_all, n, m, bk), s, exact,
                         "closed-form Lagrange weights: barycentric weight times elementary symmetric functions")
-
-    def poly_builder(fld: Any) -> GradientCode:
-        import galois
-
-        vals = [to_fraction(v) for v in theta]          # only given for exact (rational) codes
-        GF = galois.GF(_prime_1_mod(2, 1000)) if isinstance(fld, str) else fld
-        gbk = PrimeField(GF)
-        gtheta = gbk.const(vals)
-        if len(set(np.asarray(gtheta.view(np.ndarray)).tolist())) != n:
-            raise ValueError(f"the nodes are not distinct modulo p = {GF.characteristic}")
-        gfull, ge = _poly_parts(gtheta, n, m, gbk)
-        gB = _poly_B(gtheta, n, s, m, gbk, gfull, ge)
-        gdec = YeAbbeDecoder("lagrange", lambda S: _poly_A(gtheta, gfull, ge, n, m, gbk, S), s, True,
-                             "closed-form Lagrange weights over GF(p)")
-        return GradientCode(_group(gB, n, k, m), s, m=m, name=f"ye_abbe[{label}, {GF.name}]", family="ye_abbe",
-                            params=params, decoders=[gdec], default_decoder="lagrange")
-
-    code = GradientCode(_group(B, n, k, m), s, name=f"ye_abbe[{label}]", decoders=[dec], default_decoder="lagrange",
-                        params=params, field_builder=poly_builder if exact else None, **common)
+    builder = partial(_poly_in_field, theta, n, s, m, k, label, params) if exact else None
+    code = YeAbbeCode(_group(B, n, k, m), s, name=f"ye_abbe[{label}]", decoders=[dec], default_decoder="lagrange",
+                      params=params, field_builder=builder, m=m, field=field, family="ye_abbe")
     if not exact:
         # a real-node polynomial code is a Vandermonde system: say so at construction when float64 cannot decode it
         # (checked on the s consecutive stragglers 0..s-1, one closed-form decoding matrix)
@@ -293,8 +323,10 @@ def family_entries() -> list[tuple[str, Callable[[int, int, int], GradientCode]]
 
 
 REBUILDERS.update(ye_abbe=ye_abbe)
+
+
 def _scheme_build(n: int, s: int, m: int = 2, k: int | None = None, seed: Any = None, nodes: Any = "fourier",
-                  stride: int | None = None, spacing: Any = None, field: str = "real") -> GradientCode:
+                  stride: int | None = None, spacing: Any = None, field: str = "real") -> YeAbbeCode:
     return ye_abbe(n, s, m, k, nodes=nodes, seed=seed, stride=stride, spacing=spacing, field=field)
 
 

@@ -1,0 +1,157 @@
+"""The command line: exit codes, --json, --version, every constructor parameter, and no traceback for user errors."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import gradcodes as gc
+from gradcodes.cli import main
+
+
+def _run(argv, capsys):
+    rc = main(argv)
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_version(capsys):
+    rc, out, _ = _run(["--version"], capsys)
+    assert rc == 0 and out.strip() == f"gradcodes {gc.__version__}"
+
+
+BAD_ARGS = [
+    [],
+    ["nope"],
+    ["tour", "--schemes", "no_such_scheme"],
+    ["tour", "--bogus"],
+    ["build", "cyclic_repetition", "-n", "5", "-s", "1"],                 # no -o
+    ["build", "cyclic_repetition", "-o", "{tmp}/a.npz"],                  # no -n -s: used to leak '<lambda>() missing'
+    ["build", "cyclic_repetition", "-n", "x", "-s", "1", "-o", "{tmp}/a.npz"],
+    ["build", "cyclic_repetition", "-n", "5", "-s", "9", "-o", "{tmp}/a.npz"],
+    ["build", "cyclic_repetition", "-n", "-5", "-s", "1", "-o", "{tmp}/a.npz"],
+    ["build", "cyclic_repetition", "-n", "5", "-s", "1", "--param", "bogus=1", "-o", "{tmp}/a.npz"],
+    ["build", "cyclic_repetition", "-n", "5", "-s", "1", "--param", "novalue", "-o", "{tmp}/a.npz"],
+    ["build", "cyclic_mds", "-n", "7", "-s", "2", "--param", "placement=nowhere", "-o", "{tmp}/a.npz"],
+    ["build", "cyclic_repetition", "-n", "5", "-s", "1", "-o", "{tmp}/no/such/dir/a.npz"],
+    ["build", "uncoded", "-n", "1000000000", "-o", "{tmp}/a.npz"],
+    ["build", "no_such_scheme", "-n", "5", "-o", "{tmp}/a.npz"],
+    ["verify"],
+    ["verify", "cyclic_repetition"],
+    ["verify", "cyclic_repetition", "-n", "5", "-s", "1", "--limit", "-3"],
+    ["verify", "cyclic_repetition", "-n", "5", "-s", "1", "--decoder", "nope"],
+    ["verify", "cyclic_repetition", "-n", "5", "-s", "1", "--samples", "nan"],
+    ["bound"],
+    ["bound", "-n", "5"],
+    ["bound", "-n", "5", "-s", "7"],
+    ["bound", "-n", "0", "-s", "0"],
+    ["evaluate"],
+    ["evaluate", "sgc", "-n", "10", "--p", "2"],
+    ["evaluate", "sgc", "-n", "10", "--samples", "-1"],
+    ["evaluate", "sgc", "-n", "10", "--method", "magic"],
+    ["simulate", "--iters", "1"],
+    ["simulate", "-L", "1000000000"],
+    ["simulate", "--schemes", "XYZ"],
+    ["simulate", "-n", "1"],
+    ["schemes", "extra"],
+]
+
+
+@pytest.mark.parametrize("argv", BAD_ARGS, ids=lambda a: " ".join(a) or "(none)")
+def test_bad_arguments_exit_2_without_traceback(argv, tmp_path, capsys):
+    rc, out, err = _run([a.replace("{tmp}", str(tmp_path)) for a in argv], capsys)
+    assert rc == 2, (rc, out, err)
+    assert "Traceback" not in err and err.strip()
+    assert "<lambda>" not in err
+
+
+def _bad_files(tmp_path):
+    files = {}
+    (tmp_path / "text.npz").write_text("hello")
+    files["text"] = tmp_path / "text.npz"
+    np.save(tmp_path / "plain.npy", np.eye(3))
+    files["npy"] = tmp_path / "plain.npy"
+    gc.save(gc.fractional_repetition(6, 1), tmp_path / "good.npz")
+    raw = (tmp_path / "good.npz").read_bytes()
+    (tmp_path / "cut.npz").write_bytes(raw[: len(raw) // 2])
+    files["truncated"] = tmp_path / "cut.npz"
+    np.savez(tmp_path / "pickle.npz", meta=np.array("{}"), B=np.array([[object()]], dtype=object))
+    files["pickle"] = tmp_path / "pickle.npz"
+    np.savez(tmp_path / "foreign.npz", x=np.zeros(3))
+    files["foreign"] = tmp_path / "foreign.npz"
+    files["missing"] = tmp_path / "missing.npz"
+    files["directory"] = tmp_path
+    return files
+
+
+@pytest.mark.parametrize("command", ["verify", "evaluate"])
+def test_bad_files_exit_2(command, tmp_path, capsys):
+    for what, path in _bad_files(tmp_path).items():
+        rc, out, err = _run([command, str(path)], capsys)
+        assert rc == 2, (what, rc, out, err)
+        assert err.startswith("gradcodes: error:") and "Traceback" not in err, (what, err)
+        assert "allow_pickle" not in err
+
+
+def test_no_traceback_from_the_console_script(tmp_path):
+    (tmp_path / "bad.npz").write_bytes(b"\x00" * 100)
+    for argv in (["verify", str(tmp_path / "bad.npz")], ["build", "cyclic_repetition", "-o", "x.npz"]):
+        res = subprocess.run([sys.executable, "-m", "gradcodes", *argv], capture_output=True, text=True)
+        assert res.returncode == 2 and "Traceback" not in res.stderr and res.stderr.startswith("gradcodes: error")
+
+
+def test_json_outputs(tmp_path, capsys):
+    rc, out, _ = _run(["verify", "fractional_repetition", "-n", "6", "-s", "1", "--json"], capsys)
+    rep = json.loads(out)
+    assert rc == 0 and rep["ok"] is True and rep["n"] == 6 and rep["patterns_total"] == 6
+    rc, out, _ = _run(["bound", "-n", "7", "-s", "2", "-k", "3", "--json"], capsys)
+    assert rc == 0 and json.loads(out)["min_load"] == "9/7"
+    rc, out, _ = _run(["simulate", "--iters", "20", "--schemes", "CR,UMW", "--json"], capsys)
+    sim = json.loads(out)
+    assert rc == 0 and set(sim["schemes"]) == {"CR", "UMW"} and sim["schemes"]["CR"]["iters"] == 20
+    rc, out, _ = _run(["evaluate", "sgc", "-n", "8", "--json"], capsys)
+    assert rc == 0 and json.loads(out)["n"] == 8
+    rc, out, err = _run(["tour", "--quick", "--schemes", "uncoded,fractional_repetition", "--json"], capsys)
+    rows = json.loads(out)                       # progress lines went to stderr, not into the JSON
+    assert rc == 0 and [r["scheme"] for r in rows] == ["uncoded", "fractional_repetition"]
+    assert "uncoded" in err
+
+
+def test_tour_progress_on_stderr(capsys):
+    rc, out, err = _run(["tour", "--quick", "--schemes", "uncoded"], capsys)
+    assert rc == 0 and "uncoded {'n': 20}" in err and "uncoded {'n': 20}" not in out and "uncoded" in out
+
+
+def test_failing_code_exit_1_and_json(tmp_path, capsys):
+    B = gc.fractional_repetition(4, 1).B.copy()
+    B[0, 0] = 0
+    gc.save(gc.GradientCode(B, s=1), tmp_path / "bad.npz")
+    rc, out, _ = _run(["verify", str(tmp_path / "bad.npz"), "--json"], capsys)
+    assert rc == 1 and json.loads(out)["ok"] is False
+
+
+def test_every_constructor_parameter_is_reachable(tmp_path, capsys):
+    path = tmp_path / "t.npz"
+    rc, _, err = _run(["build", "cyclic_mds", "-n", "7", "-s", "2", "--param", "placement=textbook", "-o",
+                       str(path)], capsys)
+    assert rc == 0, err
+    assert gc.load(path).name == "cyclic_mds[complex, textbook]"
+    rc, _, err = _run(["build", "cyclic_repetition", "-n", "3", "-s", "1", "--param", "H=[[1, 1, -2]]",
+                       "--param", "field=rational", "-o", str(path)], capsys)
+    assert rc == 0, err
+    assert gc.load(path).field == "rational"
+    rc, _, err = _run(["build", "expander_code", "-n", "8", "--param", "degree=3", "--param",
+                       "require_connected=False", "-o", str(path)], capsys)
+    assert rc == 0, err
+
+
+def test_python_names_are_scheme_names(tmp_path, capsys):
+    for python_name, short in gc.cli.ALIASES.items():
+        assert short in gc.schemes() and callable(getattr(gc, python_name))
+    rc, _, err = _run(["build", "stochastic_gc", "-n", "6", "-o", str(tmp_path / "a.npz")], capsys)
+    assert rc == 0, err
+    assert gc.load(tmp_path / "a.npz").family == "stochastic_gc"
+    rc, out, _ = _run(["schemes"], capsys)
+    assert "sgc (stochastic_gc)" in out
