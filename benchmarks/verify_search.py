@@ -33,7 +33,7 @@ from gradcodes._tour import format_table  # noqa: E402
 def plant(n: int, s: int, seed: int) -> tuple[gc.GradientCode, np.ndarray]:
     """A cyclic-repetition code with one planted singular straggler set ``S0``; returns (code, S0)."""
     rng = np.random.default_rng(1000 + seed)
-    base = gc.cyclic_repetition(n, s, seed=seed)
+    base = gc.cyclic_repetition(n, s, rng=seed)
     K = NullSpaceDecoder.basis(base)[1].copy()
     S0 = np.sort(rng.choice(n, s, replace=False))
     y = rng.standard_normal(K.shape[1])
@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
             valid += 1
             for label, search in (("search", True), ("random only", False)):     # alternating, same seed
                 t0 = time.perf_counter()
-                rep = gc.verify(code, limit=0, samples=args.samples, search=search, seed=t)
+                rep = gc.verify(code, limit=0, samples=args.samples, search=search, rng=t)
                 secs[label].append(time.perf_counter() - t0)
                 caught[label] += rep.n_failures > 0
         rows.append({"n, s": f"{n}, {s}", "trials": valid,

@@ -38,7 +38,7 @@ from ._bounds import meets_min_load, min_load
 from ._code import GradientCode, LinearCode
 from ._decoders import Decoder, single_threaded_blas
 from ._numerics import cancellation, error_estimate, residuals, unit_roundoff
-from ._validate import check_int, check_real, check_seed
+from ._validate import SEED_UNSET, check_int, check_real, check_rng, take_rng
 from ._verify_fast import NullSpaceScreen, lex_straggler_batches, screen_range
 from ._verify_report import VerifyReport, _hms
 
@@ -243,10 +243,10 @@ class _Clock:
 
 
 def verify(code: LinearCode, *, limit: int | None = None, samples: int = 2000, search: bool = True,
-           seed: Any = 0, rtol: float | None = None, decoder: str | Decoder | None = None,
+           rng: Any = None, rtol: float | None = None, decoder: str | Decoder | None = None,
            field: Any = None, stop_on_failure: bool = True, batch_size: int | None = None,
            progress: bool | None = None, dtype: Any = np.float64, time_budget: float = 10.0,
-           search_seconds: float = 1.0) -> VerifyReport:
+           search_seconds: float = 1.0, seed: Any = SEED_UNSET) -> VerifyReport:
     """Check that every set of ``n - s`` responders recovers the gradient; ``ok`` only for a proof.
 
     Parameters
@@ -262,8 +262,10 @@ def verify(code: LinearCode, *, limit: int | None = None, samples: int = 2000, s
     search : bool, default True
         When not exhaustive, search for failing sets: coordinate ascent on the size of the s x s null-space
         solve from random starts (null-space codes; ``search_seconds``), then greedy swaps from the worst sets.
-    seed : int or Generator, default 0
-        Seed of the random sets and the search.
+    rng : None, int, numpy.random.SeedSequence or numpy.random.Generator, optional
+        Random state of the random sets and the search (exhaustive checks use none), as scientific Python's
+        SPEC 7 recommends: None for fresh entropy, an int, a SeedSequence or a Generator. ``seed=`` is a
+        deprecated alias.
     rtol : float, optional
         Accepted predicted relative error. Default: :func:`default_rtol` (the code's ``rtol``, 1e-8, for
         float64 messages; ``sqrt(u)`` for lower precisions).
@@ -294,7 +296,7 @@ def verify(code: LinearCode, *, limit: int | None = None, samples: int = 2000, s
     Examples
     --------
     >>> import gradcodes as gc
-    >>> report = gc.verify(gc.cyclic_repetition(10, 3, seed=1))
+    >>> report = gc.verify(gc.cyclic_repetition(10, 3, rng=1))
     >>> report.verdict, report.exhaustive, report.patterns_checked, bool(report)
     ('ok', True, 120, True)
 
@@ -309,12 +311,14 @@ def verify(code: LinearCode, *, limit: int | None = None, samples: int = 2000, s
 
     Sampling is never a proof:
 
-    >>> gc.verify(gc.cyclic_repetition(30, 6, seed=0), limit=1000, samples=100).verdict
+    >>> gc.verify(gc.cyclic_repetition(30, 6, rng=0), limit=1000, samples=100, rng=0).verdict
     'unproven'
     """
+    rng = take_rng(rng, seed)
+    rng = take_rng(rng, seed)
     hook = getattr(code, "_verify_hook", None)
     if hook is not None:  # code types with their own straggler model (CodedReduce trees) verify themselves
-        return hook(limit=limit, samples=samples, search=search, seed=seed, rtol=rtol, decoder=decoder,
+        return hook(limit=limit, samples=samples, search=search, rng=rng, rtol=rtol, decoder=decoder,
                     field=field, stop_on_failure=stop_on_failure, batch_size=batch_size, progress=progress,
                     dtype=dtype, time_budget=time_budget)
     if field is not None:
@@ -334,7 +338,7 @@ def verify(code: LinearCode, *, limit: int | None = None, samples: int = 2000, s
     samples = check_int("samples", samples, 0)
     time_budget = check_real("time_budget", time_budget, 0)
     search_seconds = check_real("search_seconds", search_seconds, 0)
-    rng = check_seed(seed)
+    rng = check_rng(rng)
     dec = code._decoder(decoder)
     n, s = code.n, code.s
     total = math.comb(n, s)

@@ -28,7 +28,7 @@ def brute_force_failing(B, s, tol=1e-8):
 @pytest.mark.parametrize("family", ["fractional_repetition", "cyclic_repetition"])
 def test_every_single_zeroed_entry_is_caught(family):
     """Zeroing any nonzero entry of B breaks recovery for some set; verify must say so and name a failing set."""
-    code = gc.fractional_repetition(6, 2) if family == "fractional_repetition" else gc.cyclic_repetition(6, 2, seed=1)
+    code = gc.fractional_repetition(6, 2) if family == "fractional_repetition" else gc.cyclic_repetition(6, 2, rng=1)
     for i, j in zip(*np.nonzero(code.B), strict=True):
         B = code.B.copy()
         B[i, j] = 0.0
@@ -41,7 +41,7 @@ def test_every_single_zeroed_entry_is_caught(family):
 
 
 def test_perturbed_entry_in_cyclic_code_is_caught():
-    code = gc.cyclic_repetition(7, 3, seed=2)
+    code = gc.cyclic_repetition(7, 3, rng=2)
     B = code.B.copy()
     B[3, 4] *= 1.001
     report = gc.verify(gc.GradientCode(B, s=3))
@@ -52,7 +52,7 @@ def test_perturbed_entry_in_cyclic_code_is_caught():
     assert report.exhaustive and not report.exact
     assert report.failing_responders in brute_force_failing(B, 3)
     # the same kind of corruption caught by the sampled path on a code too large to enumerate under the limit
-    big = gc.cyclic_repetition(20, 4, seed=2).B.copy()
+    big = gc.cyclic_repetition(20, 4, rng=2).B.copy()
     big[3, 4] *= 1.001
     report = gc.verify(gc.GradientCode(big, s=4), limit=10, samples=50)
     assert not report.exhaustive and report.verdict == "FAILS" and not report
@@ -97,7 +97,7 @@ def test_verify_agrees_with_brute_force(case):
 
 
 def test_exhaustive_counts_and_streaming_batches():
-    code = gc.cyclic_repetition(12, 4, seed=0)
+    code = gc.cyclic_repetition(12, 4, rng=0)
     small = gc.verify(code, batch_size=7)
     big = gc.verify(code)
     assert small.patterns_checked == big.patterns_checked == math.comb(12, 4)
@@ -109,15 +109,15 @@ def test_exhaustive_counts_and_streaming_batches():
 
 
 def test_non_exhaustive_search_reports_it():
-    code = gc.cyclic_repetition(30, 6, seed=0)
-    report = gc.verify(code, samples=200, limit=1000)
+    code = gc.cyclic_repetition(30, 6, rng=0)
+    report = gc.verify(code, samples=200, limit=1000, rng=0)
     assert not report.exhaustive and report.patterns_total == math.comb(30, 6)
     assert report.strategies["consecutive"] == 30 and report.strategies["random"] == 200
     assert report.strategies["restart search"] > 0 and report.strategies["local search"] > 0
     assert report.verdict == "unproven" and not report.exact and not report and not report.proven
     assert "not exhaustive" in str(report) and "not a proof" in str(report)
     # the search never reports a better worst case than the sets it started from
-    no_search = gc.verify(code, samples=200, search=False, limit=1000)
+    no_search = gc.verify(code, samples=200, search=False, limit=1000, rng=0)
     assert report.error_estimate >= no_search.error_estimate
 
 
@@ -172,7 +172,7 @@ def test_cancellation_destroys_accuracy_is_not_exact():
 ])
 def test_verify_bad_input(kwargs, exc, words):
     with pytest.raises(exc) as info:
-        gc.verify(gc.cyclic_repetition(5, 1, seed=0), **kwargs)
+        gc.verify(gc.cyclic_repetition(5, 1, rng=0), **kwargs)
     assert words in str(info.value)
 
 
@@ -187,7 +187,7 @@ def test_verify_rejects_approximate_codes():
 
 
 def test_sampled_check_is_never_truthy():
-    report = gc.verify(gc.cyclic_repetition(30, 6, seed=0), limit=1000, samples=100)
+    report = gc.verify(gc.cyclic_repetition(30, 6, rng=0), limit=1000, samples=100, rng=0)
     assert report.verdict == "unproven" and report.n_failures == 0
     assert not bool(report) and not report.exact and not report.proven
     assert "UNPROVEN" in str(report) and "not a proof" in str(report)
@@ -229,7 +229,7 @@ def test_theorem_is_checked_on_the_matrix():
 
 
 def test_failure_counts_are_exact_or_at_least():
-    code = gc.cyclic_repetition(7, 3, seed=2)
+    code = gc.cyclic_repetition(7, 3, rng=2)
     B = code.B.copy()
     B[3, 4] *= 1.001
     full = gc.verify(gc.GradientCode(B, s=3), stop_on_failure=False)
@@ -243,7 +243,7 @@ def test_failure_counts_are_exact_or_at_least():
 
 
 def test_repr_is_short_and_str_is_full():
-    report = gc.verify(gc.cyclic_repetition(12, 4, seed=0))
+    report = gc.verify(gc.cyclic_repetition(12, 4, rng=0))
     assert len(repr(report)) < 150 and repr(report).startswith("<VerifyReport")
     assert "worst cancellation" in str(report) and "load" in str(report)
 
@@ -299,13 +299,13 @@ def test_ctrl_c_keeps_the_partial_report(monkeypatch):
         return real_add(self, S)
 
     monkeypatch.setattr(V._Tracker, "add", add)
-    report = gc.verify(gc.cyclic_repetition(12, 4, seed=0), batch_size=50)
+    report = gc.verify(gc.cyclic_repetition(12, 4, rng=0), batch_size=50)
     assert report.interrupted and report.patterns_checked == 100
     assert report.verdict == "unproven" and not report and "interrupted" in str(report)
 
 
 def test_time_budget_decides_between_enumeration_and_sampling():
-    code = gc.cyclic_repetition(20, 5, seed=0)                        # 15,504 sets
+    code = gc.cyclic_repetition(20, 5, rng=0)                        # 15,504 sets
     quick = gc.verify(code, time_budget=0)
     assert not quick.exhaustive and quick.verdict == "unproven" and "time_budget" in str(quick)
     full = gc.verify(code, time_budget=600)
@@ -313,9 +313,9 @@ def test_time_budget_decides_between_enumeration_and_sampling():
 
 
 def test_search_finds_the_bad_set_of_a_random_cyclic_code():
-    """cyclic_repetition(40, 5, seed=1) fails float64 on a few of its 658,008 sets; the restarted search finds one
+    """cyclic_repetition(40, 5, rng=1) fails float64 on a few of its 658,008 sets; the restarted search finds one
     (deterministic: the search stops at the first failure, long before its time limit)."""
-    report = gc.verify(gc.cyclic_repetition(40, 5, seed=1), limit=0, samples=100, search_seconds=120)
+    report = gc.verify(gc.cyclic_repetition(40, 5, rng=1), limit=0, samples=100, search_seconds=120, rng=0)
     assert report.verdict in ("FAILS", "inaccurate") and report.strategies["restart search"] < 400
 
 
@@ -347,7 +347,7 @@ def reference_verify(code, rtol=1e-8):
 
 
 def planted(n, s, seed):
-    code = gc.cyclic_repetition(n, s, seed=seed)
+    code = gc.cyclic_repetition(n, s, rng=seed)
     B = code.B.copy()
     B[seed % n, (seed + 1) % n] *= 1.0 + 1e-9                       # sets near and over the threshold
     return gc.GradientCode(B, s=s)
@@ -360,8 +360,8 @@ def test_screened_enumeration_matches_the_reference(monkeypatch, use_numba, case
 
     monkeypatch.setattr(V, "_KERNEL_MIN_SETS", 0)
     monkeypatch.setattr(V, "_USE_NUMBA", use_numba)
-    code = {"good": lambda: gc.cyclic_repetition(16, 4, seed=3), "planted": lambda: planted(16, 4, 5),
-            "failing": lambda: gc.cyclic_repetition(18, 5, seed=0)}[case]()
+    code = {"good": lambda: gc.cyclic_repetition(16, 4, rng=3), "planted": lambda: planted(16, 4, 5),
+            "failing": lambda: gc.cyclic_repetition(18, 5, rng=0)}[case]()
     new = gc.verify(code, stop_on_failure=False, limit=10**6)
     ref = reference_verify(code)
     assert new.exhaustive and new.patterns_checked == ref.checked == math.comb(code.n, code.s)
