@@ -315,7 +315,6 @@ def verify(code: LinearCode, *, limit: int | None = None, samples: int = 2000, s
     'unproven'
     """
     rng = take_rng(rng, seed)
-    rng = take_rng(rng, seed)
     hook = getattr(code, "_verify_hook", None)
     if hook is not None:  # code types with their own straggler model (CodedReduce trees) verify themselves
         return hook(limit=limit, samples=samples, search=search, rng=rng, rtol=rtol, decoder=decoder,
