@@ -38,7 +38,7 @@ from ._bounds import meets_min_load, min_load
 from ._code import GradientCode, LinearCode
 from ._decoders import Decoder, single_threaded_blas
 from ._numerics import cancellation, error_estimate, residuals, unit_roundoff
-from ._validate import SEED_UNSET, check_int, check_real, check_rng, take_rng
+from ._validate import SEED_UNSET, check_int, check_real, check_rng, check_size, take_rng
 from ._verify_fast import NullSpaceScreen, lex_straggler_batches, screen_range
 from ._verify_report import VerifyReport, _hms
 
@@ -337,6 +337,7 @@ def verify(code: LinearCode, *, limit: int | None = None, samples: int = 2000, s
     samples = check_int("samples", samples, 0)
     time_budget = check_real("time_budget", time_budget, 0)
     search_seconds = check_real("search_seconds", search_seconds, 0)
+    check_size("the sampled straggler sets times n", samples * code.n, "work")
     rng = check_rng(rng)
     dec = code._decoder(decoder)
     n, s = code.n, code.s
