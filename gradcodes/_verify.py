@@ -37,7 +37,7 @@ import numpy as np
 from ._bounds import meets_min_load, min_load
 from ._code import GradientCode, LinearCode
 from ._decoders import Decoder, single_threaded_blas
-from ._numerics import cancellation, error_estimate, residuals, unit_roundoff
+from ._numerics import cancellation, error_estimate, residuals, tolerance, unit_roundoff
 from ._validate import SEED_UNSET, check_int, check_real, check_rng, check_size, take_rng
 from ._verify_fast import NullSpaceScreen, lex_straggler_batches, screen_range
 from ._verify_report import VerifyReport, _hms
@@ -54,22 +54,20 @@ _USE_NUMBA = True
 
 
 def default_rtol(dtype: Any, code_rtol: float) -> float:
-    """Default acceptance tolerance for messages of ``dtype``: the code's ``rtol`` for float64 (1e-8, about the
-    square root of float64's unit roundoff) and ``sqrt(u)`` of the dtype otherwise (2.4e-4 for float32): a
-    decode may lose at most about half of the dtype's digits.
+    """Default acceptance tolerance for messages of ``dtype``: the code's float64 ``rtol`` carried over to the dtype
+    by :func:`gradcodes._numerics.tolerance` (the same share of the dtype's digits; 2.4e-4 for float32 at the
+    default 1e-8), the tolerance the decoders use.
 
     >>> default_rtol(np.float64, 1e-8), round(default_rtol(np.float32, 1e-8), 6)
-    (1e-08, 0.000244)
+    (1e-08, 0.000238)
     """
-    u = unit_roundoff(dtype)
-    if u >= unit_roundoff(np.float64) * 2:
-        return max(code_rtol, math.sqrt(u))
-    return code_rtol
+    return tolerance(code_rtol, dtype)
 
 
 def _accepts(canc: np.ndarray, res: np.ndarray, rtol: float, dtype: Any) -> np.ndarray:
-    """The acceptance rule in the messages' dtype: ``u(dtype) * canc + res <= rtol`` (finite). The one place that
-    decides; it follows :func:`gradcodes._numerics.error_estimate`."""
+    """The acceptance rule in the messages' dtype: ``u(dtype) * canc + res <= rtol`` (finite), ``rtol`` already the
+    dtype's tolerance. The one place that decides; it is :func:`gradcodes._numerics.accepts` with one term (the
+    decoders also count ``sqrt(terms)`` rounded additions, which depend on the message length, not on the code)."""
     est = error_estimate(canc, res, dtype)
     return np.isfinite(est) & (est <= rtol)
 
@@ -268,7 +266,7 @@ def verify(code: LinearCode, *, limit: int | None = None, samples: int = 2000, s
         deprecated alias.
     rtol : float, optional
         Accepted predicted relative error. Default: :func:`default_rtol` (the code's ``rtol``, 1e-8, for
-        float64 messages; ``sqrt(u)`` for lower precisions).
+        float64 messages; the same share of digits for other dtypes, 2.4e-4 for float32).
     decoder : str or Decoder, optional
         The decoder to check (default: the code's default decoder).
     field : galois field class or "GF", optional
