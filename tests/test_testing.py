@@ -60,6 +60,17 @@ def test_straggler_sets_include_the_verifier_flagged_sets():
     assert set(flagged) & seen
 
 
+def test_verifier_flagged_includes_failing_sets():
+    # a failing code: verifier_flagged must return its failing straggler sets (it once iterated over the integers
+    # of the first failing set and raised TypeError)
+    code = gc.GradientCode(np.eye(4), s=1)               # uncoded data claimed to tolerate a straggler
+    rep = gc.verify(code, stop_on_failure=False)
+    assert rep.failures
+    flagged = verifier_flagged(code)
+    every = set(range(code.n))
+    assert tuple(sorted(every - set(rep.failures[0]))) in flagged
+
+
 def test_assert_recovers_fails_naming_the_responders():
     code = gc.cyclic_repetition(8, 2, rng=0)
     with pytest.raises(AssertionError, match=r"responders \(0, 1, 2, 3, 4\)"):

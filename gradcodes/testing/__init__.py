@@ -47,7 +47,7 @@ def verifier_flagged(code: Any) -> list[tuple[int, ...]]:
 
     rep = verify(code, stop_on_failure=False)
     every = set(range(code.n))
-    flagged = [rep.worst_responders, rep.worst_cancellation_responders, *[f for f in (rep.failing_responders or [])]]
+    flagged = [rep.worst_responders, rep.worst_cancellation_responders, *rep.failures]
     return sorted({tuple(sorted(every - set(r))) for r in flagged if r is not None})
 
 
@@ -108,10 +108,13 @@ def partial_gradients(code: Any, *, dtype: npt.DTypeLike = np.float64, p: int | 
     dt = np.dtype(dtype)
     if dt.kind not in "fc":
         raise ValueError(f"dtype must be a floating or complex dtype, got {dt}")
-    width = 32 if dt in (np.float32, np.complex64) else 64
-    elements = st.floats(-bound, bound, allow_nan=False, allow_subnormal=False, width=width)
+    single = dt in (np.float32, np.complex64)
+    elements: st.SearchStrategy[Any]
     if dt.kind == "c":
-        elements = st.complex_numbers(max_magnitude=bound, allow_nan=False, allow_infinity=False, width=2 * width)
+        elements = st.complex_numbers(max_magnitude=bound, allow_nan=False, allow_infinity=False,
+                                      width=64 if single else 128)
+    else:
+        elements = st.floats(-bound, bound, allow_nan=False, allow_subnormal=False, width=32 if single else 64)
     ps = st.just(p) if isinstance(p, int) else p
     return ps.flatmap(lambda q: hnp.arrays(dt, (code.k, q), elements=elements))
 
