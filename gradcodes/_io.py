@@ -61,11 +61,12 @@ def save(code: LinearCode, path: str | os.PathLike[str]) -> None:
         "params": code.params, "m": code.m, "field": code.field, "default_decoder": code.default_decoder,
         "s": getattr(code, "s", None),
     }
-    if getattr(code, "rtol", None) is not None:
-        meta["rtol"] = float(code.rtol)
+    rtol = getattr(code, "rtol", None)
+    if rtol is not None:
+        meta["rtol"] = float(rtol)
     if isinstance(code, ApproximateCode) and code.straggle_probabilities is not None:
         meta["straggle_probabilities"] = [str(p) for p in code.straggle_probabilities]
-    arrays: dict[str, np.ndarray] = {}
+    arrays: dict[str, Any] = {}
     if code.field == "rational":
         arrays["B_num"] = np.vectorize(lambda f: str(f.numerator), otypes=[str])(code.B)
         arrays["B_den"] = np.vectorize(lambda f: str(f.denominator), otypes=[str])(code.B)
@@ -170,6 +171,7 @@ def _read_entry(zf: zipfile.ZipFile, member: str, key: str, where: str, max_entr
     with zf.open(member) as fp:
         version = fmt.read_magic(fp)
         if version == (1, 0):
+            shape: tuple[int, ...]
             shape, fortran, dtype = fmt.read_array_header_1_0(fp)
         elif version == (2, 0):
             shape, fortran, dtype = fmt.read_array_header_2_0(fp)
@@ -206,8 +208,9 @@ def _read_entry(zf: zipfile.ZipFile, member: str, key: str, where: str, max_entr
         if len(data) != expected:
             raise CodeFileError(f"{where!r}: entry {key!r} is truncated")
         arr = np.frombuffer(data, dtype=dtype)
-        order = "F" if fortran else "C"
-        return arr.reshape(shape, order=order).copy()
+        if fortran:
+            return arr.reshape(tuple(int(d) for d in shape), order="F").copy()
+        return arr.reshape(tuple(int(d) for d in shape)).copy()
 
 
 def _kinds(kinds: str) -> str:
@@ -263,6 +266,7 @@ def _matrix(where: str, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> 
         raise fail(f"expected exactly one of 'B', 'B_num'/'B_den', 'B_gf', got {sorted(arrays)}")
     kind = kinds[0]
     field = meta["field"]
+    B: Any                                    # an ndarray (float or Fractions) or a galois array
     if kind == "B_num":
         if "B_den" not in arrays or arrays["B_den"].shape != arrays["B_num"].shape:
             raise fail("'B_num' needs a 'B_den' entry of the same shape")

@@ -12,12 +12,13 @@ checked with no rounding at all.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -89,7 +90,7 @@ class VerifyReport:
     rtol: float
     seconds: float
     stopped_early: bool = False
-    notes: list[str] = field(default_factory=list)
+    notes: list[str] = dataclasses.field(default_factory=list)  # (the attribute `field` shadows the function)
 
     @property
     def failing_responders(self) -> tuple[int, ...] | None:
@@ -216,8 +217,9 @@ class _Tracker:
     def __init__(self, code: LinearCode, dec: Decoder, rtol: float) -> None:
         self.code, self.dec, self.rtol = code, dec, rtol
         self.checked = 0
-        self.worst_res, self.worst_res_S = -1.0, None
-        self.worst_canc, self.worst_canc_S = -1.0, None
+        self.worst_res, self.worst_canc = -1.0, -1.0
+        self.worst_res_S: tuple[int, ...] | None = None
+        self.worst_canc_S: tuple[int, ...] | None = None
         self.worst_est = 0.0
         self.failures: list[tuple[int, ...]] = []
         self.n_failures = 0
@@ -254,6 +256,7 @@ class _Tracker:
                 res[i] = 1.0 if gf else max(abs(float(v)) for v in R.flat) or 1.0
         if not gf:
             Af = np.vectorize(float, otypes=[np.float64])(A)
+            assert self.Bf is not None          # set for rational codes, the only non-GF exact field
             canc = cancellation(Af, self.Bf, code.k)
         return res, canc, failed
 

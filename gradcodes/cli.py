@@ -95,7 +95,7 @@ def _build(args: argparse.Namespace) -> Any:
     if any(k not in sig.parameters for k in given):
         fn = _constructor(scheme.name)
         fn_sig = inspect.signature(fn) if fn is not None else None
-        if fn_sig is not None and all(k in fn_sig.parameters for k in given):
+        if fn is not None and fn_sig is not None and all(k in fn_sig.parameters for k in given):
             defaults = {k: p.default for k, p in sig.parameters.items()
                         if p.default is not p.empty and k in fn_sig.parameters and k not in given}
             target, target_sig, given = fn, fn_sig, {**defaults, **given}
