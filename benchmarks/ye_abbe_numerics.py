@@ -157,7 +157,7 @@ ROWS = [
     ("paper (integer, Vandermonde solve)", paper_row),
     ("integer, closed form", library_row(lambda n, s, m: gc.ye_abbe(n, s, m, nodes="integer"))),
     ("equispaced [-1,1]", library_row(lambda n, s, m: gc.ye_abbe(n, s, m, nodes="equispaced"))),
-    ("chebyshev (spec default)", library_row(lambda n, s, m: gc.ye_abbe(n, s, m, nodes="chebyshev"))),
+    ("chebyshev (old default)", library_row(lambda n, s, m: gc.ye_abbe(n, s, m, nodes="chebyshev"))),
     ("chebyshev, Chebyshev basis", chebyshev_basis_row),
     ("random Gaussian (seed 0)", library_row(lambda n, s, m: gc.ye_abbe(n, s, m, nodes="random", seed=0))),
     ("roots of unity, top, natural order", library_row(lambda n, s, m: gc.ye_abbe(n, s, m, stride=1))),

@@ -1,6 +1,6 @@
 """The core types: :class:`LinearCode` (shared base), :class:`GradientCode` (exact) and :class:`ApproximateCode`.
 
-Notation (spec §0.2): ``n`` workers, ``k`` partitions, ``m`` communication factor, ``s`` stragglers. The encoding
+Notation (Tandon et al.): ``n`` workers, ``k`` partitions, ``m`` communication factor, ``s`` stragglers. The encoding
 matrix ``B`` is ``n x (k*m)``; column ``j*m + u`` carries block ``u`` of partial gradient ``g_j``. Worker ``i``
 sends ``y_i = sum_{j,u} B[i, j*m+u] g_j^(u)`` (a vector of length ``ceil(p/m)``). For responders ``F`` a decoding
 matrix ``A_F`` (m x n, zero outside ``F``) with ``A_F B = E = 1_k^T (x) I_m`` recovers block ``u`` of the sum
@@ -682,7 +682,7 @@ class GradientCode(LinearCode):
 
     Examples
     --------
-    A 3-worker code tolerating one straggler (spec §1.3), in exact arithmetic:
+    A 3-worker code tolerating one straggler (Tandon et al. 2017, cyclic repetition), in exact arithmetic:
 
     >>> import numpy as np
     >>> from fractions import Fraction as Fr

@@ -1,4 +1,4 @@
-"""Batched numerical diagnostics of decoding matrices (see ``docs/numerics.md`` and the spec's numerics.md).
+"""Batched numerical diagnostics of decoding matrices (see ``docs/numerics.md``).
 
 For a decoding matrix ``A_F`` (m x n) of a code with encoding matrix ``B`` (n x k*m) and target
 ``E = 1_k^T (x) I_m``:
@@ -24,7 +24,7 @@ from ._fields import exact_zeros, is_galois_array
 __all__ = ["target_matrix", "residuals", "cancellation", "accepts", "error_estimate", "exact_residual_ok",
            "unit_roundoff"]
 
-#: Relative factor of the default float64 acceptance tolerance (spec §0.2).
+#: Relative factor of the default float64 acceptance tolerance.
 DEFAULT_RTOL = 1e-8
 
 
@@ -70,7 +70,7 @@ def cancellation(A: np.ndarray, B: np.ndarray, k: int) -> np.ndarray:
 def accepts(canc: np.ndarray, residual: np.ndarray, rtol: float = DEFAULT_RTOL) -> np.ndarray:
     """True where a float64 decode is trustworthy: ``u * canc + residual <= rtol`` (and both are finite).
 
-    This is stricter than the spec's ``residual <= rtol * max(1, ||a||_1 max|B|)``, which grows with the
+    This is stricter than the common ``residual <= rtol * max(1, ||a||_1 max|B|)``, which grows with the
     cancellation and so accepts decoding vectors that lose every digit; the target ``E`` has unit entries and
     ``A_F B`` is invariant under row scalings of ``B``, so no further scaling is needed.
     """

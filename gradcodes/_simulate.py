@@ -1,6 +1,6 @@
 """Iteration-time simulator for CodedReduce and the master--worker / all-reduce baselines.
 
-The models are those of the spec (``gradient-codes.md`` §4.6 and §6):
+The models follow the CodedReduce paper (Reisizadeh, Prakash, Pedarsani & Avestimehr, arXiv 1902.01981):
 
 * **Computation (shifted exponential).** A worker that processes ``l`` data points finishes at
   ``T = a*l + Exp(mean l/mu)``, i.e. ``P(T <= t) = 1 - exp(-(mu/l)(t - a*l))`` for ``t >= a*l``; the mean is
@@ -330,7 +330,7 @@ def simulate(
     r"""Monte Carlo expected iteration time of CodedReduce and the baselines.
 
     Every scheme processes a dataset of ``m_data`` points per iteration under the shifted-exponential
-    computation model and the single-port communication model (module docstring; spec §4.6, §6).
+    computation model and the single-port communication model (module docstring; Reisizadeh et al., CodedReduce).
     With ``N = n + n^2 + ... + n^L`` workers:
 
     ==========  ===========================  ==========================================================
@@ -370,7 +370,7 @@ def simulate(
         Time to receive one gradient-sized message (s), >= 0.
     t_step : float
         Extra fixed cost of each of the ``2(N-1)`` ring all-reduce steps (s), >= 0. The CodedReduce
-        paper's RAR cost model is not known (spec §4.6); with ``t_step = 0`` RAR beats CR in the paper's
+        paper's RAR cost model is not known; with ``t_step = 0`` RAR beats CR in the paper's
         setting, so this parameter is exposed and reported rather than hidden.
     overlap : bool
         Whether a CR node receives its children's messages while computing (default) or only after.
@@ -390,7 +390,7 @@ def simulate(
 
     Notes
     -----
-    Bounds for CR [spec §4.6, derived]: with ``l = r m``, ``a l + L(n-s) t_c <= T_CR`` always and
+    Bounds for CR (derived from the models): with ``l = r m``, ``a l + L(n-s) t_c <= T_CR`` always and
     ``E[T_CR] <= a l + (l/mu) H_N + L(n-s) t_c``. For RAR, ``E[T] = a l + (l/mu) H_N + 2(N-1)(t_c/N +
     t_step)`` exactly. With ``mu = inf`` every time is deterministic.
 
@@ -484,7 +484,7 @@ def simulate(
                 frac = Fraction(sg + 1, N)
             points = float(frac * Fraction(m_data))
             msgs = workers - sg
-            # a code with communication factor m sends 1/m of a gradient: t_c / m per message (spec §3.3)
+            # a code with communication factor m sends 1/m of a gradient: t_c / m per message (Ye & Abbe 2018)
             times, resp = _sim_master_worker(rng, iters, workers, msgs, points, a, mu, t_c / comm,
                                              return_responders)
             details = {"s": sg, "m": comm, "load_fraction": frac}
@@ -513,7 +513,7 @@ def simulate(
 
 def cr_time_bounds(n: int, L: int, s: int, *, m_data: float, a: float, mu: float | None = None,
                    t_c: float) -> tuple[float, float]:
-    r"""Bounds on the CR iteration time under the simulator's models (spec §4.6, derived).
+    r"""Bounds on the CR iteration time under the simulator's models (derived).
 
     Returns ``(lower, upper)`` with ``lower = a l + L (n-s) t_c <= T_CR`` (always, every realisation) and
     ``E[T_CR] <= upper = a l + (l/mu) H_N + L (n-s) t_c``, where ``l = r_CR m_data`` and ``H_N`` is the
@@ -555,7 +555,7 @@ def add_simulate_parser(subparsers: Any) -> argparse.ArgumentParser:
         "simulate",
         help="Monte Carlo iteration time of CodedReduce vs master-worker, SGD and ring all-reduce",
         description="Expected iteration time under the shifted-exponential computation and single-port "
-                    "communication models (spec §4.6, §6). Defaults: the CodedReduce paper's setting "
+                    "communication models (CodedReduce paper). Defaults: the CodedReduce paper's setting "
                     "(N = 156 = 12 + 144, s = 5, t_c = 0.05 s, a = 5e-5 s/point, a*mu = 1, 49,920 points).",
     )
     p.add_argument("--schemes", default=",".join(SCHEME_NAMES),

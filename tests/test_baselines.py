@@ -1,4 +1,4 @@
-"""Approximate baselines (spec §5.4): IS-SGD, SGC, BGC, EHD, OD."""
+"""Approximate baselines (Song & Choi 2025): IS-SGD, SGC, BGC, EHD, OD."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""CodedReduce (spec §4): the load, CR.Allocate, hierarchical decoding and the tree verifier."""
+"""CodedReduce (Reisizadeh et al., CodedReduce): the load, CR.Allocate, hierarchical decoding and the tree verifier."""
 
 from __future__ import annotations
 
@@ -14,14 +14,14 @@ from gradcodes._families.coded_reduce import CodedReduceCode, TreeVerifyReport, 
 
 
 @pytest.fixture(scope="module")
-def spec_code():
+def paper_code():
     inner = gc.cyclic_repetition(3, 1, H=[[1, 1, -2]], field="rational")
     return gc.coded_reduce(3, 2, 1, inner)
 
 
 # ------------------------------------------------------------------------------------------------ the load
 
-# (n, L, s) -> N, r_CR, D_1..D_L, P_min  (spec §4.2 table)
+# (n, L, s) -> N, r_CR, D_1..D_L, P_min  (Theorem 1, exact)
 LOAD_TABLE = [
     ((3, 2, 1), 12, Fr(4, 15), [Fr(2, 3), Fr(4, 15)], 15),
     ((12, 2, 5), 156, Fr(1, 6), [Fr(1, 2), Fr(1, 6)], 36),
@@ -71,9 +71,9 @@ def test_load_closed_form(n, L, data):
 
 # ------------------------------------------------------------------------------------------------ §4.5
 
-def _parse(spec: str) -> list[tuple[int, Fr]]:
+def _parse(text: str) -> list[tuple[int, Fr]]:
     out = []
-    for part in spec.split(", "):
+    for part in text.split(", "):
         units, coef = part.split(":")
         lo, _, hi = units.partition("..")
         for u in range(int(lo), int(hi or lo) + 1):
@@ -81,7 +81,7 @@ def _parse(spec: str) -> list[tuple[int, Fr]]:
     return out
 
 
-SPEC_LISTS = {
+EXAMPLE_LISTS = {
     (0,): ("0..4:1, 5..9:-1", "0..3:1"),
     (1,): ("5..9:1, 10..14:1/2", "5..8:1"),
     (2,): ("0..4:2, 10..14:1", "0..3:2"),
@@ -97,24 +97,24 @@ SPEC_LISTS = {
 }
 
 
-@pytest.mark.parametrize("node", list(SPEC_LISTS))
-def test_spec_example_allocation(spec_code, node):
-    assigned, own = SPEC_LISTS[node]
-    v = spec_code.worker(node)
-    assert spec_code.node(v) == node
-    got = spec_code.assigned(v)
+@pytest.mark.parametrize("node", list(EXAMPLE_LISTS))
+def test_worked_example_allocation(paper_code, node):
+    assigned, own = EXAMPLE_LISTS[node]
+    v = paper_code.worker(node)
+    assert paper_code.node(v) == node
+    got = paper_code.assigned(v)
     assert got == _parse(assigned)
     assert all(isinstance(c, Fr) for _, c in got)
     expect_own = _parse(own if own is not None else assigned)
-    assert spec_code.own(v) == expect_own
+    assert paper_code.own(v) == expect_own
     row = np.full(15, Fr(0), dtype=object)
     for u, c in expect_own:
         row[u] = c
-    assert all(a == b for a, b in zip(spec_code.B[v], row, strict=True))   # the flattened B, exactly
+    assert all(a == b for a, b in zip(paper_code.B[v], row, strict=True))   # the flattened B, exactly
 
 
-def test_spec_example_values(spec_code):
-    c = spec_code
+def test_worked_example_values(paper_code):
+    c = paper_code
     assert (c.N, c.P, c.r, c.D, c.load, c.field) == (12, 15, Fr(4, 15), (Fr(2, 3), Fr(4, 15)), 4, "rational")
     assert c.parents == 4 and c.patterns_total() == 256
     assert c.children(None).tolist() == [0, 1, 2]
@@ -123,8 +123,8 @@ def test_spec_example_values(spec_code):
     assert [c.level(i) for i in (0, 2, 3, 11)] == [1, 1, 2, 2]
 
 
-def test_spec_example_all_256_patterns_exact(spec_code):
-    rep = gc.verify_tree(spec_code)
+def test_worked_example_all_256_patterns_exact(paper_code):
+    rep = gc.verify_tree(paper_code)
     assert isinstance(rep, TreeVerifyReport)
     assert rep.exact and rep.exhaustive
     assert rep.patterns_checked == rep.patterns_total == 256
@@ -133,42 +133,42 @@ def test_spec_example_all_256_patterns_exact(spec_code):
     assert "EXACT" in str(rep) and rep.tour_row()["result"] == "exact" and rep.verdict == "exact" and bool(rep)
 
 
-def test_spec_example_every_responder_choice(spec_code):
+def test_worked_example_every_responder_choice(paper_code):
     """Every choice of exactly n - s = 2 responders at each of the 4 parents (3^4 = 81) decodes exactly."""
     import itertools
 
     pairs = [(0, 1), (0, 2), (1, 2)]
     G = np.array([[Fr(3 * u + j, 7) for j in range(2)] for u in range(15)], dtype=object)
-    Y = spec_code.encode(G)
+    Y = paper_code.encode(G)
     total = G.sum(axis=0)
     for choice in itertools.product(pairs, repeat=4):
         mask = np.zeros(12, dtype=bool)
         for p, pair in enumerate(choice):
             mask[[p * 3 + t for t in pair]] = True
         R = np.flatnonzero(mask)
-        assert all(a == b for a, b in zip(spec_code.decode(R, Y), total, strict=True))
-        assert all(a == b for a, b in zip(spec_code.execute(R, Y), total, strict=True))
+        assert all(a == b for a, b in zip(paper_code.decode(R, Y), total, strict=True))
+        assert all(a == b for a, b in zip(paper_code.execute(R, Y), total, strict=True))
 
 
-def test_spec_example_inner_decoders(spec_code):
-    """The master's decoding weights on its children are the inner code's a_F (spec §1.3)."""
+def test_worked_example_inner_decoders(paper_code):
+    """The master's decoding weights on its children are the inner code's a_F (Tandon et al. 2017)."""
     for F, a in [((0, 1), (1, 2)), ((0, 2), (-1, 1)), ((1, 2), (1, Fr(1, 2)))]:
         resp = [t for t in range(12) if t >= 3 or t in F]
-        A = spec_code.decoding_matrix(resp)
+        A = paper_code.decoding_matrix(resp)
         assert [A[0, t] for t in F] == list(a)
 
 
 @pytest.mark.parametrize("worker", range(12))
-def test_mutation_every_coefficient_is_needed(spec_code, worker):
-    """Changing any single coefficient of any worker's share makes the check fail (spec: all 48 tried)."""
-    for u in np.flatnonzero(spec_code.B[worker] != 0):
-        B = spec_code.B.copy()
+def test_mutation_every_coefficient_is_needed(paper_code, worker):
+    """Changing any single coefficient of any worker's share makes the check fail (all 48)."""
+    for u in np.flatnonzero(paper_code.B[worker] != 0):
+        B = paper_code.B.copy()
         B[worker, u] = B[worker, u] + 1
-        bad = CodedReduceCode(B, branching=3, L=2, s=1, inner=spec_code.inner, P=15)
+        bad = CodedReduceCode(B, branching=3, L=2, s=1, inner=paper_code.inner, P=15)
         rep = gc.verify_tree(bad, max_failures=1)
         assert not rep.exact and rep.failures and rep.worst_residual > 0 and rep.verdict == "FAILS"
         # and with the allocation lists attached, the mismatch is reported too
-        bad2 = CodedReduceCode(B, branching=3, L=2, s=1, inner=spec_code.inner, P=15, lists=spec_code._lists)
+        bad2 = CodedReduceCode(B, branching=3, L=2, s=1, inner=paper_code.inner, P=15, lists=paper_code._lists)
         assert not gc.verify_tree(bad2).allocation_ok
 
 
@@ -399,7 +399,7 @@ def test_search_never_lowers_the_worst_found():
 
 def test_default_inner_keeps_deep_trees_accurate():
     """The default (3, 1) inner code (Ye-Abbe, m = 1) keeps the cancellation of a depth-6 tree small; Tandon's
-    random cyclic repetition (spec §4.3's suggestion) compounds to ~1e7 there and fails float64 verification."""
+    random cyclic repetition (a common suggestion) compounds to ~1e7 there and fails float64 verification."""
     rep = gc.verify(gc.coded_reduce(3, 6, 1), samples=100, search=False)
     assert rep.verdict == "ok" and rep.worst_cancellation < 100
     old = gc.verify(gc.coded_reduce(3, 6, 1, gc.cyclic_repetition(3, 1, seed=0)), samples=100, search=False)

@@ -1,4 +1,4 @@
-"""Cyclic-MDS codes (spec §2.1-§2.2): worked examples, exact GF(p) verification, decoders, numerics, bad input."""
+"""Cyclic-MDS codes (Raviv et al. 2018): worked examples, exact GF(p) verification, decoders, numerics, bad input."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ from gradcodes._families.cyclic_mds import gf_prime
 PHI = (1 + math.sqrt(5)) / 2
 
 
-# --------------------------------------------------------------------------- spec worked examples (exact vectors)
-SPEC_21 = {  # n=4, s=1, textbook window, monic g: c = (-i, 1, 0, 0)
+# --------------------------------------------------------------------------- worked examples (exact vectors)
+EX_N4_S1 = {  # n=4, s=1, textbook window, monic g: c = (-i, 1, 0, 0)
     (0, 1, 2): [1j, 1 + 1j, 1, 0],
     (0, 1, 3): [1 + 1j, 1, 0, 1j],
     (0, 2, 3): [1, 0, 1j, 1 + 1j],
@@ -27,16 +27,16 @@ SPEC_21 = {  # n=4, s=1, textbook window, monic g: c = (-i, 1, 0, 0)
 
 
 @pytest.mark.parametrize("decoder", ["barycentric", "product", "spectral", "lstsq"])
-@pytest.mark.parametrize("F", sorted(SPEC_21))
-def test_spec_21_example_n4_s1(F, decoder):
+@pytest.mark.parametrize("F", sorted(EX_N4_S1))
+def test_example_n4_s1(F, decoder):
     code = gc.cyclic_mds(4, 1, placement="textbook", normalize="monic")
     np.testing.assert_allclose(code.B, [[-1j, 1, 0, 0], [0, -1j, 1, 0], [0, 0, -1j, 1], [1, 0, 0, -1j]],
                                atol=1e-15)
     a = code.decoding_matrix(F, decoder=decoder)[0]
-    np.testing.assert_allclose(a, SPEC_21[F], atol=1e-12)
+    np.testing.assert_allclose(a, EX_N4_S1[F], atol=1e-12)
 
 
-def test_spec_21_example_n3_s1():
+def test_example_n3_s1():
     code = gc.cyclic_mds(3, 1, placement="textbook", normalize="monic")
     np.testing.assert_allclose(code.B[0], [0.5 - math.sqrt(3) / 2 * 1j, 1, 0], atol=1e-15)
     for r in range(3):   # the other two sets follow by cyclic shift
@@ -46,7 +46,7 @@ def test_spec_21_example_n3_s1():
         np.testing.assert_allclose(a, expect, atol=1e-12)
 
 
-SPEC_22_N5 = {  # n=5, s=2, real, monic: c = (1, φ, 1, 0, 0)
+EX_REAL_N5 = {  # n=5, s=2, real, monic: c = (1, φ, 1, 0, 0)
     (0, 1, 2): [1, 1 - PHI, 1, 0, 0],
     (0, 1, 3): [2 - PHI, 2 - PHI, 0, PHI - 1, 0],
     (0, 1, 4): [1 - PHI, 1, 0, 0, 1],
@@ -54,15 +54,15 @@ SPEC_22_N5 = {  # n=5, s=2, real, monic: c = (1, φ, 1, 0, 0)
 
 
 @pytest.mark.parametrize("decoder", ["barycentric", "spectral", "lstsq", "nullspace"])
-@pytest.mark.parametrize("F", sorted(SPEC_22_N5))
-def test_spec_22_example_n5_s2(F, decoder):
+@pytest.mark.parametrize("F", sorted(EX_REAL_N5))
+def test_example_n5_s2(F, decoder):
     code = gc.cyclic_mds(5, 2, field="real", normalize="monic")
     assert code.field == "real"
     np.testing.assert_allclose(code.B[0], [1, PHI, 1, 0, 0], atol=1e-14)
-    np.testing.assert_allclose(code.decoding_matrix(F, decoder=decoder)[0], SPEC_22_N5[F], atol=1e-12)
+    np.testing.assert_allclose(code.decoding_matrix(F, decoder=decoder)[0], EX_REAL_N5[F], atol=1e-12)
 
 
-def test_spec_22_example_n4_s1_real():
+def test_example_n4_s1_real():
     code = gc.cyclic_mds(4, 1, field="R", normalize="monic")
     np.testing.assert_allclose(code.B, [[1, 1, 0, 0], [0, 1, 1, 0], [0, 0, 1, 1], [1, 0, 0, 1]], atol=1e-15)
     for F, a in {(0, 1, 2): [1, 0, 1, 0], (0, 1, 3): [0, 1, 0, 1], (0, 2, 3): [1, 0, 1, 0],

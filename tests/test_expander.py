@@ -60,7 +60,7 @@ def test_petersen_exact_errors_and_bound(s):
 
 
 def test_bound_attained_for_complete_graph():
-    """K6: λ = 1, d = 5; the fixed decoder meets the bound with equality (spec §2.3)."""
+    """K6: λ = 1, d = 5; the fixed decoder meets the bound with equality (Raviv et al. 2018)."""
     A = np.ones((6, 6), dtype=int) - np.eye(6, dtype=int)
     code = gc.expander_code(6, 5, graph=A)
     for s in (1, 2, 3):

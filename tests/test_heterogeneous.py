@@ -1,4 +1,4 @@
-"""Song & Choi heterogeneous approximate gradient codes (spec §5)."""
+"""Song & Choi heterogeneous approximate gradient codes (Song & Choi 2025)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def fr(rows):
 
 
 # ------------------------------------------------------------------------------------------------------
-# the spec's worked example, exactly
+# a worked example (n = k = 3), exactly
 # ------------------------------------------------------------------------------------------------------
 
 WORKED = {
@@ -29,7 +29,7 @@ WORKED = {
     "II": fr([[1, "13/14", 0], [0, "1/14", "11/14"], [0, 0, "3/14"]]),
     "nw": fr([[1, "13/14", 0], [0, "1/14", "11/14"], [0, 0, "3/14"]]),
 }
-# E||ghat - g||^2 with g_j = e_j (spec §5.2)
+# E||ghat - g||^2 with g_j = e_j
 WORKED_MSE = {"I": F(32, 63), "II": F(1441, 3528), "nw": F(1441, 3528)}
 
 
@@ -107,7 +107,7 @@ def test_scheme_two_negative_when_k_is_n_minus_one():
 
 
 def test_negative_coefficients_hurt_non_aligned_gradients():
-    """The spec's remark: Scheme I/II with negative entries have larger error than NW for generic G."""
+    """Scheme I/II with negative entries have larger error than NW for generic G."""
     p = [F(1, 10), F(1, 5), F(1, 2)]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", gc.NegativeCoefficientWarning)
@@ -324,7 +324,7 @@ def test_warn_must_be_bool():
 @pytest.mark.parametrize("n, k", [(2, 1), (3, 2), (4, 4), (5, 8)])
 def test_scheme_supports_are_the_papers(n, k):
     """Scheme I: partition 0 on every worker plus e_i exclusive partitions; Scheme II: a chain of blocks of
-    b_i = e_i + 1 partitions, consecutive blocks sharing one (spec §5.2)."""
+    b_i = e_i + 1 partitions, consecutive blocks sharing one (Song & Choi 2025)."""
     p = [F(i + 2, 3 * i + 7) for i in range(n)]  # generic here: no coefficient happens to vanish
     e = [k - n + 1] + [1] * (n - 2) + [0] if n > 1 else [k]
     with warnings.catch_warnings():

@@ -1,4 +1,4 @@
-"""Tandon et al. repetition codes: the spec's §1 worked examples as exact test vectors, and their properties."""
+"""Tandon et al. repetition codes: worked examples as exact test vectors, and their properties."""
 
 from fractions import Fraction as Fr
 
@@ -16,7 +16,7 @@ def as_fracs(a):
     return [Fr(x) for x in np.asarray(a).ravel()]
 
 
-# Spec §1.3: (n, s, H, B, {responders: a_F restricted to responders})
+# Cyclic repetition (Tandon et al. 2017): (n, s, H, B, {responders: a_F restricted to responders})
 CYCLIC_EXAMPLES = [
     pytest.param(3, 1, [[1, 1, -2]], [[1, -1, 0], [0, 1, Fr(1, 2)], [2, 0, 1]],
                  {(0, 1): [1, 2], (0, 2): [-1, 1], (1, 2): [1, Fr(1, 2)]}, id="n3s1"),
@@ -28,7 +28,7 @@ CYCLIC_EXAMPLES = [
 
 
 @pytest.mark.parametrize(("n", "s", "H", "B", "decoders"), CYCLIC_EXAMPLES)
-def test_cyclic_repetition_spec_examples_exact(n, s, H, B, decoders):
+def test_cyclic_repetition_worked_examples_exact(n, s, H, B, decoders):
     code = gc.cyclic_repetition(n, s, H=H, field="rational")
     assert code.field == "rational"
     assert code.B.tolist() == frac_matrix(B)
@@ -47,7 +47,7 @@ def test_cyclic_repetition_float_matches_exact_example():
     np.testing.assert_allclose(code.decoding_matrix([0, 1, 3])[0], [-5, -1.5, 0, 1], rtol=1e-13)
 
 
-def test_fractional_repetition_spec_example():
+def test_fractional_repetition_worked_example():
     code = gc.fractional_repetition(4, 1, field="rational")
     assert code.B.tolist() == frac_matrix([[1, 1, 0, 0], [1, 1, 0, 0], [0, 0, 1, 1], [0, 0, 1, 1]])
     assert as_fracs(code.decoding_matrix([0, 2, 3])) == [1, 0, 1, 0]     # straggler {1}

@@ -1,4 +1,4 @@
-"""Ye–Abbe communication-efficient gradient codes (spec §3): exact examples, exact properties, numerics, errors."""
+"""Ye–Abbe communication-efficient gradient codes (Ye & Abbe): exact examples, exact properties, numerics, errors."""
 
 from __future__ import annotations
 
@@ -30,8 +30,8 @@ def strs(M) -> list[list[str]]:
     return [[str(x) for x in row] for row in M]
 
 
-# ------------------------------------------------------------------------------------------------ spec examples
-SPEC_EXAMPLES = [
+# ----------------------------------------------------------------------------------------------- worked examples
+WORKED_EXAMPLES = [
     pytest.param(
         dict(n=3, s=0, m=2, nodes=[1, 2, 3]),
         [[-1, -3, -2, -8, 0, 0], [0, 0, -1, -5, 1, 3], [1, 5, 0, 0, 2, 8]],
@@ -51,8 +51,8 @@ SPEC_EXAMPLES = [
 ]
 
 
-@pytest.mark.parametrize(("kwargs", "B", "A"), SPEC_EXAMPLES)
-def test_spec_worked_examples_exact(kwargs, B, A):
+@pytest.mark.parametrize(("kwargs", "B", "A"), WORKED_EXAMPLES)
+def test_worked_examples_exact(kwargs, B, A):
     code = gc.ye_abbe(**kwargs, field="rational")
     assert code.field == "rational"
     assert strs(code.B) == strs(B)
@@ -63,8 +63,8 @@ def test_spec_worked_examples_exact(kwargs, B, A):
     assert report.exact and report.exhaustive
 
 
-@pytest.mark.parametrize(("kwargs", "B", "A"), SPEC_EXAMPLES)
-def test_spec_examples_in_float(kwargs, B, A):
+@pytest.mark.parametrize(("kwargs", "B", "A"), WORKED_EXAMPLES)
+def test_worked_examples_in_float(kwargs, B, A):
     code = gc.ye_abbe(**kwargs)
     np.testing.assert_allclose(code.B, np.array(B, dtype=float), rtol=1e-14, atol=1e-14)
     for F, expected in A.items():
@@ -72,14 +72,14 @@ def test_spec_examples_in_float(kwargs, B, A):
         np.testing.assert_allclose(code.decoding_matrix(F), want, rtol=1e-13, atol=1e-13)
 
 
-# spec §3.3 [NUM]: (n, d, m) cases checked exactly there, two node sets each
-SPEC_NUM_CASES = [(3, 2, 1), (3, 2, 2), (4, 3, 2), (4, 2, 1), (4, 2, 2), (5, 3, 2), (5, 4, 2), (5, 4, 3), (6, 3, 3),
+# (n, d, m) cases checked exactly by an independent derivation, two node sets each
+EXACT_CASES = [(3, 2, 1), (3, 2, 2), (4, 3, 2), (4, 2, 1), (4, 2, 2), (5, 3, 2), (5, 4, 2), (5, 4, 3), (6, 3, 3),
                   (6, 4, 2), (4, 4, 4), (5, 5, 2)]
 
 
-@pytest.mark.parametrize(("n", "d", "m"), SPEC_NUM_CASES)
+@pytest.mark.parametrize(("n", "d", "m"), EXACT_CASES)
 @pytest.mark.parametrize("nodes", ["integer", "equispaced"])
-def test_spec_num_cases_exact(n, d, m, nodes):
+def test_exact_cases(n, d, m, nodes):
     code = gc.ye_abbe(n, d - m, m, nodes=nodes, field="rational")
     report = gc.verify(code)
     assert report.exact and report.exhaustive

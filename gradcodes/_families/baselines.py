@@ -1,4 +1,4 @@
-"""The approximate baselines that Song & Choi compare against (spec §5.4), as ``ApproximateCode``\\ s.
+"""The approximate baselines that Song & Choi compare against (Song & Choi 2025), as ``ApproximateCode``\\ s.
 
 * :func:`ignore_stragglers` (IS-SGD): uncoded, one partition per worker, responders only.
 * :func:`stochastic_gc` (SGC, Bitar–Wootters–El Rouayheb): partition ``j`` on ``d`` workers, worker ``i``
@@ -94,7 +94,7 @@ class OptimalDecoder(LeastSquaresDecoder):
 
 
 class RescaleDecoder(Decoder):
-    """``a_i = n/|R|`` on the responders ``R`` (0 if nobody responds): IS-SGD's rescaled sum (spec §1.4)."""
+    """``a_i = n/|R|`` on the responders ``R`` (0 if nobody responds): IS-SGD's rescaled sum (Tandon et al. 2017)."""
 
     def __init__(self, exact: bool = False, name: str = "rescale") -> None:
         self.name = name
@@ -155,7 +155,7 @@ def ignore_stragglers(n: int, *, p: Any = None, decoder: str | None = None) -> A
     r"""IS-SGD: uncoded (``B = I_n``, ``k = n``); the master uses the responders only.
 
     Decoders: ``"unbiased"`` (``a_i = 1/(1 - p_i)``, needs ``p``; ``E[ghat] = g``), ``"rescale"``
-    (``a = (n/|R|) 1_R``, spec §1.4; biased: with equal ``p_i = p`` it gives ``E[ghat] = (1 - p^n) g``, the
+    (``a = (n/|R|) 1_R``, Tandon et al. 2017; biased: with equal ``p_i = p`` it gives ``E[ghat] = (1 - p^n) g``, the
     factor being the chance that somebody responds, and with unequal ``p_i`` it also reweights the partitions)
     and ``"sum"`` (``a = 1_R``, the weight-1 variant in Song & Choi's code; ``E[ghat_j] = (1 - p_j) g_j``).
     Default: ``"unbiased"`` when ``p`` is given, else ``"rescale"``.

@@ -1,6 +1,6 @@
 """CodedReduce (Reisizadeh, Prakash, Pedarsani & Avestimehr): gradient codes composed along a regular tree.
 
-Spec §4. The master is the root of the ``(n, L)``-regular tree; every node at levels ``0..L-1`` has ``n`` children
+The master is the root of the ``(n, L)``-regular tree; every node at levels ``0..L-1`` has ``n`` children
 and levels ``1..L`` are the ``N = n + n^2 + ... + n^L`` workers. Every parent spreads the data it is responsible
 for over its children with an inner ``(n, s)`` gradient code, every worker also computes a share of its own, and
 each parent decodes from any ``n - s`` children and adds its own message (hierarchical decoding). Every worker
@@ -45,7 +45,7 @@ def _default_inner(n: int, s: int, field: str, seed: Any) -> GradientCode:
     if n % (s + 1) == 0:
         return fractional_repetition(n, s, field=field)
     if field == "real":
-        # Spec §4.3 suggests the real cyclic MDS code (n - s odd) or Tandon's cyclic repetition with a random H.
+        # The usual suggestions are the real cyclic MDS code (n - s odd) or Tandon's cyclic repetition with a random H.
         # Their cancellation grows with n and s (worst searched: MDS 2.6e3 at (25, 6), 1e6 at (31, 14); random
         # cyclic repetition 14 at (3, 1), 2e3 at (10, 4)) and multiplies along the tree ((3, 6, 1): 7e7, fails
         # float64; (30, 2, 15): 7e11, fails). The Ye-Abbe Fourier code with m = 1 has the same load s + 1, every
@@ -78,7 +78,7 @@ def _default_inner(n: int, s: int, field: str, seed: Any) -> GradientCode:
 
 def coded_reduce(n: int, L: int, s: int, inner: GradientCode | None = None, *, P: int | None = None,
                  field: str | None = None, seed: Any = 0) -> CodedReduceCode:
-    r"""CodedReduce: gradient codes composed along the ``(n, L)``-regular tree (spec §4).
+    r"""CodedReduce: gradient codes composed along the ``(n, L)``-regular tree (Reisizadeh et al., CodedReduce).
 
     The master is the root; every node at levels ``0..L-1`` has ``n`` children; the ``N = n + ... + n^L``
     workers are the nodes at levels ``1..L``. The dataset is cut into ``P`` units. **CR.Allocate** gives every
@@ -103,7 +103,7 @@ def coded_reduce(n: int, L: int, s: int, inner: GradientCode | None = None, *, P
     inner : GradientCode, optional
         Any exact ``(n, s)`` gradient code with ``m = 1`` and equal row weights. Default: fractional
         repetition if ``(s+1) | n``; else, over the reals, the Ye–Abbe Fourier code ``ye_abbe(n, s, 1)`` (load
-        ``s + 1``, proven cancellation bound; spec §4.3 suggests the real cyclic MDS code or a random cyclic
+        ``s + 1``, proven cancellation bound; the usual suggestions are the real cyclic MDS code or a random cyclic
         repetition, whose cancellation grows faster and compounds along the tree); with ``field="rational"``,
         Tandon's cyclic repetition with a random integer ``H`` drawn from ``seed``.
     P : int, optional
@@ -121,7 +121,7 @@ def coded_reduce(n: int, L: int, s: int, inner: GradientCode | None = None, *, P
 
     Examples
     --------
-    The spec's worked example (§4.5), in exact arithmetic:
+    A worked example (n = 3, L = 2, s = 1), in exact arithmetic:
 
     >>> import gradcodes as gc
     >>> inner = gc.cyclic_repetition(3, 1, H=[[1, 1, -2]], field="rational")

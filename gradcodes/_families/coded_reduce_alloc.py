@@ -60,7 +60,7 @@ def coded_reduce_load(n: int, L: int, s: int) -> Fraction:
     Let ``R_l`` be the average amount robustly available from a level-``l`` node and ``r`` the largest load.
     Counting pairs (unit, child) gives ``R_1 >= q``, ``R_{l+1} >= q (R_l - r)`` and, at the leaves,
     ``R_L <= r``. The map ``x -> q (x - r)`` is increasing, so ``r >= q^L - r (q + ... + q^{L-1})``, i.e.
-    ``r >= r_CR``. (Spec §4.2; the paper proves optimality on regular trees.)
+    ``r >= r_CR``. (Reisizadeh et al., CodedReduce, Theorem 1; the paper proves optimality on regular trees.)
 
     Parameters
     ----------
@@ -103,7 +103,7 @@ def _min_units(k_inner: int, r: Fraction, D: list[Fraction]) -> int:
 
 def _allocate(n: int, L: int, P: int, r: Fraction, B: np.ndarray, supports: list[np.ndarray],
               zero: Any) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """CR.Allocate (spec §4.3): the ordered (unit, coefficient) list of every worker, breadth-first.
+    """CR.Allocate (Reisizadeh et al.): the ordered (unit, coefficient) list of every worker, breadth-first.
 
     Returns ``(units, coefs)``: one integer array and one coefficient array per worker (its *whole* assigned
     list; the first ``r P`` entries are its own share, and leaves own everything).

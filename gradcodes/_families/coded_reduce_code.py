@@ -1,6 +1,6 @@
 """CodedReduce (Reisizadeh, Prakash, Pedarsani & Avestimehr): gradient codes composed along a regular tree.
 
-Spec §4. The master is the root of the ``(n, L)``-regular tree; every node at levels ``0..L-1`` has ``n`` children
+The master is the root of the ``(n, L)``-regular tree; every node at levels ``0..L-1`` has ``n`` children
 and levels ``1..L`` are the ``N = n + n^2 + ... + n^L`` workers. Every parent spreads the data it is responsible
 for over its children with an inner ``(n, s)`` gradient code, every worker also computes a share of its own, and
 each parent decodes from any ``n - s`` children and adds its own message (hierarchical decoding). Every worker
@@ -38,7 +38,7 @@ __all__ = ["CodedReduceCode", "TreeDecoder"]
 
 
 class TreeDecoder(Decoder):
-    """Hierarchical CodedReduce decoding (spec §4.4), batched over responder masks.
+    """Hierarchical CodedReduce decoding (CR.Execute), batched over responder masks.
 
     A worker's message reaches the master only if the worker and all its ancestors respond. Every responding
     parent decodes from its ``n - s`` smallest-index responding children with the inner code's decoding vector
@@ -158,7 +158,7 @@ class CodedReduceCode(LinearCode):
         return None if p == 0 else p - 1
 
     def assigned(self, worker: int) -> list[tuple[int, Any]]:
-        """The ordered list ``[(unit, coefficient), ...]`` CR.Allocate gives a worker (spec §4.3)."""
+        """The ordered list ``[(unit, coefficient), ...]`` CR.Allocate gives a worker."""
         worker = check_int("worker", worker, 0, self.N - 1)
         if self._lists is None:
             raise ValueError("this code was built from a matrix; it has no allocation lists")
@@ -304,7 +304,7 @@ class CodedReduceCode(LinearCode):
         return self._tree_weights(mask[None])[1][0]
 
     def execute(self, responders: Any, messages: Any, *, return_messages: bool = False) -> Any:
-        """Run CR.Execute (spec §4.4) on the workers' own messages: the literal hierarchical reduction.
+        """Run CR.Execute (Reisizadeh et al.) on the workers' own messages: the literal hierarchical reduction.
 
         Leaves send their own message; every internal node waits for its first ``n - s`` responding children,
         decodes their messages with the inner code and adds its own message; the master decodes its children.
@@ -365,7 +365,7 @@ class CodedReduceCode(LinearCode):
     def patterns_total(self) -> int:
         """Number of straggler patterns: every parent picks at most ``s`` straggling children.
 
-        Choices below a straggling parent are counted too (they do not change the outcome), as in the spec
+        Choices below a straggling parent are counted too (they do not change the outcome)
         (the n=3, L=2, s=1 tree has ``4^4 = 256``).
         """
         per = sum(math.comb(self.branching, j) for j in range(self.s + 1))

@@ -279,7 +279,7 @@ class _Tracker:
 def verify_tree(code: CodedReduceCode, *, limit: int = 100_000, samples: int = 2_000, search: bool = True,
                 seed: Any = 0, rtol: float | None = None, batch: int = 4096, max_failures: int = 5,
                 search_budget: int | None = None) -> TreeVerifyReport:
-    """Verify a CodedReduce code under its straggler model (spec §4.4, "Verifier").
+    """Verify a CodedReduce code under its straggler model (at most ``s`` straggling children per parent).
 
     A straggler pattern lets every parent (the master and every internal worker) pick at most ``s`` straggling
     children; a straggler silences its subtree. For each pattern the hierarchical decoding vector ``A`` is

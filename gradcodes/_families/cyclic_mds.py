@@ -1,4 +1,4 @@
-r"""Raviv, Tamo, Tandon & Dimakis: gradient codes from cyclic MDS codes, over C and R (spec §2.1-§2.2).
+r"""Raviv, Tamo, Tandon & Dimakis: gradient codes from cyclic MDS codes, over C and R (Raviv et al. 2018).
 
 Let ``ω = exp(2πi/n)`` and let ``Z = {m, m+1, ..., m+s-1}`` (integers, ``1 <= m``, ``m+s-1 <= n-1``) be a window
 of ``s`` consecutive *frequencies*. The cyclic code
@@ -11,20 +11,20 @@ all-ones vector (``1(x) = (x^n-1)/(x-1)`` vanishes at every ``ω^f``, ``f != 0``
 ``c = g / g(1)`` (so ``Σ c = 1``) worker ``i`` sends the cyclic shift ``B[i, j] = c[(j - i) mod n]`` and stores
 partitions ``{i, ..., i+s} mod n``: load ``s + 1``, meeting the bound.
 
-*Why any n - s rows decode* (spec §2.1): a dependency ``Σ_{i∈F} u_i x^i g(x) ≡ 0 (mod x^n - 1)`` forces
+*Why any n - s rows decode* (Raviv et al. 2018): a dependency ``Σ_{i∈F} u_i x^i g(x) ≡ 0 (mod x^n - 1)`` forces
 ``u(ω^f) = 0`` for the ``n - s`` frequencies outside ``Z``, which are consecutive (cyclically), so ``u`` lies in
 an MDS code of minimum distance ``n - s + 1 > |F|``: ``u = 0``. Hence any ``n - s`` rows are a basis of
 ``C_Z ∋ 1``.
 
-**Placement of the zero window.** ``placement="textbook"`` takes ``Z = {1, ..., s}`` (spec §2.1): its roots crowd
+**Placement of the zero window.** ``placement="textbook"`` takes ``Z = {1, ..., s}`` (Raviv et al.): its roots crowd
 ``x = 1``, so ``g(1)`` is tiny next to the monic coefficients (up to about ``C(s, s/2)``), and with ``Σ c = 1``
 ``||c||_1 = 3e8`` at (100, 10), ``3e66`` at (500, 125): decodes cancel catastrophically from n ≈ 50.
 ``placement="centered"`` (default) puts the window opposite frequency 0, ``Z = {z0+1, ..., z0+s}`` with
 ``z0 = (n-s)//2``; then ``c >= 0`` (real case) and ``||c||_1 = Σ c = 1``, and the code survives random stragglers
-to n = 500 (spec numerics.md §3.1).
+to n = 500 (``docs/numerics.md``).
 
 **Real field.** The window is closed under ``f -> n - f`` exactly when ``n - s`` is odd; the centered code then
-has real coefficients (spec §2.2). When ``n - s`` is even and ``(s + 1) | n`` the real code is *cyclic fractional
+has real coefficients. When ``n - s`` is even and ``(s + 1) | n`` the real code is *cyclic fractional
 repetition*: ``c = 1 + x + ... + x^s`` (zeros at the ``s`` nontrivial ``(s+1)``-th roots of unity; not MDS, but
 among any ``n - s`` rows one residue class mod ``s + 1`` is complete and its rows tile ``1``, so the decode adds
 ``n/(s+1)`` messages with weight 1). No other ``(n, s)`` gets a real code here.
@@ -377,7 +377,7 @@ class CyclicProductDecoder(Decoder):
     r"""Erasure-locator product for the textbook window ``Z = {1..s}``: ``a_j = κ ∏_{l∈S} (1 - ω^{l-j})``.
 
     All ``n`` values come from one FFT convolution of ``log(1 - ω^{-d})`` with the straggler indicator:
-    ``O(n log n)`` per pattern (spec numerics.md §4.1).
+    ``O(n log n)`` per pattern (``docs/numerics.md``).
     """
 
     name = "product"
@@ -428,7 +428,7 @@ class ResidueClassDecoder(Decoder):
 # ----------------------------------------------------------------------------------------------- constructor
 def cyclic_mds(n: int, s: int, field: str = "complex", *, placement: str = "centered",
                normalize: str = "sum") -> CyclicMDSCode:
-    r"""Cyclic-MDS gradient code of Raviv, Tamo, Tandon & Dimakis (spec §2.1-§2.2), over C or R.
+    r"""Cyclic-MDS gradient code of Raviv, Tamo, Tandon & Dimakis (2018), over C or R.
 
     Row ``i`` of ``B`` is the cyclic shift by ``i`` of the minimum-weight codeword ``c`` (``s + 1`` consecutive
     nonzeros) of a cyclic MDS code that contains the all-ones vector; worker ``i`` stores partitions
@@ -445,10 +445,10 @@ def cyclic_mds(n: int, s: int, field: str = "complex", *, placement: str = "cent
         ``"real"`` exists when ``n - s`` is odd (centered BCH window, MDS) or ``(s + 1) | n`` (cyclic fractional
         repetition, binary); other ``(n, s)`` raise ValueError naming the alternatives.
     placement : {"centered", "textbook"}
-        Zero window opposite frequency 0 (default; stable) or ``{1, ..., s}`` (spec §2.1; ill-conditioned beyond
+        Zero window opposite frequency 0 (default; stable) or ``{1, ..., s}`` (the paper's; ill-conditioned beyond
         n ≈ 50, kept for reference and for the ``"product"`` decoder). Only ``"centered"`` is real.
     normalize : {"sum", "monic"}
-        Scale ``c`` so that ``Σ c = 1`` (default) or keep the monic generator's coefficients (spec examples).
+        Scale ``c`` so that ``Σ c = 1`` (default) or keep the monic generator's coefficients (the paper's examples).
 
     Returns
     -------
@@ -459,7 +459,7 @@ def cyclic_mds(n: int, s: int, field: str = "complex", *, placement: str = "cent
 
     Examples
     --------
-    The spec's real example (n = 5, s = 2): ``c = (1, φ, 1, 0, 0)``.
+    A real example (n = 5, s = 2): ``c = (1, φ, 1, 0, 0)``.
 
     >>> import numpy as np, gradcodes as gc
     >>> code = gc.cyclic_mds(5, 2, field="real", normalize="monic")

@@ -1,4 +1,4 @@
-r"""Approximate gradient codes from expander graphs (Raviv, Tamo, Tandon & Dimakis; spec §2.3), and the evaluator of
+r"""Approximate gradient codes from expander graphs (Raviv, Tamo, Tandon & Dimakis 2018), and the evaluator of
 approximate codes (worst and average error over responder sets) shared by every :class:`~gradcodes.ApproximateCode`.
 
 **Construction.** ``G`` is a ``d``-regular graph on the ``n`` workers (``k = n``) with adjacency matrix ``A_G``;
@@ -296,7 +296,7 @@ class ExpanderCode(ApproximateCode):
 
 def expander_code(n: int, degree: int, graph: Any = "random", *, seed: Any = None, s: int | None = None,
                   field: str = "real", require_connected: bool = True) -> ExpanderCode:
-    r"""Approximate gradient code ``B = A_G / d`` of a ``d``-regular graph (spec §2.3).
+    r"""Approximate gradient code ``B = A_G / d`` of a ``d``-regular graph (Raviv et al. 2018).
 
     Parameters
     ----------

@@ -1,6 +1,6 @@
 """Song & Choi: approximate gradient codes for heterogeneous stragglers.
 
-Spec: ``../shared/spec/gradient-codes.md`` §5. The paper writes ``k`` for the workers and ``n`` for the
+Song & Choi 2025 (arXiv 2510.22539, NeurIPS 2025). The paper writes ``k`` for the workers and ``n`` for the
 partitions; here, as everywhere in gradcodes, ``n`` is the number of workers (rows of ``B``) and ``k`` the
 number of partitions (columns).
 
@@ -353,7 +353,7 @@ def heterogeneous(p: npt.ArrayLike, k: int, scheme: str = "nw", *, warn: bool = 
 
     Examples
     --------
-    The spec's worked example (n = k = 3):
+    A worked example (n = k = 3):
 
     >>> import gradcodes as gc
     >>> from fractions import Fraction as F

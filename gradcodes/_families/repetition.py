@@ -1,6 +1,6 @@
 """Tandon, Lei, Dimakis & Karampatziakis, "Gradient Coding" (ICML 2017): uncoded, fractional and cyclic repetition.
 
-Spec §1. All three meet the load bound ``s + 1`` (for ``k = n``) of :func:`gradcodes.min_load` with equality.
+All three meet the load bound ``s + 1`` (for ``k = n``) of :func:`gradcodes.min_load` with equality.
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ def uncoded(n: int, k: int | None = None, *, field: str = "real") -> GradientCod
 
 
 def fractional_repetition(n: int, s: int, k: int | None = None, *, field: str = "real") -> GradientCode:
-    r"""Fractional repetition code (spec §1.2): ``B = I_{n/(s+1)} ⊗ 1_{(s+1) × k(s+1)/n}``.
+    r"""Fractional repetition code (Tandon et al. 2017): ``B = I_{n/(s+1)} ⊗ 1_{(s+1) × k(s+1)/n}``.
 
     The workers form ``n/(s+1)`` groups of ``s + 1``; all members of a group store the same ``k(s+1)/n``
     partitions and send their plain sum. Any ``s`` stragglers leave at least one responder per group, so the
@@ -134,7 +134,7 @@ def fractional_repetition(n: int, s: int, k: int | None = None, *, field: str = 
            [1., 1., 0., 0.],
            [0., 0., 1., 1.],
            [0., 0., 1., 1.]])
-    >>> code.decoding_matrix([0, 2, 3])          # worker 1 straggles (spec §1.2)
+    >>> code.decoding_matrix([0, 2, 3])          # worker 1 straggles
     array([[1., 0., 1., 0.]])
     """
     n, s = check_ns(n, s)
@@ -184,7 +184,7 @@ def _cyclic_rows_from_H(H: Any, n: int, s: int, exact: bool) -> Any:
 
 def cyclic_repetition(n: int, s: int, k: int | None = None, *, seed: Any = None, H: Any = None,
                       field: str = "real") -> GradientCode:
-    r"""Cyclic repetition code (spec §1.3): worker ``i`` stores partitions ``i, ..., i+s (mod n)``.
+    r"""Cyclic repetition code (Tandon et al. 2017): worker ``i`` stores partitions ``i, ..., i+s (mod n)``.
 
     Every row of ``B`` lies in the null space of a matrix ``H`` (``s × n``) with ``H 1 = 0``: row ``i`` has a 1 at
     ``i`` and ``-(H_{J_i})^{-1} H_{:,i}`` on the next ``s`` positions ``J_i``. With ``H`` Gaussian (last column set
@@ -211,7 +211,7 @@ def cyclic_repetition(n: int, s: int, k: int | None = None, *, seed: Any = None,
 
     Examples
     --------
-    The spec's exact example (n = 3, s = 1, H = [1, 1, -2]):
+    An exact example (n = 3, s = 1, H = [1, 1, -2]):
 
     >>> import gradcodes as gc
     >>> code = gc.cyclic_repetition(3, 1, H=[[1, 1, -2]], field="rational")

@@ -1,6 +1,6 @@
 r"""Ye & Abbe, "Communication-Computation Efficient Gradient Coding" (ICML 2018): every worker sends 1/m of a gradient.
 
-Spec §3. ``n`` workers, ``k = n`` partitions (or ``n | k`` by grouping), worker ``i`` stores the cyclic window
+``n`` workers, ``k = n`` partitions (or ``n | k`` by grouping), worker ``i`` stores the cyclic window
 ``{i, ..., i+d-1} mod n`` of ``d = s + m`` partitions, splits every partial gradient into ``m`` contiguous blocks
 and sends one coded vector of length ``ceil(p/m)``. Any ``n - s`` responders recover the full sum. The load
 ``s + m`` meets the lower bound of :func:`gradcodes.min_load` with equality.
@@ -15,7 +15,7 @@ One algebraic scheme, three realisations (``nodes=``):
     ~1e-13 at ``(n, s, m) = (50, 5, 5)`` and still ~1e-13 at ``n = 200`` (the published construction fails for
     ``n >= 15`` at ``s = m = 5``).
 ``"chebyshev"``, ``"equispaced"``, ``"integer"`` or a sequence of nodes
-    The published construction (spec §3.3): polynomials of degree ``< n - s`` at real nodes, decoded from the top
+    The published construction (Ye & Abbe 2018): polynomials of degree ``< n - s`` at real nodes, decoded from the top
     ``m`` monomial coefficients of the interpolant (closed-form Lagrange weights, never a Vandermonde inverse).
     Exact over the rationals for rational nodes (``field="rational"``). Ill-conditioned beyond ``n ~ 20``.
 ``"random"``

@@ -122,7 +122,7 @@ def ye_abbe(n: int, s: int, m: int = 2, k: int | None = None, *, nodes: Any = "f
         of unity) with the top Fourier coefficients as functionals: the numerically stable default, with a proven
         cancellation bound ``code.cancellation_bound`` (module notes, ``docs/ye_abbe.md``). ``"chebyshev"``
         (``cos((2i+1) pi / 2n)``), ``"equispaced"`` (in [-1, 1]), ``"integer"`` (``1..n``, the paper's numerical
-        setting) or a sequence of ``n`` distinct reals: the published polynomial construction (spec §3.3) with
+        setting) or a sequence of ``n`` distinct reals: the published polynomial construction (Ye & Abbe 2018) with
         top-monomial-coefficient functionals. ``"random"``: Gaussian generator and functionals, seeded.
     seed : int or numpy Generator, optional
         Seed of ``nodes="random"`` (ignored otherwise).
@@ -163,7 +163,7 @@ def ye_abbe(n: int, s: int, m: int = 2, k: int | None = None, *, nodes: Any = "f
 
     Examples
     --------
-    The spec's worked example (n = 3, d = 2, m = 2, nodes 1, 2, 3), exactly:
+    A worked example (n = 3, d = 2, m = 2, nodes 1, 2, 3), exactly:
 
     >>> import gradcodes as gc
     >>> code = gc.ye_abbe(3, 0, 2, nodes=[1, 2, 3], field="rational")

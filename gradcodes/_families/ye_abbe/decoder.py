@@ -17,7 +17,7 @@ class YeAbbeDecoder(Decoder):
     ``"fourier"``: sine products (O(n s) per set); polynomial nodes: barycentric weights times elementary
     symmetric functions from truncated power series (O(n s m) per set; never a Vandermonde inverse); ``"random"``:
     one ``(n-s) x (n-s)`` solve per set. When more than ``n - s`` workers respond, the ``n - s`` smallest indices
-    are used (spec §0.3). Exact (Fraction / GF(p)) for exact codes.
+    are used (deterministic; any ``n - s`` would do). Exact (Fraction / GF(p)) for exact codes.
     """
 
     def __init__(self, name: str, fn: Callable[[np.ndarray], Any], s: int, exact: bool, description: str) -> None:
