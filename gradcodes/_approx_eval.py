@@ -34,7 +34,7 @@ from ._straggle import (
     probability_list,
     straggle_probabilities,
 )
-from ._validate import check_int, check_seed, check_size
+from ._validate import SEED_UNSET, check_int, check_rng, check_size, take_rng
 
 __all__ = [
     "ApproxReport",
@@ -284,8 +284,8 @@ def closed_form_error(code: Any, gradients: Any = None, *, p: Any = None, decode
 
 
 def evaluate_approximate(code: Any, gradients: Any = None, *, p: Any = None, decoder: Any = None,
-                         method: str = "auto", samples: int = 20000, seed: Any = 0, batch: int = 4096,
-                         max_enumerate: int = MAX_ENUMERATE) -> ApproxReport:
+                         method: str = "auto", samples: int = 20000, rng: Any = None, batch: int = 4096,
+                         max_enumerate: int = MAX_ENUMERATE, seed: Any = SEED_UNSET) -> ApproxReport:
     r"""Expected squared error and bias of an approximate code under independent random stragglers.
 
     Worker ``i`` straggles with probability ``p_i`` independently. For every response pattern ``R`` the
@@ -313,8 +313,9 @@ def evaluate_approximate(code: Any, gradients: Any = None, *, p: Any = None, dec
         float enumeration) and refused beyond ``n = 14`` (its cost grows about 4x per worker).
     samples : int
         Monte Carlo sample count (>= 2).
-    seed : int or numpy.random.Generator
-        Monte Carlo seed.
+    rng : None, int, numpy.random.SeedSequence or numpy.random.Generator, optional
+        Monte Carlo random state (SPEC 7: None for fresh entropy, an int, a SeedSequence or a
+        Generator; ``seed=`` is a deprecated alias).
     batch : int
         Patterns per vectorised batch, ``1 <= batch <= 2^20`` (memory grows with it).
     max_enumerate : int
@@ -341,7 +342,8 @@ def evaluate_approximate(code: Any, gradients: Any = None, *, p: Any = None, dec
     samples = check_int("samples", samples, 2)
     batch = check_int("batch", batch, 1, 1 << 20)  # bounds the (batch, n) masks and (batch, m, k) residuals
     max_enumerate = check_int("max_enumerate", max_enumerate, 0, MAX_ENUMERATE_HARD)
-    rng = check_seed(seed)
+    rng = take_rng(rng, seed)
+    gen = check_rng(rng)
     n = code.n
     check_size("the Monte Carlo work samples * n", samples * n, "work")
     dec = _resolve_decoder(code, decoder)
@@ -407,7 +409,7 @@ def evaluate_approximate(code: Any, gradients: Any = None, *, p: Any = None, dec
         b1 = np.zeros(target.shape)
         b2 = np.zeros(target.shape)
         for done in range(0, samples, batch):
-            mask = rng.random((min(batch, samples - done), n)) >= pp[None, :]
+            mask = gen.random((min(batch, samples - done), n)) >= pp[None, :]
             RG = residuals(mask)
             e = (RG * RG).sum(axis=(1, 2))
             if done == 0:
@@ -446,7 +448,7 @@ def evaluate_approximate(code: Any, gradients: Any = None, *, p: Any = None, dec
         method=method, patterns=patterns, exact=exact, closed_form=closed, nnz=nnz, replication=rep,
         load=int(nz.sum(axis=1).max()), load_lower_bound=bound, meets_lower_bound=bool(rep <= bound),
         min_coefficient=Bc.min(), gradient_norm2=g2,
-        seed=int(seed) if isinstance(seed, numbers.Integral) and method == "montecarlo" else None,
+        seed=int(rng) if isinstance(rng, numbers.Integral) and method == "montecarlo" else None,
         seconds=time.perf_counter() - t0,
     )
 
@@ -461,7 +463,7 @@ def _cli_evaluate(args: Any) -> int:
 
     code = cli._load_target(args)
     report = evaluate_approximate(code, args.gradients, p=args.p, decoder=args.decoder, method=args.method,
-                                  samples=args.samples, seed=args.mc_seed)
+                                  samples=args.samples, rng=args.mc_seed)
     cli._emit(args, report)
     return 0
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import numbers
 import zlib
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -29,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from ._validate import check_size, check_tree_size
+from ._validate import SEED_UNSET, check_rng, check_size, check_tree_size, take_rng
 
 __all__ = ["simulate", "SimulationResult", "SchemeResult", "add_simulate_parser"]
 
@@ -283,15 +284,15 @@ def _real(name: str, value: Any, *, positive: bool = False, allow_inf: bool = Fa
     return v
 
 
-def _seed_entropy(seed: Any) -> int | None:
-    """``seed`` (None, a non-negative int, or a numpy Generator, which is advanced) as SeedSequence entropy."""
-    if seed is None:
+def _seed_entropy(rng: Any) -> int | None:
+    """``rng`` (None, a non-negative int, a SeedSequence or BitGenerator, or a Generator, which is advanced) as
+    SeedSequence entropy."""
+    if rng is None:
         return None
-    if isinstance(seed, np.random.Generator):
-        return int(seed.integers(2**63))
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or int(seed) < 0:
-        raise TypeError(f"seed must be None, a non-negative integer or a numpy Generator, got {seed!r}")
-    return int(seed)
+    if isinstance(rng, numbers.Integral) and not isinstance(rng, bool):
+        check_rng(rng)                                         # a clear error for negative seeds
+        return int(rng)
+    return int(check_rng(rng).integers(2**63))
 
 
 def _code_kind(obj: Any) -> str | None:
@@ -323,9 +324,10 @@ def simulate(
     t_step: float = 0.0,
     overlap: bool = True,
     iters: int = 10_000,
-    seed: int | None = None,
+    rng: Any = None,
     return_samples: bool = False,
     return_responders: bool = False,
+    seed: Any = SEED_UNSET,
 ) -> SimulationResult:
     r"""Monte Carlo expected iteration time of CodedReduce and the baselines.
 
@@ -376,10 +378,11 @@ def simulate(
         Whether a CR node receives its children's messages while computing (default) or only after.
     iters : int
         Monte Carlo iterations, >= 2 (the standard error needs two samples).
-    seed : int or numpy Generator, optional
-        Seed (a non-negative int; a Generator is advanced to draw one). Each scheme gets its own stream derived
-        from ``(seed, label)``, so a scheme's samples do not depend on which other schemes are simulated.
-        ``None``: fresh entropy (not reproducible).
+    rng : None, int, numpy.random.SeedSequence or numpy.random.Generator, optional
+        Random state (scientific Python's SPEC 7): a non-negative int seed; a SeedSequence, BitGenerator or
+        Generator (advanced) gives one. Each scheme gets its own stream derived from ``(seed, label)``, so a
+        scheme's samples do not depend on which other schemes are simulated. ``None``: fresh entropy (not
+        reproducible). ``seed=`` is a deprecated alias.
     return_samples, return_responders : bool
         Keep the per-iteration times / the per-iteration masks of used workers in the result.
 
@@ -397,10 +400,10 @@ def simulate(
     Examples
     --------
     >>> import gradcodes as gc
-    >>> res = gc.simulate(["CR", "UMW"], iters=2000, seed=1)
+    >>> res = gc.simulate(["CR", "UMW"], iters=2000, rng=1)
     >>> round(res["CR"].mean, 1), round(res["UMW"].mean, 1)
     (1.1, 7.8)
-    >>> det = gc.simulate("CR", mu=float("inf"), iters=10, seed=0)   # a r m + L (n - s) t_c
+    >>> det = gc.simulate("CR", mu=float("inf"), iters=10, rng=0)   # a r m + L (n - s) t_c
     >>> round(det["CR"].mean, 6), det["CR"].stderr
     (1.116, 0.0)
     """
@@ -423,7 +426,8 @@ def simulate(
     iters = _int("iters", iters, 2)
     check_size("iters (simulated iterations)", iters, "entries")
     check_size("the simulated worker times iters * N", iters * N, "work")
-    entropy = _seed_entropy(seed)
+    rng = take_rng(rng, seed)
+    entropy = _seed_entropy(rng)
     if not isinstance(overlap, (bool, np.bool_)):
         raise TypeError(f"overlap must be a bool, got {type(overlap).__name__}")
     if isinstance(schemes, (str, bytes)) or _code_kind(schemes) is not None:
@@ -507,7 +511,7 @@ def simulate(
         out[label] = SchemeResult(label, mean, stderr, iters, workers, points, msgs,
                                   times if return_samples else None, resp, details)
     params = {"n": n, "L": L, "s": s, "N": N, "s_gc": s_gc, "m_data": m_data, "a": a, "mu": mu, "t_c": t_c,
-              "t_step": t_step, "overlap": overlap, "iters": iters, "seed": seed}
+              "t_step": t_step, "overlap": overlap, "iters": iters, "seed": entropy}
     return SimulationResult(out, params)
 
 
@@ -584,7 +588,7 @@ def run_simulate_cli(args: argparse.Namespace) -> int:
     labels = [x.strip() for x in args.schemes.split(",") if x.strip()]
     res = simulate(labels, n=args.n, L=args.L, s=args.s, s_gc=args.s_gc, m_data=args.m_data, a=args.a,
                    mu=args.mu, t_c=args.t_c, t_step=args.t_step, overlap=not args.no_overlap,
-                   iters=args.iters, seed=args.seed)
+                   iters=args.iters, rng=args.seed)
     if getattr(args, "json", False):
         from .cli import _emit
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ._validate import check_int, check_real, check_seed, check_size
+from ._validate import SEED_UNSET, check_int, check_real, check_rng, check_size
 
 __all__ = ["straggle_probabilities", "exponential_straggle_probabilities", "probability_list"]
 
@@ -97,7 +97,7 @@ def straggle_probabilities(p: Any, n: int | None = None, *, exact: bool | None =
 
 
 def exponential_straggle_probabilities(n: int, tau: float, *, psi: tuple[float, float] = (0.1, 2.0),
-                                       seed: Any = 0) -> np.ndarray:
+                                       rng: Any = None, seed: Any = SEED_UNSET) -> np.ndarray:
     r"""Straggle probabilities of Song & Choi's experiments: ``p_i = exp(-psi_i (tau - 1))``.
 
     Worker ``i``'s response time is ``1 + Exp(psi_i)`` (shift-1 exponential with rate ``psi_i``), and it is a
@@ -113,7 +113,9 @@ def exponential_straggle_probabilities(n: int, tau: float, *, psi: tuple[float, 
         Deadline, ``tau > 1``.
     psi : (float, float)
         Range of the rates, ``0 < lo <= hi``.
-    seed : int or numpy.random.Generator
+    rng : None, int, numpy.random.SeedSequence or numpy.random.Generator, optional
+        Random state (SPEC 7: None for fresh entropy, an int, a SeedSequence or a Generator; ``seed=`` is a
+        deprecated alias).
 
     Returns
     -------
@@ -122,7 +124,7 @@ def exponential_straggle_probabilities(n: int, tau: float, *, psi: tuple[float, 
 
     Examples
     --------
-    >>> p = exponential_straggle_probabilities(5, 1.5, seed=0)
+    >>> p = exponential_straggle_probabilities(5, 1.5, rng=0)
     >>> p.shape, bool(((0 < p) & (p < 1)).all())
     ((5,), True)
     """
@@ -133,7 +135,7 @@ def exponential_straggle_probabilities(n: int, tau: float, *, psi: tuple[float, 
         raise ValueError(f"psi must be a pair (lo, hi) of rates, got {psi!r}")
     lo = check_real("psi[0]", psi[0], 0.0, None, open_lo=True)
     hi = check_real("psi[1]", psi[1], lo, None)
-    rates = check_seed(seed).uniform(lo, hi, size=n)
+    rates = check_rng(rng, seed).uniform(lo, hi, size=n)
     p = np.exp(-rates * (tau - 1.0))
     if not np.all((p > 0) & (p < 1)):
         raise ValueError(f"tau = {tau} and psi = {psi} give straggle probabilities that round to 0 or 1")
@@ -147,7 +149,7 @@ def _scenario(n: int | None, p: Any, tau: float, seed: Any) -> np.ndarray:
     if n is None:
         raise ValueError("give the number of workers n (probabilities from the paper's model, see --param tau=) "
                          "or the straggle probabilities p")
-    return exponential_straggle_probabilities(n, tau, seed=seed)
+    return exponential_straggle_probabilities(n, tau, rng=seed)
 
 
 def probability_list(p: np.ndarray | None) -> list[str] | list[float] | None:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 __all__ = ["check_int", "check_ns", "check_responders", "check_seed", "check_choice", "check_real", "check_size",
+           "check_rng", "take_rng", "rng_param", "SEED_UNSET", "RNG_TYPES",
            "check_entries", "check_tree_size", "SizeLimitError", "Limits", "limits"]
 
 
@@ -141,13 +142,58 @@ def check_ns(n: object, s: object, *, s_max_offset: int = 1) -> tuple[int, int]:
     return n, s
 
 
+#: Marks a deprecated ``seed=`` argument that was not given.
+SEED_UNSET: object = type("_Unset", (), {"__repr__": lambda self: "<unset>"})()
+
+#: What an ``rng`` parameter accepts (scientific Python's SPEC 7).
+RNG_TYPES = "None, a non-negative int, a numpy.random.SeedSequence, a BitGenerator or a numpy.random.Generator"
+
+
+def check_rng(rng: object = None, seed: object = SEED_UNSET, *, name: str = "rng") -> np.random.Generator:
+    """The :class:`numpy.random.Generator` of an ``rng`` argument, as scientific Python's SPEC 7 recommends.
+
+    ``None`` draws fresh entropy from the operating system; an int (``>= 0``), a :class:`numpy.random.SeedSequence`
+    or a BitGenerator seeds a new Generator (:func:`numpy.random.default_rng`); a Generator is used as it is (its
+    state advances). ``seed`` is the deprecated former name: given, it warns (DeprecationWarning) and is used as
+    ``rng``; giving both is an error.
+
+    >>> check_rng(0).integers(10) == check_rng(np.random.SeedSequence(0)).integers(10)
+    np.True_
+    """
+    rng = take_rng(rng, seed, name=name, stacklevel=4)
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if rng is None or isinstance(rng, (np.random.SeedSequence, np.random.BitGenerator)):
+        return np.random.default_rng(rng)
+    if isinstance(rng, bool) or not isinstance(rng, numbers.Integral):
+        raise TypeError(f"{name} must be {RNG_TYPES}; got {rng!r} of type {type(rng).__name__}")
+    if int(rng) < 0:
+        raise ValueError(f"{name} must be a non-negative integer seed (or {RNG_TYPES}), got {int(rng)}")
+    return np.random.default_rng(int(rng))
+
+
+def take_rng(rng: object, seed: object = SEED_UNSET, *, name: str = "rng", stacklevel: int = 3) -> object:
+    """The ``rng`` value, taking the deprecated ``seed=`` alias into account (with a DeprecationWarning)."""
+    if seed is SEED_UNSET:
+        return rng
+    import warnings
+
+    warnings.warn(f"seed= is deprecated, use {name}= (it accepts the same values: {RNG_TYPES})",
+                  DeprecationWarning, stacklevel=stacklevel)
+    if rng is not None:
+        raise TypeError(f"pass {name}= or its deprecated alias seed=, not both")
+    return seed
+
+
+def rng_param(rng: object) -> int | None:
+    """The value of ``rng`` worth recording in a code's ``params`` (so that :func:`gradcodes.load` can rebuild it):
+    the int seed, or None for entropy, SeedSequences and Generators."""
+    return int(rng) if isinstance(rng, numbers.Integral) and not isinstance(rng, bool) else None
+
+
 def check_seed(seed: object) -> np.random.Generator:
-    """Turn ``seed`` (None, an int, or a Generator) into a :class:`numpy.random.Generator`."""
-    if seed is None or isinstance(seed, np.random.Generator):
-        return np.random.default_rng(seed)
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or int(seed) < 0:
-        raise TypeError(f"seed must be None, a non-negative integer or a numpy Generator, got {seed!r}")
-    return np.random.default_rng(int(seed))
+    """Former name of :func:`check_rng` (kept for internal callers); no deprecation warning."""
+    return check_rng(seed, name="seed")
 
 
 def check_choice(name: str, value: object, choices: Iterable[str]) -> str:

@@ -95,9 +95,12 @@ def _build(args: argparse.Namespace) -> Any:
     if any(k not in sig.parameters for k in given):
         fn = _constructor(scheme.name)
         fn_sig = inspect.signature(fn) if fn is not None else None
+        if fn_sig is not None and "seed" in given and "rng" in fn_sig.parameters:
+            given["rng"] = given.pop("seed")          # --seed is the constructor's rng
         if fn is not None and fn_sig is not None and all(k in fn_sig.parameters for k in given):
-            defaults = {k: p.default for k, p in sig.parameters.items()
-                        if p.default is not p.empty and k in fn_sig.parameters and k not in given}
+            defaults = {("rng" if k == "seed" else k): p.default for k, p in sig.parameters.items()
+                        if p.default is not p.empty and ("rng" if k == "seed" else k) in fn_sig.parameters
+                        and ("rng" if k == "seed" else k) not in given}
             target, target_sig, given = fn, fn_sig, {**defaults, **given}
         else:
             takes = list(sig.parameters) + [k for k in (fn_sig.parameters if fn_sig else ()) if k not in sig.parameters]

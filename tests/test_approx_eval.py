@@ -171,7 +171,7 @@ def test_p_override_and_missing():
     ({"batch": 0}, ValueError, "batch"),
     ({"batch": 1 << 30}, ValueError, r"batch must be an integer in \[1, 1048576\]"),
     ({"max_enumerate": 30}, ValueError, r"max_enumerate must be an integer in \[0, 24\]"),
-    ({"seed": "x", "method": "montecarlo"}, TypeError, "seed"),
+    ({"rng": "x", "method": "montecarlo"}, TypeError, "rng"),
     ({"decoder": "nope"}, ValueError, "decoder must be one of"),
     ({"decoder": 3}, TypeError, "decoder must be a name or a Decoder"),
     ({"gradients": np.ones((4, 2))}, ValueError, r"shape \(k, p\) = \(3, p\)"),

@@ -196,8 +196,8 @@ def test_bgc_bad_input():
         gc.bernoulli_gc(5, 0)
     with pytest.raises(ValueError, match="d .expected load."):
         gc.bernoulli_gc(5, 6)
-    with pytest.raises(TypeError, match="seed"):
-        gc.bernoulli_gc(5, 2, seed="x")
+    with pytest.raises(TypeError, match="rng must be"):
+        gc.bernoulli_gc(5, 2, rng="x")
     with pytest.raises(ValueError, match="decoder must be one of"):
         gc.bernoulli_gc(5, 2, decoder="lsq")
 

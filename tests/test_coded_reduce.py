@@ -289,7 +289,7 @@ def test_generic_decoders_agree_on_the_flattened_code():
     ((3, 2, 1), {"field": "complex"}, ValueError, "field"),
     ((3, 2, 1), {"inner": gc.cyclic_repetition(3, 1, seed=0), "field": "rational"}, ValueError, "contradicts"),
     ((3, 2, 1), {"P": 0}, ValueError, "P must be"),
-    ((5, 2, 2), {"seed": "x"}, TypeError, "seed must be"),
+    ((5, 2, 2), {"rng": "x"}, TypeError, "rng must be"),
 ])
 def test_bad_input(args, kwargs, exc, match):
     with pytest.raises(exc, match=match):

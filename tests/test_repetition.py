@@ -135,7 +135,7 @@ def test_uncoded():
     (lambda: gc.cyclic_repetition(3, 1, H=[[1, 0, -1]]), ValueError, "singular"),
     (lambda: gc.cyclic_repetition(3, 1, H=[[1, 0, -1]], field="rational"), ValueError, "singular"),
     (lambda: gc.cyclic_repetition(3, 1, H=[[1, np.nan, -1]]), ValueError, "finite"),
-    (lambda: gc.cyclic_repetition(3, 1, seed=-1), TypeError, "seed"),
+    (lambda: gc.cyclic_repetition(3, 1, rng=-1), ValueError, "non-negative integer seed"),
 ])
 def test_bad_input(call, exc, words):
     with pytest.raises(exc, match=None) as info:

@@ -206,12 +206,17 @@ def test_distinct_codes_with_equal_names_get_distinct_labels():
 
 
 def test_seed_forms():
-    a = gc.simulate("CR", iters=50, seed=np.random.default_rng(3), return_samples=True)["CR"].times
-    b = gc.simulate("CR", iters=50, seed=np.random.default_rng(3), return_samples=True)["CR"].times
+    a = gc.simulate("CR", iters=50, rng=np.random.default_rng(3), return_samples=True)["CR"].times
+    b = gc.simulate("CR", iters=50, rng=np.random.default_rng(3), return_samples=True)["CR"].times
     np.testing.assert_array_equal(a, b)
-    for bad in ("x", -1, 1.5, True):
-        with pytest.raises(TypeError, match="seed must be"):
-            gc.simulate("CR", iters=10, seed=bad)
+    c = gc.simulate("CR", iters=50, rng=np.random.SeedSequence(3), return_samples=True)["CR"].times
+    np.testing.assert_array_equal(c, gc.simulate("CR", iters=50, rng=np.random.SeedSequence(3),
+                                                 return_samples=True)["CR"].times)
+    for bad in ("x", 1.5, True):
+        with pytest.raises(TypeError, match="rng must be"):
+            gc.simulate("CR", iters=10, rng=bad)
+    with pytest.raises(ValueError, match="non-negative integer seed"):
+        gc.simulate("CR", iters=10, rng=-1)
 
 
 def test_result_and_bounds_errors():

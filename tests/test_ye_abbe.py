@@ -341,8 +341,8 @@ def test_overflow_is_reported_not_silent():
     (dict(n=9, s=1, m=2, stride=0), ValueError, "stride must be an integer in"),
     (dict(n=9, s=1, m=3, spacing=50), ValueError, "does not fit"),
     (dict(n=9, s=1, m=2, nodes="integer", spacing=2), ValueError, "spacing and stride apply to nodes='fourier'"),
-    (dict(n=6, s=1, m=2, nodes="random", seed=-1), TypeError, "seed"),
-    (dict(n=6, s=1, m=2, seed="x"), TypeError, "seed"),
+    (dict(n=6, s=1, m=2, nodes="random", rng=-1), ValueError, "non-negative integer seed"),
+    (dict(n=6, s=1, m=2, rng="x"), TypeError, "rng must be"),
 ])
 def test_bad_input(kwargs, exc, match):
     with pytest.raises(exc, match=match):

@@ -34,7 +34,7 @@ from .._decoders import Decoder, LeastSquaresDecoder
 from .._io import REBUILDERS
 from .._registry import Scheme, register
 from .._straggle import _scenario
-from .._validate import check_entries, check_int, check_seed
+from .._validate import SEED_UNSET, check_entries, check_int, check_rng, take_rng
 from .expander import random_regular_graph
 
 __all__ = [
@@ -208,7 +208,7 @@ def _cyclic_support(n: int, k: int, d: int) -> np.ndarray:
 
 
 def stochastic_gc(n: int, d: int, p: Any, *, k: int | None = None, assignment: str = "cyclic",
-                  seed: Any = 0) -> ApproximateCode:
+                  rng: Any = None, seed: Any = SEED_UNSET) -> ApproximateCode:
     r"""Stochastic gradient coding (SGC, Bitar–Wootters–El Rouayheb) for known straggle probabilities.
 
     Partition ``j`` is stored by ``d`` workers; worker ``i`` sends ``sum_{j in S_i} g_j / ((1-p_i) d)`` and
@@ -230,8 +230,8 @@ def stochastic_gc(n: int, d: int, p: Any, *, k: int | None = None, assignment: s
     k : int, optional
         Number of partitions (default ``n``).
     assignment : {"cyclic", "random"}
-    seed : int or numpy.random.Generator
-        Used by ``"random"``.
+    rng : None, int, numpy.random.SeedSequence or numpy.random.Generator, optional
+        Random state of ``"random"`` (SPEC 7; default None: fresh entropy). ``seed=`` is a deprecated alias.
 
     Returns
     -------
@@ -249,15 +249,16 @@ def stochastic_gc(n: int, d: int, p: Any, *, k: int | None = None, assignment: s
     k = n if k is None else check_int("k", k, 1)
     d = check_int("d", d, 1, n)
     check_entries(n, k)
+    rng = take_rng(rng, seed)
     pp = straggle_probabilities(p, n)
     exact = pp.dtype == object
     if assignment == "cyclic":
         S = _cyclic_support(n, k, d)
     elif assignment == "random":
-        rng = check_seed(seed)
+        gen = check_rng(rng)
         S = np.zeros((n, k), dtype=bool)
         for j in range(k):
-            S[rng.choice(n, size=d, replace=False), j] = True
+            S[gen.choice(n, size=d, replace=False), j] = True
     else:
         raise ValueError(f"assignment must be 'cyclic' or 'random', got {assignment!r}")
     scale = 1 / ((1 - pp) * d)
@@ -273,13 +274,13 @@ def stochastic_gc(n: int, d: int, p: Any, *, k: int | None = None, assignment: s
     return ApproximateCode(B, field="rational" if exact else "real", name=f"SGC(n={n}, d={d})",
                            family="stochastic_gc",
                            params={"n": n, "d": d, "p": probability_list(pp), "k": k, "assignment": assignment,
-                                   "seed": _seed_param(seed)},
+                                   "rng": _seed_param(rng)},
                            decoders=[FixedWeightDecoder("sum", w)], default_decoder="sum",
                            straggle_probabilities=pp)
 
 
-def bernoulli_gc(n: int, d: float, *, k: int | None = None, p: Any = None, seed: Any = 0,
-                 decoder: str = "optimal") -> ApproximateCode:
+def bernoulli_gc(n: int, d: float, *, k: int | None = None, p: Any = None, rng: Any = None,
+                 decoder: str = "optimal", seed: Any = SEED_UNSET) -> ApproximateCode:
     r"""Bernoulli gradient coding (BGC, Charles–Papailiopoulos–Ellenberg).
 
     ``B_ij ~ Bernoulli(d/k)`` i.i.d. (seeded), so each worker holds ``d`` partitions on average. Decoders:
@@ -296,7 +297,8 @@ def bernoulli_gc(n: int, d: float, *, k: int | None = None, p: Any = None, seed:
         Number of partitions (default ``n``).
     p : array_like or float, optional
         Straggle probabilities stored for evaluation.
-    seed : int or numpy.random.Generator
+    rng : None, int, numpy.random.SeedSequence or numpy.random.Generator, optional
+        Random state (SPEC 7; default None: fresh entropy). ``seed=`` is a deprecated alias.
     decoder : {"optimal", "sum"}
 
     Returns
@@ -306,7 +308,7 @@ def bernoulli_gc(n: int, d: float, *, k: int | None = None, p: Any = None, seed:
     Examples
     --------
     >>> import gradcodes as gc
-    >>> code = gc.bernoulli_gc(20, 3, seed=1)
+    >>> code = gc.bernoulli_gc(20, 3, rng=1)
     >>> code.B.shape, set(code.B.ravel().tolist()) <= {0.0, 1.0}
     ((20, 20), True)
     """
@@ -318,13 +320,14 @@ def bernoulli_gc(n: int, d: float, *, k: int | None = None, p: Any = None, seed:
     if not (0 < d <= k):  # also rejects NaN
         raise ValueError(f"d (expected load) must be a real number in (0, k = {k}], got {d!r}")
     check_entries(n, k)
-    rng = check_seed(seed)
-    B = (rng.random((n, k)) < d / k).astype(np.float64)
+    rng = take_rng(rng, seed)
+    gen = check_rng(rng)
+    B = (gen.random((n, k)) < d / k).astype(np.float64)
     decs: dict[str, Decoder] = {"optimal": OptimalDecoder(), "sum": FixedWeightDecoder("sum", np.ones(n))}
     _pick(decoder, decs)
     pp = _p(p, n)
     return ApproximateCode(B, field="real", name=f"BGC(n={n}, d={d})", family="bernoulli_gc",
-                           params={"n": n, "d": d, "k": k, "p": probability_list(pp), "seed": _seed_param(seed),
+                           params={"n": n, "d": d, "k": k, "p": probability_list(pp), "rng": _seed_param(rng),
                                    "decoder": decoder},
                            decoders=list(decs.values()), default_decoder=decoder,
                            straggle_probabilities=pp)
@@ -390,8 +393,8 @@ def erasurehead(n: int, d: int, *, k: int | None = None, p: Any = None,
                            default_decoder=decoder, straggle_probabilities=pp)
 
 
-def optimal_decoding(n: int, d: int, *, p: Any = None, seed: Any = 0,
-                     decoder: str = "optimal") -> ApproximateCode:
+def optimal_decoding(n: int, d: int, *, p: Any = None, rng: Any = None,
+                     decoder: str = "optimal", seed: Any = SEED_UNSET) -> ApproximateCode:
     r"""Optimal decoding on an expander assignment (OD, Glasgow–Wootters), ``k = n``.
 
     ``B = A_G / d`` with ``A_G`` the adjacency of a random simple ``d``-regular graph
@@ -407,7 +410,8 @@ def optimal_decoding(n: int, d: int, *, p: Any = None, seed: Any = 0,
         Degree = load, ``1 <= d <= n - 1``, ``n d`` even.
     p : array_like or float, optional
         Straggle probabilities stored for evaluation.
-    seed : int or numpy.random.Generator
+    rng : None, int, numpy.random.SeedSequence or numpy.random.Generator, optional
+        Random state (SPEC 7; default None: fresh entropy). ``seed=`` is a deprecated alias.
     decoder : {"optimal", "fixed"}
 
     Returns
@@ -417,19 +421,20 @@ def optimal_decoding(n: int, d: int, *, p: Any = None, seed: Any = 0,
     Examples
     --------
     >>> import gradcodes as gc
-    >>> code = gc.optimal_decoding(10, 3, seed=0)
+    >>> code = gc.optimal_decoding(10, 3, rng=0)
     >>> code.load, bool(abs(code.B.sum(axis=0) - 1).max() < 1e-15)
     (3, True)
     """
     n = check_int("n", n, 2)
     d = check_int("d", d, 1, n - 1)
     check_entries(n, n)
-    A = random_regular_graph(n, d, seed)
+    rng = take_rng(rng, seed)
+    A = random_regular_graph(n, d, check_rng(rng))
     pp = _p(p, n)
     decs: dict[str, Decoder] = {"optimal": OptimalDecoder(), "fixed": RescaleDecoder(name="fixed")}
     _pick(decoder, decs)
     return ApproximateCode(A / d, field="real", name=f"OD(n={n}, d={d})", family="optimal_decoding",
-                           params={"n": n, "d": d, "p": probability_list(pp), "seed": _seed_param(seed),
+                           params={"n": n, "d": d, "p": probability_list(pp), "rng": _seed_param(rng),
                                    "decoder": decoder},
                            decoders=list(decs.values()), default_decoder=decoder, straggle_probabilities=pp)
 
@@ -453,13 +458,13 @@ def _build_is_sgd(n: int | None = None, p: Any = None, tau: float = 1.5, seed: A
 def _build_sgc(n: int | None = None, d: int = 2, p: Any = None, tau: float = 1.5, seed: Any = 0,
                k: int | None = None, assignment: str = "cyclic") -> ApproximateCode:
     pp = _scenario(n, p, tau, seed)
-    return stochastic_gc(pp.size, d, pp, k=k, assignment=assignment, seed=seed)
+    return stochastic_gc(pp.size, d, pp, k=k, assignment=assignment, rng=seed)
 
 
 def _build_bgc(n: int | None = None, d: float = 2, p: Any = None, tau: float = 1.5, seed: Any = 0,
                k: int | None = None, decoder: str = "optimal") -> ApproximateCode:
     pp = _scenario(n, p, tau, seed)
-    return bernoulli_gc(pp.size, d, k=k, p=pp, seed=seed, decoder=decoder)
+    return bernoulli_gc(pp.size, d, k=k, p=pp, rng=seed, decoder=decoder)
 
 
 def _build_ehd(n: int | None = None, d: int = 2, p: Any = None, tau: float = 1.5, seed: Any = 0,
@@ -471,7 +476,7 @@ def _build_ehd(n: int | None = None, d: int = 2, p: Any = None, tau: float = 1.5
 def _build_od(n: int | None = None, d: int = 2, p: Any = None, tau: float = 1.5, seed: Any = 0,
               decoder: str = "optimal") -> ApproximateCode:
     pp = _scenario(n, p, tau, seed)
-    return optimal_decoding(pp.size, d, p=pp, seed=seed, decoder=decoder)
+    return optimal_decoding(pp.size, d, p=pp, rng=seed, decoder=decoder)
 
 
 REBUILDERS.update(ignore_stragglers=ignore_stragglers, stochastic_gc=stochastic_gc, bernoulli_gc=bernoulli_gc,

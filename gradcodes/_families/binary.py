@@ -48,7 +48,7 @@ from .._code import GradientCode, LinearCode
 from .._decoders import Decoder
 from .._io import REBUILDERS
 from .._registry import Scheme, register
-from .._validate import check_choice, check_entries, check_int, check_ns, check_real, check_size
+from .._validate import SEED_UNSET, check_choice, check_entries, check_int, check_ns, check_real, check_rng, check_size
 from .repetition import GroupDecoder
 
 __all__ = ["stable_binary", "stable_binary_load", "grouped_mds", "GroupedDecoder", "recommend", "Recommendation",
@@ -185,7 +185,7 @@ def _build_mds(field_: str) -> Callable[[int, int, int], LinearCode]:
 
 def _build_cyclic_rep(n: int, s: int, m: int) -> LinearCode:
     from .repetition import cyclic_repetition
-    return cyclic_repetition(n, s, seed=0)
+    return cyclic_repetition(n, s, rng=0)
 
 
 #: The candidate table of :func:`recommend`, in order of preference among equals (stable codes first).
@@ -252,11 +252,11 @@ class Recommendation:
         return "\n".join(lines)
 
 
-def _measure(code: LinearCode, samples: int, seed: int, quick: bool) -> float:
+def _measure(code: LinearCode, samples: int, rng: Any, quick: bool) -> float:
     """Worst float64 error estimate ``u canc + residual`` found by :func:`gradcodes.verify` (inf if it fails)."""
     from .._verify import verify
 
-    rep = verify(code, samples=samples, search=not quick, seed=seed, stop_on_failure=True,
+    rep = verify(code, samples=samples, search=not quick, rng=rng, stop_on_failure=True,
                  limit=20_000 if quick else 200_000)
     if not rep.exact:
         return max(rep.error_estimate, rep.worst_residual, 1e-300) if rep.n_failures == 0 else float("inf")
@@ -264,7 +264,7 @@ def _measure(code: LinearCode, samples: int, seed: int, quick: bool) -> float:
 
 
 def recommend(n: int, s: int, m: int = 1, max_load: int | None = None, *, tol: float = 1e-12,
-              samples: int = 200, seed: int = 0, quick: bool = False) -> LinearCode:
+              samples: int = 200, rng: Any = None, quick: bool = False, seed: Any = SEED_UNSET) -> LinearCode:
     r"""The most accurate gradient code within a load budget, with its reasoning in ``code.recommendation``.
 
     Every applicable candidate of :data:`CANDIDATES` whose load is at most ``max_load`` is built and its worst
@@ -288,8 +288,9 @@ def recommend(n: int, s: int, m: int = 1, max_load: int | None = None, *, tol: f
         Error level counted as "accurate".
     samples : int, default 200
         Random straggler sets per candidate when not exhaustive.
-    seed : int, default 0
-        Seed of the random sets.
+    rng : None, int, numpy.random.SeedSequence or numpy.random.Generator, optional
+        Random state of the random sets (SPEC 7: None for fresh entropy, an int, a SeedSequence or a
+        Generator; ``seed=`` is a deprecated alias).
     quick : bool, default False
         Skip the local search for the worst set (faster, less thorough).
 
@@ -323,6 +324,7 @@ def recommend(n: int, s: int, m: int = 1, max_load: int | None = None, *, tol: f
         max_load = check_int("max_load", max_load, s + m)
     tol = check_real("tol", tol, 0, None, open_lo=True)
     samples = check_int("samples", samples, 1)
+    gen = check_rng(rng, seed)
     check_size("the sampled straggler sets times n", samples * n, "work")
     rows: list[dict[str, Any]] = []
     built: list[tuple[LinearCode, float, int, int, Candidate]] = []
@@ -344,7 +346,7 @@ def recommend(n: int, s: int, m: int = 1, max_load: int | None = None, *, tol: f
         except ValueError as exc:
             rows.append({"name": cand.name, "load": load, "status": f"not built: {exc}"})
             continue
-        err = _measure(code, samples, seed, quick or cand.stable)
+        err = _measure(code, samples, gen, quick or cand.stable)
         built.append((code, err, code.load, order, cand))
         rows.append({"name": cand.name, "load": code.load, "error": err,
                      "status": "accurate" if err <= tol else "above tol"})

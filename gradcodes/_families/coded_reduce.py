@@ -27,7 +27,7 @@ import numpy as np
 from .._code import GradientCode
 from .._io import REBUILDERS
 from .._registry import Scheme, register
-from .._validate import check_entries, check_int, check_seed, check_tree_size
+from .._validate import SEED_UNSET, check_entries, check_int, check_rng, check_tree_size, take_rng
 from .coded_reduce_alloc import _allocate, _check_tree, _min_units, _tree_fractions, coded_reduce_load
 from .coded_reduce_code import CodedReduceCode, TreeDecoder
 from .coded_reduce_verify import TreeVerifyReport, _exhaustive_masks, verify_tree  # noqa: F401
@@ -39,7 +39,7 @@ __all__ = ["coded_reduce", "coded_reduce_load", "CodedReduceCode", "TreeDecoder"
 # the constructor
 
 
-def _default_inner(n: int, s: int, field: str, seed: Any) -> GradientCode:
+def _default_inner(n: int, s: int, field: str, rng: Any) -> GradientCode:
     from .repetition import cyclic_repetition, fractional_repetition
 
     if n % (s + 1) == 0:
@@ -61,7 +61,7 @@ def _default_inner(n: int, s: int, field: str, seed: Any) -> GradientCode:
         # H 1 = 0 exactly.)
         from .._verify import verify
 
-        rng = check_seed(seed)
+        rng = check_rng(rng)
         for _ in range(50):
             H = rng.integers(-50, 51, size=(s, n - 1))
             H = np.concatenate([H, -H.sum(axis=1, keepdims=True)], axis=1)
@@ -77,7 +77,7 @@ def _default_inner(n: int, s: int, field: str, seed: Any) -> GradientCode:
 
 
 def coded_reduce(n: int, L: int, s: int, inner: GradientCode | None = None, *, P: int | None = None,
-                 field: str | None = None, seed: Any = 0) -> CodedReduceCode:
+                 field: str | None = None, rng: Any = None, seed: Any = SEED_UNSET) -> CodedReduceCode:
     r"""CodedReduce: gradient codes composed along the ``(n, L)``-regular tree (Reisizadeh et al., CodedReduce).
 
     The master is the root; every node at levels ``0..L-1`` has ``n`` children; the ``N = n + ... + n^L``
@@ -105,14 +105,15 @@ def coded_reduce(n: int, L: int, s: int, inner: GradientCode | None = None, *, P
         repetition if ``(s+1) | n``; else, over the reals, the Ye–Abbe Fourier code ``ye_abbe(n, s, 1)`` (load
         ``s + 1``, proven cancellation bound; the usual suggestions are the real cyclic MDS code or a random cyclic
         repetition, whose cancellation grows faster and compounds along the tree); with ``field="rational"``,
-        Tandon's cyclic repetition with a random integer ``H`` drawn from ``seed``.
+        Tandon's cyclic repetition with a random integer ``H`` drawn from ``rng``.
     P : int, optional
         Number of data units, a positive multiple of the smallest admissible ``P_min`` (default ``P_min``).
     field : {"real", "rational"}, optional
         Field of the default inner code (``"rational"`` for exact arithmetic). With ``inner`` given the tree
         takes the inner code's field, and a different ``field`` is an error. Default ``"real"``.
-    seed : int or numpy Generator, optional
-        Seed of the default rational cyclic-repetition inner code (unused otherwise).
+    rng : None, int, numpy.random.SeedSequence or numpy.random.Generator, optional
+        Random state of the default rational cyclic-repetition inner code (unused otherwise), as scientific
+        Python's SPEC 7 recommends. ``seed=`` is a deprecated alias.
 
     Returns
     -------
@@ -144,12 +145,13 @@ def coded_reduce(n: int, L: int, s: int, inner: GradientCode | None = None, *, P
     True
     """
     n, L, s = _check_tree(n, L, s)
-    check_seed(seed)                     # validated even when the default inner code does not use it
+    rng = take_rng(rng, seed)
+    check_rng(rng)                       # validated even when the default inner code does not use it
     if inner is None:
         fld = "real" if field is None else field
         if fld not in ("real", "rational"):
             raise ValueError(f"field must be 'real' or 'rational', got {field!r}")
-        inner = _default_inner(n, s, fld, seed)
+        inner = _default_inner(n, s, fld, rng)
     else:
         if not isinstance(inner, GradientCode):
             raise TypeError(f"inner must be an exact GradientCode (e.g. gc.cyclic_repetition(n, s)), got "

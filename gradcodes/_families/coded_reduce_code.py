@@ -25,7 +25,7 @@ import numpy as np
 from .._code import DecodingError, GradientCode, LinearCode
 from .._decoders import Decoder
 from .._numerics import DEFAULT_RTOL, accepts, error_estimate
-from .._validate import check_int, check_real, check_seed
+from .._validate import SEED_UNSET, check_int, check_real, check_rng
 from .coded_reduce_alloc import _check_tree, _level_slices, _tree_fractions
 
 if TYPE_CHECKING:
@@ -348,7 +348,7 @@ class CodedReduceCode(LinearCode):
         return (out, up) if return_messages else out
 
     def _verify_hook(self, *, limit: int | None = None, samples: int = 2000, search: bool = True,
-                     seed: Any = 0, rtol: float | None = None, decoder: Any = None, field: Any = None,
+                     rng: Any = None, rtol: float | None = None, decoder: Any = None, field: Any = None,
                      batch_size: int | None = None, **ignored: Any) -> TreeVerifyReport:
         """``gc.verify(code, ...)`` on a tree code runs :func:`verify_tree` (its own straggler model)."""
         if decoder not in (None, "tree"):
@@ -359,7 +359,7 @@ class CodedReduceCode(LinearCode):
         from .coded_reduce_verify import verify_tree
 
         return verify_tree(self, limit=100_000 if limit is None else limit, samples=samples, search=search,
-                           seed=seed, rtol=rtol, batch=4096 if batch_size is None else batch_size)
+                           rng=rng, rtol=rtol, batch=4096 if batch_size is None else batch_size)
 
     # ------------------------------------------------------------------ patterns
     def patterns_total(self) -> int:
@@ -388,11 +388,12 @@ class CodedReduceCode(LinearCode):
                 rows.append(row)
         return np.array(rows)
 
-    def random_patterns(self, count: int, seed: Any = None) -> np.ndarray:
+    def random_patterns(self, count: int, rng: Any = None, *, seed: Any = SEED_UNSET) -> np.ndarray:
         """``count`` random responder masks (count, N): each parent picks a straggler set uniformly among the
-        sets of size at most ``s`` (no table of sets is built)."""
+        sets of size at most ``s`` (no table of sets is built). ``rng``: random state (None, an int, a
+        SeedSequence or a Generator; ``seed=`` is a deprecated alias)."""
         count = check_int("count", count, 0)
-        rng = check_seed(seed)
+        rng = check_rng(rng, seed)
         n = self.branching
         sizes = np.arange(self.s + 1)
         w = np.array([math.comb(n, j) for j in sizes], dtype=float)

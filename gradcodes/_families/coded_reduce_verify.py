@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from .._numerics import DEFAULT_RTOL, accepts
-from .._validate import check_int, check_real, check_seed
+from .._validate import SEED_UNSET, check_int, check_real, check_rng, take_rng
 from .coded_reduce_alloc import coded_reduce_load
 from .coded_reduce_code import CodedReduceCode
 
@@ -277,8 +277,8 @@ class _Tracker:
 
 
 def verify_tree(code: CodedReduceCode, *, limit: int = 100_000, samples: int = 2_000, search: bool = True,
-                seed: Any = 0, rtol: float | None = None, batch: int = 4096, max_failures: int = 5,
-                search_budget: int | None = None) -> TreeVerifyReport:
+                rng: Any = None, rtol: float | None = None, batch: int = 4096, max_failures: int = 5,
+                search_budget: int | None = None, seed: Any = SEED_UNSET) -> TreeVerifyReport:
     """Verify a CodedReduce code under its straggler model (at most ``s`` straggling children per parent).
 
     A straggler pattern lets every parent (the master and every internal worker) pick at most ``s`` straggling
@@ -308,8 +308,9 @@ def verify_tree(code: CodedReduceCode, *, limit: int = 100_000, samples: int = 2
         Random patterns when not exhaustive.
     search : bool
         Run the worst-case search when not exhaustive.
-    seed : int, optional
-        Seed of the sampling.
+    rng : None, int, numpy.random.SeedSequence or numpy.random.Generator, optional
+        Random state of the sampling (SPEC 7: None for fresh entropy, an int, a SeedSequence or a
+        Generator; ``seed=`` is a deprecated alias).
     rtol : float, optional
         Float codes: accepted predicted relative error, in (0, 1) (default: the code's ``rtol``, 1e-8).
     batch : int
@@ -330,6 +331,7 @@ def verify_tree(code: CodedReduceCode, *, limit: int = 100_000, samples: int = 2
     >>> rep.exact, rep.exhaustive, rep.patterns_checked, rep.load_fraction
     (True, True, 256, Fraction(4, 15))
     """
+    rng = take_rng(rng, seed)
     if not isinstance(code, CodedReduceCode):
         raise TypeError(f"verify_tree takes a CodedReduceCode, got {type(code).__name__}")
     limit = check_int("limit", limit, 0)
@@ -351,7 +353,7 @@ def verify_tree(code: CodedReduceCode, *, limit: int = 100_000, samples: int = 2
         tr.check(_special_masks(code))
         for masks in _targeted_masks(code, batch):
             tr.check(masks)
-        rng = check_seed(seed)
+        rng = check_rng(rng)
         for lo in range(0, samples, batch):
             tr.check(code.random_patterns(min(batch, samples - lo), rng))
         if search:

@@ -36,7 +36,7 @@ from .._decoders import Decoder, min_norm_solve
 from .._fields import solve_left
 from .._io import REBUILDERS
 from .._registry import Scheme, register
-from .._validate import check_entries, check_int, check_seed, check_size
+from .._validate import SEED_UNSET, check_entries, check_int, check_rng, check_size, rng_param, take_rng
 from .._verify import random_straggler_sets, swap_neighbours
 
 __all__ = ["expander_code", "random_regular_graph", "approximation_error", "worst_case_error",
@@ -44,7 +44,8 @@ __all__ = ["expander_code", "random_regular_graph", "approximation_error", "wors
 
 
 # ----------------------------------------------------------------------------------------------- graphs
-def random_regular_graph(n: int, d: int, seed: Any = None, max_tries: int = 1000) -> np.ndarray:
+def random_regular_graph(n: int, degree: int | None = None, rng: Any = None, max_tries: int = 1000, *,
+                         d: Any = SEED_UNSET, seed: Any = SEED_UNSET) -> np.ndarray:
     """Adjacency matrix (n x n, 0/1 int) of a uniformly-ish random simple ``d``-regular graph.
 
     Steger & Wormald's algorithm: pairs two uniformly random free half-edges at a time, keeping the pair when it is
@@ -54,17 +55,29 @@ def random_regular_graph(n: int, d: int, seed: Any = None, max_tries: int = 1000
     enumerated and one is drawn exactly (weight ``free_u * free_v``, the same distribution), or the dead end is
     detected. Expected cost about ``O(n d)`` plus the ``n x n`` matrix.
 
-    >>> A = random_regular_graph(10, 3, seed=0)
+    ``degree`` is the graph degree (``d=`` is its deprecated former name, as in :func:`expander_code`); ``rng`` the
+    random state (None, an int, a SeedSequence or a Generator; ``seed=`` is a deprecated alias).
+
+    >>> A = random_regular_graph(10, 3, rng=0)
     >>> A.sum(axis=0).tolist() == [3] * 10, bool((A == A.T).all()), int(A.trace())
     (True, True, 0)
     """
     n = check_int("n", n, 1)
-    d = check_int("degree", d, 0, n - 1)
+    if d is not SEED_UNSET:
+        import warnings
+
+        warnings.warn("d= is deprecated, use degree=", DeprecationWarning, stacklevel=2)
+        if degree is not None:
+            raise TypeError("pass degree= or its deprecated alias d=, not both")
+        degree = d
+    if degree is None:
+        raise TypeError("random_regular_graph() needs the graph degree (degree=)")
+    d = check_int("degree", degree, 0, n - 1)
     check_entries(n, n, what="the adjacency matrix")
     if (n * d) % 2:
         raise ValueError(f"a d-regular graph on n vertices needs n*d even; got n={n}, degree={d}")
     max_tries = check_int("max_tries", max_tries, 1)
-    rng = check_seed(seed)
+    rng = check_rng(rng, seed)
     for _ in range(max_tries):
         A = _pair_stubs(n, d, rng)
         if A is not None:
@@ -294,8 +307,8 @@ class ExpanderCode(ApproximateCode):
         return self.spectral_lambda / self.degree * math.sqrt(n * s / (n - s))
 
 
-def expander_code(n: int, degree: int, graph: Any = "random", *, seed: Any = None, s: int | None = None,
-                  field: str = "real", require_connected: bool = True) -> ExpanderCode:
+def expander_code(n: int, degree: int, graph: Any = "random", *, rng: Any = None, s: int | None = None,
+                  field: str = "real", require_connected: bool = True, seed: Any = SEED_UNSET) -> ExpanderCode:
     r"""Approximate gradient code ``B = A_G / d`` of a ``d``-regular graph (Raviv et al. 2018).
 
     Parameters
@@ -305,10 +318,11 @@ def expander_code(n: int, degree: int, graph: Any = "random", *, seed: Any = Non
     degree : int
         The load ``d``, ``1 <= d <= n - 1`` (``n * d`` even for a random graph).
     graph : "random", array_like (n, n), neighbour lists or networkx graph
-        ``"random"``: a random simple ``d``-regular graph drawn with ``seed``. Otherwise a user graph, which must be
+        ``"random"``: a random simple ``d``-regular graph drawn with ``rng``. Otherwise a user graph, which must be
         simple (0/1, symmetric, no self-loops), ``d``-regular and (by default) connected.
-    seed : int or Generator, optional
-        Seed of the random graph.
+    rng : None, int, numpy.random.SeedSequence or numpy.random.Generator, optional
+        Random state of the random graph (SPEC 7: None, an int, a SeedSequence or a Generator; ``seed=`` is a
+        deprecated alias).
     s : int, optional
         The number of stragglers the code is meant for (informational: decodes accept any responder set; used as
         the default of :func:`worst_case_error`).
@@ -344,6 +358,7 @@ def expander_code(n: int, degree: int, graph: Any = "random", *, seed: Any = Non
     """
     n = check_int("n", n, 2)
     degree = check_int("degree", degree, 1, n - 1)
+    rng = take_rng(rng, seed)
     check_entries(n, n, exact=field == "rational")
     if field not in ("real", "rational"):
         raise ValueError(f"field must be 'real' or 'rational', got {field!r}")
@@ -352,15 +367,15 @@ def expander_code(n: int, degree: int, graph: Any = "random", *, seed: Any = Non
         if graph != "random":
             raise ValueError(f"graph must be 'random' or a user graph (adjacency matrix, neighbour lists, networkx "
                              f"graph), got {graph!r}")
-        rng = check_seed(seed)
+        gen = check_rng(rng)
         for _ in range(100 if require_connected else 1):
-            A = random_regular_graph(n, degree, rng)
+            A = random_regular_graph(n, degree, gen)
             if not require_connected or _connected(A):
                 break
         else:
             raise ValueError(f"no connected {degree}-regular graph found on {n} vertices; use degree >= 2")
-        if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
-            params["seed"] = int(seed)
+        if rng_param(rng) is not None:
+            params["rng"] = rng_param(rng)
         else:                                 # no seed to redraw it from: keep the graph itself (save/load)
             params["graph"] = [np.flatnonzero(row).tolist() for row in A]
     else:
@@ -485,9 +500,9 @@ class ApproximationReport:
 
 
 def worst_case_error(code: LinearCode, s: int | None = None, *, decoder: str | Decoder | None = None,
-                           limit: int = 20_000, samples: int = 1000, search: bool = True, seed: Any = 0,
-                           batch_size: int = 256, search_steps: int = 10, neighbours: int = 64
-                           ) -> ApproximationReport:
+                           limit: int = 20_000, samples: int = 1000, search: bool = True, rng: Any = None,
+                           batch_size: int = 256, search_steps: int = 10, neighbours: int = 64,
+                           seed: Any = SEED_UNSET) -> ApproximationReport:
     """Worst-case and average error of a code over the responder sets with exactly ``s`` stragglers.
 
     Exhaustive (exact worst case and exact average) when ``C(n, s) <= limit``; otherwise ``samples`` uniformly
@@ -502,8 +517,9 @@ def worst_case_error(code: LinearCode, s: int | None = None, *, decoder: str | D
         Number of stragglers, ``0 <= s <= n - 1`` (default: the code's ``s``).
     decoder : str or Decoder, optional
         Default: the code's default decoder.
-    limit, samples, search, seed, batch_size
-        Exhaustive threshold, random sets, local search on/off, seed, sets per batch.
+    limit, samples, search, rng, batch_size
+        Exhaustive threshold, random sets, local search on/off, random state (None, an int, a SeedSequence or a
+        Generator; ``seed=`` is a deprecated alias), sets per batch.
     search_steps, neighbours
         Local search budget: at most ``search_steps`` moves, each trying ``neighbours`` random swaps.
 
@@ -524,7 +540,7 @@ def worst_case_error(code: LinearCode, s: int | None = None, *, decoder: str | D
     batch_size = check_int("batch_size", batch_size, 1)
     search_steps = check_int("search_steps", search_steps, 0)
     neighbours = check_int("neighbours", neighbours, 1)
-    rng = check_seed(seed)
+    rng = check_rng(rng, seed)
     dec = code._decoder(decoder)
     total = math.comb(n, s)
     check_size("the straggler sets checked (min(limit, C(n, s)) + samples + search_steps * neighbours) times n",
@@ -588,15 +604,17 @@ def worst_case_error(code: LinearCode, s: int | None = None, *, decoder: str | D
                                load=code.load, seconds=time.perf_counter() - start, strategies=strategies)
 
 
-def _rebuild(n: int, degree: int, field: str = "real", seed: int | None = None, graph: Any = None,
+def _rebuild(n: int, degree: int, field: str = "real", rng: int | None = None, graph: Any = None,
+             seed: int | None = None,
              s: int | None = None, **_: Any) -> ApproximateCode:
-    return expander_code(n, degree, graph if graph is not None else "random", seed=seed, s=s, field=field)
+    return expander_code(n, degree, graph if graph is not None else "random", rng=rng if seed is None else seed, s=s,
+                         field=field)
 
 
 REBUILDERS.update(expander_code=_rebuild)
-register(Scheme("expander_code", lambda n, degree=3, s=1, seed=0: expander_code(n, degree, seed=seed, s=s),
+register(Scheme("expander_code", lambda n, degree=3, s=1, seed=0: expander_code(n, degree, rng=seed, s=s),
                 "Raviv et al. approximate code B = A_G/d of a random d-regular graph (load d; worst/mean error)",
                 tour=({"n": 10, "degree": 3, "s": 2}, {"n": 50, "degree": 6, "s": 5},
                       {"n": 200, "degree": 10, "s": 20}),
-                evaluate=lambda code: worst_case_error(code, samples=200, search_steps=3, neighbours=32),
+                evaluate=lambda code: worst_case_error(code, samples=200, search_steps=3, neighbours=32, rng=0),
                 kind="adversarial"))

@@ -15,7 +15,17 @@ from .._decoders import Decoder
 from .._fields import as_matrix, solve_left
 from .._io import REBUILDERS
 from .._registry import Scheme, register
-from .._validate import check_choice, check_entries, check_int, check_ns, check_seed, check_size
+from .._validate import (
+    SEED_UNSET,
+    check_choice,
+    check_entries,
+    check_int,
+    check_ns,
+    check_rng,
+    check_size,
+    rng_param,
+    take_rng,
+)
 
 __all__ = ["uncoded", "fractional_repetition", "cyclic_repetition", "GroupDecoder"]
 
@@ -182,8 +192,8 @@ def _cyclic_rows_from_H(H: Any, n: int, s: int, exact: bool) -> Any:
     return B
 
 
-def cyclic_repetition(n: int, s: int, k: int | None = None, *, seed: Any = None, H: Any = None,
-                      field: str = "real") -> GradientCode:
+def cyclic_repetition(n: int, s: int, k: int | None = None, *, rng: Any = None, H: Any = None,
+                      field: str = "real", seed: Any = SEED_UNSET) -> GradientCode:
     r"""Cyclic repetition code (Tandon et al. 2017): worker ``i`` stores partitions ``i, ..., i+s (mod n)``.
 
     Every row of ``B`` lies in the null space of a matrix ``H`` (``s × n``) with ``H 1 = 0``: row ``i`` has a 1 at
@@ -202,8 +212,10 @@ def cyclic_repetition(n: int, s: int, k: int | None = None, *, seed: Any = None,
     k : int, optional
         Number of partitions, a multiple of ``n`` (default ``n``): partitions are merged into ``n``
         super-partitions of ``k/n`` consecutive partitions (load ``(s+1) k / n``).
-    seed : int or numpy.random.Generator, optional
-        Seed of the Gaussian ``H`` (ignored when ``H`` is given).
+    rng : None, int, numpy.random.SeedSequence or numpy.random.Generator, optional
+        Random state of the Gaussian ``H`` (ignored when ``H`` is given), as scientific Python's SPEC 7
+        recommends: None draws fresh entropy, an int or SeedSequence seeds a new Generator, a Generator is used as
+        it is. ``seed=`` is a deprecated alias.
     H : array_like, shape (s, n), optional
         A given ``H`` with ``H 1 = 0`` (Fractions or integers allowed with ``field="rational"``).
     field : {"real", "rational"}
@@ -221,6 +233,8 @@ def cyclic_repetition(n: int, s: int, k: int | None = None, *, seed: Any = None,
     ['0', '1', '1/2']
     """
     n, s = check_ns(n, s)
+    rng = take_rng(rng, seed)
+    gen = check_rng(rng)
     check_choice("field", field, ("real", "rational"))
     k = _check_k(n, k, n, "partitions are grouped into n super-partitions")
     exact = field == "rational"
@@ -228,8 +242,7 @@ def cyclic_repetition(n: int, s: int, k: int | None = None, *, seed: Any = None,
     check_size("the cost n * s^3 of the n solves of s x s systems", n * s**3, "exact_entries" if exact else "work")
     params: dict[str, Any] = {"n": n, "s": s, "k": k, "field": field}
     if H is None:
-        rng = check_seed(seed)
-        Hf = rng.standard_normal((s, n - 1))
+        Hf = gen.standard_normal((s, n - 1))
         if exact:  # convert the draws exactly, then make every row sum to exactly 0
             Hm = np.empty((s, n), dtype=object)
             if s:
@@ -237,8 +250,8 @@ def cyclic_repetition(n: int, s: int, k: int | None = None, *, seed: Any = None,
                 Hm[:, -1] = -Hm[:, :-1].sum(axis=1)
         else:
             Hm = np.concatenate([Hf, -Hf.sum(axis=1, keepdims=True)], axis=1)
-        if isinstance(seed, (int, np.integer)):
-            params["seed"] = int(seed)
+        if rng_param(rng) is not None:
+            params["rng"] = rng_param(rng)
     else:
         if s == 0:
             raise ValueError("H must not be given for s = 0 (the code is then uncoded)")
@@ -265,6 +278,6 @@ register(Scheme("uncoded", lambda n, k=None: uncoded(n, k), "no redundancy: B = 
 register(Scheme("fractional_repetition", fractional_repetition,
                 "Tandon et al. fractional repetition: groups of s+1 identical workers, 0/1 decoding; (s+1) | n",
                 tour=({"n": 20, "s": 3}, {"n": 100, "s": 9}, {"n": 500, "s": 49})))
-register(Scheme("cyclic_repetition", lambda n, s, k=None, seed=0: cyclic_repetition(n, s, k, seed=seed),
+register(Scheme("cyclic_repetition", lambda n, s, k=None, seed=0: cyclic_repetition(n, s, k, rng=seed),
                 "Tandon et al. cyclic repetition with a seeded Gaussian H (load s+1, any n, s)",
                 tour=({"n": 20, "s": 3}, {"n": 50, "s": 5}, {"n": 100, "s": 10})))

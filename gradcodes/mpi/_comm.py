@@ -55,11 +55,11 @@ class Tags:
     FINAL = 2
     FIRST = 3
 
-    def __init__(self, comm: Any) -> None:
-        MPI = get_mpi()
-        ub = comm.Get_attr(MPI.TAG_UB)
-        ub = 32767 if ub is None else int(ub)
-        self.window = min(ub, 2**30) - self.FIRST
+    def __init__(self, comm: Any = None, *, tag_ub: int | None = None) -> None:
+        if tag_ub is None:
+            ub = comm.Get_attr(get_mpi().TAG_UB)
+            tag_ub = 32767 if ub is None else int(ub)
+        self.window = min(int(tag_ub), 2**30) - self.FIRST
 
     def tag(self, t: int) -> int:
         """The tag of iteration ``t``."""

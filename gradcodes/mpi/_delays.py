@@ -3,7 +3,10 @@
 Every model answers ``delay(worker, iteration, workers=N, load_fraction=f)`` in seconds (``math.inf`` = the
 worker never answers). Random draws depend only on ``(seed, worker, iteration)``, so every rank can evaluate any
 worker's delay and a run is reproducible whatever the timing. A worker sleeps until its delay has passed since
-the start of its iteration (its real computation counts towards the delay).
+the start of its iteration (its real computation counts towards the delay); when newer parameters arrive during
+the delay it abandons the old iteration, whose message would be dropped anyway, so every iteration's delays are
+independent draws, as in :func:`gradcodes.simulate`'s model. (A real computation is not interrupted: the worker
+finishes it, its message is dropped as stale, and it skips to the newest parameters.)
 """
 
 from __future__ import annotations

@@ -26,6 +26,9 @@ from ._layout import Combiner, Layout, WorkerEncoder, layout_for
 
 __all__ = ["Master", "Worker", "AggregateInfo", "check_size"]
 
+#: Sleep granularity of an injected delay: a worker checks for newer parameters this often while it "computes".
+NAP = 1e-3
+
 
 @dataclass(frozen=True)
 class AggregateInfo:
@@ -315,9 +318,13 @@ class Worker:
                 return True
             self.combiner.combine(rows, self.inbox.buf, buf, self._tmp, accumulate=True)
             self.inbox.release(rows)
-        rest = start + d - time.perf_counter()
-        if rest > 0:
-            time.sleep(rest)
+        while True:                       # the injected delay; newer parameters (or STOP) abandon this iteration
+            rest = start + d - time.perf_counter()
+            if rest <= 0:
+                break
+            if self._master_waiting():
+                return True
+            time.sleep(min(rest, NAP))
         self.sendreqs[self._cur] = self.comm.Isend(buf, dest=self.parent, tag=self.tags.tag(t))
         self._cur ^= 1
         self.iterations_done += 1

@@ -14,7 +14,7 @@ from ..._code import GradientCode
 from ..._fields import Field, PrimeField, RationalField, RealField, to_fraction
 from ..._io import REBUILDERS
 from ..._registry import Scheme, register
-from ..._validate import check_choice, check_entries, check_int, check_seed
+from ..._validate import SEED_UNSET, check_choice, check_entries, check_int, check_rng, rng_param, take_rng
 from .common import _group, _prime_1_mod
 from .decoder import YeAbbeDecoder
 from .fourier import _cancellation_bound, _fourier_A, _fourier_A_top, _fourier_B, _FourierPlan, _gf_field, _Trig
@@ -98,8 +98,9 @@ def _poly_in_field(theta: Any, n: int, s: int, m: int, k: int, label: str, param
                       params=params, decoders=[gdec], default_decoder="lagrange")
 
 
-def ye_abbe(n: int, s: int, m: int = 2, k: int | None = None, *, nodes: Any = "fourier", seed: Any = None,
-            spacing: Any = None, stride: int | None = None, field: str = "real") -> YeAbbeCode:
+def ye_abbe(n: int, s: int, m: int = 2, k: int | None = None, *, nodes: Any = "fourier", rng: Any = None,
+            spacing: Any = None, stride: int | None = None, field: str = "real",
+            seed: Any = SEED_UNSET) -> YeAbbeCode:
     r"""Ye–Abbe communication-efficient gradient code: load ``s + m``, messages of length ``ceil(p/m)``.
 
     Worker ``i`` stores partitions ``i, ..., i+s+m-1 (mod n)``; any ``n - s`` responders recover the sum
@@ -124,8 +125,9 @@ def ye_abbe(n: int, s: int, m: int = 2, k: int | None = None, *, nodes: Any = "f
         (``cos((2i+1) pi / 2n)``), ``"equispaced"`` (in [-1, 1]), ``"integer"`` (``1..n``, the paper's numerical
         setting) or a sequence of ``n`` distinct reals: the published polynomial construction (Ye & Abbe 2018) with
         top-monomial-coefficient functionals. ``"random"``: Gaussian generator and functionals, seeded.
-    seed : int or numpy Generator, optional
-        Seed of ``nodes="random"`` (ignored otherwise).
+    rng : None, int, numpy.random.SeedSequence or numpy.random.Generator, optional
+        Random state of ``nodes="random"`` (ignored otherwise), as scientific Python's SPEC 7 recommends.
+        ``seed=`` is a deprecated alias.
     spacing : None, "auto" or float, optional
         ``nodes="fourier"`` only. None (default): the top frequencies. ``"auto"`` or a number: frequencies spread
         over the band with that spacing (``"auto"``: chosen by the worst consecutive-straggler estimate); kept for
@@ -198,7 +200,8 @@ def ye_abbe(n: int, s: int, m: int = 2, k: int | None = None, *, nodes: Any = "f
                              f"super-partitions), got k={k}")
     check_choice("field", field, ("real", "rational"))
     check_entries(n, k * m, exact=field == "rational")
-    rng = check_seed(seed)                 # validated for every node choice; used by nodes="random" only
+    rng_value = take_rng(rng, seed)
+    rng = check_rng(rng_value)             # validated for every node choice; used by nodes="random" only
     exact = field == "rational"
     params: dict[str, Any] = {"n": n, "s": s, "m": m, "k": k, "field": field}
     if isinstance(nodes, str):
@@ -248,8 +251,8 @@ def ye_abbe(n: int, s: int, m: int = 2, k: int | None = None, *, nodes: Any = "f
         return code
 
     if isinstance(nodes, str) and nodes == "random":
-        if isinstance(seed, (int, np.integer)):
-            params["seed"] = int(seed)
+        if rng_param(rng_value) is not None:
+            params["rng"] = rng_param(rng_value)
         N = n - s
         Vf = rng.standard_normal((N, n))
         Cf = rng.standard_normal((N, m))
@@ -315,7 +318,7 @@ def family_entries() -> list[tuple[str, Callable[[int, int, int], GradientCode]]
         ("ye_abbe fourier", lambda n, s, m: ye_abbe(n, s, m)),
         ("ye_abbe fourier natural-order spread", lambda n, s, m: ye_abbe(n, s, m, spacing="auto", stride=1)),
         ("ye_abbe fourier natural-order top", lambda n, s, m: ye_abbe(n, s, m, stride=1)),
-        ("ye_abbe random", lambda n, s, m: ye_abbe(n, s, m, nodes="random", seed=0)),
+        ("ye_abbe random", lambda n, s, m: ye_abbe(n, s, m, nodes="random", rng=0)),
         ("ye_abbe chebyshev", lambda n, s, m: ye_abbe(n, s, m, nodes="chebyshev")),
         ("ye_abbe equispaced", lambda n, s, m: ye_abbe(n, s, m, nodes="equispaced")),
         ("ye_abbe integer", lambda n, s, m: ye_abbe(n, s, m, nodes="integer")),
@@ -327,7 +330,7 @@ REBUILDERS.update(ye_abbe=ye_abbe)
 
 def _scheme_build(n: int, s: int, m: int = 2, k: int | None = None, seed: Any = None, nodes: Any = "fourier",
                   stride: int | None = None, spacing: Any = None, field: str = "real") -> YeAbbeCode:
-    return ye_abbe(n, s, m, k, nodes=nodes, seed=seed, stride=stride, spacing=spacing, field=field)
+    return ye_abbe(n, s, m, k, nodes=nodes, rng=seed, stride=stride, spacing=spacing, field=field)
 
 
 register(Scheme(

@@ -1,0 +1,135 @@
+"""Unit tests of gradcodes.mpi pieces that need no MPI: rank layouts, per-worker encoding and the parents'
+combination (against the code's own encode/decode), delay models, results and the synthetic problem."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+
+import numpy as np
+import pytest
+
+import gradcodes as gc
+from gradcodes.mpi import FixedDelay, Hang, RunResult, ShiftedExponential, WorkerEncoder, layout_for
+from gradcodes.mpi._comm import Tags
+from gradcodes.mpi._layout import Combiner
+from gradcodes.mpi._problem import SyntheticProblem
+
+
+def test_tree_layout_matches_the_code_tree():
+    code = gc.coded_reduce(3, 2, 1)
+    lay = layout_for(code)
+    assert (lay.kind, lay.size, lay.workers) == ("tree", 13, 12)
+    assert lay.children(0) == [w + 1 for w in code.children(None)]
+    for v in range(code.N):
+        par = code.parent(v)
+        assert lay.parent(v + 1) == (0 if par is None else par + 1)
+        assert lay.children(v + 1) == [c + 1 for c in code.children(v)]
+
+
+def test_flat_layout():
+    lay = layout_for(gc.cyclic_repetition(5, 1, seed=0))
+    assert (lay.kind, lay.size) == ("flat", 6)
+    assert lay.children(0) == [1, 2, 3, 4, 5] and lay.children(3) == [] and lay.parent(4) == 0
+
+
+@pytest.mark.parametrize("make", [lambda: gc.cyclic_repetition(6, 2, seed=1), lambda: gc.ye_abbe(6, 2, 2),
+                                  lambda: gc.fractional_repetition(6, 2)])
+@pytest.mark.parametrize("p", [1, 7, 40])
+def test_worker_messages_and_master_combination_equal_encode_decode(make, p):
+    code = make()
+    rng = np.random.default_rng(p)
+    C = rng.normal(size=(code.k, p))
+
+    def grad(w, j):
+        return C[j] * w + j
+
+    w = rng.normal(size=p)
+    G = np.stack([grad(w, j) for j in range(code.k)])
+    q = -(-p // code.m)
+    Y = np.zeros((code.n, q))
+    for i in range(code.n):
+        WorkerEncoder(code, i, p, np.float64).encode(w, grad, Y[i])
+    assert np.allclose(Y, code.encode(G), rtol=1e-13, atol=1e-13)
+    comb = Combiner(code)
+    out, tmp = np.zeros(code.m * q), np.empty(q)
+    F = [5, 0, 3, 2][: code.n - code.s]
+    comb.combine(F, Y, out, tmp)
+    assert np.allclose(out[:p], G.sum(axis=0), rtol=1e-12, atol=1e-12)
+    assert np.allclose(out[:p], code.decode(F, Y, length=p), rtol=1e-13, atol=1e-13)
+
+
+def test_tree_reduction_by_hand_equals_execute():
+    """Leaves send their own message; each parent adds the inner decode of its first n - s children."""
+    code = gc.coded_reduce(3, 2, 1)
+    lay = layout_for(code)
+    p = 9
+    G = np.random.default_rng(0).normal(size=(code.k, p))
+    own = np.zeros((code.N, p))
+    for v in range(code.N):
+        WorkerEncoder(code, v, p, np.float64).encode(None, lambda w, j: G[j], own[v])
+    up = own.copy()
+    inner = Combiner(code.inner)
+    tmp = np.empty(p)
+    for r in range(code.N, 0, -1):                       # children before parents (breadth-first order)
+        kids = lay.children(r)
+        if kids:
+            inner.combine([2, 0], up[[k - 1 for k in kids]], up[r - 1], tmp, accumulate=True)
+    root = np.zeros(p)
+    inner.combine([1, 2], up[[k - 1 for k in lay.children(0)]], root, tmp)
+    assert np.allclose(root, G.sum(axis=0), rtol=1e-12, atol=1e-12)
+
+
+def test_tags_age_wraps_around():
+    t = Tags(tag_ub=32767)                                # the smallest TAG_UB MPI allows
+    for it in (0, 5, t.window - 1, t.window, 3 * t.window + 7):
+        assert t.age(t.tag(it), it) == 0
+        assert t.age(t.tag(it - 3), it) == 3
+        assert t.age(t.tag(it + 2), it) == -2
+        assert t.iteration(t.tag(it), it + 4) == it
+
+
+def test_delay_models_are_seeded_and_validated():
+    d = ShiftedExponential(1e-3, m_data=100, seed=4)
+    a = [d.delay(w, 3, workers=4, load_fraction=0.5) for w in range(4)]
+    assert a == [d.delay(w, 3, workers=4, load_fraction=0.5) for w in range(4)]
+    assert all(x >= 0.05 for x in a) and len(set(a)) == 4
+    late = [w for w in range(8) if FixedDelay(1.0, count=3, seed=9).delay(w, 11, workers=8, load_fraction=1) > 0]
+    assert len(late) == 3
+    both = FixedDelay(0.5, workers=[2]) + Hang([2], start=4)
+    assert both.delay(2, 3, workers=4, load_fraction=1) == 0.5
+    assert math.isinf(both.delay(2, 4, workers=4, load_fraction=1))
+    with pytest.raises(ValueError, match="either workers"):
+        FixedDelay(0.1)
+    with pytest.raises(ValueError, match="seconds"):
+        FixedDelay(-1.0, workers=[0])
+
+
+def test_run_result_table_csv_json(tmp_path):
+    T = 4
+    res = RunResult("demo", "flat", 3, 2, np.array([0.2, 0.1, 0.1, 0.3]), np.full(T, 0.05), np.full(T, 1e-3),
+                    np.array([[1, 1, 0], [0, 1, 1], [1, 0, 1], [1, 1, 0]], dtype=bool), np.array([4.0, 3, 2, 1]),
+                    np.full(T, 1e-15), "none", 0.125, {"p": 10}, stale=2)
+    s = res.summary()
+    assert s["mean_time"] == pytest.approx(0.5 / 3) and s["median_time"] == pytest.approx(0.1)
+    assert s["final_loss"] == 1.0 and s["stale_dropped"] == 2
+    assert "gc.simulate predicts 0.1250 s" in res.table()
+    res.to_csv(tmp_path / "r.csv")
+    rows = list(csv.DictReader(open(tmp_path / "r.csv")))
+    assert len(rows) == T and rows[1]["used"] == "1 2" and float(rows[3]["elapsed"]) == pytest.approx(0.7)
+    doc = json.loads(res.to_json(str(tmp_path / "r.json")))
+    assert doc["summary"]["workers"] == 3 and len(doc["iterations"]) == T
+
+
+def test_synthetic_problem_gradients_sum_to_the_full_gradient():
+    for kind in ("least-squares", "logistic"):
+        prob = SyntheticProblem(kind, points=90, dim=4, seed=1)
+        g = prob.partial_gradient(7)
+        w = np.random.default_rng(2).normal(size=4)
+        assert np.allclose(sum(g(w, j) for j in range(7)), prob.gradient(w))
+        eps = 1e-6
+        num = np.array([(prob.loss(w + eps * e) - prob.loss(w - eps * e)) / (2 * eps) for e in np.eye(4)])
+        assert np.allclose(num, prob.gradient(w), atol=1e-6)
+    with pytest.raises(ValueError, match="kind"):
+        SyntheticProblem("svm")

@@ -1,0 +1,82 @@
+"""Random state as scientific Python's SPEC 7 recommends: one ``rng`` parameter everywhere, ``seed`` deprecated."""
+
+import inspect
+import warnings
+
+import numpy as np
+import pytest
+
+import gradcodes as gc
+
+# every public callable that draws random numbers, with small valid arguments
+RANDOM = {
+    "cyclic_repetition": lambda **kw: gc.cyclic_repetition(6, 2, **kw),
+    "ye_abbe": lambda **kw: gc.ye_abbe(6, 1, 2, nodes="random", **kw),
+    "coded_reduce": lambda **kw: gc.coded_reduce(3, 2, 1, field="rational", **kw),
+    "expander_code": lambda **kw: gc.expander_code(8, 3, **kw),
+    "random_regular_graph": lambda **kw: gc.random_regular_graph(8, 3, **kw),
+    "stochastic_gc": lambda **kw: gc.stochastic_gc(6, 2, 0.2, assignment="random", **kw),
+    "bernoulli_gc": lambda **kw: gc.bernoulli_gc(6, 2, **kw),
+    "optimal_decoding": lambda **kw: gc.optimal_decoding(6, 3, **kw),
+    "exponential_straggle_probabilities": lambda **kw: gc.exponential_straggle_probabilities(6, 1.5, **kw),
+    "simulate": lambda **kw: gc.simulate("CR", iters=10, **kw),
+    "verify": lambda **kw: gc.verify(gc.cyclic_repetition(12, 4, rng=0), limit=10, samples=20, **kw),
+    "worst_case_error": lambda **kw: gc.worst_case_error(gc.expander_code(10, 3, rng=0), 4, limit=5, samples=10,
+                                                         search_steps=1, **kw),
+    "evaluate_approximate": lambda **kw: gc.evaluate_approximate(gc.bernoulli_gc(6, 2, rng=0), p=0.2,
+                                                                 method="montecarlo", samples=50, **kw),
+    "recommend": lambda **kw: gc.recommend(7, 2, samples=5, quick=True, **kw),
+    "verify_tree": lambda **kw: gc.verify_tree(gc.coded_reduce(3, 2, 1), limit=1, samples=5, search=False, **kw),
+}
+
+
+def test_every_random_function_takes_rng_with_default_none():
+    for name in RANDOM:
+        params = inspect.signature(getattr(gc, name)).parameters
+        assert "rng" in params and params["rng"].default is None, name
+
+
+@pytest.mark.parametrize("name", list(RANDOM))
+def test_rng_forms(name):
+    call = RANDOM[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        call(rng=None)
+        call(rng=3)
+        call(rng=np.random.SeedSequence(3))
+        call(rng=np.random.default_rng(3))
+    with pytest.raises(ValueError, match="non-negative integer seed"):
+        call(rng=-1)
+    with pytest.raises(TypeError, match="rng must be"):
+        call(rng="x")
+    with pytest.warns(DeprecationWarning, match="seed= is deprecated, use rng="):
+        call(seed=3)
+    with pytest.raises(TypeError, match="not both"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        call(rng=1, seed=2)
+
+
+def test_same_seed_same_code_and_seedsequence():
+    a = gc.cyclic_repetition(8, 3, rng=5).B
+    np.testing.assert_array_equal(a, gc.cyclic_repetition(8, 3, rng=5).B)
+    np.testing.assert_array_equal(gc.cyclic_repetition(8, 3, rng=np.random.SeedSequence(5)).B,
+                                  gc.cyclic_repetition(8, 3, rng=np.random.SeedSequence(5)).B)
+    with pytest.warns(DeprecationWarning):
+        np.testing.assert_array_equal(a, gc.cyclic_repetition(8, 3, seed=5).B)
+
+
+def test_graph_degree_has_one_name(tmp_path):
+    assert "degree" in inspect.signature(gc.random_regular_graph).parameters
+    A = gc.random_regular_graph(10, degree=3, rng=0)
+    with pytest.warns(DeprecationWarning, match="d= is deprecated"):
+        np.testing.assert_array_equal(A, gc.random_regular_graph(10, d=3, rng=0))
+
+
+def test_int_rng_is_saved_and_rebuilt(tmp_path):
+    code = gc.expander_code(10, 3, rng=4)
+    assert code.params["rng"] == 4
+    gc.save(code, tmp_path / "e.npz")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        back = gc.load(tmp_path / "e.npz")
+    assert back.default_decoder == "optimal" and np.array_equal(back.B, code.B)
