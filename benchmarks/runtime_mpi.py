@@ -55,7 +55,7 @@ def job(cfg: dict) -> None:
         if name == "cr":
             return gc.coded_reduce(3, 2, 1)
         if name == "gc":
-            return gc.cyclic_repetition(N, cfg["s"], seed=0)
+            return gc.cyclic_repetition(N, cfg["s"], rng=0)
         if name == "wait-for-all":
             return gc.uncoded(N)
         if name == "ignore-stragglers":
@@ -192,7 +192,7 @@ def main() -> int:
     runs += [{"label": labels[c], "code": c, "delay": "exp"} for c in labels]
     rows = launch(N + 1, {"kind": "exp", "runs": runs, "repeats": REPEATS, "iters": EXP_ITERS, "s": s_gc})
     res = per_config(rows)
-    codes = {"cr": cr, "gc": gc.cyclic_repetition(N, s_gc, seed=0), "wait-for-all": gc.uncoded(N)}
+    codes = {"cr": cr, "gc": gc.cyclic_repetition(N, s_gc, rng=0), "wait-for-all": gc.uncoded(N)}
     K = {"cr": cr.L * (cr.branching - cr.s), "gc": N - s_gc, "wait-for-all": N}
     say(f"\n2. shifted-exponential delays: a = {A:g} s/point, mu = 1/a, {M_DATA} points per iteration, 13 ranks; "
         f"{EXP_ITERS} iterations x {REPEATS} repeats; mean s/iteration (median over repeats)")
@@ -200,7 +200,7 @@ def main() -> int:
     for c in ("cr", "gc", "wait-for-all"):
         T0 = res[f"calib {c}"]["mean"]
         t_c = T0 / K[c]
-        pred = gc.simulate(codes[c], m_data=M_DATA, a=A, mu=1 / A, t_c=t_c, iters=20_000, seed=0)
+        pred = gc.simulate(codes[c], m_data=M_DATA, a=A, mu=1 / A, t_c=t_c, iters=20_000, rng=0)
         pred = next(iter(pred)).mean
         meas = res[labels[c]]["mean"]
         good = abs(meas / pred - 1) <= 0.15
@@ -210,7 +210,7 @@ def main() -> int:
     sgd = res[labels["ignore-stragglers"]]["mean"]
     T0 = res["calib wait-for-all"]["mean"]
     pred = gc.simulate("SGD", n=N, L=1, s=0, s_gc=s_gc, m_data=M_DATA, a=A, mu=1 / A, t_c=T0 / N, iters=20_000,
-                       seed=0)["SGD"].mean
+                       rng=0)["SGD"].mean
     say(f"{labels['ignore-stragglers']:<34}{'':>9}{T0 / N:>9.4f}{sgd:>10.4f}{pred:>10.4f}{sgd / pred:>8.2f}  "
         f"(t_c of wait-for-all; no target)")
 

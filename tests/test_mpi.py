@@ -79,7 +79,7 @@ def test_import_gradcodes_does_not_import_mpi4py():
 def test_flat_exact_late_workers_stale_messages_and_no_allocation():
     """Worker 1 is 0.3 s late every iteration (many iterations behind), plus one random 20 ms straggler per
     iteration: all decodes exact, worker 1 never used, its stale messages dropped, no gradient-sized allocation."""
-    cfg = {"family": "cyclic_repetition", "kwargs": {"n": 6, "s": 2, "seed": 1}, "p": 20000, "iters": 15,
+    cfg = {"family": "cyclic_repetition", "kwargs": {"n": 6, "s": 2, "rng": 1}, "p": 20000, "iters": 15,
            "check_alloc": True, "delays": [{"kind": "fixed", "seconds": 0.3, "workers": [1]},
                                            {"kind": "fixed", "seconds": 0.02, "count": 1, "seed": 3}]}
     _, res, _ = run_job(7, cfg)
@@ -122,7 +122,7 @@ def test_coded_reduce_tree_with_stragglers_and_hung_leaf():
 def test_approximate_code_deadline():
     """An expander code (optimal decoder): the master waits for all 6 but stops at a 0.5 s deadline; two hung
     workers, so iterations decode from at most 4 and the error obeys ||g_hat - g|| <= ||A_F B - E|| ||G||_F."""
-    cfg = {"family": "expander_code", "kwargs": {"n": 6, "degree": 3, "seed": 0}, "p": 40, "iters": 4,
+    cfg = {"family": "expander_code", "kwargs": {"n": 6, "degree": 3, "rng": 0}, "p": 40, "iters": 4,
            "wait_for": 6, "deadline": 0.5, "norm": "fro", "delays": [{"kind": "hang", "workers": [1, 2]}]}
     _, res, _ = run_job(7, cfg)
     assert all(set(u) <= {0, 3, 4, 5} for u in res["used"])      # the hung workers never count
@@ -141,7 +141,7 @@ def test_allreduce_baseline():
 
 @needs_mpi
 def test_more_than_s_hung_workers_is_a_clear_error_not_a_hang():
-    cfg = {"family": "cyclic_repetition", "kwargs": {"n": 6, "s": 2, "seed": 1}, "iters": 5, "timeout": 2.0,
+    cfg = {"family": "cyclic_repetition", "kwargs": {"n": 6, "s": 2, "rng": 1}, "iters": 5, "timeout": 2.0,
            "delays": [{"kind": "hang", "workers": [0, 2, 5]}]}
     proc, _, wall = run_job(7, cfg, ok=False)
     text = proc.stdout + proc.stderr
@@ -153,7 +153,7 @@ def test_more_than_s_hung_workers_is_a_clear_error_not_a_hang():
 
 @needs_mpi
 def test_nan_from_a_worker_makes_it_a_straggler():
-    cfg = {"family": "cyclic_repetition", "kwargs": {"n": 6, "s": 2, "seed": 1}, "iters": 8,
+    cfg = {"family": "cyclic_repetition", "kwargs": {"n": 6, "s": 2, "rng": 1}, "iters": 8,
            "nan_workers": [3]}
     _, res, _ = run_job(7, cfg)
     check_exact(res, U64, 6)
@@ -162,7 +162,7 @@ def test_nan_from_a_worker_makes_it_a_straggler():
 
 @needs_mpi
 def test_nan_from_too_many_workers_is_a_clear_error():
-    cfg = {"family": "cyclic_repetition", "kwargs": {"n": 6, "s": 2, "seed": 1}, "iters": 4, "timeout": 300,
+    cfg = {"family": "cyclic_repetition", "kwargs": {"n": 6, "s": 2, "rng": 1}, "iters": 4, "timeout": 300,
            "nan_workers": [0, 1, 2]}
     proc, _, wall = run_job(7, cfg, ok=False)
     text = proc.stdout + proc.stderr

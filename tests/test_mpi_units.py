@@ -29,12 +29,12 @@ def test_tree_layout_matches_the_code_tree():
 
 
 def test_flat_layout():
-    lay = layout_for(gc.cyclic_repetition(5, 1, seed=0))
+    lay = layout_for(gc.cyclic_repetition(5, 1, rng=0))
     assert (lay.kind, lay.size) == ("flat", 6)
     assert lay.children(0) == [1, 2, 3, 4, 5] and lay.children(3) == [] and lay.parent(4) == 0
 
 
-@pytest.mark.parametrize("make", [lambda: gc.cyclic_repetition(6, 2, seed=1), lambda: gc.ye_abbe(6, 2, 2),
+@pytest.mark.parametrize("make", [lambda: gc.cyclic_repetition(6, 2, rng=1), lambda: gc.ye_abbe(6, 2, 2),
                                   lambda: gc.fractional_repetition(6, 2)])
 @pytest.mark.parametrize("p", [1, 7, 40])
 def test_worker_messages_and_master_combination_equal_encode_decode(make, p):

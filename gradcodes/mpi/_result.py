@@ -160,7 +160,7 @@ def predict(code: Any, delay: Any, *, workers: int, need: int, t_c: float = 0.0,
         return None
     def run(schemes: Any, n: int, s_gc: int | None = None) -> float:
         res = simulate(schemes, n=n, L=1, s=0, s_gc=s_gc, m_data=delay.m_data, a=delay.a, mu=delay.mu, t_c=t_c,
-                       iters=iters, seed=seed)
+                       iters=iters, rng=seed)
         return float(next(iter(res)).mean)
 
     if isinstance(code, str):

@@ -82,7 +82,7 @@ def train(code: LinearCode | str, params: np.ndarray, partial_gradient: Callable
 
         import numpy as np, gradcodes as gc
         from gradcodes.mpi import train
-        code = gc.cyclic_repetition(6, 2)
+        code = gc.cyclic_repetition(6, 2, rng=0)   # the same code on every rank
         X = np.random.default_rng(0).normal(size=(600, 10)); y = X @ np.ones(10)
         parts = np.array_split(np.arange(600), code.k)
         grad = lambda w, j: X[parts[j]].T @ (X[parts[j]] @ w - y[parts[j]]) / 600
