@@ -26,6 +26,8 @@ from typing import Any
 import numpy as np
 from scipy.linalg import blas
 
+from ._decoders import single_threaded_blas
+
 __all__ = ["csr", "combine_rows", "apply_rows", "runs"]
 
 #: Output columns per chunk in :func:`apply_rows`: 2**16 float32 (256 KiB) stays in L2 with a scratch row.
@@ -103,54 +105,99 @@ def runs(rows: np.ndarray) -> list[tuple[int, int, int]]:
 
 
 def apply_rows(C: np.ndarray, X: np.ndarray, rows: np.ndarray, out: np.ndarray) -> float:
-    """``out = C @ X[rows]`` for ``C`` (m, r) and ``X`` (N, q) without gathering ``X[rows]``; returns ``max |out|``.
+    """``out = C @ X[rows]`` for ``C`` (m, r) and ``X`` (N, q) without gathering ``X[rows]``; returns a magnitude.
 
     ``rows`` must be distinct. They are sorted and split into runs of consecutive rows; for each chunk of
     :data:`CHUNK` columns every run is one ``matmul`` on a view of ``X`` (BLAS gemv/gemm with a leading
     dimension, no copy), accumulated into the chunk of ``out`` while it is in cache. Runs of one row with
     coefficient +-1 are an add or subtract. ``out`` has shape (m, q) and the result dtype; for real ``C`` it has
-    ``X``'s dtype. The returned maximum is NaN when the result has a NaN (it serves as the finiteness check).
+    ``X``'s dtype.
+
+    The returned magnitude ``mu`` satisfies ``rms(out) <= mu <= max |out|`` (the largest root mean square of a
+    chunk, one BLAS dot per chunk while it is in cache; the exact maximum where squares would underflow or
+    overflow). It is NaN when the result holds a NaN or an infinity, so it doubles as the finiteness check.
     """
     m, r = C.shape
-    q = X.shape[1]
     if r == 0:
         out[...] = 0
         return 0.0
     order = np.argsort(rows, kind="stable")
     srows = rows[order]
     Cs = np.ascontiguousarray(C[:, order])
-    pieces = [(Cs[:, a:a + L], start, L) for a, start, L in runs(srows)]
     one = m == 1
-    unit = [bool(one and L == 1 and abs(Cp[0, 0]) == 1) for Cp, _, L in pieces]
-    amax = 0.0
+    pieces = [(Cs[0, a:a + L] if one else Cs[:, a:a + L], start, L) for a, start, L in runs(srows)]
+    unit = [bool(one and L == 1 and abs(Cp[0]) == 1) for Cp, _, L in pieces]
+    sign = [bool(u and Cp[0] == 1) for u, (Cp, _, _) in zip(unit, pieces, strict=True)]
+    if len(pieces) == 1 and not unit[0]:
+        # one run of consecutive rows (compact messages, or no straggler inside the used rows): one BLAS call on
+        # the view is exactly ``a_F @ Y_F`` on rows already gathered
+        Cp, start, L = pieces[0]
+        np.matmul(Cp, X[start:start + L], out=out[0] if one else out)
+        return _magnitude(out, CHUNK)
+    with single_threaded_blas():                 # many small calls: a threaded BLAS only spins on them
+        return _chunked(pieces, unit, sign, X, out, one)
+
+
+def _chunked(pieces: list, unit: list[bool], sign: list[bool], X: np.ndarray, out: np.ndarray, one: bool) -> float:
+    m, q = out.shape
+    mu = 0.0
     tmp_full = np.empty((m, min(CHUNK, q)), dtype=out.dtype)
+    small, big = _safe_range(out.dtype)
     for lo in range(0, q, CHUNK):
         hi = min(q, lo + CHUNK)
-        oc = out[:, lo:hi]
-        tmp = tmp_full[:, : hi - lo]
+        oc = out[0, lo:hi] if one else out[:, lo:hi]
+        tmp = tmp_full[0, : hi - lo] if one else tmp_full[:, : hi - lo]
         for t, (Cp, start, L) in enumerate(pieces):
-            Xv = X[start:start + L, lo:hi]
-            if t == 0:
-                if unit[t]:
-                    (np.copyto if Cp[0, 0] == 1 else _neg)(oc[0], Xv[0])
+            Xv = X[start, lo:hi] if unit[t] else X[start:start + L, lo:hi]
+            if unit[t]:
+                if t == 0:
+                    np.copyto(oc, Xv) if sign[t] else np.negative(Xv, out=oc)
                 else:
-                    np.matmul(Cp, Xv, out=oc)
-            elif unit[t]:
-                (np.add if Cp[0, 0] == 1 else np.subtract)(oc[0], Xv[0], out=oc[0])
+                    (np.add if sign[t] else np.subtract)(oc, Xv, out=oc)
+            elif t == 0:
+                np.matmul(Cp, Xv, out=oc)
             else:
                 np.matmul(Cp, Xv, out=tmp)
                 np.add(oc, tmp, out=oc)
-        if out.dtype != object:
-            hi_v, lo_v = oc.max(), oc.min()
-            if out.dtype.kind == "c":
-                a = float(np.abs(oc).max())
-            else:
-                a = max(float(hi_v), -float(lo_v))
-            if not np.isfinite(a) or np.isnan(hi_v) or np.isnan(lo_v):
-                amax = float("nan")
-            elif amax == amax:
-                amax = max(amax, a)
-    return amax
+        if out.dtype != object and mu == mu:
+            c = _chunk_magnitude(oc[None] if one else oc, small, big)
+            mu = c if c != c else max(mu, c)
+    return mu
+
+
+def _chunk_magnitude(oc: np.ndarray, small: float, big: float) -> float:
+    """``rms <= mu <= max |oc|`` over the rows of a chunk (NaN if not finite), one dot per row."""
+    mu = 0.0
+    for row in oc:
+        ss = float(np.vdot(row, row).real)
+        if small < ss < big:
+            mu = max(mu, (ss / row.size) ** 0.5)
+        elif np.all(np.isfinite(row)):                      # squares under- or overflow: the exact maximum
+            mu = max(mu, float(np.abs(row).max()))
+        else:
+            return float("nan")
+    return mu
+
+
+def _magnitude(out: np.ndarray, chunk: int) -> float:
+    if out.dtype == object:
+        return 0.0
+    small, big = _safe_range(out.dtype)
+    mu = 0.0
+    for lo in range(0, out.shape[1], chunk):
+        c = _chunk_magnitude(out[:, lo:lo + chunk], small, big)
+        if c != c:
+            return c
+        mu = max(mu, c)
+    return mu
+
+
+def _safe_range(dtype: np.dtype) -> tuple[float, float]:
+    """Sums of squares strictly inside this range are accurate (no underflow of the squares, no overflow)."""
+    if dtype.kind not in "fc":
+        return 0.0, float("inf")
+    fi = np.finfo(dtype)
+    return float(fi.tiny) ** 0.5 * 2.0 ** 20, float(fi.max) / 2.0 ** 20
 
 
 def _neg(dst: np.ndarray, src: np.ndarray) -> None:

@@ -19,20 +19,23 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import scipy.sparse
 
-from ._apply import combine_rows, csr
+from ._apply import apply_rows, combine_rows, csr
 from ._decoders import Decoder, ExactDecoder, LeastSquaresDecoder, NullSpaceDecoder, single_threaded_blas
 from ._fields import as_matrix, is_exact_field, to_fraction
 from ._numerics import (
     DEFAULT_RTOL,
     accepts,
     cancellation,
+    decode_terms,
     error_estimate,
     exact_residual_ok,
     residuals,
     target_matrix,
+    tolerance,
+    underflow_error,
     unit_roundoff,
 )
-from ._validate import check_int, check_responders
+from ._validate import check_choice, check_int, check_real, check_responders
 
 if TYPE_CHECKING:
     from ._families.binary import Recommendation
@@ -329,8 +332,10 @@ class LinearCode:
         self._accept(F, A, res, canc)
         return A.copy() if isinstance(A, np.ndarray) else A
 
-    def _accept(self, F: np.ndarray, A: Any, res: float, canc: float) -> None:
-        """Hook: GradientCode raises when the residual is too large; approximate codes accept anything."""
+    def _accept(self, F: np.ndarray, A: Any, res: float, canc: float, *, dtype: Any = np.float64,
+                terms: int = 1) -> None:
+        """Hook: GradientCode raises when the decode misses its tolerance in ``dtype``; approximate codes accept
+        anything."""
 
     # ------------------------------------------------------------------ encode / decode
     def _check_data(self, name: str, X: Any) -> np.ndarray:
@@ -497,7 +502,7 @@ class LinearCode:
         Examples
         --------
         >>> import numpy as np, gradcodes as gc
-        >>> code = gc.cyclic_repetition(6, 2, seed=0)
+        >>> code = gc.cyclic_repetition(6, 2, rng=0)
         >>> G = np.random.default_rng(1).standard_normal((6, 5)).astype(np.float32)
         >>> y2 = code.encode_worker(2, G[code.supports[2]])
         >>> y2.dtype, bool(np.allclose(y2, code.encode(G)[2], atol=1e-5))
@@ -577,17 +582,108 @@ class LinearCode:
             like = np.zeros((1, 1))
         return out, shape_p, like
 
+    def _responder_order(self, responders: Any) -> tuple[np.ndarray | None, bool]:
+        """``(order, ordered)``: the responders as given (int64, in their order; None for a boolean mask) and
+        whether that order is meaningful (False for sets). Masks given as lists of bools become boolean arrays
+        in :meth:`_mask`; a 0/1 *integer* mask is refused rather than read as worker indices."""
+        n = self._n
+        if isinstance(responders, np.ndarray):
+            if responders.dtype == bool:
+                return None, True
+            if responders.ndim != 1:
+                raise ValueError(f"responders must be a 1-D sequence of worker indices or a boolean mask of shape "
+                                 f"({n},), got an array of shape {responders.shape}")
+            raw = responders.tolist()
+        elif isinstance(responders, (set, frozenset)):
+            return None, False
+        elif isinstance(responders, (str, bytes)) or not hasattr(responders, "__iter__"):
+            raise TypeError(f"responders must be a sequence of worker indices in [0, {n - 1}] or a boolean mask of "
+                            f"length {n}, got {type(responders).__name__}")
+        else:
+            raw = list(responders)
+        if raw and all(isinstance(r, (bool, np.bool_)) for r in raw):
+            return None, True
+        if n >= 3 and len(raw) == n and all(isinstance(r, numbers.Integral) and not isinstance(r, bool)
+                                            and r in (0, 1) for r in raw):
+            raise TypeError(f"responders looks like a 0/1 mask of length n={n}, which is ambiguous with worker "
+                            f"indices: pass a boolean array (np.asarray(mask, dtype=bool)) or the indices of the "
+                            f"responding workers")
+        check_responders(raw, n, min_size=0)
+        return np.asarray([int(r) for r in raw], dtype=np.int64), True
+
+    def _responders(self, responders: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, bool]:
+        """``(F, mask, order, ordered)`` for :meth:`decode`: validated, sorted ``F`` and mask, plus the order."""
+        order, ordered = self._responder_order(responders)
+        if order is None and not isinstance(responders, np.ndarray):
+            if isinstance(responders, (set, frozenset)):
+                F, mask = self._mask(sorted(responders) if all(isinstance(r, numbers.Integral) for r in responders)
+                                     else responders)
+                return F, mask, None, False
+            raw = list(responders)
+            if len(raw) != self._n:
+                raise ValueError(f"responders given as a boolean mask must have length n={self._n}, got {len(raw)}")
+            responders = np.asarray(raw, dtype=bool)
+        F, mask = self._mask(responders if order is None else order)
+        return F, mask, order, ordered
+
+    def _message_rows(self, F: np.ndarray, order: np.ndarray | None, ordered: bool, nrows: int,
+                      rows: str) -> np.ndarray | None:
+        """Row of ``messages`` holding each worker's message (length n, -1 = absent), or None for the full buffer.
+
+        The contract: with ``rows="auto"``, messages with one row per responder are the responders' rows in the
+        order of ``responders``, and n rows are the full receive buffer; when both hold (all n respond) the two
+        agree if ``responders`` is a mask or sorted, and otherwise the call is refused as ambiguous.
+        ``rows="full"`` or ``"compact"`` states the layout explicitly.
+        """
+        n, r = self._n, F.size
+        rows = check_choice("rows", rows, ("auto", "full", "compact"))
+        if rows == "auto":
+            if nrows == r == n and order is not None and np.any(np.diff(order) < 0):
+                raise ValueError(f"messages has n={n} rows and responders lists all {n} workers in a non-sorted "
+                                 f"order, so the rows could be the full buffer (row i = worker i) or the responders' "
+                                 f"rows in the order given: pass rows='full' or rows='compact'")
+            if nrows == r:
+                rows = "compact"
+            elif nrows == n:
+                rows = "full"
+            else:
+                raise ValueError(f"messages must have n={n} rows (full buffer) or one row per responder ({r}) in the "
+                                 f"order of responders, got {nrows} rows")
+        if rows == "full":
+            if nrows != n:
+                raise ValueError(f"messages with rows='full' must have n={n} rows, got {nrows}")
+            return None
+        if nrows != r:
+            raise ValueError(f"messages with rows='compact' must have one row per responder ({r}), got {nrows}")
+        seq = F if order is None else order
+        if not ordered and r != n and not np.array_equal(seq, np.arange(n)[:r]):
+            raise ValueError("responders is a set, which has no order: compact message rows need responders as a "
+                             "sequence (row r is the message of worker responders[r]), or pass the full buffer")
+        where = np.full(n, -1, dtype=np.int64)
+        where[seq] = np.arange(r)
+        return where
+
     def decode(self, responders: Any, messages: Any, *, decoder: str | Decoder | None = None,
-               length: int | None = None, return_info: bool = False) -> Any:
+               length: int | None = None, return_info: bool = False, rows: str = "auto") -> Any:
         """The decoded sum of the partial gradients from the responders' messages.
+
+        Only the messages whose decoding coefficient is non-zero are read (a 0/1 decoder such as fractional
+        repetition's reads one worker per group), without a gathered copy, in the messages' dtype; the cost is
+        one streaming read of those rows (see :mod:`gradcodes._apply`). The decode is accepted only if its
+        predicted error in the messages' dtype is within the code's tolerance for that dtype (see
+        :func:`gradcodes._numerics.accepts`); otherwise it raises :class:`DecodingError` and names the cause.
 
         Parameters
         ----------
-        responders : iterable of int or bool mask
-            The workers whose messages arrived.
+        responders : sequence of int, or boolean mask of length n
+            The workers whose messages arrived, as distinct worker indices in any order, or a boolean array
+            (or list of bools) with True for each responder. A 0/1 *integer* sequence of length n is refused as
+            ambiguous.
         messages : ndarray, shape (n, q) or (len(responders), q)
-            Either the full receive buffer (row ``i`` = worker ``i``; straggler rows are ignored even if they hold
-            garbage) or just the responders' rows in the order of ``responders``.
+            Either the full receive buffer (row ``i`` = worker ``i``; straggler rows are never read, so they may
+            hold garbage) or the responders' rows in the order of ``responders`` (row ``r`` = worker
+            ``responders[r]``), inferred from the number of rows. When all ``n`` workers respond and
+            ``responders`` is neither sorted nor a mask, both layouts have ``n`` rows: pass ``rows``.
         decoder : str or Decoder, optional
             Decoder name (default :attr:`default_decoder`).
         length : int, optional
@@ -595,55 +691,99 @@ class LinearCode:
             ``m*q``.
         return_info : bool, default False
             Also return a :class:`DecodeInfo` with the residual and an error estimate.
+        rows : {"auto", "full", "compact"}, default "auto"
+            The layout of ``messages``: ``"full"`` (row ``i`` = worker ``i``), ``"compact"`` (row ``r`` = worker
+            ``responders[r]``, for every code type and any order, all ``n`` included) or ``"auto"`` (inferred when
+            unambiguous, as described above).
 
         Returns
         -------
         g : ndarray, shape (length,)
             In the messages' dtype (float32 stays float32; Fractions stay exact).
+
+        Raises
+        ------
+        DecodingError
+            When the responders cannot recover the sum to the tolerance in the messages' dtype (for example
+            float32 messages on a responder set with strong cancellation) or the result overflows.
+        ValueError, TypeError
+            For malformed responders, messages, ``rows`` or ``length``, naming the parameter.
+
+        Examples
+        --------
+        >>> import numpy as np, gradcodes as gc
+        >>> code = gc.cyclic_repetition(5, 1, rng=0)
+        >>> G = np.arange(15.0).reshape(5, 3)
+        >>> Y = code.encode(G)
+        >>> order = [4, 0, 2, 1, 3]                       # all five arrived, in this order
+        >>> np.round(code.decode(order, Y[order], rows="compact"), 9)   # rows in the order of responders
+        array([30., 35., 40.])
+        >>> np.round(code.decode([4, 0, 2, 1], Y[[4, 0, 2, 1]]), 9)    # fewer rows than n: compact
+        array([30., 35., 40.])
+        >>> np.round(code.decode(np.array([1, 0, 1, 1, 1], dtype=bool), Y), 9)    # full buffer, worker 1 absent
+        array([30., 35., 40.])
         """
-        order = None
-        if not (isinstance(responders, np.ndarray) and responders.dtype == bool):
-            order = list(responders) if not isinstance(responders, np.ndarray) else responders.tolist()
-        F, mask = self._mask(responders if order is None else order)
+        F, mask, order, ordered = self._responders(responders)
         dec = self._decoder(decoder)
-        A, res, canc = self._raw_decoding_matrix(F, mask, dec)
-        self._accept(F, A, res, canc)
         M = self._check_data("messages", messages)
+        where = self._message_rows(F, order, ordered, M.shape[0], rows)
         q = M.shape[1]
-        if M.shape[0] == self._n:
-            rows = None
-        elif M.shape[0] == F.size:
-            rows = np.asarray(order if order is not None else F, dtype=np.int64)
-        else:
-            raise ValueError(f"messages must have n={self._n} rows (full buffer) or one row per responder "
-                             f"({F.size}), got shape {M.shape}")
-        Am = self._matrix_for(M, A)
-        if rows is None:
-            if M.dtype == object:
-                out = Am @ M
-            else:
-                with np.errstate(invalid="ignore", over="ignore"):   # garbage in straggler rows is expected
-                    out = Am @ M
-                if not np.all(np.isfinite(out)):
-                    out = Am[:, F] @ M[F]
-        else:
-            out = Am[:, rows] @ M
-        if M.dtype != object and not np.all(np.isfinite(out)):
-            src = F if rows is None else rows
-            bad = [int(w) for w, row in zip(src, M[F] if rows is None else M, strict=True)
-                   if not np.all(np.isfinite(row))]
-            raise ValueError(f"messages from responders {bad} contain NaN or infinite values")
-        g = out.reshape(-1)
         if length is not None:
             length = check_int("length", length, 1, self._m * q)
+        usable = self._usable(mask)
+        if usable is not mask:
+            F = np.flatnonzero(usable)
+        A, res, canc = self._raw_decoding_matrix(F, usable, dec)
+        exact = M.dtype == object
+        cols = np.flatnonzero(np.asarray(A != 0).any(axis=0))
+        terms = decode_terms(np.asarray(A != 0), self._max_load())
+        self._accept(F, A, res, canc, dtype=M.dtype, terms=terms)
+        src = cols if where is None else where[cols]
+        if np.any(src < 0):                      # a decoder put weight on a non-responder: never silently read it
+            raise RuntimeError(f"decoder {dec.name!r} gave weight to workers {cols[src < 0].tolist()} that did "
+                               f"not respond")
+        C = self._matrix_for(M, A)[:, cols]
+        if exact:
+            out = C @ M[src] if cols.size else np.full((self._m, q), to_fraction(0), dtype=object)
+            amax = 0.0
+        else:
+            out = np.empty((self._m, q), dtype=self._result_dtype(M))
+            with np.errstate(over="ignore", invalid="ignore"):
+                amax = apply_rows(C, M, src, out)
+            if not np.isfinite(amax):
+                bad = [int(w) for w, i in zip(cols, src, strict=True) if not np.all(np.isfinite(M[i]))]
+                if bad:
+                    raise ValueError(f"messages from responders {bad} contain NaN or infinite values")
+                raise DecodingError(f"responders {F.tolist()}: the decoded sum overflows {M.dtype} (largest "
+                                    f"finite {np.finfo(M.dtype).max:.3g}); decode float64 messages or rescale the "
+                                    f"gradients", F, res)
+        floor = 0.0
+        if not exact and not self.exact:
+            floor = underflow_error(float(np.abs(C).sum(axis=1).max(initial=0)), terms, self._max_load(), amax,
+                                    M.dtype)
+            self._accept_floor(F, res, canc, floor, amax, M.dtype, terms)
+        g = out.reshape(-1)
+        if length is not None:
             g = g[:length]
         if not return_info:
             return g
-        exact = M.dtype == object
-        est = 0.0 if exact else float(error_estimate(canc, res, M.dtype))
+        est = 0.0 if exact else float(error_estimate(canc, res, M.dtype, terms)) + floor
         info = DecodeInfo(tuple(int(i) for i in F), dec.name, 0.0 if exact and res == 0 else res, canc, est,
                           exact)
         return g, info
+
+    def _usable(self, mask: np.ndarray) -> np.ndarray:
+        """Hook: the responders whose messages can be used (all of them here; trees drop silenced subtrees)."""
+        return mask
+
+    def _max_load(self) -> int:
+        if "load" not in self._memo:
+            self._memo["load"] = self.load
+        return self._memo["load"]
+
+    def _accept_floor(self, F: np.ndarray, res: float, canc: float, floor: float, amax: float, dtype: Any,
+                      terms: int) -> None:
+        """Hook: exact codes refuse decodes whose result is so close to underflow that the tolerance is lost."""
 
     # ------------------------------------------------------------------ diagnostics
     def residual(self, responders: Any, decoder: str | Decoder | None = None) -> float:
@@ -655,8 +795,10 @@ class LinearCode:
                        dtype: Any = np.float64) -> float:
         """Predicted relative error ``u * canc + residual`` of a decode from these responders."""
         F, mask = self._mask(responders)
-        _, res, canc = self._raw_decoding_matrix(F, mask, self._decoder(decoder))
-        return float(error_estimate(canc, res, dtype)) if not self.exact else (0.0 if res == 0 else res)
+        A, res, canc = self._raw_decoding_matrix(F, mask, self._decoder(decoder))
+        if self.exact:
+            return 0.0 if res == 0 else res
+        return float(error_estimate(canc, res, dtype, decode_terms(np.asarray(A != 0), self._max_load())))
 
 
 class GradientCode(LinearCode):
@@ -674,9 +816,12 @@ class GradientCode(LinearCode):
         Stragglers tolerated, ``0 <= s <= n - 1``.
     m : int, default 1
         Communication factor.
-    rtol : float, default 1e-8
-        Float decodes are accepted when their predicted relative error ``u * canc + residual`` (float64 unit
-        roundoff ``u``, cancellation factor ``canc``, residual ``||A_F B - E||_inf``) is at most ``rtol``.
+    rtol : float in (0, 1), default 1e-8
+        Float64 decodes are accepted when their predicted relative error ``u * canc * sqrt(t) + residual`` (unit
+        roundoff ``u``, cancellation factor ``canc``, ``t`` rounded additions per coordinate, residual
+        ``||A_F B - E||_inf``) is at most ``rtol``; decodes of other dtypes use their own unit roundoff and the
+        tolerance with the same share of their digits (``2.3e-4`` for float32 at the default; see
+        :func:`gradcodes._numerics.tolerance`).
     **kwargs
         See :class:`LinearCode`.
 
@@ -705,30 +850,23 @@ class GradientCode(LinearCode):
     def __init__(self, B: Any, s: int, *, m: int = 1, rtol: float = DEFAULT_RTOL, **kwargs: Any) -> None:
         super().__init__(B, m=m, **kwargs)
         self.s = check_int("s", s, 0, self.n - 1)
-        self.rtol = float(rtol)
-        if not (0 < self.rtol < 1):
-            raise ValueError(f"rtol must be in (0, 1), got {rtol}")
+        self.rtol = check_real("rtol", rtol, 0, 1, open_lo=True, open_hi=True)
 
     def _min_responders(self) -> int:
         return self.n - self.s
 
-    def _accept(self, F: np.ndarray, A: Any, res: float, canc: float) -> None:
+    def _accept(self, F: np.ndarray, A: Any, res: float, canc: float, *, dtype: Any = np.float64,
+                terms: int = 1) -> None:
         if self.exact:
             if res != 0:
                 raise DecodingError(f"responders {F.tolist()} cannot recover the gradient: the sum is not in "
                                     f"the span of their rows (exact {self.field} arithmetic)", F, res)
             return
-        if not accepts(np.array(canc), np.array(res), self.rtol):
-            est = float(error_estimate(canc, res))
-            if not np.isfinite(res) or not np.isfinite(canc) or res > 1e100:
-                why = "the decoding vector overflows float64"
-            elif res > self.rtol:
-                why = "the sum is not in the span of their rows (to float64 accuracy)"
-            else:
-                why = "float64 cancellation destroys the result"
-            raise DecodingError(f"responders {F.tolist()} cannot recover the gradient to rtol={self.rtol:g}: {why} "
-                                f"(residual ||A_F B - E|| = {res:.3g}, cancellation {canc:.3g}, predicted error "
-                                f"{est:.3g})", F, res)
+        check_float_decode(self, F, res, canc, self.rtol, dtype, terms)
+
+    def _accept_floor(self, F: np.ndarray, res: float, canc: float, floor: float, amax: float, dtype: Any,
+                      terms: int) -> None:
+        check_underflow(F, res, canc, floor, amax, self.rtol, dtype, terms)
 
     @property
     def unit_roundoff(self) -> float:
@@ -777,6 +915,57 @@ class ApproximateCode(LinearCode):
             R = A @ self._B - self._target
             return float(np.sqrt(float(sum(v * v for v in R.flat))))
         return float(np.linalg.norm(A @ self._B - self._target))
+
+
+def check_float_decode(code: LinearCode, F: np.ndarray, res: float, canc: float, rtol: float, dtype: Any,
+                       terms: int) -> None:
+    """Raise :class:`DecodingError` unless a floating-point decode meets its tolerance in ``dtype``.
+
+    The message names the cause (overflow, not in the span, or cancellation), the float64 alternative when the
+    messages are in a lower precision, and a code without cancellation.
+    """
+    dt = np.dtype(dtype) if np.dtype(dtype).kind in "fc" else np.dtype(np.float64)
+    if accepts(canc, res, rtol, dt, terms):
+        return
+    tol = tolerance(rtol, dt)
+    est = float(error_estimate(canc, res, dt, terms))
+    what = f"to rtol={rtol:g}" if tol == rtol else f"to the {dt} tolerance {tol:.3g} (rtol={rtol:g} for float64)"
+    if not np.isfinite(res) or not np.isfinite(canc) or res > 1e100:
+        why = "the decoding vector overflows float64"
+    elif res > tol:
+        why = "the sum is not in the span of their rows (to float64 accuracy)"
+    else:
+        why = (f"cancellation: the decoding coefficients amplify the rounding errors of {dt} messages (unit "
+               f"roundoff {unit_roundoff(dt):.2g}) by a factor {canc:.3g}")
+        if unit_roundoff(dt) > unit_roundoff(np.float64):
+            est64 = float(error_estimate(canc, res, np.float64, terms))
+            if accepts(canc, res, rtol, np.float64, terms):
+                why += f"; float64 messages decode within rtol (predicted error {est64:.2g})"
+            else:
+                why += f"; float64 messages would not meet rtol either (predicted error {est64:.2g})"
+        s = getattr(code, "s", None)
+        if isinstance(s, int) and code.n > s:
+            why += (f"; a code without cancellation decodes exactly in any precision, e.g. "
+                    f"gradcodes.stable_binary({code.n}, {s}) (0/1 decoding)")
+    raise DecodingError(f"responders {F.tolist()} cannot recover the gradient {what}: {why} (residual "
+                        f"||A_F B - E|| = {res:.3g}, cancellation {canc:.3g}, predicted error {est:.3g})", F, res)
+
+
+def check_underflow(F: np.ndarray, res: float, canc: float, floor: float, amax: float, rtol: float, dtype: Any,
+                    terms: int) -> None:
+    """Raise :class:`DecodingError` when subnormal rounding (``floor``, see
+    :func:`gradcodes._numerics.underflow_error`) pushes a decode past its tolerance in ``dtype``."""
+    if floor <= 0:
+        return
+    dt = np.dtype(dtype)
+    tol = tolerance(rtol, dt)
+    est = float(error_estimate(canc, res, dt, terms)) + floor
+    if est <= tol:
+        return
+    raise DecodingError(f"responders {F.tolist()}: the decoded sum is near the underflow threshold of {dt} (largest "
+                        f"|g| about {amax:.3g}, smallest normal {float(np.finfo(dt).tiny):.3g}), where rounding is "
+                        f"absolute: predicted relative error {est:.3g} > tolerance {tol:.3g}; rescale the gradients "
+                        f"or decode float64 messages", F, res)
 
 
 def _check_probabilities(p: Any, n: int) -> np.ndarray:

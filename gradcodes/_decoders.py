@@ -29,6 +29,7 @@ import scipy.linalg
 
 from ._fields import exact_zeros, left_nullspace, solve_left
 from ._numerics import DEFAULT_RTOL
+from ._validate import check_int, check_real
 
 if TYPE_CHECKING:
     from ._code import LinearCode
@@ -188,14 +189,21 @@ class NullSpaceDecoder(Decoder):
     one step typically gains one to two digits on ill-conditioned random codes. Patterns whose small system is
     singular or leaves a relative residual above ``rtol`` are recomputed with the minimum-norm least-squares
     decoder.
+
+    Parameters
+    ----------
+    rtol : float > 0, default 1e-8
+        Relative residual of the small solve above which a pattern falls back to least squares.
+    refine : int >= 0, default 1
+        Steps of iterative refinement.
     """
 
     name = "nullspace"
     description = "null-space method (one small solve per straggler set), least-squares fallback"
 
     def __init__(self, rtol: float = DEFAULT_RTOL, refine: int = 1) -> None:
-        self.rtol = rtol
-        self.refine = refine
+        self.rtol = check_real("rtol", rtol, 0, None, open_lo=True)
+        self.refine = check_int("refine", refine, 0)
 
     @staticmethod
     def basis(code: LinearCode) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -6,8 +6,10 @@ For a decoding matrix ``A_F`` (m x n) of a code with encoding matrix ``B`` (n x 
 * **residual** ``||A_F B - E||_inf`` — how far the decoder is from exact recovery;
 * **cancellation factor** ``canc(A_F) = max_u sum_i |A_F[u, i]| * ||B_i||_1 / k`` — row-scale invariant, >= 1,
   exactly 1 for fractional repetition; rounding in the decoded sum grows like ``u * canc``;
-* **error estimate** ``eps * canc + residual`` — the predicted relative error of the decoded sum, with ``eps``
-  the unit roundoff of the message dtype.
+* **error estimate** ``eps * canc * sqrt(terms) + residual`` — the predicted relative error of the decoded sum,
+  with ``eps`` the unit roundoff of the message dtype and ``terms`` the rounded additions per coordinate;
+* **acceptance** ``error estimate <= tolerance(rtol, dtype)``: the float64 tolerance ``rtol`` keeps the same share
+  of the digits of other dtypes (:func:`tolerance`), so float32 decodes are judged by float32's unit roundoff.
 
 All functions take a batch ``A`` of shape (b, m, n) and return arrays of shape (b,).
 """
@@ -22,7 +24,7 @@ import numpy as np
 from ._fields import exact_zeros, is_galois_array
 
 __all__ = ["target_matrix", "residuals", "cancellation", "accepts", "error_estimate", "exact_residual_ok",
-           "unit_roundoff"]
+           "unit_roundoff", "tolerance", "decode_terms", "underflow_error"]
 
 #: Relative factor of the default float64 acceptance tolerance.
 DEFAULT_RTOL = 1e-8
@@ -67,15 +69,42 @@ def cancellation(A: np.ndarray, B: np.ndarray, k: int) -> np.ndarray:
     return (np.abs(A) @ row_l1).max(axis=1) / k
 
 
-def accepts(canc: np.ndarray, residual: np.ndarray, rtol: float = DEFAULT_RTOL) -> np.ndarray:
-    """True where a float64 decode is trustworthy: ``u * canc + residual <= rtol`` (and both are finite).
+def tolerance(rtol: float, dtype: Any = np.float64) -> float:
+    """The acceptance tolerance for messages of ``dtype``, given the float64 tolerance ``rtol``.
 
-    This is stricter than the common ``residual <= rtol * max(1, ||a||_1 max|B|)``, which grows with the
-    cancellation and so accepts decoding vectors that lose every digit; the target ``E`` has unit entries and
-    ``A_F B`` is invariant under row scalings of ``B``, so no further scaling is needed.
+    ``rtol`` is stated for float64. Another dtype keeps the same share of its digits: with ``u`` the unit
+    roundoff of ``dtype`` and ``u64`` float64's, ``tol = u ** (log rtol / log u64)``, so ``tol = rtol`` for float64
+    and the default ``rtol = 1e-8`` (half of float64's digits) gives ``2.3e-4`` for float32 and complex64 (half of
+    theirs).
+
+    >>> tolerance(1e-8, np.float64)
+    1e-08
+    >>> round(tolerance(1e-8, np.float32), 6)
+    0.000238
     """
-    est = error_estimate(canc, residual)
-    return np.isfinite(est) & (est <= rtol)
+    u = unit_roundoff(dtype)
+    u64 = unit_roundoff(np.float64)
+    if u == u64:
+        return float(rtol)
+    return float(u ** (np.log(rtol) / np.log(u64)))
+
+
+def accepts(canc: Any, residual: Any, rtol: float = DEFAULT_RTOL, dtype: Any = np.float64,
+            terms: Any = 1) -> np.ndarray:
+    """True where a decode in ``dtype`` is trustworthy: ``error_estimate(canc, residual, dtype, terms) <=
+    tolerance(rtol, dtype)`` (and both are finite).
+
+    This is the acceptance rule of every decode (and the helper a verifier uses to answer for a dtype). It is
+    stricter than the common residual test ``residual <= rtol * max(1, ||a||_1 max|B|)``, which grows with the
+    cancellation and so accepts decoding vectors that lose every digit; the target ``E`` has unit entries and
+    ``A_F B`` is invariant under row scalings of ``B``, so no further scaling is needed. With the default
+    ``terms=1`` and float64 it is ``u * canc + residual <= rtol``.
+
+    >>> bool(accepts(1e3, 0.0)), bool(accepts(1e3, 0.0, dtype=np.float32)), bool(accepts(1e5, 0.0, dtype=np.float32))
+    (True, True, False)
+    """
+    est = error_estimate(canc, residual, dtype, terms)
+    return np.isfinite(est) & (est <= tolerance(rtol, dtype))
 
 
 def unit_roundoff(dtype: Any) -> float:
@@ -86,6 +115,36 @@ def unit_roundoff(dtype: Any) -> float:
     return float(np.finfo(np.float64).eps) / 2
 
 
-def error_estimate(canc: np.ndarray | float, residual: np.ndarray | float, dtype: Any = np.float64) -> Any:
-    """Predicted relative error of a decoded sum: ``u * canc + residual`` (``u`` = unit roundoff of ``dtype``)."""
-    return unit_roundoff(dtype) * np.asarray(canc) + np.asarray(residual)
+def error_estimate(canc: Any, residual: Any, dtype: Any = np.float64, terms: Any = 1) -> Any:
+    """Predicted relative error of a decoded sum: ``u * canc * sqrt(terms) + residual``.
+
+    ``u`` is the unit roundoff of ``dtype`` and ``terms`` the number of rounded additions along one coordinate
+    (the decoding vector's non-zeros plus the encoding load): rounding errors of a sum of ``t`` terms grow like
+    ``sqrt(t) u`` (Higham, *Accuracy and Stability of Numerical Algorithms*, 2nd ed. 2002, section 4.2), and
+    each term is amplified by the cancellation factor. The error is relative to ``||sum_j |g_j| ||_inf``; for
+    data near the underflow threshold add :func:`underflow_error`.
+    """
+    return unit_roundoff(dtype) * np.asarray(canc) * np.sqrt(np.maximum(np.asarray(terms, dtype=float), 1.0)) \
+        + np.asarray(residual)
+
+
+def decode_terms(A: np.ndarray, load: int) -> int:
+    """Rounded additions along one coordinate of a decode with matrix ``A`` (m, n): the most non-zeros of a row
+    of ``A`` plus the encoding ``load``."""
+    return int(np.count_nonzero(np.asarray(A != 0), axis=-1).max(initial=0)) + int(load)
+
+
+def underflow_error(coef_l1: float, terms: int, load: int, amax: float, dtype: Any) -> float:
+    """Relative error floor of a decode whose result has magnitude ``amax`` (at most its largest entry) in ``dtype``.
+
+    Below the smallest normal number every rounding has an absolute error up to half the smallest subnormal
+    ``eta`` whatever the size of the operands, so the absolute error of a decoded coordinate is at most
+    ``eta/2 * (||a||_1 (load + 1) + terms)`` (each message carries ``load + 1`` roundings, weighted by the
+    decoding coefficients, plus the decode's own); relative to ``amax`` this is negligible for normal data and
+    dominant for subnormal data. Exactly zero results report 0.
+    """
+    dt = np.dtype(dtype)
+    if dt.kind not in "fc" or not amax > 0:
+        return 0.0
+    eta = float(np.finfo(dt).smallest_subnormal)
+    return eta / float(amax) * (coef_l1 * (load + 1) + terms) / 2   # eta / 2 itself would round to 0 in float64

@@ -28,7 +28,7 @@ from ._bounds import meets_min_load, min_load
 from ._code import GradientCode, LinearCode
 from ._decoders import Decoder, single_threaded_blas
 from ._numerics import accepts, cancellation, error_estimate, residuals
-from ._validate import SEED_UNSET, check_int, check_real, check_rng, take_rng
+from ._validate import SEED_UNSET, check_int, check_real, check_rng, check_size, take_rng
 
 __all__ = ["verify", "VerifyReport", "straggler_batches"]
 
@@ -355,6 +355,7 @@ def verify(code: LinearCode, *, limit: int | None = None, samples: int = 2000, s
                         f"gradcodes.evaluate_approximate(code) (command line: gradcodes evaluate).")
     rtol = check_real("rtol", code.rtol if rtol is None else rtol, 0, 1, open_lo=True, open_hi=True)
     samples = check_int("samples", samples, 0)
+    check_size("the sampled straggler sets times n", samples * code.n, "work")
     rng = check_rng(rng)
     dec = code._decoder(decoder)
     n, s = code.n, code.s

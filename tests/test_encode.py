@@ -78,7 +78,7 @@ def test_encode_exact_rationals_sparse():
 
 
 def test_encode_worker_bad_arguments():
-    code = gc.cyclic_repetition(6, 2, seed=0)
+    code = gc.cyclic_repetition(6, 2, rng=0)
     G = np.ones((3, 5), dtype=np.float32)
     with pytest.raises(ValueError, match="i must be"):
         code.encode_worker(6, G)

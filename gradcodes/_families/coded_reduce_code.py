@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._code import DecodingError, GradientCode, LinearCode
+from .._code import DecodingError, GradientCode, LinearCode, check_float_decode, check_underflow
 from .._decoders import Decoder
-from .._numerics import DEFAULT_RTOL, accepts, error_estimate
+from .._numerics import DEFAULT_RTOL
 from .._validate import SEED_UNSET, check_int, check_real, check_rng
 from .coded_reduce_alloc import _check_tree, _level_slices, _tree_fractions
 
@@ -244,16 +244,18 @@ class CodedReduceCode(LinearCode):
                              f"stragglers per parent (needs n - s = {self.branching - self.s})")
         return F, mask
 
-    def _accept(self, F: np.ndarray, A: Any, res: float, canc: float) -> None:
+    def _accept(self, F: np.ndarray, A: Any, res: float, canc: float, *, dtype: Any = np.float64,
+                terms: int = 1) -> None:
         if self.exact:
             if res != 0:
                 raise DecodingError(f"responders {F.tolist()} cannot recover the gradient (exact "
                                     f"{self.field} arithmetic)", F, res)
             return
-        if not accepts(np.array(canc), np.array(res), self.rtol):
-            est = float(error_estimate(canc, res))
-            raise DecodingError(f"responders {F.tolist()} cannot recover the gradient to rtol={self.rtol:g}: "
-                                f"residual {res:.3g}, cancellation {canc:.3g}, predicted error {est:.3g}", F, res)
+        check_float_decode(self, F, res, canc, self.rtol, dtype, terms)
+
+    def _accept_floor(self, F: np.ndarray, res: float, canc: float, floor: float, amax: float, dtype: Any,
+                      terms: int) -> None:
+        check_underflow(F, res, canc, floor, amax, self.rtol, dtype, terms)
 
     def reachable(self, mask: np.ndarray) -> np.ndarray:
         """Responder masks (b, N) -> the responders whose every ancestor responds too (b, N).
@@ -273,30 +275,16 @@ class CodedReduceCode(LinearCode):
         reach = self.reachable(mask[None])[0]
         return super()._raw_decoding_matrix(np.flatnonzero(reach), reach, dec)
 
+    def _usable(self, mask: np.ndarray) -> np.ndarray:
+        """Only reachable workers' messages are used by :meth:`decode` (rows below a straggler are never read)."""
+        return self.reachable(mask[None])[0]
+
     def decoding_matrices(self, mask: np.ndarray, decoder: str | Decoder | None = None) -> Any:
         """Batched decoding matrices (b, 1, N); workers below a straggler get weight 0 whatever the decoder."""
         mask = np.asarray(mask, dtype=bool)
         if mask.ndim == 2 and mask.shape[1] == self.N:
             mask = self.reachable(mask)
         return super().decoding_matrices(mask, decoder)
-
-    def decode(self, responders: Any, messages: Any, **kwargs: Any) -> Any:
-        """As :meth:`gradcodes.LinearCode.decode`; rows of workers below a straggler are ignored (even NaN).
-
-        ``messages`` is the full (N, q) buffer or one row per entry of ``responders``, in that order.
-        """
-        order = None
-        if not (isinstance(responders, np.ndarray) and responders.dtype == bool):
-            order = responders.tolist() if isinstance(responders, np.ndarray) else list(responders)
-        _, mask = self._mask(responders if order is None else order)
-        if order is not None and len(order) != self.N and np.ndim(messages) == 2 and \
-                np.shape(messages)[0] == len(order):
-            M = self._check_data("messages", messages)
-            full = self._zeros((self.N, M.shape[1])) if M.dtype == object else np.zeros((self.N, M.shape[1]),
-                                                                                       dtype=M.dtype)
-            full[np.asarray(order, dtype=np.int64)] = M
-            messages = full
-        return super().decode(self.reachable(mask[None])[0], messages, **kwargs)
 
     def used(self, responders: Any) -> np.ndarray:
         """Bool mask (N,): the workers whose messages reach the master (each parent's first ``n - s``)."""

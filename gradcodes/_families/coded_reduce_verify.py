@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from .._numerics import DEFAULT_RTOL, accepts
-from .._validate import SEED_UNSET, check_int, check_real, check_rng, take_rng
+from .._validate import SEED_UNSET, check_int, check_real, check_rng, check_size, take_rng
 from .coded_reduce_alloc import coded_reduce_load
 from .coded_reduce_code import CodedReduceCode
 
@@ -340,6 +340,8 @@ def verify_tree(code: CodedReduceCode, *, limit: int = 100_000, samples: int = 2
     if search_budget is None:
         search_budget = 2_000 if code.exact else 20_000
     search_budget = check_int("search_budget", search_budget, 0)
+    check_size("the sampled and searched patterns times N workers", (samples + search_budget) * code.N, "work")
+    check_size("batch * N (one batch of masks)", batch * code.N, "entries")
     t0 = time.perf_counter()
     rtol = check_real("rtol", code.rtol if rtol is None else rtol, 0, 1, open_lo=True, open_hi=True)
     tr = _Tracker(code, rtol, check_int("max_failures", max_failures, 0))
