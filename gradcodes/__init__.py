@@ -22,6 +22,7 @@ from ._approx_eval import (
     min_load_heterogeneous,
     straggle_probabilities,
 )
+from ._blocks import BlockDecoder, BlockVerifyReport, blocks_of, by_blocks
 from ._bounds import min_load
 from ._code import ApproximateCode, DecodeInfo, DecodingError, GradientCode, LinearCode
 from ._decoders import Decoder, ExactDecoder, LeastSquaresDecoder, NullSpaceDecoder
@@ -39,6 +40,7 @@ from ._families import (
     expander_code,
     fractional_repetition,
     grouped_mds,
+    grouped_random,
     heterogeneous,
     ignore_stragglers,
     optimal_decoding,
@@ -67,7 +69,7 @@ __all__ = [
     "Decoder", "NullSpaceDecoder", "LeastSquaresDecoder", "ExactDecoder",
     # exact constructions
     "uncoded", "fractional_repetition", "cyclic_repetition", "cyclic_mds", "stable_binary", "grouped_mds",
-    "recommend", "ye_abbe", "coded_reduce", "CodedReduceCode", "CyclicMDSCode", "YeAbbeCode",
+    "grouped_random", "recommend", "ye_abbe", "coded_reduce", "CodedReduceCode", "CyclicMDSCode", "YeAbbeCode",
     # approximate constructions
     "expander_code", "ExpanderCode", "heterogeneous", "HeterogeneousCode", "optimal_row_sums", "song_choi_allocation",
     "NegativeCoefficientWarning",
@@ -75,6 +77,7 @@ __all__ = [
     "random_regular_graph",
     # verification, evaluation and bounds
     "verify", "VerifyReport", "verify_tree", "TreeVerifyReport", "min_load", "coded_reduce_load",
+    "by_blocks", "blocks_of", "BlockDecoder", "BlockVerifyReport",
     "approximation_error", "worst_case_error", "evaluate_approximate", "ApproxReport", "closed_form_error",
     "FixedWeightDecoder", "min_load_heterogeneous", "straggle_probabilities", "exponential_straggle_probabilities",
     # simulation, files, registry

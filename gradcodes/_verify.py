@@ -358,6 +358,10 @@ def verify(code: LinearCode, *, limit: int | None = None, samples: int = 2000, s
     check_size("the sampled straggler sets times n", samples * code.n, "work")
     rng = check_rng(rng)
     dec = code._decoder(decoder)
+    by_blocks = getattr(dec, "verify_by_blocks", None)   # block decoders: proof by blocks (gradcodes._blocks)
+    if by_blocks is not None:
+        return by_blocks(code, limit=limit, samples=samples, search=search, rng=rng, rtol=rtol,
+                         stop_on_failure=stop_on_failure, batch_size=batch_size, progress=progress)
     n, s = code.n, code.s
     total = math.comb(n, s)
     if limit is None:

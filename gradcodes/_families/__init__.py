@@ -10,6 +10,7 @@ constructor from ``gradcodes/__init__.py``. The import order below is the order 
 from .repetition import cyclic_repetition, fractional_repetition, uncoded                     # Tandon et al.
 from .cyclic_mds import CyclicMDSCode, cyclic_mds                                             # Raviv et al.
 from .binary import grouped_mds, recommend, stable_binary                                     # stable codes
+from .grouped_random import grouped_random                                                    # proven by blocks
 from .ye_abbe import YeAbbeCode, ye_abbe                                                      # Ye & Abbe
 from . import coded_reduce as _coded_reduce  # noqa: F401  (registers the "coded_reduce" tree scheme)
 from .expander import (ExpanderCode, approximation_error, expander_code, random_regular_graph,  # Raviv et al.
@@ -20,7 +21,8 @@ from .baselines import bernoulli_gc, erasurehead, ignore_stragglers, optimal_dec
 
 __all__ = [
     "cyclic_repetition", "fractional_repetition", "uncoded",
-    "cyclic_mds", "CyclicMDSCode", "grouped_mds", "recommend", "stable_binary", "ye_abbe", "YeAbbeCode",
+    "cyclic_mds", "CyclicMDSCode", "grouped_mds", "grouped_random", "recommend", "stable_binary",
+    "ye_abbe", "YeAbbeCode",
     "approximation_error", "worst_case_error", "expander_code", "ExpanderCode", "HeterogeneousCode",
     "NegativeCoefficientWarning", "heterogeneous", "optimal_row_sums", "song_choi_allocation",
     "bernoulli_gc", "erasurehead", "ignore_stragglers", "optimal_decoding", "random_regular_graph", "stochastic_gc",

@@ -44,8 +44,8 @@ from typing import Any
 
 import numpy as np
 
+from .._blocks import Block, BlockDecoder
 from .._code import GradientCode, LinearCode
-from .._decoders import Decoder
 from .._io import REBUILDERS
 from .._registry import Scheme, register
 from .._validate import SEED_UNSET, check_choice, check_entries, check_int, check_ns, check_real, check_rng, check_size
@@ -356,7 +356,7 @@ def recommend(n: int, s: int, m: int = 1, max_load: int | None = None, *, tol: f
                             "; for m > 1 only the Ye-Abbe code (load s + m) is registered"))
     accurate = [b for b in built if b[1] <= tol]
     if accurate:
-        code, err, load, _, cand = min(accurate, key=lambda b: (b[2], b[1], b[3]))
+        code, err, load, _, cand = min(accurate, key=lambda b: (b[2], not b[4].stable, b[1], b[3]))
         reason = (f"lowest load among the codes with error <= {tol:.0e}"
                   + (" (0/1 decoding: exact up to the rounding of the additions)" if cand.stable else ""))
         meets = True
@@ -379,29 +379,23 @@ register(Scheme("stable_binary", stable_binary,
 
 
 # ----------------------------------------------------------------------------------------------- grouped MDS
-class GroupedDecoder(Decoder):
-    """Decode each group's block with its own sub-code's default decoder (batched per group)."""
+class GroupedDecoder(BlockDecoder):
+    """Decode each group's block with its own sub-code's default decoder: a :class:`~gradcodes._blocks.BlockDecoder`
+    (so :func:`gradcodes.verify` proves the code block by block; equal groups are checked once)."""
 
-    name = "grouped"
     description = "per group: one responder (repetition block) or the block's cyclic-MDS decoder"
 
-    def __init__(self, bounds: np.ndarray, subcodes: list[LinearCode | None]) -> None:
+    def __init__(self, bounds: np.ndarray, subcodes: list[GradientCode]) -> None:
         self.bounds = np.asarray(bounds, dtype=np.int64)
-        self.subcodes = subcodes
+        blocks = [Block(tuple(range(int(lo), int(hi))), tuple(range(int(lo), int(hi))))
+                  for lo, hi in zip(self.bounds[:-1], self.bounds[1:], strict=True)]
+        super().__init__(blocks, list(subcodes), name="grouped")
 
-    def matrices(self, code: LinearCode, mask: np.ndarray) -> Any:
-        b, n = mask.shape
-        out = np.zeros((b, 1, n), dtype=code.B.dtype)
-        for g, sub in enumerate(self.subcodes):
-            lo, hi = self.bounds[g], self.bounds[g + 1]
-            m = mask[:, lo:hi]
-            if sub is None:                                   # repetition block: first responder, weight 1
-                first = np.argmax(m, axis=1)
-                ok = m[np.arange(b), first]
-                out[np.arange(b), 0, lo + first] = ok.astype(out.dtype)
-            else:
-                out[:, :, lo:hi] = sub.decoding_matrices(m, None)
-        return out
+
+def _repetition_block(ng: int, s: int) -> GradientCode:
+    """``ng`` workers storing the same ``ng`` partitions: decoded by the first responder (weight 1)."""
+    return GradientCode(np.ones((ng, ng), dtype=np.int64), s, field="real", name="repetition[block]",
+                        decoders=[GroupDecoder(np.array([0, ng]))], default_decoder="group")
 
 
 def grouped_mds(n: int, s: int) -> GradientCode:
@@ -446,15 +440,16 @@ def grouped_mds(n: int, s: int) -> GradientCode:
     bounds = np.concatenate([[0], np.cumsum(s + 1 + t)])
     from .cyclic_mds import cyclic_mds
 
-    subs: list[LinearCode | None] = []
     real = all(tg <= 1 or tg % 2 == 0 for tg in t)
-    for tg in t:
-        ng = int(s + 1 + tg)
-        subs.append(None if tg <= 1 else cyclic_mds(ng, s, "real" if real else "complex"))
+    made: dict[int, GradientCode] = {}                    # equal groups share one sub-code: checked once
+    for tg in sorted(set(int(x) for x in t)):
+        ng = s + 1 + tg
+        made[tg] = _repetition_block(ng, s) if tg <= 1 else cyclic_mds(ng, s, "real" if real else "complex")
+    subs = [made[int(tg)] for tg in t]
     B = np.zeros((n, n), dtype=np.float64 if real else np.complex128)
     for g, sub in enumerate(subs):
         lo, hi = bounds[g], bounds[g + 1]
-        B[lo:hi, lo:hi] = 1.0 if sub is None else sub.B
+        B[lo:hi, lo:hi] = sub.B
     name = "grouped_mds" if real else "grouped_mds[complex]"
     return GradientCode(B, s, name=name, family="grouped_mds", params={"n": n, "s": s},
                         decoders=[GroupedDecoder(bounds, subs)], default_decoder="grouped")

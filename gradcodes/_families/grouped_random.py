@@ -1,0 +1,321 @@
+r"""Oversampled grouped random codes: certified accurate codes between load ``s + 1`` and the binary load.
+
+**Construction.** Write ``n = q (s+1) + r`` (``q = floor(n/(s+1))``, ``0 <= r <= s``). The workers and partitions
+split into the ``q`` contiguous groups of :func:`gradcodes.stable_binary` (``n_g = s + 1 + t_g`` workers and
+partitions, ``t_g = floor(r/q)`` or ``ceil(r/q)``): the smallest groups that ``s`` stragglers cannot silence
+(Charalambides, Mahdavifar & Hero 2020). Group ``g`` runs Tandon et al.'s (2017) random cyclic-repetition code
+built for ``s_g = min(s + extra, n_g - 1)`` stragglers, used against ``s``: load ``s_g + 1 = s + 1 + extra`` (or
+``n_g`` when the group is that small, and then every member stores the whole block and the decode is one message,
+weight 1). The ``extra`` unused degrees of freedom are spent on accuracy: ``n_g - s`` responders of the group span a
+space larger than needed, and the decoder picks the decoding vector of least weighted norm.
+
+**Decoder** (:class:`RowSpaceDecoder`, per group through :class:`~gradcodes.BlockDecoder`). With ``B_g = C N``
+(``N``: orthonormal basis of the row space, ``rank B_g = n_g - s_g``) and ``1 = c N``, ``a B_g = 1`` is
+``a C = c``. For responders ``F`` the decoder returns the minimum of ``sum_i (a_i ||B_i||_1)^2`` (the cancellation
+factor's weights) subject to ``a_F C_F = c``: one ``|F| x rank`` QR factorisation per straggler set.
+
+**Proof.** The code is block-diagonal, so :func:`gradcodes.verify` proves it block by block (see
+:mod:`gradcodes._blocks`): ``C(n_g, s)`` sets per distinct group size instead of ``C(n, s)``. The seed of each
+group size is the one with the smallest exhaustively verified worst case among the candidates; winning seeds and
+their certificates are kept in ``code.params``. Sizes for which a certified seed is stored in the package
+(:data:`CERTIFIED`, re-checked by ``python benchmarks/certify_seeds.py --check``) are not searched again. A group
+too large to enumerate within ``limit`` straggler sets is *searched*, not proven, and the certificate says so.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .._blocks import Block, BlockDecoder, is_proof
+from .._code import GradientCode, LinearCode
+from .._decoders import Decoder, LeastSquaresDecoder, single_threaded_blas
+from .._io import REBUILDERS
+from .._registry import Scheme, register
+from .._validate import check_int, check_ns, check_rng
+from ._certified_seeds import CERTIFIED
+from .repetition import GroupDecoder, cyclic_repetition
+
+__all__ = ["grouped_random", "grouped_random_load", "group_sizes", "certified_bound", "RowSpaceDecoder", "CERTIFIED"]
+
+
+class RowSpaceDecoder(Decoder):
+    """Least weighted-norm decoding vector ``min sum_i (a_i ||B_i||_1)^2`` subject to ``a_F B_F = E`` (real codes).
+
+    Precomputes ``B = C N`` (``N`` an orthonormal basis of the row space of ``B``) and ``E = c N``; a straggler set
+    costs one QR factorisation of the responders' ``|F| x rank`` rows of ``C`` (row-weighted) and one triangular
+    solve. Sets whose factor is singular fall back to minimum-norm least squares.
+    """
+
+    name = "rowspace"
+    description = "least weighted-norm solution in the row space (one small QR per set)"
+
+    @staticmethod
+    def basis(code: LinearCode) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        cached = code._memo.get("rowspace")
+        if cached is None:
+            B = np.asarray(code.B, dtype=np.float64)
+            w = np.abs(B).sum(axis=1)
+            w[w == 0] = 1.0
+            _, sv, Vt = np.linalg.svd(B, full_matrices=False)
+            r = int((sv > sv[0] * max(B.shape) * np.finfo(float).eps).sum()) if sv.size else 0
+            N = Vt[:r]                                                   # (r, k m)
+            C = (B @ N.T) / w[:, None]                                  # row-weighted coordinates (n, r)
+            c = np.asarray(code.target, dtype=np.float64) @ N.T        # (m, r)
+            cached = (np.ascontiguousarray(C), np.ascontiguousarray(c), w)
+            code._memo["rowspace"] = cached
+        return cached
+
+    def matrices(self, code: LinearCode, mask: np.ndarray) -> np.ndarray:
+        C, c, w = self.basis(code)
+        b, n = mask.shape
+        r = C.shape[1]
+        out = np.zeros((b, code.m, n))
+        counts = mask.sum(axis=1)
+        redo = []
+        with single_threaded_blas():
+            for f in np.unique(counts):
+                rows = np.flatnonzero(counts == f)
+                if f < r or r == 0:
+                    redo.append(rows)
+                    continue
+                F = np.sort(np.argsort(~mask[rows], axis=1, kind="stable")[:, :f], axis=1)   # (g, f)
+                Q, R = _qr(C[F])                                         # (g, f, r), (g, r, r)
+                diag = np.abs(np.diagonal(R, axis1=1, axis2=2)).min(axis=1)
+                ok = diag > np.abs(R).max(axis=(1, 2)) * 1e-13
+                if not ok.all():
+                    redo.append(rows[~ok])
+                if ok.any():
+                    Y = _solve_upper_t(R[ok], c)                         # R^T Y = c^T: (g', r, m)
+                    aF = np.swapaxes(Q[ok] @ Y, 1, 2)                   # (g', m, f): a_F Q R = c
+                    blk = np.zeros((aF.shape[0], code.m, n))
+                    np.put_along_axis(blk, np.broadcast_to(F[ok][:, None, :], aF.shape), aF, axis=2)
+                    out[rows[ok]] = blk / w
+        if redo:
+            idx = np.concatenate(redo)
+            out[idx] = LeastSquaresDecoder().matrices(code, mask[idx])
+        return out
+
+
+def _qr(M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Thin QR of a batch (g, f, r), f >= r small: Gram-Schmidt with one reorthogonalisation (CGS2), vectorised
+    over the batch; as accurate as Householder QR in practice (Giraud, Langou & Rozloznik 2005)."""
+    g, f, r = M.shape
+    Q = np.empty((g, f, r))
+    R = np.zeros((g, r, r))
+    for j in range(r):
+        v = M[:, :, j].copy()
+        if j:
+            Qj = Q[:, :, :j]
+            for _ in range(2):
+                h = np.einsum("bfi,bf->bi", Qj, v)
+                v -= np.einsum("bfi,bi->bf", Qj, h)
+                R[:, :j, j] += h
+        nrm = np.sqrt(np.einsum("bf,bf->b", v, v))
+        R[:, j, j] = nrm
+        Q[:, :, j] = v / np.where(nrm > 0, nrm, 1.0)[:, None]
+    return Q, R
+
+
+def _solve_upper_t(R: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """Solve ``R^T Y = c^T`` for a batch of upper-triangular ``R`` (g, r, r) and ``c`` (m, r): forward
+    substitution, vectorised over the batch. Returns (g, r, m)."""
+    g, r, _ = R.shape
+    Y = np.empty((g, r, c.shape[0]))
+    for i in range(r):
+        acc = np.broadcast_to(c[:, i], (g, c.shape[0])).copy()
+        if i:
+            acc -= np.einsum("bj,bjm->bm", R[:, :i, i], Y[:, :i, :])
+        Y[:, i, :] = acc / R[:, i, i][:, None]
+    return Y
+
+
+def group_sizes(n: int, s: int) -> np.ndarray:
+    """Sizes ``n_g = s + 1 + t_g`` of the ``q = floor(n/(s+1))`` groups (largest first).
+
+    >>> group_sizes(100, 25).tolist(), group_sizes(97, 24).tolist()
+    ([34, 33, 33], [33, 32, 32])
+    """
+    n, s = check_ns(n, s)
+    q = n // (s + 1)
+    r = n - q * (s + 1)
+    t = np.full(q, r // q, dtype=np.int64)
+    t[: r % q] += 1
+    return s + 1 + t
+
+
+def grouped_random_load(n: int, s: int, extra: int = 1) -> int:
+    """Load of :func:`grouped_random`: ``min(s + 1 + extra, max_g n_g)``.
+
+    >>> grouped_random_load(100, 25), grouped_random_load(100, 25, extra=0), grouped_random_load(12, 3, extra=2)
+    (27, 26, 4)
+    """
+    extra = check_int("extra", extra, 0)
+    return int(min(s + 1 + extra, group_sizes(n, s).max()))
+
+
+def _block_code(ng: int, s: int, extra: int, seed: int | None) -> GradientCode:
+    sg = min(s + extra, ng - 1)
+    if sg == ng - 1:                                   # the group stores its whole block: repetition
+        return GradientCode(np.ones((ng, ng), dtype=np.int64), s, field="real", name=f"repetition[{ng}]",
+                            decoders=[GroupDecoder(np.array([0, ng]))], default_decoder="group")
+    B = cyclic_repetition(ng, sg, rng=seed).B
+    return GradientCode(B, s, name=f"cyclic_repetition[{ng},{sg},seed={seed}]",
+                        decoders=[RowSpaceDecoder()], default_decoder="rowspace")
+
+
+def _certify(sub: GradientCode, limit: int) -> dict[str, Any]:
+    from .._verify import verify
+
+    rep = verify(sub, limit=limit, stop_on_failure=True)
+    total = math.comb(sub.n, sub.s)
+    return {"error_estimate": float(rep.error_estimate) if rep.n_failures == 0 else float("inf"),
+            "worst_residual": float(rep.worst_residual), "worst_cancellation": float(rep.worst_cancellation),
+            "proven": is_proof(rep), "sets": int(rep.patterns_checked), "total": total,
+            "status": "proven" if is_proof(rep) else ("fails" if rep.n_failures else "searched (not proven)")}
+
+
+def grouped_random(n: int, s: int, extra: int = 1, *, rng: Any = None, candidates: int = 4,
+                   limit: int = 200_000, block_seeds: dict[Any, int] | None = None,
+                   certificates: list[dict[str, Any]] | None = None) -> GradientCode:
+    r"""Oversampled grouped random code: random cyclic-repetition groups with ``extra`` units of load to spare.
+
+    See the module docstring for the construction, decoder and proof. ``k = n``, load
+    ``min(s + 1 + extra, n_g)`` (``s + 2`` for ``extra = 1``); ``extra = 0`` gives Tandon et al.'s random code in
+    every group (load ``s + 1``).
+
+    Parameters
+    ----------
+    n : int
+        Number of workers (= partitions), ``n >= 1``.
+    s : int
+        Stragglers tolerated, ``0 <= s <= n - 1``.
+    extra : int, default 1
+        Load above ``s + 1`` spent on accuracy, ``extra >= 0``.
+    rng : int, SeedSequence, BitGenerator or Generator, optional
+        Source of the candidate seeds. Default (None): the reproducible seeds ``0, 1, ..., candidates - 1``.
+    candidates : int, default 4
+        Seeds tried per group size that has no stored certificate (:data:`CERTIFIED`).
+    limit : int, default 200,000
+        Largest number of straggler sets enumerated per candidate; larger groups are searched, not proven.
+    block_seeds : dict, optional
+        ``{n_g: seed}``: use these seeds, no search (this is how :func:`gradcodes.load` rebuilds the code).
+    certificates : list of dict, optional
+        Certificates carried by a saved code (informational; re-check with :func:`gradcodes.verify`).
+
+    Returns
+    -------
+    GradientCode
+        Decoder ``"grouped"`` (a :class:`~gradcodes.BlockDecoder`); ``code.params`` holds ``block_seeds`` and
+        ``certificates`` (per group size: seed, worst error estimate, ``proven`` or searched, sets checked, the
+        candidates' errors).
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> code = gc.grouped_random(20, 4)                 # 4 groups of 5 workers: each stores its whole block
+    >>> code.load, bool(gc.verify(code))
+    (5, True)
+    >>> code = gc.grouped_random(13, 4, candidates=2)   # groups of 7 (random code, load 6) and 6 (whole block)
+    >>> code.load, code.params["block_seeds"]
+    (6, {'7': 0, '6': None})
+    >>> cert = code.params["certificates"][0]
+    >>> cert["n_g"], cert["status"], cert["error_estimate"] < 1e-13
+    (7, 'proven', True)
+    >>> bool(gc.verify(code))                           # proof by blocks: C(7, 4) + C(6, 4) sets
+    True
+    """
+    n, s = check_ns(n, s)
+    extra = check_int("extra", extra, 0)
+    candidates = check_int("candidates", candidates, 1, 10_000)
+    limit = check_int("limit", limit, 0)
+    sizes = group_sizes(n, s)
+    if block_seeds is not None:
+        if not isinstance(block_seeds, dict):
+            raise TypeError(f"block_seeds must be a dict {{n_g: seed}}, got {type(block_seeds).__name__}")
+        seeds_in = {int(k): (None if v is None else check_int("block_seeds value", v, 0))
+                    for k, v in block_seeds.items()}
+        missing = sorted(set(int(x) for x in sizes) - set(seeds_in))
+        if missing:
+            raise ValueError(f"block_seeds must give a seed for every group size {sorted(set(sizes.tolist()))}; "
+                             f"missing {missing}")
+    if certificates is not None and not (isinstance(certificates, list)
+                                         and all(isinstance(c, dict) for c in certificates)):
+        raise TypeError("certificates must be a list of dicts (as stored in code.params)")
+    gen = None if rng is None else check_rng(rng)
+    subs: dict[int, GradientCode] = {}
+    seeds: dict[str, int | None] = {}
+    certs: list[dict[str, Any]] = []
+    for ng in sorted(set(int(x) for x in sizes), reverse=True):
+        whole = min(s + extra, ng - 1) == ng - 1
+        if whole:
+            seed: int | None = None
+            sub = _block_code(ng, s, extra, None)
+            cert = {"n_g": ng, "seed": None, **_certify(sub, limit)} if block_seeds is None else None
+        elif block_seeds is not None:
+            seed = seeds_in[ng]
+            sub = _block_code(ng, s, extra, seed)
+            cert = None
+        elif (ng, s, extra) in CERTIFIED:
+            stored = CERTIFIED[(ng, s, extra)]
+            seed = int(stored["seed"])
+            sub = _block_code(ng, s, extra, seed)
+            cert = {"n_g": ng, **stored, "status": "proven (stored certificate)"}
+        else:
+            pool = list(range(candidates)) if gen is None else [int(x) for x in gen.integers(0, 2**31, candidates)]
+            best: tuple[float, bool, int, GradientCode, dict[str, Any]] | None = None
+            tried: dict[str, float] = {}
+            for sd in pool:
+                cand = _block_code(ng, s, extra, sd)
+                c = _certify(cand, limit)
+                tried[str(sd)] = c["error_estimate"]
+                key = (not c["proven"], c["error_estimate"])
+                if best is None or key < (not best[1], best[0]):
+                    best = (c["error_estimate"], c["proven"], sd, cand, c)
+            assert best is not None
+            seed, sub = best[2], best[3]
+            cert = {"n_g": ng, "seed": seed, **best[4], "candidates": tried}
+        subs[ng] = sub
+        seeds[str(ng)] = seed
+        if cert is not None:
+            certs.append(cert)
+    bounds = np.concatenate([[0], np.cumsum(sizes)])
+    blocks = [Block(tuple(range(int(lo), int(hi))), tuple(range(int(lo), int(hi))))
+              for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
+    B = np.zeros((n, n))
+    for g, ng in enumerate(sizes):
+        B[bounds[g]:bounds[g + 1], bounds[g]:bounds[g + 1]] = subs[int(ng)].B
+    params: dict[str, Any] = {"n": n, "s": s, "extra": extra, "block_seeds": seeds,
+                              "certificates": certs if block_seeds is None else (certificates or [])}
+    return GradientCode(B, s, name="grouped_random", family="grouped_random", params=params,
+                        decoders=[BlockDecoder(blocks, [subs[int(ng)] for ng in sizes], name="grouped")],
+                        default_decoder="grouped")
+
+
+def certified_bound(code: GradientCode) -> tuple[float, bool, bool]:
+    """``(bound, proven, failed)`` of a :func:`grouped_random` code from its group certificates, without enumerating:
+    the bound of :mod:`gradcodes._blocks` (``u sum_g (n_g/n) canc_g + max_g res_g``; all groups are checked once
+    per size). ``proven`` only when every group size has a proven certificate (an exhaustive :func:`gradcodes.verify`
+    run, or a stored one re-checkable by ``python benchmarks/certify_seeds.py --check``); otherwise the bound is
+    built from searched worst cases and is not a worst case.
+    """
+    if code.family != "grouped_random":
+        raise ValueError(f"certified_bound() takes a grouped_random code, got family {code.family!r}")
+    certs = {int(c["n_g"]): c for c in code.params.get("certificates", [])}
+    sizes = group_sizes(code.params["n"], code.params["s"])
+    if any(int(ng) not in certs for ng in sizes):
+        return float("nan"), False, False
+    u = float(np.finfo(np.float64).eps) / 2
+    canc = sum(int(ng) / code.n * float(certs[int(ng)]["worst_cancellation"]) for ng in sizes)
+    res = max(float(certs[int(ng)]["worst_residual"]) for ng in sizes)
+    failed = any(not np.isfinite(float(certs[int(ng)]["error_estimate"])) for ng in sizes)
+    proven = all(bool(certs[int(ng)]["proven"]) for ng in sizes) and not failed
+    return (float("inf") if failed else u * canc + res), proven, failed
+
+
+REBUILDERS.update(grouped_random=grouped_random)
+register(Scheme("grouped_random", lambda n, s, extra=1: grouped_random(n, s, extra),
+                "stable-binary groups, each a random cyclic-repetition code with extra load, proven by blocks",
+                tour=({"n": 23, "s": 4}, {"n": 40, "s": 9})))

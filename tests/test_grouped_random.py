@@ -1,0 +1,126 @@
+"""grouped_random: exact structure, proof by blocks, certificates, stored seeds, mutation and bad input."""
+
+import math
+
+import numpy as np
+import pytest
+
+import gradcodes as gc
+from gradcodes._blocks import is_proof
+from gradcodes._families._certified_seeds import CERTIFIED
+from gradcodes._families.grouped_random import (
+    RowSpaceDecoder,
+    _block_code,
+    certified_bound,
+    group_sizes,
+    grouped_random_load,
+)
+
+
+@pytest.mark.parametrize("n, s, extra", [(23, 4, 1), (14, 4, 1), (13, 4, 2), (32, 10, 1)])
+def test_structure_load_and_proof(n, s, extra):
+    code = gc.grouped_random(n, s, extra, candidates=2)
+    sizes = group_sizes(n, s)
+    assert sizes.sum() == n and sizes.min() >= s + 1 and sizes.max() - sizes.min() <= 1
+    assert code.load == grouped_random_load(n, s, extra) == min(s + 1 + extra, sizes.max())
+    bounds = np.concatenate([[0], np.cumsum(sizes)])
+    sup = code.support_matrix
+    for g in range(sizes.size):                            # block-diagonal, each worker inside its group
+        lo, hi = bounds[g], bounds[g + 1]
+        assert not sup[lo:hi, :lo].any() and not sup[lo:hi, hi:].any()
+    rep = gc.verify(code)
+    assert rep.exact and rep.verdict == "ok"
+    full = gc.verify(code, limit=math.comb(n, s))           # proof by blocks agrees with its own bound
+    assert full.error_estimate <= rep.error_estimate * (1 + 1e-9)
+    bound, proven, failed = certified_bound(code)
+    assert proven and not failed
+    assert bound == pytest.approx(rep.error_estimate, rel=1e-6)
+    G = np.random.default_rng(1).normal(size=(n, 7))
+    F = np.arange(s, n)                                     # the first s workers straggle
+    assert np.allclose(code.decode(F, code.encode(G)), G.sum(axis=0), rtol=1e-10, atol=1e-10)
+
+
+def test_certificates_and_rebuild(tmp_path):
+    code = gc.grouped_random(13, 4, candidates=3)          # groups of 7 (random, load 6) and 6 (whole block)
+    certs = code.params["certificates"]
+    assert [c["n_g"] for c in certs] == [7, 6]
+    big = certs[0]
+    assert big["status"] == "proven" and big["sets"] == math.comb(7, 4) and set(big["candidates"]) == {"0", "1", "2"}
+    assert big["error_estimate"] == min(big["candidates"].values())          # the winning seed is the best one
+    seeds = code.params["block_seeds"]
+    again = gc.grouped_random(13, 4, block_seeds={int(k): v for k, v in seeds.items()})
+    assert np.array_equal(again.B, code.B)
+    gc.save(code, tmp_path / "g.npz")
+    loaded = gc.load(tmp_path / "g.npz")
+    assert loaded.default_decoder == "grouped" and np.array_equal(loaded.B, code.B)
+    assert bool(gc.verify(loaded))
+
+
+def test_rowspace_decoder_is_least_weighted_norm():
+    sub = _block_code(9, 4, 1, 3)                          # cyclic_repetition(9, 5) used against 4 stragglers
+    mask = np.ones((1, 9), dtype=bool)
+    mask[0, [0, 2, 5, 7]] = False
+    a = sub.decoding_matrices(mask)[0, 0]
+    assert np.abs(a[~mask[0]]).max() == 0
+    assert np.abs(a @ sub.B - 1).max() < 1e-12
+    F = np.flatnonzero(mask[0])
+    w = np.abs(sub.B).sum(axis=1)
+    # the minimum of ||a w||_2 over solutions: a_F = (w-scaled min-norm solution) / w
+    M = (sub.B[F] / w[F, None]).T
+    x = np.linalg.lstsq(M, np.ones(9), rcond=None)[0]
+    assert np.allclose(a[F], x / w[F], atol=1e-10)
+    assert isinstance(sub.decoders["rowspace"], RowSpaceDecoder)
+
+
+def test_oversampling_beats_load_s_plus_1_on_a_proof():
+    # the same group size at extra=0 (Tandon's random code per group) and extra=1, both proven by blocks
+    e0 = gc.verify(gc.grouped_random(32, 10, 0, candidates=2))
+    e1 = gc.verify(gc.grouped_random(32, 10, 1, candidates=2))
+    assert e0.exact and e1.exact
+    assert e1.error_estimate < e0.error_estimate
+
+
+def test_mutation_is_caught():
+    code = gc.grouped_random(14, 4, candidates=1)
+    B = np.array(code.B)
+    B[8, 9] += 0.25                                          # corrupt the second group
+    bad = gc.GradientCode(B, 4, decoders=[code.decoders["grouped"]], default_decoder="grouped")
+    rep = gc.verify(bad)
+    assert not rep.exact and rep.n_failures > 0
+    with pytest.raises(gc.DecodingError):
+        bad.decoding_matrix(rep.failing_responders)
+
+
+def test_large_groups_are_searched_not_proven():
+    code = gc.grouped_random(32, 10, candidates=1, limit=100)   # C(16, 10) = 8008 > limit: searched
+    cert = code.params["certificates"][0]
+    assert cert["status"] == "searched (not proven)" and not cert["proven"]
+    bound, proven, failed = certified_bound(code)
+    assert not proven and not failed
+    rep = gc.verify(code, limit=100)
+    assert not is_proof(rep) and rep.n_failures == 0        # no proof claimed
+
+
+def test_stored_certificates_recheck_when_small():
+    for (ng, s, extra), entry in CERTIFIED.items():
+        if math.comb(ng, s) > 20_000:
+            continue                                        # python benchmarks/certify_seeds.py --check
+        rep = gc.verify(_block_code(ng, s, extra, entry["seed"]), limit=math.comb(ng, s))
+        assert rep.exact and rep.error_estimate <= 2 * entry["error_estimate"]
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match="extra"):
+        gc.grouped_random(10, 2, extra=-1)
+    with pytest.raises((TypeError, ValueError), match="s"):
+        gc.grouped_random(10, 10)
+    with pytest.raises(ValueError, match="block_seeds"):
+        gc.grouped_random(23, 4, block_seeds={6: 0})
+    with pytest.raises(TypeError, match="block_seeds"):
+        gc.grouped_random(23, 4, block_seeds=[0, 1])
+    with pytest.raises(ValueError, match="candidates"):
+        gc.grouped_random(23, 4, candidates=0)
+    with pytest.raises(TypeError, match="certificates"):
+        gc.grouped_random(23, 4, block_seeds={6: 0, 5: None}, certificates="x")
+    with pytest.raises(ValueError, match="grouped_random"):
+        certified_bound(gc.stable_binary(10, 2))
