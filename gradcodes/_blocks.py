@@ -301,7 +301,7 @@ def verify_blocks(code: GradientCode, dec: BlockDecoder, **options: Any) -> Veri
     failures: list[tuple[int, ...]] = []
     notes: list[str] = []
     dead: Block | None = None
-    covered = set()
+    covered: set[int] = set()
     for i, (blk, sub) in enumerate(zip(dec.blocks, dec.subcodes, strict=True)):
         covered.update(blk.partitions)
         row: dict[str, Any] = {"workers": blk.workers, "partitions": blk.partitions, "same_as": None,
