@@ -208,9 +208,8 @@ def _read_entry(zf: zipfile.ZipFile, member: str, key: str, where: str, max_entr
         if len(data) != expected:
             raise CodeFileError(f"{where!r}: entry {key!r} is truncated")
         arr = np.frombuffer(data, dtype=dtype)
-        if fortran:
-            return arr.reshape(tuple(int(d) for d in shape), order="F").copy()
-        return arr.reshape(tuple(int(d) for d in shape)).copy()
+        dims = tuple(int(d) for d in shape)
+        return (arr.reshape(dims, order="F") if fortran else arr.reshape(dims, order="C")).copy()
 
 
 def _kinds(kinds: str) -> str:
@@ -300,7 +299,7 @@ def _matrix(where: str, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> 
             raise fail(f"a floating-point matrix in a file whose field is {field!r}")
         if B.dtype.kind in "fc" and not np.all(np.isfinite(B)):
             raise fail("it has infinite or NaN entries")
-    n, cols = B.shape
+    n, cols = int(B.shape[0]), int(B.shape[1])
     if n < 1 or cols < 1 or cols % meta["m"]:
         raise fail(f"shape {B.shape} is not (n, k*m) with n, k >= 1 and m = {meta['m']}")
     if meta.get("s") is not None and not 0 <= meta["s"] <= n - 1:
@@ -311,7 +310,7 @@ def _matrix(where: str, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> 
 def _check_params(where: str, meta: dict[str, Any], B: Any) -> None:
     """The family parameters must describe the saved matrix: a rebuild then costs no more than the matrix."""
     params = meta["params"]
-    n, cols = B.shape
+    n, cols = int(B.shape[0]), int(B.shape[1])
     m = meta["m"]
     expected: dict[str, int] = {"n": n, "k": cols // m, "m": m}
     if meta.get("s") is not None:

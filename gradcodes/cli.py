@@ -101,6 +101,7 @@ def _build(args: argparse.Namespace) -> Any:
             defaults = {("rng" if k == "seed" else k): p.default for k, p in sig.parameters.items()
                         if p.default is not p.empty and ("rng" if k == "seed" else k) in fn_sig.parameters
                         and ("rng" if k == "seed" else k) not in given}
+            assert fn is not None
             target, target_sig, given = fn, fn_sig, {**defaults, **given}
         else:
             takes = list(sig.parameters) + [k for k in (fn_sig.parameters if fn_sig else ()) if k not in sig.parameters]

@@ -130,9 +130,9 @@ def fractional_repetition(n: int, s: int, k: int | None = None, *, field: str = 
     field : {"real", "rational"}
         Floating point or exact arithmetic.
 
-    Decoders
-    --------
-    ``"group"`` (default): the smallest-index responder of each group, weight 1. ``"group-mean"``: weight
+    Notes
+    -----
+    Decoders: ``"group"`` (default): the smallest-index responder of each group, weight 1. ``"group-mean"``: weight
     ``1/|F ∩ group|`` on each responder (minimum norm). The generic ``"nullspace"``/``"lstsq"`` (or ``"exact"``).
 
     Examples

@@ -1,0 +1,163 @@
+"""Hypothesis strategies and assertion helpers for testing gradient codes in your own CI.
+
+In the manner of ``hypothesis.extra.numpy``: strategies that draw straggler and responder sets (including the
+adversarial ones: cyclic windows of consecutive stragglers and the sets the verifier reports as worst), valid
+parameters and codes of every registered family, and partial gradients of a chosen dtype; and assertions that
+fail with the responder set and the residual. This module imports hypothesis (``pip install 'gradcodes[test]'``);
+``import gradcodes`` does not import it.
+
+Examples
+--------
+>>> import gradcodes as gc
+>>> from gradcodes.testing import assert_recovers
+>>> assert_recovers(gc.fractional_repetition(6, 1), [0, 2, 3, 4, 5])   # worker 1 straggles
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from .._registry import schemes
+
+__all__ = ["straggler_sets", "responder_sets", "windows", "verifier_flagged", "scheme_parameters", "codes",
+           "partial_gradients", "assert_recovers", "assert_unbiased"]
+
+
+def _check(n: int, s: int) -> None:
+    if not (isinstance(n, int) and n >= 1):
+        raise ValueError(f"n must be an integer >= 1, got {n!r}")
+    if not (isinstance(s, int) and 0 <= s < n):
+        raise ValueError(f"s must be an integer in [0, n - 1] = [0, {n - 1}], got {s!r}")
+
+
+def windows(n: int, s: int) -> st.SearchStrategy[tuple[int, ...]]:
+    """Straggler sets ``{t, t+1, ..., t+s-1} mod n``: the consecutive windows that break cyclic codes first."""
+    _check(n, s)
+    return st.integers(0, n - 1).map(lambda t: tuple(sorted((t + i) % n for i in range(s))))
+
+
+def verifier_flagged(code: Any) -> list[tuple[int, ...]]:
+    """The straggler sets :func:`gradcodes.verify` reports: the worst residual, the worst cancellation, failures."""
+    from .._verify import verify
+
+    rep = verify(code, stop_on_failure=False)
+    every = set(range(code.n))
+    flagged: list[Any] = [rep.worst_responders, rep.worst_cancellation_responders,
+                          *[f for f in (rep.failing_responders or [])]]
+    return sorted({tuple(sorted(every - set(r))) for r in flagged if r is not None})
+
+
+def straggler_sets(n: int, s: int, *, min_size: int | None = None, code: Any = None,
+                   adversarial: bool = True) -> st.SearchStrategy[tuple[int, ...]]:
+    """Sorted tuples of distinct straggling workers, of size ``min_size..s`` (default exactly ``s``).
+
+    With ``adversarial=True`` (default) the draws mix uniform sets with cyclic windows (:func:`windows`) and, when
+    ``code`` is given, the sets the verifier flags as worst (:func:`verifier_flagged`).
+    """
+    _check(n, s)
+    lo = s if min_size is None else min_size
+    if not 0 <= lo <= s:
+        raise ValueError(f"min_size must be in [0, s] = [0, {s}], got {min_size!r}")
+    uniform = st.lists(st.integers(0, n - 1), min_size=lo, max_size=s, unique=True).map(lambda x: tuple(sorted(x)))
+    if not adversarial:
+        return uniform
+    parts = [uniform, windows(n, s)]
+    if code is not None:
+        flagged = verifier_flagged(code)
+        if flagged:
+            parts.append(st.sampled_from(flagged))
+    return st.one_of(*parts)
+
+
+def responder_sets(n: int, s: int, **kwargs: Any) -> st.SearchStrategy[tuple[int, ...]]:
+    """The complements of :func:`straggler_sets` (same keywords): sorted tuples of responding workers."""
+    return straggler_sets(n, s, **kwargs).map(lambda S: tuple(i for i in range(n) if i not in set(S)))
+
+
+def scheme_parameters(name: str, *, max_n: int = 30) -> st.SearchStrategy[dict[str, Any]]:
+    """Valid keyword parameters of the registered family ``name`` (from :func:`gradcodes.schemes`), ``n <= max_n``."""
+    reg = schemes()
+    if name not in reg:
+        raise ValueError(f"name must be one of {sorted(reg)}, got {name!r}")
+    params = [dict(p) for p in reg[name].tour if int(p.get("n", 0)) <= max_n]
+    if not params:
+        raise ValueError(f"scheme {name!r} has no registered parameters with n <= max_n = {max_n}")
+    return st.sampled_from(params)
+
+
+def codes(kind: str | None = "exact", *, names: list[str] | None = None, max_n: int = 30) -> st.SearchStrategy[Any]:
+    """Codes built from the registry: every family of ``kind`` (``"exact"``, ``"tree"``, ``"adversarial"``,
+    ``"approximate"`` or None for all), or the families ``names``, at registered parameters with ``n <= max_n``."""
+    reg = schemes()
+    chosen = sorted(names) if names is not None else sorted(k for k, v in reg.items() if kind is None or v.kind == kind)
+    if not chosen:
+        raise ValueError(f"no registered family of kind {kind!r}")
+    pairs = [(name, dict(p)) for name in chosen for p in reg[name].tour if int(p.get("n", 0)) <= max_n]
+    if not pairs:
+        raise ValueError(f"no registered parameters with n <= max_n = {max_n} for {chosen}")
+    return st.sampled_from(pairs).map(lambda np_: reg[np_[0]].build(**np_[1]))
+
+
+def partial_gradients(code: Any, *, dtype: npt.DTypeLike = np.float64, p: int | st.SearchStrategy[int] = 4,
+                      bound: float = 1e3) -> st.SearchStrategy[np.ndarray]:
+    """Arrays ``G`` of shape ``(code.k, p)`` and dtype ``dtype``: finite values in ``[-bound, bound]``."""
+    dt = np.dtype(dtype)
+    if dt.kind not in "fc":
+        raise ValueError(f"dtype must be a floating or complex dtype, got {dt}")
+    single = dt in (np.float32, np.complex64)
+    elements: st.SearchStrategy[Any]
+    if dt.kind == "c":
+        elements = st.complex_numbers(max_magnitude=bound, allow_nan=False, allow_infinity=False,
+                                      width=64 if single else 128)
+    else:
+        elements = st.floats(-bound, bound, allow_nan=False, allow_subnormal=False, width=32 if single else 64)
+    ps = st.just(p) if isinstance(p, int) else p
+    return ps.flatmap(lambda q: hnp.arrays(dt, (code.k, q), elements=elements))
+
+
+def assert_recovers(code: Any, responders: Any, G: Any = None, *, rtol: float | None = None) -> None:
+    """Assert that ``code`` recovers ``sum(G)`` from ``responders``; the message names the set and the residual.
+
+    ``G`` defaults to a fixed float64 ``(k, 3)`` array. The tolerance is the decode's own error estimate
+    (times 4) unless ``rtol`` is given; an exact code must recover exactly.
+    """
+    from .._code import DecodingError
+
+    R = tuple(int(i) for i in responders)
+    if G is None:
+        G = np.random.default_rng(0).standard_normal((code.k, 3))
+    G = np.asarray(G) if not isinstance(G, np.ndarray) else G
+    try:
+        g, info = code.decode(list(R), code.encode(G), return_info=True)
+    except (DecodingError, ValueError) as exc:   # too few responders, or they cannot decode
+        raise AssertionError(f"responders {R}: no decode ({exc})") from None
+    exact = np.asarray(G, dtype=np.complex128).sum(axis=0)
+    scale = max(float(np.abs(np.asarray(G, dtype=np.complex128)).sum(axis=0).max()), np.finfo(float).tiny)
+    got = np.asarray(g, dtype=np.complex128).reshape(-1)[: exact.size]   # m > 1 codes may pad to m blocks
+    err = float(np.abs(got - exact).max()) / scale
+    tol = rtol if rtol is not None else 4 * float(info.error_estimate) + np.finfo(np.asarray(g).dtype).eps
+    if not err <= tol:
+        raise AssertionError(f"responders {R}: relative error {err:.3g} > tolerance {tol:.3g} "
+                             f"(residual ||A_F B - E|| = {info.residual}, decoder {info.decoder!r})")
+
+
+def assert_unbiased(code: Any, p: Any = None, *, atol: float = 1e-9, max_enumerate: int = 16) -> None:
+    """Assert that an approximate code's estimate is unbiased under independent straggling with probabilities
+    ``p`` (``E[ghat] = g`` for ``g_j = e_j``), exactly by enumeration when ``n <= max_enumerate``.
+
+    Fails with the bias vector's norm and the partitions whose bias exceeds ``atol``.
+    """
+    from .._approx_eval import evaluate_approximate
+
+    rep = evaluate_approximate(code, p=p, max_enumerate=max_enumerate)
+    bias = np.asarray(rep.bias, dtype=float)
+    bad = np.flatnonzero(np.abs(bias) > atol)
+    if bad.size:
+        raise AssertionError(f"biased: ||E[ghat] - g|| = {rep.bias_norm:.3g} ({rep.method}, {rep.patterns} "
+                             f"response patterns); partitions {bad[:10].tolist()} off by "
+                             f"{bias[bad[:10]].tolist()}")

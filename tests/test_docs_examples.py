@@ -1,0 +1,126 @@
+"""Every ```python block of every docs page (and the README) runs, in order, and prints what the page shows.
+
+The convention (documented in docs/index.md, "Examples on these pages are tested"):
+
+* a page's ```python blocks run in order in one namespace per page (later blocks see earlier names);
+* a block that starts with ``>>>`` is a doctest: each output line under a prompt is checked;
+* a ```python block followed directly by a ```text block: the text block is what the python block prints,
+  compared with doctest's checker (``...`` matches anything, whitespace is normalized, and numbers need to
+  agree only to the precision written);
+* other fences (```bash, ```text not after python, bare ```) are not run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import doctest
+import io
+import re
+from pathlib import Path
+
+import pytest
+from _pytest.doctest import _get_checker  # pytest's checker: the same NUMBER semantics as our doctests
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = sorted((ROOT / "docs").glob("*.md")) + [ROOT / "README.md"]
+FENCE = re.compile(r"^```([\w{}-]*)[^\n]*\n(.*?)^```[ \t]*$", re.S | re.M)
+NUMBER = doctest.register_optionflag("NUMBER")   # returns pytest's flag (registration is idempotent)
+FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE | NUMBER
+
+
+def blocks(text: str) -> list[tuple[str, str, str | None, int]]:
+    """``(kind, source, expected_output, line)`` for every python block; kind is "doctest" or "script"."""
+    fences = [(m.group(1), m.group(2), m.start(), m.end()) for m in FENCE.finditer(text)]
+    out = []
+    for i, (lang, body, start, end) in enumerate(fences):
+        if lang != "python":
+            continue
+        line = text.count("\n", 0, start) + 1
+        if body.lstrip().startswith(">>>"):
+            out.append(("doctest", body, None, line))
+            continue
+        expected = None
+        if i + 1 < len(fences) and fences[i + 1][0] == "text" and text[end:fences[i + 1][2]].strip() == "":
+            expected = fences[i + 1][1]
+        out.append(("script", body, expected, line))
+    return out
+
+
+def run_page(path: Path) -> int:
+    text = path.read_text(encoding="utf-8")
+    ns: dict = {"__name__": f"docs_{path.stem}"}
+    checker = _get_checker()
+    found = blocks(text)
+    for kind, src, expected, line in found:
+        where = f"{path.name}:{line}"
+        if kind == "doctest":
+            test = doctest.DocTestParser().get_doctest(src, ns, where, str(path), line)
+            runner = doctest.DocTestRunner(checker=checker, optionflags=FLAGS)
+            report = io.StringIO()
+            runner.run(test, out=report.write, clear_globs=False)
+            assert runner.failures == 0, f"{where}: doctest failed\n{report.getvalue()}"
+            continue
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            exec(compile(src, where, "exec"), ns)
+        if expected is not None:
+            got = buf.getvalue()
+            assert checker.check_output(expected, got, FLAGS), (
+                f"{where}: printed output differs from the page\n--- page\n{expected}--- got\n{got}")
+    return len(found)
+
+
+@pytest.mark.parametrize("path", PAGES, ids=[p.name for p in PAGES])
+def test_page_examples_run_and_match(path, tmp_path, monkeypatch):
+    if any("gradcodes.mpi" in src for _, src, _, _ in blocks(path.read_text(encoding="utf-8"))):
+        pytest.importorskip("mpi4py")    # the `mpi-local` extra, installed by the CI test command
+    monkeypatch.chdir(tmp_path)          # examples that write files write them here
+    run_page(path)
+
+
+def test_output_convention_is_enforced():
+    """The checker fails a page whose shown output is wrong (mutation test of the collector itself)."""
+    page = "```python\nprint(1 + 1)\n```\n\n```text\n3\n```\n"
+    (kind, src, expected, _), = blocks(page)
+    assert (kind, expected) == ("script", "3\n")
+    assert not _get_checker().check_output(expected, "2\n", FLAGS)
+    assert blocks("```python\n>>> 1 + 1\n2\n```\n")[0][0] == "doctest"
+
+
+def _cells(row: str) -> int:
+    return len(re.split(r"(?<!\\)\|", row.strip().strip("|")))
+
+
+@pytest.mark.parametrize("path", PAGES, ids=[p.name for p in PAGES])
+def test_markdown_tables_render(path):
+    """Every table row has its header's cell count (an unescaped ``|`` in code splits a cell) and no blank line
+    splits a table in two."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    fence, header, problems = False, None, []
+    for i, line in enumerate(lines, 1):
+        if line.startswith("```"):
+            fence = not fence
+        if fence or not line.startswith("|"):
+            header = None
+            continue
+        if header is None:
+            header = _cells(line)
+            if i > 2 and not lines[i - 2].strip() and lines[i - 3].startswith("|"):
+                problems.append(f"{path.name}:{i}: a blank line splits a table")
+        elif _cells(line) != header:
+            problems.append(f"{path.name}:{i}: {_cells(line)} cells, header has {header}")
+    assert not problems, "\n".join(problems)
+
+
+def test_users_pytest_file_passes(tmp_path):
+    """The user's test file shown on docs/testing.md passes under pytest, as a user would run it."""
+    import subprocess
+    import sys
+
+    src = next(s for _, s, _, _ in blocks((ROOT / "docs" / "testing.md").read_text(encoding="utf-8"))
+               if s.startswith("# test_my_codes.py"))
+    (tmp_path / "test_my_codes.py").write_text(src, encoding="utf-8")
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_my_codes.py"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "2 passed" in run.stdout
