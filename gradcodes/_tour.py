@@ -82,8 +82,10 @@ def tour(names: Iterable[str] | None = None, *, quick: bool = False, out: TextIO
 
 
 _KIND_TITLES = {
-    "exact": "Exact gradient codes: every set of n - s responders checked (or searched) for recovery",
-    "tree": "Tree codes: straggler patterns with at most s stragglers per parent",
+    "exact": "Exact gradient codes: recovery from every set of n - s responders (result ok/exact = proven: every set "
+             "checked or a theorem; unproven = sampled, not a proof)",
+    "tree": "Tree codes: straggler patterns with at most s stragglers per parent (ok/exact = every pattern checked; "
+            "unproven = sampled, not a proof)",
     "adversarial": "Approximate codes: worst-case and mean error over every set of s stragglers",
     "approximate": "Approximate codes: expected error and bias under random stragglers",
 }

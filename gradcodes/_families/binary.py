@@ -46,6 +46,7 @@ import numpy as np
 
 from .._blocks import Block, BlockDecoder
 from .._code import GradientCode, LinearCode
+from .._decoders import Decoder
 from .._io import REBUILDERS
 from .._registry import Scheme, register
 from .._validate import SEED_UNSET, check_choice, check_entries, check_int, check_ns, check_real, check_rng, check_size
@@ -130,10 +131,24 @@ def stable_binary(n: int, s: int, k: int | None = None, *, field: str = "real") 
         B[wb[g]:wb[g + 1], pb[g]:pb[g + 1]] = 1
     r = n % (s + 1)
     name = "stable_binary" if r else "stable_binary[FR]"
+    decoders: list[Decoder] = [GroupDecoder(wb, "first"), GroupDecoder(wb, "mean")]
+    default = "group"
+    if field == "real" and s < wb[1] - wb[0]:               # proven block by block (each a repetition block)
+        made: dict[tuple[int, int], GradientCode] = {}
+        subs = []
+        for g in range(q):
+            key = (int(wb[g + 1] - wb[g]), int(pb[g + 1] - pb[g]))
+            if key not in made:
+                made[key] = GradientCode(np.ones(key, dtype=np.int64), s, field="real", name="repetition[block]",
+                                         decoders=[GroupDecoder(np.array([0, key[0]]))], default_decoder="group")
+            subs.append(made[key])
+        blocks = [Block(tuple(range(int(wb[g]), int(wb[g + 1]))), tuple(range(int(pb[g]), int(pb[g + 1]))))
+                  for g in range(q)]
+        decoders.append(BlockDecoder(blocks, subs, name="blocks"))
+        default = "blocks"
     return GradientCode(B, s, field=field, name=name, family="stable_binary",
-                        params={"n": n, "s": s, "k": k, "field": field},
-                        decoders=[GroupDecoder(wb, "first"), GroupDecoder(wb, "mean")],
-                        default_decoder="group")
+                        params={"n": n, "s": s, "k": k, "field": field}, decoders=decoders,
+                        default_decoder=default)
 
 
 # ----------------------------------------------------------------------------------------------- recommend
@@ -252,15 +267,22 @@ class Recommendation:
         return "\n".join(lines)
 
 
-def _measure(code: LinearCode, samples: int, rng: Any, quick: bool) -> float:
-    """Worst float64 error estimate ``u canc + residual`` found by :func:`gradcodes.verify` (inf if it fails)."""
+def _measure(code: LinearCode, samples: int, rng: Any, quick: bool) -> tuple[float, bool]:
+    """``(worst float64 error estimate u canc + residual, proven)`` by :func:`gradcodes.verify` (inf if a set fails);
+    a grouped random code is judged by its group certificates (:func:`certified_bound`), never re-enumerated."""
+    from .._blocks import is_proof
     from .._verify import verify
 
+    if code.family == "grouped_random":
+        from .grouped_random import certified_bound
+
+        bound, proven, failed = certified_bound(code)  # type: ignore[arg-type]
+        return (float("inf") if failed else bound), proven
     rep = verify(code, samples=samples, search=not quick, rng=rng, stop_on_failure=True,
                  limit=20_000 if quick else 200_000)
-    if not rep.exact:
-        return max(rep.error_estimate, rep.worst_residual, 1e-300) if rep.n_failures == 0 else float("inf")
-    return float(rep.error_estimate)
+    if rep.n_failures:
+        return float("inf"), False
+    return float(max(rep.error_estimate, 0.0)), is_proof(rep)
 
 
 def recommend(n: int, s: int, m: int = 1, max_load: int | None = None, *, tol: float = 1e-12,
@@ -302,19 +324,19 @@ def recommend(n: int, s: int, m: int = 1, max_load: int | None = None, *, tol: f
     Examples
     --------
     >>> import gradcodes as gc
-    >>> code = gc.recommend(40, 9)
+    >>> code = gc.recommend(40, 9)            # fractional repetition, proven block by block
     >>> code.name, code.load
-    ('fractional_repetition', 10)
+    ('stable_binary[FR]', 10)
     >>> code = gc.recommend(13, 3)           # small: the complex cyclic-MDS code is accurate at load s + 1
     >>> code.name, code.load, code.recommendation.meets_tol
     ('cyclic_mds[complex]', 4, True)
     >>> code = gc.recommend(13, 3, max_load=5)
     >>> print(code.recommendation)        # doctest: +ELLIPSIS
     recommend(n=13, s=3, m=1, max_load=5, tol=1e-12) -> cyclic_mds[complex] (load 4, ...)
-      lowest load among the codes with error <= 1e-12
+      lowest load among the codes with error <= 1e-12; worst case proven
       candidates:
         fractional_repetition  load    -  error        -  not applicable
-        stable_binary          load    5  error  1.1e-16  accurate
+        stable_binary          load    5  error  1.1e-16  accurate, proven
     ...
     """
     n, s = check_ns(n, s)
@@ -327,7 +349,7 @@ def recommend(n: int, s: int, m: int = 1, max_load: int | None = None, *, tol: f
     gen = check_rng(rng, seed)
     check_size("the sampled straggler sets times n", samples * n, "work")
     rows: list[dict[str, Any]] = []
-    built: list[tuple[LinearCode, float, int, int, Candidate]] = []
+    built: list[tuple[LinearCode, float, int, int, Candidate, bool]] = []
     for order, cand in enumerate(CANDIDATES):
         load = cand.load(n, s, m)
         if load is None:
@@ -337,7 +359,7 @@ def recommend(n: int, s: int, m: int = 1, max_load: int | None = None, *, tol: f
             rows.append({"name": cand.name, "load": load, "status": f"over budget ({load} > {max_load})"})
             continue
         # a code of higher load than an accurate one already found cannot win; skip the costly check
-        if any(err <= tol and ld < load for _, err, ld, _, _ in built):
+        if any(err <= tol and ld < load for _, err, ld, _, _, _ in built):
             rows.append({"name": cand.name, "load": load, "status": "skipped (an accurate code of lower load "
                                                                      "exists)"})
             continue
@@ -346,22 +368,25 @@ def recommend(n: int, s: int, m: int = 1, max_load: int | None = None, *, tol: f
         except ValueError as exc:
             rows.append({"name": cand.name, "load": load, "status": f"not built: {exc}"})
             continue
-        err = _measure(code, samples, gen, quick or cand.stable)
-        built.append((code, err, code.load, order, cand))
-        rows.append({"name": cand.name, "load": code.load, "error": err,
-                     "status": "accurate" if err <= tol else "above tol"})
+        err, proven = _measure(code, samples, gen, quick or cand.stable)
+        built.append((code, err, code.load, order, cand, proven))
+        rows.append({"name": cand.name, "load": code.load, "error": err, "proven": proven,
+                     "status": ("accurate" if err <= tol else "above tol")
+                     + (", proven" if proven else ", searched (not a worst case)")})
     if not built:
         raise ValueError(f"no candidate code for n={n}, s={s}, m={m} within max_load={max_load}"
                          + (f"; the stable binary code needs load {stable_binary_load(n, s)}" if m == 1 else
                             "; for m > 1 only the Ye-Abbe code (load s + m) is registered"))
     accurate = [b for b in built if b[1] <= tol]
     if accurate:
-        code, err, load, _, cand = min(accurate, key=lambda b: (b[2], not b[4].stable, b[1], b[3]))
+        code, err, load, _, cand, proven = min(accurate, key=lambda b: (b[2], not b[5], not b[4].stable, b[1],
+                                                                         b[3]))
         reason = (f"lowest load among the codes with error <= {tol:.0e}"
-                  + (" (0/1 decoding: exact up to the rounding of the additions)" if cand.stable else ""))
+                  + (" (0/1 decoding: exact up to the rounding of the additions)" if cand.stable else "")
+                  + ("; worst case proven" if proven else "; worst case searched, not proven"))
         meets = True
     else:
-        code, err, load, _, cand = min(built, key=lambda b: (b[1], b[2], b[3]))
+        code, err, load, _, cand, proven = min(built, key=lambda b: (b[1], b[2], b[3]))
         better = stable_binary_load(n, s) if m == 1 else None
         reason = (f"no candidate within the budget reaches {tol:.0e}; this is the most accurate one"
                   + (f" (the stable binary code reaches ~1e-16 at load {better})" if better else ""))
@@ -370,6 +395,30 @@ def recommend(n: int, s: int, m: int = 1, max_load: int | None = None, *, tol: f
         n=n, s=s, m=m, max_load=max_load, tol=tol, chosen=cand.name, load=load, error_estimate=err,
         meets_tol=meets, rows=rows, reason=reason)
     return code
+
+
+def _grouped_random_load(n: int, s: int, m: int) -> int | None:
+    from .grouped_random import grouped_random_load
+
+    if m != 1:
+        return None
+    load = grouped_random_load(n, s, 1)
+    return load if load < stable_binary_load(n, s) else None     # else every group is stored whole
+
+
+def _build_grouped_random(n: int, s: int, m: int) -> LinearCode:
+    """The oversampled grouped random code when every group size can be proven: a stored certificate, or at most
+    20,000 straggler sets to enumerate (no long seed search at recommend time)."""
+    import math
+
+    from ._certified_seeds import CERTIFIED
+    from .grouped_random import group_sizes, grouped_random
+
+    for ng in sorted(set(int(x) for x in group_sizes(n, s))):
+        if (ng, s, 1) not in CERTIFIED and min(s + 1, ng - 1) < ng - 1 and math.comb(ng, s) > 20_000:
+            raise ValueError(f"groups of {ng} workers have C({ng}, {s}) = {math.comb(ng, s):,} straggler sets and no "
+                             f"stored certificate: not certifiable at recommend time")
+    return grouped_random(n, s, 1, candidates=2, limit=20_000)
 
 
 REBUILDERS.update(stable_binary=stable_binary)
@@ -428,8 +477,8 @@ def grouped_mds(n: int, s: int) -> GradientCode:
     --------
     >>> import gradcodes as gc
     >>> code = gc.grouped_mds(50, 12)           # 3 groups of 16-17 workers, cyclic-MDS blocks: load s + 1
-    >>> code.load, code.field, gc.verify(code).exact
-    (13, 'complex', True)
+    >>> code.load, code.field, gc.verify(code).verdict    # C(50, 12) sets: sampled, so not a proof
+    (13, 'complex', 'unproven')
     """
     n, s = check_ns(n, s)
     check_entries(n, n)
@@ -465,6 +514,9 @@ def _grouped_load(n: int, s: int, m: int) -> int | None:
 
 add_candidate(Candidate("grouped_mds", lambda n, s, m: grouped_mds(n, s), _grouped_load, False,
                         "repetition groups with small cyclic-MDS blocks; load s+1 (s+2)"),
+              before="cyclic_mds[real]")
+add_candidate(Candidate("grouped_random", _build_grouped_random, _grouped_random_load, False,
+                        "random cyclic-repetition groups with one extra unit of load; proven by blocks"),
               before="cyclic_mds[real]")
 REBUILDERS.update(grouped_mds=grouped_mds)
 register(Scheme("grouped_mds", grouped_mds,

@@ -337,7 +337,7 @@ class CodedReduceCode(LinearCode):
 
     def _verify_hook(self, *, limit: int | None = None, samples: int = 2000, search: bool = True,
                      rng: Any = None, rtol: float | None = None, decoder: Any = None, field: Any = None,
-                     batch_size: int | None = None, **ignored: Any) -> TreeVerifyReport:
+                     batch_size: int | None = None, dtype: Any = np.float64, **ignored: Any) -> TreeVerifyReport:
         """``gc.verify(code, ...)`` on a tree code runs :func:`verify_tree` (its own straggler model)."""
         if decoder not in (None, "tree"):
             raise ValueError(f"decoder: verify checks the tree decoder of a CodedReduce code, got {decoder!r}")
@@ -347,7 +347,7 @@ class CodedReduceCode(LinearCode):
         from .coded_reduce_verify import verify_tree
 
         return verify_tree(self, limit=100_000 if limit is None else limit, samples=samples, search=search,
-                           rng=rng, rtol=rtol, batch=4096 if batch_size is None else batch_size)
+                           rng=rng, rtol=rtol, batch=4096 if batch_size is None else batch_size, dtype=dtype)
 
     # ------------------------------------------------------------------ patterns
     def patterns_total(self) -> int:

@@ -6,17 +6,16 @@ must equal the full gradient sum for every admissible straggler pattern.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
-from .._numerics import DEFAULT_RTOL, accepts
+from .._numerics import DEFAULT_RTOL, error_estimate, unit_roundoff
 from .._validate import SEED_UNSET, check_int, check_real, check_rng, check_size, take_rng
 from .coded_reduce_alloc import coded_reduce_load
 from .coded_reduce_code import CodedReduceCode
@@ -34,8 +33,9 @@ class TreeVerifyReport:
     Attributes
     ----------
     exact : bool
-        Every pattern checked recovers the sum (exactly for rational codes, to tolerance for float ones), and
-        the loads and allocation check out.
+        True only for a proof: *every* pattern was checked (``exhaustive``) and recovers the sum (exactly for
+        rational codes, to tolerance for float ones), and the loads and allocation check out. ``bool(report)``
+        and :attr:`proven` are the same. A sampled check that found no failure has verdict ``"unproven"``.
     exhaustive : bool
         All ``patterns_total`` patterns were checked.
     patterns_checked, patterns_total : int
@@ -53,7 +53,8 @@ class TreeVerifyReport:
     error_estimate : float
         ``u * worst_cancellation + worst_residual`` (float64 ``u``).
     failures : list of str
-        The first failing patterns (empty when ``exact``).
+        The first failing patterns; ``n_failures`` counts the failing patterns found (exact when
+        ``exhaustive``, a lower bound otherwise).
     loads_equal : bool
         Every worker stores exactly ``load`` units.
     allocation_ok : bool
@@ -86,15 +87,29 @@ class TreeVerifyReport:
     N: int = 0
     s: int = 0
     rtol: float = DEFAULT_RTOL
-    notes: list[str] = dataclasses.field(default_factory=list)  # (the attribute `field` shadows the function)
+    notes: list[str] = field(default_factory=list)
+    n_failures: int = 0
+    dtype: str = "float64"
+
+    @property
+    def proven(self) -> bool:
+        """True only for a proof (every pattern checked, none failed, loads and allocation correct)."""
+        return self.exact
+
+    def __repr__(self) -> str:
+        return (f"<TreeVerifyReport {self.name}: {self.verdict}, {self.patterns_checked:,} of "
+                f"{self.patterns_total:,} patterns checked>")
 
     @property
     def verdict(self) -> str:
         """One word, as :attr:`gradcodes.VerifyReport.verdict`: ``exact`` (exact arithmetic), ``ok`` (float
-        decodes within ``rtol``), ``inaccurate`` (residuals within ``rtol`` but cancellation pushes the predicted
+        decodes within ``rtol``), both proofs; ``unproven`` (sampled, no failure found: not a proof);
+        ``inaccurate`` (residuals within ``rtol`` but cancellation pushes the predicted
         error above it) or ``FAILS`` (including a load/allocation mismatch)."""
         if self.exact:
             return "exact" if self.field == "rational" else "ok"
+        if not self.failures and self.loads_equal and self.allocation_ok and not self.exhaustive:
+            return "unproven"
         if self.loads_equal and self.allocation_ok and self.worst_residual <= self.rtol:
             return "inaccurate"
         return "FAILS"
@@ -130,7 +145,8 @@ class TreeVerifyReport:
             f"equal loads: {self.loads_equal}; allocation matches B: {self.allocation_ok}",
         ]
         if self.failures:
-            lines.append("  failures      : " + "; ".join(self.failures))
+            lines.append(f"  failures      : {'' if self.exhaustive else 'at least '}{self.n_failures:,} of "
+                         f"{self.patterns_total:,} patterns; first: " + "; ".join(self.failures))
         lines += ["  note: " + t for t in self.notes]
         lines.append(f"  time          : {self.seconds:.2f} s")
         return "\n".join(lines)
@@ -188,11 +204,13 @@ def _targeted_masks(code: CodedReduceCode, batch: int) -> Iterator[np.ndarray]:
 
 
 class _Tracker:
-    def __init__(self, code: CodedReduceCode, rtol: float, max_failures: int) -> None:
+    def __init__(self, code: CodedReduceCode, rtol: float, max_failures: int, dtype: Any = np.float64) -> None:
         self.code = code
+        self.dtype = dtype
         self.rtol = rtol
         self.max_failures = max_failures
         self.failures: list[str] = []
+        self.n_failures = 0
         self.checked = 0
         self.worst_res = 0.0
         self.worst_res_mask: np.ndarray | None = None
@@ -264,7 +282,8 @@ class _Tracker:
         if code.exact:
             fail = res != 0
         else:
-            fail = ~accepts(canc, res, self.rtol)
+            fail = ~(np.isfinite(est := error_estimate(canc, res, self.dtype)) & (est <= self.rtol))
+        self.n_failures += int(fail.sum())
         for i in np.flatnonzero(fail)[: max(0, self.max_failures - len(self.failures))]:
             self.failures.append(code.pattern_text(masks[i]))
         i = int(np.argmax(res))
@@ -278,7 +297,8 @@ class _Tracker:
 
 def verify_tree(code: CodedReduceCode, *, limit: int = 100_000, samples: int = 2_000, search: bool = True,
                 rng: Any = None, rtol: float | None = None, batch: int = 4096, max_failures: int = 5,
-                search_budget: int | None = None, seed: Any = SEED_UNSET) -> TreeVerifyReport:
+                search_budget: int | None = None, dtype: Any = np.float64, seed: Any = SEED_UNSET
+                ) -> TreeVerifyReport:
     """Verify a CodedReduce code under its straggler model (at most ``s`` straggling children per parent).
 
     A straggler pattern lets every parent (the master and every internal worker) pick at most ``s`` straggling
@@ -294,7 +314,8 @@ def verify_tree(code: CodedReduceCode, *, limit: int = 100_000, samples: int = 2
       ancestors each lose the ``s`` siblings preceding the path), ``samples`` uniformly random patterns, and
       with ``search=True`` a worst-case search (coordinate ascent: each parent whose output reaches the master
       in turn tries every straggler set given the others, keeping the one that maximises the residual, then
-      the cancellation factor; at most ``search_budget`` patterns). Only the exhaustive mode is a proof.
+      the cancellation factor; at most ``search_budget`` patterns). Only the exhaustive mode is a proof: the
+      sampled mode reports ``"unproven"`` (falsy) when it finds no failure.
 
     The load is checked too: every worker stores exactly ``r P`` units, ``B`` matches the CR.Allocate lists,
     and ``r`` is compared with the optimum :func:`coded_reduce_load`.
@@ -319,6 +340,8 @@ def verify_tree(code: CodedReduceCode, *, limit: int = 100_000, samples: int = 2
         Failing patterns kept in the report.
     search_budget : int, optional
         Patterns the worst-case search may check (default 20,000 for float codes, 2,000 for exact ones).
+    dtype : numpy dtype, default float64
+        Dtype of the messages: the acceptance rule uses its unit roundoff.
 
     Returns
     -------
@@ -344,7 +367,7 @@ def verify_tree(code: CodedReduceCode, *, limit: int = 100_000, samples: int = 2
     check_size("batch * N (one batch of masks)", batch * code.N, "entries")
     t0 = time.perf_counter()
     rtol = check_real("rtol", code.rtol if rtol is None else rtol, 0, 1, open_lo=True, open_hi=True)
-    tr = _Tracker(code, rtol, check_int("max_failures", max_failures, 0))
+    tr = _Tracker(code, rtol, check_int("max_failures", max_failures, 0), np.dtype(dtype))
     total = code.patterns_total()
     exhaustive = total <= limit
     notes: list[str] = []
@@ -383,19 +406,20 @@ def verify_tree(code: CodedReduceCode, *, limit: int = 100_000, samples: int = 2
         notes.append("no allocation lists (code built from a matrix): allocation not checked")
     frac = Fraction(int(code.load), code.P)
     opt = coded_reduce_load(code.branching, code.L, code.s)
-    ok = not tr.failures and tr.checked > 0 and loads_equal and allocation_ok and int(loads[0]) == int(
+    ok = exhaustive and not tr.n_failures and tr.checked > 0 and loads_equal and allocation_ok and int(loads[0]) == int(
         code.r * code.P)
-    u_round = float(np.finfo(np.float64).eps) / 2
+    u = unit_roundoff(dtype)
     res_txt = code.pattern_text(tr.worst_res_mask) if tr.worst_res_mask is not None else "-"
     canc_txt = code.pattern_text(tr.worst_canc_mask) if tr.worst_canc_mask is not None else "-"
     return TreeVerifyReport(
         name=code.name, exact=bool(ok), exhaustive=exhaustive, patterns_checked=tr.checked,
         patterns_total=total, distinct_checked=len(tr.seen), worst_residual=tr.worst_res,
         worst_pattern=res_txt, worst_cancellation=tr.worst_canc, worst_cancellation_pattern=canc_txt,
-        error_estimate=u_round * tr.worst_canc + (tr.worst_res if np.isfinite(tr.worst_res) else math.inf),
+        error_estimate=u * tr.worst_canc + (tr.worst_res if np.isfinite(tr.worst_res) else np.inf),
         failures=tr.failures, loads_equal=loads_equal, allocation_ok=allocation_ok, load=int(code.load),
         load_fraction=frac, load_lower_bound=opt, meets_lower_bound=frac == opt, field=code.field,
-        seconds=time.perf_counter() - t0, N=code.N, s=code.s, rtol=rtol, notes=notes)
+        seconds=time.perf_counter() - t0, dtype=str(np.dtype(dtype)), N=code.N, s=code.s, rtol=rtol, notes=notes,
+        n_failures=tr.n_failures)
 
 
 def _search(code: CodedReduceCode, tr: _Tracker, rng: np.random.Generator, budget: int,

@@ -76,6 +76,36 @@ class GroupDecoder(Decoder):
             return out
         return W[:, None, :].astype(code.B.dtype)
 
+    def theorem(self, code: LinearCode, u: float, rtol: float) -> str | None:
+        """A proof of recovery for every set of at most ``s`` stragglers, if ``code.B`` has the group structure.
+
+        Checked on the actual matrix: ``m = 1``; every group (``bounds``) has at least ``s + 1`` workers with
+        identical 0/1 rows; the groups' supports are disjoint and cover all ``k`` partitions. Then ``s``
+        stragglers leave a responder in every group, and ``mode="first"`` puts weight 1 on one responder per
+        group, so ``a_F B = 1_k`` exactly (residual 0) with cancellation factor 1: the predicted error is ``u``,
+        accepted when ``u <= rtol`` (Tandon et al. 2017, Section 3, fractional repetition). Returns the
+        statement, or None when a condition fails (then the verifier does not count it as a proof).
+        """
+        if self.mode != "first" or code.m != 1 or code.field not in ("real", "rational") or u > rtol:
+            return None
+        B = code.B
+        if code.field == "rational":
+            B = np.vectorize(lambda v: v if v in (0, 1) else 2, otypes=[np.float64])(B)
+        B = np.asarray(B, dtype=np.float64)
+        if B.shape[0] != self.bounds[-1] or self.bounds[0] != 0 or not np.all((B == 0) | (B == 1)):
+            return None
+        cover = np.zeros(code.k, dtype=np.int64)
+        for g in range(self.bounds.size - 1):
+            rows = B[self.bounds[g]:self.bounds[g + 1]]
+            if rows.shape[0] < code.s + 1 or not np.all(rows == rows[0]):
+                return None
+            cover += rows[0].astype(np.int64)
+        if not np.all(cover == 1):
+            return None
+        return (f"fractional repetition: {self.bounds.size - 1} groups of >= s+1 = {code.s + 1} identical 0/1 "
+                f"rows tile the all-ones vector; s stragglers leave a responder in every group and the 0/1 decoder "
+                f"sums one per group (residual 0, cancellation 1)")
+
 
 def _check_k(n: int, k: int | None, multiple_of: int, why: str) -> int:
     if k is None:

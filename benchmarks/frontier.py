@@ -1,0 +1,246 @@
+"""The numerics frontier: certified worst float64 error against load, between ``s + 1`` and the binary load.
+
+    python benchmarks/frontier.py [--quick] [--limit SETS] [--samples N]
+
+For every grid point ``(n, s)`` (``n`` in {20, 50, 97, 100, 200, 500}; ``s`` about n/10, n/4, n/2; ``n = q(s+1)+r``,
+the ``r <= q`` and ``r > q`` cases both occur) and every family, at every load from ``s + 1`` to the binary load
+(every load when there are at most 12, else a geometric subset, said in the output), the worst predicted float64 error
+``u canc + residual`` of :func:`gradcodes.verify`:
+
+* ``proven``: every straggler set checked (directly, or block by block: gradcodes._blocks), or a decoder's theorem;
+* ``searched``: the worst of consecutive, random and locally searched sets. NOT a worst case (a lower bound on it);
+* ``FAILS``: a checked set fails.
+
+Reference rows are the published constructions: Tandon et al. 2017 (random cyclic repetition; fractional repetition),
+Raviv et al. 2018 (cyclic MDS), Charalambides et al. 2020 (binary), Ye & Abbe 2018. The oversampled grouped random
+code (gradcodes.grouped_random, ``extra`` = load - s - 1) fills the loads in between; its group certificates are cached
+in benchmarks/results/frontier_cache.json (delete it to recompute). Writes benchmarks/results/frontier.txt, .json and
+frontier.png (one panel per grid point: load against error, filled = proven, hollow = searched).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import gradcodes as gc
+from gradcodes._blocks import is_proof
+from gradcodes._families.binary import stable_binary_load
+from gradcodes._families.grouped_random import certified_bound, group_sizes
+
+OUT = Path(__file__).parent / "results"
+NS = (20, 50, 97, 100, 200, 500)
+
+
+def grid() -> list[tuple[int, int]]:
+    pts = []
+    for n in NS:
+        for s in sorted({max(1, round(n / 10)), round(n / 4), n // 2}):
+            pts.append((n, s))
+    return pts
+
+
+def loads_to_try(s: int, top: int) -> list[int]:
+    """Every load from s+1 to top when at most 12, else s+1, s+2, s+3 and a geometric subset up to top."""
+    if top - s <= 12:
+        return list(range(s + 1, top + 1))
+    out = {s + 1, s + 2, s + 3, top}
+    e = 4
+    while s + e < top:
+        out.add(s + e)
+        e = int(math.ceil(e * 1.6))
+    return sorted(out)
+
+
+def status_of(rep: Any) -> str:
+    if rep.n_failures:
+        return "FAILS"
+    return "proven" if is_proof(rep) else "searched"
+
+
+def measure(code: Any, limit: int, samples: int) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rep = gc.verify(code, limit=limit, samples=samples, rng=0, stop_on_failure=True)
+    return {"load": int(code.load), "error": float(rep.error_estimate) if not rep.n_failures else float("inf"),
+            "status": status_of(rep), "sets": int(rep.patterns_checked), "seconds": time.perf_counter() - t0}
+
+
+def grouped_random_row(n: int, s: int, extra: int, limit: int, cache: dict[str, Any], candidates: int
+                       ) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    sizes = sorted(set(int(x) for x in group_sizes(n, s)), reverse=True)
+    keys = [f"{ng},{s},{extra},{limit},{candidates}" for ng in sizes]
+    if all(k in cache for k in keys):
+        seeds = {str(ng): cache[k]["seed"] for ng, k in zip(sizes, keys, strict=True)}
+        code = gc.grouped_random(n, s, extra, block_seeds=seeds, certificates=[cache[k] for k in keys])
+    else:
+        code = gc.grouped_random(n, s, extra, candidates=candidates, limit=limit)
+        for cert in code.params["certificates"]:
+            cache[f"{cert['n_g']},{s},{extra},{limit},{candidates}"] = cert
+    bound, proven, failed = certified_bound(code)
+    return {"load": int(code.load), "error": bound, "status": "FAILS" if failed else ("proven" if proven else
+                                                                                      "searched"),
+            "sets": int(sum(c.get("sets", 0) for c in code.params["certificates"])),
+            "seconds": time.perf_counter() - t0, "seeds": code.params["block_seeds"]}
+
+
+def references(n: int, s: int, limit: int, samples: int) -> list[tuple[str, Any]]:
+    out: list[tuple[str, Any]] = []
+    out.append(("binary (Charalambides et al.)", lambda: gc.stable_binary(n, s)))
+    if n % (s + 1) == 0:
+        out.append(("FR (Tandon et al.)", lambda: gc.fractional_repetition(n, s)))
+    out.append(("random cyclic (Tandon et al.)", lambda: gc.cyclic_repetition(n, s, rng=0)))
+    out.append(("cyclic MDS complex (Raviv et al.)", lambda: gc.cyclic_mds(n, s, "complex")))
+    if (n - s) % 2 == 1:
+        out.append(("cyclic MDS real (Raviv et al.)", lambda: gc.cyclic_mds(n, s, "real")))
+    out.append(("Ye-Abbe m=1", lambda: gc.ye_abbe(n, s, 1)))
+    out.append(("grouped_mds", lambda: gc.grouped_mds(n, s)))
+    return out
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    cache_path = OUT / "frontier_cache.json"
+    cache = json.loads(cache_path.read_text()) if cache_path.exists() else {}
+    results: dict[str, Any] = {}
+    pts = grid() if not args.quick else [(20, 2), (20, 5), (50, 5), (50, 12)]
+    for n, s in pts:
+        q, r = divmod(n, s + 1)
+        top = stable_binary_load(n, s)
+        rows: list[dict[str, Any]] = []
+        for name, build in references(n, s, args.limit, args.samples):
+            try:
+                code = build()
+            except (ValueError, gc.SizeLimitError) as exc:
+                rows.append({"family": name, "load": None, "error": None, "status": f"n/a ({exc})"[:60]})
+                continue
+            rows.append({"family": name, **measure(code, args.limit, args.samples)})
+            print(f"  ({n},{s}) {name}: {rows[-1]['status']} {rows[-1]['error']:.2g} "
+                  f"[{rows[-1]['seconds']:.1f} s]", flush=True)
+        loads = loads_to_try(s, top - 1)
+        for load in loads:
+            extra = load - s - 1
+            row = grouped_random_row(n, s, extra, args.limit, cache, args.candidates)
+            rows.append({"family": f"grouped_random extra={extra}", **row})
+            print(f"  ({n},{s}) grouped_random extra={extra}: {row['status']} {row['error']:.2g} "
+                  f"[{row['seconds']:.1f} s]", flush=True)
+            cache_path.write_text(json.dumps(cache, indent=0, sort_keys=True))
+        results[f"{n},{s}"] = {"n": n, "s": s, "q": q, "r": r, "case": "r <= q" if r <= q else "r > q",
+                               "binary_load": top, "loads_tried": loads,
+                               "every_load": loads == list(range(s + 1, top)), "rows": rows}
+    return results
+
+
+def frontier(rows: list[dict[str, Any]], status: str = "proven") -> dict[int, tuple[float, str]]:
+    """Smallest error per load among rows with the given status."""
+    best: dict[int, tuple[float, str]] = {}
+    for row in rows:
+        if row.get("status") == status and row["error"] is not None and np.isfinite(row["error"]):
+            if row["load"] not in best or row["error"] < best[row["load"]][0]:
+                best[row["load"]] = (row["error"], row["family"])
+    return best
+
+
+def report(results: dict[str, Any]) -> str:
+    lines = []
+    for res in results.values():
+        n, s = res["n"], res["s"]
+        lines.append(f"\n(n, s) = ({n}, {s}): q = {res['q']}, r = {res['r']} ({res['case']}), binary load "
+                     f"{res['binary_load']}" + ("" if res["every_load"] else
+                                                 f"; loads tried {res['loads_tried']} (geometric subset)"))
+        lines.append(f"  {'family':<36} {'load':>5} {'worst error':>12}  status     sets        seconds")
+        for row in res["rows"]:
+            err = row["error"]
+            e = "-" if err is None else ("inf" if not np.isfinite(err) else f"{err:.2e}")
+            label = {"proven": "proven", "searched": "SEARCHED", "FAILS": "FAILS"}.get(row["status"], row["status"])
+            lines.append(f"  {row['family']:<36} {str(row['load']):>5} {e:>12}  {label:<10} "
+                         f"{row.get('sets', 0):>11,} {row.get('seconds', 0):8.1f}")
+        fr = frontier(res["rows"])
+        cert12 = [ld for ld, (e, _) in sorted(fr.items()) if e <= 1e-12]
+        cert11 = [ld for ld, (e, _) in sorted(fr.items()) if e <= 1e-11]
+        lines.append("  certified frontier (lowest proven error per load): "
+                     + ", ".join(f"{ld}: {e:.1e} ({f})" for ld, (e, f) in sorted(fr.items())))
+        lines.append(f"  lowest load proven <= 1e-11: {cert11[0] if cert11 else 'none'}; <= 1e-12: "
+                     f"{cert12[0] if cert12 else 'none'} (binary load {res['binary_load']})")
+    return "\n".join(lines)
+
+
+def plot(results: dict[str, Any], path: Path) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    keys = list(results)
+    cols = 3
+    rows_ = math.ceil(len(keys) / cols)
+    fig, axes = plt.subplots(rows_, cols, figsize=(5 * cols, 3.6 * rows_), squeeze=False)
+    markers = {"binary": "s", "FR": "D", "random cyclic": "^", "cyclic MDS complex": "v", "cyclic MDS real": "<",
+               "Ye-Abbe": ">", "grouped_mds": "P"}
+    for ax, key in zip(axes.ravel(), keys, strict=False):
+        res = results[key]
+        gr = [r for r in res["rows"] if r["family"].startswith("grouped_random") and r["error"] is not None]
+        for status, fill in (("proven", True), ("searched", False)):
+            pts = [(r["load"], max(r["error"], 1e-17)) for r in gr if r["status"] == status and
+                   np.isfinite(r["error"])]
+            if pts:
+                x, y = zip(*pts, strict=True)
+                ax.plot(x, y, "o", color="C0", mfc="C0" if fill else "none",
+                        label=f"grouped_random ({status})")
+        for r in res["rows"]:
+            if r["family"].startswith("grouped_random") or r["error"] is None or not np.isfinite(r["error"]):
+                continue
+            mk = next((v for k, v in markers.items() if r["family"].startswith(k)), "x")
+            fill = r["status"] == "proven"
+            ax.plot([r["load"]], [max(r["error"], 1e-17)], mk, color="C3", mfc="C3" if fill else "none",
+                    label=f"{r['family']} ({r['status']})")
+        ax.axhline(1e-12, color="grey", lw=0.6, ls=":")
+        ax.set_yscale("log")
+        ax.set_title(f"n={res['n']}, s={res['s']} ({res['case']})", fontsize=9)
+        ax.set_xlabel("load")
+        ax.set_ylabel("worst float64 error estimate")
+        ax.legend(fontsize=5)
+    for ax in axes.ravel()[len(keys):]:
+        ax.axis("off")
+    fig.suptitle("Load vs certified worst error (filled: proven; hollow: searched, not a worst case)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="four small grid points")
+    ap.add_argument("--limit", type=int, default=200_000, help="sets enumerated per block (default 200,000)")
+    ap.add_argument("--samples", type=int, default=300, help="random sets when a block is searched")
+    ap.add_argument("--candidates", type=int, default=2, help="seeds tried per uncertified group size")
+    args = ap.parse_args()
+    print(f"load average at start: {os.getloadavg()}", flush=True)
+    t0 = time.perf_counter()
+    results = run(args)
+    text = report(results)
+    elapsed = time.perf_counter() - t0
+    text += (f"\n\ntotal {elapsed:.0f} s (limit {args.limit:,} sets per block, {args.samples} samples, "
+             f"{args.candidates} candidate seeds); load average at end: {os.getloadavg()}")
+    print(text)
+    suffix = "_quick" if args.quick else ""
+    OUT.mkdir(exist_ok=True)
+    (OUT / f"frontier{suffix}.txt").write_text(text + "\n")
+    (OUT / f"frontier{suffix}.json").write_text(json.dumps(results, indent=1, default=str))
+    try:
+        plot(results, OUT / f"frontier{suffix}.png")
+    except ImportError:
+        print("matplotlib not installed: no plot (pip install 'gradcodes[plot]')")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

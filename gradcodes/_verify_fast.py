@@ -1,0 +1,346 @@
+"""The verifier's fast paths: vectorised enumeration of straggler sets and a screening kernel for float codes.
+
+**Enumeration.** Straggler sets are produced batch by batch in lexicographic order by *unranking*: the
+combinatorial number system writes every rank ``r < C(n, s)`` uniquely as ``sum_i C(c_i, i)`` (colexicographic
+order; Knuth, TAOCP 4A, Section 7.2.1.3), and the map ``c -> n - 1 - c`` turns colex order of the complements into
+lexicographic order. One ``searchsorted`` per position unranks a whole batch, so memory is O(batch * s) and no
+Python loop runs per set.
+
+**Screening kernel (null-space codes).** Every solution of ``a B = E`` is ``a = c + K z`` (``c`` a particular
+solution, ``K`` an orthonormal basis of the left null space, ``d`` columns). When ``d = s`` a straggler set ``S``
+determines ``z`` by the s x s system ``K_S z = -c_S`` and then
+
+* the cancellation factor ``canc = max_u sum_i |a_ui| ||B_i||_1 / k`` costs one (n x d) product, and
+* the residual is ``c B - E + z^T (K^T B)``: the k-vector ``c B - E`` and the d x k matrix ``K^T B`` are computed
+  once, so the residual costs O(d k) instead of the O(n k) product ``a B``.
+
+The kernel only *screens*: a set is accepted here when ``u (k + 2) canc + residual + |K_S z + c_S| max ||B_i||_1``
+is at most ``rtol / 16`` (``u`` the unit roundoff of the message dtype), i.e. far inside the acceptance rule
+``u canc + ||A_F B - E||_inf <= rtol`` whatever the rounding of the decoder's own computation (bounded by
+``u k canc``). Every other set (near the threshold, failing, singular ``K_S``, non-finite values) is handed back
+to the reference evaluation (the code's decoder and the batched residual), so verdicts and failing sets are those
+of the reference rule.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterator
+
+import numpy as np
+
+from ._decoders import NullSpaceDecoder, row_scaled
+
+__all__ = ["lex_straggler_batches", "NullSpaceScreen"]
+
+_INT_LIMIT = 2**62
+
+
+def _binom_table(n: int, s: int) -> np.ndarray:
+    """``T[i, c] = C(c, i)`` for ``0 <= i <= s``, ``0 <= c <= n`` as int64 (callers ensure no overflow)."""
+    T = np.zeros((s + 1, n + 1), dtype=np.int64)
+    for i in range(s + 1):
+        for c in range(n + 1):
+            T[i, c] = math.comb(c, i)
+    return T
+
+
+def unrank_lex(n: int, s: int, ranks: np.ndarray, table: np.ndarray | None = None) -> np.ndarray:
+    """The straggler sets of lexicographic ranks ``ranks`` (int64, each ``< C(n, s)``) as a sorted (b, s) array.
+
+    >>> unrank_lex(4, 2, np.arange(6)).tolist()
+    [[0, 1], [0, 2], [0, 3], [1, 2], [1, 3], [2, 3]]
+    """
+    if table is None:
+        table = _binom_table(n, s)
+    total = int(table[s, n])
+    rest = (total - 1) - np.asarray(ranks, dtype=np.int64)       # colex rank of the reflected set
+    out = np.empty((rest.size, s), dtype=np.int64)
+    for i in range(s, 0, -1):
+        # largest c with C(c, i) <= rest: the i-th element of the reflected set (colex, 1-based position i)
+        c = np.searchsorted(table[i, :n], rest, side="right") - 1
+        rest = rest - table[i, c]
+        out[:, s - i] = n - 1 - c
+    return out
+
+
+def lex_straggler_batches(n: int, s: int, batch: int, start: int = 0) -> Iterator[np.ndarray]:
+    """All ``C(n, s)`` straggler sets from lexicographic rank ``start`` on, as (b, s) int64 arrays (b <= batch).
+
+    Vectorised unranking when ``C(n, s) < 2^62``; beyond, ``itertools.combinations`` (such sizes are never
+    enumerated to the end anyway).
+    """
+    total = math.comb(n, s)
+    if s == 0:
+        if start == 0:
+            yield np.zeros((1, 0), dtype=np.int64)
+        return
+    if total >= _INT_LIMIT:
+        combos = itertools.islice(itertools.combinations(range(n), s), start, None)
+        while True:
+            flat = np.fromiter(itertools.chain.from_iterable(itertools.islice(combos, batch)), dtype=np.int64)
+            if flat.size == 0:
+                return
+            yield flat.reshape(-1, s)
+    table = _binom_table(n, s)
+    for lo in range(start, total, batch):
+        yield unrank_lex(n, s, np.arange(lo, min(total, lo + batch), dtype=np.int64), table)
+
+
+def _solve_small(M: np.ndarray, R: np.ndarray) -> np.ndarray:
+    """Batched Gaussian elimination with partial pivoting: ``X`` with ``M X = R`` for (b, s, s) and (b, s, m).
+
+    Vectorised over the batch (s numpy steps); a singular matrix gives inf/nan, which the caller screens out.
+    Works on copies.
+    """
+    M = M.copy()
+    X = R.copy()
+    b, s, _ = M.shape
+    rows = np.arange(b)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        for j in range(s):
+            p = j + np.argmax(np.abs(M[:, j:, j]), axis=1)
+            swap = p != j
+            if swap.any():
+                r = rows[swap]
+                pj = p[swap]
+                tmp = M[r, j].copy()
+                M[r, j] = M[r, pj]
+                M[r, pj] = tmp
+                tmp = X[r, j].copy()
+                X[r, j] = X[r, pj]
+                X[r, pj] = tmp
+            if j + 1 < s:
+                f = M[:, j + 1:, j] / M[:, j, j][:, None]                     # (b, s-j-1)
+                M[:, j + 1:, j:] -= f[:, :, None] * M[:, None, j, j:]
+                X[:, j + 1:] -= f[:, :, None] * X[:, None, j]
+        for j in range(s - 1, -1, -1):
+            if j + 1 < s:
+                X[:, j] -= np.einsum("bk,bkm->bm", M[:, j, j + 1:], X[:, j + 1:])
+            X[:, j] /= M[:, j, j][:, None]
+    return X
+
+
+class NullSpaceScreen:
+    """Screening kernel for float codes whose verified decoder is the null-space decoder and ``dim K = s``.
+
+    ``screen(S)`` returns ``(canc, res, suspect)`` for a batch of straggler sets: the cancellation factor and the
+    algebraic residual of ``a = c + K z`` (to rounding, the values the reference evaluation reports), and the sets
+    that must be re-evaluated by the reference path.
+    """
+
+    def __init__(self, code: object, u: float, rtol: float) -> None:
+        C, K, _ = NullSpaceDecoder.basis(code)
+        Bs, _ = row_scaled(code)
+        E = code.target                                                        # type: ignore[attr-defined]
+        self.k = code.k                                                        # type: ignore[attr-defined]
+        self.C = np.ascontiguousarray(C)                                       # (m, n)
+        self.K = np.ascontiguousarray(K)                                       # (n, d)
+        self.KT = np.ascontiguousarray(K.T)
+        self.w = np.abs(Bs).sum(axis=1)                                        # ||(diag(d) B)_i||_1
+        self.R0 = C @ Bs - E                                                   # (m, k m)
+        self.M = K.T @ Bs                                                      # (d, k m)
+        self.wmax = float(self.w.max(initial=0.0))
+        # bounds of the compiled kernel: canc(a) <= canc(c) + sum_j |z_j| kappa_j; res <= max|R0| + sum |z_j| mmax_j
+        self.c_canc = (np.abs(self.C) @ self.w) / self.k
+        self.kappa = (np.abs(self.K) * self.w[:, None]).sum(axis=0) / self.k
+        self.r0max = float(np.abs(self.R0).max(initial=0.0))
+        self.mmax = np.abs(self.M).max(axis=1, initial=0.0)
+        #: running largest exact cancellation (the kernel computes exact values only for sets that may beat it)
+        self.best = np.zeros(1)
+        self.u = u
+        self.rtol = rtol
+
+    @staticmethod
+    def applies(code: object, decoder: object) -> bool:
+        """True when the screen reproduces the decoder: real float64 code, null-space decoder, ``dim K = s > 0``."""
+        if not isinstance(decoder, NullSpaceDecoder) or getattr(code, "field", None) != "real":
+            return False
+        if np.asarray(code.B).dtype != np.float64:                            # type: ignore[attr-defined]
+            return False
+        s = code.s                                                             # type: ignore[attr-defined]
+        return s > 0 and NullSpaceDecoder.basis(code)[1].shape[1] == s
+
+    def screen(self, S: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        b, s = S.shape
+        C, K = self.C, self.K
+        m, n = C.shape
+        KS = K[S]                                                              # (b, s, d)
+        cS = np.swapaxes(C[:, S], 0, 1)                                        # (b, m, s) -> need (b, s, m)
+        cS = np.swapaxes(cS, 1, 2)
+        Z = _solve_small(KS, -cS)                                              # (b, d, m)
+        with np.errstate(invalid="ignore", over="ignore"):
+            solve_err = np.abs(KS @ Z + cS).reshape(b, -1).max(axis=1)
+            Zt = np.swapaxes(Z, 1, 2).reshape(b * m, -1)                       # (b m, d)
+            A = (Zt @ self.KT).reshape(b, m, n)
+            A += C
+            np.abs(A, out=A)
+            canc = (A @ self.w).max(axis=1) / self.k
+            R = (Zt @ self.M).reshape(b, m, -1)
+            R += self.R0
+            res = np.abs(R).reshape(b, -1).max(axis=1)
+            bound = self.u * (self.k + 2) * canc + res + solve_err * self.wmax
+            suspect = ~np.isfinite(bound) | (bound > self.rtol / 16)
+        return canc, res, suspect
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# compiled kernel (numba, compiled lazily on first use and cached on disk; never at ``import gradcodes``)
+
+_KERNEL: object = None
+
+
+def _build_kernel() -> object:
+    import numba
+
+    @numba.njit(cache=True, nogil=True)
+    def kernel(n, first, count, C, K, w, R0, M, c_canc, kappa, r0max, mmax, wmax, u, k, thresh, best,
+               out_S, out_canc, out_res, out_flag):
+        s = first.shape[0]
+        m = C.shape[0]
+        d = K.shape[1]
+        km = M.shape[1]
+        comb = first.copy()
+        KS = np.empty((s, s))
+        X = np.empty((s, m))
+        Z = np.empty((s, m))
+        for t in range(count):
+            for i in range(s):
+                out_S[t, i] = comb[i]
+                for j in range(d):
+                    KS[i, j] = K[comb[i], j]
+                for v in range(m):
+                    X[i, v] = -C[v, comb[i]]
+            # LU with partial pivoting on KS, applied to X
+            singular = False
+            for j in range(s):
+                p = j
+                pbest = abs(KS[j, j])
+                for i in range(j + 1, s):
+                    if abs(KS[i, j]) > pbest:
+                        pbest = abs(KS[i, j])
+                        p = i
+                if pbest == 0.0:
+                    singular = True
+                    break
+                if p != j:
+                    for q in range(s):
+                        tmp = KS[j, q]
+                        KS[j, q] = KS[p, q]
+                        KS[p, q] = tmp
+                    for v in range(m):
+                        tmp = X[j, v]
+                        X[j, v] = X[p, v]
+                        X[p, v] = tmp
+                for i in range(j + 1, s):
+                    f = KS[i, j] / KS[j, j]
+                    for q in range(j + 1, s):
+                        KS[i, q] -= f * KS[j, q]
+                    for v in range(m):
+                        X[i, v] -= f * X[j, v]
+            if singular:
+                out_canc[t] = np.inf
+                out_res[t] = np.inf
+                out_flag[t] = True
+            else:
+                for j in range(s - 1, -1, -1):
+                    for v in range(m):
+                        acc = X[j, v]
+                        for q in range(j + 1, s):
+                            acc -= KS[j, q] * Z[q, v]
+                        Z[j, v] = acc / KS[j, j]
+                # solve error |K_S z + c_S| (with the original rows)
+                serr = 0.0
+                for i in range(s):
+                    for v in range(m):
+                        acc = C[v, comb[i]]
+                        for j in range(d):
+                            acc += K[comb[i], j] * Z[j, v]
+                        serr = max(serr, abs(acc))
+                # cheap upper bounds: canc <= canc(c) + sum_j |z_j| kappa_j, res <= |R0| + sum_j |z_j| |M_j|
+                canc = 0.0
+                res = 0.0
+                for v in range(m):
+                    cb = c_canc[v]
+                    rb = r0max
+                    for j in range(d):
+                        cb += abs(Z[j, v]) * kappa[j]
+                        rb += abs(Z[j, v]) * mmax[j]
+                    canc = max(canc, cb)
+                    res = max(res, rb)
+                exact = canc > best[0]
+                bound = u * (k + 2) * canc + res + serr * wmax
+                if exact or not (bound <= thresh):
+                    canc = 0.0
+                    for v in range(m):
+                        tot = 0.0
+                        for i in range(n):
+                            acc = C[v, i]
+                            for j in range(d):
+                                acc += K[i, j] * Z[j, v]
+                            tot += abs(acc) * w[i]
+                        canc = max(canc, tot)
+                    canc /= k
+                    res = 0.0
+                    for v in range(m):
+                        for c in range(km):
+                            acc = R0[v, c]
+                            for j in range(d):
+                                acc += Z[j, v] * M[j, c]
+                            res = max(res, abs(acc))
+                    if canc > best[0]:
+                        best[0] = canc
+                    exact = True
+                    bound = u * (k + 2) * canc + res + serr * wmax
+                out_canc[t] = canc if exact else -canc
+                out_res[t] = res
+                out_flag[t] = not (bound <= thresh)
+            # next combination in lexicographic order
+            i = s - 1
+            while i >= 0 and comb[i] == n - s + i:
+                i -= 1
+            if i < 0:
+                break
+            comb[i] += 1
+            for j in range(i + 1, s):
+                comb[j] = comb[j - 1] + 1
+
+    return kernel
+
+
+def compiled_kernel() -> object:
+    """The numba screening kernel, or None when numba is unavailable."""
+    global _KERNEL
+    if _KERNEL is None:
+        try:
+            _KERNEL = _build_kernel()
+        except ImportError:  # pragma: no cover - numba comes with galois
+            _KERNEL = False
+    return _KERNEL or None
+
+
+def screen_range(screen: NullSpaceScreen, n: int, first: np.ndarray, count: int, use_numba: bool
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``count`` consecutive straggler sets (lexicographic) from ``first``: ``(S, canc, res, suspect)``."""
+    kern = compiled_kernel() if use_numba else None
+    s = first.size
+    if kern is None:
+        ranks = lex_rank(n, first) + np.arange(count, dtype=np.int64)
+        S = unrank_lex(n, s, ranks)
+        return (S, *screen.screen(S))
+    S = np.empty((count, s), dtype=np.int64)
+    canc = np.empty(count)
+    res = np.empty(count)
+    flag = np.empty(count, dtype=np.bool_)
+    kern(n, first.astype(np.int64), count, screen.C, screen.K, screen.w, screen.R0, screen.M,  # type: ignore[operator]
+         screen.c_canc, screen.kappa, screen.r0max, screen.mmax, screen.wmax, screen.u, float(screen.k),
+         screen.rtol / 16, screen.best, S, canc, res, flag)
+    return S, canc, res, flag
+
+
+def lex_rank(n: int, S: np.ndarray) -> int:
+    """Lexicographic rank of one sorted straggler set (inverse of :func:`unrank_lex`)."""
+    s = len(S)
+    colex = sum(math.comb(n - 1 - int(c), s - i) for i, c in enumerate(S))
+    return math.comb(n, s) - 1 - colex
