@@ -223,6 +223,9 @@ def _fmt_row(r: dict) -> str:
             f"{r['canc']:>8.1e} {r['t_dec'] * 1e3:>7.3f}ms {r['t_lstsq'] / r['t_dec']:>7.1f}x")
 
 
+RTOL = 1e-8  # gradcodes' default decode tolerance (GradientCode.rtol)
+
+
 def plot(rows: list[dict], path: str) -> None:
     import matplotlib
 
@@ -240,8 +243,15 @@ def plot(rows: list[dict], path: str) -> None:
             pts = sorted((r["n"], r["worst64"]) for r in rows if r["family"] == fam.name and rule(r["n"], r["s"]))
             if pts:
                 xs, ys = zip(*pts, strict=True)
-                ax.plot(xs, [min(max(y, 1e-17), 10.0) for y in ys], marker=markers[i % len(markers)],
+                capped = [min(max(y, 1e-17), 10.0) for y in ys]
+                ax.plot(xs, capped, marker=markers[i % len(markers)],
                         color=colors[fam.name], label=fam.name, alpha=0.85)
+                # failures: the decode misses the default tolerance rtol (GradientCode.decode refuses these sets)
+                bad = [(x, y) for x, y in zip(xs, capped, strict=True) if y > RTOL]
+                if bad:
+                    ax.scatter(*zip(*bad, strict=True), s=170, facecolors="none", edgecolors="red", linewidths=1.6,
+                               zorder=5)
+        ax.axhline(RTOL, color="red", ls=":", lw=1.0)
         ax.axhline(1e-12, color="grey", ls="--", lw=0.8)
         ax.set_xscale("log")
         ax.set_yscale("log")
@@ -253,9 +263,13 @@ def plot(rows: list[dict], path: str) -> None:
     axes[0].set_ylabel("max relative error of the decoded sum (capped at 10)")
     handles = [plt.Line2D([], [], color=colors[f.name], marker=markers[i % len(markers)], label=f.name)
                for i, f in enumerate(FAMILIES)]
-    fig.legend(handles=handles, loc="lower center", ncol=len(FAMILIES), fontsize=8, frameon=False)
+    handles += [plt.Line2D([], [], ls="none", marker="o", markersize=11, markerfacecolor="none",
+                           markeredgecolor="red", label=f"FAILS: error > rtol = {RTOL:g} (red dotted line)"),
+                plt.Line2D([], [], color="grey", ls="--", lw=0.8, label="1e-12")]
+    # the legend sits below the panels, so it hides no data
+    fig.legend(handles=handles, loc="lower center", ncol=(len(handles) + 1) // 2, fontsize=8, frameon=False)
     fig.subplots_adjust(bottom=0.2)
-    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    fig.tight_layout(rect=(0, 0.11, 1, 1))
     fig.savefig(path, dpi=110)
 
 
@@ -264,7 +278,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="n <= 100 only")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-plot", action="store_true")
+    ap.add_argument("--replot", action="store_true",
+                    help="only redraw the plot from the saved results/decode_numerics[_quick].json")
     args = ap.parse_args(argv)
+    if args.replot:
+        import json
+
+        suffix = "_quick" if args.quick else ""
+        with open(os.path.join(HERE, "results", f"decode_numerics{suffix}.json")) as fh:
+            plot(json.load(fh), os.path.join(HERE, "results", f"decode_numerics{suffix}.png"))
+        return 0
     lat = latency(100, 10) if args.quick else latency(100, 10) + [""] + latency()
     print("\n".join(lat) + "\n")
     print(HEADER)

@@ -148,7 +148,8 @@ def speed_part(log: Callable[[str], None]) -> None:
 # ------------------------------------------------------------------------------------------------------------
 
 
-def training_part(iters: int, runs: int, outdir: str, log: Callable[[str], None], lr: float = 1.0) -> dict | None:
+def training_part(iters: int, runs: int, outdir: str, log: Callable[[str], None], lr: float = 1.0,
+                  biased: frozenset[str] = frozenset()) -> dict | None:
     try:
         from sklearn.datasets import load_digits
     except ImportError:
@@ -221,20 +222,29 @@ def training_part(iters: int, runs: int, outdir: str, log: Callable[[str], None]
     for ax, tau in zip(axes, (1.1, 1.5), strict=True):
         for (t, name), c in curves.items():
             if t == tau:
-                ax.plot(c, label=name, lw=2.2 if name.startswith(("Song-Choi NW", "GD")) else 1.2,
-                        ls="--" if name.startswith("GD") else "-")
+                # biased schemes (E[ghat] != g) are drawn dotted and say so in the legend
+                ax.plot(c, label=f"{name} (BIASED)" if name in biased else name,
+                        lw=2.2 if name.startswith(("Song-Choi NW", "GD")) else 1.2,
+                        ls="--" if name.startswith("GD") else (":" if name in biased else "-"))
         ax.set_yscale("log")
         ax.set_xlabel("iteration")
         ax.set_title(f"digits softmax regression, n = k = {n}, tau = {tau}")
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("training loss")
-    axes[1].legend(fontsize=8)
+    # the legend sits to the right of the panels, so it hides no curve
+    axes[1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
     fig.tight_layout()
     path = os.path.join(outdir, "heterogeneous_convergence.png")
     fig.savefig(path, dpi=110)
     plt.close(fig)
     log(f"wrote {os.path.relpath(path)}")
     return curves
+
+
+def biased_schemes(results: dict) -> frozenset[str]:
+    """The schemes whose estimate is biased in some setting (``ApproxReport.unbiased`` false)."""
+    return frozenset(nm for res in results.values() for nm, reps in res.items()
+                     if not all(rep.unbiased for rep in reps[:2]))  # (orthonormal, aligned, code)
 
 
 def plot_errors(results: dict, outdir: str, log: Callable[[str], None]) -> None:
@@ -248,20 +258,31 @@ def plot_errors(results: dict, outdir: str, log: Callable[[str], None]) -> None:
         return
     keys = sorted(results)
     names = list(results[keys[0]])
+    biased = biased_schemes(results)
     fig, axes = plt.subplots(1, 2, figsize=(13, 4.8))
     width = 0.8 / len(keys)
     for ax, which, title in ((axes[0], 0, "orthonormal partial gradients"), (axes[1], 1, "aligned partial gradients")):
         for t, key in enumerate(keys):
             vals = [float(results[key][nm][which].relative_error) for nm in names]
-            ax.bar(np.arange(len(names)) + t * width, vals, width, label=f"n = {key[0]}, tau = {key[1]}")
+            bars = ax.bar(np.arange(len(names)) + t * width, vals, width, label=f"n = {key[0]}, tau = {key[1]}",
+                          color=f"C{t}")
+            for bar, nm in zip(bars, names, strict=True):
+                if nm in biased:                  # biased schemes are hatched and labelled
+                    bar.set_hatch("///")
+                    bar.set_edgecolor("black")
         ax.set_xticks(np.arange(len(names)) + 0.4 - width / 2)
-        ax.set_xticklabels(names, rotation=35, ha="right", fontsize=8)
+        ax.set_xticklabels([f"{nm} (BIASED)" if nm in biased else nm for nm in names], rotation=35, ha="right",
+                           fontsize=8)
         ax.set_yscale("log")
         ax.set_ylabel("E||ghat - g||^2 / ||g||^2")
         ax.set_title(title)
         ax.grid(axis="y", alpha=0.3)
-    axes[0].legend(fontsize=8)
-    fig.tight_layout()
+    handles, labels = axes[0].get_legend_handles_labels()
+    handles.append(plt.Rectangle((0, 0), 1, 1, facecolor="white", edgecolor="black", hatch="///"))
+    labels.append("hatched: BIASED (E[ghat] != g)")
+    # the legend sits below the panels, so it hides no bar
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
     path = os.path.join(outdir, "heterogeneous_error.png")
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -293,7 +314,8 @@ def main(argv: list[str] | None = None) -> int:
         plot_errors(results, args.out, log)
         speed_part(log)
         if not args.no_train:
-            training_part(60 if args.quick else 200, 1 if args.quick else 3, args.out, log, args.lr)
+            training_part(60 if args.quick else 200, 1 if args.quick else 3, args.out, log, args.lr,
+                          biased_schemes(results))
     log(f"\ntotal {time.perf_counter() - t0:.1f} s")
     with open(os.path.join(args.out, "heterogeneous.txt"), "w") as fh:
         fh.write("\n".join(lines) + "\n")

@@ -101,7 +101,7 @@ class FixedWeightDecoder(Decoder):
             raise ValueError(f"mask must have shape (b, {self.weights.size}), got {mask.shape}")
         if getattr(code, "m", 1) != 1:
             raise ValueError(f"FixedWeightDecoder {self.name!r} needs m = 1 (one decoding row), got m = {code.m}")
-        zero = Fraction(0) if self.exact else 0.0
+        zero = np.array(Fraction(0), dtype=object) if self.exact else np.float64(0.0)
         a = np.where(mask, self.weights[None, :], zero)
         return a[:, None, :]
 
@@ -390,6 +390,7 @@ def evaluate_approximate(code: Any, gradients: Any = None, *, p: Any = None, dec
         return R if G is None else R @ G  # (b, m, p)
 
     if method == "closed":  # (exact here iff _rational, as in _closed_form)
+        assert closed is not None and closed_bias is not None      # method "closed" needs fixed weights
         err, bias, patterns = closed, closed_bias[None, :], 0
     elif method == "enumerate":
         total = 1 << n

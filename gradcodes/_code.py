@@ -190,8 +190,8 @@ class LinearCode:
     @property
     def support_matrix(self) -> np.ndarray:
         """Boolean (n, k): worker ``i`` stores partition ``j``."""
-        nz = np.asarray(self._B != 0)
-        return nz.reshape(self._n, self._k, self._m).any(axis=2)
+        nz: np.ndarray = np.asarray(self._B != 0)
+        return np.asarray(nz.reshape(self._n, self._k, self._m).any(axis=2))
 
     @property
     def supports(self) -> list[np.ndarray]:

@@ -66,7 +66,7 @@ def save(code: LinearCode, path: str | os.PathLike[str]) -> None:
         meta["rtol"] = float(rtol)
     if isinstance(code, ApproximateCode) and code.straggle_probabilities is not None:
         meta["straggle_probabilities"] = [str(p) for p in code.straggle_probabilities]
-    arrays: dict[str, np.ndarray] = {}
+    arrays: dict[str, Any] = {}
     if code.field == "rational":
         arrays["B_num"] = np.vectorize(lambda f: str(f.numerator), otypes=[str])(code.B)
         arrays["B_den"] = np.vectorize(lambda f: str(f.denominator), otypes=[str])(code.B)
@@ -75,7 +75,7 @@ def save(code: LinearCode, path: str | os.PathLike[str]) -> None:
         meta["p"] = type(code.B).characteristic
     else:
         arrays["B"] = np.asarray(code.B)
-    np.savez(path, meta=np.array(json.dumps(meta)), **arrays)  # type: ignore[arg-type]
+    np.savez(path, meta=np.array(json.dumps(meta)), **arrays)
 
 
 def load(path: str | os.PathLike[str], *, max_entries: int | None = None) -> LinearCode:
@@ -171,6 +171,7 @@ def _read_entry(zf: zipfile.ZipFile, member: str, key: str, where: str, max_entr
     with zf.open(member) as fp:
         version = fmt.read_magic(fp)
         if version == (1, 0):
+            shape: tuple[int, ...]
             shape, fortran, dtype = fmt.read_array_header_1_0(fp)
         elif version == (2, 0):
             shape, fortran, dtype = fmt.read_array_header_2_0(fp)
@@ -264,6 +265,7 @@ def _matrix(where: str, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> 
         raise fail(f"expected exactly one of 'B', 'B_num'/'B_den', 'B_gf', got {sorted(arrays)}")
     kind = kinds[0]
     field = meta["field"]
+    B: Any                                    # an ndarray (float or Fractions) or a galois array
     if kind == "B_num":
         if "B_den" not in arrays or arrays["B_den"].shape != arrays["B_num"].shape:
             raise fail("'B_num' needs a 'B_den' entry of the same shape")

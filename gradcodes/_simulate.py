@@ -131,7 +131,7 @@ class SimulationResult:
             ref = self.schemes[reference].mean
         head = f"{'scheme':<14}{'workers':>8}{'load/worker':>13}{'msgs':>6}{'E[T] (s)':>12}{'± s.e.':>10}"
         if ref is not None:
-            head += f"{reference + ' speedup':>13}"
+            head += f"{f'{reference} speedup':>13}"
         lines = [head, "-" * len(head)]
         for r in self.schemes.values():
             row = (f"{r.name:<14}{r.workers:>8}{r.load:>13.6g}{r.messages:>6}"

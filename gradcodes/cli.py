@@ -97,7 +97,7 @@ def _build(args: argparse.Namespace) -> Any:
         fn_sig = inspect.signature(fn) if fn is not None else None
         if fn_sig is not None and "seed" in given and "rng" in fn_sig.parameters:
             given["rng"] = given.pop("seed")          # --seed is the constructor's rng
-        if fn_sig is not None and all(k in fn_sig.parameters for k in given):
+        if fn is not None and fn_sig is not None and all(k in fn_sig.parameters for k in given):
             defaults = {("rng" if k == "seed" else k): p.default for k, p in sig.parameters.items()
                         if p.default is not p.empty and ("rng" if k == "seed" else k) in fn_sig.parameters
                         and ("rng" if k == "seed" else k) not in given}

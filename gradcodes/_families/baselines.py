@@ -106,7 +106,7 @@ class RescaleDecoder(Decoder):
         cnt = mask.sum(axis=1)
         if self.exact:
             scale = np.array([Fraction(n, c) if c else Fraction(0) for c in cnt], dtype=object)
-            a = np.where(mask, scale[:, None], Fraction(0))
+            a = np.where(mask, scale[:, None], np.array(Fraction(0), dtype=object))
         else:
             a = mask * np.divide(n, cnt, out=np.zeros(cnt.shape), where=cnt > 0)[:, None]
         return a[:, None, :]

@@ -54,6 +54,8 @@ class TreeDecoder(Decoder):
         self.exact = exact
 
     def matrices(self, code: LinearCode, mask: np.ndarray) -> Any:
+        if not isinstance(code, CodedReduceCode):
+            raise TypeError(f"the tree decoder needs a CodedReduceCode, got {type(code).__name__}")
         W = code._tree_weights(mask)[0]
         return W[:, None, :]
 

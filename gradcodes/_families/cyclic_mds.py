@@ -89,7 +89,7 @@ class CyclicMDSCode(GradientCode):
 
     def __init__(self, B: Any, s: int, info: dict[str, Any], **kwargs: Any) -> None:
         super().__init__(B, s, **kwargs)
-        self._cyclic: dict[str, Any] = dict(info)
+        self._cyclic: dict[str, Any] = {**info, "s": self.s}
 
 
 def _info(code: LinearCode) -> dict[str, Any]:
@@ -410,10 +410,10 @@ class ResidueClassDecoder(Decoder):
     description = "0/1 weights on a complete residue class mod s+1"
 
     def matrices(self, code: LinearCode, mask: np.ndarray) -> Any:
-        n, s = code.n, code.s
+        n, s = code.n, _info(code)["s"]
         q = s + 1
         b = mask.shape[0]
-        cls = mask.reshape(b, n // q, q).all(axis=1)            # (b, q): class t complete?
+        cls = np.asarray(np.asarray(mask).reshape(b, n // q, q).all(axis=1))            # (b, q): class t complete?
         t = np.argmax(cls, axis=1)
         sel = np.zeros((b, n), dtype=bool)
         sel[np.arange(b)[:, None], t[:, None] + q * np.arange(n // q)[None, :]] = True
@@ -593,7 +593,7 @@ def _rebuild(n: int, s: int, field: str = "complex", placement: str = "centered"
 
 
 def _rebuild_gf(n: int, s: int, field: str, base_field: str = "complex", placement: str = "centered",
-                normalize: str = "sum", **_: Any) -> GradientCode:
+                normalize: str = "sum", **_: Any) -> LinearCode:
     import galois
 
     p = int(field[3:-1]) if field.startswith("GF(") and field.endswith(")") else 0

@@ -116,6 +116,7 @@ def _pair_stubs(n: int, d: int, rng: np.random.Generator, rejections: int = 64) 
 
 def _adjacency(graph: Any, n: int | None) -> np.ndarray:
     """A 0/1 symmetric adjacency matrix from an array, neighbour lists, or a networkx-like graph."""
+    A: np.ndarray | None
     if hasattr(graph, "edges") and hasattr(graph, "nodes") and callable(graph.nodes):
         nodes = sorted(graph.nodes())
         pos = {v: i for i, v in enumerate(nodes)}
@@ -128,8 +129,7 @@ def _adjacency(graph: Any, n: int | None) -> np.ndarray:
     if isinstance(graph, dict) or (isinstance(graph, (list, tuple)) and graph
                                    and all(isinstance(x, (list, tuple, np.ndarray)) for x in graph)
                                    and len({len(x) for x in graph}) >= 1 and not _is_square(graph)):
-        items = graph.items() if isinstance(graph, dict) else enumerate(graph)
-        items = list(items)
+        items = list(graph.items() if isinstance(graph, dict) else enumerate(graph))
         size = len(items)
         A = np.zeros((size, size), dtype=np.int64)
         for u, nbrs in items:
@@ -177,7 +177,8 @@ def _is_square(x: Any) -> bool:
         arr = np.asarray(x)
     except (TypeError, ValueError):
         return False
-    return arr.ndim == 2 and arr.shape[0] == arr.shape[1] and np.isin(arr, (0, 1)).all() and arr.dtype != object
+    return bool(arr.ndim == 2 and arr.shape[0] == arr.shape[1] and np.isin(arr, (0, 1)).all()
+                and arr.dtype != object)
 
 
 def _connected(A: np.ndarray) -> bool:

@@ -156,7 +156,7 @@ def _nw(Y: np.ndarray, k: int, exact: bool) -> np.ndarray:
         lo = np.maximum(C[:-1, None], j[None, :].astype(object))
         hi = np.minimum(C[1:, None], (j + 1)[None, :].astype(object))
         diff = hi - lo
-        return np.where(diff > 0, diff, Fraction(0)).astype(object)
+        return np.where(diff > 0, diff, np.array(Fraction(0), dtype=object)).astype(object)
     lo = np.maximum(C[:-1, None], j[None, :])
     hi = np.minimum(C[1:, None], (j + 1)[None, :])
     return np.clip(hi - lo, 0.0, None)

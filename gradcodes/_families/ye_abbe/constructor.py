@@ -227,7 +227,7 @@ def ye_abbe(n: int, s: int, m: int = 2, k: int | None = None, *, nodes: Any = "f
         params["stride"] = plan.stride
         if spacing is not None:
             params["spacing"] = spacing
-        bk = RealField()
+        bk: Field = RealField()
         B = _fourier_B(plan, bk)
         tr = _Trig(n, bk)
         K = tr.kernel(plan)
@@ -256,7 +256,7 @@ def ye_abbe(n: int, s: int, m: int = 2, k: int | None = None, *, nodes: Any = "f
         N = n - s
         Vf = rng.standard_normal((N, n))
         Cf = rng.standard_normal((N, m))
-        bk: Field = RationalField() if exact else RealField()
+        bk = RationalField() if exact else RealField()
         V = bk.const(Vf.tolist()) if exact else Vf
         C = bk.const(Cf.tolist()) if exact else Cf
         try:

@@ -31,9 +31,10 @@ def _gf_field(field: Any, q: int) -> Any:
         return galois.GF(_prime_1_mod(q))
     if not (isinstance(field, type) and hasattr(field, "characteristic")):
         raise TypeError(f"field must be 'GF' or a galois.GF(p) class, got {field!r}")
-    if field.degree != 1 or (field.characteristic - 1) % q:
-        raise ValueError(f"this construction needs a prime field GF(p) with p = 1 (mod {q}); got {field.name}")
-    return field
+    GF: Any = field
+    if GF.degree != 1 or (GF.characteristic - 1) % q:
+        raise ValueError(f"this construction needs a prime field GF(p) with p = 1 (mod {q}); got {GF.name}")
+    return GF
 
 
 
