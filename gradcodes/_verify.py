@@ -118,8 +118,9 @@ class _Tracker:
     def __init__(self, code: LinearCode, dec: Decoder, rtol: float, dtype: Any = np.float64) -> None:
         self.code, self.dec, self.rtol, self.dtype = code, dec, rtol, dtype
         self.checked = 0
-        self.worst_res, self.worst_res_S = -1.0, None
-        self.worst_canc, self.worst_canc_S = -1.0, None
+        self.worst_res, self.worst_canc = -1.0, -1.0
+        self.worst_res_S: tuple[int, ...] | None = None
+        self.worst_canc_S: tuple[int, ...] | None = None
         self.worst_est = 0.0
         self.failures: list[tuple[int, ...]] = []
         self.n_failures = 0
@@ -155,6 +156,7 @@ class _Tracker:
             if bad:
                 res[i] = 1.0 if gf else max(abs(float(v)) for v in R.flat) or 1.0
         if not gf:
+            assert self.Bf is not None                    # set for every non-GF exact code
             Af = np.vectorize(float, otypes=[np.float64])(A)
             canc = cancellation(Af, self.Bf, code.k)
         return res, canc, failed
@@ -422,7 +424,7 @@ def _theorem(code: LinearCode, dec: Decoder, rtol: float, dtype: np.dtype) -> st
     return fn(code, unit_roundoff(dtype), rtol)
 
 
-def _enumerate(tracker: _Tracker, code: LinearCode, dec: Decoder, batch_size: int, stop_on_failure: bool,
+def _enumerate(tracker: _Tracker, code: GradientCode, dec: Decoder, batch_size: int, stop_on_failure: bool,
                progress: bool | None, budget: float | None, t0: float) -> tuple[int, bool, bool]:
     """Lexicographic enumeration; returns ``(sets checked, stopped at a failure, finished)``.
 
@@ -463,7 +465,7 @@ def _over_budget(clock: _Clock, budget: float, t0: float) -> bool:
     return elapsed > 0.05 and elapsed + clock.predicted() > budget
 
 
-def _enumerate_screened(tracker: _Tracker, screen: NullSpaceScreen, code: LinearCode, stop_on_failure: bool,
+def _enumerate_screened(tracker: _Tracker, screen: NullSpaceScreen, code: GradientCode, stop_on_failure: bool,
                         clock: _Clock, budget: float | None, t0: float) -> bool:
     """Enumeration through the screening kernel: sets it cannot clear go to the reference evaluation; the worst
     cancellation set of every chunk and every suspect are re-evaluated by the reference, so reported values

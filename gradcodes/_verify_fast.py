@@ -27,6 +27,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
@@ -130,11 +131,11 @@ class NullSpaceScreen:
     that must be re-evaluated by the reference path.
     """
 
-    def __init__(self, code: object, u: float, rtol: float) -> None:
+    def __init__(self, code: Any, u: float, rtol: float) -> None:
         C, K, _ = NullSpaceDecoder.basis(code)
         Bs, _ = row_scaled(code)
-        E = code.target                                                        # type: ignore[attr-defined]
-        self.k = code.k                                                        # type: ignore[attr-defined]
+        E = code.target
+        self.k = code.k
         self.C = np.ascontiguousarray(C)                                       # (m, n)
         self.K = np.ascontiguousarray(K)                                       # (n, d)
         self.KT = np.ascontiguousarray(K.T)
@@ -153,13 +154,13 @@ class NullSpaceScreen:
         self.rtol = rtol
 
     @staticmethod
-    def applies(code: object, decoder: object) -> bool:
+    def applies(code: Any, decoder: object) -> bool:
         """True when the screen reproduces the decoder: real float64 code, null-space decoder, ``dim K = s > 0``."""
         if not isinstance(decoder, NullSpaceDecoder) or getattr(code, "field", None) != "real":
             return False
-        if np.asarray(code.B).dtype != np.float64:                            # type: ignore[attr-defined]
+        if np.asarray(code.B).dtype != np.float64:
             return False
-        s = code.s                                                             # type: ignore[attr-defined]
+        s = code.s
         return s > 0 and NullSpaceDecoder.basis(code)[1].shape[1] == s
 
     def screen(self, S: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

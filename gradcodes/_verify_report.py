@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import dataclasses
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -75,7 +76,7 @@ class VerifyReport:
     rtol: float
     seconds: float
     stopped_early: bool = False
-    notes: list[str] = field(default_factory=list)
+    notes: list[str] = dataclasses.field(default_factory=list)  # (the attribute `field` shadows it)
     theorem: str | None = None
     interrupted: bool = False
     dtype: str = "float64"

@@ -135,7 +135,7 @@ def stable_binary(n: int, s: int, k: int | None = None, *, field: str = "real") 
     default = "group"
     if field == "real" and s < wb[1] - wb[0]:               # proven block by block (each a repetition block)
         made: dict[tuple[int, int], GradientCode] = {}
-        subs = []
+        subs: list[GradientCode | None] = []
         for g in range(q):
             key = (int(wb[g + 1] - wb[g]), int(pb[g + 1] - pb[g]))
             if key not in made:

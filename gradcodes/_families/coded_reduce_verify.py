@@ -6,10 +6,11 @@ must equal the full gradient sum for every admissible straggler pattern.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -87,7 +88,7 @@ class TreeVerifyReport:
     N: int = 0
     s: int = 0
     rtol: float = DEFAULT_RTOL
-    notes: list[str] = field(default_factory=list)
+    notes: list[str] = dataclasses.field(default_factory=list)  # (the attribute `field` shadows it)
     n_failures: int = 0
     dtype: str = "float64"
 
@@ -408,14 +409,14 @@ def verify_tree(code: CodedReduceCode, *, limit: int = 100_000, samples: int = 2
     opt = coded_reduce_load(code.branching, code.L, code.s)
     ok = exhaustive and not tr.n_failures and tr.checked > 0 and loads_equal and allocation_ok and int(loads[0]) == int(
         code.r * code.P)
-    u = unit_roundoff(dtype)
+    u_round = unit_roundoff(dtype)
     res_txt = code.pattern_text(tr.worst_res_mask) if tr.worst_res_mask is not None else "-"
     canc_txt = code.pattern_text(tr.worst_canc_mask) if tr.worst_canc_mask is not None else "-"
     return TreeVerifyReport(
         name=code.name, exact=bool(ok), exhaustive=exhaustive, patterns_checked=tr.checked,
         patterns_total=total, distinct_checked=len(tr.seen), worst_residual=tr.worst_res,
         worst_pattern=res_txt, worst_cancellation=tr.worst_canc, worst_cancellation_pattern=canc_txt,
-        error_estimate=u * tr.worst_canc + (tr.worst_res if np.isfinite(tr.worst_res) else np.inf),
+        error_estimate=float(u_round * tr.worst_canc + (tr.worst_res if np.isfinite(tr.worst_res) else np.inf)),
         failures=tr.failures, loads_equal=loads_equal, allocation_ok=allocation_ok, load=int(code.load),
         load_fraction=frac, load_lower_bound=opt, meets_lower_bound=frac == opt, field=code.field,
         seconds=time.perf_counter() - t0, dtype=str(np.dtype(dtype)), N=code.N, s=code.s, rtol=rtol, notes=notes,

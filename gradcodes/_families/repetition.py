@@ -86,7 +86,8 @@ class GroupDecoder(Decoder):
         accepted when ``u <= rtol`` (Tandon et al. 2017, Section 3, fractional repetition). Returns the
         statement, or None when a condition fails (then the verifier does not count it as a proof).
         """
-        if self.mode != "first" or code.m != 1 or code.field not in ("real", "rational") or u > rtol:
+        s = getattr(code, "s", None)                        # only a GradientCode promises recovery
+        if s is None or self.mode != "first" or code.m != 1 or code.field not in ("real", "rational") or u > rtol:
             return None
         B = code.B
         if code.field == "rational":
@@ -97,12 +98,12 @@ class GroupDecoder(Decoder):
         cover = np.zeros(code.k, dtype=np.int64)
         for g in range(self.bounds.size - 1):
             rows = B[self.bounds[g]:self.bounds[g + 1]]
-            if rows.shape[0] < code.s + 1 or not np.all(rows == rows[0]):
+            if rows.shape[0] < s + 1 or not np.all(rows == rows[0]):
                 return None
             cover += rows[0].astype(np.int64)
         if not np.all(cover == 1):
             return None
-        return (f"fractional repetition: {self.bounds.size - 1} groups of >= s+1 = {code.s + 1} identical 0/1 "
+        return (f"fractional repetition: {self.bounds.size - 1} groups of >= s+1 = {s + 1} identical 0/1 "
                 f"rows tile the all-ones vector; s stragglers leave a responder in every group and the 0/1 decoder "
                 f"sums one per group (residual 0, cancellation 1)")
 
