@@ -7,6 +7,8 @@ The convention (documented in docs/index.md, "Examples on these pages are tested
 * a ```python block followed directly by a ```text block: the text block is what the python block prints,
   compared with doctest's checker (``...`` matches anything, whitespace is normalized, and numbers need to
   agree only to the precision written);
+* a ```python block whose first line is a file name comment (``# train.py``) is a program for ``mpiexec``: it
+  is written to that file and launched as the page launches it (``mpiexec -n N python -m mpi4py train.py``);
 * other fences (```bash, ```text not after python, bare ```) are not run.
 """
 
@@ -15,7 +17,10 @@ from __future__ import annotations
 import contextlib
 import doctest
 import io
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -39,6 +44,10 @@ def blocks(text: str) -> list[tuple[str, str, str | None, int]]:
         if body.lstrip().startswith(">>>"):
             out.append(("doctest", body, None, line))
             continue
+        first = body.lstrip().splitlines()[0] if body.strip() else ""
+        if re.fullmatch(r"#\s*[\w-]+\.py", first.strip()):
+            out.append(("mpi", body, None, line))
+            continue
         expected = None
         if i + 1 < len(fences) and fences[i + 1][0] == "text" and text[end:fences[i + 1][2]].strip() == "":
             expected = fences[i + 1][1]
@@ -60,6 +69,9 @@ def run_page(path: Path) -> int:
             runner.run(test, out=report.write, clear_globs=False)
             assert runner.failures == 0, f"{where}: doctest failed\n{report.getvalue()}"
             continue
+        if kind == "mpi":
+            run_mpi_program(text, src, where)
+            continue
         buf = io.StringIO()
         with contextlib.redirect_stdout(buf):
             exec(compile(src, where, "exec"), ns)
@@ -68,6 +80,22 @@ def run_page(path: Path) -> int:
             assert checker.check_output(expected, got, FLAGS), (
                 f"{where}: printed output differs from the page\n--- page\n{expected}--- got\n{got}")
     return len(found)
+
+
+def run_mpi_program(page: str, src: str, where: str) -> None:
+    """Write the program to its file (in the current directory) and launch it as the page says."""
+    name = src.lstrip().splitlines()[0].lstrip("#").strip()
+    launch = re.search(rf"mpiexec -n (\d+) python -m mpi4py {re.escape(name)}", page)
+    assert launch, f"{where}: the page never shows how {name} is launched (mpiexec -n N python -m mpi4py {name})"
+    mpiexec = Path(sys.executable).with_name("mpiexec")
+    if not mpiexec.exists():
+        pytest.skip("no mpiexec next to the interpreter (pip install -e '.[mpi-local]')")
+    Path(name).write_text(src, encoding="utf-8")
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
+    proc = subprocess.run([str(mpiexec), "-n", launch.group(1), sys.executable, "-m", "mpi4py", name],
+                          capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, f"{where}: {name} failed under mpiexec\n{proc.stdout}\n{proc.stderr}"
 
 
 @pytest.mark.parametrize("path", PAGES, ids=[p.name for p in PAGES])
@@ -89,6 +117,22 @@ def test_output_convention_is_enforced():
 
 def _cells(row: str) -> int:
     return len(re.split(r"(?<!\\)\|", row.strip().strip("|")))
+
+
+def run_mpi_program(page: str, src: str, where: str) -> None:
+    """Write the program to its file (in the current directory) and launch it as the page says."""
+    name = src.lstrip().splitlines()[0].lstrip("#").strip()
+    launch = re.search(rf"mpiexec -n (\d+) python -m mpi4py {re.escape(name)}", page)
+    assert launch, f"{where}: the page never shows how {name} is launched (mpiexec -n N python -m mpi4py {name})"
+    mpiexec = Path(sys.executable).with_name("mpiexec")
+    if not mpiexec.exists():
+        pytest.skip("no mpiexec next to the interpreter (pip install -e '.[mpi-local]')")
+    Path(name).write_text(src, encoding="utf-8")
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
+    proc = subprocess.run([str(mpiexec), "-n", launch.group(1), sys.executable, "-m", "mpi4py", name],
+                          capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, f"{where}: {name} failed under mpiexec\n{proc.stdout}\n{proc.stderr}"
 
 
 @pytest.mark.parametrize("path", PAGES, ids=[p.name for p in PAGES])

@@ -324,9 +324,9 @@ def recommend(n: int, s: int, m: int = 1, max_load: int | None = None, *, tol: f
     Examples
     --------
     >>> import gradcodes as gc
-    >>> code = gc.recommend(40, 9)            # fractional repetition, proven block by block
+    >>> code = gc.recommend(40, 9)            # fractional repetition, proven by its theorem
     >>> code.name, code.load
-    ('stable_binary[FR]', 10)
+    ('fractional_repetition', 10)
     >>> code = gc.recommend(13, 3)           # small: the complex cyclic-MDS code is accurate at load s + 1
     >>> code.name, code.load, code.recommendation.meets_tol
     ('cyclic_mds[complex]', 4, True)
@@ -477,8 +477,8 @@ def grouped_mds(n: int, s: int) -> GradientCode:
     --------
     >>> import gradcodes as gc
     >>> code = gc.grouped_mds(50, 12)           # 3 groups of 16-17 workers, cyclic-MDS blocks: load s + 1
-    >>> code.load, code.field, gc.verify(code).verdict    # C(50, 12) sets: sampled, so not a proof
-    (13, 'complex', 'unproven')
+    >>> code.load, code.field, gc.verify(code).verdict    # proven block by block: C(17, 12) sets per block
+    (13, 'complex', 'ok')
     """
     n, s = check_ns(n, s)
     check_entries(n, n)
