@@ -119,22 +119,6 @@ def _cells(row: str) -> int:
     return len(re.split(r"(?<!\\)\|", row.strip().strip("|")))
 
 
-def run_mpi_program(page: str, src: str, where: str) -> None:
-    """Write the program to its file (in the current directory) and launch it as the page says."""
-    name = src.lstrip().splitlines()[0].lstrip("#").strip()
-    launch = re.search(rf"mpiexec -n (\d+) python -m mpi4py {re.escape(name)}", page)
-    assert launch, f"{where}: the page never shows how {name} is launched (mpiexec -n N python -m mpi4py {name})"
-    mpiexec = Path(sys.executable).with_name("mpiexec")
-    if not mpiexec.exists():
-        pytest.skip("no mpiexec next to the interpreter (pip install -e '.[mpi-local]')")
-    Path(name).write_text(src, encoding="utf-8")
-    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
-    proc = subprocess.run([str(mpiexec), "-n", launch.group(1), sys.executable, "-m", "mpi4py", name],
-                          capture_output=True, text=True, timeout=300, env=env)
-    assert proc.returncode == 0, f"{where}: {name} failed under mpiexec\n{proc.stdout}\n{proc.stderr}"
-
-
 @pytest.mark.parametrize("path", PAGES, ids=[p.name for p in PAGES])
 def test_markdown_tables_render(path):
     """Every table row has its header's cell count (an unescaped ``|`` in code splits a cell) and no blank line
