@@ -7,8 +7,8 @@ The convention (documented in docs/index.md, "Examples on these pages are tested
 * a ```python block followed directly by a ```text block: the text block is what the python block prints,
   compared with doctest's checker (``...`` matches anything, whitespace is normalized, and numbers need to
   agree only to the precision written);
-* a ```python block whose first line is a file name comment (``# train.py``) is a program for ``mpiexec``: it
-  is written to that file and launched as the page launches it (``mpiexec -n N python -m mpi4py train.py``);
+* a ```python block whose first line is a file name comment (``# train.py``) that the page launches with
+  ``mpiexec -n N python -m mpi4py train.py`` is an MPI program: it is written to that file and launched so;
 * other fences (```bash, ```text not after python, bare ```) are not run.
 """
 
@@ -45,7 +45,8 @@ def blocks(text: str) -> list[tuple[str, str, str | None, int]]:
             out.append(("doctest", body, None, line))
             continue
         first = body.lstrip().splitlines()[0] if body.strip() else ""
-        if re.fullmatch(r"#\s*[\w-]+\.py", first.strip()):
+        named = re.fullmatch(r"#\s*([\w-]+\.py)", first.strip())
+        if named and f"python -m mpi4py {named.group(1)}" in text:
             out.append(("mpi", body, None, line))
             continue
         expected = None
