@@ -116,9 +116,11 @@ def test_non_exhaustive_search_reports_it():
     assert report.strategies["restart search"] > 0 and report.strategies["local search"] > 0
     assert report.verdict == "unproven" and not report.exact and not report and not report.proven
     assert "not exhaustive" in str(report) and "not a proof" in str(report)
-    # the search never reports a better worst case than the sets it started from
+    # the search never reports a better worst case than the sets it started from (compared on the cancellation,
+    # a property of the sets; the error estimate of a good code is residual rounding noise that varies with the
+    # batch a set is solved in, 1.9e-10 against 4.9e-10 in one CI run)
     no_search = gc.verify(code, samples=200, search=False, limit=1000, rng=0)
-    assert report.error_estimate >= no_search.error_estimate
+    assert report.worst_cancellation >= no_search.worst_cancellation * (1 - 1e-9)
 
 
 def test_local_search_finds_a_planted_bad_set():
