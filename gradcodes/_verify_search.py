@@ -32,7 +32,9 @@ def restart_search(tracker: Any, code: Any, rng: np.random.Generator, seconds: f
     an upper bound of ``k`` times the cancellation factor up to ``canc(c)`` (infinite for a singular ``K_S``). One
     move replaces one straggler by the best of all ``n - s`` responders. Each restart climbs until no single
     replacement improves the score (at most ``sweeps`` sweeps); its end point is evaluated by the reference rule.
-    Stops after ``restarts`` restarts, ``seconds`` seconds, or a failure. Returns ``(sets, estimates)`` of the end
+    Stops after ``restarts`` restarts, ``seconds`` seconds (checked before every move: one move costs ``n - s``
+    solves of size ``s``, so a climb at large ``(n, s)`` is cut short rather than overrunning), or a failure.
+    Returns ``(sets, estimates)`` of the end
     points, or None when the code has no such structure (exact fields, ``m > 1``, ``d != s``).
     """
     from ._decoders import NullSpaceDecoder, row_scaled
@@ -61,6 +63,8 @@ def restart_search(tracker: Any, code: Any, rng: np.random.Generator, seconds: f
         for _ in range(sweeps):
             improved = False
             for i in rng.permutation(s):
+                if time.perf_counter() - t0 > seconds:
+                    break
                 out = np.setdiff1d(np.arange(n), S)
                 cand = np.repeat(S[None], out.size, axis=0)
                 cand[:, i] = out

@@ -377,3 +377,21 @@ def test_screened_enumeration_matches_the_reference(monkeypatch, use_numba, case
     else:   # rounding noise (it changes with the BLAS blocking of the batch): far below rtol on both sides
         assert new.worst_residual <= 1e-8 / 16 and ref.worst_res <= 1e-8 / 16
         assert ref.worst_est / 4 <= new.error_estimate <= 4 * ref.worst_est
+
+
+def test_restart_search_respects_its_time_budget_per_move(monkeypatch):
+    """With seconds=0 a restart makes no move: one score of its start, then the reference evaluation. (A climb used
+    to finish all its sweeps first: at (500, 125) one restart was ~280,000 solves of size 125, and
+    recommend(500, 125) took minutes instead of seconds.)"""
+    import gradcodes._verify_fast as vf
+    from gradcodes._verify import _Tracker
+    from gradcodes._verify_search import restart_search
+
+    calls = []
+    real = vf._solve_small
+    monkeypatch.setattr(vf, "_solve_small", lambda A, b: calls.append(A.shape[0]) or real(A, b))
+    code = gc.cyclic_repetition(30, 6, rng=0)
+    tracker = _Tracker(code, code._decoder(None), 1e-8)
+    got = restart_search(tracker, code, np.random.default_rng(0), seconds=0.0)
+    assert got is not None and got[0].shape == (1, 6)
+    assert calls == [1]                        # the start's score only; no move of 24 candidate sets
