@@ -1,4 +1,4 @@
-"""Expander approximate codes (spec §2.3): Petersen exact errors, the spectral bound, evaluator, bad input."""
+"""Expander approximate codes (Raviv et al. 2018): Petersen exact errors, the spectral bound, evaluator, bad input."""
 
 from __future__ import annotations
 
