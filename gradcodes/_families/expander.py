@@ -7,7 +7,7 @@ approximate codes (worst and average error over responder sets) shared by every 
 **Decoders.** *Optimal*: ``u*_F = argmin_{supp u ⊆ F} ||u B - 1||_2`` (minimum-norm least squares). *Fixed*:
 ``u_F = (n/|F|) 1_F``, which needs no solve at all.
 
-**Spectral bound** (Raviv, Tamo, Tandon and Dimakis 2018, expander codes). Let ``d = λ_1 >= λ_2 >= ... >= λ_n`` be the eigenvalues of ``A_G`` and
+**Spectral bound** (Raviv et al. 2018). Let ``d = λ_1 >= λ_2 >= ... >= λ_n`` be the eigenvalues of ``A_G`` and
 ``λ = max(|λ_2|, |λ_n|)``. For ``|F| = n - s``,
 
 .. math:: \Bigl\| \tfrac{n}{n-s} 1_F^T B - 1^T \Bigr\|_2 \;\le\; \frac{\lambda}{d}\sqrt{\frac{n s}{n-s}},
