@@ -283,7 +283,8 @@ def verify(code: LinearCode, *, limit: int | None = None, samples: int = 2000, s
     dtype : numpy dtype, default float64
         Dtype of the messages the decodes will run in: the acceptance rule uses its unit roundoff.
     time_budget : float, default 10
-        Seconds the default mode may spend on exhaustive enumeration (ignored when ``limit`` is given).
+        Seconds the default mode may spend on exhaustive enumeration (ignored when ``limit`` is given); 0 never
+        enumerates more than ``samples`` would check.
     search_seconds : float, default 1
         Seconds the restarted search may spend (when not exhaustive).
 
@@ -362,7 +363,12 @@ def verify(code: LinearCode, *, limit: int | None = None, samples: int = 2000, s
     # sampling would check about this many sets: enumerating is then cheaper and a proof
     sampled_size = n + samples + (2000 if search else 0)
     if limit is None:
-        mode = "exhaustive" if total <= sampled_size else "budget"
+        # time_budget=0 never enumerates (deterministically: a fast machine would otherwise finish small codes
+        # before the first rate check)
+        mode = "exhaustive" if total <= sampled_size else ("budget" if time_budget > 0 else "sample")
+        if mode == "sample":
+            notes.append(f"not exhaustive: time_budget = 0 skips enumerating C({n},{s}) = {total:,} sets; pass "
+                         f"limit={total} or a positive time_budget for a full check")
     else:
         mode = "exhaustive" if total <= max(limit, sampled_size) else "sample"
     exhaustive = False
