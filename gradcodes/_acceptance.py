@@ -19,11 +19,6 @@ if TYPE_CHECKING:
 
 __all__ = ["DecodingError", "DecodeInfo", "check_float_decode", "check_underflow"]
 
-#: The public types keep the module path they had before ``_code.py`` was split, so pickles made by earlier
-#: versions load and new pickles are byte-identical (numpy's ``set_module`` does the same for its public names).
-_PUBLIC_MODULE = "gradcodes._code"
-
-
 class DecodingError(ValueError):
     """A responder set from which the code cannot recover the gradient (to the tolerance)."""
 
@@ -65,9 +60,6 @@ class DecodeInfo:
 _FLOAT_KINDS = "fc"
 #: Below this message length a compiled sparse product beats a loop over the non-zeros of ``B``.
 
-
-DecodingError.__module__ = _PUBLIC_MODULE
-DecodeInfo.__module__ = _PUBLIC_MODULE
 
 
 def check_float_decode(code: CodeBase, F: np.ndarray, res: float, canc: float, rtol: float, dtype: Any,
