@@ -180,3 +180,20 @@ def test_other_reports_pickle() -> None:
 @pytest.mark.parametrize("field", [RealField(), RationalField(), PrimeField(__import__("galois").GF(13))])
 def test_field_objects_pickle(field) -> None:
     assert _roundtrip(field) == field
+
+
+def test_pickles_from_before_the_core_split_still_load() -> None:
+    """DecodingError and DecodeInfo lived in ``gradcodes._code`` before it was split by responsibility; pickles
+    naming that path must still load (protocol 0 spells the module path out, so it can be rewritten here)."""
+    code = gc.cyclic_repetition(6, 2, rng=0)
+    Y = code.encode(np.arange(24.0).reshape(6, 4))
+    _, info = code.decode([0, 1, 2, 3], Y[[0, 1, 2, 3]], return_info=True)
+    err = gc.DecodingError("cannot decode", np.array([1, 2]), 0.5)
+    for obj in (info, err):
+        old = pickle.dumps(obj, protocol=0).replace(b"gradcodes._acceptance", b"gradcodes._code")
+        assert b"gradcodes._code\n" in old
+        back = pickle.loads(old)
+        assert type(back) is type(obj)
+        assert repr(back) == repr(obj)
+    for cls in (gc.LinearCode, gc.GradientCode, gc.ApproximateCode):
+        assert cls.__module__ == "gradcodes._code"      # codes' pickles name the same path as before the split
