@@ -331,7 +331,8 @@ def run(tracker: Tracker, *, limit: int | None, samples: int, search: bool, rng:
             if limit is not None:
                 out.notes.append(f"not exhaustive: {total:,} {noun} > limit = {limit:,}; pass limit={total} "
                                  f"for a full check")
-            do_search = search and (before_sampling() if before_sampling is not None else True)
+            searchable = before_sampling() if before_sampling is not None else True
+            do_search = search and searchable
             with single_threaded_blas():
                 out.stopped = _sample(tracker, samples, do_search, rng, batch, stop_on_failure, out.strategies)
     except (KeyboardInterrupt, Interrupted):

@@ -443,3 +443,9 @@ def test_rational_codes_are_checked_with_integers_on_both_models():
     B[0, np.flatnonzero(B[0] != 0)[0]] += Fr(1, 10**12)            # wrong by far less than float64 rounding
     rep = gc.verify(gc.GradientCode(B, s=2), stop_on_failure=False)
     assert rep.verdict == "FAILS" and rep.exhaustive and rep.n_failures > 0 and rep.worst_residual > 0
+
+
+def test_theorem_is_found_without_the_search():
+    """search=False still proves a code by its decoder's theorem (the theorem is not part of the search)."""
+    report = gc.verify(gc.fractional_repetition(40, 9), search=False, samples=50, rng=0, time_budget=0)
+    assert report.verdict == "ok" and report.theorem and not report.exhaustive
