@@ -197,11 +197,14 @@ def rational_residuals(A: Any, B: Any, E: Any) -> tuple[np.ndarray, np.ndarray]:
     num, den = numer(W), denom(W)
     dW = np.array([math.lcm(*map(int, set(row))) if row.size else 1 for row in den], dtype=object)
     Wint = num * (dW[:, None] // den) if W.size else np.zeros((d * m, n), dtype=object)
-    Wf = (num.astype(np.float64) / den.astype(np.float64)) if W.size else np.zeros(W.shape)
-    bound = (float(np.max(np.abs(Wint.astype(np.float64)), initial=0)) *
-             float(np.max(np.abs(Bint.astype(np.float64)), initial=0)) * n)
+    Wf = np.frompyfunc(float, 1, 1)(W).astype(np.float64) if W.size else np.zeros(W.shape)
+
+    def bits(M: Any) -> int:
+        return max((abs(int(v)).bit_length() for v in np.asarray(M, dtype=object).flat), default=0)
+
     Et = np.tile(Eint, (d, 1))
-    if bound < 2.0**62 and float(max(dW, default=1)) * dB < 2.0**62:
+    fits = bits(Wint) + bits(Bint) + n.bit_length() < 62 and bits(dW) + dB.bit_length() < 62
+    if fits:
         R = Wint.astype(np.int64) @ Bint.astype(np.int64)
         target = (dW.astype(np.int64)[:, None] * np.int64(dB)) * Et.astype(np.int64)
     else:
