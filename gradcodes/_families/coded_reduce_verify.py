@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from .._typing import DTypeLike, RNGLike, Unset
 from .._validate import SEED_UNSET, check_int, check_real, check_rng, check_size, take_rng
 from .._verify_engine import PatternModel, Tracker, run
 from .._verify_report import VerifyReport
@@ -208,9 +209,9 @@ class TreePatterns(PatternModel):
 
 
 def verify_tree(code: CodedReduceCode, *, limit: int | None = None, samples: int = 2_000, search: bool = True,
-                rng: Any = None, rtol: float | None = None, batch: int = 4096, max_failures: int = 5,
-                search_budget: int | None = None, dtype: Any = np.float64, stop_on_failure: bool = False,
-                progress: bool | None = None, time_budget: float = 10.0, seed: Any = SEED_UNSET
+                rng: RNGLike = None, rtol: float | None = None, batch: int = 4096, max_failures: int = 5,
+                search_budget: int | None = None, dtype: DTypeLike = np.float64, stop_on_failure: bool = False,
+                progress: bool | None = None, time_budget: float = 10.0, seed: RNGLike | Unset = SEED_UNSET
                 ) -> TreeVerifyReport:
     """Verify a CodedReduce code under its straggler model (at most ``s`` straggling children per parent).
 
