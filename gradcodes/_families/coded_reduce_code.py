@@ -339,8 +339,10 @@ class CodedReduceCode(LinearCode):
 
     def _verify_hook(self, *, limit: int | None = None, samples: int = 2000, search: bool = True,
                      rng: RNGLike = None, rtol: float | None = None, decoder: Any = None, field: Any = None,
-                     batch_size: int | None = None, dtype: Any = np.float64, **ignored: Any) -> TreeVerifyReport:
-        """``gc.verify(code, ...)`` on a tree code runs :func:`verify_tree` (its own straggler model)."""
+                     batch_size: int | None = None, dtype: Any = np.float64, stop_on_failure: bool = True,
+                     progress: bool | None = None, time_budget: float = 10.0, **ignored: Any) -> TreeVerifyReport:
+        """``gc.verify(code, ...)`` on a tree code runs :func:`verify_tree`: the verifier's engine on the tree's
+        straggler-pattern model."""
         if decoder not in (None, "tree"):
             raise ValueError(f"decoder: verify checks the tree decoder of a CodedReduce code, got {decoder!r}")
         if field is not None:
@@ -348,8 +350,9 @@ class CodedReduceCode(LinearCode):
                              "an inner code over that field instead")
         from .coded_reduce_verify import verify_tree
 
-        return verify_tree(self, limit=100_000 if limit is None else limit, samples=samples, search=search,
-                           rng=rng, rtol=rtol, batch=4096 if batch_size is None else batch_size, dtype=dtype)
+        return verify_tree(self, limit=limit, samples=samples, search=search, rng=rng, rtol=rtol,
+                           batch=4096 if batch_size is None else batch_size, dtype=dtype,
+                           stop_on_failure=stop_on_failure, progress=progress, time_budget=time_budget)
 
     # ------------------------------------------------------------------ patterns
     def patterns_total(self) -> int:
