@@ -24,6 +24,7 @@ import numpy as np
 
 from .._code import DecodingError, GradientCode, LinearCode, check_float_decode, check_underflow
 from .._decoders import Decoder
+from .._fields import RationalField
 from .._numerics import DEFAULT_RTOL
 from .._typing import MatrixLike, RNGLike, Unset
 from .._validate import SEED_UNSET, check_int, check_real, check_rng
@@ -182,7 +183,7 @@ class CodedReduceCode(LinearCode):
 
     def _zeros(self, shape: tuple[int, ...]) -> np.ndarray:
         if self.field == "rational":
-            return np.full(shape, Fraction(0), dtype=object)
+            return np.asarray(RationalField().zeros(shape))
         return np.zeros(shape, dtype=self.B.dtype)
 
     def _tree_weights(self, mask: np.ndarray, levels: bool = False) -> tuple[Any, np.ndarray, np.ndarray, list]:
@@ -200,7 +201,7 @@ class CodedReduceCode(LinearCode):
         used_all = np.zeros((b, self.N), dtype=bool)
         bad_parent = np.full(b, -1, dtype=np.int64)
         coef_levels = []
-        w_parent = np.full((b, 1), Fraction(1), dtype=object) if self.field == "rational" else \
+        w_parent = RationalField().ones((b, 1)) if self.field == "rational" else \
             np.ones((b, 1), dtype=self.B.dtype)
         alive_parent = np.ones((b, 1), dtype=bool)
         first_parent = 0
