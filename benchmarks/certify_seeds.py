@@ -1,13 +1,28 @@
-"""Certify seeds of gradcodes.grouped_random: exhaustive verify of each candidate group code, once.
+"""Certify seeds of gradcodes.grouped_random: screen candidate seeds cheaply, then verify the best one exhaustively.
 
-    python benchmarks/certify_seeds.py NG S EXTRA SEED [SEED ...]   # certify candidates, append to the JSON log
-    python benchmarks/certify_seeds.py --check [--max-sets N]        # re-verify the stored table (CERTIFIED)
+    python benchmarks/certify_seeds.py --screen NG S EXTRA SEED0 SEED1 [--samples N]   # sample, rank the seeds
+    python benchmarks/certify_seeds.py NG S EXTRA SEED [SEED ...] [--target T] [--part I --parts K]
+    python benchmarks/certify_seeds.py --merge NG S EXTRA SEED --parts K               # combine finished parts
+    python benchmarks/certify_seeds.py --check [--max-sets N]                          # re-verify CERTIFIED
 
-A group of NG workers is coded by cyclic_repetition(NG, S + EXTRA, seed=SEED) and decoded by the row-space decoder
-against S stragglers; gradcodes.verify checks all C(NG, S) straggler sets (limit = C(NG, S)). Results are appended
-to benchmarks/results/certified_seeds.jsonl (one JSON object per line: the worst error estimate, the worst set,
-sets checked, seconds, load average). The winning entries are copied into gradcodes/_families/_certified_seeds.py
-by hand; --check repeats the exhaustive verification of every stored entry and compares the worst error.
+A group of NG workers is coded by cyclic_repetition(NG, S + EXTRA, rng=SEED) and decoded by the row-space decoder
+against S stragglers.
+
+* ``--screen`` evaluates the same random straggler sets (``--samples``, default 500,000) for every seed in
+  [SEED0, SEED1) and prints the sampled worst error and tail counts. A sample is NOT a worst case (the worst
+  sets of these codes are far rarer than one in a million); it only orders the candidates.
+* Certification checks all C(NG, S) straggler sets with the verifier's reference evaluation
+  (``gradcodes._verify._Tracker``: the code's decoder, the batched residual and the acceptance rule of
+  ``gradcodes.verify``), in chunks of consecutive lexicographic ranks visited in a fixed shuffled order, so that
+  with ``--target`` a seed whose running worst error exceeds the target is abandoned early (its bad sets are
+  met early on average). ``--part I --parts K`` runs the chunks with position = I mod K, for K processes; the
+  certificate is the combination of the K finished parts (``--merge``; the worst values are maxima, the sets add
+  up to C(NG, S) exactly once each).
+* ``--check`` repeats the certification of every stored entry with ``gradcodes.verify(..., limit=C(NG, S))``
+  itself and compares the worst error.
+
+Results are appended to benchmarks/results/certified_seeds.jsonl (one JSON object per line). Winning entries are
+copied into gradcodes/_families/_certified_seeds.py by hand.
 """
 
 from __future__ import annotations
@@ -19,25 +34,113 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 import gradcodes as gc
+from gradcodes._decoders import single_threaded_blas
 from gradcodes._families._certified_seeds import CERTIFIED
 from gradcodes._families.grouped_random import _block_code
+from gradcodes._verify import _Tracker, random_straggler_sets
+from gradcodes._verify_fast import _binom_table, unrank_lex
 
 LOG = Path(__file__).parent / "results" / "certified_seeds.jsonl"
+SCREEN_LOG = Path(__file__).parent / "results" / "seed_screen.jsonl"
+CHUNK = 1 << 16
 
 
-def certify(ng: int, s: int, extra: int, seed: int) -> dict:
+def _log(path: Path, rec: dict[str, Any]) -> None:
+    path.parent.mkdir(exist_ok=True)
+    with path.open("a") as fh:
+        fh.write(json.dumps(rec) + "\n")
+
+
+def screen(ng: int, s: int, extra: int, seeds: range, samples: int) -> list[dict[str, Any]]:
+    """Sampled worst error of each seed on one common set of random straggler sets (not a worst case)."""
+    S = random_straggler_sets(ng, s, samples, np.random.default_rng(12345))
+    out = []
+    for sd in seeds:
+        sub = _block_code(ng, s, extra, sd)
+        tr = _Tracker(sub, sub._decoder(None), sub.rtol)
+        t0 = time.perf_counter()
+        with single_threaded_blas():
+            est = np.concatenate([tr.add(S[i:i + 4096]) for i in range(0, samples, 4096)])
+        rec = {"n_g": ng, "s": s, "extra": extra, "seed": sd, "samples": samples,
+               "sampled_worst": float(est.max()), "above_1e-12": int((est > 1e-12).sum()),
+               "above_3e-12": int((est > 3e-12).sum()), "q99.99": float(np.quantile(est, 0.9999)),
+               "seconds": round(time.perf_counter() - t0, 1), "loadavg": os.getloadavg()[0]}
+        print(json.dumps(rec), flush=True)
+        _log(SCREEN_LOG, rec)
+        out.append(rec)
+    return out
+
+
+def chunk_order(total: int) -> np.ndarray:
+    """The fixed shuffled order of the chunks of CHUNK consecutive lexicographic ranks."""
+    return np.random.default_rng(2026).permutation(-(-total // CHUNK))
+
+
+def certify_part(ng: int, s: int, extra: int, seed: int, target: float | None, part: int, parts: int
+                 ) -> dict[str, Any]:
+    """Reference evaluation of every straggler set in this part's chunks (all of them when ``parts == 1``)."""
+    sub = _block_code(ng, s, extra, seed)
+    tr = _Tracker(sub, sub._decoder(None), sub.rtol)
+    total = math.comb(ng, s)
+    table = _binom_table(ng, s)
+    order = chunk_order(total)[part::parts]
+    t0 = last = time.perf_counter()
+    aborted = False
+    with single_threaded_blas():
+        for i, c in enumerate(order):
+            lo, hi = int(c) * CHUNK, min(total, (int(c) + 1) * CHUNK)
+            for b in range(lo, hi, 4096):
+                tr.add(unrank_lex(ng, s, np.arange(b, min(hi, b + 4096), dtype=np.int64), table))
+            if tr.n_failures or (target is not None and tr.worst_est > target):
+                aborted = True
+                break
+            if time.perf_counter() - last > 60:
+                last = time.perf_counter()
+                print(f"  seed {seed} part {part}/{parts}: {tr.checked:,} sets, chunk {i + 1} of {len(order)}, "
+                      f"{tr.checked / (last - t0):,.0f} sets/s, worst so far {tr.worst_est:.3g}", flush=True)
+    return {"n_g": ng, "s": s, "extra": extra, "seed": seed, "part": part, "parts": parts, "chunk": CHUNK,
+            "aborted": aborted, "target": target, "n_failures": tr.n_failures, "error_estimate": tr.worst_est,
+            "worst_residual": tr.worst_res, "worst_cancellation": tr.worst_canc,
+            "worst_responders": list(tr.worst_res_S or ()), "sets": tr.checked, "total": total,
+            "seconds": round(time.perf_counter() - t0, 1), "loadavg": os.getloadavg()[0]}
+
+
+def merge(ng: int, s: int, extra: int, seed: int, parts: int) -> dict[str, Any] | None:
+    """Combine the finished parts of one certification from the log (None unless every part finished)."""
+    recs = {}
+    for line in LOG.read_text().splitlines():
+        r = json.loads(line)
+        if (r.get("n_g"), r.get("s"), r.get("extra"), r.get("seed"), r.get("parts")) == (ng, s, extra, seed, parts) \
+                and not r.get("aborted") and "part" in r and r.get("chunk") == CHUNK:
+            recs[r["part"]] = r
+    if sorted(recs) != list(range(parts)):
+        return None
+    total = math.comb(ng, s)
+    sets = sum(r["sets"] for r in recs.values())
+    if sets != total or any(r["n_failures"] for r in recs.values()):
+        return None
+    worst = max(recs.values(), key=lambda r: r["worst_residual"])
+    return {"n_g": ng, "s": s, "extra": extra, "seed": seed, "proven": True, "exhaustive": True,
+            "error_estimate": max(r["error_estimate"] for r in recs.values()),
+            "worst_residual": worst["worst_residual"],
+            "worst_cancellation": max(r["worst_cancellation"] for r in recs.values()),
+            "worst_responders": worst["worst_responders"], "n_failures": 0, "sets": sets, "total": total,
+            "seconds": round(sum(r["seconds"] for r in recs.values()), 1),
+            "loadavg": max(r["loadavg"] for r in recs.values()), "parts": parts}
+
+
+def check_entry(ng: int, s: int, extra: int, seed: int) -> dict[str, Any]:
     sub = _block_code(ng, s, extra, seed)
     total = math.comb(ng, s)
     t0 = time.perf_counter()
     rep = gc.verify(sub, limit=total, stop_on_failure=False)
-    return {"n_g": ng, "s": s, "extra": extra, "seed": seed, "proven": bool(rep),
-            "exhaustive": bool(rep.exhaustive), "error_estimate": rep.error_estimate,
-            "worst_residual": rep.worst_residual, "worst_cancellation": rep.worst_cancellation,
-            "worst_responders": list(rep.worst_responders or ()), "n_failures": rep.n_failures,
-            "sets": rep.patterns_checked, "total": total, "seconds": round(time.perf_counter() - t0, 1),
-            "loadavg": os.getloadavg()[0]}
+    return {"proven": bool(rep), "error_estimate": rep.error_estimate, "sets": rep.patterns_checked,
+            "seconds": round(time.perf_counter() - t0, 1)}
 
 
 def main() -> int:
@@ -45,6 +148,12 @@ def main() -> int:
     ap.add_argument("args", nargs="*", type=int)
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--max-sets", type=int, default=None, help="with --check: skip entries with more sets")
+    ap.add_argument("--screen", action="store_true")
+    ap.add_argument("--samples", type=int, default=500_000)
+    ap.add_argument("--target", type=float, default=None, help="abandon a seed once its worst error exceeds this")
+    ap.add_argument("--part", type=int, default=0)
+    ap.add_argument("--parts", type=int, default=1)
+    ap.add_argument("--merge", action="store_true")
     a = ap.parse_args()
     print(f"load average at start: {os.getloadavg()}", flush=True)
     if a.check:
@@ -53,22 +162,44 @@ def main() -> int:
             if a.max_sets is not None and math.comb(ng, s) > a.max_sets:
                 print(f"skip ({ng}, {s}, {extra}): {math.comb(ng, s):,} sets > --max-sets")
                 continue
-            r = certify(ng, s, extra, int(entry["seed"]))
+            r = check_entry(ng, s, extra, int(entry["seed"]))
             same = r["proven"] and r["error_estimate"] <= 2 * entry["error_estimate"]
             bad += not same
             print(f"({ng}, {s}, {extra}) seed {entry['seed']}: stored {entry['error_estimate']:.3g}, "
                   f"re-verified {r['error_estimate']:.3g} over {r['sets']:,} sets in {r['seconds']} s: "
                   f"{'OK' if same else 'MISMATCH'}", flush=True)
         return 1 if bad else 0
+    if a.screen:
+        if len(a.args) != 5:
+            ap.error("--screen takes NG S EXTRA SEED0 SEED1")
+        ng, s, extra, s0, s1 = a.args
+        recs = screen(ng, s, extra, range(s0, s1), a.samples)
+        for r in sorted(recs, key=lambda r: (r["above_3e-12"], r["above_1e-12"], r["sampled_worst"])):
+            print(f"seed {r['seed']:4d}: sampled worst {r['sampled_worst']:.3g}, > 3e-12: {r['above_3e-12']}, "
+                  f"> 1e-12: {r['above_1e-12']} (of {r['samples']:,} random sets; not a worst case)")
+        return 0
+    if a.merge:
+        if len(a.args) != 4:
+            ap.error("--merge takes NG S EXTRA SEED")
+        cert = merge(*a.args, a.parts)
+        if cert is None:
+            print("not every part has finished (or a part aborted or failed)")
+            return 1
+        print(json.dumps(cert))
+        _log(LOG, cert)
+        return 0
     if len(a.args) < 4:
         ap.error("give NG S EXTRA SEED [SEED ...]")
+    if not 0 <= a.part < a.parts:
+        ap.error("--part must be in [0, --parts)")
     ng, s, extra, *seeds = a.args
-    LOG.parent.mkdir(exist_ok=True)
     for seed in seeds:
-        r = certify(ng, s, extra, seed)
+        r = certify_part(ng, s, extra, seed, a.target, a.part, a.parts)
         print(json.dumps(r), flush=True)
-        with LOG.open("a") as fh:
-            fh.write(json.dumps(r) + "\n")
+        _log(LOG, r)
+        if a.parts == 1 and not r["aborted"] and not r["n_failures"]:
+            r.update(proven=True, exhaustive=True)
+            print(f"seed {seed}: proven, worst error {r['error_estimate']:.3g} over all {r['sets']:,} sets")
     return 0
 
 
