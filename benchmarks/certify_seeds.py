@@ -41,7 +41,8 @@ import numpy as np
 import gradcodes as gc
 from gradcodes._decoders import single_threaded_blas
 from gradcodes._families._certified_seeds import CERTIFIED
-from gradcodes._families.grouped_random import _block_code
+from gradcodes._families._rowspace_kernel import kernels
+from gradcodes._families.grouped_random import RowSpaceDecoder, _block_code
 from gradcodes._verify import _Tracker, random_straggler_sets
 from gradcodes._verify_fast import _binom_table, unrank_lex
 
@@ -81,33 +82,69 @@ def chunk_order(total: int) -> np.ndarray:
     return np.random.default_rng(2026).permutation(-(-total // CHUNK))
 
 
-def certify_part(ng: int, s: int, extra: int, seed: int, target: float | None, part: int, parts: int
-                 ) -> dict[str, Any]:
-    """Reference evaluation of every straggler set in this part's chunks (all of them when ``parts == 1``)."""
+def certify_part(ng: int, s: int, extra: int, seed: int, target: float | None, part: int, parts: int,
+                 reference: bool = False) -> dict[str, Any]:
+    """Every straggler set of this part's chunks (all of them when ``parts == 1``): by the compiled kernel
+    (gradcodes._families._rowspace_kernel.certify_sets: the decoder's own decoding vectors, residual and
+    cancellation evaluated on the spot; sets with a singular factor go to the verifier's reference evaluation, as
+    the decoder sends them to least squares), or with ``reference`` by the verifier's reference evaluation."""
     sub = _block_code(ng, s, extra, seed)
-    tr = _Tracker(sub, sub._decoder(None), sub.rtol)
+    dec = sub._decoder(None)
+    tr = _Tracker(sub, dec, sub.rtol)
     total = math.comb(ng, s)
     table = _binom_table(ng, s)
     order = chunk_order(total)[part::parts]
+    kern = None if reference else kernels()
+    if kern is not None:
+        C, c, w = RowSpaceDecoder.basis(sub)
+        B = np.ascontiguousarray(sub.B, dtype=np.float64)
+        E = np.ascontiguousarray(sub.target, dtype=np.float64)
+        u = float(np.finfo(np.float64).eps) / 2
+        worst = np.array([0.0, -1.0, -1.0])
+        worst_set = np.zeros((3, s), dtype=np.int64)
+        singular = np.zeros((4096, s), dtype=np.int64)
     t0 = last = time.perf_counter()
     aborted = False
+    kernel_sets = 0
     with single_threaded_blas():
-        for i, c in enumerate(order):
-            lo, hi = int(c) * CHUNK, min(total, (int(c) + 1) * CHUNK)
-            for b in range(lo, hi, 4096):
-                tr.add(unrank_lex(ng, s, np.arange(b, min(hi, b + 4096), dtype=np.int64), table))
-            if tr.n_failures or (target is not None and tr.worst_est > target):
+        for i, ch in enumerate(order):
+            lo, hi = int(ch) * CHUNK, min(total, (int(ch) + 1) * CHUNK)
+            if kern is None:
+                for b in range(lo, hi, 4096):
+                    tr.add(unrank_lex(ng, s, np.arange(b, min(hi, b + 4096), dtype=np.int64), table))
+            else:
+                first = unrank_lex(ng, s, np.array([lo], dtype=np.int64), table)[0]
+                ns = kern[1](C, c, w, B, E, sub.k, u, first, hi - lo, worst, worst_set, singular)
+                if ns > singular.shape[0]:
+                    raise RuntimeError(f"{ns} singular sets in one chunk: use --reference")
+                kernel_sets += hi - lo - ns
+                if ns:
+                    tr.add(singular[:ns].copy())         # the decoder's least-squares fallback, by the reference
+            est = max(tr.worst_est, float(worst[0])) if kern is not None else tr.worst_est
+            if tr.n_failures or (target is not None and est > target):
                 aborted = True
                 break
             if time.perf_counter() - last > 60:
                 last = time.perf_counter()
-                print(f"  seed {seed} part {part}/{parts}: {tr.checked:,} sets, chunk {i + 1} of {len(order)}, "
-                      f"{tr.checked / (last - t0):,.0f} sets/s, worst so far {tr.worst_est:.3g}", flush=True)
-    return {"n_g": ng, "s": s, "extra": extra, "seed": seed, "part": part, "parts": parts, "chunk": CHUNK,
-            "aborted": aborted, "target": target, "n_failures": tr.n_failures, "error_estimate": tr.worst_est,
-            "worst_residual": tr.worst_res, "worst_cancellation": tr.worst_canc,
-            "worst_responders": list(tr.worst_res_S or ()), "sets": tr.checked, "total": total,
-            "seconds": round(time.perf_counter() - t0, 1), "loadavg": os.getloadavg()[0]}
+                done = tr.checked + kernel_sets
+                print(f"  seed {seed} part {part}/{parts}: {done:,} sets, chunk {i + 1} of {len(order)}, "
+                      f"{done / (last - t0):,.0f} sets/s, worst so far {est:.3g}", flush=True)
+    rec: dict[str, Any] = {"n_g": ng, "s": s, "extra": extra, "seed": seed, "part": part, "parts": parts,
+                           "chunk": CHUNK, "aborted": aborted, "target": target, "n_failures": tr.n_failures,
+                           "evaluation": "reference" if kern is None else "kernel"}
+    if kern is None:
+        rec.update(error_estimate=tr.worst_est, worst_residual=tr.worst_res, worst_cancellation=tr.worst_canc,
+                   worst_responders=list(tr.worst_res_S or ()), sets=tr.checked)
+    else:
+        comp = lambda S: [int(x) for x in np.setdiff1d(np.arange(ng), S)]   # noqa: E731
+        est, res, canc = (float(x) for x in worst)
+        rec.update(error_estimate=max(est, tr.worst_est), worst_residual=max(res, tr.worst_res),
+                   worst_cancellation=max(canc, tr.worst_canc),
+                   worst_responders=comp(worst_set[1]) if res >= tr.worst_res else list(tr.worst_res_S or ()),
+                   worst_estimate_responders=comp(worst_set[0]), sets=kernel_sets + tr.checked,
+                   singular_sets=tr.checked)
+    rec.update(total=total, seconds=round(time.perf_counter() - t0, 1), loadavg=os.getloadavg()[0])
+    return rec
 
 
 def merge(ng: int, s: int, extra: int, seed: int, parts: int) -> dict[str, Any] | None:
@@ -154,6 +191,7 @@ def main() -> int:
     ap.add_argument("--part", type=int, default=0)
     ap.add_argument("--parts", type=int, default=1)
     ap.add_argument("--merge", action="store_true")
+    ap.add_argument("--reference", action="store_true", help="the verifier's reference evaluation, not the kernel")
     a = ap.parse_args()
     print(f"load average at start: {os.getloadavg()}", flush=True)
     if a.check:
@@ -194,7 +232,7 @@ def main() -> int:
         ap.error("--part must be in [0, --parts)")
     ng, s, extra, *seeds = a.args
     for seed in seeds:
-        r = certify_part(ng, s, extra, seed, a.target, a.part, a.parts)
+        r = certify_part(ng, s, extra, seed, a.target, a.part, a.parts, a.reference)
         print(json.dumps(r), flush=True)
         _log(LOG, r)
         if a.parts == 1 and not r["aborted"] and not r["n_failures"]:
