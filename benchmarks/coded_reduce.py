@@ -100,7 +100,7 @@ def part_speed(iters: int) -> None:
     rng.exponential(1.0, size=(iters, 156))
     t_draw = time.perf_counter() - t0
     t0 = time.perf_counter()
-    res = gc.simulate("CR", **PAPER, iters=iters, seed=0)
+    res = gc.simulate("CR", **PAPER, iters=iters, rng=0)
     t_sim = time.perf_counter() - t0
 
     # the obvious implementation: a Python loop over iterations and over parents
@@ -137,7 +137,7 @@ def part_vs_N(iters: int) -> None:
     rows = []
     for n in ns:
         s = round(5 * n / 12)
-        res = gc.simulate(n=n, L=2, s=s, m_data=49_920, a=5e-5, t_c=0.05, iters=iters, seed=1)
+        res = gc.simulate(n=n, L=2, s=s, m_data=49_920, a=5e-5, t_c=0.05, iters=iters, rng=1)
         rows.append((n, s, res))
     names = list(rows[0][2].schemes)
     print(f"   {'n':>3}{'s':>3}{'N':>5}" + "".join(f"{x:>16}" for x in names))
@@ -169,14 +169,14 @@ def part_vs_N(iters: int) -> None:
 # ----------------------------------------------------------------------------------------------------------
 def part_paper(iters: int) -> None:
     print(f"3. the CodedReduce paper's setting ({iters} iterations, seed 0)")
-    res = gc.simulate(**PAPER, iters=iters, seed=0)
-    no = gc.simulate("CR", **PAPER, iters=iters, seed=0, overlap=False)["CR"]
+    res = gc.simulate(**PAPER, iters=iters, rng=0)
+    no = gc.simulate("CR", **PAPER, iters=iters, rng=0, overlap=False)["CR"]
     print(f"   {'scheme':<8}{'E[T] (s)':>10}{'± s.e.':>9}{'ref':>11}{'CR speedup':>12}")
     for x, r in res.schemes.items():
         print(f"   {x:<8}{r.mean:>10.4f}{r.stderr:>9.4f}{REF_MC[x]:>11.3f}{r.mean / res['CR'].mean:>12.2f}")
     print(f"   CR without overlap of reception and computation: {no.mean:.4f} ± {no.stderr:.4f} s (ref 1.240)")
     for t_step in (1e-3, 5e-3):
-        rr = gc.simulate("RAR", **PAPER, t_step=t_step, iters=iters, seed=0)["RAR"]
+        rr = gc.simulate("RAR", **PAPER, t_step=t_step, iters=iters, rng=0)["RAR"]
         print(f"   RAR with t_step = {t_step:g} s: {rr.mean:.4f} s (CR speedup {rr.mean / res['CR'].mean:.2f})")
     print("   Note: with t_step = 0 (standard ring model) RAR beats CR here; the CR paper's RAR cost model is "
           "unknown.\n")
@@ -209,7 +209,7 @@ def part_training(steps: int) -> None:
 
     N = 156
     cr = gc.coded_reduce(12, 2, 5)                     # inner: fractional repetition (6 | 12), float64
-    gcode = gc.cyclic_repetition(N, 65, seed=0)        # master-worker GC tolerating s_gc = 65
+    gcode = gc.cyclic_repetition(N, 65, rng=0)        # master-worker GC tolerating s_gc = 65
     units_cr = np.array_split(np.arange(m), cr.P)      # 36 data units for the tree
     units_n = np.array_split(np.arange(m), N)          # 156 partitions for the master-worker schemes
     starts_cr = np.array([u[0] for u in units_cr])
@@ -226,7 +226,7 @@ def part_training(steps: int) -> None:
         acc = float((np.argmax(Xte @ W, axis=1) == yte).mean())
         return loss, acc
 
-    sim = gc.simulate(**PAPER, iters=steps, seed=42, return_samples=True, return_responders=True)
+    sim = gc.simulate(**PAPER, iters=steps, rng=42, return_samples=True, return_responders=True)
     lr = 1.0
     runs = {}
     t_run0 = time.perf_counter()

@@ -68,7 +68,7 @@ FAMILIES: list[Family] = [
     Family("cyclic_mds[complex]", lambda n, s: gc.cyclic_mds(n, s)),
     Family("cyclic_mds[real]", lambda n, s: _maybe(lambda: gc.cyclic_mds(n, s, "real"))),
     Family("cyclic_mds[textbook]", lambda n, s: gc.cyclic_mds(n, s, placement="textbook"), "lstsq"),
-    Family("cyclic_repetition", lambda n, s: gc.cyclic_repetition(n, s, seed=0)),
+    Family("cyclic_repetition", lambda n, s: gc.cyclic_repetition(n, s, rng=0)),
     Family("ye_abbe[m=1]", lambda n, s: gc.ye_abbe(n, s, 1)),
 ]
 

@@ -54,9 +54,9 @@ def schemes(p: np.ndarray, seed: int) -> dict[str, Callable[[], gc.ApproximateCo
         "Song-Choi I": lambda: gc.heterogeneous(p, n, "I", warn=False),
         "Song-Choi II": lambda: gc.heterogeneous(p, n, "II", warn=False),
         "SGC": lambda: gc.stochastic_gc(n, D, p),
-        "BGC (optimal)": lambda: gc.bernoulli_gc(n, D, p=p, seed=seed),
+        "BGC (optimal)": lambda: gc.bernoulli_gc(n, D, p=p, rng=seed),
         "EHD (group)": lambda: gc.erasurehead(n, D, p=p),
-        "OD (optimal)": lambda: gc.optimal_decoding(n, D, p=p, seed=seed),
+        "OD (optimal)": lambda: gc.optimal_decoding(n, D, p=p, rng=seed),
         "IS-SGD (1/(1-p))": lambda: gc.ignore_stragglers(n, p=p),
     }
     return out
@@ -79,7 +79,7 @@ def error_part(samples: int, lsq_samples: int, log: Callable[[str], None]) -> di
     results: dict[tuple[int, float], dict] = {}
     for n in (10, 100):
         for tau in (1.1, 1.5):
-            p = gc.exponential_straggle_probabilities(n, tau, seed=n)
+            p = gc.exponential_straggle_probabilities(n, tau, rng=n)
             opt = 1 / ((1 - p) / p).sum()  # Song-Choi's aligned optimum / ||g||^2 = k^2/sum(delta^-1) / k^2
             rows = []
             res = {}
@@ -117,10 +117,10 @@ def error_part(samples: int, lsq_samples: int, log: Callable[[str], None]) -> di
 
 def speed_part(log: Callable[[str], None]) -> None:
     n = 12
-    p = gc.exponential_straggle_probabilities(n, 1.5, seed=3)
+    p = gc.exponential_straggle_probabilities(n, 1.5, rng=3)
     rows = []
     for name, code in (("Song-Choi NW (fixed weights)", gc.heterogeneous(p, n)),
-                       ("OD (least squares)", gc.optimal_decoding(n, 3, p=p, seed=0))):
+                       ("OD (least squares)", gc.optimal_decoding(n, 3, p=p, rng=0))):
         t0 = time.perf_counter()
         rep = gc.evaluate_approximate(code, method="enumerate")
         t_vec = time.perf_counter() - t0
@@ -180,7 +180,7 @@ def training_part(iters: int, runs: int, outdir: str, log: Callable[[str], None]
 
     curves: dict[tuple[float, str], np.ndarray] = {}
     for tau in (1.1, 1.5):
-        p = gc.exponential_straggle_probabilities(n, tau, seed=n)
+        p = gc.exponential_straggle_probabilities(n, tau, rng=n)
         codes = {name: build() for name, build in schemes(p, seed=1).items()}
         names = ["GD (no stragglers)", *codes]
         all_losses = {name: np.zeros((runs, iters + 1)) for name in names}

@@ -159,7 +159,7 @@ ROWS = [
     ("equispaced [-1,1]", library_row(lambda n, s, m: gc.ye_abbe(n, s, m, nodes="equispaced"))),
     ("chebyshev (old default)", library_row(lambda n, s, m: gc.ye_abbe(n, s, m, nodes="chebyshev"))),
     ("chebyshev, Chebyshev basis", chebyshev_basis_row),
-    ("random Gaussian (seed 0)", library_row(lambda n, s, m: gc.ye_abbe(n, s, m, nodes="random", seed=0))),
+    ("random Gaussian (seed 0)", library_row(lambda n, s, m: gc.ye_abbe(n, s, m, nodes="random", rng=0))),
     ("roots of unity, top, natural order", library_row(lambda n, s, m: gc.ye_abbe(n, s, m, stride=1))),
     ("roots of unity, spread, natural order",
      library_row(lambda n, s, m: gc.ye_abbe(n, s, m, spacing="auto", stride=1))),

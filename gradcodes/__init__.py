@@ -6,7 +6,7 @@ combination ``y_i = B_i G`` (row ``i`` of an encoding matrix ``B``); the master 
 ``a_F B = 1``.
 
 >>> import numpy as np, gradcodes as gc
->>> code = gc.cyclic_repetition(6, 2, seed=0)
+>>> code = gc.cyclic_repetition(6, 2, rng=0)
 >>> G = np.random.default_rng(1).normal(size=(6, 5))      # 6 partial gradients of length 5
 >>> Y = code.encode(G)                                      # 6 worker messages
 >>> bool(np.allclose(code.decode([0, 2, 3, 5], Y), G.sum(axis=0)))   # workers 1 and 4 straggle

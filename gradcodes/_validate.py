@@ -185,6 +185,29 @@ def take_rng(rng: object, seed: object = SEED_UNSET, *, name: str = "rng", stack
     return seed
 
 
+def rng_entropy(rng: object = None, seed: object = SEED_UNSET, *, name: str = "rng") -> int:
+    """A non-negative int that keys reproducible, order-independent draws (``default_rng([entropy, *key])``).
+
+    For models that draw per ``(worker, iteration)`` rather than in sequence (the MPI delay models): an int ``rng``
+    is its own entropy (so ``rng=s`` draws what the former ``seed=s`` drew); a SeedSequence gives its 128-bit
+    state, a Generator or BitGenerator 128 random bits (advancing it), and None 128 bits of fresh OS entropy.
+    ``seed`` is the deprecated alias (DeprecationWarning), as in :func:`check_rng`.
+
+    >>> rng_entropy(5), rng_entropy(np.random.SeedSequence(5)) == rng_entropy(np.random.SeedSequence(5))
+    (5, True)
+    """
+    rng = take_rng(rng, seed, name=name, stacklevel=4)
+    if isinstance(rng, numbers.Integral) and not isinstance(rng, bool):
+        if int(rng) < 0:
+            raise ValueError(f"{name} must be a non-negative integer seed (or {RNG_TYPES}), got {int(rng)}")
+        return int(rng)
+    if isinstance(rng, np.random.SeedSequence):
+        words = rng.generate_state(4, np.uint32)
+    else:
+        words = check_rng(rng, name=name).integers(0, 2**32, size=4, dtype=np.uint64)
+    return sum(int(w) << (32 * i) for i, w in enumerate(words))
+
+
 def rng_param(rng: object) -> int | None:
     """The value of ``rng`` worth recording in a code's ``params`` (so that :func:`gradcodes.load` can rebuild it):
     the int seed, or None for entropy, SeedSequences and Generators."""

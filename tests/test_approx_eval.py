@@ -75,13 +75,13 @@ def test_monte_carlo_agrees_with_enumeration_and_is_seeded():
     p = rng.uniform(0.05, 0.5, 8)
     code = gc.heterogeneous(p, 9)
     exact = gc.evaluate_approximate(code, method="enumerate")
-    mc = gc.evaluate_approximate(code, method="montecarlo", samples=20000, seed=7)
+    mc = gc.evaluate_approximate(code, method="montecarlo", samples=20000, rng=7)
     assert mc.method == "montecarlo" and mc.patterns == 20000 and mc.expected_error_stderr > 0
     assert abs(mc.expected_error - exact.expected_error) < 4 * mc.expected_error_stderr
     assert mc.unbiased  # consistent with zero
-    again = gc.evaluate_approximate(code, method="montecarlo", samples=20000, seed=7)
+    again = gc.evaluate_approximate(code, method="montecarlo", samples=20000, rng=7)
     assert again.expected_error == mc.expected_error
-    other = gc.evaluate_approximate(code, method="montecarlo", samples=20000, seed=8)
+    other = gc.evaluate_approximate(code, method="montecarlo", samples=20000, rng=8)
     assert other.expected_error != mc.expected_error
     # the closed form is reported next to the Monte Carlo estimate
     assert mc.closed_form == pytest.approx(exact.expected_error, rel=1e-12)
@@ -90,14 +90,14 @@ def test_monte_carlo_agrees_with_enumeration_and_is_seeded():
 def test_monte_carlo_bias_test_is_not_scaled_by_the_gradient_norm():
     # bias -0.3 per coordinate, ||bias|| = 3 against Monte Carlo noise sqrt(100 * 0.21 / 200) = 0.32
     code = gc.ignore_stragglers(100, p=0.3, decoder="sum")
-    rep = gc.evaluate_approximate(code, method="montecarlo", samples=200, seed=0)
+    rep = gc.evaluate_approximate(code, method="montecarlo", samples=200, rng=0)
     assert rep.bias_norm == pytest.approx(3.0, rel=0.1) and rep.bias_stderr == pytest.approx(0.32, rel=0.1)
     assert not rep.unbiased
 
 
 def test_monte_carlo_detects_bias():
     code = gc.ignore_stragglers(30, p=0.3, decoder="sum")
-    rep = gc.evaluate_approximate(code, method="montecarlo", samples=4000, seed=1)
+    rep = gc.evaluate_approximate(code, method="montecarlo", samples=4000, rng=1)
     assert not rep.unbiased
     assert rep.bias_norm == pytest.approx(0.3 * np.sqrt(30), rel=0.05)
     # beyond max_enumerate a fixed-weight decoder gets the exact closed form: bias -p, error 30 p
@@ -154,7 +154,7 @@ def test_report_rendering():
 
 
 def test_p_override_and_missing():
-    code = gc.bernoulli_gc(5, 2, seed=0)
+    code = gc.bernoulli_gc(5, 2, rng=0)
     with pytest.raises(ValueError, match="straggle_probabilities"):
         gc.evaluate_approximate(code)
     rep = gc.evaluate_approximate(code, p=0.2)
@@ -224,7 +224,7 @@ def test_exactness_follows_the_inputs():
     assert rep.exact and rep.expected_error == 16 * gc.evaluate_approximate(code, Gx).expected_error
     assert rep.expected_error == pytest.approx(16 * gc.evaluate_approximate(code, Gf).expected_error, rel=1e-12)
     # a float code with Fraction probabilities is evaluated in float (not in slow object arithmetic)
-    rep = gc.evaluate_approximate(gc.bernoulli_gc(4, 2, p=F(1, 3), seed=1))
+    rep = gc.evaluate_approximate(gc.bernoulli_gc(4, 2, p=F(1, 3), rng=1))
     assert not rep.exact and isinstance(rep.expected_error, float)
 
 
@@ -315,11 +315,11 @@ def test_tour_rows_for_approximate_schemes():
 @pytest.mark.parametrize("build", [
     lambda: gc.heterogeneous(P3, 3, "II"),
     lambda: gc.heterogeneous([0.1, 0.3, 0.6, 0.2], 5),
-    lambda: gc.stochastic_gc(4, 2, [F(1, 3)] * 4, assignment="random", seed=5),
+    lambda: gc.stochastic_gc(4, 2, [F(1, 3)] * 4, assignment="random", rng=5),
     lambda: gc.ignore_stragglers(3, p=P3),
     lambda: gc.erasurehead(4, 2, p=0.3, decoder="unbiased"),
-    lambda: gc.bernoulli_gc(6, 2, p=0.2, seed=3),
-    lambda: gc.optimal_decoding(6, 3, p=0.2, seed=3),
+    lambda: gc.bernoulli_gc(6, 2, p=0.2, rng=3),
+    lambda: gc.optimal_decoding(6, 3, p=0.2, rng=3),
 ])
 def test_save_load_roundtrip(tmp_path, build):
     code = build()
@@ -349,7 +349,7 @@ def test_monte_carlo_standard_error_without_cancellation():
     code = gc.ApproximateCode(1e-9 * np.eye(3), decoders=[gc.FixedWeightDecoder("w", np.ones(3))],
                               default_decoder="w", straggle_probabilities=[0.5] * 3)
     G = 1e4 * np.eye(3)
-    mc = gc.evaluate_approximate(code, G, method="montecarlo", samples=20000, seed=0)
+    mc = gc.evaluate_approximate(code, G, method="montecarlo", samples=20000, rng=0)
     assert mc.expected_error_stderr == pytest.approx(np.sqrt(3 * 0.2**2 / 4 / 20000), rel=0.05)
     exact = gc.evaluate_approximate(code, G, method="enumerate").expected_error
     assert abs(mc.expected_error - exact) < 4 * mc.expected_error_stderr
@@ -357,7 +357,7 @@ def test_monte_carlo_standard_error_without_cancellation():
 
 def test_exponential_straggle_probabilities_model():
     """p_i = P(1 + Exp(psi_i) > tau) = exp(-psi_i (tau - 1)) with psi_i ~ U(lo, hi) drawn from the seed."""
-    p = gc.exponential_straggle_probabilities(6, 1.5, psi=np.array([0.1, 2.0]), seed=4)
+    p = gc.exponential_straggle_probabilities(6, 1.5, psi=np.array([0.1, 2.0]), rng=4)
     psi = np.random.default_rng(4).uniform(0.1, 2.0, size=6)
     np.testing.assert_allclose(p, np.exp(-psi * 0.5), rtol=1e-15)
     # Monte Carlo check of the straggler semantics for one rate

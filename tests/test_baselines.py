@@ -51,7 +51,7 @@ def test_sgc_unbiased_exact(n, data):
     k = data.draw(st.integers(1, 6))
     p = data.draw(st.lists(probs, min_size=n, max_size=n))
     assignment = data.draw(st.sampled_from(["cyclic", "random"]))
-    code = gc.stochastic_gc(n, d, p, k=k, assignment=assignment, seed=data.draw(st.integers(0, 9)))
+    code = gc.stochastic_gc(n, d, p, k=k, assignment=assignment, rng=data.draw(st.integers(0, 9)))
     support = code.B != 0
     assert (support.sum(axis=0) == d).all()  # every partition on d workers
     rep = gc.evaluate_approximate(code)
@@ -136,20 +136,20 @@ def test_random_regular_graph(n, data):
             gc.random_regular_graph(n, d)
         return
     seed = data.draw(st.integers(0, 100))
-    A = gc.random_regular_graph(n, d, seed=seed)
+    A = gc.random_regular_graph(n, d, rng=seed)
     assert A.shape == (n, n) and set(np.unique(A)) <= {0, 1}
     assert (A == A.T).all() and np.trace(A) == 0
     assert (A.sum(axis=1) == d).all()
-    assert (gc.random_regular_graph(n, d, seed=seed) == A).all()
+    assert (gc.random_regular_graph(n, d, rng=seed) == A).all()
 
 
 def test_random_regular_graph_is_randomised():
-    graphs = {gc.random_regular_graph(20, 3, seed=s).tobytes() for s in range(5)}
+    graphs = {gc.random_regular_graph(20, 3, rng=s).tobytes() for s in range(5)}
     assert len(graphs) == 5
 
 
 def test_od_optimal_decoder_is_least_squares():
-    code = gc.optimal_decoding(12, 3, seed=2)
+    code = gc.optimal_decoding(12, 3, rng=2)
     assert (np.abs(code.B.sum(axis=0) - 1) < 1e-15).all() and code.load == 3
     rng = np.random.default_rng(0)
     mask = rng.random((40, 12)) < 0.7
@@ -182,8 +182,8 @@ def test_od_bad_input():
 
 
 def test_bgc_reproducible_and_optimal_beats_sum():
-    a = gc.bernoulli_gc(10, 3, seed=4, p=0.2)
-    b = gc.bernoulli_gc(10, 3, seed=4, p=0.2)
+    a = gc.bernoulli_gc(10, 3, rng=4, p=0.2)
+    b = gc.bernoulli_gc(10, 3, rng=4, p=0.2)
     assert (a.B == b.B).all()
     assert abs(a.B.sum() / 10 - 3) < 2  # about d partitions per worker
     opt = gc.evaluate_approximate(a)
@@ -243,8 +243,8 @@ def test_decoder_name_validation(build):
 
 def test_bgc_entries_are_bernoulli():
     """B_ij ~ Bernoulli(d/k) i.i.d.: over 40 000 entries the frequency is within 4 standard errors of d/k."""
-    B = gc.bernoulli_gc(200, 3, seed=11).B
+    B = gc.bernoulli_gc(200, 3, rng=11).B
     q = 3 / 200
     assert set(np.unique(B)) <= {0.0, 1.0}
     assert abs(B.mean() - q) < 4 * np.sqrt(q * (1 - q) / B.size)
-    assert not (gc.bernoulli_gc(200, 3, seed=12).B == B).all()
+    assert not (gc.bernoulli_gc(200, 3, rng=12).B == B).all()

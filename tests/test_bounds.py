@@ -22,7 +22,7 @@ def test_min_load_values(args, expected):
 @given(st.integers(1, 60), st.data())
 def test_repetition_codes_meet_the_bound(n, data):
     s = data.draw(st.integers(0, n - 1))
-    code = gc.cyclic_repetition(n, s, seed=0)
+    code = gc.cyclic_repetition(n, s, rng=0)
     assert code.load == gc.min_load(n, s) == s + 1
     assert meets_min_load(code.load, n, s)
     assert min(code.replication) >= min_replication(n, s)
@@ -30,7 +30,7 @@ def test_repetition_codes_meet_the_bound(n, data):
 
 def test_below_bound_impossible():
     """A partition stored by only s workers fails when exactly those workers straggle."""
-    B = gc.cyclic_repetition(6, 2, seed=0).B.copy()
+    B = gc.cyclic_repetition(6, 2, rng=0).B.copy()
     B[:, 0] = 0.0
     B[[0, 1], 0] = 1.0                               # partition 0 on workers 0 and 1 only, s = 2
     report = gc.verify(gc.GradientCode(B, s=2))

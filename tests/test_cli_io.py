@@ -33,7 +33,7 @@ def test_build_verify_roundtrip(tmp_path, capsys):
     assert main(["verify", str(path)]) == 0
     out = capsys.readouterr().out
     assert "RECOVERY" in out and "36 of 36" in out
-    np.testing.assert_array_equal(gc.load(path).B, gc.cyclic_repetition(9, 2, seed=4).B)
+    np.testing.assert_array_equal(gc.load(path).B, gc.cyclic_repetition(9, 2, rng=4).B)
 
 
 def test_cli_errors_are_clear(tmp_path, capsys):
@@ -63,7 +63,7 @@ def test_python_dash_m_entry_point():
 @pytest.mark.parametrize("code", [
     gc.fractional_repetition(6, 2),
     gc.cyclic_repetition(5, 1, H=[[1, 2, 3, 4, -10]], field="rational"),
-    gc.cyclic_repetition(7, 3, seed=2),
+    gc.cyclic_repetition(7, 3, rng=2),
     gc.uncoded(3, k=6),
     gc.ApproximateCode(np.eye(3) / 2, straggle_probabilities=[0.1, 0.2, 0.3], name="halves"),
     gc.ApproximateCode(np.eye(2, dtype=object) * Fr(1, 3), straggle_probabilities=[Fr(1, 2), Fr(1, 3)]),

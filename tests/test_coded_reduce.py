@@ -186,7 +186,7 @@ def test_property_every_pattern_recovers_exactly(n, L, data):
     assert rep.exhaustive == small
     assert np.all(code.loads == code.load) and code.r == gc.coded_reduce_load(n, L, s)
     # an end-to-end exact decode through a random admissible pattern
-    mask = code.random_patterns(1, seed=data.draw(st.integers(0, 2**16)))[0]
+    mask = code.random_patterns(1, rng=data.draw(st.integers(0, 2**16)))[0]
     G = np.array([[Fr(u * u - 3, u + 1)] for u in range(code.P)], dtype=object)
     Y = code.encode(G)
     assert code.decode(mask, Y)[0] == G.sum()
@@ -199,7 +199,7 @@ def test_float_codes_decode_random_patterns(nls):
     rng = np.random.default_rng(1)
     G = rng.normal(size=(code.P, 7))
     Y = code.encode(G)
-    for mask in code.random_patterns(20, seed=2):
+    for mask in code.random_patterns(20, rng=2):
         g, info = code.decode(mask, Y, return_info=True)
         err = np.abs(g - G.sum(axis=0)).max() / np.abs(G).sum(axis=0).max()
         assert err <= max(1e-12, 50 * info.error_estimate)
@@ -213,7 +213,7 @@ def test_float32_stays_float32():
     G = np.random.default_rng(0).normal(size=(code.P, 16)).astype(np.float32)
     Y = code.encode(G)
     assert Y.dtype == np.float32
-    mask = code.random_patterns(1, seed=3)[0]
+    mask = code.random_patterns(1, rng=3)[0]
     g = code.decode(mask, Y)
     assert g.dtype == np.float32 and code.execute(mask, Y).dtype == np.float32
     np.testing.assert_allclose(g, G.astype(np.float64).sum(axis=0), rtol=1e-4, atol=1e-4)
@@ -244,7 +244,7 @@ def test_used_counts_and_inner_default_choices():
 
 def test_random_patterns_follow_the_model():
     code = gc.coded_reduce(5, 2, 2)
-    masks = code.random_patterns(500, seed=0)
+    masks = code.random_patterns(500, rng=0)
     per_parent = (~masks).reshape(500, code.parents, 5).sum(axis=2)
     assert per_parent.max() == 2 and per_parent.min() == 0
     rep = gc.verify_tree(code, samples=100)
@@ -270,7 +270,7 @@ def test_generic_decoders_agree_on_the_flattened_code():
     code = gc.coded_reduce(3, 2, 1)
     G = np.random.default_rng(5).normal(size=(code.P, 3))
     Y = code.encode(G)
-    mask = code.random_patterns(1, seed=9)[0]
+    mask = code.random_patterns(1, rng=9)[0]
     used = code.used(mask)
     np.testing.assert_allclose(code.decode(used, Y, decoder="lstsq"), G.sum(axis=0), rtol=1e-9)
 
@@ -284,11 +284,11 @@ def test_generic_decoders_agree_on_the_flattened_code():
     ((1, 2, 0), {}, ValueError, "n must be"),
     ((3.0, 2, 1), {}, TypeError, "n must be"),
     ((3, 2, 1), {"inner": np.eye(3)}, TypeError, "inner must be"),
-    ((3, 2, 1), {"inner": gc.cyclic_repetition(4, 1, seed=0)}, ValueError, "n=3 workers"),
+    ((3, 2, 1), {"inner": gc.cyclic_repetition(4, 1, rng=0)}, ValueError, "n=3 workers"),
     ((3, 2, 1), {"inner": gc.fractional_repetition(3, 2)}, ValueError, "s=1"),
     ((3, 2, 1), {"P": 20}, ValueError, "multiple of P_min=15"),
     ((3, 2, 1), {"field": "complex"}, ValueError, "field"),
-    ((3, 2, 1), {"inner": gc.cyclic_repetition(3, 1, seed=0), "field": "rational"}, ValueError, "contradicts"),
+    ((3, 2, 1), {"inner": gc.cyclic_repetition(3, 1, rng=0), "field": "rational"}, ValueError, "contradicts"),
     ((3, 2, 1), {"P": 0}, ValueError, "P must be"),
     ((5, 2, 2), {"rng": "x"}, TypeError, "rng must be"),
 ])
@@ -353,7 +353,7 @@ def test_save_load_round_trip(tmp_path, make):
 
 
 def test_complex_inner_code():
-    base = gc.cyclic_repetition(4, 1, seed=3)
+    base = gc.cyclic_repetition(4, 1, rng=3)
     phases = np.exp(1j * np.array([0.3, 1.1, 2.0, -0.7]))
     inner = gc.GradientCode(np.asarray(base.B) * phases[:, None], s=1)
     code = gc.coded_reduce(4, 2, 1, inner)
@@ -361,7 +361,7 @@ def test_complex_inner_code():
     rep = gc.verify_tree(code)
     assert rep.exact and rep.exhaustive
     G = np.random.default_rng(0).normal(size=(code.P, 3))
-    mask = code.random_patterns(1, seed=4)[0]
+    mask = code.random_patterns(1, rng=4)[0]
     np.testing.assert_allclose(code.execute(mask, code.encode(G)), G.sum(axis=0), atol=1e-10)
 
 
@@ -392,8 +392,8 @@ def test_targeted_patterns_reach_every_worker(nls):
 
 def test_search_never_lowers_the_worst_found():
     code = gc.coded_reduce(5, 2, 1)                        # random cyclic inner code: cancellation varies
-    plain = gc.verify_tree(code, limit=0, samples=200, search=False, seed=1)
-    searched = gc.verify_tree(code, limit=0, samples=200, search=True, seed=1)
+    plain = gc.verify_tree(code, limit=0, samples=200, search=False, rng=1)
+    searched = gc.verify_tree(code, limit=0, samples=200, search=True, rng=1)
     assert searched.patterns_checked > plain.patterns_checked
     assert searched.worst_cancellation >= plain.worst_cancellation
 
@@ -403,7 +403,7 @@ def test_default_inner_keeps_deep_trees_accurate():
     random cyclic repetition (a common suggestion) compounds to ~1e7 there and fails float64 verification."""
     rep = gc.verify(gc.coded_reduce(3, 6, 1), samples=100, search=False)
     assert rep.verdict == "unproven" and rep.n_failures == 0 and rep.worst_cancellation < 100
-    old = gc.verify(gc.coded_reduce(3, 6, 1, gc.cyclic_repetition(3, 1, seed=0)), samples=100, search=False)
+    old = gc.verify(gc.coded_reduce(3, 6, 1, gc.cyclic_repetition(3, 1, rng=0)), samples=100, search=False)
     assert old.worst_cancellation > 1e5
 
 

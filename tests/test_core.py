@@ -26,7 +26,7 @@ def code_and_responders(draw, families=("fractional_repetition", "cyclic_repetit
     else:
         n = draw(st.integers(1, 14))
         s = draw(st.integers(0, n - 1))
-        code = gc.cyclic_repetition(n, s, seed=draw(st.integers(0, 10**6)))
+        code = gc.cyclic_repetition(n, s, rng=draw(st.integers(0, 10**6)))
     size = draw(st.integers(code.n - code.s, code.n))
     F = draw(st.permutations(range(code.n)))[:size]
     return code, F
@@ -64,7 +64,7 @@ def test_decode_encode_roundtrip_float64(cr, p, seed):
 @given(st.integers(1, 7), st.data())
 def test_decode_encode_exact_rational(n, data):
     s = data.draw(st.integers(0, n - 1))
-    code = gc.cyclic_repetition(n, s, seed=data.draw(st.integers(0, 1000)), field="rational")
+    code = gc.cyclic_repetition(n, s, rng=data.draw(st.integers(0, 1000)), field="rational")
     F = data.draw(st.permutations(range(n)))[: data.draw(st.integers(n - s, n))]
     p = data.draw(st.integers(1, 4))
     G = np.array([[Fr(data.draw(st.integers(-50, 50)), data.draw(st.integers(1, 9))) for _ in range(p)]
@@ -76,7 +76,7 @@ def test_decode_encode_exact_rational(n, data):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128])
 def test_dtype_is_preserved(dtype):
-    code = gc.cyclic_repetition(6, 2, seed=0)
+    code = gc.cyclic_repetition(6, 2, rng=0)
     G = (np.random.default_rng(0).normal(size=(6, 16)) + 1).astype(dtype)
     Y = code.encode(G)
     assert Y.dtype == dtype
@@ -97,7 +97,7 @@ def test_float32_decode_error_matches_estimate():
 
 
 def test_full_buffer_ignores_garbage_in_straggler_rows():
-    code = gc.cyclic_repetition(7, 2, seed=1)
+    code = gc.cyclic_repetition(7, 2, rng=1)
     G = np.random.default_rng(2).normal(size=(7, 5))
     Y = code.encode(G)
     Y[[2, 4]] = np.nan                              # the stragglers' rows were never written
@@ -105,7 +105,7 @@ def test_full_buffer_ignores_garbage_in_straggler_rows():
 
 
 def test_responder_rows_in_given_order():
-    code = gc.cyclic_repetition(7, 2, seed=1)
+    code = gc.cyclic_repetition(7, 2, rng=1)
     G = np.random.default_rng(2).normal(size=(7, 5))
     Y = code.encode(G)
     order = [6, 0, 3, 5, 1]
@@ -113,7 +113,7 @@ def test_responder_rows_in_given_order():
 
 
 def test_nan_from_a_responder_is_an_error_not_a_nan():
-    code = gc.cyclic_repetition(7, 2, seed=1)
+    code = gc.cyclic_repetition(7, 2, rng=1)
     Y = code.encode(np.ones((7, 3)))
     Y[3, 1] = np.inf
     with pytest.raises(ValueError, match=r"responders \[3\] contain NaN or infinite"):
@@ -121,7 +121,7 @@ def test_nan_from_a_responder_is_an_error_not_a_nan():
 
 
 def test_more_responders_than_needed_and_mask():
-    code = gc.cyclic_repetition(8, 3, seed=4)
+    code = gc.cyclic_repetition(8, 3, rng=4)
     G = np.random.default_rng(3).normal(size=(8, 6))
     Y = code.encode(G)
     mask = np.ones(8, dtype=bool)
@@ -144,7 +144,7 @@ def test_padding_when_m_does_not_divide_p():
 
 
 def test_decode_info_and_residual_reports():
-    code = gc.cyclic_repetition(9, 3, seed=0)
+    code = gc.cyclic_repetition(9, 3, rng=0)
     _, info = code.decode([0, 1, 2, 3, 4, 5], np.zeros((9, 2)), return_info=True)
     assert info.responders == (0, 1, 2, 3, 4, 5) and info.decoder == "nullspace"
     assert 0 <= info.residual < 1e-10 and info.cancellation >= 1
@@ -154,14 +154,14 @@ def test_decode_info_and_residual_reports():
 
 @pytest.mark.parametrize("decoder", ["nullspace", "lstsq"])
 def test_generic_decoders_agree_on_unique_solutions(decoder):
-    code = gc.cyclic_repetition(10, 4, seed=2)
+    code = gc.cyclic_repetition(10, 4, rng=2)
     F = [0, 2, 3, 5, 7, 9]
     ref = np.linalg.lstsq(code.B[F].T, np.ones(10), rcond=None)[0]
     np.testing.assert_allclose(code.decoding_matrix(F, decoder=decoder)[0, F], ref, rtol=1e-9, atol=1e-12)
 
 
 def test_cache_returns_equal_copies():
-    code = gc.cyclic_repetition(6, 2, seed=0, )
+    code = gc.cyclic_repetition(6, 2, rng=0, )
     A1 = code.decoding_matrix([0, 1, 2, 3])
     A1[0, 0] = 99.0                                 # the caller's copy, not the cache
     A2 = code.decoding_matrix([0, 1, 2, 3])
@@ -200,7 +200,7 @@ def test_sympy_rationals_accepted():
 
 
 def test_properties_and_repr():
-    code = gc.cyclic_repetition(5, 1, seed=0)
+    code = gc.cyclic_repetition(5, 1, rng=0)
     assert (code.n, code.s, code.k, code.m, code.field, code.load) == (5, 1, 5, 1, "real", 2)
     assert repr(code) == "GradientCode(name='cyclic_repetition', n=5, s=1, k=5, m=1, field='real', load=2)"
     assert not code.B.flags.writeable
@@ -257,7 +257,7 @@ def test_constructor_bad_input(kwargs, exc, words):
     (np.ones(4, dtype=bool), ValueError, "shape (5,)"),
 ])
 def test_responders_bad_input(responders, exc, words):
-    code = gc.cyclic_repetition(5, 2, seed=0)
+    code = gc.cyclic_repetition(5, 2, rng=0)
     with pytest.raises(exc) as info:
         code.decoding_matrix(responders)
     assert words in str(info.value)
@@ -272,14 +272,14 @@ def test_responders_bad_input(responders, exc, words):
     (np.zeros((5, 3), dtype=object), TypeError, "needs a code over the rational field"),
 ])
 def test_messages_bad_input(messages, exc, words):
-    code = gc.cyclic_repetition(5, 2, seed=0)
+    code = gc.cyclic_repetition(5, 2, rng=0)
     with pytest.raises(exc) as info:
         code.decode([0, 1, 2], messages)
     assert words in str(info.value)
 
 
 def test_partials_bad_input():
-    code = gc.cyclic_repetition(5, 2, seed=0)
+    code = gc.cyclic_repetition(5, 2, rng=0)
     with pytest.raises(ValueError, match="k=5 rows"):
         code.encode(np.zeros((4, 3)))
     with pytest.raises(ValueError, match="at least one coordinate"):
@@ -310,7 +310,7 @@ def test_straggle_probabilities_exact_and_float():
 
 
 def test_garbage_straggler_rows_raise_no_warning():
-    code = gc.cyclic_repetition(6, 1, seed=0)
+    code = gc.cyclic_repetition(6, 1, rng=0)
     Y = code.encode(np.eye(6))
     Y[5] = np.inf
     with warnings.catch_warnings():

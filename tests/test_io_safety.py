@@ -43,7 +43,7 @@ def test_load_is_a_value_error_subclass():
 
 def test_parameters_are_checked_before_the_rebuild(tmp_path):
     # a small file whose parameters claim n = 30000: used to rebuild a 30000 x 30000 code (30 s, 6.7 GiB)
-    for code, key in [(gc.fractional_repetition(6, 1), "n"), (gc.expander_code(8, 3, seed=1), "n"),
+    for code, key in [(gc.fractional_repetition(6, 1), "n"), (gc.expander_code(8, 3, rng=1), "n"),
                       (gc.ye_abbe(7, 2, 2), "n"), (gc.ye_abbe(7, 2, 2), "m"), (gc.uncoded(4), "k")]:
         path = _saved(tmp_path, code)
         meta = _meta(path)
@@ -189,10 +189,10 @@ def test_fuzz_bytes(tmp_path, data):
 
 
 def test_rtol_and_decoders_survive_save_load(tmp_path):
-    strict = gc.GradientCode(gc.cyclic_repetition(7, 2, seed=1).B, 2, rtol=1e-14)
+    strict = gc.GradientCode(gc.cyclic_repetition(7, 2, rng=1).B, 2, rtol=1e-14)
     back = gc.load(_saved(tmp_path, strict))
     assert back.rtol == 1e-14
-    fam = gc.cyclic_repetition(7, 2, seed=1)
+    fam = gc.cyclic_repetition(7, 2, rng=1)
     fam.rtol = 1e-3
     assert gc.load(_saved(tmp_path, fam, "fam.npz")).rtol == 1e-3
     for code in [gc.cyclic_mds(7, 2).in_field("GF"), gc.ye_abbe(7, 2, 2).in_field("GF"),

@@ -81,7 +81,7 @@ def test_flat_exact_late_workers_stale_messages_and_no_allocation():
     iteration: all decodes exact, worker 1 never used, its stale messages dropped, no gradient-sized allocation."""
     cfg = {"family": "cyclic_repetition", "kwargs": {"n": 6, "s": 2, "rng": 1}, "p": 20000, "iters": 15,
            "check_alloc": True, "delays": [{"kind": "fixed", "seconds": 0.3, "workers": [1]},
-                                           {"kind": "fixed", "seconds": 0.02, "count": 1, "seed": 3}]}
+                                           {"kind": "fixed", "seconds": 0.02, "count": 1, "rng": 3}]}
     _, res, _ = run_job(7, cfg)
     check_exact(res, U64, 6)
     assert all(len(u) == 4 for u in res["used"])
@@ -103,7 +103,7 @@ def test_zero_one_code_float32_sums_to_rounding_with_hung_workers():
 @needs_mpi
 def test_ye_abbe_m2_messages_of_half_length():
     cfg = {"family": "ye_abbe", "kwargs": {"n": 6, "s": 2, "m": 2}, "p": 101, "iters": 10,
-           "delays": [{"kind": "fixed", "seconds": 0.02, "count": 2, "seed": 5}]}
+           "delays": [{"kind": "fixed", "seconds": 0.02, "count": 2, "rng": 5}]}
     _, res, _ = run_job(7, cfg)
     check_exact(res, U64, 6)
 
@@ -112,7 +112,7 @@ def test_ye_abbe_m2_messages_of_half_length():
 def test_coded_reduce_tree_with_stragglers_and_hung_leaf():
     """The 1 + 3 + 9 tree: a random straggler per iteration and a hung leaf; every parent uses its first n - s."""
     cfg = {"family": "coded_reduce", "kwargs": {"n": 3, "L": 2, "s": 1}, "p": 50, "iters": 10,
-           "delays": [{"kind": "fixed", "seconds": 0.03, "count": 1, "seed": 2}, {"kind": "hang", "workers": [5]}]}
+           "delays": [{"kind": "fixed", "seconds": 0.03, "count": 1, "rng": 2}, {"kind": "hang", "workers": [5]}]}
     _, res, _ = run_job(13, cfg)
     check_exact(res, U64, 36)
     assert all(len(u) == 2 for u in res["used"])

@@ -91,11 +91,11 @@ def test_tags_age_wraps_around():
 
 
 def test_delay_models_are_seeded_and_validated():
-    d = ShiftedExponential(1e-3, m_data=100, seed=4)
+    d = ShiftedExponential(1e-3, m_data=100, rng=4)
     a = [d.delay(w, 3, workers=4, load_fraction=0.5) for w in range(4)]
     assert a == [d.delay(w, 3, workers=4, load_fraction=0.5) for w in range(4)]
     assert all(x >= 0.05 for x in a) and len(set(a)) == 4
-    late = [w for w in range(8) if FixedDelay(1.0, count=3, seed=9).delay(w, 11, workers=8, load_fraction=1) > 0]
+    late = [w for w in range(8) if FixedDelay(1.0, count=3, rng=9).delay(w, 11, workers=8, load_fraction=1) > 0]
     assert len(late) == 3
     both = FixedDelay(0.5, workers=[2]) + Hang([2], start=4)
     assert both.delay(2, 3, workers=4, load_fraction=1) == 0.5
@@ -124,7 +124,7 @@ def test_run_result_table_csv_json(tmp_path):
 
 def test_synthetic_problem_gradients_sum_to_the_full_gradient():
     for kind in ("least-squares", "logistic"):
-        prob = SyntheticProblem(kind, points=90, dim=4, seed=1)
+        prob = SyntheticProblem(kind, points=90, dim=4, rng=1)
         g = prob.partial_gradient(7)
         w = np.random.default_rng(2).normal(size=4)
         assert np.allclose(sum(g(w, j) for j in range(7)), prob.gradient(w))

@@ -84,7 +84,7 @@ def test_fractional_repetition_decodes_with_plain_sums():
 
 @pytest.mark.parametrize(("n", "s"), [(1, 0), (2, 1), (7, 3), (12, 5), (15, 14)])
 def test_cyclic_repetition_support_and_load(n, s):
-    code = gc.cyclic_repetition(n, s, seed=7)
+    code = gc.cyclic_repetition(n, s, rng=7)
     for i, supp in enumerate(code.supports):
         assert sorted(supp.tolist()) == sorted(((i + np.arange(s + 1)) % n).tolist())
     assert code.load == s + 1 and np.all(code.replication == s + 1)
@@ -92,19 +92,19 @@ def test_cyclic_repetition_support_and_load(n, s):
 
 
 def test_cyclic_repetition_seed_is_reproducible():
-    a, b = gc.cyclic_repetition(10, 3, seed=5), gc.cyclic_repetition(10, 3, seed=5)
+    a, b = gc.cyclic_repetition(10, 3, rng=5), gc.cyclic_repetition(10, 3, rng=5)
     np.testing.assert_array_equal(a.B, b.B)
-    assert not np.array_equal(a.B, gc.cyclic_repetition(10, 3, seed=6).B)
+    assert not np.array_equal(a.B, gc.cyclic_repetition(10, 3, rng=6).B)
 
 
 def test_cyclic_repetition_random_exact_field():
-    code = gc.cyclic_repetition(6, 2, seed=3, field="rational")
+    code = gc.cyclic_repetition(6, 2, rng=3, field="rational")
     report = gc.verify(code)
     assert report.exact and report.exhaustive and report.field == "rational"
 
 
 def test_grouped_partitions_k_multiple_of_n():
-    code = gc.cyclic_repetition(5, 2, k=10, seed=0)
+    code = gc.cyclic_repetition(5, 2, k=10, rng=0)
     assert code.k == 10 and code.load == 6
     G = np.random.default_rng(1).normal(size=(10, 4))
     np.testing.assert_allclose(code.decode([0, 2, 4], code.encode(G)), G.sum(axis=0), rtol=1e-12)

@@ -7,6 +7,8 @@ import numpy as np
 import pytest
 
 import gradcodes as gc
+from gradcodes.mpi import FixedDelay, ShiftedExponential, predict
+from gradcodes.mpi._problem import SyntheticProblem
 
 # every public callable that draws random numbers, with small valid arguments
 RANDOM = {
@@ -80,3 +82,50 @@ def test_int_rng_is_saved_and_rebuilt(tmp_path):
         warnings.simplefilter("error")
         back = gc.load(tmp_path / "e.npz")
     assert back.default_decoder == "optimal" and np.array_equal(back.B, code.B)
+
+
+# gradcodes.mpi's random models (importing gradcodes.mpi does not import mpi4py)
+MPI_RANDOM = {
+    "ShiftedExponential": lambda **kw: _draws(ShiftedExponential(1e-3, m_data=100, **kw)),
+    "FixedDelay": lambda **kw: _draws(FixedDelay(0.5, count=2, **kw)),
+    "SyntheticProblem": lambda **kw: SyntheticProblem(points=12, dim=3, **kw).X,
+    "predict": lambda **kw: predict(gc.cyclic_repetition(6, 2, rng=0), ShiftedExponential(1e-3, m_data=600, rng=0),
+                                    workers=6, need=4, iters=200, **kw),
+}
+
+
+def _draws(model):
+    return [model.delay(w, t, workers=6, load_fraction=0.5) for w in range(6) for t in range(3)]
+
+
+@pytest.mark.parametrize("name", list(MPI_RANDOM))
+def test_mpi_models_take_rng_and_keep_seed_as_deprecated_alias(name):
+    call = MPI_RANDOM[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        first = call(rng=3)
+        np.testing.assert_array_equal(first, call(rng=3))                       # an int reproduces
+        np.testing.assert_array_equal(call(rng=np.random.SeedSequence(3)), call(rng=np.random.SeedSequence(3)))
+        call(rng=np.random.default_rng(3))
+        call(rng=None)
+    with pytest.warns(DeprecationWarning, match="seed= is deprecated, use rng="):
+        old = call(seed=3)
+    np.testing.assert_array_equal(old, first)                                  # the alias behaves the same
+    with pytest.raises(ValueError, match="non-negative integer seed"):
+        call(rng=-1)
+    with pytest.raises(TypeError, match="rng must be"):
+        call(rng="x")
+    with pytest.raises(TypeError, match="not both"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        call(rng=1, seed=2)
+
+
+def test_delay_draws_with_an_int_are_those_of_the_former_seed():
+    """``rng=s`` keys the draws exactly as ``seed=s`` did, so recorded experiments reproduce."""
+    d = ShiftedExponential(1e-3, m_data=100, rng=4)
+    expected = 1e-3 * 50 + np.random.default_rng([4, 1, 2, 7]).exponential(50 / 1e3)
+    assert d.delay(2, 7, workers=4, load_fraction=0.5) == expected
+    late = FixedDelay(1.0, count=3, rng=9).stragglers(11, 8)
+    assert late == frozenset(int(w) for w in np.random.default_rng([9, 2, 11]).choice(8, 3, replace=False))
+    fresh = [ShiftedExponential(1e-3, m_data=100).entropy for _ in range(3)]
+    assert len(set(fresh)) == 3 and all(e >= 0 for e in fresh)                # None: fresh entropy each time

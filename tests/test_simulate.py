@@ -20,17 +20,17 @@ def H(N: int) -> float:
 
 
 def test_deterministic_under_seed():
-    a = gc.simulate(iters=500, seed=7, return_samples=True)
-    b = gc.simulate(iters=500, seed=7, return_samples=True)
-    c = gc.simulate(iters=500, seed=8, return_samples=True)
+    a = gc.simulate(iters=500, rng=7, return_samples=True)
+    b = gc.simulate(iters=500, rng=7, return_samples=True)
+    c = gc.simulate(iters=500, rng=8, return_samples=True)
     for name in gc._simulate.SCHEME_NAMES:
         np.testing.assert_array_equal(a[name].times, b[name].times)
         assert not np.array_equal(a[name].times, c[name].times)
 
 
 def test_scheme_streams_are_independent_of_the_other_schemes():
-    alone = gc.simulate("CR", iters=300, seed=3, return_samples=True)["CR"].times
-    together = gc.simulate(["UMW", "RAR", "CR"], iters=300, seed=3, return_samples=True)["CR"].times
+    alone = gc.simulate("CR", iters=300, rng=3, return_samples=True)["CR"].times
+    together = gc.simulate(["UMW", "RAR", "CR"], iters=300, rng=3, return_samples=True)["CR"].times
     np.testing.assert_array_equal(alone, together)
 
 
@@ -40,7 +40,7 @@ def test_no_exponential_part_gives_closed_forms(overlap):
     N = n * (n**L - 1) // (n - 1)
     s_gc = 20
     res = gc.simulate(n=n, L=L, s=s, s_gc=s_gc, m_data=m, a=a, mu=math.inf, t_c=t_c, t_step=t_step,
-                      overlap=overlap, iters=5, seed=0, return_samples=True)
+                      overlap=overlap, iters=5, rng=0, return_samples=True)
     r = float(gc.coded_reduce_load(n, L, s))
     expect = {
         # every level adds the n - s pipelined receptions; with equal times overlap makes no difference
@@ -72,7 +72,7 @@ def test_order_statistics_closed_forms_s0_and_no_communication():
     N = 12
     for s_gc in (0, 4):
         res = gc.simulate(["GC", "SGD", "UMW"], n=n, L=L, s=s, s_gc=s_gc, m_data=m, a=a, mu=mu, t_c=0.0,
-                          iters=iters, seed=11)
+                          iters=iters, rng=11)
         for name, ell, K in [("GC", (s_gc + 1) * m / N, N - s_gc), ("SGD", m / N, N - s_gc), ("UMW", m / N, N)]:
             expect = a * ell + ell / mu * (H(N) - H(N - K))
             r = res[name]
@@ -80,14 +80,14 @@ def test_order_statistics_closed_forms_s0_and_no_communication():
 
 
 def test_ring_all_reduce_closed_form():
-    res = gc.simulate("RAR", **PAPER, t_step=0.002, iters=20_000, seed=5)
+    res = gc.simulate("RAR", **PAPER, t_step=0.002, iters=20_000, rng=5)
     N, ell = 156, 49_920 / 156
     expect = 5e-5 * ell + ell * 5e-5 * H(N) + 2 * (N - 1) * (0.05 / N + 0.002)
     assert abs(res["RAR"].mean - expect) <= 5 * res["RAR"].stderr
 
 
 def test_s0_tree_matches_uncoded_load():
-    res = gc.simulate("CR", n=3, L=2, s=0, iters=2000, seed=1, mu=math.inf, m_data=1200, a=1e-3, t_c=0.01)
+    res = gc.simulate("CR", n=3, L=2, s=0, iters=2000, rng=1, mu=math.inf, m_data=1200, a=1e-3, t_c=0.01)
     assert res["CR"].load == pytest.approx(1200 / 12)
     assert res["CR"].mean == pytest.approx(1e-3 * 100 + 2 * 3 * 0.01)
 
@@ -97,21 +97,21 @@ REF_TABLE = {"CR": 1.134, "UMW": 7.816, "GC": 5.613, "SGD": 4.566, "RAR": 0.205}
 
 
 def test_reference_table_reproduced():
-    res = gc.simulate(**PAPER, iters=4000, seed=2026)
+    res = gc.simulate(**PAPER, iters=4000, rng=2026)
     assert res["GC"].details["s"] == 65
     assert res["CR"].load == pytest.approx(8320) and res["GC"].load == pytest.approx(21_120)
     for name, value in REF_TABLE.items():
         r = res[name]
         # the reference rounds to 3 decimals and used 2000 trials (s.e. about 0.001 for CR)
         assert abs(r.mean - value) <= 4 * r.stderr + 0.0015 + 0.001 * (name == "CR"), (name, r.mean)
-    res2 = gc.simulate("CR", **PAPER, overlap=False, iters=4000, seed=1)
+    res2 = gc.simulate("CR", **PAPER, overlap=False, iters=4000, rng=1)
     assert abs(res2["CR"].mean - 1.240) <= 4 * res2["CR"].stderr + 0.0025
     assert res.speedup()["UMW"] == pytest.approx(res["UMW"].mean / res["CR"].mean)
     assert "CR speedup" in res.table("CR")
 
 
 def test_cr_bounds_hold_per_sample():
-    res = gc.simulate("CR", **PAPER, iters=3000, seed=4, return_samples=True)
+    res = gc.simulate("CR", **PAPER, iters=3000, rng=4, return_samples=True)
     lo, hi = cr_time_bounds(12, 2, 5, m_data=49_920, a=5e-5, t_c=0.05)
     assert res["CR"].times.min() >= lo - 1e-12
     assert res["CR"].mean <= hi
@@ -119,7 +119,7 @@ def test_cr_bounds_hold_per_sample():
 
 def test_responders_decode_exactly_through_the_code():
     code = gc.coded_reduce(3, 2, 1, field="rational")
-    res = gc.simulate([code], iters=50, seed=0, return_responders=True)
+    res = gc.simulate([code], iters=50, rng=0, return_responders=True)
     (r,) = list(res)
     assert r.name.startswith("CR") and r.workers == 12 and r.details["r"] == Fr(4, 15)
     assert np.all(r.responders.sum(axis=1) == 2 + 4)          # (n - s) + (n - s)^2 used messages
@@ -131,8 +131,8 @@ def test_responders_decode_exactly_through_the_code():
 
 
 def test_any_gradient_code_as_master_worker_scheme():
-    code = gc.cyclic_repetition(10, 3, seed=0)
-    res = gc.simulate([code, "UMW"], n=3, L=2, s=1, iters=200, seed=0, return_responders=True)
+    code = gc.cyclic_repetition(10, 3, rng=0)
+    res = gc.simulate([code, "UMW"], n=3, L=2, s=1, iters=200, rng=0, return_responders=True)
     r = res[f"GC[{code.name}]"]
     assert r.workers == 10 and r.messages == 7 and r.load == pytest.approx(4 / 10 * 49_920)
     assert np.all(r.responders.sum(axis=1) == 7)
@@ -143,16 +143,16 @@ def test_any_gradient_code_as_master_worker_scheme():
 def test_vectorised_size_and_chunking_consistency(monkeypatch):
     # 10,000 iterations of the N = 156 tree are one vectorised pass; big trees are chunked over iterations
     kw = dict(n=12, L=3, s=5, m_data=49_920, a=5e-5, t_c=0.05)
-    res = gc.simulate("CR", **kw, iters=1200, seed=0, return_samples=True)["CR"]
+    res = gc.simulate("CR", **kw, iters=1200, rng=0, return_samples=True)["CR"]
     assert res.workers == 12 + 144 + 1728
     lo, hi = cr_time_bounds(12, 3, 5, m_data=49_920, a=5e-5, t_c=0.05)
     assert res.times.min() >= lo - 1e-12 and res.mean <= hi
     import gradcodes._simulate as sim
 
     monkeypatch.setattr(sim, "_CHUNK_ELEMENTS", 20_000)            # about 10 iterations per chunk
-    chunked = gc.simulate("CR", **kw, iters=1200, seed=0)["CR"]
+    chunked = gc.simulate("CR", **kw, iters=1200, rng=0)["CR"]
     assert abs(chunked.mean - res.mean) <= 5 * math.hypot(chunked.stderr, res.stderr)
-    det = gc.simulate(["CR", "RAR"], **kw, mu=math.inf, iters=30, seed=0, return_samples=True)
+    det = gc.simulate(["CR", "RAR"], **kw, mu=math.inf, iters=30, rng=0, return_samples=True)
     np.testing.assert_allclose(det["CR"].times, lo, rtol=1e-12)   # deterministic: the lower bound, every chunk
     np.testing.assert_allclose(det["RAR"].times, 5e-5 * 49_920 / 1884 + 2 * 1883 * 0.05 / 1884, rtol=1e-12)
 
@@ -190,7 +190,7 @@ def test_cli_subcommand(capsys):
 
 def test_communication_factor_of_a_code_divides_the_message_time():
     """A Ye–Abbe code (m = 3) sends a third of a gradient: deterministic time a l + (n - s) t_c / m."""
-    ya, cyc = gc.ye_abbe(10, 2, 3), gc.cyclic_repetition(10, 2, seed=0)
+    ya, cyc = gc.ye_abbe(10, 2, 3), gc.cyclic_repetition(10, 2, rng=0)
     res = gc.simulate([ya, cyc], mu=math.inf, m_data=1000, a=1e-3, t_c=0.3, iters=2)
     assert res[f"GC[{ya.name}]"].mean == pytest.approx(1e-3 * 500 + 8 * 0.1)
     assert res[f"GC[{cyc.name}]"].mean == pytest.approx(1e-3 * 300 + 8 * 0.3)
@@ -198,8 +198,8 @@ def test_communication_factor_of_a_code_divides_the_message_time():
 
 
 def test_distinct_codes_with_equal_names_get_distinct_labels():
-    c1, c2 = gc.cyclic_repetition(10, 2, seed=0), gc.cyclic_repetition(12, 2, seed=0)
-    res = gc.simulate([c1, c2], iters=20, seed=0)
+    c1, c2 = gc.cyclic_repetition(10, 2, rng=0), gc.cyclic_repetition(12, 2, rng=0)
+    res = gc.simulate([c1, c2], iters=20, rng=0)
     assert [r.workers for r in res] == [10, 12] and list(res.schemes)[1].endswith("#2")
     with pytest.raises(ValueError, match="given twice"):
         gc.simulate([c1, c1], iters=20)
@@ -223,7 +223,7 @@ def test_result_and_bounds_errors():
     with pytest.raises(ValueError, match="iters must be"):
         gc.simulate("CR", iters=1)                            # no standard error from one sample
     with pytest.raises(ValueError, match="reference must be one of"):
-        gc.simulate("UMW", iters=10, seed=0).speedup()
+        gc.simulate("UMW", iters=10, rng=0).speedup()
     with pytest.raises(ValueError, match="mu must be given"):
         cr_time_bounds(12, 2, 5, m_data=1000, a=0, t_c=0.05)
     with pytest.raises(ValueError, match="m_data"):
@@ -231,7 +231,7 @@ def test_result_and_bounds_errors():
 
 
 def test_result_lookup_any_case():
-    res = gc.simulate(["cr", "umw"], iters=20, seed=0)
+    res = gc.simulate(["cr", "umw"], iters=20, rng=0)
     assert res["cr"] is res["CR"] and set(res.speedup("cr")) == {"UMW"}
     with pytest.raises(KeyError, match="simulated"):
         res["GC"]

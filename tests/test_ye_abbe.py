@@ -146,7 +146,7 @@ def test_fourier_gf_default_field():
 @given(nsm(n_max=6), st.integers(0, 2**16))
 def test_random_construction_exact(params, seed):
     n, s, m = params
-    code = gc.ye_abbe(n, s, m, nodes="random", seed=seed, field="rational")
+    code = gc.ye_abbe(n, s, m, nodes="random", rng=seed, field="rational")
     report = gc.verify(code)
     assert report.exact and report.exhaustive
     assert code.load == s + m
@@ -192,7 +192,7 @@ def test_lower_bound_is_tight_below():
 @pytest.mark.parametrize("nodes", ["fourier", "chebyshev", "random"])
 def test_end_to_end_p_not_divisible_by_m(nodes):
     n, s, m, p = 9, 2, 4, 103
-    code = gc.ye_abbe(n, s, m, nodes=nodes, seed=3)
+    code = gc.ye_abbe(n, s, m, nodes=nodes, rng=3)
     G = np.random.default_rng(0).normal(size=(n, p))
     Y = code.encode(G)
     assert Y.shape == (n, math.ceil(p / m))

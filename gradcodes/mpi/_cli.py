@@ -84,11 +84,11 @@ def _delay(args: argparse.Namespace) -> Any:
 
     d: Any = NoDelay()
     if args.delay == "shifted-exp":
-        d = ShiftedExponential(args.a, args.mu, m_data=args.points, seed=args.seed)
+        d = ShiftedExponential(args.a, args.mu, m_data=args.points, rng=args.seed)
     elif args.delay == "fixed":
         d = FixedDelay(args.seconds, workers=_ints(args.slow))
     elif args.delay == "random":
-        d = FixedDelay(args.seconds, count=args.count, seed=args.seed)
+        d = FixedDelay(args.seconds, count=args.count, rng=args.seed)
     if args.hang.strip():
         d = d + Hang(_ints(args.hang))
     return d
@@ -123,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
             f"gradcodes.mpi {' '.join(argv if argv is not None else sys.argv[1:])}", file=sys.stderr, flush=True)
         return 2
     N = lay.workers
-    prob = SyntheticProblem(args.problem, points=args.points, dim=args.dim, seed=args.seed)
+    prob = SyntheticProblem(args.problem, points=args.points, dim=args.dim, rng=args.seed)
     delay = _delay(args)
     s_gc = _resiliency(code, N)
     runs: list[tuple[str, Any, dict[str, Any]]] = [(code.name, code, {"wait_for": args.wait_for,

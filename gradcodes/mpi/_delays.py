@@ -1,7 +1,7 @@
 """Straggler injection for experiments and tests: how long a worker pretends to compute in an iteration.
 
 Every model answers ``delay(worker, iteration, workers=N, load_fraction=f)`` in seconds (``math.inf`` = the
-worker never answers). Random draws depend only on ``(seed, worker, iteration)``, so every rank can evaluate any
+worker never answers). Random draws depend only on ``(rng, worker, iteration)``, so every rank can evaluate any
 worker's delay and a run is reproducible whatever the timing. A worker sleeps until its delay has passed since
 the start of its iteration (its real computation counts towards the delay); when newer parameters arrive during
 the delay it abandons the old iteration, whose message would be dropped anyway, so every iteration's delays are
@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validate import check_int
+from .._validate import SEED_UNSET, check_int, rng_entropy
 
 __all__ = ["Delay", "NoDelay", "ShiftedExponential", "FixedDelay", "Hang", "Combined"]
 
@@ -71,18 +71,21 @@ class ShiftedExponential(Delay):
         Rate per data point (default ``1/a``).
     m_data : float
         Data points per iteration (the whole dataset).
-    seed : int
-        Draws depend on ``(seed, worker, iteration)`` only.
+    rng : None, int, SeedSequence or Generator, optional
+        Random state, as scientific Python's SPEC 7 recommends (default None: fresh entropy). Draws depend on
+        ``(rng, worker, iteration)`` only; :func:`~gradcodes.mpi.train` uses rank 0's model on every rank.
+        ``seed=`` is a deprecated alias.
 
     Examples
     --------
-    >>> d = ShiftedExponential(a=1e-4, m_data=1000, seed=0)
+    >>> d = ShiftedExponential(a=1e-4, m_data=1000, rng=0)
     >>> t = d.delay(3, 7, workers=8, load_fraction=0.25)
     >>> 0.025 <= t, t == d.delay(3, 7, workers=8, load_fraction=0.25)
     (True, True)
     """
 
-    def __init__(self, a: float, mu: float | None = None, *, m_data: float, seed: int = 0) -> None:
+    def __init__(self, a: float, mu: float | None = None, *, m_data: float, rng: object = None,
+                 seed: object = SEED_UNSET) -> None:
         self.a = _nonneg("a", a)
         if mu is None:
             if self.a == 0:
@@ -92,14 +95,15 @@ class ShiftedExponential(Delay):
         if self.mu == 0:
             raise ValueError("mu must be > 0")
         self.m_data = _nonneg("m_data", m_data)
-        self.seed = check_int("seed", seed, 0)
+        #: The int that keys every draw (see :func:`gradcodes._validate.rng_entropy`).
+        self.entropy = rng_entropy(rng, seed)
 
     def delay(self, worker: int, iteration: int, *, workers: int, load_fraction: float) -> float:
         points = load_fraction * self.m_data
         base = self.a * points
         if math.isinf(self.mu) or points == 0:
             return base
-        rng = np.random.default_rng([self.seed, 1, int(worker), int(iteration)])
+        rng = np.random.default_rng([self.entropy, 1, int(worker), int(iteration)])
         return base + float(rng.exponential(points / self.mu))
 
     def describe(self) -> str:
@@ -116,27 +120,29 @@ class FixedDelay(Delay):
     workers : iterable of int, optional
         Persistent stragglers: these workers are late in every iteration.
     count : int, optional
-        Per-iteration stragglers: in each iteration ``count`` workers drawn at random (from ``(seed,
+        Per-iteration stragglers: in each iteration ``count`` workers drawn at random (from ``(rng,
         iteration)``, the same on every rank) are late. Give ``workers`` or ``count``.
-    seed : int
+    rng : None, int, SeedSequence or Generator, optional
+        Random state of ``count`` (SPEC 7; default None: fresh entropy); :func:`~gradcodes.mpi.train` uses rank
+        0's model on every rank. ``seed=`` is a deprecated alias.
 
     Examples
     --------
     >>> FixedDelay(0.3, workers=[1, 4]).delay(4, 0, workers=8, load_fraction=0.25)
     0.3
-    >>> d = FixedDelay(0.3, count=2, seed=1)
+    >>> d = FixedDelay(0.3, count=2, rng=1)
     >>> sum(d.delay(w, 5, workers=8, load_fraction=0.25) > 0 for w in range(8))
     2
     """
 
     def __init__(self, seconds: float, *, workers: Iterable[int] | None = None, count: int | None = None,
-                 seed: int = 0) -> None:
+                 rng: object = None, seed: object = SEED_UNSET) -> None:
         self.seconds = _nonneg("seconds", seconds)
         if (workers is None) == (count is None):
             raise ValueError("give either workers (persistent stragglers) or count (random per iteration)")
         self.workers = None if workers is None else frozenset(_workers("workers", workers))
         self.count = None if count is None else check_int("count", count, 0)
-        self.seed = check_int("seed", seed, 0)
+        self.entropy = rng_entropy(rng, seed)
 
     def stragglers(self, iteration: int, workers: int) -> frozenset[int]:
         """The late workers of an iteration."""
@@ -145,7 +151,7 @@ class FixedDelay(Delay):
         assert self.count is not None
         if self.count > workers:
             raise ValueError(f"count={self.count} exceeds the number of workers ({workers})")
-        rng = np.random.default_rng([self.seed, 2, int(iteration)])
+        rng = np.random.default_rng([self.entropy, 2, int(iteration)])
         return frozenset(int(w) for w in rng.choice(workers, self.count, replace=False))
 
     def delay(self, worker: int, iteration: int, *, workers: int, load_fraction: float) -> float:

@@ -6,13 +6,13 @@ from typing import Any
 
 import numpy as np
 
-from .._validate import check_int
+from .._validate import SEED_UNSET, check_int, check_rng
 
 __all__ = ["SyntheticProblem"]
 
 
 class SyntheticProblem:
-    r"""Synthetic data split into ``k`` contiguous partitions; every rank builds the same data from ``seed``.
+    r"""Synthetic data split into ``k`` contiguous partitions; every rank builds the same data from ``rng``.
 
     * ``"least-squares"``: :math:`f(w) = \frac{1}{2M}\|Xw - y\|^2`, ``y = X w* + 0.1 noise``;
     * ``"logistic"``: :math:`f(w) = \frac1M \sum_i \log(1 + e^{x_i^T w}) - y_i x_i^T w`, labels drawn from the
@@ -21,17 +21,28 @@ class SyntheticProblem:
     The partial gradient on partition ``j`` is the gradient of partition ``j``'s share of ``f`` (so the partial
     gradients sum to ``grad f``); :attr:`lr` is ``1/L`` for the smoothness constant ``L``.
 
+    Parameters
+    ----------
+    kind : {"least-squares", "logistic"}
+    points, dim : int
+        Data points ``M`` and dimension.
+    rng : None, int, SeedSequence or Generator, default 0
+        Random state of the data (SPEC 7). The default is 0, not None, because every rank of an MPI job must
+        build the same data and the problem has no communicator to agree on fresh entropy. ``seed=`` is a
+        deprecated alias.
+    dtype : dtype, default float64
+
     Examples
     --------
-    >>> prob = SyntheticProblem("least-squares", points=120, dim=5, seed=0)
+    >>> prob = SyntheticProblem("least-squares", points=120, dim=5, rng=0)
     >>> g = prob.partial_gradient(4)
     >>> w = np.zeros(5)
     >>> bool(np.allclose(sum(g(w, j) for j in range(4)), prob.gradient(w)))
     True
     """
 
-    def __init__(self, kind: str = "least-squares", *, points: int = 2400, dim: int = 50, seed: int = 0,
-                 dtype: Any = np.float64) -> None:
+    def __init__(self, kind: str = "least-squares", *, points: int = 2400, dim: int = 50, rng: object = 0,
+                 dtype: Any = np.float64, seed: object = SEED_UNSET) -> None:
         if kind not in ("least-squares", "logistic"):
             raise ValueError(f"kind must be 'least-squares' or 'logistic', got {kind!r}")
         self.kind = kind
@@ -40,7 +51,9 @@ class SyntheticProblem:
         if self.points * self.dim > 2 * 10**8:
             raise ValueError(f"points * dim = {self.points * self.dim} exceeds 2e8 entries")
         self.dtype = np.dtype(dtype)
-        rng = np.random.default_rng(check_int("seed", seed, 0))
+        if seed is not SEED_UNSET and type(rng) is int and rng == 0:
+            rng = None                   # the default 0 gives way to the deprecated alias
+        rng = check_rng(rng, seed)
         self.X = rng.normal(size=(self.points, self.dim)).astype(self.dtype)
         self.w_star = rng.normal(size=self.dim) / np.sqrt(self.dim)
         z = self.X.astype(np.float64) @ self.w_star

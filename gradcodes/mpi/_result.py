@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from .._validate import SEED_UNSET, check_rng
+
 __all__ = ["RunResult", "predict"]
 
 
@@ -144,23 +146,25 @@ class RunResult:
 
 
 def predict(code: Any, delay: Any, *, workers: int, need: int, t_c: float = 0.0, iters: int = 20_000,
-            seed: int = 0) -> float | None:
+            rng: object = None, seed: object = SEED_UNSET) -> float | None:
     """:func:`gradcodes.simulate`'s mean iteration time for a run, or None when it does not model the run.
 
     Modelled: a :class:`~gradcodes.mpi.ShiftedExponential` delay with an exact code (GC), a CodedReduce tree
     (CR), ignore-stragglers (SGD, any code waiting for fewer than ``n`` with load ``1/n``) and ``"allreduce"``
     (RAR). ``t_c`` is the per-message time of the simulator's single-port model (calibrated from a run without
-    delays, see ``docs/runtime.md``).
+    delays, see ``docs/runtime.md``). ``rng`` is the simulator's random state (SPEC 7; default None: fresh
+    entropy; ``seed=`` is a deprecated alias).
     """
     from .. import CodedReduceCode, GradientCode
     from .._simulate import simulate
     from ._delays import ShiftedExponential
 
+    gen = check_rng(rng, seed)
     if not isinstance(delay, ShiftedExponential):
         return None
     def run(schemes: Any, n: int, s_gc: int | None = None) -> float:
         res = simulate(schemes, n=n, L=1, s=0, s_gc=s_gc, m_data=delay.m_data, a=delay.a, mu=delay.mu, t_c=t_c,
-                       iters=iters, rng=seed)
+                       iters=iters, rng=gen)
         return float(next(iter(res)).mean)
 
     if isinstance(code, str):

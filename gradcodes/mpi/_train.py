@@ -62,7 +62,8 @@ def train(code: LinearCode | str, params: np.ndarray, partial_gradient: Callable
     comm : mpi4py communicator, optional
         Default ``MPI.COMM_WORLD``.
     delay : Delay, optional
-        Injected straggling (evaluated on the workers).
+        Injected straggling (evaluated on the workers). Rank 0's model is broadcast to every rank, so random
+        models drawn with ``rng=None`` agree across ranks.
     wait_for, deadline, decoder, timeout, poll
         See :class:`Master`.
     loss : callable, optional
@@ -101,6 +102,7 @@ def train(code: LinearCode | str, params: np.ndarray, partial_gradient: Callable
                                timeout=timeout, poll=poll, loss=loss, t_c=t_c, progress=progress)
     MPI = get_mpi()
     comm = MPI.COMM_WORLD if comm is None else comm
+    delay = comm.bcast(delay, root=0)    # rank 0's delay model everywhere, so rng=None draws agree across ranks
     p, dtype = params.size, params.dtype
     if comm.Get_rank() != 0:
         Worker(code, p, partial_gradient, dtype, comm=comm, delay=delay, poll=poll).run()
@@ -162,6 +164,7 @@ def allreduce_train(params: np.ndarray, partial_gradient: Callable[[np.ndarray, 
     rank, size = comm.Get_rank(), comm.Get_size()
     if size < 2:
         raise ValueError("allreduce needs at least 2 ranks (1 master + workers)")
+    delay = comm.bcast(delay, root=0)    # rank 0's delay model everywhere, so rng=None draws agree across ranks
     n = size - 1
     p, dtype = params.size, params.dtype
     w = params.copy()

@@ -1,0 +1,344 @@
+"""The shared base of the code types: construction, properties, pickling, decoding matrices and diagnostics.
+
+:class:`CodeBase` holds what every operation on a linear code needs: the encoding matrix ``B`` in its field, the
+target ``E``, the decoders and the least-recently-used cache of decoding matrices ``A_F``, the checks and casts of
+data (float32 stays float32), and the hooks by which :class:`gradcodes.GradientCode` refuses decodes that miss its
+tolerance. Encoding lives in :mod:`gradcodes._code_encode`, decoding in :mod:`gradcodes._code_decode`, and
+:class:`gradcodes.LinearCode` (:mod:`gradcodes._code`) puts them together.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, cast
+
+import numpy as np
+
+from ._decoders import Decoder, ExactDecoder, LeastSquaresDecoder, NullSpaceDecoder
+from ._fields import as_matrix, is_exact_field, to_fraction
+from ._numerics import (
+    cancellation,
+    decode_terms,
+    error_estimate,
+    exact_residual_ok,
+    residuals,
+    target_matrix,
+)
+from ._validate import check_int, check_responders
+
+if TYPE_CHECKING:
+    from ._code import LinearCode
+
+__all__ = ["CodeBase"]
+
+_FLOAT_KINDS = "fc"
+
+
+class CodeBase:
+    """Construction, properties, pickling, decoding matrices and diagnostics of a linear code.
+
+    Not used directly: see :class:`gradcodes.LinearCode`, whose docstring lists the parameters.
+    """
+
+    def __init__(self, B: Any, *, m: int = 1, field: str | None = None, name: str | None = None,
+                 family: str | None = None, params: Mapping[str, Any] | None = None,
+                 decoders: Iterable[Decoder] | None = None, default_decoder: str | None = None,
+                 cache_size: int = 256, field_builder: Callable[[Any], LinearCode] | None = None) -> None:
+        mat, fld = as_matrix(B, field)
+        self._m = check_int("m", m, 1)
+        n, cols = mat.shape
+        if cols % self._m:
+            raise ValueError(f"B must have k*m columns; got {cols} columns, not a multiple of m={self._m}")
+        self._B = mat
+        if isinstance(self._B, np.ndarray):
+            self._B.flags.writeable = False
+        self._field = fld
+        self._n = n
+        self._k = cols // self._m
+        self.family = family or "custom"
+        self.name = name or self.family
+        self.params = dict(params or {})
+        self._cache_size = check_int("cache_size", cache_size, 0)
+        self._cache: OrderedDict[tuple[str, tuple[int, ...]], Any] = OrderedDict()
+        self._memo: dict[str, Any] = {}
+        self._field_builder = field_builder
+        self._target = target_matrix(self._k, self._m, self._B if self.exact else None)
+        if not self.exact and self._field == "complex":
+            self._target = self._target.astype(np.complex128)
+        self.decoders: dict[str, Decoder] = {}
+        generic: list[Decoder] = [ExactDecoder()] if self.exact else [NullSpaceDecoder(), LeastSquaresDecoder()]
+        for dec in [*generic, *(decoders or [])]:
+            if not isinstance(dec, Decoder):
+                raise TypeError(f"decoders must be Decoder instances, got {dec!r}")
+            self.decoders[dec.name] = dec
+        default = default_decoder or generic[0].name
+        if default not in self.decoders:
+            raise ValueError(f"default_decoder must be one of {sorted(self.decoders)}, got {default!r}")
+        self.default_decoder = default
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def B(self) -> Any:
+        """The encoding matrix (n x k*m), read-only."""
+        return self._B
+
+    @property
+    def n(self) -> int:
+        """Number of workers (rows of ``B``)."""
+        return self._n
+
+    @property
+    def k(self) -> int:
+        """Number of data partitions."""
+        return self._k
+
+    @property
+    def m(self) -> int:
+        """Communication factor: messages are ``1/m`` of a gradient."""
+        return self._m
+
+    @property
+    def field(self) -> str:
+        """``"real"``, ``"complex"``, ``"rational"`` or ``"GF(p)"``."""
+        return self._field
+
+    @property
+    def exact(self) -> bool:
+        """True if the code computes in exact arithmetic (rational or finite field)."""
+        return is_exact_field(self._field)
+
+    @property
+    def target(self) -> Any:
+        """``E = 1_k^T (x) I_m`` (m x k*m), in the code's field."""
+        return self._target
+
+    @property
+    def support_matrix(self) -> np.ndarray:
+        """Boolean (n, k): worker ``i`` stores partition ``j``."""
+        nz: np.ndarray = np.asarray(self._B != 0)
+        return np.asarray(nz.reshape(self._n, self._k, self._m).any(axis=2))
+
+    @property
+    def supports(self) -> list[np.ndarray]:
+        """The partitions stored by each worker."""
+        return [np.flatnonzero(row) for row in self.support_matrix]
+
+    @property
+    def loads(self) -> np.ndarray:
+        """Partitions stored by each worker (length n)."""
+        return self.support_matrix.sum(axis=1)
+
+    @property
+    def load(self) -> int:
+        """Computation load: the largest number of partitions a worker stores."""
+        return int(self.loads.max())
+
+    @property
+    def replication(self) -> np.ndarray:
+        """Number of workers storing each partition (length k)."""
+        return self.support_matrix.sum(axis=0)
+
+    def float_B(self, dtype: Any = None) -> np.ndarray:
+        """``B`` as a float/complex ndarray of ``dtype`` (exact fields are rounded; GF(p) has no float form)."""
+        if self._field.startswith("GF("):
+            raise TypeError(f"a code over {self._field} has no floating-point form")
+        key = f"float:{np.dtype(dtype) if dtype is not None else 'native'}"
+        if key not in self._memo:
+            if self._field == "rational":
+                base = np.vectorize(float, otypes=[np.float64])(self._B)
+            else:
+                base = self._B
+            if dtype is not None:
+                dt = np.dtype(dtype)
+                if base.dtype.kind == "c" and dt.kind == "f":
+                    dt = np.result_type(dt, np.complex64)
+                base = base.astype(dt)
+            base = np.ascontiguousarray(base)
+            base.flags.writeable = False
+            self._memo[key] = base
+        return self._memo[key]
+
+    # ------------------------------------------------------------------ pickling
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickle the construction, not the caches (decoding matrices are recomputed on demand)."""
+        state = self.__dict__.copy()
+        state["_cache"] = OrderedDict()
+        state["_memo"] = {}
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        for arr in (self._B, self._target):
+            if isinstance(arr, np.ndarray):
+                arr.flags.writeable = False
+
+    def in_field(self, field: Any) -> LinearCode:
+        """The same construction over another field (e.g. ``galois.GF(p)``), when the family supports it."""
+        if self._field_builder is None:
+            raise ValueError(f"the {self.family!r} code cannot be rebuilt over another field "
+                             f"(its constructor provides no field_builder)")
+        return self._field_builder(field)
+
+    def __repr__(self) -> str:
+        extra = f", s={self.s}" if hasattr(self, "s") else ""
+        return (f"{type(self).__name__}(name={self.name!r}, n={self.n}{extra}, k={self.k}, m={self.m}, "
+                f"field={self.field!r}, load={self.load})")
+
+    # ------------------------------------------------------------------ decoding matrices
+    def _min_responders(self) -> int:
+        return 0
+
+    def _mask(self, responders: Any) -> tuple[np.ndarray, np.ndarray]:
+        F = check_responders(responders, self._n, min_size=self._min_responders())
+        mask = np.zeros(self._n, dtype=bool)
+        mask[F] = True
+        return F, mask
+
+    def _decoder(self, decoder: str | Decoder | None) -> Decoder:
+        if decoder is None:
+            return self.decoders[self.default_decoder]
+        if isinstance(decoder, Decoder):
+            return decoder
+        if not isinstance(decoder, str) or decoder not in self.decoders:
+            raise ValueError(f"decoder must be one of {sorted(self.decoders)}, got {decoder!r}")
+        return self.decoders[decoder]
+
+    def decoding_matrices(self, mask: np.ndarray, decoder: str | Decoder | None = None) -> Any:
+        """Batched decoding matrices (b, m, n) for responder masks (b, n); no validation of the result."""
+        mask = np.asarray(mask, dtype=bool)
+        if mask.ndim != 2 or mask.shape[1] != self._n:
+            raise ValueError(f"mask must have shape (b, {self._n}), got {mask.shape}")
+        return self._decoder(decoder).matrices(cast("LinearCode", self), mask)
+
+    def _check_matrix(self, F: np.ndarray, A: Any) -> tuple[float, float]:
+        """(residual, cancellation) of one decoding matrix; subclasses decide what to do with them."""
+        if self.exact:
+            ok = exact_residual_ok(A[None], self._B, self._target)[0]
+            canc = 1.0
+            if self._field == "rational":
+                Af = np.vectorize(float, otypes=[np.float64])(A)
+                canc = float(cancellation(Af[None], self.float_B(), self._k)[0])
+            return (0.0 if ok else float("inf")), canc
+        res = float(residuals(A[None], self._B, self._target)[0])
+        canc = float(cancellation(A[None], self._B, self._k)[0])
+        return res, canc
+
+    def _raw_decoding_matrix(self, F: np.ndarray, mask: np.ndarray, dec: Decoder) -> tuple[Any, float, float]:
+        key = (dec.name, tuple(int(i) for i in F))
+        if key in self._cache:
+            self._cache.move_to_end(key)
+            return self._cache[key]
+        A = dec.matrices(cast("LinearCode", self), mask[None])[0]
+        res, canc = self._check_matrix(F, A)
+        entry = (A, res, canc)
+        if self._cache_size:
+            if isinstance(A, np.ndarray) and A.dtype != object:
+                A.flags.writeable = False
+            self._cache[key] = entry
+            while len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+        return entry
+
+    def decoding_matrix(self, responders: Any, decoder: str | Decoder | None = None) -> Any:
+        """The decoding matrix ``A_F`` (m x n, zero outside the responders).
+
+        Parameters
+        ----------
+        responders : iterable of int or bool mask of length n
+            The workers whose messages arrived.
+        decoder : str or Decoder, optional
+            A key of :attr:`decoders` (default :attr:`default_decoder`).
+        """
+        F, mask = self._mask(responders)
+        A, res, canc = self._raw_decoding_matrix(F, mask, self._decoder(decoder))
+        self._accept(F, A, res, canc)
+        return A.copy() if isinstance(A, np.ndarray) else A
+
+    def _accept(self, F: np.ndarray, A: Any, res: float, canc: float, *, dtype: Any = np.float64,
+                terms: int = 1) -> None:
+        """Hook: GradientCode raises when the decode misses its tolerance in ``dtype``; approximate codes accept
+        anything."""
+
+    # ------------------------------------------------------------------ encode / decode
+    def _check_data(self, name: str, X: Any) -> np.ndarray:
+        if isinstance(X, (list, tuple)):
+            X = np.asarray(X, dtype=object if self.exact else None)
+        if not isinstance(X, np.ndarray):
+            raise TypeError(f"{name} must be a 2-D numpy array, got {type(X).__name__}")
+        if X.ndim != 2:
+            raise ValueError(f"{name} must be 2-D, got shape {X.shape}")
+        kind = X.dtype.kind
+        if kind == "O":
+            if self._field != "rational":
+                raise TypeError(f"{name} has dtype object; exact (Fraction) data needs a code over the "
+                                f"rational field, this code is over {self._field}")
+            return np.vectorize(lambda v: to_fraction(v, name), otypes=[object])(X)
+        if kind in "iu":
+            if self._field == "rational":
+                return np.vectorize(lambda v: to_fraction(int(v), name), otypes=[object])(X)
+            return X.astype(np.float64)
+        if kind not in _FLOAT_KINDS:
+            raise TypeError(f"{name} must have a float or complex dtype (float32, float64, complex64, "
+                            f"complex128), got {X.dtype}")
+        if self._field.startswith("GF("):
+            raise TypeError(f"{name}: a code over {self._field} cannot encode or decode floating-point data")
+        return X
+
+    def _matrix_for(self, X: np.ndarray, exact_matrix: Any) -> Any:
+        """Cast a matrix (B or A) to the data's precision: float32 data stays float32 (complex64 for complex codes)."""
+        if X.dtype == object:
+            return exact_matrix
+        if exact_matrix is self._B:
+            M = self.float_B()
+        elif self._field == "rational":
+            M = np.vectorize(float, otypes=[np.float64])(exact_matrix)
+        else:
+            M = exact_matrix
+        target = X.dtype
+        if M.dtype.kind == "c" and target.kind == "f":
+            target = np.result_type(target, np.complex64)
+        if M.dtype == target:
+            return M
+        with np.errstate(over="ignore"):
+            cast = M.astype(target)
+        if not np.all(np.isfinite(cast)):
+            raise ValueError(f"the code's matrix (max |entry| = {np.abs(M).max():.3g}) does not fit {target}: "
+                             f"use float64 data with this code, or a better-scaled code")
+        return cast
+
+    def _result_dtype(self, X: np.ndarray) -> Any:
+        if X.dtype == object:
+            return np.dtype(object)
+        Bf = self.float_B()
+        return np.result_type(X.dtype, np.complex64) if Bf.dtype.kind == "c" else X.dtype
+
+
+    def _usable(self, mask: np.ndarray) -> np.ndarray:
+        """Hook: the responders whose messages can be used (all of them here; trees drop silenced subtrees)."""
+        return mask
+
+    def _max_load(self) -> int:
+        if "load" not in self._memo:
+            self._memo["load"] = self.load
+        return self._memo["load"]
+
+    def _accept_floor(self, F: np.ndarray, res: float, canc: float, floor: float, amax: float, dtype: Any,
+                      terms: int) -> None:
+        """Hook: exact codes refuse decodes whose result is so close to underflow that the tolerance is lost."""
+
+    # ------------------------------------------------------------------ diagnostics
+    def residual(self, responders: Any, decoder: str | Decoder | None = None) -> float:
+        """``||A_F B - E||_inf`` for a responder set (0 when an exact decode succeeds)."""
+        F, mask = self._mask(responders)
+        return self._raw_decoding_matrix(F, mask, self._decoder(decoder))[1]
+
+    def error_estimate(self, responders: Any, decoder: str | Decoder | None = None,
+                       dtype: Any = np.float64) -> float:
+        """Predicted relative error ``u * canc + residual`` of a decode from these responders."""
+        F, mask = self._mask(responders)
+        A, res, canc = self._raw_decoding_matrix(F, mask, self._decoder(decoder))
+        if self.exact:
+            return 0.0 if res == 0 else res
+        return float(error_estimate(canc, res, dtype, decode_terms(np.asarray(A != 0), self._max_load())))
+
