@@ -83,11 +83,16 @@ def chunk_order(total: int) -> np.ndarray:
 
 
 def certify_part(ng: int, s: int, extra: int, seed: int, target: float | None, part: int, parts: int,
-                 reference: bool = False) -> dict[str, Any]:
+                 reference: bool = False, combine: tuple[float, float, float] | None = None) -> dict[str, Any]:
     """Every straggler set of this part's chunks (all of them when ``parts == 1``): by the compiled kernel
     (gradcodes._families._rowspace_kernel.certify_sets: the decoder's own decoding vectors, residual and
     cancellation evaluated on the spot; sets with a singular factor go to the verifier's reference evaluation, as
-    the decoder sends them to least squares), or with ``reference`` by the verifier's reference evaluation."""
+    the decoder sends them to least squares), or with ``reference`` by the verifier's reference evaluation.
+
+    ``combine = (frac, res_other, canc_term)``: abandon when the bound of gradcodes._blocks for a grouped code made
+    of this group (share ``frac`` of the partitions) and already certified groups (largest residual ``res_other``,
+    their share of the cancellation term ``canc_term`` = u sum (k_b/k) canc_b) exceeds ``target``, instead of this
+    group's own worst estimate."""
     sub = _block_code(ng, s, extra, seed)
     dec = sub._decoder(None)
     tr = _Tracker(sub, dec, sub.rtol)
@@ -121,6 +126,11 @@ def certify_part(ng: int, s: int, extra: int, seed: int, target: float | None, p
                 if ns:
                     tr.add(singular[:ns].copy())         # the decoder's least-squares fallback, by the reference
             est = max(tr.worst_est, float(worst[0])) if kern is not None else tr.worst_est
+            if combine is not None:                      # the bound of a grouped code with this group in it
+                res_k, canc_k = (max(tr.worst_res, float(worst[1])), max(tr.worst_canc, float(worst[2]))) \
+                    if kern is not None else (tr.worst_res, tr.worst_canc)
+                frac, res_other, canc_term = combine
+                est = max(res_k, res_other) + frac * canc_k * 2.0**-53 + canc_term
             if tr.n_failures or (target is not None and est > target):
                 aborted = True
                 break
@@ -131,7 +141,7 @@ def certify_part(ng: int, s: int, extra: int, seed: int, target: float | None, p
                       f"{done / (last - t0):,.0f} sets/s, worst so far {est:.3g}", flush=True)
     rec: dict[str, Any] = {"n_g": ng, "s": s, "extra": extra, "seed": seed, "part": part, "parts": parts,
                            "chunk": CHUNK, "aborted": aborted, "target": target, "n_failures": tr.n_failures,
-                           "evaluation": "reference" if kern is None else "kernel"}
+                           "evaluation": "reference" if kern is None else "kernel", "combine": combine}
     if kern is None:
         rec.update(error_estimate=tr.worst_est, worst_residual=tr.worst_res, worst_cancellation=tr.worst_canc,
                    worst_responders=list(tr.worst_res_S or ()), sets=tr.checked)
@@ -192,6 +202,8 @@ def main() -> int:
     ap.add_argument("--parts", type=int, default=1)
     ap.add_argument("--merge", action="store_true")
     ap.add_argument("--reference", action="store_true", help="the verifier's reference evaluation, not the kernel")
+    ap.add_argument("--combine", type=float, nargs=3, default=None, metavar=("FRAC", "RES_OTHER", "CANC_TERM"),
+                    help="with --target: abandon on the combined block bound (see certify_part)")
     a = ap.parse_args()
     print(f"load average at start: {os.getloadavg()}", flush=True)
     if a.check:
@@ -232,7 +244,8 @@ def main() -> int:
         ap.error("--part must be in [0, --parts)")
     ng, s, extra, *seeds = a.args
     for seed in seeds:
-        r = certify_part(ng, s, extra, seed, a.target, a.part, a.parts, a.reference)
+        r = certify_part(ng, s, extra, seed, a.target, a.part, a.parts, a.reference,
+                         None if a.combine is None else tuple(a.combine))
         print(json.dumps(r), flush=True)
         _log(LOG, r)
         if a.parts == 1 and not r["aborted"] and not r["n_failures"]:

@@ -84,6 +84,13 @@ class _Trig:
             self.inv_i = self.table[(-2 * n) % (8 * n)]         # 1 / i
             self.half = GF(1) / GF(2)
 
+    def sin_values(self) -> np.ndarray:
+        """``2 sin(pi x / n)`` for the integers ``x = -(n-1), ..., n-1`` (float backend), at index ``x + n - 1``."""
+        if self.sin_table is None:
+            n = self.n
+            self.sin_table = 2.0 * np.sin(np.pi * np.arange(-n + 1, n, dtype=np.int64) / n)
+        return self.sin_table
+
     def two_sin(self, k: np.ndarray) -> Any:
         k = np.asarray(k, dtype=np.int64)
         if not isinstance(self.bk, PrimeField):
@@ -91,9 +98,7 @@ class _Trig:
             if k.size > 4 * n and k.size and -n < k.min() and k.max() < n:
                 # every argument is an integer in (-n, n): look the values up (the same formula, evaluated once
                 # per integer, so the values are bitwise those of the direct evaluation)
-                if self.sin_table is None:
-                    self.sin_table = 2.0 * np.sin(np.pi * np.arange(-n + 1, n, dtype=np.int64) / n)
-                return self.sin_table[k + (n - 1)]
+                return self.sin_values()[k + (n - 1)]
             return 2.0 * np.sin(np.pi * k / n)
         q = 8 * self.n
         return (self.table[(4 * k) % q] - self.table[(-4 * k) % q]) * self.inv_i
@@ -159,9 +164,11 @@ def _interpolation_part(plan: _FourierPlan, bk: Field, tr: _Trig) -> tuple[np.nd
     else:
         # the same products, factor by factor in the same order (bitwise equal to np.prod over the (n, d, d)
         # array of factors, without materialising it: one (n, d) column of factors at a time)
+        table = tr.sin_values()                                    # 2 sin(pi x / n), x = -(n-1)..n-1
+        Hs = H + (n - 1)
         prod = None
         for b in range(d):
-            col = np.asarray(tr.two_sin(H - H[:, b:b + 1]), dtype=np.float64).copy()
+            col = table[Hs - H[:, b:b + 1]]                        # a new array: the factors of column b
             col[:, b] = 1.0
             if prod is None:
                 prod = col
