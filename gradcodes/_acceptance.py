@@ -22,7 +22,7 @@ __all__ = ["DecodingError", "DecodeInfo", "check_float_decode", "check_underflow
 class DecodingError(ValueError):
     """A responder set from which the code cannot recover the gradient (to the tolerance)."""
 
-    def __init__(self, message: str, responders: np.ndarray | None = None, residual: float | None = None):
+    def __init__(self, message: str, responders: np.ndarray | None = None, residual: float | None = None) -> None:
         super().__init__(message)
         self.responders = None if responders is None else [int(r) for r in responders]
         self.residual = residual

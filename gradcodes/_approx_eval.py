@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import numbers
 import time
+from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
@@ -34,6 +35,7 @@ from ._straggle import (
     probability_list,
     straggle_probabilities,
 )
+from ._typing import ArrayLike, MatrixLike, ProbabilitiesLike, RNGLike, Unset
 from ._validate import SEED_UNSET, check_int, check_rng, check_size, take_rng
 
 __all__ = [
@@ -76,7 +78,7 @@ class FixedWeightDecoder(Decoder):
     array([[[1., 0., 1.]]])
     """
 
-    def __init__(self, name: str, weights: Any) -> None:
+    def __init__(self, name: str, weights: ArrayLike | Sequence[Fraction | float]) -> None:
         if not isinstance(name, str) or not name:
             raise TypeError(f"name must be a non-empty str, got {name!r}")
         w = np.asarray(weights)
@@ -95,7 +97,7 @@ class FixedWeightDecoder(Decoder):
                 raise ValueError(f"weights must be finite, got {w.tolist()}")
         self.weights = w
 
-    def matrices(self, code: Any, mask: np.ndarray) -> np.ndarray:
+    def matrices(self, code: LinearCode, mask: np.ndarray) -> np.ndarray:
         mask = np.asarray(mask, dtype=bool)
         if mask.ndim != 2 or mask.shape[1] != self.weights.size:
             raise ValueError(f"mask must have shape (b, {self.weights.size}), got {mask.shape}")
@@ -234,7 +236,8 @@ def _closed_form(code: Any, dec: Decoder, w: np.ndarray, p: np.ndarray, G: np.nd
 # --------------------------------------------------------------------------------------------------------
 
 
-def closed_form_error(code: Any, gradients: Any = None, *, p: Any = None, decoder: Any = None) -> Any:
+def closed_form_error(code: LinearCode, gradients: MatrixLike | None = None, *, p: ProbabilitiesLike | None = None,
+                      decoder: str | Decoder | None = None) -> float | Fraction:
     r"""Expected squared error of a fixed-weight decoder, in closed form.
 
     With ``a_i = w_i`` when worker ``i`` responds (probability ``1 - p_i``, independently) and 0 otherwise,
@@ -283,9 +286,10 @@ def closed_form_error(code: Any, gradients: Any = None, *, p: Any = None, decode
 # --------------------------------------------------------------------------------------------------------
 
 
-def evaluate_approximate(code: Any, gradients: Any = None, *, p: Any = None, decoder: Any = None,
-                         method: str = "auto", samples: int = 20000, rng: Any = None, batch: int = 4096,
-                         max_enumerate: int = MAX_ENUMERATE, seed: Any = SEED_UNSET) -> ApproxReport:
+def evaluate_approximate(code: LinearCode, gradients: MatrixLike | None = None, *, p: ProbabilitiesLike | None = None,
+                         decoder: str | Decoder | None = None,
+                         method: str = "auto", samples: int = 20000, rng: RNGLike = None, batch: int = 4096,
+                         max_enumerate: int = MAX_ENUMERATE, seed: RNGLike | Unset = SEED_UNSET) -> ApproxReport:
     r"""Expected squared error and bias of an approximate code under independent random stragglers.
 
     Worker ``i`` straggles with probability ``p_i`` independently. For every response pattern ``R`` the

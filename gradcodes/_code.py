@@ -26,6 +26,7 @@ from ._code_encode import EncodeMixin
 from ._decoders import Decoder
 from ._fields import to_fraction
 from ._numerics import DEFAULT_RTOL, unit_roundoff
+from ._typing import MatrixLike, ProbabilitiesLike, Responders
 from ._validate import check_int, check_real
 
 if TYPE_CHECKING:
@@ -114,7 +115,7 @@ class GradientCode(LinearCode):
     array([12., 15., 18., 21.])
     """
 
-    def __init__(self, B: Any, s: int, *, m: int = 1, rtol: float = DEFAULT_RTOL, **kwargs: Any) -> None:
+    def __init__(self, B: MatrixLike, s: int, *, m: int = 1, rtol: float = DEFAULT_RTOL, **kwargs: Any) -> None:
         super().__init__(B, m=m, **kwargs)
         self.s = check_int("s", s, 0, self.n - 1)
         self.rtol = check_real("rtol", rtol, 0, 1, open_lo=True, open_hi=True)
@@ -166,15 +167,15 @@ class ApproximateCode(LinearCode):
     1.0
     """
 
-    def __init__(self, B: Any, *, straggle_probabilities: Any = None, s: int | None = None,
-                 **kwargs: Any) -> None:
+    def __init__(self, B: MatrixLike, *, straggle_probabilities: ProbabilitiesLike | None = None,
+                 s: int | None = None, **kwargs: Any) -> None:
         super().__init__(B, **kwargs)
         self.s = None if s is None else check_int("s", s, 0, self.n - 1)
         if straggle_probabilities is not None:
             straggle_probabilities = _check_probabilities(straggle_probabilities, self.n)
         self.straggle_probabilities = straggle_probabilities
 
-    def approximation_error(self, responders: Any, decoder: str | Decoder | None = None) -> float:
+    def approximation_error(self, responders: Responders, decoder: str | Decoder | None = None) -> float:
         """``||A_F B - E||_2`` (Frobenius for m > 1): the error of the decoded sum per unit of gradient norm."""
         F, mask = self._mask(responders)
         A = self._raw_decoding_matrix(F, mask, self._decoder(decoder))[0]

@@ -25,6 +25,7 @@ from ._numerics import (
     residuals,
     target_matrix,
 )
+from ._typing import Array, DTypeLike, FieldLike, MatrixLike, NDArray, Responders
 from ._validate import check_int, check_responders
 
 if TYPE_CHECKING:
@@ -41,7 +42,7 @@ class CodeBase:
     Not used directly: see :class:`gradcodes.LinearCode`, whose docstring lists the parameters.
     """
 
-    def __init__(self, B: Any, *, m: int = 1, field: str | None = None, name: str | None = None,
+    def __init__(self, B: MatrixLike, *, m: int = 1, field: str | None = None, name: str | None = None,
                  family: str | None = None, params: Mapping[str, Any] | None = None,
                  decoders: Iterable[Decoder] | None = None, default_decoder: str | None = None,
                  cache_size: int = 256, field_builder: Callable[[Any], LinearCode] | None = None) -> None:
@@ -79,7 +80,7 @@ class CodeBase:
 
     # ------------------------------------------------------------------ properties
     @property
-    def B(self) -> Any:
+    def B(self) -> Array:
         """The encoding matrix (n x k*m), read-only."""
         return self._B
 
@@ -109,7 +110,7 @@ class CodeBase:
         return is_exact_field(self._field)
 
     @property
-    def target(self) -> Any:
+    def target(self) -> Array:
         """``E = 1_k^T (x) I_m`` (m x k*m), in the code's field."""
         return self._target
 
@@ -139,7 +140,7 @@ class CodeBase:
         """Number of workers storing each partition (length k)."""
         return self.support_matrix.sum(axis=0)
 
-    def float_B(self, dtype: Any = None) -> np.ndarray:
+    def float_B(self, dtype: DTypeLike | None = None) -> NDArray[np.inexact[Any]]:
         """``B`` as a float/complex ndarray of ``dtype`` (exact fields are rounded; GF(p) has no float form)."""
         if self._field.startswith("GF("):
             raise TypeError(f"a code over {self._field} has no floating-point form")
@@ -173,7 +174,7 @@ class CodeBase:
             if isinstance(arr, np.ndarray):
                 arr.flags.writeable = False
 
-    def in_field(self, field: Any) -> LinearCode:
+    def in_field(self, field: FieldLike) -> LinearCode:
         """The same construction over another field (e.g. ``galois.GF(p)``), when the family supports it."""
         if self._field_builder is None:
             raise ValueError(f"the {self.family!r} code cannot be rebuilt over another field "
@@ -204,7 +205,7 @@ class CodeBase:
             raise ValueError(f"decoder must be one of {sorted(self.decoders)}, got {decoder!r}")
         return self.decoders[decoder]
 
-    def decoding_matrices(self, mask: np.ndarray, decoder: str | Decoder | None = None) -> Any:
+    def decoding_matrices(self, mask: NDArray[np.bool_], decoder: str | Decoder | None = None) -> Array:
         """Batched decoding matrices (b, m, n) for responder masks (b, n); no validation of the result."""
         mask = np.asarray(mask, dtype=bool)
         if mask.ndim != 2 or mask.shape[1] != self._n:
@@ -240,7 +241,7 @@ class CodeBase:
                 self._cache.popitem(last=False)
         return entry
 
-    def decoding_matrix(self, responders: Any, decoder: str | Decoder | None = None) -> Any:
+    def decoding_matrix(self, responders: Responders, decoder: str | Decoder | None = None) -> Array:
         """The decoding matrix ``A_F`` (m x n, zero outside the responders).
 
         Parameters
@@ -328,13 +329,13 @@ class CodeBase:
         """Hook: exact codes refuse decodes whose result is so close to underflow that the tolerance is lost."""
 
     # ------------------------------------------------------------------ diagnostics
-    def residual(self, responders: Any, decoder: str | Decoder | None = None) -> float:
+    def residual(self, responders: Responders, decoder: str | Decoder | None = None) -> float:
         """``||A_F B - E||_inf`` for a responder set (0 when an exact decode succeeds)."""
         F, mask = self._mask(responders)
         return self._raw_decoding_matrix(F, mask, self._decoder(decoder))[1]
 
-    def error_estimate(self, responders: Any, decoder: str | Decoder | None = None,
-                       dtype: Any = np.float64) -> float:
+    def error_estimate(self, responders: Responders, decoder: str | Decoder | None = None,
+                       dtype: DTypeLike = np.float64) -> float:
         """Predicted relative error ``u * canc + residual`` of a decode from these responders."""
         F, mask = self._mask(responders)
         A, res, canc = self._raw_decoding_matrix(F, mask, self._decoder(decoder))

@@ -9,7 +9,7 @@ coefficient are read, and a floating-point decode is accepted only within its to
 from __future__ import annotations
 
 import numbers
-from typing import Any
+from typing import Any, Literal, overload
 
 import numpy as np
 
@@ -19,6 +19,7 @@ from ._code_base import CodeBase
 from ._decoders import Decoder
 from ._fields import to_fraction
 from ._numerics import decode_terms, error_estimate, underflow_error
+from ._typing import Array, MatrixLike, Responders
 from ._validate import check_choice, check_int, check_responders
 
 __all__ = ["DecodeMixin"]
@@ -108,8 +109,17 @@ class DecodeMixin(CodeBase):
         where[seq] = np.arange(r)
         return where
 
-    def decode(self, responders: Any, messages: Any, *, decoder: str | Decoder | None = None,
-               length: int | None = None, return_info: bool = False, rows: str = "auto") -> Any:
+    @overload
+    def decode(self, responders: Responders, messages: MatrixLike, *, decoder: str | Decoder | None = ...,
+               length: int | None = ..., return_info: Literal[False] = ..., rows: str = ...) -> Array: ...
+
+    @overload
+    def decode(self, responders: Responders, messages: MatrixLike, *, decoder: str | Decoder | None = ...,
+               length: int | None = ..., return_info: Literal[True], rows: str = ...) -> tuple[Array, DecodeInfo]: ...
+
+    def decode(self, responders: Responders, messages: MatrixLike, *, decoder: str | Decoder | None = None,
+               length: int | None = None, return_info: bool = False,
+               rows: str = "auto") -> Array | tuple[Array, DecodeInfo]:
         """The decoded sum of the partial gradients from the responders' messages.
 
         Only the messages whose decoding coefficient is non-zero are read (a 0/1 decoder such as fractional

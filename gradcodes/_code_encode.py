@@ -6,6 +6,7 @@ Worker ``i`` sends ``y_i = sum_{j,u} B[i, j*m+u] g_j^(u)`` (Tandon et al. 2017, 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
@@ -16,6 +17,7 @@ from ._apply import combine_rows, csr
 from ._code_base import CodeBase
 from ._decoders import single_threaded_blas
 from ._fields import to_fraction
+from ._typing import Array, ArrayLike, MatrixLike
 from ._validate import check_int
 
 __all__ = ["EncodeMixin"]
@@ -51,7 +53,7 @@ class EncodeMixin(CodeBase):
             raise ValueError("out must be a writeable C-contiguous array")
         return out
 
-    def encode(self, partials: Any, *, out: np.ndarray | None = None) -> np.ndarray:
+    def encode(self, partials: MatrixLike, *, out: Array | None = None) -> Array:
         """Worker messages ``Y`` (n x q) from partial gradients (k x p), ``q = ceil(p/m)``.
 
         Each partial gradient is split into ``m`` contiguous blocks of length ``q`` (zero padded when ``m`` does not
@@ -109,8 +111,8 @@ class EncodeMixin(CodeBase):
                 combine_rows(Y[i], data[lo:hi], G, indices[lo:hi])
         return Y
 
-    def encode_worker(self, i: int, partials: Any, *, length: int | None = None,
-                      out: np.ndarray | None = None) -> np.ndarray:
+    def encode_worker(self, i: int, partials: MatrixLike | Sequence[ArrayLike], *, length: int | None = None,
+                      out: Array | None = None) -> Array:
         """Worker ``i``'s message from its own partial gradients only, at a cost proportional to its load.
 
         The message is ``y_i = sum_{j in supp(i)} sum_u B[i, j*m+u] g_j^(u)`` where ``supp(i)`` =

@@ -29,6 +29,7 @@ import scipy.linalg
 
 from ._fields import exact_zeros, left_nullspace, solve_left
 from ._numerics import DEFAULT_RTOL
+from ._typing import Array
 from ._validate import check_int, check_real
 
 if TYPE_CHECKING:
@@ -51,7 +52,7 @@ class Decoder:
     #: One line shown in reports.
     description: str = ""
 
-    def matrices(self, code: LinearCode, mask: np.ndarray) -> Any:
+    def matrices(self, code: LinearCode, mask: np.ndarray) -> Array:
         """Decoding matrices (b, m, n) for the responder masks ``mask`` (b, n)."""
         raise NotImplementedError
 
@@ -328,7 +329,7 @@ class ExactDecoder(Decoder):
     description = "exact null-space elimination"
 
     @staticmethod
-    def basis(code: LinearCode) -> tuple[Any, Any]:
+    def basis(code: LinearCode) -> tuple[Array, Array]:
         cached = code._memo.get("exact")
         if cached is None:
             C = solve_left(code.B, code.target)
@@ -338,7 +339,7 @@ class ExactDecoder(Decoder):
             code._memo["exact"] = cached
         return cached
 
-    def matrices(self, code: LinearCode, mask: np.ndarray) -> Any:
+    def matrices(self, code: LinearCode, mask: np.ndarray) -> Array:
         C, K = self.basis(code)
         b, n = mask.shape
         out = exact_zeros(code.B, (b, code.m, n))

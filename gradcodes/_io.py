@@ -72,7 +72,8 @@ def save(code: LinearCode, path: str | os.PathLike[str]) -> None:
         arrays["B_den"] = np.vectorize(lambda f: str(f.denominator), otypes=[str])(code.B)
     elif is_galois_array(code.B):
         arrays["B_gf"] = np.asarray(code.B.view(np.ndarray), dtype=np.int64)
-        meta["p"] = type(code.B).characteristic
+        gf: Any = type(code.B)                    # a galois FieldArray class
+        meta["p"] = gf.characteristic
     else:
         arrays["B"] = np.asarray(code.B)
     np.savez(path, meta=np.array(json.dumps(meta)), **arrays)

@@ -24,12 +24,17 @@ import argparse
 import math
 import numbers
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+if TYPE_CHECKING:
+    from ._code import LinearCode
+
+from ._typing import RNGLike, Unset
 from ._validate import SEED_UNSET, check_rng, check_size, check_tree_size, take_rng
 
 __all__ = ["simulate", "SimulationResult", "SchemeResult", "add_simulate_parser"]
@@ -311,7 +316,7 @@ def _code_kind(obj: Any) -> str | None:
 
 
 def simulate(
-    schemes: Any = SCHEME_NAMES,
+    schemes: str | LinearCode | Sequence[str | LinearCode] = SCHEME_NAMES,
     *,
     n: int = 12,
     L: int = 2,
@@ -324,10 +329,10 @@ def simulate(
     t_step: float = 0.0,
     overlap: bool = True,
     iters: int = 10_000,
-    rng: Any = None,
+    rng: RNGLike = None,
     return_samples: bool = False,
     return_responders: bool = False,
-    seed: Any = SEED_UNSET,
+    seed: RNGLike | Unset = SEED_UNSET,
 ) -> SimulationResult:
     r"""Monte Carlo expected iteration time of CodedReduce and the baselines.
 
@@ -430,20 +435,21 @@ def simulate(
     entropy = _seed_entropy(rng)
     if not isinstance(overlap, (bool, np.bool_)):
         raise TypeError(f"overlap must be a bool, got {type(overlap).__name__}")
-    if isinstance(schemes, (str, bytes)) or _code_kind(schemes) is not None:
-        schemes = [schemes]
+    given: Any = schemes                    # checked item by item below
+    if isinstance(given, (str, bytes)) or _code_kind(given) is not None:
+        given = [given]
     try:
-        schemes = list(schemes)
+        items: list[Any] = list(given)
     except TypeError:
-        raise TypeError(f"schemes must be a label, a code, or a sequence of them; got {schemes!r}") from None
-    if not schemes:
+        raise TypeError(f"schemes must be a label, a code, or a sequence of them; got {given!r}") from None
+    if not items:
         raise ValueError("schemes must not be empty")
     ss = np.random.SeedSequence(entropy)
     from ._families.coded_reduce import coded_reduce_load
 
     out: dict[str, SchemeResult] = {}
     codes: dict[str, Any] = {}
-    for item in schemes:
+    for item in items:
         kind = _code_kind(item)
         if kind is None:
             from ._code import LinearCode

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from ._typing import ProbabilitiesLike, RNGLike, Unset
 from ._validate import SEED_UNSET, check_int, check_real, check_rng, check_size
 
 __all__ = ["straggle_probabilities", "exponential_straggle_probabilities", "probability_list"]
@@ -21,7 +22,7 @@ def _is_exact_scalar(x: Any) -> bool:
     return isinstance(x, (Fraction, numbers.Integral)) and not isinstance(x, (bool, np.bool_))
 
 
-def straggle_probabilities(p: Any, n: int | None = None, *, exact: bool | None = None,
+def straggle_probabilities(p: ProbabilitiesLike, n: int | None = None, *, exact: bool | None = None,
                            name: str = "p") -> np.ndarray:
     """Validate straggle probabilities and return them as a 1-D array.
 
@@ -97,7 +98,7 @@ def straggle_probabilities(p: Any, n: int | None = None, *, exact: bool | None =
 
 
 def exponential_straggle_probabilities(n: int, tau: float, *, psi: tuple[float, float] = (0.1, 2.0),
-                                       rng: Any = None, seed: Any = SEED_UNSET) -> np.ndarray:
+                                       rng: RNGLike = None, seed: RNGLike | Unset = SEED_UNSET) -> np.ndarray:
     r"""Straggle probabilities of Song & Choi's experiments: ``p_i = exp(-psi_i (tau - 1))``.
 
     Worker ``i``'s response time is ``1 + Exp(psi_i)`` (shift-1 exponential with rate ``psi_i``), and it is a

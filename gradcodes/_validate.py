@@ -15,8 +15,11 @@ import contextlib
 import numbers
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, fields
+from typing import cast
 
 import numpy as np
+
+from ._typing import RNGLike, Unset
 
 __all__ = ["check_int", "check_ns", "check_responders", "check_seed", "check_choice", "check_real", "check_size",
            "check_rng", "take_rng", "rng_param", "SEED_UNSET", "RNG_TYPES",
@@ -143,7 +146,7 @@ def check_ns(n: object, s: object, *, s_max_offset: int = 1) -> tuple[int, int]:
 
 
 #: Marks a deprecated ``seed=`` argument that was not given.
-SEED_UNSET: object = type("_Unset", (), {"__repr__": lambda self: "<unset>"})()
+SEED_UNSET: Unset = Unset()
 
 #: What an ``rng`` parameter accepts (scientific Python's SPEC 7).
 RNG_TYPES = "None, a non-negative int, a numpy.random.SeedSequence, a BitGenerator or a numpy.random.Generator"
@@ -172,17 +175,17 @@ def check_rng(rng: object = None, seed: object = SEED_UNSET, *, name: str = "rng
     return np.random.default_rng(int(rng))
 
 
-def take_rng(rng: object, seed: object = SEED_UNSET, *, name: str = "rng", stacklevel: int = 3) -> object:
+def take_rng(rng: object, seed: object = SEED_UNSET, *, name: str = "rng", stacklevel: int = 3) -> RNGLike:
     """The ``rng`` value, taking the deprecated ``seed=`` alias into account (with a DeprecationWarning)."""
     if seed is SEED_UNSET:
-        return rng
+        return cast("RNGLike", rng)     # checked by the caller (check_rng)
     import warnings
 
     warnings.warn(f"seed= is deprecated, use {name}= (it accepts the same values: {RNG_TYPES})",
                   DeprecationWarning, stacklevel=stacklevel)
     if rng is not None:
         raise TypeError(f"pass {name}= or its deprecated alias seed=, not both")
-    return seed
+    return cast("RNGLike", seed)
 
 
 def rng_entropy(rng: object = None, seed: object = SEED_UNSET, *, name: str = "rng") -> int:

@@ -38,6 +38,7 @@ from ._bounds import meets_min_load, min_load
 from ._code import GradientCode, LinearCode
 from ._decoders import Decoder, single_threaded_blas
 from ._numerics import cancellation, error_estimate, residuals, tolerance, unit_roundoff
+from ._typing import DTypeLike, FieldLike, RNGLike, Unset
 from ._validate import SEED_UNSET, check_int, check_real, check_rng, check_size, take_rng
 from ._verify_fast import NullSpaceScreen, lex_straggler_batches, screen_range
 from ._verify_report import VerifyReport, _hms
@@ -243,10 +244,10 @@ class _Clock:
 
 
 def verify(code: LinearCode, *, limit: int | None = None, samples: int = 2000, search: bool = True,
-           rng: Any = None, rtol: float | None = None, decoder: str | Decoder | None = None,
-           field: Any = None, stop_on_failure: bool = True, batch_size: int | None = None,
-           progress: bool | None = None, dtype: Any = np.float64, time_budget: float = 10.0,
-           search_seconds: float = 1.0, seed: Any = SEED_UNSET) -> VerifyReport:
+           rng: RNGLike = None, rtol: float | None = None, decoder: str | Decoder | None = None,
+           field: FieldLike | None = None, stop_on_failure: bool = True, batch_size: int | None = None,
+           progress: bool | None = None, dtype: DTypeLike = np.float64, time_budget: float = 10.0,
+           search_seconds: float = 1.0, seed: RNGLike | Unset = SEED_UNSET) -> VerifyReport:
     """Check that every set of ``n - s`` responders recovers the gradient; ``ok`` only for a proof.
 
     Parameters

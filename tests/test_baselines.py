@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import gradcodes as gc
+from gradcodes.testing import assert_unbiased
 
 probs = st.integers(1, 19).map(lambda a: F(a, 20))
 
@@ -56,6 +57,7 @@ def test_sgc_unbiased_exact(n, data):
     assert (support.sum(axis=0) == d).all()  # every partition on d workers
     rep = gc.evaluate_approximate(code)
     assert rep.exact and rep.unbiased and rep.expected_error == rep.closed_form
+    assert_unbiased(code, atol=0)                     # exact enumeration of all 2^n response patterns
     # SGC's expected error, directly: worker i's message has weight 1/((1-p_i) d), so
     # E||ghat-g||^2 = sum_i p_i (1-p_i) ||B_i||^2 = sum_i delta_i |S_i| / d^2 for G = I
     delta = [q / (1 - q) for q in p]

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 import gradcodes as gc
 from gradcodes._families.heterogeneous import song_choi_allocation
+from gradcodes.testing import assert_unbiased
 
 P3 = [F(1, 10), F(1, 5), F(1, 2)]
 
@@ -182,6 +183,7 @@ def test_enumeration_matches_closed_form(inst):
     direct = sum(d * sum(a * a for a in row) for d, row in zip(delta, code.B, strict=True))
     assert rep.exact and rep.expected_error == rep.closed_form == direct
     assert rep.unbiased and rep.bias_norm == 0
+    assert_unbiased(code, atol=0)                     # exact enumeration of all 2^n response patterns
 
 
 @settings(max_examples=30, deadline=None)

@@ -88,3 +88,11 @@ def test_assert_unbiased():
     assert_unbiased(gc.heterogeneous(p, k=3), p)
     with pytest.raises(AssertionError, match="biased"):
         assert_unbiased(gc.bernoulli_gc(6, 2, p=0.2), 0.2)   # least-squares BGC is biased (Song & Choi 2025)
+
+
+def test_assert_recovers_takes_responders_in_any_order():
+    """All n responders in a non-sorted order: the messages are the full buffer, never read as compact rows (this
+    raised "no decode ... pass rows=" before assert_recovers said which layout it encodes)."""
+    code = gc.cyclic_repetition(6, 2, rng=0)
+    assert_recovers(code, [5, 3, 1, 0, 2, 4])
+    assert_recovers(code, [4, 0, 2, 1])

@@ -34,6 +34,7 @@ from .._decoders import Decoder, LeastSquaresDecoder
 from .._io import REBUILDERS
 from .._registry import Scheme, register
 from .._straggle import _scenario
+from .._typing import ProbabilitiesLike, RNGLike, Unset
 from .._validate import SEED_UNSET, check_entries, check_int, check_rng, take_rng
 from .expander import random_regular_graph
 
@@ -151,7 +152,7 @@ class GroupDecoder(Decoder):
 # --------------------------------------------------------------------------------------------------------
 
 
-def ignore_stragglers(n: int, *, p: Any = None, decoder: str | None = None) -> ApproximateCode:
+def ignore_stragglers(n: int, *, p: ProbabilitiesLike | None = None, decoder: str | None = None) -> ApproximateCode:
     r"""IS-SGD: uncoded (``B = I_n``, ``k = n``); the master uses the responders only.
 
     Decoders: ``"unbiased"`` (``a_i = 1/(1 - p_i)``, needs ``p``; ``E[ghat] = g``), ``"rescale"``
@@ -207,8 +208,8 @@ def _cyclic_support(n: int, k: int, d: int) -> np.ndarray:
     return S
 
 
-def stochastic_gc(n: int, d: int, p: Any, *, k: int | None = None, assignment: str = "cyclic",
-                  rng: Any = None, seed: Any = SEED_UNSET) -> ApproximateCode:
+def stochastic_gc(n: int, d: int, p: ProbabilitiesLike, *, k: int | None = None, assignment: str = "cyclic",
+                  rng: RNGLike = None, seed: RNGLike | Unset = SEED_UNSET) -> ApproximateCode:
     r"""Stochastic gradient coding (SGC, Bitar–Wootters–El Rouayheb) for known straggle probabilities.
 
     Partition ``j`` is stored by ``d`` workers; worker ``i`` sends ``sum_{j in S_i} g_j / ((1-p_i) d)`` and
@@ -279,8 +280,8 @@ def stochastic_gc(n: int, d: int, p: Any, *, k: int | None = None, assignment: s
                            straggle_probabilities=pp)
 
 
-def bernoulli_gc(n: int, d: float, *, k: int | None = None, p: Any = None, rng: Any = None,
-                 decoder: str = "optimal", seed: Any = SEED_UNSET) -> ApproximateCode:
+def bernoulli_gc(n: int, d: float, *, k: int | None = None, p: ProbabilitiesLike | None = None, rng: RNGLike = None,
+                 decoder: str = "optimal", seed: RNGLike | Unset = SEED_UNSET) -> ApproximateCode:
     r"""Bernoulli gradient coding (BGC, Charles–Papailiopoulos–Ellenberg).
 
     ``B_ij ~ Bernoulli(d/k)`` i.i.d. (seeded), so each worker holds ``d`` partitions on average. Decoders:
@@ -333,7 +334,7 @@ def bernoulli_gc(n: int, d: float, *, k: int | None = None, p: Any = None, rng: 
                            straggle_probabilities=pp)
 
 
-def erasurehead(n: int, d: int, *, k: int | None = None, p: Any = None,
+def erasurehead(n: int, d: int, *, k: int | None = None, p: ProbabilitiesLike | None = None,
                 decoder: str = "group") -> ApproximateCode:
     r"""ErasureHead-style group decoding (EHD, Wang–Charles–Papailiopoulos).
 
@@ -393,8 +394,8 @@ def erasurehead(n: int, d: int, *, k: int | None = None, p: Any = None,
                            default_decoder=decoder, straggle_probabilities=pp)
 
 
-def optimal_decoding(n: int, d: int, *, p: Any = None, rng: Any = None,
-                     decoder: str = "optimal", seed: Any = SEED_UNSET) -> ApproximateCode:
+def optimal_decoding(n: int, d: int, *, p: ProbabilitiesLike | None = None, rng: RNGLike = None,
+                     decoder: str = "optimal", seed: RNGLike | Unset = SEED_UNSET) -> ApproximateCode:
     r"""Optimal decoding on an expander assignment (OD, Glasgow–Wootters), ``k = n``.
 
     ``B = A_G / d`` with ``A_G`` the adjacency of a random simple ``d``-regular graph

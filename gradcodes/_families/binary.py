@@ -49,6 +49,7 @@ from .._code import GradientCode, LinearCode
 from .._decoders import Decoder, single_threaded_blas
 from .._io import REBUILDERS
 from .._registry import Scheme, register
+from .._typing import RNGLike, Unset
 from .._validate import SEED_UNSET, check_choice, check_entries, check_int, check_ns, check_real, check_rng, check_size
 from .repetition import GroupDecoder
 
@@ -316,7 +317,8 @@ def _measure(code: LinearCode, samples: int, rng: Any, quick: bool, tol: float |
 
 
 def recommend(n: int, s: int, m: int = 1, max_load: int | None = None, *, tol: float = 1e-12,
-              samples: int = 200, rng: Any = None, quick: bool = False, seed: Any = SEED_UNSET) -> LinearCode:
+              samples: int = 200, rng: RNGLike = None, quick: bool = False,
+              seed: RNGLike | Unset = SEED_UNSET) -> LinearCode:
     r"""The most accurate gradient code within a load budget, with its reasoning in ``code.recommendation``.
 
     Every applicable candidate of :data:`CANDIDATES` whose load is at most ``max_load`` is built and its worst

@@ -27,6 +27,7 @@ import numpy as np
 from .._code import GradientCode
 from .._io import REBUILDERS
 from .._registry import Scheme, register
+from .._typing import RNGLike, Unset
 from .._validate import SEED_UNSET, check_entries, check_int, check_rng, check_tree_size, take_rng
 from .coded_reduce_alloc import _allocate, _check_tree, _min_units, _tree_fractions, coded_reduce_load
 from .coded_reduce_code import CodedReduceCode, TreeDecoder
@@ -77,7 +78,7 @@ def _default_inner(n: int, s: int, field: str, rng: Any) -> GradientCode:
 
 
 def coded_reduce(n: int, L: int, s: int, inner: GradientCode | None = None, *, P: int | None = None,
-                 field: str | None = None, rng: Any = None, seed: Any = SEED_UNSET) -> CodedReduceCode:
+                 field: str | None = None, rng: RNGLike = None, seed: RNGLike | Unset = SEED_UNSET) -> CodedReduceCode:
     r"""CodedReduce: gradient codes composed along the ``(n, L)``-regular tree (Reisizadeh et al., CodedReduce).
 
     The master is the root; every node at levels ``0..L-1`` has ``n`` children; the ``N = n + ... + n^L``

@@ -25,6 +25,7 @@ import numpy as np
 from .._code import DecodingError, GradientCode, LinearCode, check_float_decode, check_underflow
 from .._decoders import Decoder
 from .._numerics import DEFAULT_RTOL
+from .._typing import MatrixLike, RNGLike, Unset
 from .._validate import SEED_UNSET, check_int, check_real, check_rng
 from .coded_reduce_alloc import _check_tree, _level_slices, _tree_fractions
 
@@ -90,7 +91,7 @@ class CodedReduceCode(LinearCode):
         Number of data units (``k``): the partials passed to :meth:`encode` are one per unit.
     """
 
-    def __init__(self, B: Any, *, branching: int, L: int, s: int, inner: GradientCode, P: int,
+    def __init__(self, B: MatrixLike, *, branching: int, L: int, s: int, inner: GradientCode, P: int,
                  lists: tuple[list[np.ndarray], list[np.ndarray]] | None = None, rtol: float = DEFAULT_RTOL,
                  name: str | None = None, params: dict[str, Any] | None = None) -> None:
         n, L, s = _check_tree(branching, L, s)
@@ -336,7 +337,7 @@ class CodedReduceCode(LinearCode):
         return (out, up) if return_messages else out
 
     def _verify_hook(self, *, limit: int | None = None, samples: int = 2000, search: bool = True,
-                     rng: Any = None, rtol: float | None = None, decoder: Any = None, field: Any = None,
+                     rng: RNGLike = None, rtol: float | None = None, decoder: Any = None, field: Any = None,
                      batch_size: int | None = None, dtype: Any = np.float64, **ignored: Any) -> TreeVerifyReport:
         """``gc.verify(code, ...)`` on a tree code runs :func:`verify_tree` (its own straggler model)."""
         if decoder not in (None, "tree"):
@@ -376,7 +377,7 @@ class CodedReduceCode(LinearCode):
                 rows.append(row)
         return np.array(rows)
 
-    def random_patterns(self, count: int, rng: Any = None, *, seed: Any = SEED_UNSET) -> np.ndarray:
+    def random_patterns(self, count: int, rng: RNGLike = None, *, seed: RNGLike | Unset = SEED_UNSET) -> np.ndarray:
         """``count`` random responder masks (count, N): each parent picks a straggler set uniformly among the
         sets of size at most ``s`` (no table of sets is built). ``rng``: random state (None, an int, a
         SeedSequence or a Generator; ``seed=`` is a deprecated alias)."""

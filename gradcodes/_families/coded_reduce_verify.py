@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from .._numerics import DEFAULT_RTOL, error_estimate, unit_roundoff
+from .._typing import DTypeLike, RNGLike, Unset
 from .._validate import SEED_UNSET, check_int, check_real, check_rng, check_size, take_rng
 from .coded_reduce_alloc import coded_reduce_load
 from .coded_reduce_code import CodedReduceCode
@@ -297,8 +298,8 @@ class _Tracker:
 
 
 def verify_tree(code: CodedReduceCode, *, limit: int = 100_000, samples: int = 2_000, search: bool = True,
-                rng: Any = None, rtol: float | None = None, batch: int = 4096, max_failures: int = 5,
-                search_budget: int | None = None, dtype: Any = np.float64, seed: Any = SEED_UNSET
+                rng: RNGLike = None, rtol: float | None = None, batch: int = 4096, max_failures: int = 5,
+                search_budget: int | None = None, dtype: DTypeLike = np.float64, seed: RNGLike | Unset = SEED_UNSET
                 ) -> TreeVerifyReport:
     """Verify a CodedReduce code under its straggler model (at most ``s`` straggling children per parent).
 

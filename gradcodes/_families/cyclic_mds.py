@@ -63,6 +63,7 @@ from .._code import GradientCode, LinearCode
 from .._decoders import Decoder, min_norm_solve, stragglers_of
 from .._io import REBUILDERS
 from .._registry import Scheme, register
+from .._typing import MatrixLike
 from .._validate import check_choice, check_entries, check_int, check_ns
 
 __all__ = ["cyclic_mds", "CyclicMDSCode", "gf_prime", "CyclicSpectralDecoder", "CyclicBarycentricDecoder",
@@ -87,7 +88,7 @@ class CyclicMDSCode(GradientCode):
         (``"bch"`` or ``"cyclic_fr"``) and, over GF(p), ``"omega"`` (the n-th root of unity).
     """
 
-    def __init__(self, B: Any, s: int, info: dict[str, Any], **kwargs: Any) -> None:
+    def __init__(self, B: MatrixLike, s: int, info: dict[str, Any], **kwargs: Any) -> None:
         super().__init__(B, s, **kwargs)
         self._cyclic: dict[str, Any] = {**info, "s": self.s}
 
@@ -341,7 +342,7 @@ class CyclicBarycentricDecoder(Decoder):
 
     @staticmethod
     def _matrices_gf(code: LinearCode, mask: np.ndarray) -> Any:
-        GF = type(code.B)
+        GF: Any = type(code.B)                               # a galois FieldArray class
         n = code.n
         m = _info(code)["window"]
         omega = GF(_info(code)["omega"])
@@ -419,7 +420,8 @@ class ResidueClassDecoder(Decoder):
         sel[np.arange(b)[:, None], t[:, None] + q * np.arange(n // q)[None, :]] = True
         sel &= cls[np.arange(b), t][:, None]
         if code.field.startswith("GF("):
-            out = type(code.B).Zeros((b, 1, n))
+            gf: Any = type(code.B)
+            out = gf.Zeros((b, 1, n))
             out[:, 0][sel] = np.reciprocal(code.B[0, 0])
             return out
         return (sel / code.B[0, 0])[:, None, :]

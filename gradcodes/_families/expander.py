@@ -36,6 +36,7 @@ from .._decoders import Decoder, min_norm_solve
 from .._fields import solve_left
 from .._io import REBUILDERS
 from .._registry import Scheme, register
+from .._typing import MatrixLike, Responders, RNGLike, Unset
 from .._validate import SEED_UNSET, check_entries, check_int, check_rng, check_size, rng_param, take_rng
 from .._verify import random_straggler_sets, swap_neighbours
 
@@ -44,8 +45,8 @@ __all__ = ["expander_code", "random_regular_graph", "approximation_error", "wors
 
 
 # ----------------------------------------------------------------------------------------------- graphs
-def random_regular_graph(n: int, degree: int | None = None, rng: Any = None, max_tries: int = 1000, *,
-                         d: Any = SEED_UNSET, seed: Any = SEED_UNSET) -> np.ndarray:
+def random_regular_graph(n: int, degree: int | None = None, rng: RNGLike = None, max_tries: int = 1000, *,
+                         d: int | Unset = SEED_UNSET, seed: RNGLike | Unset = SEED_UNSET) -> np.ndarray:
     """Adjacency matrix (n x n, 0/1 int) of a uniformly-ish random simple ``d``-regular graph.
 
     Steger & Wormald's algorithm: pairs two uniformly random free half-edges at a time, keeping the pair when it is
@@ -69,7 +70,7 @@ def random_regular_graph(n: int, degree: int | None = None, rng: Any = None, max
         warnings.warn("d= is deprecated, use degree=", DeprecationWarning, stacklevel=2)
         if degree is not None:
             raise TypeError("pass degree= or its deprecated alias d=, not both")
-        degree = d
+        degree = d  # type: ignore[assignment]  # validated by check_int below
     if degree is None:
         raise TypeError("random_regular_graph() needs the graph degree (degree=)")
     d = check_int("degree", degree, 0, n - 1)
@@ -293,7 +294,7 @@ class ExpanderCode(ApproximateCode):
     spectral_lambda: float
     adjacency: npt.NDArray[np.int64]
 
-    def __init__(self, B: Any, *, degree: int, spectral_lambda: float, adjacency: npt.ArrayLike,
+    def __init__(self, B: MatrixLike, *, degree: int, spectral_lambda: float, adjacency: npt.ArrayLike,
                  **kwargs: Any) -> None:
         super().__init__(B, **kwargs)
         self.degree = int(degree)
@@ -307,8 +308,9 @@ class ExpanderCode(ApproximateCode):
         return self.spectral_lambda / self.degree * math.sqrt(n * s / (n - s))
 
 
-def expander_code(n: int, degree: int, graph: Any = "random", *, rng: Any = None, s: int | None = None,
-                  field: str = "real", require_connected: bool = True, seed: Any = SEED_UNSET) -> ExpanderCode:
+def expander_code(n: int, degree: int, graph: Any = "random", *, rng: RNGLike = None, s: int | None = None,
+                  field: str = "real", require_connected: bool = True,
+                  seed: RNGLike | Unset = SEED_UNSET) -> ExpanderCode:
     r"""Approximate gradient code ``B = A_G / d`` of a ``d``-regular graph (Raviv et al. 2018).
 
     Parameters
@@ -420,7 +422,7 @@ def _errors(code: LinearCode, mask: np.ndarray, dec: Decoder) -> np.ndarray:
     return np.sqrt((np.abs(R) ** 2).sum(axis=(1, 2)))
 
 
-def approximation_error(code: LinearCode, responders: Any, decoder: str | Decoder | None = None) -> float:
+def approximation_error(code: LinearCode, responders: Responders, decoder: str | Decoder | None = None) -> float:
     """``||A_F B - E||_2`` for one responder set: the error of the decoded sum per unit of ``||G||_2``.
 
     Works for any code (approximate or exact; an exact code gives its residual in the 2-norm).
@@ -500,9 +502,9 @@ class ApproximationReport:
 
 
 def worst_case_error(code: LinearCode, s: int | None = None, *, decoder: str | Decoder | None = None,
-                           limit: int = 20_000, samples: int = 1000, search: bool = True, rng: Any = None,
+                           limit: int = 20_000, samples: int = 1000, search: bool = True, rng: RNGLike = None,
                            batch_size: int = 256, search_steps: int = 10, neighbours: int = 64,
-                           seed: Any = SEED_UNSET) -> ApproximationReport:
+                           seed: RNGLike | Unset = SEED_UNSET) -> ApproximationReport:
     """Worst-case and average error of a code over the responder sets with exactly ``s`` stragglers.
 
     Exhaustive (exact worst case and exact average) when ``C(n, s) <= limit``; otherwise ``samples`` uniformly

@@ -34,6 +34,7 @@ from .._code import GradientCode, LinearCode
 from .._decoders import Decoder, LeastSquaresDecoder, single_threaded_blas
 from .._io import REBUILDERS
 from .._registry import Scheme, register
+from .._typing import RNGLike
 from .._validate import check_int, check_ns, check_rng
 from ._certified_seeds import CERTIFIED
 from ._rowspace_kernel import kernels
@@ -190,7 +191,7 @@ def _certify(sub: GradientCode, limit: int) -> dict[str, Any]:
             "status": "proven" if is_proof(rep) else ("fails" if rep.n_failures else "searched (not proven)")}
 
 
-def grouped_random(n: int, s: int, extra: int = 1, *, rng: Any = None, candidates: int = 4,
+def grouped_random(n: int, s: int, extra: int = 1, *, rng: RNGLike = None, candidates: int = 4,
                    limit: int = 200_000, block_seeds: dict[Any, int] | None = None,
                    certificates: list[dict[str, Any]] | None = None) -> GradientCode:
     r"""Oversampled grouped random code: random cyclic-repetition groups with ``extra`` units of load to spare.

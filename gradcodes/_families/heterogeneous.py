@@ -39,6 +39,7 @@ from .._code import ApproximateCode
 from .._io import REBUILDERS
 from .._registry import Scheme, register
 from .._straggle import _scenario
+from .._typing import ArrayLike, MatrixLike, ProbabilitiesLike
 from .._validate import check_entries, check_int
 
 __all__ = [
@@ -85,7 +86,7 @@ def _check_scheme(scheme: Any) -> str:
 # --------------------------------------------------------------------------------------------------------
 
 
-def optimal_row_sums(p: Any, k: int) -> np.ndarray:
+def optimal_row_sums(p: ProbabilitiesLike, k: int) -> np.ndarray:
     r"""Optimal row sums ``Y`` of Song & Choi's allocation.
 
     Minimises ``sum_i delta_i Y_i^2`` subject to ``sum_i Y_i = k``: stationarity of the Lagrangian gives
@@ -206,7 +207,7 @@ def _scheme_two(Y: np.ndarray, k: int, exact: bool) -> np.ndarray:
     return alpha
 
 
-def song_choi_allocation(p: Any, k: int, scheme: str = "nw") -> tuple[np.ndarray, np.ndarray]:
+def song_choi_allocation(p: ProbabilitiesLike, k: int, scheme: str = "nw") -> tuple[np.ndarray, np.ndarray]:
     r"""The coefficient matrix ``alpha`` (n x k) of a Song & Choi scheme, and its row sums ``Y``.
 
     ``alpha`` has column sums 1 (unbiased) and row sums :func:`optimal_row_sums` (optimal), and at most
@@ -290,7 +291,8 @@ class HeterogeneousCode(ApproximateCode):
         The bounded-gradient objective ``sum_i delta_i (sum_j |alpha_ij|)^2``.
     """
 
-    def __init__(self, B: Any, *, row_sums: Any, objective: float | Fraction, **kwargs: Any) -> None:
+    def __init__(self, B: MatrixLike, *, row_sums: ArrayLike, objective: float | Fraction,
+                 **kwargs: Any) -> None:
         super().__init__(B, **kwargs)
         self.row_sums: np.ndarray = np.asarray(row_sums)
         self.objective: float | Fraction = objective

@@ -15,6 +15,7 @@ from .._decoders import Decoder
 from .._fields import as_matrix, solve_left
 from .._io import REBUILDERS
 from .._registry import Scheme, register
+from .._typing import MatrixLike, RNGLike, Unset
 from .._validate import (
     SEED_UNSET,
     check_choice,
@@ -223,8 +224,8 @@ def _cyclic_rows_from_H(H: Any, n: int, s: int, exact: bool) -> Any:
     return B
 
 
-def cyclic_repetition(n: int, s: int, k: int | None = None, *, rng: Any = None, H: Any = None,
-                      field: str = "real", seed: Any = SEED_UNSET) -> GradientCode:
+def cyclic_repetition(n: int, s: int, k: int | None = None, *, rng: RNGLike = None, H: MatrixLike | None = None,
+                      field: str = "real", seed: RNGLike | Unset = SEED_UNSET) -> GradientCode:
     r"""Cyclic repetition code (Tandon et al. 2017): worker ``i`` stores partitions ``i, ..., i+s (mod n)``.
 
     Every row of ``B`` lies in the null space of a matrix ``H`` (``s × n``) with ``H 1 = 0``: row ``i`` has a 1 at

@@ -27,7 +27,7 @@ __all__ = ["StragglerTimeout", "get_mpi", "Tags", "Inbox", "ParamSender", "wait_
 class StragglerTimeout(RuntimeError):
     """Fewer responders than needed within the timeout (names the missing workers)."""
 
-    def __init__(self, message: str, missing: list[int] | None = None, bad: list[int] | None = None):
+    def __init__(self, message: str, missing: list[int] | None = None, bad: list[int] | None = None) -> None:
         super().__init__(message)
         self.missing = list(missing or [])
         self.bad = list(bad or [])

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from .._typing import RNGLike, Unset
 from .._validate import SEED_UNSET, check_int, rng_entropy
 
 __all__ = ["Delay", "NoDelay", "ShiftedExponential", "FixedDelay", "Hang", "Combined"]
@@ -84,8 +85,8 @@ class ShiftedExponential(Delay):
     (True, True)
     """
 
-    def __init__(self, a: float, mu: float | None = None, *, m_data: float, rng: object = None,
-                 seed: object = SEED_UNSET) -> None:
+    def __init__(self, a: float, mu: float | None = None, *, m_data: float, rng: RNGLike = None,
+                 seed: RNGLike | Unset = SEED_UNSET) -> None:
         self.a = _nonneg("a", a)
         if mu is None:
             if self.a == 0:
@@ -136,7 +137,7 @@ class FixedDelay(Delay):
     """
 
     def __init__(self, seconds: float, *, workers: Iterable[int] | None = None, count: int | None = None,
-                 rng: object = None, seed: object = SEED_UNSET) -> None:
+                 rng: RNGLike = None, seed: RNGLike | Unset = SEED_UNSET) -> None:
         self.seconds = _nonneg("seconds", seconds)
         if (workers is None) == (count is None):
             raise ValueError("give either workers (persistent stragglers) or count (random per iteration)")

@@ -14,12 +14,15 @@
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from .. import ApproximateCode, CodedReduceCode, LinearCode
+from .._decoders import Decoder
+from .._typing import ArrayLike, DTypeLike
 
 __all__ = ["Layout", "layout_for", "WorkerEncoder", "Combiner"]
 
@@ -92,7 +95,7 @@ class WorkerEncoder:
         The messages' dtype (float32 stays float32).
     """
 
-    def __init__(self, code: LinearCode, worker: int, p: int, dtype: Any) -> None:
+    def __init__(self, code: LinearCode, worker: int, p: int, dtype: DTypeLike) -> None:
         if code.field.startswith("GF("):
             raise TypeError(f"a code over {code.field} cannot run on real gradients")
         if code.field == "complex":
@@ -106,7 +109,8 @@ class WorkerEncoder:
         self.partitions = [int(j) for j in code.supports[worker]]
         self._parts: list[Any] = [None] * len(self.partitions)
 
-    def encode(self, params: np.ndarray, partial_gradient: Any, out: np.ndarray) -> None:
+    def encode(self, params: np.ndarray, partial_gradient: Callable[[np.ndarray, int], ArrayLike],
+               out: np.ndarray) -> None:
         """Write the message for ``params`` into ``out`` (length ``q``).
 
         ``partial_gradient(params, j)`` is called once per stored partition; each result must stay valid until
@@ -141,7 +145,7 @@ class Combiner:
         Decoder name for :meth:`gradcodes.LinearCode.decoding_matrix`.
     """
 
-    def __init__(self, code: LinearCode, decoder: Any = None, cache_size: int = 256) -> None:
+    def __init__(self, code: LinearCode, decoder: str | Decoder | None = None, cache_size: int = 256) -> None:
         self.code = code
         self.decoder = decoder
         self.m = code.m
@@ -164,7 +168,7 @@ class Combiner:
             self._cache.move_to_end(key)
         return W
 
-    def error_estimate(self, rows: list[int], dtype: Any) -> float:
+    def error_estimate(self, rows: list[int], dtype: DTypeLike) -> float:
         """The code's predicted relative error of this decode (:meth:`gradcodes.LinearCode.error_estimate`)."""
         if not rows:
             return float("nan")

@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from .._typing import DTypeLike, RNGLike, Unset
 from .._validate import SEED_UNSET, check_int, check_rng
 
 __all__ = ["SyntheticProblem"]
@@ -41,8 +42,8 @@ class SyntheticProblem:
     True
     """
 
-    def __init__(self, kind: str = "least-squares", *, points: int = 2400, dim: int = 50, rng: object = 0,
-                 dtype: Any = np.float64, seed: object = SEED_UNSET) -> None:
+    def __init__(self, kind: str = "least-squares", *, points: int = 2400, dim: int = 50, rng: RNGLike = 0,
+                 dtype: DTypeLike = np.float64, seed: RNGLike | Unset = SEED_UNSET) -> None:
         if kind not in ("least-squares", "logistic"):
             raise ValueError(f"kind must be 'least-squares' or 'logistic', got {kind!r}")
         self.kind = kind

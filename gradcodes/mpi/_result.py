@@ -6,11 +6,16 @@ import csv
 import json
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._typing import RNGLike, Unset
 from .._validate import SEED_UNSET, check_rng
+
+if TYPE_CHECKING:
+    from .._code import LinearCode
+    from ._delays import Delay
 
 __all__ = ["RunResult", "predict"]
 
@@ -145,8 +150,8 @@ class RunResult:
         return text
 
 
-def predict(code: Any, delay: Any, *, workers: int, need: int, t_c: float = 0.0, iters: int = 20_000,
-            rng: object = None, seed: object = SEED_UNSET) -> float | None:
+def predict(code: LinearCode | str, delay: Delay, *, workers: int, need: int, t_c: float = 0.0, iters: int = 20_000,
+            rng: RNGLike = None, seed: RNGLike | Unset = SEED_UNSET) -> float | None:
     """:func:`gradcodes.simulate`'s mean iteration time for a run, or None when it does not model the run.
 
     Modelled: a :class:`~gradcodes.mpi.ShiftedExponential` delay with an exact code (GC), a CodedReduce tree

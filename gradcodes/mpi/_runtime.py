@@ -20,6 +20,8 @@ from typing import Any
 import numpy as np
 
 from .. import ApproximateCode, CodedReduceCode, GradientCode, LinearCode
+from .._decoders import Decoder
+from .._typing import DTypeLike
 from ._comm import Inbox, ParamSender, StragglerTimeout, Tags, get_mpi, wait_request
 from ._delays import Delay, NoDelay
 from ._layout import Combiner, Layout, WorkerEncoder, layout_for
@@ -138,8 +140,8 @@ class Master:
         Sleep between two polls of the posted receives.
     """
 
-    def __init__(self, code: LinearCode, p: int, dtype: Any = np.float64, *, comm: Any = None,
-                 wait_for: int | None = None, deadline: float | None = None, decoder: Any = None,
+    def __init__(self, code: LinearCode, p: int, dtype: DTypeLike = np.float64, *, comm: Any = None,
+                 wait_for: int | None = None, deadline: float | None = None, decoder: str | Decoder | None = None,
                  timeout: float = 60.0, poll: float = 1e-4) -> None:
         self.comm = _comm(comm)
         self.layout = layout_for(code)
@@ -232,7 +234,7 @@ class Worker:
     """
 
     def __init__(self, code: LinearCode, p: int, partial_gradient: Callable[[np.ndarray, int], np.ndarray],
-                 dtype: Any = np.float64, *, comm: Any = None, delay: Delay | None = None,
+                 dtype: DTypeLike = np.float64, *, comm: Any = None, delay: Delay | None = None,
                  poll: float = 1e-4) -> None:
         self.MPI = get_mpi()
         self.comm = _comm(comm)

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from .._code import LinearCode
+from .._decoders import Decoder
 from ._comm import StragglerTimeout, get_mpi
 from ._delays import Delay, NoDelay
 from ._result import RunResult, predict
@@ -35,7 +36,7 @@ def _check_iterations(iterations: Any) -> int:
 
 def train(code: LinearCode | str, params: np.ndarray, partial_gradient: Callable[[np.ndarray, int], np.ndarray],
           step: Step, *, iterations: int, comm: Any = None, delay: Delay | None = None,
-          wait_for: int | None = None, deadline: float | None = None, decoder: Any = None,
+          wait_for: int | None = None, deadline: float | None = None, decoder: str | Decoder | None = None,
           timeout: float = 60.0, poll: float = 1e-4, loss: Callable[[np.ndarray], float] | None = None,
           t_c: float = 0.0, progress: Callable[[int, float, Any], None] | None = None) -> RunResult | None:
     r"""Run distributed gradient descent with a code on MPI; call it on every rank with the same arguments.

@@ -22,7 +22,9 @@ import numpy.typing as npt
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from .._code import LinearCode
 from .._registry import schemes
+from .._typing import MatrixLike, ProbabilitiesLike, Responders
 
 __all__ = ["straggler_sets", "responder_sets", "windows", "verifier_flagged", "scheme_parameters", "codes",
            "partial_gradients", "assert_recovers", "assert_unbiased"]
@@ -41,7 +43,7 @@ def windows(n: int, s: int) -> st.SearchStrategy[tuple[int, ...]]:
     return st.integers(0, n - 1).map(lambda t: tuple(sorted((t + i) % n for i in range(s))))
 
 
-def verifier_flagged(code: Any) -> list[tuple[int, ...]]:
+def verifier_flagged(code: LinearCode) -> list[tuple[int, ...]]:
     """The straggler sets :func:`gradcodes.verify` reports: the worst residual, the worst cancellation, failures."""
     from .._verify import verify
 
@@ -51,7 +53,7 @@ def verifier_flagged(code: Any) -> list[tuple[int, ...]]:
     return sorted({tuple(sorted(every - set(r))) for r in flagged if r is not None})
 
 
-def straggler_sets(n: int, s: int, *, min_size: int | None = None, code: Any = None,
+def straggler_sets(n: int, s: int, *, min_size: int | None = None, code: LinearCode | None = None,
                    adversarial: bool = True) -> st.SearchStrategy[tuple[int, ...]]:
     """Sorted tuples of distinct straggling workers, of size ``min_size..s`` (default exactly ``s``).
 
@@ -89,7 +91,8 @@ def scheme_parameters(name: str, *, max_n: int = 30) -> st.SearchStrategy[dict[s
     return st.sampled_from(params)
 
 
-def codes(kind: str | None = "exact", *, names: list[str] | None = None, max_n: int = 30) -> st.SearchStrategy[Any]:
+def codes(kind: str | None = "exact", *, names: list[str] | None = None,
+          max_n: int = 30) -> st.SearchStrategy[LinearCode]:
     """Codes built from the registry: every family of ``kind`` (``"exact"``, ``"tree"``, ``"adversarial"``,
     ``"approximate"`` or None for all), or the families ``names``, at registered parameters with ``n <= max_n``."""
     reg = schemes()
@@ -102,7 +105,7 @@ def codes(kind: str | None = "exact", *, names: list[str] | None = None, max_n: 
     return st.sampled_from(pairs).map(lambda np_: reg[np_[0]].build(**np_[1]))
 
 
-def partial_gradients(code: Any, *, dtype: npt.DTypeLike = np.float64, p: int | st.SearchStrategy[int] = 4,
+def partial_gradients(code: LinearCode, *, dtype: npt.DTypeLike = np.float64, p: int | st.SearchStrategy[int] = 4,
                       bound: float = 1e3) -> st.SearchStrategy[np.ndarray]:
     """Arrays ``G`` of shape ``(code.k, p)`` and dtype ``dtype``: finite values in ``[-bound, bound]``."""
     dt = np.dtype(dtype)
@@ -119,7 +122,8 @@ def partial_gradients(code: Any, *, dtype: npt.DTypeLike = np.float64, p: int | 
     return ps.flatmap(lambda q: hnp.arrays(dt, (code.k, q), elements=elements))
 
 
-def assert_recovers(code: Any, responders: Any, G: Any = None, *, rtol: float | None = None) -> None:
+def assert_recovers(code: LinearCode, responders: Responders, G: MatrixLike | None = None, *,
+                    rtol: float | None = None) -> None:
     """Assert that ``code`` recovers ``sum(G)`` from ``responders``; the message names the set and the residual.
 
     ``G`` defaults to a fixed float64 ``(k, 3)`` array. The tolerance is the decode's own error estimate
@@ -132,7 +136,7 @@ def assert_recovers(code: Any, responders: Any, G: Any = None, *, rtol: float | 
         G = np.random.default_rng(0).standard_normal((code.k, 3))
     G = np.asarray(G) if not isinstance(G, np.ndarray) else G
     try:
-        g, info = code.decode(list(R), code.encode(G), return_info=True)
+        g, info = code.decode(list(R), code.encode(G), return_info=True, rows="full")   # R in any order
     except (DecodingError, ValueError) as exc:   # too few responders, or they cannot decode
         raise AssertionError(f"responders {R}: no decode ({exc})") from None
     exact = np.asarray(G, dtype=np.complex128).sum(axis=0)
@@ -145,7 +149,8 @@ def assert_recovers(code: Any, responders: Any, G: Any = None, *, rtol: float | 
                              f"(residual ||A_F B - E|| = {info.residual}, decoder {info.decoder!r})")
 
 
-def assert_unbiased(code: Any, p: Any = None, *, atol: float = 1e-9, max_enumerate: int = 16) -> None:
+def assert_unbiased(code: LinearCode, p: ProbabilitiesLike | None = None, *, atol: float = 1e-9,
+                    max_enumerate: int = 16) -> None:
     """Assert that an approximate code's estimate is unbiased under independent straggling with probabilities
     ``p`` (``E[ghat] = g`` for ``g_j = e_j``), exactly by enumeration when ``n <= max_enumerate``.
 

@@ -14,6 +14,7 @@ from ..._code import GradientCode
 from ..._fields import Field, PrimeField, RationalField, RealField, to_fraction
 from ..._io import REBUILDERS
 from ..._registry import Scheme, register
+from ..._typing import ArrayLike, RNGLike, Unset
 from ..._validate import SEED_UNSET, check_choice, check_entries, check_int, check_rng, rng_param, take_rng
 from .common import _group, _prime_1_mod
 from .decoder import YeAbbeDecoder
@@ -98,9 +99,9 @@ def _poly_in_field(theta: Any, n: int, s: int, m: int, k: int, label: str, param
                       params=params, decoders=[gdec], default_decoder="lagrange")
 
 
-def ye_abbe(n: int, s: int, m: int = 2, k: int | None = None, *, nodes: Any = "fourier", rng: Any = None,
-            spacing: Any = None, stride: int | None = None, field: str = "real",
-            seed: Any = SEED_UNSET) -> YeAbbeCode:
+def ye_abbe(n: int, s: int, m: int = 2, k: int | None = None, *, nodes: str | ArrayLike = "fourier",
+            rng: RNGLike = None, spacing: str | float | None = None, stride: int | None = None, field: str = "real",
+            seed: RNGLike | Unset = SEED_UNSET) -> YeAbbeCode:
     r"""Ye–Abbe communication-efficient gradient code: load ``s + m``, messages of length ``ceil(p/m)``.
 
     Worker ``i`` stores partitions ``i, ..., i+s+m-1 (mod n)``; any ``n - s`` responders recover the sum
