@@ -425,7 +425,8 @@ def recommend(n: int, s: int, m: int = 1, max_load: int | None = None, *, tol: f
         code, err, load, _, cand, proven = min(built, key=lambda b: (b[1], b[2], b[3]))
         better = stable_binary_load(n, s) if m == 1 else None
         reason = (f"no candidate within the budget reaches {tol:.0e}; this is the most accurate one"
-                  + (f" (the stable binary code reaches ~1e-16 at load {better})" if better else ""))
+                  + (f" (the stable binary code reaches ~1e-16 at load {better})" if better else "")
+                  + ("; worst case proven" if proven else "; worst case searched, not proven"))
         meets = False
     code.recommendation = Recommendation(
         n=n, s=s, m=m, max_load=max_load, tol=tol, chosen=cand.name, load=load, error_estimate=err,
