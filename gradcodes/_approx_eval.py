@@ -29,6 +29,7 @@ from ._approx_report import ApproxReport
 from ._bounds import min_load_heterogeneous
 from ._code import LinearCode
 from ._decoders import Decoder
+from ._fields import RationalField, field_for
 from ._straggle import (
     _is_exact_scalar,
     exponential_straggle_probabilities,
@@ -103,7 +104,7 @@ class FixedWeightDecoder(Decoder):
             raise ValueError(f"mask must have shape (b, {self.weights.size}), got {mask.shape}")
         if getattr(code, "m", 1) != 1:
             raise ValueError(f"FixedWeightDecoder {self.name!r} needs m = 1 (one decoding row), got m = {code.m}")
-        zero = np.array(Fraction(0), dtype=object) if self.exact else np.float64(0.0)
+        zero = field_for(self.exact).const(0)
         a = np.where(mask, self.weights[None, :], zero)
         return a[:, None, :]
 
@@ -155,7 +156,7 @@ def _gradients(code: Any, gradients: Any) -> tuple[np.ndarray | None, str]:
         return None, "orthonormal (g_j = e_j)"
     if isinstance(gradients, str):
         if gradients == "aligned":
-            return np.full((km, 1), Fraction(1), dtype=object), "aligned (g_j = 1)"
+            return RationalField().ones((km, 1)), "aligned (g_j = 1)"
         raise ValueError(f"gradients must be 'orthonormal', 'aligned' or a (k, p) array, got {gradients!r}")
     if code.m != 1:
         raise ValueError(f"a gradients array needs m = 1 (got m = {code.m}); use 'orthonormal' or 'aligned'")
@@ -399,7 +400,7 @@ def evaluate_approximate(code: LinearCode, gradients: MatrixLike | None = None, 
     elif method == "enumerate":
         total = 1 << n
         err = Fraction(0) if exact else 0.0
-        bias = np.full(target.shape, Fraction(0), dtype=object) if exact else np.zeros(target.shape)
+        bias = field_for(exact).zeros(target.shape)
         for start in range(0, total, batch):
             mask = _masks(start, min(total, start + batch), n)
             probs = np.where(mask, (1 - pp)[None, :], pp[None, :]).prod(axis=1)

@@ -353,6 +353,12 @@ class PrimeField(RationalField):
         return hash((type(self), self.p))
 
 
+def field_for(exact: bool) -> Field:
+    """The field of a construction that runs exactly (:class:`RationalField`, Fractions) or in float64
+    (:class:`RealField`): ``field_for(exact).zeros(shape)`` instead of hand-built Fraction or float zeros."""
+    return RationalField() if exact else RealField()
+
+
 def field_of(like: Any) -> Field:
     """The :class:`Field` of an existing array: galois -> :class:`PrimeField`, object -> :class:`RationalField`,
     anything else -> :class:`RealField`."""

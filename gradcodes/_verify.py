@@ -17,6 +17,10 @@ Otherwise the verdict is ``unproven`` ("no failure found in N of M sets, not a p
 ``inaccurate`` when a checked set fails. A GF(p) check (``field="GF"``) proves the algebra of the construction
 over GF(p); it says nothing about rounding in the float code, and its report says so.
 
+The engine (:mod:`gradcodes._verify_engine`: tracker, acceptance rule, enumeration or sampling, progress, Ctrl-C,
+time budget) is shared with CodedReduce trees; this module supplies the straggler-set model of a flat code
+(:class:`StragglerSets`) and the screening kernel of :mod:`gradcodes._verify_fast` as its fast enumeration.
+
 When enumeration does not fit, the consecutive ("cyclic window") sets, random sets, a restarted coordinate ascent on
 the size of the null-space solve (:mod:`gradcodes._verify_search`, which explains why the bad sets of random codes
 are rare and how they are found) and greedy swaps look for failing sets.
@@ -26,7 +30,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import sys
 import time
 from collections.abc import Iterator
 from fractions import Fraction
@@ -36,12 +39,13 @@ import numpy as np
 
 from ._bounds import meets_min_load, min_load
 from ._code import GradientCode, LinearCode
-from ._decoders import Decoder, single_threaded_blas
-from ._numerics import cancellation, error_estimate, residuals, tolerance, unit_roundoff
+from ._decoders import Decoder
+from ._numerics import error_estimate, tolerance, unit_roundoff
 from ._typing import DTypeLike, FieldLike, RNGLike, Unset
 from ._validate import SEED_UNSET, check_int, check_real, check_rng, check_size, take_rng
+from ._verify_engine import Clock, PatternModel, Tracker, accepts, run
 from ._verify_fast import NullSpaceScreen, lex_straggler_batches, screen_range
-from ._verify_report import VerifyReport, _hms
+from ._verify_report import VerifyReport
 
 __all__ = ["verify", "VerifyReport", "straggler_batches", "default_rtol"]
 
@@ -65,12 +69,7 @@ def default_rtol(dtype: Any, code_rtol: float) -> float:
     return tolerance(code_rtol, dtype)
 
 
-def _accepts(canc: np.ndarray, res: np.ndarray, rtol: float, dtype: Any) -> np.ndarray:
-    """The acceptance rule in the messages' dtype: ``u(dtype) * canc + res <= rtol`` (finite), ``rtol`` already the
-    dtype's tolerance. The one place that decides; it is :func:`gradcodes._numerics.accepts` with one term (the
-    decoders also count ``sqrt(terms)`` rounded additions, which depend on the message length, not on the code)."""
-    est = error_estimate(canc, res, dtype)
-    return np.isfinite(est) & (est <= rtol)
+_accepts = accepts
 
 
 def straggler_batches(n: int, s: int, batch: int) -> Iterator[np.ndarray]:
@@ -113,134 +112,117 @@ def swap_neighbours(S: np.ndarray, n: int, rng: np.random.Generator, limit: int)
     return cand
 
 
-class _Tracker:
-    """Accumulates worst cases and failures over batches of straggler sets (the reference evaluation)."""
+class StragglerSets(PatternModel):
+    """The straggler model of a flat code: every set of ``s`` of the ``n`` workers (rows: sorted int sets)."""
 
-    def __init__(self, code: LinearCode, dec: Decoder, rtol: float, dtype: Any = np.float64) -> None:
-        self.code, self.dec, self.rtol, self.dtype = code, dec, rtol, dtype
-        self.checked = 0
-        self.worst_res, self.worst_canc = -1.0, -1.0
-        self.worst_res_S: tuple[int, ...] | None = None
-        self.worst_canc_S: tuple[int, ...] | None = None
-        self.worst_est = 0.0
-        self.failures: list[tuple[int, ...]] = []
-        self.n_failures = 0
-        self.exact = code.exact
-        self.Bf = code.float_B() if code.field == "rational" else None
+    noun = "straggler sets"
 
-    def evaluate(self, S: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(residual, cancellation, failed) per straggler set in ``S`` (b, s)."""
+    def __init__(self, code: GradientCode, dec: Decoder, search_seconds: float = 1.0) -> None:
+        self.code, self.dec, self.search_seconds = code, dec, search_seconds
+        self.total = math.comb(code.n, code.s)
+
+    def batches(self, batch: int) -> Iterator[np.ndarray]:
+        return lex_straggler_batches(self.code.n, self.code.s, batch)
+
+    def structured(self, batch: int) -> Iterator[tuple[str, np.ndarray]]:
+        n, s = self.code.n, self.code.s
+        yield "consecutive", np.unique(np.sort(_consecutive(n, s), axis=1), axis=0)
+
+    def random(self, count: int, rng: np.random.Generator) -> np.ndarray:
+        return random_straggler_sets(self.code.n, self.code.s, count, rng)
+
+    def decode(self, P: np.ndarray) -> tuple[Any, np.ndarray, None]:
         code = self.code
-        mask = _masks(code.n, S)
+        mask = _masks(code.n, P)
         A = self.dec.matrices(code, mask)
-        if self.exact:
-            return self._evaluate_exact(A, mask)
-        res = residuals(A, code.B, code.target)
-        canc = cancellation(A, code.B, code.k)
-        idx = np.broadcast_to(S[:, None, :], (S.shape[0], A.shape[1], S.shape[1]))
-        off = np.abs(np.take_along_axis(A, idx, axis=2)).reshape(S.shape[0], -1).max(axis=1, initial=0)
-        failed = ~_accepts(canc, res, self.rtol, self.dtype) | (off > 0)
-        return res, canc, failed
+        idx = np.broadcast_to(P[:, None, :], (P.shape[0], A.shape[1], P.shape[1]))
+        nz = np.asarray(np.take_along_axis(A, idx, axis=2) != 0, dtype=bool)
+        off = np.asarray(nz.reshape(P.shape[0], -1).any(axis=1), dtype=bool)
+        return A, off, None
 
-    def _evaluate_exact(self, A: Any, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def responders(self, p: np.ndarray) -> tuple[int, ...]:
+        return tuple(int(i) for i in np.setdiff1d(np.arange(self.code.n), p))
+
+    def fast_enumerate(self, tracker: Tracker, clock: Clock, stop_on_failure: bool,
+                       budget: float | None) -> bool | None:
         code = self.code
-        b = A.shape[0]
-        res = np.zeros(b)
-        canc = np.full(b, np.nan)
-        failed = np.zeros(b, dtype=bool)
-        gf = code.field.startswith("GF(")
-        for i in range(b):
-            R = A[i] @ code.B - code.target
-            off = np.asarray(A[i][:, ~mask[i]] != 0).any()
-            bad = bool(np.asarray(R != 0).any()) or bool(off)
-            failed[i] = bad
-            if bad:
-                res[i] = 1.0 if gf else max(abs(float(v)) for v in R.flat) or 1.0
-        if not gf:
-            assert self.Bf is not None                    # set for every non-GF exact code
-            Af = np.vectorize(float, otypes=[np.float64])(A)
-            canc = cancellation(Af, self.Bf, code.k)
-        return res, canc, failed
+        if code.exact or self.total < _KERNEL_MIN_SETS or not NullSpaceScreen.applies(code, self.dec):
+            return None
+        screen = NullSpaceScreen(code, unit_roundoff(tracker.dtype), tracker.rtol)
+        return _enumerate_screened(tracker, screen, code, stop_on_failure, clock, budget)
 
-    def _resp(self, S_row: np.ndarray) -> tuple[int, ...]:
-        return tuple(int(i) for i in np.setdiff1d(np.arange(self.code.n), S_row))
+    def search(self, tracker: Tracker, parts: list[tuple[np.ndarray, np.ndarray]], rng: np.random.Generator,
+               batch: int) -> dict[str, int]:
+        from ._verify_search import local_search, restart_search
 
-    def record(self, S: np.ndarray, res: np.ndarray, canc: np.ndarray, failed: np.ndarray,
-               count: bool = True) -> np.ndarray:
-        """Fold evaluated sets into the worst cases and failures; returns the per-set estimate (inf = failed)."""
-        if count:
-            self.checked += S.shape[0]
-        if res.size:
-            i = int(np.argmax(res))
-            if res[i] > self.worst_res:
-                self.worst_res, self.worst_res_S = float(res[i]), self._resp(S[i])
-            if np.isfinite(canc).any():
-                j = int(np.nanargmax(canc))
-                if canc[j] > self.worst_canc:
-                    self.worst_canc, self.worst_canc_S = float(canc[j]), self._resp(S[j])
-        est = np.zeros_like(res) if self.exact else error_estimate(canc, res, self.dtype)
-        if est.size:
-            self.worst_est = max(self.worst_est, float(np.nanmax(est)))
-        bad = np.flatnonzero(failed)
-        self.n_failures += bad.size
-        for r in bad[: max(0, _MAX_FAILURES - len(self.failures))]:
-            self.failures.append(self._resp(S[int(r)]))
-        return np.where(failed, np.inf, est)
-
-    def add(self, S: np.ndarray) -> np.ndarray:
-        return self.record(S, *self.evaluate(S))
+        got: dict[str, int] = {}
+        if self.code.s == 0:
+            return got
+        found = restart_search(tracker, self.code, rng, seconds=self.search_seconds)
+        if found is not None:
+            parts.append(found)
+            got["restart search"] = found[0].shape[0]
+        if not (tracker.stop_on_failure and tracker.n_failures):
+            got["local search"] = local_search(tracker, parts, rng, batch)
+        return got
 
 
-class _Interrupted(Exception):
-    pass
+class _Tracker(Tracker):
+    """The engine's tracker on a flat code's straggler sets (``_Tracker(code, decoder, rtol)``)."""
+
+    def __init__(self, code: GradientCode, dec: Decoder, rtol: float, dtype: Any = np.float64,
+                 search_seconds: float = 1.0) -> None:
+        super().__init__(StragglerSets(code, dec, search_seconds), rtol, dtype, _MAX_FAILURES)
 
 
-class _Clock:
-    """Progress on stderr for long runs (tqdm on a terminal, a line every 10 s otherwise) and the time budget."""
+def _enumerate_screened(tracker: Tracker, screen: NullSpaceScreen, code: GradientCode, stop_on_failure: bool,
+                        clock: Clock, budget: float | None) -> bool:
+    """Enumeration through the screening kernel: sets it cannot clear go to the reference evaluation; the worst
+    cancellation set of every chunk and every suspect are re-evaluated by the reference, so reported values
+    and failures are the reference's."""
+    n, s = code.n, code.s
+    total = math.comb(n, s)
+    use_numba = _USE_NUMBA
+    first = np.arange(s, dtype=np.int64)
+    screen_range(screen, n, first, 1, use_numba)                  # compile (or load) the kernel off the clock
+    screen.best[:] = 0.0
+    clock.start = time.perf_counter()
+    rank = 0
+    chunk = 4096
+    while rank < total:
+        count = min(chunk, total - rank)
+        S, canc, res, suspect = screen_range(screen, n, first, count, use_numba)
+        tracker.checked += count
+        ref = np.flatnonzero(suspect)
+        j = int(np.argmax(canc))                                  # exact values are positive (bounds negative)
+        if canc[j] > tracker.worst_canc:
+            ref = np.union1d(ref, [j])
+        if ref.size:
+            Sr = S[ref]
+            tracker.record(Sr, *tracker.evaluate(Sr), count=False)
+        # sets cleared by the screen: est <= rtol / 16; their (algebraic) residuals bound the reference's
+        tracker.worst_est = max(tracker.worst_est, float(error_estimate(max(float(canc[j]), 0.0), 0.0,
+                                                                        tracker.dtype)))
+        clock.update(count)
+        rank += count
+        if stop_on_failure and tracker.n_failures:
+            return rank < total
+        if budget is not None and clock.over_budget(budget):
+            return False
+        if rank < total:
+            first = S[-1].copy()
+            _next_combination(first, n)
+        chunk = min(_KERNEL_CHUNK, chunk * 4)
+    return False
 
-    def __init__(self, total: int, enabled: bool | None, desc: str) -> None:
-        self.total, self.enabled, self.desc = total, enabled, desc
-        self.start = time.perf_counter()
-        self.done = 0
-        self.bar: Any = None
-        self.last = self.start
 
-    def rate(self) -> float:
-        dt = time.perf_counter() - self.start
-        return self.done / dt if dt > 0 else float("inf")
-
-    def predicted(self) -> float:
-        """Predicted seconds for the remaining sets at the rate so far."""
-        r = self.rate()
-        return (self.total - self.done) / r if r > 0 else float("inf")
-
-    def update(self, k: int) -> None:
-        self.done += k
-        if self.enabled is None and self.done and time.perf_counter() - self.start > 1.0:
-            self.enabled = self.predicted() > 10.0
-            if self.enabled:
-                print(f"{self.desc}: {self.total:,} sets, about {_hms(self.predicted())} at "
-                      f"{self.rate():,.0f} sets/s (Ctrl-C keeps the partial report)", file=sys.stderr, flush=True)
-        if not self.enabled:
-            return
-        if self.bar is None and sys.stderr.isatty():
-            try:
-                from tqdm.auto import tqdm
-
-                self.bar = tqdm(total=self.total, desc=self.desc, unit="sets", unit_scale=True, leave=False,
-                                file=sys.stderr, initial=self.done - k)
-            except ImportError:  # pragma: no cover - tqdm is a dependency
-                self.bar = False
-        if self.bar:
-            self.bar.update(k)
-        elif time.perf_counter() - self.last > 10.0:
-            self.last = time.perf_counter()
-            print(f"{self.desc}: {self.done:,} of {self.total:,} sets, {_hms(self.predicted())} left",
-                  file=sys.stderr, flush=True)
-
-    def close(self) -> None:
-        if self.bar:
-            self.bar.close()
+def _next_combination(c: np.ndarray, n: int) -> None:
+    s = c.size
+    i = s - 1
+    while i >= 0 and c[i] == n - s + i:
+        i -= 1
+    c[i] += 1
+    c[i + 1:] = c[i] + 1 + np.arange(s - i - 1)
 
 
 def verify(code: LinearCode, *, limit: int | None = None, samples: int = 2000, search: bool = True,
@@ -357,48 +339,22 @@ def verify(code: LinearCode, *, limit: int | None = None, samples: int = 2000, s
             batch_size = 64
     batch_size = check_int("batch_size", batch_size, 1)
     start = time.perf_counter()
-    tracker = _Tracker(code, dec, rtol, dt)
-    strategies: dict[str, int] = {}
-    notes: list[str] = []
-    interrupted = stopped = False
+    tracker = _Tracker(code, dec, rtol, dt, search_seconds)
+    # a theorem of the decoder (checked on B) proves the code without enumeration; the sets are still sampled,
+    # without the search
+    theorems: list[str | None] = [None]
+
+    def before_sampling() -> bool:
+        theorems[0] = _theorem(code, dec, rtol, dt)
+        return theorems[0] is None
+
     # sampling would check about this many sets: enumerating is then cheaper and a proof
-    sampled_size = n + samples + (2000 if search else 0)
-    if limit is None:
-        # time_budget=0 never enumerates (deterministically: a fast machine would otherwise finish small codes
-        # before the first rate check)
-        mode = "exhaustive" if total <= sampled_size else ("budget" if time_budget > 0 else "sample")
-        if mode == "sample":
-            notes.append(f"not exhaustive: time_budget = 0 skips enumerating C({n},{s}) = {total:,} sets; pass "
-                         f"limit={total} or a positive time_budget for a full check")
-    else:
-        mode = "exhaustive" if total <= max(limit, sampled_size) else "sample"
-    exhaustive = False
-    # a theorem of the decoder (checked on B) proves the code without enumeration; the sets are still sampled
-    theorem = _theorem(code, dec, rtol, dt) if mode != "exhaustive" else None
-    try:
-        if mode in ("exhaustive", "budget"):
-            done, stopped, finished = _enumerate(tracker, code, dec, batch_size, stop_on_failure, progress,
-                                                 None if mode == "exhaustive" else time_budget, start)
-            strategies["exhaustive" if finished else "lexicographic prefix"] = done
-            exhaustive = finished and not stopped
-            if not finished and not stopped:
-                notes.append(f"not exhaustive: C({n},{s}) = {total:,} sets would take about "
-                             f"{_hms(total / max(done, 1) * (time.perf_counter() - start))} (> time_budget = "
-                             f"{time_budget:g} s); pass limit={total} for a full check")
-                mode = "sample"
-        if mode == "sample" and not (stop_on_failure and tracker.n_failures):
-            if limit is not None:
-                notes.append(f"not exhaustive: C({n},{s}) = {total:,} > limit = {limit:,}; pass limit={total} "
-                             f"for a full check")
-            with single_threaded_blas():
-                stopped = _sample_and_search(tracker, code, dec, n, s, samples, search and theorem is None, rng,
-                                             batch_size, stop_on_failure, strategies, search_seconds)
-    except (KeyboardInterrupt, _Interrupted):
-        interrupted = True
-        exhaustive = False
-        if not strategies:
-            strategies["lexicographic prefix"] = tracker.checked
-        notes.append(f"interrupted (Ctrl-C) after {tracker.checked:,} sets: partial report, not a proof")
+    out = run(tracker, limit=limit, samples=samples, search=search, rng=rng, batch=batch_size,
+              stop_on_failure=stop_on_failure, progress=progress, time_budget=time_budget,
+              sampled_size=n + samples + (2000 if search else 0), desc=f"verify {code.name}",
+              before_sampling=before_sampling)
+    theorem, exhaustive, interrupted, stopped = theorems[0], out.exhaustive, out.interrupted, out.stopped
+    strategies, notes = out.strategies, out.notes
     if theorem is not None and (exhaustive or interrupted or tracker.n_failures):
         theorem = None
     if code.exact:
@@ -430,118 +386,4 @@ def _theorem(code: LinearCode, dec: Decoder, rtol: float, dtype: np.dtype) -> st
         return None
     return fn(code, unit_roundoff(dtype), rtol)
 
-
-def _enumerate(tracker: _Tracker, code: GradientCode, dec: Decoder, batch_size: int, stop_on_failure: bool,
-               progress: bool | None, budget: float | None, t0: float) -> tuple[int, bool, bool]:
-    """Lexicographic enumeration; returns ``(sets checked, stopped at a failure, finished)``.
-
-    With ``budget`` (seconds), gives up as soon as the rate measured so far predicts more than ``budget``.
-    """
-    n, s = code.n, code.s
-    total = math.comb(n, s)
-    clock = _Clock(total, progress if progress is not None else (False if budget is not None else None),
-                   f"verify {code.name}")
-    screen = None
-    if (not code.exact and total >= _KERNEL_MIN_SETS and NullSpaceScreen.applies(code, dec)):
-        screen = NullSpaceScreen(code, unit_roundoff(tracker.dtype), tracker.rtol)
-    stopped = False
-    checked0 = tracker.checked
-    try:
-        with single_threaded_blas():
-            if screen is not None:
-                stopped = _enumerate_screened(tracker, screen, code, stop_on_failure, clock, budget, t0)
-            else:
-                for S in lex_straggler_batches(n, s, batch_size):
-                    tracker.add(S)
-                    clock.update(S.shape[0])
-                    if stop_on_failure and tracker.n_failures:
-                        stopped = tracker.checked - checked0 < total
-                        break
-                    if budget is not None and _over_budget(clock, budget, t0):
-                        break
-    finally:
-        clock.close()
-    done = tracker.checked - checked0
-    return done, stopped, done == total
-
-
-def _over_budget(clock: _Clock, budget: float, t0: float) -> bool:
-    """True when the rate measured so far predicts that the whole enumeration exceeds ``budget`` seconds (the
-    one-off compilation of the kernel is not counted: ``clock`` starts after it)."""
-    elapsed = time.perf_counter() - clock.start
-    return elapsed > 0.05 and elapsed + clock.predicted() > budget
-
-
-def _enumerate_screened(tracker: _Tracker, screen: NullSpaceScreen, code: GradientCode, stop_on_failure: bool,
-                        clock: _Clock, budget: float | None, t0: float) -> bool:
-    """Enumeration through the screening kernel: sets it cannot clear go to the reference evaluation; the worst
-    cancellation set of every chunk and every suspect are re-evaluated by the reference, so reported values
-    and failures are the reference's."""
-    n, s = code.n, code.s
-    total = math.comb(n, s)
-    use_numba = _USE_NUMBA
-    first = np.arange(s, dtype=np.int64)
-    screen_range(screen, n, first, 1, use_numba)                  # compile (or load) the kernel off the clock
-    screen.best[:] = 0.0
-    clock.start = time.perf_counter()
-    rank = 0
-    chunk = 4096
-    while rank < total:
-        count = min(chunk, total - rank)
-        S, canc, res, suspect = screen_range(screen, n, first, count, use_numba)
-        tracker.checked += count
-        ref = np.flatnonzero(suspect)
-        j = int(np.argmax(canc))                                  # exact values are positive (bounds negative)
-        if canc[j] > tracker.worst_canc:
-            ref = np.union1d(ref, [j])
-        if ref.size:
-            Sr = S[ref]
-            tracker.record(Sr, *tracker.evaluate(Sr), count=False)
-        # sets cleared by the screen: est <= rtol / 16; their (algebraic) residuals bound the reference's
-        tracker.worst_est = max(tracker.worst_est, float(error_estimate(max(float(canc[j]), 0.0), 0.0,
-                                                                        tracker.dtype)))
-        clock.update(count)
-        rank += count
-        if stop_on_failure and tracker.n_failures:
-            return rank < total
-        if budget is not None and _over_budget(clock, budget, t0):
-            return False
-        if rank < total:
-            first = S[-1].copy()
-            _next_combination(first, n)
-        chunk = min(_KERNEL_CHUNK, chunk * 4)
-    return False
-
-
-def _next_combination(c: np.ndarray, n: int) -> None:
-    s = c.size
-    i = s - 1
-    while i >= 0 and c[i] == n - s + i:
-        i -= 1
-    c[i] += 1
-    c[i + 1:] = c[i] + 1 + np.arange(s - i - 1)
-
-
-def _sample_and_search(tracker: _Tracker, code: LinearCode, dec: Decoder, n: int, s: int, samples: int,
-                       search: bool, rng: np.random.Generator, batch_size: int, stop_on_failure: bool,
-                       strategies: dict[str, int], search_seconds: float) -> bool:
-    from ._verify_search import local_search, restart_search
-
-    parts = []
-    cons = np.unique(np.sort(_consecutive(n, s), axis=1), axis=0)
-    parts.append((cons, tracker.add(cons)))
-    strategies["consecutive"] = cons.shape[0]
-    if samples and not (stop_on_failure and tracker.n_failures):
-        rnd = random_straggler_sets(n, s, samples, rng)
-        ests = [tracker.add(rnd[lo:lo + batch_size]) for lo in range(0, samples, batch_size)]
-        parts.append((rnd, np.concatenate(ests)))
-        strategies["random"] = samples
-    if search and s and not (stop_on_failure and tracker.n_failures):
-        got = restart_search(tracker, code, rng, seconds=search_seconds)
-        if got is not None:
-            parts.append(got)
-            strategies["restart search"] = got[0].shape[0]
-    if search and s and not (stop_on_failure and tracker.n_failures):
-        strategies["local search"] = local_search(tracker, parts, rng, batch_size)
-    return bool(stop_on_failure and tracker.n_failures)
 

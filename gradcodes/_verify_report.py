@@ -38,8 +38,9 @@ class VerifyReport:
         Largest cancellation factor ``max_u sum_i |A_F[u,i]| ||B_i||_1 / k``; ``worst_cancellation_responders``.
     error_estimate : float
         Largest predicted relative error ``u * canc + residual`` in ``dtype`` (0 for exact arithmetic).
-    failures : list of tuple
-        Up to 10 failing responder sets; ``n_failures`` counts the failing sets found, which is the exact number
+    failures : list
+        Up to 10 failing patterns (responder tuples; trees list readable patterns); ``n_failures`` counts the
+        failing sets found, which is the exact number
         when ``failures_exact`` (an exhaustive run that did not stop early) and a lower bound otherwise.
     interrupted : bool
         The run was stopped by Ctrl-C (KeyboardInterrupt); the report covers the sets checked until then.
@@ -48,6 +49,9 @@ class VerifyReport:
         maximum load equals its ceiling.
     dtype : str
         The message dtype whose unit roundoff the acceptance rule used.
+    pattern_model : str
+        The straggler-pattern model that was checked (``"straggler sets"``: every set of ``s`` of the ``n``
+        workers; trees: :class:`gradcodes.TreeVerifyReport`).
     """
 
     name: str
@@ -67,7 +71,7 @@ class VerifyReport:
     worst_cancellation: float
     worst_cancellation_responders: tuple[int, ...] | None
     error_estimate: float
-    failures: list[tuple[int, ...]]
+    failures: list[Any]
     n_failures: int
     load: int
     average_load: Fraction
@@ -80,6 +84,7 @@ class VerifyReport:
     theorem: str | None = None
     interrupted: bool = False
     dtype: str = "float64"
+    pattern_model: str = "straggler sets"
 
     @property
     def proven(self) -> bool:
@@ -120,15 +125,15 @@ class VerifyReport:
     def _headline(self) -> str:
         v = self.verdict
         if v == "FAILS":
-            return f"FAILS for {self._count_text()} straggler sets"
+            return f"FAILS for {self._count_text()} {self.pattern_model}"
         if v == "inaccurate":
-            return (f"INACCURATE in {self.dtype} for {self._count_text()} straggler sets (cancellation: predicted "
-                    f"error {self.error_estimate:.2g} > rtol={self.rtol:g})")
+            return (f"INACCURATE in {self.dtype} for {self._count_text()} {self.pattern_model} (cancellation: "
+                    f"predicted error {self.error_estimate:.2g} > rtol={self.rtol:g})")
         if v == "unproven":
             how = "interrupted; " if self.interrupted else ""
             return (f"UNPROVEN: no failure found in {self.patterns_checked:,} checked of {self.patterns_total:,} "
-                    f"straggler sets ({how}not a proof)")
-        scope = (f"all {self.patterns_total:,} straggler sets checked" if self.exhaustive else
+                    f"{self.pattern_model} ({how}not a proof)")
+        scope = (f"all {self.patterns_total:,} {self.pattern_model} checked" if self.exhaustive else
                  f"by a theorem ({self.patterns_checked:,} sets also checked)")
         if self.field.startswith("GF("):
             return (f"EXACT RECOVERY over {self.field}, {scope}: proves the algebra of the construction over "

@@ -395,3 +395,57 @@ def test_restart_search_respects_its_time_budget_per_move(monkeypatch):
     got = restart_search(tracker, code, np.random.default_rng(0), seconds=0.0)
     assert got is not None and got[0].shape == (1, 6)
     assert calls == [1]                        # the start's score only; no move of 24 candidate sets
+
+
+# ------------------------------------------------------------------------------------------------------------
+# one engine: trees supply only their pattern model and get the same budget, Ctrl-C and report semantics
+
+
+def test_trees_share_the_engine(monkeypatch):
+    from gradcodes._verify_engine import Tracker
+
+    code = gc.coded_reduce(4, 2, 1)                               # 5^5 = 3,125 tree patterns
+    quick = gc.verify(code, time_budget=0, samples=50, search=False, rng=0)
+    assert isinstance(quick, gc.VerifyReport) and isinstance(quick, gc.TreeVerifyReport)
+    assert not quick.exhaustive and quick.verdict == "unproven" and not quick and "time_budget" in str(quick)
+    full = gc.verify(code, time_budget=600)
+    assert full.exhaustive and full.verdict == "ok" and bool(full)
+    assert full.patterns_checked == full.patterns_total == code.patterns_total() == 3125
+    assert full.pattern_model == "tree patterns" and "3,125 tree patterns" in str(full)
+    calls = {"n": 0}
+    real_add = Tracker.add
+
+    def add(self, P):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise KeyboardInterrupt
+        return real_add(self, P)
+
+    monkeypatch.setattr(Tracker, "add", add)
+    part = gc.verify_tree(code, limit=10**6, batch=100)
+    assert part.interrupted and part.patterns_checked == 200 and part.verdict == "unproven" and not part
+
+
+def test_trees_and_flat_codes_use_one_acceptance_rule():
+    """A float32 check of a tree uses the same dtype rule (and default tolerance) as a flat code."""
+    code = gc.coded_reduce(3, 2, 1)
+    r64, r32 = gc.verify_tree(code), gc.verify_tree(code, dtype=np.float32)
+    assert r64.rtol == 1e-8 and r32.rtol == pytest.approx(gc._verify.default_rtol(np.float32, 1e-8))
+    assert r32.dtype == "float32" and r32.error_estimate >= r64.error_estimate
+    flat = gc.verify(code.inner, dtype=np.float32)
+    assert flat.rtol == r32.rtol
+
+
+def test_rational_codes_are_checked_with_integers_on_both_models():
+    from fractions import Fraction as Fr
+
+    B = gc.cyclic_repetition(6, 2, field="rational").B.copy()
+    B[0, np.flatnonzero(B[0] != 0)[0]] += Fr(1, 10**12)            # wrong by far less than float64 rounding
+    rep = gc.verify(gc.GradientCode(B, s=2), stop_on_failure=False)
+    assert rep.verdict == "FAILS" and rep.exhaustive and rep.n_failures > 0 and rep.worst_residual > 0
+
+
+def test_theorem_is_found_without_the_search():
+    """search=False still proves a code by its decoder's theorem (the theorem is not part of the search)."""
+    report = gc.verify(gc.fractional_repetition(40, 9), search=False, samples=50, rng=0, time_budget=0)
+    assert report.verdict == "ok" and report.theorem and not report.exhaustive

@@ -31,6 +31,7 @@ from .._approx_eval import (
 )
 from .._code import ApproximateCode
 from .._decoders import Decoder, LeastSquaresDecoder
+from .._fields import RationalField, field_for
 from .._io import REBUILDERS
 from .._registry import Scheme, register
 from .._straggle import _scenario
@@ -107,7 +108,7 @@ class RescaleDecoder(Decoder):
         cnt = mask.sum(axis=1)
         if self.exact:
             scale = np.array([Fraction(n, c) if c else Fraction(0) for c in cnt], dtype=object)
-            a = np.where(mask, scale[:, None], np.array(Fraction(0), dtype=object))
+            a = np.where(mask, scale[:, None], RationalField().const(0))
         else:
             a = mask * np.divide(n, cnt, out=np.zeros(cnt.shape), where=cnt > 0)[:, None]
         return a[:, None, :]
@@ -133,9 +134,7 @@ class GroupDecoder(Decoder):
         sub = mask[:, self.groups]  # (b, G, d)
         first = self.groups[np.arange(self.groups.shape[0])[None, :], sub.argmax(axis=2)]  # (b, G)
         heard = sub.any(axis=2)
-        a = np.empty((b, n), dtype=object) if self.exact else np.zeros((b, n))
-        if self.exact:
-            a[...] = Fraction(0)
+        a = field_for(self.exact).zeros((b, n))
         rows = np.broadcast_to(np.arange(b)[:, None], first.shape)
         w = np.broadcast_to(self.weights[None, :], first.shape)
         a[rows[heard], first[heard]] = w[heard]
@@ -264,8 +263,7 @@ def stochastic_gc(n: int, d: int, p: ProbabilitiesLike, *, k: int | None = None,
         raise ValueError(f"assignment must be 'cyclic' or 'random', got {assignment!r}")
     scale = 1 / ((1 - pp) * d)
     if exact:
-        B = np.empty((n, k), dtype=object)
-        B[...] = Fraction(0)
+        B = RationalField().zeros((n, k))
         rows, cols = np.nonzero(S)
         B[rows, cols] = scale[rows]
         w = _frac_matrix(np.ones(n, dtype=np.int64))

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from .._code import GradientCode
+from .._fields import RationalField
 from .._io import REBUILDERS
 from .._registry import Scheme, register
 from .._typing import RNGLike, Unset
@@ -198,7 +199,7 @@ def coded_reduce(n: int, L: int, s: int, inner: GradientCode | None = None, *, P
     own_len = int(r * P)
     n_leaf = n**L
     if inner.field == "rational":
-        B = np.full((N, P), Fraction(0), dtype=object)
+        B = RationalField().zeros((N, P))
     else:
         B = np.zeros((N, P), dtype=Bi.dtype)
     for v in range(N):

@@ -24,6 +24,7 @@ import numpy as np
 
 from .._code import DecodingError, GradientCode, LinearCode, check_float_decode, check_underflow
 from .._decoders import Decoder
+from .._fields import RationalField
 from .._numerics import DEFAULT_RTOL
 from .._typing import MatrixLike, RNGLike, Unset
 from .._validate import SEED_UNSET, check_int, check_real, check_rng
@@ -182,7 +183,7 @@ class CodedReduceCode(LinearCode):
 
     def _zeros(self, shape: tuple[int, ...]) -> np.ndarray:
         if self.field == "rational":
-            return np.full(shape, Fraction(0), dtype=object)
+            return np.asarray(RationalField().zeros(shape))
         return np.zeros(shape, dtype=self.B.dtype)
 
     def _tree_weights(self, mask: np.ndarray, levels: bool = False) -> tuple[Any, np.ndarray, np.ndarray, list]:
@@ -200,7 +201,7 @@ class CodedReduceCode(LinearCode):
         used_all = np.zeros((b, self.N), dtype=bool)
         bad_parent = np.full(b, -1, dtype=np.int64)
         coef_levels = []
-        w_parent = np.full((b, 1), Fraction(1), dtype=object) if self.field == "rational" else \
+        w_parent = RationalField().ones((b, 1)) if self.field == "rational" else \
             np.ones((b, 1), dtype=self.B.dtype)
         alive_parent = np.ones((b, 1), dtype=bool)
         first_parent = 0
@@ -338,8 +339,10 @@ class CodedReduceCode(LinearCode):
 
     def _verify_hook(self, *, limit: int | None = None, samples: int = 2000, search: bool = True,
                      rng: RNGLike = None, rtol: float | None = None, decoder: Any = None, field: Any = None,
-                     batch_size: int | None = None, dtype: Any = np.float64, **ignored: Any) -> TreeVerifyReport:
-        """``gc.verify(code, ...)`` on a tree code runs :func:`verify_tree` (its own straggler model)."""
+                     batch_size: int | None = None, dtype: Any = np.float64, stop_on_failure: bool = True,
+                     progress: bool | None = None, time_budget: float = 10.0, **ignored: Any) -> TreeVerifyReport:
+        """``gc.verify(code, ...)`` on a tree code runs :func:`verify_tree`: the verifier's engine on the tree's
+        straggler-pattern model."""
         if decoder not in (None, "tree"):
             raise ValueError(f"decoder: verify checks the tree decoder of a CodedReduce code, got {decoder!r}")
         if field is not None:
@@ -347,8 +350,9 @@ class CodedReduceCode(LinearCode):
                              "an inner code over that field instead")
         from .coded_reduce_verify import verify_tree
 
-        return verify_tree(self, limit=100_000 if limit is None else limit, samples=samples, search=search,
-                           rng=rng, rtol=rtol, batch=4096 if batch_size is None else batch_size, dtype=dtype)
+        return verify_tree(self, limit=limit, samples=samples, search=search, rng=rng, rtol=rtol,
+                           batch=4096 if batch_size is None else batch_size, dtype=dtype,
+                           stop_on_failure=stop_on_failure, progress=progress, time_budget=time_budget)
 
     # ------------------------------------------------------------------ patterns
     def patterns_total(self) -> int:

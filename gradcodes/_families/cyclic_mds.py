@@ -61,6 +61,7 @@ import numpy as np
 
 from .._code import GradientCode, LinearCode
 from .._decoders import Decoder, min_norm_solve, stragglers_of
+from .._fields import PrimeField, field_of
 from .._io import REBUILDERS
 from .._registry import Scheme, register
 from .._typing import MatrixLike
@@ -349,7 +350,7 @@ class CyclicBarycentricDecoder(Decoder):
         y = omega ** (-np.arange(n) % n)                       # y_j = ω^{-j}
         kappa = GF(1) / GF(_info(code)["c1"])
         b = mask.shape[0]
-        out = GF.Zeros((b, 1, n))
+        out = PrimeField(GF).zeros((b, 1, n))
         counts = n - mask.sum(axis=1)
         for t in np.unique(counts):
             rows = np.flatnonzero(counts == t)
@@ -420,8 +421,7 @@ class ResidueClassDecoder(Decoder):
         sel[np.arange(b)[:, None], t[:, None] + q * np.arange(n // q)[None, :]] = True
         sel &= cls[np.arange(b), t][:, None]
         if code.field.startswith("GF("):
-            gf: Any = type(code.B)
-            out = gf.Zeros((b, 1, n))
+            out = field_of(code.B).zeros((b, 1, n))
             out[:, 0][sel] = np.reciprocal(code.B[0, 0])
             return out
         return (sel / code.B[0, 0])[:, None, :]
@@ -567,7 +567,7 @@ def _build_gf(n: int, s: int, construction: str, m: int, normalize: str, GF: Any
     """The same cyclic construction over GF(p), with exact decoders."""
     p = GF.characteristic
     omega = GF.primitive_element ** ((p - 1) // n)
-    c = GF.Zeros(n)
+    c = PrimeField(GF).zeros(n)
     if construction == "cyclic_fr":
         c[: s + 1] = 1
         if normalize == "sum":

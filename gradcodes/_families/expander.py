@@ -33,7 +33,7 @@ import numpy.typing as npt
 
 from .._code import ApproximateCode, LinearCode
 from .._decoders import Decoder, min_norm_solve
-from .._fields import solve_left
+from .._fields import RationalField, solve_left
 from .._io import REBUILDERS
 from .._registry import Scheme, register
 from .._typing import MatrixLike, Responders, RNGLike, Unset
@@ -231,8 +231,7 @@ class OptimalDecoder(Decoder):
     def matrices(self, code: LinearCode, mask: np.ndarray) -> Any:
         b, n = mask.shape
         if code.exact:
-            out = np.empty((b, code.m, n), dtype=object)
-            out.fill(Fraction(0))
+            out = RationalField().zeros((b, code.m, n))
             for i in range(b):
                 F = np.flatnonzero(mask[i])
                 if F.size == 0:
@@ -266,8 +265,7 @@ class FixedDecoder(Decoder):
         if code.m != 1:
             raise ValueError("the fixed decoder is defined for m = 1")
         if code.exact:
-            out = np.empty((b, 1, n), dtype=object)
-            out.fill(Fraction(0))
+            out = RationalField().zeros((b, 1, n))
             for i in range(b):
                 if cnt[i]:
                     out[i, 0, mask[i]] = Fraction(n, int(cnt[i]))

@@ -36,6 +36,7 @@ from .._approx_eval import (
     straggle_probabilities,
 )
 from .._code import ApproximateCode
+from .._fields import RationalField, field_for
 from .._io import REBUILDERS
 from .._registry import Scheme, register
 from .._straggle import _scenario
@@ -157,18 +158,14 @@ def _nw(Y: np.ndarray, k: int, exact: bool) -> np.ndarray:
         lo = np.maximum(C[:-1, None], j[None, :].astype(object))
         hi = np.minimum(C[1:, None], (j + 1)[None, :].astype(object))
         diff = hi - lo
-        return np.where(diff > 0, diff, np.array(Fraction(0), dtype=object)).astype(object)
+        return np.where(diff > 0, diff, RationalField().const(0)).astype(object)
     lo = np.maximum(C[:-1, None], j[None, :])
     hi = np.minimum(C[1:, None], (j + 1)[None, :])
     return np.clip(hi - lo, 0.0, None)
 
 
 def _zeros(n: int, k: int, exact: bool) -> np.ndarray:
-    if exact:
-        out = np.empty((n, k), dtype=object)
-        out[...] = Fraction(0)
-        return out
-    return np.zeros((n, k))
+    return np.asarray(field_for(exact).zeros((n, k)))
 
 
 def _scheme_one(Y: np.ndarray, k: int, exact: bool) -> np.ndarray:

@@ -12,7 +12,7 @@ import numpy as np
 
 from .._code import GradientCode, LinearCode
 from .._decoders import Decoder
-from .._fields import as_matrix, solve_left
+from .._fields import as_matrix, field_for, solve_left
 from .._io import REBUILDERS
 from .._registry import Scheme, register
 from .._typing import MatrixLike, RNGLike, Unset
@@ -198,11 +198,7 @@ def fractional_repetition(n: int, s: int, k: int | None = None, *, field: str = 
 
 def _cyclic_rows_from_H(H: Any, n: int, s: int, exact: bool) -> Any:
     """Row ``i``: 1 at ``i`` and ``-(H[:, J_i[1:]])^{-1} H[:, i]`` on ``J_i = (i+1, ..., i+s) mod n``."""
-    if exact:
-        B = np.empty((n, n), dtype=object)
-        B.fill(Fraction(0))
-    else:
-        B = np.zeros((n, n))
+    B = field_for(exact).zeros((n, n))
     for i in range(n):
         J = (i + np.arange(1, s + 1)) % n
         B[i, i] = Fraction(1) if exact else 1.0

@@ -1,0 +1,402 @@
+"""The verifier's engine, shared by every straggler-pattern model (flat codes and CodedReduce trees).
+
+A *pattern model* says which straggler patterns exist and how to enumerate and sample them, and gives the decoding
+matrix of a pattern (:class:`PatternModel`). Everything else is here, once: the measurement of a decoding matrix
+(residual ``||A B - E||_inf`` and cancellation factor; exact integer arithmetic for rational codes), the one
+acceptance rule (:func:`accepts`), the tracker of worst cases and failures (:class:`Tracker`), and the driver
+(:func:`run`) that chooses between enumeration and sampling (``limit``, ``time_budget``), prints progress for long
+runs, keeps the partial result on Ctrl-C, and runs the model's structured patterns, random patterns and search.
+A verdict ``ok`` needs every pattern checked (or a theorem the front end checks); the driver reports whether the
+enumeration finished.
+
+Patterns are rows of an int or bool array (straggler sets for flat codes, responder masks for trees).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from ._decoders import single_threaded_blas
+from ._numerics import cancellation, error_estimate, residuals
+from ._verify_report import _hms
+
+__all__ = ["PatternModel", "Tracker", "Outcome", "accepts", "run"]
+
+#: no enumeration of this many patterns could finish (and counts beyond it overflow float rates)
+_HOPELESS = 2**62
+
+
+def accepts(canc: np.ndarray, res: np.ndarray, rtol: float, dtype: Any) -> np.ndarray:
+    """The acceptance rule in the messages' dtype: ``u(dtype) * canc + res <= rtol`` (finite), ``rtol`` already the
+    dtype's tolerance. The one place that decides; it is :func:`gradcodes._numerics.accepts` with one term (the
+    decoders also count ``sqrt(terms)`` rounded additions, which depend on the message length, not on the code)."""
+    est = error_estimate(canc, res, dtype)
+    return np.isfinite(est) & (est <= rtol)
+
+
+class PatternModel:
+    """The straggler-pattern model of a code: what the engine needs to know, nothing else.
+
+    Subclasses set ``code`` (a :class:`~gradcodes.LinearCode`: its ``B``, ``target``, ``k`` and field are used to
+    measure decoding matrices), ``total`` (the number of patterns) and ``noun`` (how a pattern is called in
+    reports), and implement :meth:`batches`, :meth:`random`, :meth:`decode` and :meth:`responders`.
+    """
+
+    code: Any
+    total: int
+    noun = "straggler patterns"
+
+    def batches(self, batch: int) -> Iterator[np.ndarray]:
+        """Every pattern once, in a fixed order, in arrays of at most ``batch`` rows."""
+        raise NotImplementedError
+
+    def structured(self, batch: int) -> Iterator[tuple[str, np.ndarray]]:
+        """Patterns worth checking first when not enumerating, as ``(strategy name, patterns)`` pieces."""
+        return iter(())
+
+    def random(self, count: int, rng: np.random.Generator) -> np.ndarray:
+        """``count`` random patterns."""
+        raise NotImplementedError
+
+    def decode(self, P: np.ndarray) -> tuple[Any, np.ndarray, np.ndarray | None]:
+        """``(A, bad, inv)``: decoding matrices ``A`` (d, m, n) of the *distinct* decodings, ``inv`` (b,) the row of
+        ``A`` of each pattern (None: one row per pattern), and ``bad`` (b,) the patterns the decoder cannot serve
+        (it needs a non-responder, or no decoding exists)."""
+        raise NotImplementedError
+
+    def responders(self, p: np.ndarray) -> tuple[int, ...]:
+        """The responding workers of one pattern."""
+        raise NotImplementedError
+
+    def label(self, p: np.ndarray) -> Any:
+        """How a failing pattern is listed in the report (default: its responders)."""
+        return self.responders(p)
+
+    def fast_enumerate(self, tracker: Tracker, clock: Clock, stop_on_failure: bool,
+                       budget: float | None) -> bool | None:
+        """An optional faster enumeration (it must record exactly what the reference evaluation would decide);
+        returns whether it stopped at a failure, or None when it does not apply."""
+        return None
+
+    def search(self, tracker: Tracker, parts: list[tuple[np.ndarray, np.ndarray]], rng: np.random.Generator,
+               batch: int) -> dict[str, int]:
+        """Search for bad patterns from the checked ones (``parts``: patterns and estimates); returns the
+        patterns checked per strategy."""
+        return {}
+
+
+class Tracker:
+    """Accumulates worst cases and failures over batches of patterns (the reference evaluation)."""
+
+    def __init__(self, model: PatternModel, rtol: float, dtype: Any = np.float64, max_failures: int = 10) -> None:
+        self.model, self.rtol, self.dtype, self.max_failures = model, rtol, np.dtype(dtype), max_failures
+        code = model.code
+        self.code = code
+        self.checked = 0
+        self.worst_res, self.worst_canc = -1.0, -1.0
+        self.worst_res_P: np.ndarray | None = None
+        self.worst_canc_P: np.ndarray | None = None
+        self.worst_est = 0.0
+        self.failures: list[Any] = []
+        self.n_failures = 0
+        self.stop_on_failure = False
+        self.exact = code.exact
+        self.Bf = code.float_B() if code.field == "rational" else None
+
+    @property
+    def worst_res_S(self) -> tuple[int, ...] | None:
+        """Responders of the worst-residual pattern."""
+        return None if self.worst_res_P is None else self.model.responders(self.worst_res_P)
+
+    @property
+    def worst_canc_S(self) -> tuple[int, ...] | None:
+        """Responders of the worst-cancellation pattern."""
+        return None if self.worst_canc_P is None else self.model.responders(self.worst_canc_P)
+
+    def evaluate(self, P: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(residual, cancellation, failed) per pattern of ``P``; residual is inf where the decoder cannot serve."""
+        A, bad, inv = self.model.decode(P)
+        code = self.code
+        if self.exact:
+            res, canc = self._measure_exact(A)
+        else:
+            res = residuals(A, code.B, code.target)
+            canc = cancellation(A, code.B, code.k)
+        if inv is not None:
+            res, canc = res[inv], canc[inv]
+        res = np.where(bad, np.inf, res)
+        failed = bad | (res != 0) if self.exact else ~accepts(canc, res, self.rtol, self.dtype)
+        return res, canc, failed
+
+    def _measure_exact(self, A: Any) -> tuple[np.ndarray, np.ndarray]:
+        code = self.code
+        d = A.shape[0]
+        if code.field == "rational":
+            res, Af = rational_residuals(A, code.B, code.target)
+            assert self.Bf is not None
+            return res, cancellation(Af, self.Bf, code.k)
+        res = np.zeros(d)                                       # GF(p): no magnitudes, no cancellation
+        for i in range(d):
+            if bool(np.asarray(A[i] @ code.B - code.target != 0).any()):
+                res[i] = 1.0
+        return res, np.full(d, np.nan)
+
+    def record(self, P: np.ndarray, res: np.ndarray, canc: np.ndarray, failed: np.ndarray,
+               count: bool = True) -> np.ndarray:
+        """Fold evaluated patterns into the worst cases and failures; returns the per-pattern estimate (inf =
+        failed)."""
+        if count:
+            self.checked += P.shape[0]
+        if res.size:
+            i = int(np.argmax(res))
+            if res[i] > self.worst_res:
+                self.worst_res, self.worst_res_P = float(res[i]), P[i].copy()
+            if np.isfinite(canc).any():
+                j = int(np.nanargmax(canc))
+                if canc[j] > self.worst_canc:
+                    self.worst_canc, self.worst_canc_P = float(canc[j]), P[j].copy()
+        est = np.zeros_like(res) if self.exact else error_estimate(canc, res, self.dtype)
+        if est.size:
+            self.worst_est = max(self.worst_est, float(np.nanmax(est)))
+        bad = np.flatnonzero(failed)
+        self.n_failures += bad.size
+        for r in bad[: max(0, self.max_failures - len(self.failures))]:
+            self.failures.append(self.model.label(P[int(r)]))
+        return np.where(failed, np.inf, est)
+
+    def add(self, P: np.ndarray) -> np.ndarray:
+        return self.record(P, *self.evaluate(P))
+
+
+def rational_residuals(A: Any, B: Any, E: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Exact ``max |A_b B - E|`` per matrix of a batch of Fraction matrices, with integers; and ``A`` in float64.
+
+    ``B = B_int / d_B`` and each row ``a`` of ``A`` is ``a_int / d_a`` (``d`` = lcm of the denominators); then
+    ``a B = e`` iff ``a_int B_int = d_a d_B e`` entrywise. The product runs in int64 when the sizes provably fit,
+    else in Python integers (object arrays); never in Fractions.
+    """
+    d, m, n = A.shape
+    W = np.asarray(A, dtype=object).reshape(d * m, n)
+    numer = np.frompyfunc(lambda v: Fraction(v).numerator, 1, 1)
+    denom = np.frompyfunc(lambda v: Fraction(v).denominator, 1, 1)
+    Bo = np.asarray(B, dtype=object)
+    denB = denom(Bo)
+    dB = 1
+    for x in set(denB.flat):
+        dB = math.lcm(dB, int(x))
+    Bint = numer(Bo) * (dB // denB)
+    Eint = np.asarray(numer(np.asarray(E, dtype=object)), dtype=object)
+    num, den = numer(W), denom(W)
+    dW = np.array([math.lcm(*map(int, set(row))) if row.size else 1 for row in den], dtype=object)
+    Wint = num * (dW[:, None] // den) if W.size else np.zeros((d * m, n), dtype=object)
+    Wf = np.frompyfunc(float, 1, 1)(W).astype(np.float64) if W.size else np.zeros(W.shape)
+
+    def bits(M: Any) -> int:
+        return max((abs(int(v)).bit_length() for v in np.asarray(M, dtype=object).flat), default=0)
+
+    Et = np.tile(Eint, (d, 1))
+    fits = bits(Wint) + bits(Bint) + n.bit_length() < 62 and bits(dW) + dB.bit_length() < 62
+    if fits:
+        R = Wint.astype(np.int64) @ Bint.astype(np.int64)
+        target = (dW.astype(np.int64)[:, None] * np.int64(dB)) * Et.astype(np.int64)
+    else:
+        R = Wint @ Bint
+        target = (dW[:, None] * dB) * Et
+    ok = np.all(R == target, axis=1)
+    res = np.zeros(d * m)
+    for i in np.flatnonzero(~ok):
+        res[i] = float(max(abs(Fraction(int(x), int(dW[i]) * dB) - int(e)) for x, e in zip(R[i], Et[i],
+                                                                                         strict=True)))
+    return res.reshape(d, m).max(axis=1), Wf.reshape(d, m, n)
+
+
+class Interrupted(Exception):
+    """Raised to stop a run as Ctrl-C does (tests, callbacks)."""
+
+
+class Clock:
+    """Progress on stderr for long runs (tqdm on a terminal, a line every 10 s otherwise) and the time budget."""
+
+    def __init__(self, total: int, enabled: bool | None, desc: str, noun: str = "sets") -> None:
+        self.total, self.enabled, self.desc, self.noun = total, enabled, desc, noun
+        self.start = time.perf_counter()
+        self.done = 0
+        self.bar: Any = None
+        self.last = self.start
+
+    def rate(self) -> float:
+        dt = time.perf_counter() - self.start
+        return self.done / dt if dt > 0 else float("inf")
+
+    def predicted(self) -> float:
+        """Predicted seconds for the remaining patterns at the rate so far."""
+        r = self.rate()
+        return (self.total - self.done) / r if r > 0 else float("inf")
+
+    def over_budget(self, budget: float) -> bool:
+        """True when the rate so far predicts that the whole enumeration exceeds ``budget`` seconds (one-off
+        set-up such as compiling a kernel is not counted: restart ``start`` after it)."""
+        elapsed = time.perf_counter() - self.start
+        return elapsed > 0.05 and elapsed + self.predicted() > budget
+
+    def update(self, k: int) -> None:
+        self.done += k
+        if self.enabled is None and self.done and time.perf_counter() - self.start > 1.0:
+            self.enabled = self.predicted() > 10.0
+            if self.enabled:
+                print(f"{self.desc}: {self.total:,} {self.noun}, about {_hms(self.predicted())} at "
+                      f"{self.rate():,.0f} {self.noun}/s (Ctrl-C keeps the partial report)", file=sys.stderr,
+                      flush=True)
+        if not self.enabled:
+            return
+        if self.bar is None and sys.stderr.isatty():
+            try:
+                from tqdm.auto import tqdm
+
+                self.bar = tqdm(total=self.total, desc=self.desc, unit=self.noun.split()[-1], unit_scale=True,
+                                leave=False, file=sys.stderr, initial=self.done - k)
+            except ImportError:  # pragma: no cover - tqdm is a dependency
+                self.bar = False
+        if self.bar:
+            self.bar.update(k)
+        elif time.perf_counter() - self.last > 10.0:
+            self.last = time.perf_counter()
+            print(f"{self.desc}: {self.done:,} of {self.total:,} {self.noun}, {_hms(self.predicted())} left",
+                  file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self.bar:
+            self.bar.close()
+
+
+@dataclass
+class Outcome:
+    """What :func:`run` did: the tracker's contents plus how the patterns were chosen."""
+
+    exhaustive: bool = False
+    stopped: bool = False
+    interrupted: bool = False
+    strategies: dict[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def run(tracker: Tracker, *, limit: int | None, samples: int, search: bool, rng: np.random.Generator,
+        batch: int, stop_on_failure: bool, progress: bool | None, time_budget: float, sampled_size: int,
+        desc: str, before_sampling: Callable[[], bool] | None = None) -> Outcome:
+    """Check patterns of ``tracker.model`` and return how (the tracker holds the results).
+
+    Mode: with ``limit=None`` every pattern is enumerated when there are at most ``sampled_size`` (what sampling
+    would check anyway) or when the enumeration fits ``time_budget`` seconds at the rate measured on the first
+    batches (0: never); with a ``limit``, when there are at most ``max(limit, sampled_size)``. Otherwise (or
+    when the budget runs out) the model's structured patterns, ``samples`` random ones and, with ``search``, the
+    model's search are checked. ``before_sampling()`` runs first in that case and returns whether to search.
+    Ctrl-C keeps what was checked (``interrupted``; never a proof).
+    """
+    model = tracker.model
+    total = model.total
+    tracker.stop_on_failure = stop_on_failure
+    out = Outcome()
+    start = time.perf_counter()
+    noun = model.noun
+    if limit is None:
+        # time_budget=0 never enumerates (deterministically: a fast machine would otherwise finish small codes
+        # before the first rate check); beyond 2^62 patterns no enumeration could finish
+        mode = "exhaustive" if total <= sampled_size else (
+            "budget" if time_budget > 0 and total < _HOPELESS else "sample")
+        if mode == "sample" and total >= _HOPELESS:
+            out.notes.append(f"not exhaustive: {total:.3g} {noun} are far too many to enumerate")
+        elif mode == "sample":
+            out.notes.append(f"not exhaustive: time_budget = 0 skips enumerating {total:,} {noun}; pass "
+                             f"limit={total} or a positive time_budget for a full check")
+    else:
+        mode = "exhaustive" if total <= max(limit, sampled_size) else "sample"
+    try:
+        if mode in ("exhaustive", "budget"):
+            done, out.stopped, finished = _enumerate(tracker, batch, stop_on_failure, progress,
+                                                     None if mode == "exhaustive" else time_budget, desc)
+            out.strategies["exhaustive" if finished else "lexicographic prefix"] = done
+            out.exhaustive = finished and not out.stopped
+            if not finished and not out.stopped:
+                out.notes.append(f"not exhaustive: {total:,} {noun} would take about "
+                                 f"{_hms(total / max(done, 1) * (time.perf_counter() - start))} (> time_budget = "
+                                 f"{time_budget:g} s); pass limit={total} for a full check")
+                mode = "sample"
+        if mode == "sample" and not (stop_on_failure and tracker.n_failures):
+            if limit is not None:
+                out.notes.append(f"not exhaustive: {total:,} {noun} > limit = {limit:,}; pass limit={total} "
+                                 f"for a full check")
+            searchable = before_sampling() if before_sampling is not None else True
+            do_search = search and searchable
+            with single_threaded_blas():
+                out.stopped = _sample(tracker, samples, do_search, rng, batch, stop_on_failure, out.strategies)
+    except (KeyboardInterrupt, Interrupted):
+        out.interrupted = True
+        out.exhaustive = False
+        if not out.strategies:
+            out.strategies["lexicographic prefix"] = tracker.checked
+        out.notes.append(f"interrupted (Ctrl-C) after {tracker.checked:,} {noun}: partial report, not a proof")
+    out.seconds = time.perf_counter() - start
+    return out
+
+
+def _enumerate(tracker: Tracker, batch: int, stop_on_failure: bool, progress: bool | None,
+               budget: float | None, desc: str) -> tuple[int, bool, bool]:
+    """Enumeration in the model's order; returns ``(patterns checked, stopped at a failure, finished)``.
+
+    With ``budget`` (seconds), gives up as soon as the rate measured so far predicts more than ``budget``.
+    """
+    model = tracker.model
+    total = model.total
+    clock = Clock(total, progress if progress is not None else (False if budget is not None else None), desc,
+                  model.noun)
+    stopped = False
+    checked0 = tracker.checked
+    try:
+        with single_threaded_blas():
+            fast = model.fast_enumerate(tracker, clock, stop_on_failure, budget)
+            if fast is not None:
+                stopped = fast
+            else:
+                for P in model.batches(batch):
+                    tracker.add(P)
+                    clock.update(P.shape[0])
+                    if stop_on_failure and tracker.n_failures:
+                        stopped = tracker.checked - checked0 < total
+                        break
+                    if budget is not None and clock.over_budget(budget):
+                        break
+    finally:
+        clock.close()
+    done = tracker.checked - checked0
+    return done, stopped, done == total
+
+
+def _sample(tracker: Tracker, samples: int, search: bool, rng: np.random.Generator, batch: int,
+            stop_on_failure: bool, strategies: dict[str, int]) -> bool:
+    model = tracker.model
+
+    def stop() -> bool:
+        return bool(stop_on_failure and tracker.n_failures)
+
+    parts: list[tuple[np.ndarray, np.ndarray]] = []
+    for name, P in model.structured(batch):
+        parts.append((P, tracker.add(P)))
+        strategies[name] = strategies.get(name, 0) + P.shape[0]
+        if stop():
+            return True
+    if samples:
+        R = model.random(samples, rng)
+        parts.append((R, np.concatenate([tracker.add(R[lo:lo + batch]) for lo in range(0, samples, batch)])))
+        strategies["random"] = samples
+    if search and not stop():
+        strategies.update(model.search(tracker, parts, rng, batch))
+    return stop()
