@@ -1,13 +1,28 @@
-"""Certify seeds of gradcodes.grouped_random: exhaustive verify of each candidate group code, once.
+"""Certify seeds of gradcodes.grouped_random: screen candidate seeds cheaply, then verify the best one exhaustively.
 
-    python benchmarks/certify_seeds.py NG S EXTRA SEED [SEED ...]   # certify candidates, append to the JSON log
-    python benchmarks/certify_seeds.py --check [--max-sets N]        # re-verify the stored table (CERTIFIED)
+    python benchmarks/certify_seeds.py --screen NG S EXTRA SEED0 SEED1 [--samples N]   # sample, rank the seeds
+    python benchmarks/certify_seeds.py NG S EXTRA SEED [SEED ...] [--target T] [--part I --parts K]
+    python benchmarks/certify_seeds.py --merge NG S EXTRA SEED --parts K               # combine finished parts
+    python benchmarks/certify_seeds.py --check [--max-sets N]                          # re-verify CERTIFIED
 
-A group of NG workers is coded by cyclic_repetition(NG, S + EXTRA, seed=SEED) and decoded by the row-space decoder
-against S stragglers; gradcodes.verify checks all C(NG, S) straggler sets (limit = C(NG, S)). Results are appended
-to benchmarks/results/certified_seeds.jsonl (one JSON object per line: the worst error estimate, the worst set,
-sets checked, seconds, load average). The winning entries are copied into gradcodes/_families/_certified_seeds.py
-by hand; --check repeats the exhaustive verification of every stored entry and compares the worst error.
+A group of NG workers is coded by cyclic_repetition(NG, S + EXTRA, rng=SEED) and decoded by the row-space decoder
+against S stragglers.
+
+* ``--screen`` evaluates the same random straggler sets (``--samples``, default 500,000) for every seed in
+  [SEED0, SEED1) and prints the sampled worst error and tail counts. A sample is NOT a worst case (the worst
+  sets of these codes are far rarer than one in a million); it only orders the candidates.
+* Certification checks all C(NG, S) straggler sets with the verifier's reference evaluation
+  (``gradcodes._verify._Tracker``: the code's decoder, the batched residual and the acceptance rule of
+  ``gradcodes.verify``), in chunks of consecutive lexicographic ranks visited in a fixed shuffled order, so that
+  with ``--target`` a seed whose running worst error exceeds the target is abandoned early (its bad sets are
+  met early on average). ``--part I --parts K`` runs the chunks with position = I mod K, for K processes; the
+  certificate is the combination of the K finished parts (``--merge``; the worst values are maxima, the sets add
+  up to C(NG, S) exactly once each).
+* ``--check`` repeats the certification of every stored entry with ``gradcodes.verify(..., limit=C(NG, S))``
+  itself and compares the worst error.
+
+Results are appended to benchmarks/results/certified_seeds.jsonl (one JSON object per line). Winning entries are
+copied into gradcodes/_families/_certified_seeds.py by hand.
 """
 
 from __future__ import annotations
@@ -19,25 +34,160 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 import gradcodes as gc
+from gradcodes._decoders import single_threaded_blas
 from gradcodes._families._certified_seeds import CERTIFIED
-from gradcodes._families.grouped_random import _block_code
+from gradcodes._families._rowspace_kernel import kernels
+from gradcodes._families.grouped_random import RowSpaceDecoder, _block_code
+from gradcodes._verify import _Tracker, random_straggler_sets
+from gradcodes._verify_fast import _binom_table, unrank_lex
 
 LOG = Path(__file__).parent / "results" / "certified_seeds.jsonl"
+SCREEN_LOG = Path(__file__).parent / "results" / "seed_screen.jsonl"
+CHUNK = 1 << 16
 
 
-def certify(ng: int, s: int, extra: int, seed: int) -> dict:
+def _log(path: Path, rec: dict[str, Any]) -> None:
+    path.parent.mkdir(exist_ok=True)
+    with path.open("a") as fh:
+        fh.write(json.dumps(rec) + "\n")
+
+
+def screen(ng: int, s: int, extra: int, seeds: range, samples: int) -> list[dict[str, Any]]:
+    """Sampled worst error of each seed on one common set of random straggler sets (not a worst case)."""
+    S = random_straggler_sets(ng, s, samples, np.random.default_rng(12345))
+    out = []
+    for sd in seeds:
+        sub = _block_code(ng, s, extra, sd)
+        tr = _Tracker(sub, sub._decoder(None), sub.rtol)
+        t0 = time.perf_counter()
+        with single_threaded_blas():
+            est = np.concatenate([tr.add(S[i:i + 4096]) for i in range(0, samples, 4096)])
+        rec = {"n_g": ng, "s": s, "extra": extra, "seed": sd, "samples": samples,
+               "sampled_worst": float(est.max()), "above_1e-12": int((est > 1e-12).sum()),
+               "above_3e-12": int((est > 3e-12).sum()), "q99.99": float(np.quantile(est, 0.9999)),
+               "seconds": round(time.perf_counter() - t0, 1), "loadavg": os.getloadavg()[0]}
+        print(json.dumps(rec), flush=True)
+        _log(SCREEN_LOG, rec)
+        out.append(rec)
+    return out
+
+
+def chunk_order(total: int) -> np.ndarray:
+    """The fixed shuffled order of the chunks of CHUNK consecutive lexicographic ranks."""
+    return np.random.default_rng(2026).permutation(-(-total // CHUNK))
+
+
+def certify_part(ng: int, s: int, extra: int, seed: int, target: float | None, part: int, parts: int,
+                 reference: bool = False, combine: tuple[float, float, float] | None = None) -> dict[str, Any]:
+    """Every straggler set of this part's chunks (all of them when ``parts == 1``): by the compiled kernel
+    (gradcodes._families._rowspace_kernel.certify_sets: the decoder's own decoding vectors, residual and
+    cancellation evaluated on the spot; sets with a singular factor go to the verifier's reference evaluation, as
+    the decoder sends them to least squares), or with ``reference`` by the verifier's reference evaluation.
+
+    ``combine = (frac, res_other, canc_term)``: abandon when the bound of gradcodes._blocks for a grouped code made
+    of this group (share ``frac`` of the partitions) and already certified groups (largest residual ``res_other``,
+    their share of the cancellation term ``canc_term`` = u sum (k_b/k) canc_b) exceeds ``target``, instead of this
+    group's own worst estimate."""
+    sub = _block_code(ng, s, extra, seed)
+    dec = sub._decoder(None)
+    tr = _Tracker(sub, dec, sub.rtol)
+    total = math.comb(ng, s)
+    table = _binom_table(ng, s)
+    order = chunk_order(total)[part::parts]
+    kern = None if reference else kernels()
+    if kern is not None:
+        C, c, w = RowSpaceDecoder.basis(sub)
+        B = np.ascontiguousarray(sub.B, dtype=np.float64)
+        E = np.ascontiguousarray(sub.target, dtype=np.float64)
+        u = float(np.finfo(np.float64).eps) / 2
+        worst = np.array([0.0, -1.0, -1.0])
+        worst_set = np.zeros((3, s), dtype=np.int64)
+        singular = np.zeros((4096, s), dtype=np.int64)
+    t0 = last = time.perf_counter()
+    aborted = False
+    kernel_sets = 0
+    with single_threaded_blas():
+        for i, ch in enumerate(order):
+            lo, hi = int(ch) * CHUNK, min(total, (int(ch) + 1) * CHUNK)
+            if kern is None:
+                for b in range(lo, hi, 4096):
+                    tr.add(unrank_lex(ng, s, np.arange(b, min(hi, b + 4096), dtype=np.int64), table))
+            else:
+                first = unrank_lex(ng, s, np.array([lo], dtype=np.int64), table)[0]
+                ns = kern[1](C, c, w, B, E, sub.k, u, first, hi - lo, worst, worst_set, singular)
+                if ns > singular.shape[0]:
+                    raise RuntimeError(f"{ns} singular sets in one chunk: use --reference")
+                kernel_sets += hi - lo - ns
+                if ns:
+                    tr.add(singular[:ns].copy())         # the decoder's least-squares fallback, by the reference
+            est = max(tr.worst_est, float(worst[0])) if kern is not None else tr.worst_est
+            if combine is not None:                      # the bound of a grouped code with this group in it
+                res_k, canc_k = (max(tr.worst_res, float(worst[1])), max(tr.worst_canc, float(worst[2]))) \
+                    if kern is not None else (tr.worst_res, tr.worst_canc)
+                frac, res_other, canc_term = combine
+                est = max(res_k, res_other) + frac * canc_k * 2.0**-53 + canc_term
+            if tr.n_failures or (target is not None and est > target):
+                aborted = True
+                break
+            if time.perf_counter() - last > 60:
+                last = time.perf_counter()
+                done = tr.checked + kernel_sets
+                print(f"  seed {seed} part {part}/{parts}: {done:,} sets, chunk {i + 1} of {len(order)}, "
+                      f"{done / (last - t0):,.0f} sets/s, worst so far {est:.3g}", flush=True)
+    rec: dict[str, Any] = {"n_g": ng, "s": s, "extra": extra, "seed": seed, "part": part, "parts": parts,
+                           "chunk": CHUNK, "aborted": aborted, "target": target, "n_failures": tr.n_failures,
+                           "evaluation": "reference" if kern is None else "kernel", "combine": combine}
+    if kern is None:
+        rec.update(error_estimate=tr.worst_est, worst_residual=tr.worst_res, worst_cancellation=tr.worst_canc,
+                   worst_responders=list(tr.worst_res_S or ()), sets=tr.checked)
+    else:
+        comp = lambda S: [int(x) for x in np.setdiff1d(np.arange(ng), S)]   # noqa: E731
+        est, res, canc = (float(x) for x in worst)
+        rec.update(error_estimate=max(est, tr.worst_est), worst_residual=max(res, tr.worst_res),
+                   worst_cancellation=max(canc, tr.worst_canc),
+                   worst_responders=comp(worst_set[1]) if res >= tr.worst_res else list(tr.worst_res_S or ()),
+                   worst_estimate_responders=comp(worst_set[0]), sets=kernel_sets + tr.checked,
+                   singular_sets=tr.checked)
+    rec.update(total=total, seconds=round(time.perf_counter() - t0, 1), loadavg=os.getloadavg()[0])
+    return rec
+
+
+def merge(ng: int, s: int, extra: int, seed: int, parts: int) -> dict[str, Any] | None:
+    """Combine the finished parts of one certification from the log (None unless every part finished)."""
+    recs = {}
+    for line in LOG.read_text().splitlines():
+        r = json.loads(line)
+        if (r.get("n_g"), r.get("s"), r.get("extra"), r.get("seed"), r.get("parts")) == (ng, s, extra, seed, parts) \
+                and not r.get("aborted") and "part" in r and r.get("chunk") == CHUNK:
+            recs[r["part"]] = r
+    if sorted(recs) != list(range(parts)):
+        return None
+    total = math.comb(ng, s)
+    sets = sum(r["sets"] for r in recs.values())
+    if sets != total or any(r["n_failures"] for r in recs.values()):
+        return None
+    worst = max(recs.values(), key=lambda r: r["worst_residual"])
+    return {"n_g": ng, "s": s, "extra": extra, "seed": seed, "proven": True, "exhaustive": True,
+            "error_estimate": max(r["error_estimate"] for r in recs.values()),
+            "worst_residual": worst["worst_residual"],
+            "worst_cancellation": max(r["worst_cancellation"] for r in recs.values()),
+            "worst_responders": worst["worst_responders"], "n_failures": 0, "sets": sets, "total": total,
+            "seconds": round(sum(r["seconds"] for r in recs.values()), 1),
+            "loadavg": max(r["loadavg"] for r in recs.values()), "parts": parts}
+
+
+def check_entry(ng: int, s: int, extra: int, seed: int) -> dict[str, Any]:
     sub = _block_code(ng, s, extra, seed)
     total = math.comb(ng, s)
     t0 = time.perf_counter()
     rep = gc.verify(sub, limit=total, stop_on_failure=False)
-    return {"n_g": ng, "s": s, "extra": extra, "seed": seed, "proven": bool(rep),
-            "exhaustive": bool(rep.exhaustive), "error_estimate": rep.error_estimate,
-            "worst_residual": rep.worst_residual, "worst_cancellation": rep.worst_cancellation,
-            "worst_responders": list(rep.worst_responders or ()), "n_failures": rep.n_failures,
-            "sets": rep.patterns_checked, "total": total, "seconds": round(time.perf_counter() - t0, 1),
-            "loadavg": os.getloadavg()[0]}
+    return {"proven": bool(rep), "error_estimate": rep.error_estimate, "sets": rep.patterns_checked,
+            "seconds": round(time.perf_counter() - t0, 1)}
 
 
 def main() -> int:
@@ -45,6 +195,15 @@ def main() -> int:
     ap.add_argument("args", nargs="*", type=int)
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--max-sets", type=int, default=None, help="with --check: skip entries with more sets")
+    ap.add_argument("--screen", action="store_true")
+    ap.add_argument("--samples", type=int, default=500_000)
+    ap.add_argument("--target", type=float, default=None, help="abandon a seed once its worst error exceeds this")
+    ap.add_argument("--part", type=int, default=0)
+    ap.add_argument("--parts", type=int, default=1)
+    ap.add_argument("--merge", action="store_true")
+    ap.add_argument("--reference", action="store_true", help="the verifier's reference evaluation, not the kernel")
+    ap.add_argument("--combine", type=float, nargs=3, default=None, metavar=("FRAC", "RES_OTHER", "CANC_TERM"),
+                    help="with --target: abandon on the combined block bound (see certify_part)")
     a = ap.parse_args()
     print(f"load average at start: {os.getloadavg()}", flush=True)
     if a.check:
@@ -53,22 +212,45 @@ def main() -> int:
             if a.max_sets is not None and math.comb(ng, s) > a.max_sets:
                 print(f"skip ({ng}, {s}, {extra}): {math.comb(ng, s):,} sets > --max-sets")
                 continue
-            r = certify(ng, s, extra, int(entry["seed"]))
+            r = check_entry(ng, s, extra, int(entry["seed"]))
             same = r["proven"] and r["error_estimate"] <= 2 * entry["error_estimate"]
             bad += not same
             print(f"({ng}, {s}, {extra}) seed {entry['seed']}: stored {entry['error_estimate']:.3g}, "
                   f"re-verified {r['error_estimate']:.3g} over {r['sets']:,} sets in {r['seconds']} s: "
                   f"{'OK' if same else 'MISMATCH'}", flush=True)
         return 1 if bad else 0
+    if a.screen:
+        if len(a.args) != 5:
+            ap.error("--screen takes NG S EXTRA SEED0 SEED1")
+        ng, s, extra, s0, s1 = a.args
+        recs = screen(ng, s, extra, range(s0, s1), a.samples)
+        for r in sorted(recs, key=lambda r: (r["above_3e-12"], r["above_1e-12"], r["sampled_worst"])):
+            print(f"seed {r['seed']:4d}: sampled worst {r['sampled_worst']:.3g}, > 3e-12: {r['above_3e-12']}, "
+                  f"> 1e-12: {r['above_1e-12']} (of {r['samples']:,} random sets; not a worst case)")
+        return 0
+    if a.merge:
+        if len(a.args) != 4:
+            ap.error("--merge takes NG S EXTRA SEED")
+        cert = merge(*a.args, a.parts)
+        if cert is None:
+            print("not every part has finished (or a part aborted or failed)")
+            return 1
+        print(json.dumps(cert))
+        _log(LOG, cert)
+        return 0
     if len(a.args) < 4:
         ap.error("give NG S EXTRA SEED [SEED ...]")
+    if not 0 <= a.part < a.parts:
+        ap.error("--part must be in [0, --parts)")
     ng, s, extra, *seeds = a.args
-    LOG.parent.mkdir(exist_ok=True)
     for seed in seeds:
-        r = certify(ng, s, extra, seed)
+        r = certify_part(ng, s, extra, seed, a.target, a.part, a.parts, a.reference,
+                         None if a.combine is None else tuple(a.combine))
         print(json.dumps(r), flush=True)
-        with LOG.open("a") as fh:
-            fh.write(json.dumps(r) + "\n")
+        _log(LOG, r)
+        if a.parts == 1 and not r["aborted"] and not r["n_failures"]:
+            r.update(proven=True, exhaustive=True)
+            print(f"seed {seed}: proven, worst error {r['error_estimate']:.3g} over all {r['sets']:,} sets")
     return 0
 
 

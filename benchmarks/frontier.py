@@ -14,7 +14,10 @@ the ``r <= q`` and ``r > q`` cases both occur) and every family, at every load f
 Reference rows are the published constructions: Tandon et al. 2017 (random cyclic repetition; fractional repetition),
 Raviv et al. 2018 (cyclic MDS), Charalambides et al. 2020 (binary), Ye & Abbe 2018. The oversampled grouped random
 code (gradcodes.grouped_random, ``extra`` = load - s - 1) fills the loads in between; its group certificates are cached
-in benchmarks/results/frontier_cache.json (delete it to recompute). Writes benchmarks/results/frontier.txt, .json and
+in benchmarks/results/frontier_cache.json (delete it to recompute); certificates stored in the package
+(gradcodes._families._certified_seeds, exhaustive, re-checked by benchmarks/certify_seeds.py --check) are used as they
+are and marked. Finished grid points are kept in benchmarks/results/frontier_points.json, so an interrupted run
+resumes (--fresh recomputes; --points selects). Writes benchmarks/results/frontier.txt, .json and
 frontier.png (one panel per grid point: load against error, filled = proven, hollow = searched).
 """
 
@@ -34,11 +37,14 @@ import numpy as np
 
 import gradcodes as gc
 from gradcodes._blocks import is_proof
+from gradcodes._families._certified_seeds import CERTIFIED
 from gradcodes._families.binary import stable_binary_load
 from gradcodes._families.grouped_random import certified_bound, group_sizes
 
 OUT = Path(__file__).parent / "results"
 NS = (20, 50, 97, 100, 200, 500)
+#: cached group certificates are keyed by the decoder implementation that produced them
+DECODER_VERSION = "rowspace-numba-1"
 
 
 def grid() -> list[tuple[int, int]]:
@@ -78,21 +84,31 @@ def measure(code: Any, limit: int, samples: int) -> dict[str, Any]:
 
 def grouped_random_row(n: int, s: int, extra: int, limit: int, cache: dict[str, Any], candidates: int
                        ) -> dict[str, Any]:
+    """The grouped_random code at load s + 1 + extra: stored certificates (gradcodes' CERTIFIED, exhaustive), else
+    this script's cached group certificates, else a seed search (exhaustive when a group has <= limit sets)."""
     t0 = time.perf_counter()
     sizes = sorted(set(int(x) for x in group_sizes(n, s)), reverse=True)
-    keys = [f"{ng},{s},{extra},{limit},{candidates}" for ng in sizes]
-    if all(k in cache for k in keys):
-        seeds = {str(ng): cache[k]["seed"] for ng, k in zip(sizes, keys, strict=True)}
-        code = gc.grouped_random(n, s, extra, block_seeds=seeds, certificates=[cache[k] for k in keys])
-    else:
-        code = gc.grouped_random(n, s, extra, candidates=candidates, limit=limit)
-        for cert in code.params["certificates"]:
-            cache[f"{cert['n_g']},{s},{extra},{limit},{candidates}"] = cert
+    seeds: dict[str, Any] = {}
+    certs: list[dict[str, Any]] = []
+    for ng in sizes:
+        key = f"{ng},{s},{extra},{limit},{candidates},{DECODER_VERSION}"
+        if (ng, s, extra) in CERTIFIED:
+            cert = {"n_g": ng, **CERTIFIED[(ng, s, extra)], "status": "proven (stored certificate)"}
+        elif key in cache:
+            cert = cache[key]
+        else:
+            sub = gc.grouped_random(ng, s, extra, candidates=candidates, limit=limit)   # one group of ng workers
+            cert = sub.params["certificates"][0]
+            cache[key] = cert
+        seeds[str(ng)] = cert["seed"]
+        certs.append(cert)
+    code = gc.grouped_random(n, s, extra, block_seeds=seeds, certificates=certs)
     bound, proven, failed = certified_bound(code)
     return {"load": int(code.load), "error": bound, "status": "FAILS" if failed else ("proven" if proven else
                                                                                       "searched"),
-            "sets": int(sum(c.get("sets", 0) for c in code.params["certificates"])),
-            "seconds": time.perf_counter() - t0, "seeds": code.params["block_seeds"]}
+            "sets": int(sum(c.get("sets", 0) for c in certs)),
+            "seconds": time.perf_counter() - t0, "seeds": seeds,
+            "stored": [c["n_g"] for c in certs if "stored" in str(c.get("status", ""))]}
 
 
 def references(n: int, s: int, limit: int, samples: int) -> list[tuple[str, Any]]:
@@ -110,11 +126,20 @@ def references(n: int, s: int, limit: int, samples: int) -> list[tuple[str, Any]
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Every grid point not yet in frontier_points.json (unless --fresh); the file is updated after each point, so
+    an interrupted run resumes where it stopped."""
     cache_path = OUT / "frontier_cache.json"
     cache = json.loads(cache_path.read_text()) if cache_path.exists() else {}
-    results: dict[str, Any] = {}
+    points_path = OUT / ("frontier_points_quick.json" if args.quick else "frontier_points.json")
+    results: dict[str, Any] = {} if args.fresh or not points_path.exists() else json.loads(points_path.read_text())
     pts = grid() if not args.quick else [(20, 2), (20, 5), (50, 5), (50, 12)]
+    if args.points:
+        wanted = {tuple(int(x) for x in p.split(",")) for p in args.points}
+        pts = [p for p in pts if p in wanted]
     for n, s in pts:
+        if f"{n},{s}" in results:
+            continue
+        t_point = time.perf_counter()
         q, r = divmod(n, s + 1)
         top = stable_binary_load(n, s)
         rows: list[dict[str, Any]] = []
@@ -131,13 +156,18 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         for load in loads:
             extra = load - s - 1
             row = grouped_random_row(n, s, extra, args.limit, cache, args.candidates)
-            rows.append({"family": f"grouped_random extra={extra}", **row})
+            stored = f" [stored cert. n_g={row['stored']}]" if row["stored"] else ""
+            rows.append({"family": f"grouped_random extra={extra}{stored}", **row})
             print(f"  ({n},{s}) grouped_random extra={extra}: {row['status']} {row['error']:.2g} "
                   f"[{row['seconds']:.1f} s]", flush=True)
             cache_path.write_text(json.dumps(cache, indent=0, sort_keys=True))
         results[f"{n},{s}"] = {"n": n, "s": s, "q": q, "r": r, "case": "r <= q" if r <= q else "r > q",
                                "binary_load": top, "loads_tried": loads,
-                               "every_load": loads == list(range(s + 1, top)), "rows": rows}
+                               "every_load": loads == list(range(s + 1, top)), "rows": rows,
+                               "seconds": time.perf_counter() - t_point, "loadavg": os.getloadavg()[0],
+                               "options": {"limit": args.limit, "samples": args.samples,
+                                           "candidates": args.candidates}}
+        points_path.write_text(json.dumps(results, indent=1, default=str))
     return results
 
 
@@ -222,11 +252,18 @@ def main() -> int:
     ap.add_argument("--limit", type=int, default=200_000, help="sets enumerated per block (default 200,000)")
     ap.add_argument("--samples", type=int, default=300, help="random sets when a block is searched")
     ap.add_argument("--candidates", type=int, default=2, help="seeds tried per uncertified group size")
+    ap.add_argument("--fresh", action="store_true", help="recompute every grid point (default: resume)")
+    ap.add_argument("--points", nargs="*", default=None, help="only these grid points, e.g. 100,25 97,24")
     args = ap.parse_args()
     print(f"load average at start: {os.getloadavg()}", flush=True)
     t0 = time.perf_counter()
     results = run(args)
     text = report(results)
+    todo = [f"({n}, {s})" for n, s in (grid() if not args.quick else []) if f"{n},{s}" not in results]
+    if todo:
+        text += "\n\nNOT FINISHED (no result yet): " + ", ".join(todo) + " (rerun to resume)"
+    text += "\n\nseconds per grid point: " + ", ".join(f"({r['n']}, {r['s']}) {r.get('seconds', float('nan')):.0f}"
+                                                   for r in results.values())
     elapsed = time.perf_counter() - t0
     text += (f"\n\ntotal {elapsed:.0f} s (limit {args.limit:,} sets per block, {args.samples} samples, "
              f"{args.candidates} candidate seeds); load average at end: {os.getloadavg()}")

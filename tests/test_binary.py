@@ -154,6 +154,45 @@ def test_recommend_explains_and_respects_budget():
     assert "no candidate within the budget" in tight.recommendation.reason
 
 
+def test_recommend_found_failure_is_labelled_conclusive():
+    # (32, 14): the complex cyclic-MDS code fails at a consecutive straggler set. A found failure settles the row;
+    # it was labelled "above tol, searched (not a worst case)", as if the failure were only a lower bound.
+    for budget in (None, 15):                       # quick screen (binary in budget) and the full measurement
+        rec = gc.recommend(32, 14, max_load=budget, quick=True, rng=0).recommendation
+        row = next(r for r in rec.rows if r["name"] == "cyclic_mds[complex]")
+        assert not np.isfinite(row["error"]) and not row["proven"]
+        assert row["status"].startswith("FAILS") and "conclusive" in row["status"]
+        for r in rec.rows:
+            if r.get("error") is not None and r["error"] > rec.tol:
+                assert "not a worst case" not in r["status"]     # above tol is settled by the set that shows it
+            if r.get("error") is not None and r["error"] <= rec.tol and not r["proven"]:
+                assert "not a worst case" in r["status"]
+    assert gc.verify(gc.cyclic_mds(32, 14, "complex"), limit=0, samples=0).verdict == "FAILS"
+
+
+def test_recommend_screen_is_sound_and_keeps_the_choice():
+    # with the binary code in budget, a candidate found failing or above tol on a few consecutive sets is not
+    # measured further; what it reports must be a real value at real sets (re-evaluated here)
+    from gradcodes._families.binary import _measure, _screen_sets
+    from gradcodes._numerics import cancellation, error_estimate, residuals
+
+    S = _screen_sets(32, 14)
+    assert S.shape == (8, 14) and (np.diff(S, axis=1) > 0).all()
+    mask = np.ones((S.shape[0], 32), dtype=bool)
+    np.put_along_axis(mask, S, False, axis=1)
+    rng = np.random.default_rng(0)
+    assert _measure(gc.cyclic_mds(32, 14, "complex"), 10, rng, True, tol=1e-12) == (float("inf"), False)
+    code = gc.cyclic_repetition(32, 14, rng=0)
+    A = code._decoder(None).matrices(code, mask)               # the verifier's reference evaluation
+    est = error_estimate(cancellation(A, code.B, code.k), residuals(A, code.B, code.target)).max()
+    assert 1e-14 < est < 1e-12
+    assert _measure(code, 10, rng, True, tol=est / 2) == (pytest.approx(est, rel=1e-9), False)   # settled
+    err, proven = _measure(code, 10, rng, True, tol=est * 2)   # not settled by the screen: measured in full
+    assert err >= est * (1 - 1e-9) and not proven
+    full = gc.recommend(32, 14, max_load=15, quick=True, rng=0).recommendation   # no screen: binary over budget
+    assert gc.recommend(32, 14, quick=True, rng=0).recommendation.chosen == full.chosen == "ye_abbe"
+
+
 def test_recommend_bad_input():
     with pytest.raises(ValueError, match="max_load"):
         gc.recommend(10, 3, max_load=3)

@@ -452,3 +452,30 @@ def test_rational_polynomial_code_over_gf():
     assert gc.verify(gcode).exact
     with pytest.raises(ValueError, match="cannot be rebuilt"):
         gc.ye_abbe(6, 2, 3, nodes=[0.5, 3, -1, 1.4, 0, 2]).in_field(GF)
+
+
+@pytest.mark.parametrize("n, s, m, stride", [(40, 9, 1, 3), (30, 4, 3, 7), (23, 6, 2, 5)])
+def test_fourier_sine_products_are_bitwise_the_direct_ones(n, s, m, stride):
+    # the stride search computes the sine products column by column from a table of 2 sin(pi x / n) and caches
+    # them per stride; they must equal the direct evaluation over the (n, d, d) array of factors, bit for bit
+    from gradcodes._families.ye_abbe import fourier
+    from gradcodes._families.ye_abbe.common import _holders
+    from gradcodes._families.ye_abbe.fourier_plan import _fourier_top, _positions
+    from gradcodes._fields import RealField
+
+    d = s + m
+    plan = fourier._FourierPlan(n, s, m, _fourier_top(n, s, m), _positions(d, m), stride, top=True)
+    fourier._PARTS.clear()
+    Hw, H, Phi = fourier._interpolation_part(plan, RealField(), fourier._Trig(n, RealField()))
+    assert np.array_equal(Hw, _holders(n, d)) and np.array_equal(H, plan.node[Hw])
+    diff = H[:, :, None] - H[:, None, :]
+    ts = 2.0 * np.sin(np.pi * diff / n)
+    ts[:, np.arange(d), np.arange(d)] = 1.0
+    S = np.where((n - 1 - H) % 2 == 0, 1.0, -1.0) * n / np.prod(ts, axis=2)
+    again = fourier._interpolation_part(plan, RealField(), fourier._Trig(n, RealField()))[2]   # cached
+    assert again is Phi and not Phi.flags.writeable
+    if m == 1:
+        assert np.array_equal(Phi[:, :, 0], S)
+    B = fourier._fourier_B(plan, RealField())
+    fourier._PARTS.clear()
+    assert np.array_equal(B, fourier._fourier_B(plan, RealField()))

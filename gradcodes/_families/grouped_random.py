@@ -37,6 +37,7 @@ from .._registry import Scheme, register
 from .._typing import RNGLike
 from .._validate import check_int, check_ns, check_rng
 from ._certified_seeds import CERTIFIED
+from ._rowspace_kernel import kernels
 from .repetition import GroupDecoder, cyclic_repetition
 
 __all__ = ["grouped_random", "grouped_random_load", "group_sizes", "certified_bound", "RowSpaceDecoder", "CERTIFIED"]
@@ -83,14 +84,21 @@ class RowSpaceDecoder(Decoder):
                     redo.append(rows)
                     continue
                 F = np.sort(np.argsort(~mask[rows], axis=1, kind="stable")[:, :f], axis=1)   # (g, f)
-                Q, R = _qr(C[F])                                         # (g, f, r), (g, r, r)
-                diag = np.abs(np.diagonal(R, axis1=1, axis2=2)).min(axis=1)
-                ok = diag > np.abs(R).max(axis=(1, 2)) * 1e-13
+                kern = kernels() if _USE_NUMBA else None
+                if kern is not None:                                     # the same algorithm, compiled
+                    aF = np.empty((F.shape[0], code.m, int(f)))
+                    ok = np.empty(F.shape[0], dtype=bool)
+                    kern[0](C, c, F, aF, ok)
+                    aF = aF[ok]
+                else:
+                    Q, R = _qr(C[F])                                     # (g, f, r), (g, r, r)
+                    diag = np.abs(np.diagonal(R, axis1=1, axis2=2)).min(axis=1)
+                    ok = diag > np.abs(R).max(axis=(1, 2)) * 1e-13
+                    if ok.any():
+                        aF = np.swapaxes(Q[ok] @ _solve_upper_t(R[ok], c), 1, 2)   # (g', m, f): a_F Q R = c
                 if not ok.all():
                     redo.append(rows[~ok])
                 if ok.any():
-                    Y = _solve_upper_t(R[ok], c)                         # R^T Y = c^T: (g', r, m)
-                    aF = np.swapaxes(Q[ok] @ Y, 1, 2)                   # (g', m, f): a_F Q R = c
                     blk = np.zeros((aF.shape[0], code.m, n))
                     np.put_along_axis(blk, np.broadcast_to(F[ok][:, None, :], aF.shape), aF, axis=2)
                     out[rows[ok]] = blk / w
@@ -131,6 +139,11 @@ def _solve_upper_t(R: np.ndarray, c: np.ndarray) -> np.ndarray:
             acc -= np.einsum("bj,bjm->bm", R[:, :i, i], Y[:, :i, :])
         Y[:, i, :] = acc / R[:, i, i][:, None]
     return Y
+
+
+#: use the compiled kernel (:mod:`gradcodes._families._rowspace_kernel`) for the per-set QR; False: the vectorised
+#: numpy path (the same algorithm; tested to agree to rounding)
+_USE_NUMBA = True
 
 
 def group_sizes(n: int, s: int) -> np.ndarray:

@@ -76,6 +76,7 @@ class _Trig:
 
     def __init__(self, n: int, bk: Field) -> None:
         self.n, self.bk = n, bk
+        self.sin_table: np.ndarray | None = None
         if isinstance(bk, PrimeField):
             GF = bk.GF
             zeta = GF.primitive_element ** ((bk.p - 1) // (8 * n))
@@ -83,10 +84,22 @@ class _Trig:
             self.inv_i = self.table[(-2 * n) % (8 * n)]         # 1 / i
             self.half = GF(1) / GF(2)
 
+    def sin_values(self) -> np.ndarray:
+        """``2 sin(pi x / n)`` for the integers ``x = -(n-1), ..., n-1`` (float backend), at index ``x + n - 1``."""
+        if self.sin_table is None:
+            n = self.n
+            self.sin_table = 2.0 * np.sin(np.pi * np.arange(-n + 1, n, dtype=np.int64) / n)
+        return self.sin_table
+
     def two_sin(self, k: np.ndarray) -> Any:
         k = np.asarray(k, dtype=np.int64)
         if not isinstance(self.bk, PrimeField):
-            return 2.0 * np.sin(np.pi * k / self.n)
+            n = self.n
+            if k.size > 4 * n and k.size and -n < k.min() and k.max() < n:
+                # every argument is an integer in (-n, n): look the values up (the same formula, evaluated once
+                # per integer, so the values are bitwise those of the direct evaluation)
+                return self.sin_values()[k + (n - 1)]
+            return 2.0 * np.sin(np.pi * k / n)
         q = 8 * self.n
         return (self.table[(4 * k) % q] - self.table[(-4 * k) % q]) * self.inv_i
 
@@ -128,22 +141,42 @@ class _Trig:
 
 
 
-def _fourier_B(plan: _FourierPlan, bk: Field, max_cond: float | None = 1e10) -> Any:
-    """Encoding matrix (n, n*m) of the Fourier construction (closed-form sine products, one m x m solve per j).
+#: the last few functional-independent parts of float64 encoding matrices (the stride search of
+#: :func:`gradcodes._families.ye_abbe.fourier_plan._fourier_plan` tries several functionals per stride and then
+#: builds the chosen plan again: the sine products are computed once per (n, s, m, pos, stride))
+_PARTS: dict[tuple[int, int, int, tuple[int, ...], int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 
-    Float64: raises ValueError when some ``M_j`` has condition number above ``max_cond`` (``B`` would lose
-    ``log10(cond)`` digits); ``max_cond=None`` skips that check (and its batched SVD).
-    """
+
+def _interpolation_part(plan: _FourierPlan, bk: Field, tr: _Trig) -> tuple[np.ndarray, Any, Any]:
+    """``(Hw, H, Phi)``: holder workers (n, d), their angle indices and ``S_j l_w`` at the holders (n, d, m); they
+    depend on the nodes and interpolation points only, not on the functionals."""
+    key = (plan.n, plan.s, plan.m, plan.pos, plan.stride)
+    if not bk.exact and key in _PARTS:
+        return _PARTS[key]
     n, d, m = plan.n, plan.d, plan.m
-    tr = _Trig(n, bk)
-    K = tr.kernel(plan)
     Hw = _holders(n, d)                                            # (n, d) holder workers
     H = plan.node[Hw]                                              # (n, d) their angle indices
-    diff = H[:, :, None] - H[:, None, :]                           # (n, d, d)
-    ts = tr.two_sin(diff)
-    ts = bk.unit_diagonal(ts)
     # S_j(phi_i) = (-1)^(n-1-i) n / prod_{h in H_j, h != i} 2 sin(pi (i-h)/n)
-    S = tr.sign(n - 1 - H) * bk.const(n) / np.prod(ts, axis=2)      # (n, d)
+    if bk.exact:
+        diff = H[:, :, None] - H[:, None, :]                       # (n, d, d)
+        ts = bk.unit_diagonal(tr.two_sin(diff))
+        prod = np.prod(ts, axis=2)
+    else:
+        # the same products, factor by factor in the same order (bitwise equal to np.prod over the (n, d, d)
+        # array of factors, without materialising it: one (n, d) column of factors at a time)
+        table = tr.sin_values()                                    # 2 sin(pi x / n), x = -(n-1)..n-1
+        Hs = H + (n - 1)
+        prod = None
+        for b in range(d):
+            col = table[Hs - H[:, b:b + 1]]                        # a new array: the factors of column b
+            col[:, b] = 1.0
+            if prod is None:
+                prod = col
+            else:
+                prod *= col
+        if prod is None:
+            prod = np.ones((n, 0))
+    S = tr.sign(n - 1 - H) * bk.const(n) / prod                    # (n, d)
     pos = np.asarray(plan.pos)
     psi = H[:, pos]                                                # (n, m) interpolation points of the R-space
     num = tr.two_sin(H[:, :, None] - psi[:, None, :])              # (n, d, m)
@@ -157,6 +190,25 @@ def _fourier_B(plan: _FourierPlan, bk: Field, max_cond: float | None = 1e10) -> 
         denw = np.prod(den[:, w, others], axis=1) if others else bk.ones(n)
         Lb[:, :, w] = numw / denw[:, None]
     Phi = S[:, :, None] * Lb                                       # (n, d, m): S_j l_w at the holders
+    if not bk.exact:
+        if len(_PARTS) >= 4:
+            _PARTS.pop(next(iter(_PARTS)))
+        for arr in (Hw, H, Phi):
+            arr.setflags(write=False)
+        _PARTS[key] = (Hw, H, Phi)
+    return Hw, H, Phi
+
+
+def _fourier_B(plan: _FourierPlan, bk: Field, max_cond: float | None = 1e10) -> Any:
+    """Encoding matrix (n, n*m) of the Fourier construction (closed-form sine products, one m x m solve per j).
+
+    Float64: raises ValueError when some ``M_j`` has condition number above ``max_cond`` (``B`` would lose
+    ``log10(cond)`` digits); ``max_cond=None`` skips that check (and its batched SVD).
+    """
+    n, d, m = plan.n, plan.d, plan.m
+    tr = _Trig(n, bk)
+    K = tr.kernel(plan)
+    Hw, H, Phi = _interpolation_part(plan, bk, tr)
     M = bk.stack([K[:, H[j]] @ Phi[j] for j in range(n)]) if bk.exact else np.einsum("ujk,jkw->juw", K[:, H], Phi)
     if not bk.exact and max_cond is not None:
         sv = np.linalg.svd(M, compute_uv=False)

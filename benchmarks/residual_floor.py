@@ -1,0 +1,72 @@
+"""Why a grouped_random group's worst error has a floor near 1e-11: the float64 matrix itself, not the decoder.
+
+    python benchmarks/residual_floor.py [NG S EXTRA SEED RESPONDER ...]
+
+Default: the (33, 25, 1) group with seed 0 at its worst set from the stored certification run (responders
+0 1 7 14 18 19 22 31; benchmarks/results/certified_seeds.jsonl). For that responder set it prints, for the
+row-space decoder and the null-space decoder with 0, 1 and 2 refinement steps: the residual ``||a_F B_F - 1||_inf``
+evaluated in float64 and exactly (rational arithmetic on the float64 numbers), the cancellation factor and the
+error estimate ``u canc + residual``; then the same for the exact least weighted-norm solution (50-digit
+arithmetic) rounded to float64. When even that has a residual of the same size, no decoder can do better: the
+rows of the stored float64 ``B_F`` do not contain the target exactly in their span (the construction's exact rows
+do), and any decoding vector of this size picks up the rounding of ``B``.
+"""
+
+from __future__ import annotations
+
+import sys
+from fractions import Fraction
+
+import mpmath
+import numpy as np
+
+from gradcodes._decoders import NullSpaceDecoder
+from gradcodes._families.grouped_random import RowSpaceDecoder, _block_code
+from gradcodes._numerics import cancellation, error_estimate, residuals
+
+
+def exact_residual(a: np.ndarray, B: np.ndarray, F: list[int]) -> float:
+    worst = Fraction(0)
+    for j in range(B.shape[1]):
+        acc = sum((Fraction(float(a[i])) * Fraction(float(B[i, j])) for i in F), Fraction(0))
+        worst = max(worst, abs(acc - 1))
+    return float(worst)
+
+
+def main() -> int:
+    args = [int(x) for x in sys.argv[1:]] or [33, 25, 1, 0, 0, 1, 7, 14, 18, 19, 22, 31]
+    ng, s, extra, seed, *F = args
+    sub = _block_code(ng, s, extra, seed)
+    B = np.asarray(sub.B, dtype=np.float64)
+    mask = np.zeros((1, ng), dtype=bool)
+    mask[0, F] = True
+    print(f"group ({ng}, {s}, extra {extra}), seed {seed}, responders {F}")
+    print(f"{'decoder':<28} {'residual (float64)':>18} {'residual (exact)':>17} {'canc':>9} {'estimate':>10}")
+    decs = [("rowspace", RowSpaceDecoder())] + [(f"nullspace refine={r}", NullSpaceDecoder(refine=r))
+                                                for r in (0, 1, 2)]
+    for name, dec in decs:
+        A = dec.matrices(sub, mask)
+        r = float(residuals(A, B, sub.target)[0])
+        c = float(cancellation(A, B, sub.k)[0])
+        print(f"{name:<28} {r:18.3e} {exact_residual(A[0, 0], B, F):17.3e} {c:9.5g} "
+              f"{float(error_estimate(c, r)):10.3e}")
+    mpmath.mp.dps = 50
+    w = np.abs(B).sum(axis=1)
+    BF = mpmath.matrix([[mpmath.mpf(float(B[i, j])) / mpmath.mpf(float(w[i])) for j in range(ng)] for i in F])
+    U, S, V = mpmath.svd_r(BF)
+    rank = ng - min(s + extra, ng - 1)
+    Sinv = mpmath.diag([1 / S[i] for i in range(rank)])
+    b = mpmath.matrix([[1] * ng]) * V[:rank, :].T * Sinv * U[:, :rank].T   # least-norm b with b (B_F / w) = 1
+    a = np.zeros(ng)
+    a[F] = [float(b[0, t] / mpmath.mpf(float(w[i]))) for t, i in enumerate(F)]
+    c = float(cancellation(a[None, None, :], B, sub.k)[0])
+    ex = exact_residual(a, B, F)
+    print(f"{'exact least-norm, rounded':<28} {float(residuals(a[None, None, :], B, sub.target)[0]):18.3e} "
+          f"{ex:17.3e} {c:9.5g} {float(error_estimate(c, ex)):10.3e}")
+    print(f"singular values of the row-weighted B_F: {', '.join(f'{float(x):.3g}' for x in S)} "
+          f"(numerical rank {rank} of {len(F)} rows; the last is the rounding of B)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
