@@ -45,7 +45,7 @@ class CodeBase:
     def __init__(self, B: MatrixLike, *, m: int = 1, field: str | None = None, name: str | None = None,
                  family: str | None = None, params: Mapping[str, Any] | None = None,
                  decoders: Iterable[Decoder] | None = None, default_decoder: str | None = None,
-                 cache_size: int = 256, field_builder: Callable[[Any], LinearCode] | None = None) -> None:
+                 cache_size: int = 256, field_builder: Callable[[FieldLike], LinearCode] | None = None) -> None:
         mat, fld = as_matrix(B, field)
         self._m = check_int("m", m, 1)
         n, cols = mat.shape
