@@ -18,8 +18,9 @@ Tables:
    ``getA``) at (40, 4) (91,390 sets). Target: >= 200x. Least squares is timed on every ``--stride``-th set in
    lexicographic order and scaled by the stride (the output says so).
 3. The 60 s exhaustive frontier: for each s, the largest n whose C(n, s) sets are predicted to take <= 60 s at
-   the rate of the verifier's exhaustive pipeline measured for 1 s on a prefix of that very code (a
-   prediction, labelled so); one exhaustive confirmation run at the predicted frontier for s = 5 (measured).
+   the rate of the verifier's exhaustive pipeline measured for 1 s on a prefix of that very code (a fixed-point
+   iteration on n; a prediction, labelled so); one exhaustive confirmation run at the predicted frontier for
+   s = 5 (measured).
 4. Decoding-vector latency of one responder set, against ``np.linalg.lstsq`` on the responders' rows.
 """
 
@@ -235,20 +236,27 @@ def _run(argv: list[str] | None) -> int:
     # 3. exhaustive frontier ---------------------------------------------------------------------------------
     rows = []
     frontier = {}
+    secs = 0.3 if args.quick else 1.0
+
+    def fit(rate_: float, fs: int) -> int:
+        """Largest n with C(n, fs) <= 60 s * rate_."""
+        nn = fs
+        while math.comb(nn + 1, fs) <= 60 * rate_:
+            nn += 1
+        return nn
+
     for fs in ((4, 5) if args.quick else (4, 5, 6)):
-        n_best, pred_best, rate_best, lo, hi = None, 0.0, 0.0, fs + 2, 400
-        while lo <= hi:                                  # binary search on n with the measured rate
-            mid = (lo + hi) // 2
-            rt = enumeration_rate(mid, fs, 0.3 if args.quick else 1.0)
-            pred = math.comb(mid, fs) / rt
-            if pred <= 60:
-                n_best, pred_best, rate_best, lo = mid, pred, rt, mid + 1
-            else:
-                hi = mid - 1
-        if n_best is not None:
-            frontier[fs] = n_best
-            rows.append({"s": fs, "largest n (PREDICTED <= 60 s)": n_best, "sets": f"{math.comb(n_best, fs):,}",
-                         "measured rate, sets/s": f"{rate_best:,.0f}", "predicted s": f"{pred_best:.0f}"})
+        # fixed point: measure the rate at n, move n to where C(n, s) sets take 60 s at that rate (the rate
+        # changes slowly with n), three times; then step n down until the rate measured there predicts <= 60 s
+        nn = 4 * fs + 20
+        for _ in range(3):
+            nn = max(fs + 2, fit(enumeration_rate(nn, fs, secs), fs))
+        rt = enumeration_rate(nn, fs, secs)
+        while math.comb(nn, fs) / rt > 60 and nn > fs + 2:
+            nn -= 1
+        frontier[fs] = nn
+        rows.append({"s": fs, "largest n (PREDICTED <= 60 s)": nn, "sets": f"{math.comb(nn, fs):,}",
+                     "measured rate at n, sets/s": f"{rt:,.0f}", "predicted s": f"{math.comb(nn, fs) / rt:.0f}"})
     say("3. Exhaustive 60 s frontier (cyclic_repetition(n, s, rng=0), stop_on_failure=False): PREDICTION from the "
         "rate measured for 1 s on a prefix of each code's enumeration")
     say(format_table(rows))

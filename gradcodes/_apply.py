@@ -12,7 +12,13 @@ non-zero, never copy (gather) those rows, and keep the data's dtype (float32 dat
   consecutive rows, each run is one BLAS ``gemv``/``gemm`` on a view of the data, and the output is built in
   chunks of columns that stay in cache, so the data is streamed once and the output written once (the memory
   traffic of ``a @ Y_F`` on rows already gathered, without the gather);
-* :func:`csr` -- the compressed-row form of a dense matrix (non-zeros per row, in column order).
+* :func:`csr` -- the compressed-row form of a dense matrix (non-zeros per row, in column order);
+* :func:`csr_product` -- ``Y = B X`` for ``B`` in compressed-row form (the encode): a compiled kernel (numba,
+  compiled on first use and cached on disk, never at ``import gradcodes``) that walks the columns in blocks and,
+  for every block, all rows of ``Y``: the rows of ``X`` a block needs are read from memory once and then reused
+  from cache by the other rows that store the same partitions, and each output block is summed in a small
+  buffer and written once. Memory traffic is thus about one read of ``X`` and one write of ``Y``. Without numba
+  (or with ``use_numba=False``) the same sums run as one :func:`combine_rows` per row.
 
 Streaming the operands once is the physical limit of these products: they do about one multiply-add per loaded
 number (Williams, Waterman & Patterson, *Roofline*, CACM 2009, section 2).
@@ -20,6 +26,8 @@ number (Williams, Waterman & Patterson, *Roofline*, CACM 2009, section 2).
 
 from __future__ import annotations
 
+import os
+import threading
 from fractions import Fraction
 from typing import Any
 
@@ -28,10 +36,14 @@ from scipy.linalg import blas
 
 from ._decoders import single_threaded_blas
 
-__all__ = ["csr", "combine_rows", "apply_rows", "runs"]
+__all__ = ["csr", "combine_rows", "apply_rows", "runs", "csr_product"]
 
 #: Output columns per chunk in :func:`apply_rows`: 2**16 float32 (256 KiB) stays in L2 with a scratch row.
 CHUNK = 1 << 16
+#: Columns per block of the compiled decode (one accumulator of 4096 entries stays in the L1 cache)
+_DECODE_BLOCK = 4096
+#: the compiled (numba) kernels; False selects the numpy paths (same sums up to rounding; tested)
+_USE_NUMBA = True
 
 _AXPY = {np.dtype(np.float32): blas.saxpy, np.dtype(np.float64): blas.daxpy,
          np.dtype(np.complex64): blas.caxpy, np.dtype(np.complex128): blas.zaxpy}
@@ -134,6 +146,14 @@ def apply_rows(C: np.ndarray, X: np.ndarray, rows: np.ndarray, out: np.ndarray) 
         Cp, start, L = pieces[0]
         np.matmul(Cp, X[start:start + L], out=out[0] if one else out)
         return _magnitude(out, CHUNK)
+    if (one and _USE_NUMBA and r * out.shape[1] >= _KERNEL_MIN_WORK and Cs.dtype == X.dtype == out.dtype
+            and X.dtype in _KERNEL_DTYPES and X.flags.c_contiguous and out.flags.c_contiguous
+            and compiled_encode_kernel() is not None):
+        # several runs of a decoding vector: the compiled kernel streams the used rows column block by column
+        # block into one cache-resident accumulator (the traffic of ``a_F @ Y_F`` without the gather)
+        csr_product(np.array([0, r], dtype=np.int64), srows.astype(np.int64), Cs[0], X, out,
+                    block=_DECODE_BLOCK)
+        return _magnitude(out, CHUNK)
     with single_threaded_blas():                 # many small calls: a threaded BLAS only spins on them
         return _chunked(pieces, unit, sign, X, out, one)
 
@@ -202,3 +222,127 @@ def _safe_range(dtype: np.dtype) -> tuple[float, float]:
 
 def _neg(dst: np.ndarray, src: np.ndarray) -> None:
     np.negative(src, out=dst)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the encode: Y = B X for a sparse B, column-blocked (compiled lazily; the numpy path is the same sums)
+
+#: dtypes of the compiled encode kernel (data, matrix and output share one)
+_KERNEL_DTYPES = frozenset(np.dtype(t) for t in (np.float32, np.float64, np.complex64, np.complex128))
+#: bytes of ``X`` one column block may span (all rows): the block stays in the last-level cache while every row
+#: of ``Y`` is formed from it
+_BLOCK_BYTES = 16 << 20
+#: below this many output entries one thread (a second one only costs its start-up)
+_THREADS_MIN = 1 << 21
+_ENCODE_KERNEL: Any = None
+#: multiply-adds below which the numpy paths are used (no numba import or compilation for small data)
+_KERNEL_MIN_WORK = 1 << 18
+
+
+def _build_encode_kernel() -> Any:
+    import numba
+
+    @numba.njit(cache=True, nogil=True)
+    def kernel(indptr, indices, data, X, Y, lo0, hi0, block):  # pragma: no cover - compiled
+        # Row i of a column block is summed in its output block (in cache), four terms per pass, in the order of
+        # the row's non-zeros (the rounding of the sequential sum); 1-D views give unit-stride loops that LLVM
+        # vectorises.
+        n = Y.shape[0]
+        for lo in range(lo0, hi0, block):
+            hi = min(hi0, lo + block)
+            L = hi - lo
+            for i in range(n):
+                a = indptr[i]
+                b = indptr[i + 1]
+                y = Y[i, lo:hi]
+                if a == b:
+                    for t in range(L):
+                        y[t] = 0
+                    continue
+                c0 = data[a]
+                x0 = X[indices[a], lo:hi]
+                e = a + 1
+                if e + 2 < b:
+                    c1, c2, c3 = data[e], data[e + 1], data[e + 2]
+                    x1, x2, x3 = X[indices[e], lo:hi], X[indices[e + 1], lo:hi], X[indices[e + 2], lo:hi]
+                    for t in range(L):
+                        y[t] = ((c0 * x0[t] + c1 * x1[t]) + c2 * x2[t]) + c3 * x3[t]
+                    e += 3
+                else:
+                    for t in range(L):
+                        y[t] = c0 * x0[t]
+                while e + 3 < b:
+                    c0, c1, c2, c3 = data[e], data[e + 1], data[e + 2], data[e + 3]
+                    x0, x1 = X[indices[e], lo:hi], X[indices[e + 1], lo:hi]
+                    x2, x3 = X[indices[e + 2], lo:hi], X[indices[e + 3], lo:hi]
+                    for t in range(L):
+                        y[t] = (((y[t] + c0 * x0[t]) + c1 * x1[t]) + c2 * x2[t]) + c3 * x3[t]
+                    e += 4
+                while e < b:
+                    c0 = data[e]
+                    x0 = X[indices[e], lo:hi]
+                    for t in range(L):
+                        y[t] += c0 * x0[t]
+                    e += 1
+
+    return kernel
+
+
+def compiled_encode_kernel() -> Any:
+    """The numba encode kernel (compiled, or loaded from numba's cache, on the first call), or None without
+    numba."""
+    global _ENCODE_KERNEL
+    if _ENCODE_KERNEL is None:
+        try:
+            _ENCODE_KERNEL = _build_encode_kernel()
+        except ImportError:  # pragma: no cover - numba comes with galois
+            _ENCODE_KERNEL = False
+    return _ENCODE_KERNEL or None
+
+
+def csr_product(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, X: np.ndarray, Y: np.ndarray, *,
+                use_numba: bool = True, threads: int | None = None, block: int | None = None) -> np.ndarray:
+    """``Y = B X`` for ``B`` given by :func:`csr` (``n`` rows), in place; returns ``Y``.
+
+    ``X`` (N, q) and ``Y`` (n, q) are C-contiguous; ``data``, ``X`` and ``Y`` share one float or complex dtype for
+    the compiled path (used from :data:`_KERNEL_MIN_WORK` multiply-adds on), otherwise (object arrays, mixed
+    dtypes, ``use_numba=False`` or no numba) each row is one :func:`combine_rows`. Both paths add row ``i``'s
+    terms in the order of its non-zeros, in the data's dtype. ``threads`` (default: up to 2 for large products)
+    split the columns between threads (the kernel releases the GIL); ``block`` is the number of columns per
+    block (default: all rows of a block of ``X`` fit in the last-level cache).
+    """
+    kern = None
+    if (use_numba and int(indptr[-1]) * Y.shape[1] >= _KERNEL_MIN_WORK and X.dtype in _KERNEL_DTYPES
+            and X.dtype == Y.dtype == data.dtype and X.flags.c_contiguous and Y.flags.c_contiguous):
+        kern = compiled_encode_kernel()
+    if kern is None:
+        from ._decoders import single_threaded_blas
+
+        with single_threaded_blas():
+            for i in range(Y.shape[0]):
+                lo, hi = indptr[i], indptr[i + 1]
+                combine_rows(Y[i], data[lo:hi], X, indices[lo:hi])
+        return Y
+    n, q = Y.shape
+    if block is None:
+        block = int(max(256, min(16384, _BLOCK_BYTES // max(1, X.shape[0] * X.itemsize)))) // 256 * 256
+    if threads is None:
+        threads = min(2, os.cpu_count() or 1) if n * q >= _THREADS_MIN else 1
+    threads = max(1, min(threads, -(-q // block)))
+    ip = np.ascontiguousarray(indptr, dtype=np.int64)
+    ix = np.ascontiguousarray(indices, dtype=np.int64)
+    if threads == 1:
+        kern(ip, ix, data, X, Y, 0, q, block)
+        return Y
+    nblocks = -(-q // block)
+    per = -(-nblocks // threads) * block                          # whole blocks per thread
+    bounds = [(lo, min(q, lo + per)) for lo in range(0, q, per)]
+    workers = [threading.Thread(target=kern, args=(ip, ix, data, X, Y, lo, hi, block)) for lo, hi in bounds[1:]]
+    for w in workers:
+        w.start()
+    try:
+        kern(ip, ix, data, X, Y, bounds[0][0], bounds[0][1], block)
+    finally:
+        for w in workers:
+            w.join()
+    return Y

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse
 
-from ._apply import combine_rows, csr
+from ._apply import combine_rows, csr, csr_product
 from ._code_base import CodeBase
 from ._decoders import single_threaded_blas
 from ._fields import to_fraction
@@ -22,8 +22,10 @@ from ._validate import check_int
 
 __all__ = ["EncodeMixin"]
 
-#: Below this message length a compiled sparse product beats a loop over the non-zeros of ``B``.
+#: Below this message length scipy's compiled sparse product beats the column-blocked kernel's set-up.
 _SMALL_Q = 2048
+#: the compiled (numba) encode kernel; False selects the numpy loop over the non-zeros (same sums; tested)
+_USE_NUMBA = True
 
 
 class EncodeMixin(CodeBase):
@@ -58,9 +60,11 @@ class EncodeMixin(CodeBase):
 
         Each partial gradient is split into ``m`` contiguous blocks of length ``q`` (zero padded when ``m`` does not
         divide ``p``); worker ``i`` sends ``y_i = sum_{j,u} B[i, j*m+u] g_j^(u)``. The cost is proportional to the
-        non-zeros of ``B``, ``O(nnz(B) q)``: each message adds the ``load`` blocks its worker stores (one vectorised
-        row operation per non-zero, no loop over coordinates); a dense ``B`` uses one matrix product. float32
-        stays float32 (complex64 for complex codes).
+        non-zeros of ``B``, ``O(nnz(B) q)``: each message adds the ``load`` blocks its worker stores, in a
+        compiled kernel that walks the columns in cache-sized blocks so that the partials are read from memory
+        about once and the messages written once (:func:`gradcodes._apply.csr_product`; compiled on the first
+        large encode, never at import); a dense ``B`` uses one matrix product. float32 stays float32 (complex64
+        for complex codes).
 
         Parameters
         ----------
@@ -105,11 +109,7 @@ class EncodeMixin(CodeBase):
             return Y
         if G.dtype != object:
             G = np.ascontiguousarray(G)
-        with single_threaded_blas():
-            for i in range(self._n):
-                lo, hi = indptr[i], indptr[i + 1]
-                combine_rows(Y[i], data[lo:hi], G, indices[lo:hi])
-        return Y
+        return csr_product(indptr, indices, data, G, Y, use_numba=_USE_NUMBA)
 
     def encode_worker(self, i: int, partials: MatrixLike | Sequence[ArrayLike], *, length: int | None = None,
                       out: Array | None = None) -> Array:

@@ -38,7 +38,18 @@ def responder_set(code, rng):
 
 
 @pytest.mark.parametrize("build, params", small_codes())
-def test_new_paths_equal_old_on_every_family(build, params):
+@pytest.mark.parametrize("path", ["numpy", "compiled"])
+def test_new_paths_equal_old_on_every_family(build, params, path, monkeypatch):
+    """Both the numpy paths and the compiled kernels (forced on for these small messages) of encode and decode give
+    the old dense results."""
+    import gradcodes._apply as ap
+    import gradcodes._code_encode as E
+
+    if path == "compiled":
+        monkeypatch.setattr(ap, "_KERNEL_MIN_WORK", 0)
+    else:
+        monkeypatch.setattr(ap, "_USE_NUMBA", False)
+        monkeypatch.setattr(E, "_USE_NUMBA", False)
     code = build(**params)
     if code.field.startswith("GF("):
         pytest.skip("GF(p) codes do not decode float data")

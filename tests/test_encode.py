@@ -110,3 +110,57 @@ def test_kernels():
     np.testing.assert_array_equal(out, X[0] - X[3] + 0.5 * X[2])
     combine_rows(out, [], X, [])
     np.testing.assert_array_equal(out, 0)
+
+
+@pytest.mark.parametrize("build, params", small_codes())
+def test_compiled_encode_equals_the_numpy_loop(build, params, monkeypatch):
+    """The column-blocked compiled kernel and the numpy loop over the non-zeros (the previous encode) give the same
+    messages on every registered family (to the rounding of the sum: the kernel may fuse multiply-adds)."""
+    import gradcodes._apply as ap
+    import gradcodes._code_encode as E
+
+    monkeypatch.setattr(ap, "_KERNEL_MIN_WORK", 0)
+    code = build(**params)
+    if code.field.startswith("GF("):
+        pytest.skip("GF(p) codes do not encode float data")
+    G = np.random.default_rng(3).standard_normal((code.k, 5001)).astype(np.float32)
+    fast = code.encode(G)
+    monkeypatch.setattr(E, "_USE_NUMBA", False)
+    slow = code.encode(G)
+    assert fast.dtype == slow.dtype and fast.shape == slow.shape
+    u = np.finfo(np.float32).eps
+    scale = np.abs(code.float_B()).sum(axis=1, keepdims=True) * np.abs(G).max()
+    assert np.all(np.abs(fast - slow) <= 2 * code.load * u * scale)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128])
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_csr_product_blocks_threads_and_empty_rows(dtype, threads, monkeypatch):
+    import gradcodes._apply as ap
+
+    monkeypatch.setattr(ap, "_BLOCK_BYTES", 1)                  # the smallest blocks (256 columns): many of them
+    monkeypatch.setattr(ap, "_KERNEL_MIN_WORK", 0)
+    rng = np.random.default_rng(0)
+    B = (rng.random((30, 40)) < 0.1) * rng.standard_normal((30, 40))
+    B[7] = 0                                                    # a worker storing nothing
+    if np.dtype(dtype).kind == "c":
+        B = B * np.exp(1j * rng.random((30, 40)))
+    B = B.astype(dtype)
+    X = rng.standard_normal((40, 3001)).astype(dtype)
+    Y = np.full((30, 3001), np.nan, dtype=dtype)
+    indptr, indices, data = csr(B)
+    assert ap.csr_product(indptr, indices, data, X, Y, threads=threads) is Y
+    ref = B.astype(np.complex128) @ X.astype(np.complex128)
+    tol = 8 * np.finfo(dtype).eps * (np.abs(B) @ np.abs(X)).max()
+    assert np.abs(Y - ref).max() <= tol and np.all(Y[7] == 0)
+    Z = ap.csr_product(indptr, indices, data, X, np.empty_like(Y), use_numba=False)
+    assert np.abs(Z - ref).max() <= tol
+
+
+def test_encode_kernel_is_not_compiled_at_import():
+    import subprocess
+    import sys
+
+    code = "import gradcodes, sys; print('numba' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True).stdout.strip() == "False"

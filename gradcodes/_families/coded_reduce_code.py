@@ -26,7 +26,7 @@ from .._code import DecodingError, GradientCode, LinearCode, check_float_decode,
 from .._decoders import Decoder
 from .._fields import RationalField
 from .._numerics import DEFAULT_RTOL
-from .._typing import MatrixLike, RNGLike, Unset
+from .._typing import MatrixLike, Responders, RNGLike, Unset
 from .._validate import SEED_UNSET, check_int, check_real, check_rng
 from .coded_reduce_alloc import _check_tree, _level_slices, _tree_fractions
 
@@ -288,12 +288,12 @@ class CodedReduceCode(LinearCode):
             mask = self.reachable(mask)
         return super().decoding_matrices(mask, decoder)
 
-    def used(self, responders: Any) -> np.ndarray:
+    def used(self, responders: Responders) -> np.ndarray:
         """Bool mask (N,): the workers whose messages reach the master (each parent's first ``n - s``)."""
         F, mask = self._mask(responders)
         return self._tree_weights(mask[None])[1][0]
 
-    def execute(self, responders: Any, messages: Any, *, return_messages: bool = False) -> Any:
+    def execute(self, responders: Responders, messages: MatrixLike, *, return_messages: bool = False) -> Any:
         """Run CR.Execute (Reisizadeh et al.) on the workers' own messages: the literal hierarchical reduction.
 
         Leaves send their own message; every internal node waits for its first ``n - s`` responding children,
