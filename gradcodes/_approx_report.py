@@ -57,24 +57,24 @@ class ApproxReport:
     k: int
     gradients: str
     decoder: str
-    expected_error: Any
+    expected_error: float | Fraction
     expected_error_stderr: float
-    relative_error: Any
+    relative_error: float | Fraction | None
     bias: np.ndarray
-    bias_norm: Any
+    bias_norm: float | Fraction
     bias_stderr: float
     unbiased: bool
     method: str
     patterns: int
     exact: bool
-    closed_form: Any
+    closed_form: float | Fraction | None
     nnz: int
     replication: Fraction
     load: int
     load_lower_bound: Fraction
     meets_lower_bound: bool
-    min_coefficient: Any
-    gradient_norm2: Any = None
+    min_coefficient: float | Fraction
+    gradient_norm2: float | Fraction | None = None
     seed: int | None = None
     seconds: float = 0.0
     extra: dict = field(default_factory=dict)
