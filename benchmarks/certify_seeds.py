@@ -195,6 +195,8 @@ def main() -> int:
     ap.add_argument("args", nargs="*", type=int)
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--max-sets", type=int, default=None, help="with --check: skip entries with more sets")
+    ap.add_argument("--only", type=int, nargs=3, default=None, metavar=("NG", "S", "EXTRA"),
+                    help="with --check: this entry only")
     ap.add_argument("--screen", action="store_true")
     ap.add_argument("--samples", type=int, default=500_000)
     ap.add_argument("--target", type=float, default=None, help="abandon a seed once its worst error exceeds this")
@@ -209,6 +211,8 @@ def main() -> int:
     if a.check:
         bad = 0
         for (ng, s, extra), entry in sorted(CERTIFIED.items()):
+            if a.only is not None and (ng, s, extra) != tuple(a.only):
+                continue
             if a.max_sets is not None and math.comb(ng, s) > a.max_sets:
                 print(f"skip ({ng}, {s}, {extra}): {math.comb(ng, s):,} sets > --max-sets")
                 continue

@@ -1,6 +1,6 @@
 """The numerics frontier: certified worst float64 error against load, between ``s + 1`` and the binary load.
 
-    python benchmarks/frontier.py [--quick] [--limit SETS] [--samples N]
+    python benchmarks/frontier.py [--quick] [--limit SETS] [--samples N] [--points N,S ...] [--fresh] [--report-only]
 
 For every grid point ``(n, s)`` (``n`` in {20, 50, 97, 100, 200, 500}; ``s`` about n/10, n/4, n/2; ``n = q(s+1)+r``,
 the ``r <= q`` and ``r > q`` cases both occur) and every family, at every load from ``s + 1`` to the binary load
@@ -131,11 +131,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     cache_path = OUT / "frontier_cache.json"
     cache = json.loads(cache_path.read_text()) if cache_path.exists() else {}
     points_path = OUT / ("frontier_points_quick.json" if args.quick else "frontier_points.json")
-    results: dict[str, Any] = {} if args.fresh or not points_path.exists() else json.loads(points_path.read_text())
+    results: dict[str, Any] = json.loads(points_path.read_text()) if points_path.exists() else {}
     pts = grid() if not args.quick else [(20, 2), (20, 5), (50, 5), (50, 12)]
     if args.points:
         wanted = {tuple(int(x) for x in p.split(",")) for p in args.points}
         pts = [p for p in pts if p in wanted]
+    if args.report_only:
+        pts = []
+    if args.fresh:                                   # recompute the selected points (all without --points)
+        for n, s in pts:
+            results.pop(f"{n},{s}", None)
+    results = {k: results[k] for k in sorted(results, key=lambda k: tuple(int(x) for x in k.split(",")))}
     for n, s in pts:
         if f"{n},{s}" in results:
             continue
@@ -168,7 +174,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                                "options": {"limit": args.limit, "samples": args.samples,
                                            "candidates": args.candidates}}
         points_path.write_text(json.dumps(results, indent=1, default=str))
-    return results
+    order = {f"{n},{s}": i for i, (n, s) in enumerate(grid())}
+    return {k: results[k] for k in sorted(results, key=lambda k: order.get(k, len(order)))}
 
 
 def frontier(rows: list[dict[str, Any]], status: str = "proven") -> dict[int, tuple[float, str]]:
@@ -252,8 +259,9 @@ def main() -> int:
     ap.add_argument("--limit", type=int, default=200_000, help="sets enumerated per block (default 200,000)")
     ap.add_argument("--samples", type=int, default=300, help="random sets when a block is searched")
     ap.add_argument("--candidates", type=int, default=2, help="seeds tried per uncertified group size")
-    ap.add_argument("--fresh", action="store_true", help="recompute every grid point (default: resume)")
+    ap.add_argument("--fresh", action="store_true", help="recompute the selected grid points (default: resume)")
     ap.add_argument("--points", nargs="*", default=None, help="only these grid points, e.g. 100,25 97,24")
+    ap.add_argument("--report-only", action="store_true", help="no computing: table and plot of the finished points")
     args = ap.parse_args()
     print(f"load average at start: {os.getloadavg()}", flush=True)
     t0 = time.perf_counter()
@@ -265,8 +273,11 @@ def main() -> int:
     text += "\n\nseconds per grid point: " + ", ".join(f"({r['n']}, {r['s']}) {r.get('seconds', float('nan')):.0f}"
                                                    for r in results.values())
     elapsed = time.perf_counter() - t0
-    text += (f"\n\ntotal {elapsed:.0f} s (limit {args.limit:,} sets per block, {args.samples} samples, "
-             f"{args.candidates} candidate seeds); load average at end: {os.getloadavg()}")
+    opts = sorted({json.dumps(r.get("options"), sort_keys=True) for r in results.values()})
+    text += (f"\n\nthis invocation {elapsed:.0f} s; options of the finished points: {'; '.join(opts)}; load average "
+             f"at each point's end: " + ", ".join(f"({r['n']}, {r['s']}) {r.get('loadavg', float('nan')):.1f}"
+                                                  for r in results.values())
+             + f"; load average now: {os.getloadavg()}")
     print(text)
     suffix = "_quick" if args.quick else ""
     OUT.mkdir(exist_ok=True)
