@@ -5,8 +5,8 @@
     python benchmarks/certify_seeds.py --merge NG S EXTRA SEED --parts K               # combine finished parts
     python benchmarks/certify_seeds.py --check [--max-sets N]                          # re-verify CERTIFIED
 
-A group of NG workers is coded by cyclic_repetition(NG, S + EXTRA, rng=SEED) and decoded by the row-space decoder
-against S stragglers.
+A group of NG workers is coded by cyclic_repetition(NG, S + EXTRA, rng=SEED, refine=REFINE) and decoded by the
+row-space decoder against S stragglers.
 
 * ``--screen`` evaluates the same random straggler sets (``--samples``, default 500,000) for every seed in
   [SEED0, SEED1) and prints the sampled worst error and tail counts. A sample is NOT a worst case (the worst
@@ -42,7 +42,7 @@ import gradcodes as gc
 from gradcodes._decoders import single_threaded_blas
 from gradcodes._families._certified_seeds import CERTIFIED
 from gradcodes._families._rowspace_kernel import kernels
-from gradcodes._families.grouped_random import RowSpaceDecoder, _block_code
+from gradcodes._families.grouped_random import REFINE, RowSpaceDecoder, _block_code
 from gradcodes._verify import _Tracker, random_straggler_sets
 from gradcodes._verify_fast import _binom_table, unrank_lex
 
@@ -67,7 +67,7 @@ def screen(ng: int, s: int, extra: int, seeds: range, samples: int) -> list[dict
         t0 = time.perf_counter()
         with single_threaded_blas():
             est = np.concatenate([tr.add(S[i:i + 4096]) for i in range(0, samples, 4096)])
-        rec = {"n_g": ng, "s": s, "extra": extra, "seed": sd, "samples": samples,
+        rec = {"n_g": ng, "s": s, "extra": extra, "seed": sd, "refine": REFINE, "samples": samples,
                "sampled_worst": float(est.max()), "above_1e-12": int((est > 1e-12).sum()),
                "above_3e-12": int((est > 3e-12).sum()), "q99.99": float(np.quantile(est, 0.9999)),
                "seconds": round(time.perf_counter() - t0, 1), "loadavg": os.getloadavg()[0]}
@@ -139,7 +139,8 @@ def certify_part(ng: int, s: int, extra: int, seed: int, target: float | None, p
                 done = tr.checked + kernel_sets
                 print(f"  seed {seed} part {part}/{parts}: {done:,} sets, chunk {i + 1} of {len(order)}, "
                       f"{done / (last - t0):,.0f} sets/s, worst so far {est:.3g}", flush=True)
-    rec: dict[str, Any] = {"n_g": ng, "s": s, "extra": extra, "seed": seed, "part": part, "parts": parts,
+    rec: dict[str, Any] = {"n_g": ng, "s": s, "extra": extra, "seed": seed, "refine": REFINE, "part": part,
+                           "parts": parts,
                            "chunk": CHUNK, "aborted": aborted, "target": target, "n_failures": tr.n_failures,
                            "evaluation": "reference" if kern is None else "kernel", "combine": combine}
     if kern is None:
@@ -163,7 +164,8 @@ def merge(ng: int, s: int, extra: int, seed: int, parts: int) -> dict[str, Any] 
     for line in LOG.read_text().splitlines():
         r = json.loads(line)
         if (r.get("n_g"), r.get("s"), r.get("extra"), r.get("seed"), r.get("parts")) == (ng, s, extra, seed, parts) \
-                and not r.get("aborted") and "part" in r and r.get("chunk") == CHUNK:
+                and not r.get("aborted") and "part" in r and r.get("chunk") == CHUNK \
+                and r.get("refine", 0) == REFINE:
             recs[r["part"]] = r
     if sorted(recs) != list(range(parts)):
         return None
@@ -172,7 +174,7 @@ def merge(ng: int, s: int, extra: int, seed: int, parts: int) -> dict[str, Any] 
     if sets != total or any(r["n_failures"] for r in recs.values()):
         return None
     worst = max(recs.values(), key=lambda r: r["worst_residual"])
-    return {"n_g": ng, "s": s, "extra": extra, "seed": seed, "proven": True, "exhaustive": True,
+    return {"n_g": ng, "s": s, "extra": extra, "seed": seed, "refine": REFINE, "proven": True, "exhaustive": True,
             "error_estimate": max(r["error_estimate"] for r in recs.values()),
             "worst_residual": worst["worst_residual"],
             "worst_cancellation": max(r["worst_cancellation"] for r in recs.values()),

@@ -1,6 +1,7 @@
 """The numerics frontier: certified worst float64 error against load, between ``s + 1`` and the binary load.
 
-    python benchmarks/frontier.py [--quick] [--limit SETS] [--samples N] [--points N,S ...] [--fresh] [--report-only]
+    python benchmarks/frontier.py [--quick] [--limit SETS] [--samples N] [--points N,S ...] [--fresh] [--regroup]
+                                  [--report-only]
 
 For every grid point ``(n, s)`` (``n`` in {20, 50, 97, 100, 200, 500}; ``s`` about n/10, n/4, n/2; ``n = q(s+1)+r``,
 the ``r <= q`` and ``r > q`` cases both occur) and every family, at every load from ``s + 1`` to the binary load
@@ -17,7 +18,8 @@ code (gradcodes.grouped_random, ``extra`` = load - s - 1) fills the loads in bet
 in benchmarks/results/frontier_cache.json (delete it to recompute); certificates stored in the package
 (gradcodes._families._certified_seeds, exhaustive, re-checked by benchmarks/certify_seeds.py --check) are used as they
 are and marked. Finished grid points are kept in benchmarks/results/frontier_points.json, so an interrupted run
-resumes (--fresh recomputes; --points selects). Writes benchmarks/results/frontier.txt, .json and
+resumes (--fresh recomputes; --points selects; --regroup recomputes only the grouped_random rows of finished points,
+after a change of its groups' construction, and records when). Writes benchmarks/results/frontier.txt, .json and
 frontier.png (one panel per grid point: load against error, filled = proven, hollow = searched).
 """
 
@@ -43,8 +45,9 @@ from gradcodes._families.grouped_random import certified_bound, group_sizes
 
 OUT = Path(__file__).parent / "results"
 NS = (20, 50, 97, 100, 200, 500)
-#: cached group certificates are keyed by the decoder implementation that produced them
-DECODER_VERSION = "rowspace-numba-1"
+#: cached group certificates are keyed by the decoder implementation and the groups' construction that produced
+#: them (refine2: cyclic_repetition(..., refine=2) rows, gradcodes.grouped_random's default)
+DECODER_VERSION = "rowspace-numba-1+refine2"
 
 
 def grid() -> list[tuple[int, int]]:
@@ -111,6 +114,15 @@ def grouped_random_row(n: int, s: int, extra: int, limit: int, cache: dict[str, 
             "stored": [c["n_g"] for c in certs if "stored" in str(c.get("status", ""))]}
 
 
+def grouped_random_entry(n: int, s: int, extra: int, args: argparse.Namespace, cache: dict[str, Any]
+                         ) -> dict[str, Any]:
+    row = grouped_random_row(n, s, extra, args.limit, cache, args.candidates)
+    stored = f" [stored cert. n_g={row['stored']}]" if row["stored"] else ""
+    print(f"  ({n},{s}) grouped_random extra={extra}: {row['status']} {row['error']:.2g} "
+          f"[{row['seconds']:.1f} s]", flush=True)
+    return {"family": f"grouped_random extra={extra}{stored}", **row}
+
+
 def references(n: int, s: int, limit: int, samples: int) -> list[tuple[str, Any]]:
     out: list[tuple[str, Any]] = []
     out.append(("binary (Charalambides et al.)", lambda: gc.stable_binary(n, s)))
@@ -142,6 +154,20 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         for n, s in pts:
             results.pop(f"{n},{s}", None)
     results = {k: results[k] for k in sorted(results, key=lambda k: tuple(int(x) for x in k.split(",")))}
+    if args.regroup:                                 # finished points: recompute only the grouped_random rows
+        for n, s in pts:
+            res = results.get(f"{n},{s}")
+            if res is None:
+                continue
+            t_point = time.perf_counter()
+            rows = [r for r in res["rows"] if not r["family"].startswith("grouped_random")]
+            for load in res["loads_tried"]:
+                rows.append(grouped_random_entry(n, s, load - s - 1, args, cache))
+                cache_path.write_text(json.dumps(cache, indent=0, sort_keys=True))
+            res.update(rows=rows, regrouped={"seconds": time.perf_counter() - t_point,
+                                             "loadavg": os.getloadavg()[0], "version": DECODER_VERSION})
+            points_path.write_text(json.dumps(results, indent=1, default=str))
+        pts = []
     for n, s in pts:
         if f"{n},{s}" in results:
             continue
@@ -160,12 +186,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                   f"[{rows[-1]['seconds']:.1f} s]", flush=True)
         loads = loads_to_try(s, top - 1)
         for load in loads:
-            extra = load - s - 1
-            row = grouped_random_row(n, s, extra, args.limit, cache, args.candidates)
-            stored = f" [stored cert. n_g={row['stored']}]" if row["stored"] else ""
-            rows.append({"family": f"grouped_random extra={extra}{stored}", **row})
-            print(f"  ({n},{s}) grouped_random extra={extra}: {row['status']} {row['error']:.2g} "
-                  f"[{row['seconds']:.1f} s]", flush=True)
+            rows.append(grouped_random_entry(n, s, load - s - 1, args, cache))
             cache_path.write_text(json.dumps(cache, indent=0, sort_keys=True))
         results[f"{n},{s}"] = {"n": n, "s": s, "q": q, "r": r, "case": "r <= q" if r <= q else "r > q",
                                "binary_load": top, "loads_tried": loads,
@@ -261,6 +282,8 @@ def main() -> int:
     ap.add_argument("--candidates", type=int, default=2, help="seeds tried per uncertified group size")
     ap.add_argument("--fresh", action="store_true", help="recompute the selected grid points (default: resume)")
     ap.add_argument("--points", nargs="*", default=None, help="only these grid points, e.g. 100,25 97,24")
+    ap.add_argument("--regroup", action="store_true",
+                    help="finished points: recompute only the grouped_random rows (after a change of its groups)")
     ap.add_argument("--report-only", action="store_true", help="no computing: table and plot of the finished points")
     args = ap.parse_args()
     print(f"load average at start: {os.getloadavg()}", flush=True)
@@ -278,6 +301,11 @@ def main() -> int:
              f"at each point's end: " + ", ".join(f"({r['n']}, {r['s']}) {r.get('loadavg', float('nan')):.1f}"
                                                   for r in results.values())
              + f"; load average now: {os.getloadavg()}")
+    regrouped = [r for r in results.values() if "regrouped" in r]
+    if regrouped:
+        text += ("\n\ngrouped_random rows recomputed (--regroup, groups " + regrouped[0]["regrouped"]["version"]
+                 + "): " + ", ".join(f"({r['n']}, {r['s']}) {r['regrouped']['seconds']:.0f} s at load "
+                                     f"{r['regrouped']['loadavg']:.1f}" for r in regrouped))
     print(text)
     suffix = "_quick" if args.quick else ""
     OUT.mkdir(exist_ok=True)

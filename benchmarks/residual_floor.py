@@ -1,4 +1,4 @@
-"""Why a grouped_random group's worst error has a floor near 1e-11: the float64 matrix itself, not the decoder.
+"""Why a grouped_random group's worst error had a floor near 1e-11: the float64 matrix itself, not the decoder.
 
     python benchmarks/residual_floor.py [NG S EXTRA SEED RESPONDER ...]
 
@@ -9,7 +9,9 @@ evaluated in float64 and exactly (rational arithmetic on the float64 numbers), t
 error estimate ``u canc + residual``; then the same for the exact least weighted-norm solution (50-digit
 arithmetic) rounded to float64. When even that has a residual of the same size, no decoder can do better: the
 rows of the stored float64 ``B_F`` do not contain the target exactly in their span (the construction's exact rows
-do), and any decoding vector of this size picks up the rounding of ``B``.
+do), and any decoding vector of this size picks up the rounding of ``B``. All of this is printed twice: for the
+group's rows from one float64 solve each (``cyclic_repetition(..., refine=0)``, the construction before refinement)
+and for the refined rows that ``grouped_random`` now uses (``refine=2``: the exact rows for the same ``H``, rounded).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import mpmath
 import numpy as np
 
 from gradcodes._decoders import NullSpaceDecoder
-from gradcodes._families.grouped_random import RowSpaceDecoder, _block_code
+from gradcodes._families.grouped_random import REFINE, RowSpaceDecoder, _block_code
 from gradcodes._numerics import cancellation, error_estimate, residuals
 
 
@@ -35,12 +37,25 @@ def exact_residual(a: np.ndarray, B: np.ndarray, F: list[int]) -> float:
 
 def main() -> int:
     args = [int(x) for x in sys.argv[1:]] or [33, 25, 1, 0, 0, 1, 7, 14, 18, 19, 22, 31]
-    ng, s, extra, seed, *F = args
-    sub = _block_code(ng, s, extra, seed)
+    for refine in (0, REFINE):
+        analyse(*args, refine=refine)
+        print()
+    ng, s, extra, seed = args[:4]
+    plain, refined = (np.asarray(_block_code(ng, s, extra, seed, r).B, dtype=np.float64) for r in (0, REFINE))
+    nz = refined != 0
+    rel = np.abs(plain[nz] - refined[nz]) / np.abs(refined[nz])
+    print(f"rows refine=0 against refine={REFINE} (the exact rows rounded, tests/test_refine.py): max relative "
+          f"difference {rel.max():.3g}, {np.count_nonzero(rel):,} of {rel.size:,} non-zeros differ")
+    return 0
+
+
+def analyse(ng: int, s: int, extra: int, seed: int, *responders: int, refine: int) -> None:
+    F = list(responders)
+    sub = _block_code(ng, s, extra, seed, refine)
     B = np.asarray(sub.B, dtype=np.float64)
     mask = np.zeros((1, ng), dtype=bool)
     mask[0, F] = True
-    print(f"group ({ng}, {s}, extra {extra}), seed {seed}, responders {F}")
+    print(f"group ({ng}, {s}, extra {extra}), seed {seed}, rows refine={refine}, responders {F}")
     print(f"{'decoder':<28} {'residual (float64)':>18} {'residual (exact)':>17} {'canc':>9} {'estimate':>10}")
     decs = [("rowspace", RowSpaceDecoder())] + [(f"nullspace refine={r}", NullSpaceDecoder(refine=r))
                                                 for r in (0, 1, 2)]
@@ -65,7 +80,6 @@ def main() -> int:
           f"{ex:17.3e} {c:9.5g} {float(error_estimate(c, ex)):10.3e}")
     print(f"singular values of the row-weighted B_F: {', '.join(f'{float(x):.3g}' for x in S)} "
           f"(numerical rank {rank} of {len(F)} rows; the last is the rounding of B)")
-    return 0
 
 
 if __name__ == "__main__":

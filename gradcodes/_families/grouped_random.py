@@ -3,11 +3,14 @@ r"""Oversampled grouped random codes: certified accurate codes between load ``s 
 **Construction.** Write ``n = q (s+1) + r`` (``q = floor(n/(s+1))``, ``0 <= r <= s``). The workers and partitions
 split into the ``q`` contiguous groups of :func:`gradcodes.stable_binary` (``n_g = s + 1 + t_g`` workers and
 partitions, ``t_g = floor(r/q)`` or ``ceil(r/q)``): the smallest groups that ``s`` stragglers cannot silence
-(Charalambides, Mahdavifar & Hero 2020). Group ``g`` runs Tandon et al.'s (2017) random cyclic-repetition code
-built for ``s_g = min(s + extra, n_g - 1)`` stragglers, used against ``s``: load ``s_g + 1 = s + 1 + extra`` (or
-``n_g`` when the group is that small, and then every member stores the whole block and the decode is one message,
-weight 1). The ``extra`` unused degrees of freedom are spent on accuracy: ``n_g - s`` responders of the group span a
-space larger than needed, and the decoder picks the decoding vector of least weighted norm.
+(Charalambides, Mahdavifar & Hero 2020). Group ``g`` runs Tandon et al.'s (2017) random cyclic-repetition code built
+for ``s_g = min(s + extra, n_g - 1)`` stragglers, used against ``s``: load ``s_g + 1 = s + 1 + extra`` (or ``n_g``
+when the group is that small, and then every member stores the whole block and the decode is one message, weight 1).
+The rows are computed with ``cyclic_repetition(..., refine=2)``: iterative refinement makes them the exact
+construction's rows for the drawn ``H``, rounded, instead of one float64 solve off by ``cond(H_J) u``; that rounding
+was the largest term of the worst residual of the large groups. The ``extra`` unused degrees of freedom are spent on
+accuracy: ``n_g - s`` responders of the group span a space larger than needed, and the decoder picks the decoding
+vector of least weighted norm.
 
 **Decoder** (:class:`RowSpaceDecoder`, per group through :class:`~gradcodes.BlockDecoder`). With ``B_g = C N``
 (``N``: orthonormal basis of the row space, ``rank B_g = n_g - s_g``) and ``1 = c N``, ``a B_g = 1`` is
@@ -170,13 +173,18 @@ def grouped_random_load(n: int, s: int, extra: int = 1) -> int:
     return int(min(s + 1 + extra, group_sizes(n, s).max()))
 
 
-def _block_code(ng: int, s: int, extra: int, seed: int | None) -> GradientCode:
+#: refinement steps of the groups' cyclic-repetition rows (``cyclic_repetition(..., refine=...)``); the stored
+#: certificates are for this value
+REFINE = 2
+
+
+def _block_code(ng: int, s: int, extra: int, seed: int | None, refine: int = REFINE) -> GradientCode:
     sg = min(s + extra, ng - 1)
     if sg == ng - 1:                                   # the group stores its whole block: repetition
         return GradientCode(np.ones((ng, ng), dtype=np.int64), s, field="real", name=f"repetition[{ng}]",
                             decoders=[GroupDecoder(np.array([0, ng]))], default_decoder="group")
-    B = cyclic_repetition(ng, sg, rng=seed).B
-    return GradientCode(B, s, name=f"cyclic_repetition[{ng},{sg},seed={seed}]",
+    B = cyclic_repetition(ng, sg, rng=seed, refine=refine).B
+    return GradientCode(B, s, name=f"cyclic_repetition[{ng},{sg},seed={seed},refine={refine}]",
                         decoders=[RowSpaceDecoder()], default_decoder="rowspace")
 
 
@@ -193,7 +201,7 @@ def _certify(sub: GradientCode, limit: int) -> dict[str, Any]:
 
 def grouped_random(n: int, s: int, extra: int = 1, *, rng: RNGLike = None, candidates: int = 4,
                    limit: int = 200_000, block_seeds: dict[Any, int] | None = None,
-                   certificates: list[dict[str, Any]] | None = None) -> GradientCode:
+                   certificates: list[dict[str, Any]] | None = None, refine: int = REFINE) -> GradientCode:
     r"""Oversampled grouped random code: random cyclic-repetition groups with ``extra`` units of load to spare.
 
     See the module docstring for the construction, decoder and proof. ``k = n``, load
@@ -218,6 +226,10 @@ def grouped_random(n: int, s: int, extra: int = 1, *, rng: RNGLike = None, candi
         ``{n_g: seed}``: use these seeds, no search (this is how :func:`gradcodes.load` rebuilds the code).
     certificates : list of dict, optional
         Certificates carried by a saved code (informational; re-check with :func:`gradcodes.verify`).
+    refine : int, default 2
+        Refinement steps of the groups' rows (``cyclic_repetition(..., refine=refine)``), ``0 <= refine <= 10``.
+        The stored certificates (:data:`CERTIFIED`) are for the default; files saved before this option existed
+        were built with ``refine=0`` and load as such.
 
     Returns
     -------
@@ -245,6 +257,7 @@ def grouped_random(n: int, s: int, extra: int = 1, *, rng: RNGLike = None, candi
     extra = check_int("extra", extra, 0)
     candidates = check_int("candidates", candidates, 1, 10_000)
     limit = check_int("limit", limit, 0)
+    refine = check_int("refine", refine, 0, 10)
     sizes = group_sizes(n, s)
     if block_seeds is not None:
         if not isinstance(block_seeds, dict):
@@ -266,23 +279,23 @@ def grouped_random(n: int, s: int, extra: int = 1, *, rng: RNGLike = None, candi
         whole = min(s + extra, ng - 1) == ng - 1
         if whole:
             seed: int | None = None
-            sub = _block_code(ng, s, extra, None)
+            sub = _block_code(ng, s, extra, None, refine)
             cert = {"n_g": ng, "seed": None, **_certify(sub, limit)} if block_seeds is None else None
         elif block_seeds is not None:
             seed = seeds_in[ng]
-            sub = _block_code(ng, s, extra, seed)
+            sub = _block_code(ng, s, extra, seed, refine)
             cert = None
-        elif (ng, s, extra) in CERTIFIED:
+        elif (ng, s, extra) in CERTIFIED and CERTIFIED[(ng, s, extra)]["refine"] == refine:
             stored = CERTIFIED[(ng, s, extra)]
             seed = int(stored["seed"])
-            sub = _block_code(ng, s, extra, seed)
+            sub = _block_code(ng, s, extra, seed, refine)
             cert = {"n_g": ng, **stored, "status": "proven (stored certificate)"}
         else:
             pool = list(range(candidates)) if gen is None else [int(x) for x in gen.integers(0, 2**31, candidates)]
             best: tuple[float, bool, int, GradientCode, dict[str, Any]] | None = None
             tried: dict[str, float] = {}
             for sd in pool:
-                cand = _block_code(ng, s, extra, sd)
+                cand = _block_code(ng, s, extra, sd, refine)
                 c = _certify(cand, limit)
                 tried[str(sd)] = c["error_estimate"]
                 key = (not c["proven"], c["error_estimate"])
@@ -301,7 +314,7 @@ def grouped_random(n: int, s: int, extra: int = 1, *, rng: RNGLike = None, candi
     B = np.zeros((n, n))
     for g, ng in enumerate(sizes):
         B[bounds[g]:bounds[g + 1], bounds[g]:bounds[g + 1]] = subs[int(ng)].B
-    params: dict[str, Any] = {"n": n, "s": s, "extra": extra, "block_seeds": seeds,
+    params: dict[str, Any] = {"n": n, "s": s, "extra": extra, "refine": refine, "block_seeds": seeds,
                               "certificates": certs if block_seeds is None else (certificates or [])}
     return GradientCode(B, s, name="grouped_random", family="grouped_random", params=params,
                         decoders=[BlockDecoder(blocks, [subs[int(ng)] for ng in sizes], name="grouped")],
@@ -329,7 +342,13 @@ def certified_bound(code: GradientCode) -> tuple[float, bool, bool]:
     return (float("inf") if failed else u * canc + res), proven, failed
 
 
-REBUILDERS.update(grouped_random=grouped_random)
+def _rebuild(**params: Any) -> GradientCode:
+    """:func:`gradcodes.load`'s constructor: files written before ``refine`` existed were built without it."""
+    params.setdefault("refine", 0)
+    return grouped_random(**params)
+
+
+REBUILDERS.update(grouped_random=_rebuild)
 register(Scheme("grouped_random", lambda n, s, extra=1: grouped_random(n, s, extra),
                 "stable-binary groups, each a random cyclic-repetition code with extra load, proven by blocks",
                 tour=({"n": 23, "s": 4}, {"n": 40, "s": 9})))
