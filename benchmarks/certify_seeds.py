@@ -4,6 +4,7 @@
     python benchmarks/certify_seeds.py NG S EXTRA SEED [SEED ...] [--target T] [--part I --parts K]
     python benchmarks/certify_seeds.py --merge NG S EXTRA SEED --parts K               # combine finished parts
     python benchmarks/certify_seeds.py --check [--max-sets N]                          # re-verify CERTIFIED
+    python benchmarks/certify_seeds.py --code N S                # verify recommend(N, S, max_load=S+2) by blocks
 
 A group of NG workers is coded by cyclic_repetition(NG, S + EXTRA, rng=SEED, refine=REFINE) and decoded by the
 row-space decoder against S stragglers.
@@ -20,6 +21,9 @@ row-space decoder against S stragglers.
   up to C(NG, S) exactly once each).
 * ``--check`` repeats the certification of every stored entry with ``gradcodes.verify(..., limit=C(NG, S))``
   itself and compares the worst error.
+* ``--code N S`` builds ``gradcodes.recommend(N, S, max_load=S + 2)`` and runs ``gradcodes.verify`` on the code it
+  returns, enumerating every straggler set of every distinct group (the proof by blocks), and prints the verdict,
+  the worst error and the time.
 
 Results are appended to benchmarks/results/certified_seeds.jsonl (one JSON object per line). Winning entries are
 copied into gradcodes/_families/_certified_seeds.py by hand.
@@ -188,8 +192,23 @@ def check_entry(ng: int, s: int, extra: int, seed: int) -> dict[str, Any]:
     total = math.comb(ng, s)
     t0 = time.perf_counter()
     rep = gc.verify(sub, limit=total, stop_on_failure=False)
-    return {"proven": bool(rep), "error_estimate": rep.error_estimate, "sets": rep.patterns_checked,
+    return {"proven": bool(rep), "error_estimate": rep.error_estimate, "worst_residual": rep.worst_residual,
+            "worst_cancellation": rep.worst_cancellation, "sets": rep.patterns_checked,
             "seconds": round(time.perf_counter() - t0, 1)}
+
+
+def check_code(n: int, s: int) -> int:
+    code = gc.recommend(n, s, max_load=s + 2, rng=0)
+    print(code.recommendation, flush=True)
+    sizes = sorted({len(b.workers) for b in gc.blocks_of(code) or []}) if code.family == "grouped_random" else []
+    limit = max([math.comb(ng, s) for ng in sizes] + [1])
+    t0 = time.perf_counter()
+    rep = gc.verify(code, limit=limit, stop_on_failure=False)
+    print(f"gc.verify(recommend({n}, {s}, max_load={s + 2})) [{code.family}, load {code.load}, group sizes {sizes}]: "
+          f"verdict {rep.verdict!r}, proven {bool(rep)}, worst error {rep.error_estimate:.3g} (residual "
+          f"{rep.worst_residual:.3g}, cancellation {rep.worst_cancellation:.4g}), {rep.patterns_checked:,} sets in "
+          f"{time.perf_counter() - t0:.1f} s; load average {os.getloadavg()[0]:.1f}", flush=True)
+    return 0 if bool(rep) and rep.error_estimate <= 1e-11 else 1
 
 
 def main() -> int:
@@ -200,6 +219,7 @@ def main() -> int:
     ap.add_argument("--only", type=int, nargs=3, default=None, metavar=("NG", "S", "EXTRA"),
                     help="with --check: this entry only")
     ap.add_argument("--screen", action="store_true")
+    ap.add_argument("--code", action="store_true", help="verify recommend(N, S, max_load=S+2): args N S")
     ap.add_argument("--samples", type=int, default=500_000)
     ap.add_argument("--target", type=float, default=None, help="abandon a seed once its worst error exceeds this")
     ap.add_argument("--part", type=int, default=0)
@@ -224,7 +244,13 @@ def main() -> int:
             print(f"({ng}, {s}, {extra}) seed {entry['seed']}: stored {entry['error_estimate']:.3g}, "
                   f"re-verified {r['error_estimate']:.3g} over {r['sets']:,} sets in {r['seconds']} s: "
                   f"{'OK' if same else 'MISMATCH'}", flush=True)
+            print(json.dumps({"check": [ng, s, extra], "seed": entry["seed"], "refine": REFINE, **r,
+                              "loadavg": os.getloadavg()[0]}), flush=True)
         return 1 if bad else 0
+    if a.code:
+        if len(a.args) != 2:
+            ap.error("--code takes N S")
+        return check_code(*a.args)
     if a.screen:
         if len(a.args) != 5:
             ap.error("--screen takes NG S EXTRA SEED0 SEED1")

@@ -265,7 +265,12 @@ def test_cli_exit_status_follows_the_verdict(capsys):
     from gradcodes.cli import main
 
     assert main(["verify", "cyclic_repetition", "-n", "9", "-s", "2"]) == 0
-    assert main(["verify", "cyclic_repetition", "-n", "30", "-s", "6", "--limit", "100", "--samples", "50"]) == 1
+    # seed 1: a code with no failing or inaccurate set (exhaustively, below), so a sampled check can only be UNPROVEN;
+    # without --seed the code was random and a search could (rarely) find a failing set: a flaky test, now fixed
+    assert gc.verify(gc.cyclic_repetition(30, 6, rng=1), limit=593_775).verdict == "ok"
+    capsys.readouterr()
+    assert main(["verify", "cyclic_repetition", "-n", "30", "-s", "6", "--seed", "1", "--limit", "100",
+                 "--samples", "50"]) == 1
     assert "UNPROVEN" in capsys.readouterr().out
 
 
