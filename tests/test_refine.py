@@ -124,3 +124,12 @@ def test_old_files_rebuild_without_refinement():
     again = REBUILDERS["grouped_random"](**params)
     assert np.array_equal(again.B, code.B) and again.params["refine"] == 0
     assert not np.array_equal(again.B, gc.grouped_random(13, 4, block_seeds={7: 0, 6: None}).B)   # default: 2
+
+
+def test_refinement_in_chunks_is_the_same(monkeypatch):
+    # rows are refined in bounded-memory chunks; chunks of a few rows give bitwise the same matrix
+    import gradcodes._families._refine as refine_mod
+
+    whole = gc.cyclic_repetition(60, 20, rng=2, refine=2).B
+    monkeypatch.setattr(refine_mod, "_CHUNK_ENTRIES", 7 * 20 * 21)
+    assert np.array_equal(gc.cyclic_repetition(60, 20, rng=2, refine=2).B, whole)

@@ -24,6 +24,7 @@ import numpy as np
 __all__ = ["exact_last_column", "refine_rows"]
 
 _SPLIT = 134217729.0          # 2^27 + 1, Dekker's splitting constant for float64
+_CHUNK_ENTRIES = 1 << 22      # rows are refined in chunks of about this many matrix entries (bounded memory)
 
 
 def _two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -73,19 +74,30 @@ def refine_rows(H: np.ndarray, lo: np.ndarray, X: np.ndarray, steps: int) -> np.
     """Refine the solutions ``X[i]`` of ``H[:, J_i] X[i] = -(H[:, i] + lo_col[i])`` (``J_i = i+1, ..., i+s mod n``).
 
     ``H`` (s, n) float64; ``lo`` (s,) the low part of ``H``'s last column (zeros when ``H`` is exact in float64);
-    ``X`` (n, s) from a float64 solve. Returns the refined ``X`` after ``steps`` steps.
+    ``X`` (n, s) from a float64 solve. Returns the refined ``X`` after ``steps`` steps. Rows are refined in chunks
+    of about ``_CHUNK_ENTRIES`` (2^22) matrix entries, so the memory stays bounded whatever ``n``.
     """
     s, n = H.shape
+    X = np.array(X, dtype=np.float64, copy=True)
     if s == 0 or steps == 0:
         return X
-    cols = (np.arange(n)[:, None] + np.arange(s + 1)[None, :]) % n          # (n, s+1): i, J_i
-    Hc = np.transpose(H[:, cols], (1, 0, 2))                                # (n, s, s+1)
-    HJ = np.ascontiguousarray(Hc[:, :, 1:])                                 # (n, s, s)
+    chunk = max(1, _CHUNK_ENTRIES // (s * (s + 1)))
+    for start in range(0, n, chunk):
+        rows = np.arange(start, min(n, start + chunk))
+        X[rows] = _refine_chunk(H, lo, rows, X[rows], steps)
+    return X
+
+
+def _refine_chunk(H: np.ndarray, lo: np.ndarray, rows: np.ndarray, X: np.ndarray, steps: int) -> np.ndarray:
+    s, n = H.shape
+    b = rows.size
+    cols = (rows[:, None] + np.arange(s + 1)[None, :]) % n                 # (b, s+1): i, J_i
+    Hc = np.transpose(H[:, cols], (1, 0, 2))                                # (b, s, s+1)
+    HJ = np.ascontiguousarray(Hc[:, :, 1:])                                 # (b, s, s)
     last = cols == n - 1                                                     # where the low part enters
-    X = np.array(X, dtype=np.float64, copy=True)
     for _ in range(steps):
-        Y = np.concatenate([np.ones((n, 1)), X], axis=1)                    # (n, s+1): coefficients of i, J_i
+        Y = np.concatenate([np.ones((b, 1)), X], axis=1)                    # (b, s+1): coefficients of i, J_i
         ylast = (Y * last).sum(axis=1)                                       # the coefficient of column n-1
-        R = dot2(Hc, Y[:, None, :], extra=lo[None, :] * ylast[:, None])     # (n, s) = H_J x + h_i
+        R = dot2(Hc, Y[:, None, :], extra=lo[None, :] * ylast[:, None])     # (b, s) = H_J x + h_i
         X = X - np.linalg.solve(HJ, R[..., None])[..., 0]
     return X
