@@ -88,6 +88,10 @@ def test_refine_bad_input():
         gc.cyclic_repetition(10, 3, rng=0, refine=1, field="rational")
     with pytest.raises(ValueError, match="refine"):
         gc.grouped_random(10, 2, refine=-1)
+    # entries so large that the exact splitting of products overflows: a clear error, not NaN rows
+    with pytest.raises(ValueError, match="refine"):
+        gc.cyclic_repetition(3, 1, H=[[1e301, 1e301, -2e301]], refine=1)
+    assert np.isfinite(gc.cyclic_repetition(3, 1, H=[[1e301, 1e301, -2e301]]).B).all()
 
 
 def test_exact_last_column():

@@ -75,16 +75,18 @@ def refine_rows(H: np.ndarray, lo: np.ndarray, X: np.ndarray, steps: int) -> np.
 
     ``H`` (s, n) float64; ``lo`` (s,) the low part of ``H``'s last column (zeros when ``H`` is exact in float64);
     ``X`` (n, s) from a float64 solve. Returns the refined ``X`` after ``steps`` steps. Rows are refined in chunks
-    of about ``_CHUNK_ENTRIES`` (2^22) matrix entries, so the memory stays bounded whatever ``n``.
+    of about ``_CHUNK_ENTRIES`` (2^22) matrix entries, so the memory stays bounded whatever ``n``. Entries so
+    large that the exact splitting of products overflows give non-finite rows (no warning): the caller checks.
     """
     s, n = H.shape
     X = np.array(X, dtype=np.float64, copy=True)
     if s == 0 or steps == 0:
         return X
     chunk = max(1, _CHUNK_ENTRIES // (s * (s + 1)))
-    for start in range(0, n, chunk):
-        rows = np.arange(start, min(n, start + chunk))
-        X[rows] = _refine_chunk(H, lo, rows, X[rows], steps)
+    with np.errstate(over="ignore", invalid="ignore"):          # overflow shows as non-finite X; callers check
+        for start in range(0, n, chunk):
+            rows = np.arange(start, min(n, start + chunk))
+            X[rows] = _refine_chunk(H, lo, rows, X[rows], steps)
     return X
 
 
