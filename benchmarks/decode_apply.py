@@ -24,7 +24,8 @@ product ``B @ G`` in float32 (numpy, same dtype). Target: >= 20x, equal to round
 dense product's FLOP rate and the time of the encode's unavoidable memory traffic (a copy of G: read G, write Y),
 i.e. the largest ratio this machine allows in this run.
 
-Every time is the median of ``--repeats`` (>= 5) runs, alternating the methods; the load average is printed
+Every time is the median of ``--repeats`` (>= 5) runs, alternating the methods, each call after a 0.25 s pause
+(so that no method pays for the BLAS threads the previous one left spinning); the load average is printed
 first. Results go to ``benchmarks/results/decode_apply.txt``.
 """
 
@@ -56,11 +57,32 @@ def available_bytes() -> int:
     return 1 << 62
 
 
+#: idle seconds before each timed call: OpenBLAS's worker threads keep spinning for a while after a threaded
+#: call, and on two cores they take one from whatever method runs next (the run prints the decode's time right
+#: after ``a_F @ Y_F`` and after the pause: :func:`pause_check`)
+PAUSE = 0.25
+
+
+def pause_check(dec, base, repeats: int) -> tuple[float, float]:
+    """Median seconds of ``dec()`` called right after ``base()`` and after ``base()`` and :data:`PAUSE`."""
+    right, paused = [], []
+    for _ in range(repeats):
+        for sink, pause in ((right, 0.0), (paused, PAUSE)):
+            time.sleep(PAUSE)
+            base()
+            time.sleep(pause)
+            t0 = time.perf_counter()
+            dec()
+            sink.append(time.perf_counter() - t0)
+    return float(np.median(right)), float(np.median(paused))
+
+
 def medians(fns: dict, repeats: int) -> dict:
-    """Median seconds of each callable, the methods alternating within every repeat."""
+    """Median seconds of each callable, the methods alternating within every repeat (:data:`PAUSE` before each)."""
     times: dict = {k: [] for k in fns}
     for _ in range(repeats):
         for k, f in fns.items():
+            time.sleep(PAUSE)
             t0 = time.perf_counter()
             f()
             times[k].append(time.perf_counter() - t0)
@@ -140,6 +162,10 @@ def decode_cases(p: int, repeats: int, out: list[str]) -> list[dict]:
                         ap._USE_NUMBA = True
                 fns["numpy"] = dec_numpy
             t = medians(fns, repeats)
+            if kind == "dense" and layout == "full":
+                right, paused = pause_check(dec, base, repeats)
+                out.append(f"pause check ({label}, full): decode right after a_F @ Y_F {right * 1e3:.1f} ms, after "
+                           f"a_F @ Y_F and a {PAUSE} s pause {paused * 1e3:.1f} ms (median of {repeats} each)")
             bytes_moved = (src.size + 1) * p * 4
             rows.append(dict(code=label, kind=kind, layout=layout, read_rows=int(src.size), decode=t["decode"],
                              numpy=t.get("numpy", float("nan")),
@@ -196,7 +222,7 @@ def encode_case(repeats: int, out: list[str]) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--p", type=int, default=None, help="gradient length of the decode benchmark (default 10**7)")
-    ap.add_argument("--repeats", type=int, default=7, help="repeats per timing (>= 5), methods alternating")
+    ap.add_argument("--repeats", type=int, default=11, help="repeats per timing (>= 5), methods alternating")
     ap.add_argument("--quick", action="store_true", help="p = 10**6 and 5 repeats")
     ap.add_argument("--no-write", action="store_true", help="do not write benchmarks/results/decode_apply.txt")
     args = ap.parse_args()

@@ -244,9 +244,10 @@ def _build_encode_kernel() -> Any:
 
     @numba.njit(cache=True, nogil=True)
     def kernel(indptr, indices, data, X, Y, lo0, hi0, block):  # pragma: no cover - compiled
-        # Row i of a column block is summed in its output block (in cache), four terms per pass, in the order of
-        # the row's non-zeros (the rounding of the sequential sum); 1-D views give unit-stride loops that LLVM
-        # vectorises.
+        # Row i of a column block is summed in its output block (in cache), up to eight terms per pass (each pass
+        # streams eight rows of X at once: a dense decoding vector then reads its rows at the rate of BLAS gemv),
+        # in the order of the row's non-zeros (the rounding of the sequential sum); 1-D views give unit-stride
+        # loops that LLVM vectorises. The first pass writes the block without reading it.
         n = Y.shape[0]
         for lo in range(lo0, hi0, block):
             hi = min(hi0, lo + block)
@@ -259,31 +260,58 @@ def _build_encode_kernel() -> Any:
                     for t in range(L):
                         y[t] = 0
                     continue
-                c0 = data[a]
-                x0 = X[indices[a], lo:hi]
-                e = a + 1
-                if e + 2 < b:
-                    c1, c2, c3 = data[e], data[e + 1], data[e + 2]
-                    x1, x2, x3 = X[indices[e], lo:hi], X[indices[e + 1], lo:hi], X[indices[e + 2], lo:hi]
+                e = a
+                c0 = data[e]
+                x0 = X[indices[e], lo:hi]
+                if b - e >= 8:
+                    c1, c2, c3 = data[e + 1], data[e + 2], data[e + 3]
+                    c4, c5, c6, c7 = data[e + 4], data[e + 5], data[e + 6], data[e + 7]
+                    x1, x2, x3 = X[indices[e + 1], lo:hi], X[indices[e + 2], lo:hi], X[indices[e + 3], lo:hi]
+                    x4, x5 = X[indices[e + 4], lo:hi], X[indices[e + 5], lo:hi]
+                    x6, x7 = X[indices[e + 6], lo:hi], X[indices[e + 7], lo:hi]
+                    for t in range(L):
+                        y[t] = ((((((c0 * x0[t] + c1 * x1[t]) + c2 * x2[t]) + c3 * x3[t]) + c4 * x4[t])
+                                 + c5 * x5[t]) + c6 * x6[t]) + c7 * x7[t]
+                    e += 8
+                elif b - e >= 4:
+                    c1, c2, c3 = data[e + 1], data[e + 2], data[e + 3]
+                    x1, x2, x3 = X[indices[e + 1], lo:hi], X[indices[e + 2], lo:hi], X[indices[e + 3], lo:hi]
                     for t in range(L):
                         y[t] = ((c0 * x0[t] + c1 * x1[t]) + c2 * x2[t]) + c3 * x3[t]
-                    e += 3
+                    e += 4
                 else:
                     for t in range(L):
                         y[t] = c0 * x0[t]
-                while e + 3 < b:
+                    e += 1
+                while b - e >= 8:
+                    c0, c1, c2, c3 = data[e], data[e + 1], data[e + 2], data[e + 3]
+                    c4, c5, c6, c7 = data[e + 4], data[e + 5], data[e + 6], data[e + 7]
+                    x0, x1 = X[indices[e], lo:hi], X[indices[e + 1], lo:hi]
+                    x2, x3 = X[indices[e + 2], lo:hi], X[indices[e + 3], lo:hi]
+                    x4, x5 = X[indices[e + 4], lo:hi], X[indices[e + 5], lo:hi]
+                    x6, x7 = X[indices[e + 6], lo:hi], X[indices[e + 7], lo:hi]
+                    for t in range(L):
+                        y[t] = (((((((y[t] + c0 * x0[t]) + c1 * x1[t]) + c2 * x2[t]) + c3 * x3[t]) + c4 * x4[t])
+                                 + c5 * x5[t]) + c6 * x6[t]) + c7 * x7[t]
+                    e += 8
+                if b - e >= 4:
                     c0, c1, c2, c3 = data[e], data[e + 1], data[e + 2], data[e + 3]
                     x0, x1 = X[indices[e], lo:hi], X[indices[e + 1], lo:hi]
                     x2, x3 = X[indices[e + 2], lo:hi], X[indices[e + 3], lo:hi]
                     for t in range(L):
                         y[t] = (((y[t] + c0 * x0[t]) + c1 * x1[t]) + c2 * x2[t]) + c3 * x3[t]
                     e += 4
-                while e < b:
+                if b - e >= 2:
+                    c0, c1 = data[e], data[e + 1]
+                    x0, x1 = X[indices[e], lo:hi], X[indices[e + 1], lo:hi]
+                    for t in range(L):
+                        y[t] = (y[t] + c0 * x0[t]) + c1 * x1[t]
+                    e += 2
+                if e < b:
                     c0 = data[e]
                     x0 = X[indices[e], lo:hi]
                     for t in range(L):
                         y[t] += c0 * x0[t]
-                    e += 1
 
     return kernel
 

@@ -157,6 +157,34 @@ def test_csr_product_blocks_threads_and_empty_rows(dtype, threads, monkeypatch):
     assert np.abs(Z - ref).max() <= tol
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_csr_product_is_the_sequential_sum_bitwise(dtype, monkeypatch):
+    """Rows with 0 to 20 non-zeros (every split into passes of 8, 4, 2 and 1 terms): the compiled kernel's result
+    is bit for bit the sum in the order of the row's non-zeros, ``((c0 x0 + c1 x1) + c2 x2) + ...``, in the data's
+    dtype (a kernel that reorders, fuses or widens the sum fails)."""
+    import gradcodes._apply as ap
+
+    monkeypatch.setattr(ap, "_KERNEL_MIN_WORK", 0)
+    rng = np.random.default_rng(5)
+    n, N, q = 21, 40, 1000
+    B = np.zeros((n, N))
+    for i in range(n):                                          # row i has i non-zeros, columns in random order
+        B[i, rng.choice(N, i, replace=False)] = rng.standard_normal(i)
+    B = B.astype(dtype)
+    X = (rng.standard_normal((N, q)) * 10.0 ** rng.integers(-3, 4, (N, 1))).astype(dtype)
+    indptr, indices, data = csr(B)
+    for threads, block in ((1, 256), (2, 512), (1, None)):
+        Y = ap.csr_product(indptr, indices, data, X, np.full((n, q), np.nan, dtype=dtype), threads=threads,
+                           block=block)
+        for i in range(n):
+            cols = indices[indptr[i]:indptr[i + 1]]
+            ref = np.zeros(q, dtype=dtype)
+            for t, j in enumerate(cols):
+                term = np.multiply(data[indptr[i] + t], X[j])
+                ref = term if t == 0 else np.add(ref, term)
+            assert ref.dtype == dtype and np.array_equal(Y[i], ref), (i, threads, block)
+
+
 def test_encode_kernel_is_not_compiled_at_import():
     import subprocess
     import sys
