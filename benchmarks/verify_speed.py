@@ -23,7 +23,9 @@ Tables:
    with many near-failing sets send them to the reference re-check unevenly), so the frontier itself is
    MEASURED: runs of the pipeline stopped at 60 s bracket n from the prediction and bisect it, and the largest n
    that finished is confirmed by one timed ``gc.verify`` call (n + 1 was stopped at 60 s). Up to about 5
-   minutes per s.
+   minutes per s. The time is not monotone in n (each n is another random code, and the codes with more
+   near-failing sets are slower), so the result is an n that finished next to an n + 1 that did not, not a
+   guarantee for every smaller n.
 4. Decoding-vector latency of one responder set, against ``np.linalg.lstsq`` on the responders' rows.
 """
 
