@@ -279,7 +279,7 @@ def _matches(code: GradientCode, dec: BlockDecoder) -> bool:
     return not np.any(np.asarray(code.B)[~seen] != 0)
 
 
-def _repetition_report(sub: GradientCode) -> BlockVerifyReport | None:
+def _repetition_report(sub: GradientCode, dtype: Any = np.float64) -> BlockVerifyReport | None:
     """A repetition block (every worker stores all the block's partitions, 0/1, ``m = 1``) decoded by its first
     responder with weight 1 needs no enumeration: any ``s <= n_b - 1`` stragglers leave a first responder, and
     ``e_i B_b = 1`` exactly (residual 0, cancellation factor 1; Tandon et al. 2017, fractional repetition)."""
@@ -291,14 +291,17 @@ def _repetition_report(sub: GradientCode) -> BlockVerifyReport | None:
     if (sub.exact or sub.m != 1 or not isinstance(dec, GroupDecoder) or dec.mode != "first"
             or dec.bounds.tolist() != [0, sub.n] or not np.all(B == 1)):
         return None
-    u = float(np.finfo(np.float64).eps) / 2
+    from ._numerics import error_estimate
+
     F = tuple(range(sub.s, sub.n))
+    est = float(error_estimate(1.0, 0.0, dtype, 1 + sub.k))    # one message of k_b partials, no decode rounding
     return BlockVerifyReport(
         name=sub.name, n=sub.n, s=sub.s, k=sub.k, m=1, field=sub.field, decoder=dec.name, exact=True,
         exhaustive=False, patterns_checked=0, patterns_total=math.comb(sub.n, sub.s), strategies={},
         worst_residual=0.0, worst_responders=F, worst_cancellation=1.0, worst_cancellation_responders=F,
-        error_estimate=u, failures=[], n_failures=0, load=sub.k, average_load=Fraction(sub.k),
+        error_estimate=est, failures=[], n_failures=0, load=sub.k, average_load=Fraction(sub.k),
         load_lower_bound=min_load(sub.n, sub.s, 1, sub.k), meets_lower_bound=False, rtol=sub.rtol, seconds=0.0,
+        dtype=str(np.dtype(dtype)), worst_residual_bound=0.0,
         notes=["repetition block: every s stragglers leave a first responder (weight 1, residual 0, cancellation 1)"])
 
 
@@ -306,7 +309,7 @@ def verify_blocks(code: GradientCode, dec: BlockDecoder, **options: Any) -> Veri
     """Proof by blocks (module docstring): verify each distinct block once and combine the reports. When
     ``code.B`` is not exactly the decoder's blocks (or the field is exact), the decoder is checked set by set."""
     from ._bounds import meets_min_load, min_load
-    from ._numerics import unit_roundoff
+    from ._numerics import CANC_ALLOWANCE, tolerance, unit_roundoff
     from ._verify import verify
 
     if not _matches(code, dec):
@@ -316,8 +319,10 @@ def verify_blocks(code: GradientCode, dec: BlockDecoder, **options: Any) -> Veri
         return rep
     start = time.perf_counter()
     n, s, k, m = code.n, code.s, code.k, code.m
-    rtol = code.rtol if options.get("rtol") is None else float(options["rtol"])
+    dtype = np.dtype(options.get("dtype", np.float64))
+    rtol = tolerance(code.rtol, dtype) if options.get("rtol") is None else float(options["rtol"])
     options = {key: v for key, v in options.items() if key not in ("decoder", "field")}
+    options["rtol"] = rtol
     by_id: dict[int, int] = {}
     rows: list[dict[str, Any]] = []
     reports: list[tuple[Block, VerifyReport]] = []
@@ -340,7 +345,7 @@ def verify_blocks(code: GradientCode, dec: BlockDecoder, **options: Any) -> Veri
             row["report"] = rows[by_id[id(sub)]]["report"]
         else:
             by_id[id(sub)] = i
-            row["report"] = _repetition_report(sub) or verify(sub, **options)
+            row["report"] = _repetition_report(sub, dtype) or verify(sub, **options)
         reports.append((blk, row["report"]))
     missing = sorted(set(range(k)) - covered)
     everyone = tuple(range(n))
@@ -366,23 +371,29 @@ def verify_blocks(code: GradientCode, dec: BlockDecoder, **options: Any) -> Veri
         n_fail += rep.n_failures
         failures.extend(F for F in (lift(blk, F) for F in rep.failures[:10]) if F is not None)
     proven = not failures and n_fail == 0 and all(is_proof(rep) for _, rep in reports)
-    u = 0.0 if code.exact else unit_roundoff(np.float64)
+    # the whole decode: terms = the non-zeros of the block decoder's row (n_b - s per block) plus the load
+    terms = sum(len(blk.workers) - s for blk, _ in reports) + int(code.loads.max())
+    u_t = 0.0 if code.exact else unit_roundoff(dtype) * math.sqrt(max(terms, 1))
     worst_res = max((rep.worst_residual for _, rep in reports), default=0.0)
+    res_hi = max((max(rep.worst_residual_bound, rep.worst_residual) for _, rep in reports), default=0.0)
     if missing or dead is not None:
-        worst_res = max(worst_res, 1.0)                 # a whole block of the target undecoded
+        worst_res = res_hi = max(worst_res, 1.0)        # a whole block of the target undecoded
     res_pair = max(reports, key=lambda br: br[1].worst_residual) if reports else None
     cancs = [(len(blk.partitions) / k) * rep.worst_cancellation for blk, rep in reports
              if np.isfinite(rep.worst_cancellation)]
     canc_bound = float(sum(cancs)) if cancs else float("nan")
-    bound = 0.0 if code.exact else u * (canc_bound if cancs else 0.0) + worst_res
-    if proven and not code.exact and not bound <= rtol:
+    canc_term = u_t * (canc_bound if cancs else 0.0)
+    bound = 0.0 if code.exact else canc_term + worst_res
+    upper = 0.0 if code.exact else canc_term * (1 + CANC_ALLOWANCE) + res_hi
+    if proven and not code.exact and not upper <= rtol:
         proven = False
-        notes.append(f"combined bound u * sum_b (k_b/k) canc_b + max_b res_b = {bound:.3g} > rtol={rtol:g}")
+        notes.append(f"combined bound u sqrt(t) (1 + eta) sum_b (k_b/k) canc_b + max_b (res_b + delta_b) = "
+                     f"{upper:.3g} > rtol={rtol:g} ({dtype}; gradcodes._numerics.error_bounds)")
     unproven = [i for i, r in enumerate(rows) if r["report"] is not None and r["same_as"] is None
                 and not is_proof(r["report"]) and r["report"].n_failures == 0]
     distinct = sum(1 for r in rows if r["report"] is not None and r["same_as"] is None)
     notes.insert(0, f"proof by blocks: {len(rows)} blocks, {distinct} distinct checked "
-                    f"(theorem in gradcodes._blocks); error estimate = u sum_b (k_b/k) canc_b + max_b res_b")
+                    f"(theorem in gradcodes._blocks); error estimate = u sqrt(t) sum_b (k_b/k) canc_b + max_b res_b")
     if unproven:
         notes.append(f"blocks {unproven} were searched, not enumerated: their worst case is not proven")
     canc_blk = max(reports, key=lambda br: np.nan_to_num(br[1].worst_cancellation, nan=-1.0)) if reports else None
@@ -399,6 +410,8 @@ def verify_blocks(code: GradientCode, dec: BlockDecoder, **options: Any) -> Veri
         average_load=Fraction(int(loads.sum()), n),
         load_lower_bound=min_load(n, s, m, k) if s + m <= n else Fraction(k * (s + m), n),
         meets_lower_bound=s + m <= n and meets_min_load(int(loads.max()), n, s, m, k), rtol=rtol,
+        dtype=str(dtype), worst_residual_bound=0.0 if code.exact else res_hi,
+        n_borderline=sum(rep.n_borderline for _, rep in reports),
         seconds=time.perf_counter() - start, stopped_early=any(rep.stopped_early for _, rep in reports),
         notes=notes, blocks=rows)
     names = {f.name for f in fields(BlockVerifyReport)}

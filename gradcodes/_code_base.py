@@ -241,7 +241,8 @@ class CodeBase:
                 self._cache.popitem(last=False)
         return entry
 
-    def decoding_matrix(self, responders: Responders, decoder: str | Decoder | None = None) -> Array:
+    def decoding_matrix(self, responders: Responders, decoder: str | Decoder | None = None, *,
+                        dtype: DTypeLike = np.float64) -> Array:
         """The decoding matrix ``A_F`` (m x n, zero outside the responders).
 
         Parameters
@@ -250,11 +251,20 @@ class CodeBase:
             The workers whose messages arrived.
         decoder : str or Decoder, optional
             A key of :attr:`decoders` (default :attr:`default_decoder`).
+        dtype : numpy dtype, default float64
+            The dtype of the messages it will decode: an exact code's decode is accepted by the same rule as
+            :meth:`decode` in that dtype (:func:`gradcodes._numerics.accepts`), else :class:`DecodingError`.
         """
         F, mask = self._mask(responders)
         A, res, canc = self._raw_decoding_matrix(F, mask, self._decoder(decoder))
-        self._accept(F, A, res, canc)
+        dt = np.dtype(dtype)
+        self._accept(F, A, res, canc, dtype=dt if dt.kind in _FLOAT_KINDS else np.dtype(np.float64),
+                     terms=self._terms(A))
         return A.copy() if isinstance(A, np.ndarray) else A
+
+    def _terms(self, A: Any) -> int:
+        """Rounded additions along one decoded coordinate (:func:`gradcodes._numerics.decode_terms`)."""
+        return decode_terms(np.asarray(A != 0), self._max_load())
 
     def _accept(self, F: np.ndarray, A: Any, res: float, canc: float, *, dtype: Any = np.float64,
                 terms: int = 1) -> None:
@@ -341,5 +351,5 @@ class CodeBase:
         A, res, canc = self._raw_decoding_matrix(F, mask, self._decoder(decoder))
         if self.exact:
             return 0.0 if res == 0 else res
-        return float(error_estimate(canc, res, dtype, decode_terms(np.asarray(A != 0), self._max_load())))
+        return float(error_estimate(canc, res, dtype, self._terms(A)))
 

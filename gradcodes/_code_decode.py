@@ -18,7 +18,7 @@ from ._apply import apply_rows
 from ._code_base import CodeBase
 from ._decoders import Decoder
 from ._fields import to_fraction
-from ._numerics import decode_terms, error_estimate, underflow_error
+from ._numerics import error_estimate, underflow_error
 from ._typing import Array, MatrixLike, Responders
 from ._validate import check_choice, check_int, check_responders
 
@@ -191,7 +191,7 @@ class DecodeMixin(CodeBase):
         A, res, canc = self._raw_decoding_matrix(F, usable, dec)
         exact = M.dtype == object
         cols = np.flatnonzero(np.asarray(A != 0).any(axis=0))
-        terms = decode_terms(np.asarray(A != 0), self._max_load())
+        terms = self._terms(A)
         self._accept(F, A, res, canc, dtype=M.dtype, terms=terms)
         src = cols if where is None else where[cols]
         if np.any(src < 0):                      # a decoder put weight on a non-responder: never silently read it

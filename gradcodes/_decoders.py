@@ -49,6 +49,9 @@ class Decoder:
     name: str = "decoder"
     #: True if the decoder computes in exact arithmetic.
     exact: bool = False
+    #: True if its matrices are the same on every machine (no BLAS, LAPACK or transcendental functions in their
+    #: computation): the acceptance rule then needs no allowance for their variation (gradcodes._numerics).
+    deterministic: bool = False
     #: One line shown in reports.
     description: str = ""
 
@@ -326,6 +329,7 @@ class ExactDecoder(Decoder):
 
     name = "exact"
     exact = True
+    deterministic = True
     description = "exact null-space elimination"
 
     @staticmethod

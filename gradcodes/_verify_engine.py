@@ -2,8 +2,9 @@
 
 A *pattern model* says which straggler patterns exist and how to enumerate and sample them, and gives the decoding
 matrix of a pattern (:class:`PatternModel`). Everything else is here, once: the measurement of a decoding matrix
-(residual ``||A B - E||_inf`` and cancellation factor; exact integer arithmetic for rational codes), the one
-acceptance rule (:func:`accepts`), the tracker of worst cases and failures (:class:`Tracker`), and the driver
+(residual ``||A B - E||_inf``, cancellation factor, magnitude and width; exact integer arithmetic for rational
+codes), its verdict by the one acceptance rule (:func:`gradcodes._numerics.judge`: ok, borderline or fails on
+every machine), the tracker of worst cases and failures (:class:`Tracker`), and the driver
 (:func:`run`) that chooses between enumeration and sampling (``limit``, ``time_budget``), prints progress for long
 runs, keeps the partial result on Ctrl-C, and runs the model's structured patterns, random patterns and search.
 A verdict ``ok`` needs every pattern checked (or a theorem the front end checks); the driver reports whether the
@@ -20,26 +21,29 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from ._decoders import single_threaded_blas
-from ._numerics import cancellation, error_estimate, residuals
+from ._numerics import (
+    BORDERLINE,
+    FAILS,
+    OK,
+    cancellation,
+    error_bounds,
+    judge,
+    magnitude,
+    residual_slack,
+    residuals,
+    widths,
+)
 from ._verify_report import _hms
 
-__all__ = ["PatternModel", "Tracker", "Outcome", "accepts", "run"]
+__all__ = ["PatternModel", "Tracker", "Evaluation", "Outcome", "run"]
 
 #: no enumeration of this many patterns could finish (and counts beyond it overflow float rates)
 _HOPELESS = 2**62
-
-
-def accepts(canc: np.ndarray, res: np.ndarray, rtol: float, dtype: Any) -> np.ndarray:
-    """The acceptance rule in the messages' dtype: ``u(dtype) * canc + res <= rtol`` (finite), ``rtol`` already the
-    dtype's tolerance. The one place that decides; it is :func:`gradcodes._numerics.accepts` with one term (the
-    decoders also count ``sqrt(terms)`` rounded additions, which depend on the message length, not on the code)."""
-    est = error_estimate(canc, res, dtype)
-    return np.isfinite(est) & (est <= rtol)
 
 
 class PatternModel:
@@ -93,10 +97,27 @@ class PatternModel:
         return {}
 
 
-class Tracker:
-    """Accumulates worst cases and failures over batches of patterns (the reference evaluation)."""
+class Evaluation(NamedTuple):
+    """The measurement of a batch of patterns: residual (inf where the decoder cannot serve), cancellation factor,
+    verdict (:data:`~gradcodes._numerics.OK`, ``BORDERLINE`` or ``FAILS`` per pattern), the error estimate of a
+    decode and the upper end of its machine-independent interval (:func:`gradcodes._numerics.error_bounds`)."""
 
-    def __init__(self, model: PatternModel, rtol: float, dtype: Any = np.float64, max_failures: int = 10) -> None:
+    res: np.ndarray
+    canc: np.ndarray
+    verdict: np.ndarray
+    est: np.ndarray
+    hi: np.ndarray
+
+
+class Tracker:
+    """Accumulates worst cases, failures and borderline patterns over batches (the reference evaluation).
+
+    ``load`` is the encoding load counted in the terms of a decode (:func:`gradcodes._numerics.decode_terms`);
+    default: the code's load.
+    """
+
+    def __init__(self, model: PatternModel, rtol: float, dtype: Any = np.float64, max_failures: int = 10,
+                 load: int | None = None) -> None:
         self.model, self.rtol, self.dtype, self.max_failures = model, rtol, np.dtype(dtype), max_failures
         code = model.code
         self.code = code
@@ -105,11 +126,17 @@ class Tracker:
         self.worst_res_P: np.ndarray | None = None
         self.worst_canc_P: np.ndarray | None = None
         self.worst_est = 0.0
+        self.worst_hi = 0.0
+        self.worst_res_hi = 0.0
         self.failures: list[Any] = []
         self.n_failures = 0
+        self.borderline: list[Any] = []
+        self.n_borderline = 0
         self.stop_on_failure = False
         self.exact = code.exact
         self.Bf = code.float_B() if code.field == "rational" else None
+        self.load = int(code.load) if load is None else int(load)
+        self._B_integral: bool | None = None
 
     @property
     def worst_res_S(self) -> tuple[int, ...] | None:
@@ -121,20 +148,48 @@ class Tracker:
         """Responders of the worst-cancellation pattern."""
         return None if self.worst_canc_P is None else self.model.responders(self.worst_canc_P)
 
-    def evaluate(self, P: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(residual, cancellation, failed) per pattern of ``P``; residual is inf where the decoder cannot serve."""
+    def _exact_eval(self, A: np.ndarray, mag: np.ndarray) -> np.ndarray:
+        """Where the residual is computed without rounding on every machine: a deterministic decoder, integer
+        ``A`` and ``B``, ``mag < 2^53``."""
+        dec = getattr(self.model, "dec", None)
+        if not getattr(dec, "deterministic", False) or A.dtype.kind != "f":
+            return np.zeros(A.shape[0], dtype=bool)
+        if self._B_integral is None:
+            B = np.asarray(self.code.B)
+            self._B_integral = bool(B.dtype.kind == "f" and np.all(np.isfinite(B)) and np.all(B == np.round(B)))
+        if not self._B_integral:
+            return np.zeros(A.shape[0], dtype=bool)
+        with np.errstate(invalid="ignore"):
+            integral = np.all((A == np.round(A)).reshape(A.shape[0], -1), axis=1)
+        return integral & (mag < 2.0 ** 53)
+
+    def evaluate(self, P: np.ndarray) -> Evaluation:
+        """Measure and judge every pattern of ``P`` (see :class:`Evaluation`)."""
         A, bad, inv = self.model.decode(P)
         code = self.code
         if self.exact:
             res, canc = self._measure_exact(A)
-        else:
-            res = residuals(A, code.B, code.target)
-            canc = cancellation(A, code.B, code.k)
+            if inv is not None:
+                res, canc = res[inv], canc[inv]
+            res = np.where(bad, np.inf, res)
+            verdict = np.where(bad | (res != 0), FAILS, OK).astype(np.int8)
+            zero = np.zeros_like(res)
+            return Evaluation(res, canc, verdict, zero, zero)
+        res = residuals(A, code.B, code.target)
+        canc = cancellation(A, code.B, code.k)
+        mag = magnitude(A, code.B)
+        width = widths(A)
+        exact_eval = self._exact_eval(A, mag)
         if inv is not None:
-            res, canc = res[inv], canc[inv]
+            res, canc, mag, width, exact_eval = res[inv], canc[inv], mag[inv], width[inv], exact_eval[inv]
         res = np.where(bad, np.inf, res)
-        failed = bad | (res != 0) if self.exact else ~accepts(canc, res, self.rtol, self.dtype)
-        return res, canc, failed
+        terms = width + self.load
+        verdict = judge(canc, res, mag, width, self.rtol, self.dtype, terms, exact_eval)
+        verdict[bad] = FAILS
+        _, est, hi = error_bounds(canc, res, mag, width, self.dtype, terms, exact_eval)
+        self.worst_res_hi = max(self.worst_res_hi, float(np.max(res + residual_slack(mag, width, exact_eval),
+                                                                 initial=0.0)))
+        return Evaluation(res, canc, verdict, est, hi)
 
     def _measure_exact(self, A: Any) -> tuple[np.ndarray, np.ndarray]:
         code = self.code
@@ -149,10 +204,10 @@ class Tracker:
                 res[i] = 1.0
         return res, np.full(d, np.nan)
 
-    def record(self, P: np.ndarray, res: np.ndarray, canc: np.ndarray, failed: np.ndarray,
-               count: bool = True) -> np.ndarray:
-        """Fold evaluated patterns into the worst cases and failures; returns the per-pattern estimate (inf =
-        failed)."""
+    def record(self, P: np.ndarray, ev: Evaluation, count: bool = True) -> np.ndarray:
+        """Fold evaluated patterns into the worst cases, failures and borderline patterns; returns the per-pattern
+        estimate (inf = failed)."""
+        res, canc, verdict = ev.res, ev.canc, ev.verdict
         if count:
             self.checked += P.shape[0]
         if res.size:
@@ -163,17 +218,20 @@ class Tracker:
                 j = int(np.nanargmax(canc))
                 if canc[j] > self.worst_canc:
                     self.worst_canc, self.worst_canc_P = float(canc[j]), P[j].copy()
-        est = np.zeros_like(res) if self.exact else error_estimate(canc, res, self.dtype)
-        if est.size:
-            self.worst_est = max(self.worst_est, float(np.nanmax(est)))
-        bad = np.flatnonzero(failed)
+            self.worst_est = max(self.worst_est, float(np.nanmax(ev.est)))
+            self.worst_hi = max(self.worst_hi, float(np.nanmax(ev.hi)))
+        bad = np.flatnonzero(verdict == FAILS)
         self.n_failures += bad.size
         for r in bad[: max(0, self.max_failures - len(self.failures))]:
             self.failures.append(self.model.label(P[int(r)]))
-        return np.where(failed, np.inf, est)
+        border = np.flatnonzero(verdict == BORDERLINE)
+        self.n_borderline += border.size
+        for r in border[: max(0, self.max_failures - len(self.borderline))]:
+            self.borderline.append(self.model.label(P[int(r)]))
+        return np.where(verdict == FAILS, np.inf, ev.est)
 
     def add(self, P: np.ndarray) -> np.ndarray:
-        return self.record(P, *self.evaluate(P))
+        return self.record(P, self.evaluate(P))
 
 
 def rational_residuals(A: Any, B: Any, E: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -352,7 +410,9 @@ def _enumerate(tracker: Tracker, batch: int, stop_on_failure: bool, progress: bo
                budget: float | None, desc: str) -> tuple[int, bool, bool]:
     """Enumeration in the model's order; returns ``(patterns checked, stopped at a failure, finished)``.
 
-    With ``budget`` (seconds), gives up as soon as the rate measured so far predicts more than ``budget``.
+    With ``budget`` (seconds), gives up as soon as the rate measured so far predicts more than ``budget``; the
+    first batches are split into pieces of 4, 8, 16, ... patterns, so a slow decoder is noticed after a few
+    patterns, not after a whole batch.
     """
     model = tracker.model
     total = model.total
@@ -366,14 +426,23 @@ def _enumerate(tracker: Tracker, batch: int, stop_on_failure: bool, progress: bo
             if fast is not None:
                 stopped = fast
             else:
-                for P in model.batches(batch):
-                    tracker.add(P)
-                    clock.update(P.shape[0])
-                    if stop_on_failure and tracker.n_failures:
-                        stopped = tracker.checked - checked0 < total
-                        break
-                    if budget is not None and clock.over_budget(budget):
-                        break
+                piece = 4 if budget is not None else batch
+                for Q in model.batches(batch):
+                    lo = 0
+                    while lo < Q.shape[0]:
+                        P = Q[lo:lo + piece]
+                        lo += P.shape[0]
+                        piece = min(batch, 2 * piece)
+                        tracker.add(P)
+                        clock.update(P.shape[0])
+                        if stop_on_failure and tracker.n_failures:
+                            stopped = tracker.checked - checked0 < total
+                            break
+                        if budget is not None and clock.over_budget(budget):
+                            break
+                    else:
+                        continue
+                    break
     finally:
         clock.close()
     done = tracker.checked - checked0

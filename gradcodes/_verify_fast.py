@@ -14,10 +14,14 @@ determines ``z`` by the s x s system ``K_S z = -c_S`` and then
 * the residual is ``c B - E + z^T (K^T B)``: the k-vector ``c B - E`` and the d x k matrix ``K^T B`` are computed
   once, so the residual costs O(d k) instead of the O(n k) product ``a B``.
 
-The kernel only *screens*: a set is accepted here when ``u (k + 2) canc + residual + |K_S z + c_S| max ||B_i||_1``
-is at most ``rtol / 16`` (``u`` the unit roundoff of the message dtype), i.e. far inside the acceptance rule
-``u canc + ||A_F B - E||_inf <= rtol`` whatever the rounding of the decoder's own computation (bounded by
-``u k canc``). Every other set (near the threshold, failing, singular ``K_S``, non-finite values) is handed back
+The kernel only *screens*: a set is accepted here when its upper bound
+``u (k + 2) canc + u sqrt(t) (1 + eta) canc + residual + |K_S z + c_S| max ||B_i||_1 + delta`` is at most
+``rtol / 16`` (``u`` the unit roundoff of the message dtype, ``t = n - s + load`` the most terms of a decode,
+``eta`` and ``delta = (gamma_{w+1} + 2 gamma_w)(mag + 1)`` the allowances of the acceptance rule,
+:func:`gradcodes._numerics.error_bounds`, with ``w = n - s`` and ``mag <= rho k canc``, ``rho = max_i max_j
+|B_ij| / ||B_i||_1``), i.e. far inside the upper end of the rule's interval whatever the rounding of the decoder's
+own computation (bounded by ``u k canc``). Every other set (near the threshold, failing, singular ``K_S``,
+non-finite values) is handed back
 to the reference evaluation (the code's decoder and the batched residual), so verdicts and failing sets are those
 of the reference rule.
 """
@@ -131,7 +135,9 @@ class NullSpaceScreen:
     that must be re-evaluated by the reference path.
     """
 
-    def __init__(self, code: Any, u: float, rtol: float) -> None:
+    def __init__(self, code: Any, u: float, rtol: float, load: int | None = None) -> None:
+        from ._numerics import CANC_ALLOWANCE, residual_slack
+
         C, K, _ = NullSpaceDecoder.basis(code)
         Bs, _ = row_scaled(code)
         E = code.target
@@ -152,6 +158,14 @@ class NullSpaceScreen:
         self.best = np.zeros(1)
         self.u = u
         self.rtol = rtol
+        # the upper end of the acceptance rule's interval, linear in canc: ucoef * canc + const (module docstring)
+        width = code.n - code.s
+        terms = width + (int(code.load) if load is None else int(load))
+        w_safe = np.where(self.w > 0, self.w, 1.0)
+        rho = float((np.abs(Bs).max(axis=1, initial=0.0) / w_safe).max(initial=0.0))
+        slope = float(residual_slack(1.0, width)) / 2                  # (gamma_{w+1} + 2 gamma_w) per unit of mag
+        self.ucoef = u * (self.k + 2) + u * math.sqrt(terms) * (1 + CANC_ALLOWANCE) + slope * rho * self.k
+        self.const = slope
 
     @staticmethod
     def applies(code: Any, decoder: object) -> bool:
@@ -181,7 +195,7 @@ class NullSpaceScreen:
             R = (Zt @ self.M).reshape(b, m, -1)
             R += self.R0
             res = np.abs(R).reshape(b, -1).max(axis=1)
-            bound = self.u * (self.k + 2) * canc + res + solve_err * self.wmax
+            bound = self.ucoef * canc + res + solve_err * self.wmax + self.const
             suspect = ~np.isfinite(bound) | (bound > self.rtol / 16)
         return canc, res, suspect
 
@@ -196,7 +210,7 @@ def _build_kernel() -> object:
     import numba
 
     @numba.njit(cache=True, nogil=True)
-    def kernel(n, first, count, C, K, w, R0, M, c_canc, kappa, r0max, mmax, wmax, u, k, thresh, best,
+    def kernel(n, first, count, C, K, w, R0, M, c_canc, kappa, r0max, mmax, wmax, ucoef, const, k, thresh, best,
                out_S, out_canc, out_res, out_flag):
         s = first.shape[0]
         m = C.shape[0]
@@ -271,7 +285,7 @@ def _build_kernel() -> object:
                     canc = max(canc, cb)
                     res = max(res, rb)
                 exact = canc > best[0]
-                bound = u * (k + 2) * canc + res + serr * wmax
+                bound = ucoef * canc + res + serr * wmax + const
                 if exact or not (bound <= thresh):
                     canc = 0.0
                     for v in range(m):
@@ -293,7 +307,7 @@ def _build_kernel() -> object:
                     if canc > best[0]:
                         best[0] = canc
                     exact = True
-                    bound = u * (k + 2) * canc + res + serr * wmax
+                    bound = ucoef * canc + res + serr * wmax + const
                 out_canc[t] = canc if exact else -canc
                 out_res[t] = res
                 out_flag[t] = not (bound <= thresh)
@@ -335,7 +349,8 @@ def screen_range(screen: NullSpaceScreen, n: int, first: np.ndarray, count: int,
     res = np.empty(count)
     flag = np.empty(count, dtype=np.bool_)
     kern(n, first.astype(np.int64), count, screen.C, screen.K, screen.w, screen.R0, screen.M,  # type: ignore[operator]
-         screen.c_canc, screen.kappa, screen.r0max, screen.mmax, screen.wmax, screen.u, float(screen.k),
+         screen.c_canc, screen.kappa, screen.r0max, screen.mmax, screen.wmax, screen.ucoef, screen.const,
+         float(screen.k),
          screen.rtol / 16, screen.best, S, canc, res, flag)
     return S, canc, res, flag
 

@@ -37,11 +37,22 @@ class VerifyReport:
     worst_cancellation : float
         Largest cancellation factor ``max_u sum_i |A_F[u,i]| ||B_i||_1 / k``; ``worst_cancellation_responders``.
     error_estimate : float
-        Largest predicted relative error ``u * canc + residual`` in ``dtype`` (0 for exact arithmetic).
+        Largest predicted relative error ``u * canc * sqrt(terms) + residual`` of a decode in ``dtype`` (0 for exact
+        arithmetic; see :func:`gradcodes._numerics.error_estimate`), re-evaluated by the reference evaluation for
+        the sets a screening kernel cleared.
+    worst_residual_bound : float
+        Largest residual plus its rounding allowance (the residual part of the upper end of the acceptance rule's
+        interval, :func:`gradcodes._numerics.error_bounds`); equal to ``worst_residual`` where the residual is
+        computed without rounding.
     failures : list
         Up to 10 failing patterns (responder tuples; trees list readable patterns); ``n_failures`` counts the
         failing sets found, which is the exact number
         when ``failures_exact`` (an exhaustive run that did not stop early) and a lower bound otherwise.
+    borderline : list
+        Up to 10 *borderline* patterns: their error estimate lies within the acceptance rule's rounding allowance of
+        the tolerance (:func:`gradcodes._numerics.error_bounds`), so whether a decode accepts them can depend on the
+        BLAS kernel, batch size or thread count; ``n_borderline`` counts them. Any borderline pattern makes the
+        verdict ``"unproven"``: a proof must hold on every machine.
     interrupted : bool
         The run was stopped by Ctrl-C (KeyboardInterrupt); the report covers the sets checked until then.
     load, average_load, load_lower_bound, meets_lower_bound
@@ -85,6 +96,9 @@ class VerifyReport:
     interrupted: bool = False
     dtype: str = "float64"
     pattern_model: str = "straggler sets"
+    borderline: list[Any] = dataclasses.field(default_factory=list)
+    n_borderline: int = 0
+    worst_residual_bound: float = 0.0
 
     @property
     def proven(self) -> bool:
@@ -129,6 +143,10 @@ class VerifyReport:
         if v == "inaccurate":
             return (f"INACCURATE in {self.dtype} for {self._count_text()} {self.pattern_model} (cancellation: "
                     f"predicted error {self.error_estimate:.2g} > rtol={self.rtol:g})")
+        if v == "unproven" and self.n_borderline:
+            return (f"UNPROVEN (borderline): {self.n_borderline:,} {self.pattern_model} within the rounding "
+                    f"allowance of rtol={self.rtol:g} in {self.dtype} (accepted or refused depending on the "
+                    f"machine); not a proof")
         if v == "unproven":
             how = "interrupted; " if self.interrupted else ""
             return (f"UNPROVEN: no failure found in {self.patterns_checked:,} checked of {self.patterns_total:,} "
@@ -168,6 +186,8 @@ class VerifyReport:
             f"  load               {self.load} (average {_frac(self.average_load)}; lower bound "
             f"{_frac(self.load_lower_bound)}; {'meets' if self.meets_lower_bound else 'above'} the bound)",
         ]
+        if self.borderline:
+            lines.append(f"  borderline sets    {self.n_borderline:,}; first: responders {_short(self.borderline[0])}")
         if self.failures:
             lines.append(f"  failing sets       {'' if self.failures_exact else 'at least '}{self.n_failures:,}; "
                          f"first: responders {_short(self.failures[0])}")

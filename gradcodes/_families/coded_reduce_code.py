@@ -298,7 +298,9 @@ class CodedReduceCode(LinearCode):
 
         Leaves send their own message; every internal node waits for its first ``n - s`` responding children,
         decodes their messages with the inner code and adds its own message; the master decodes its children.
-        The result equals :meth:`decode` (to rounding; exactly for Fractions).
+        The result equals :meth:`decode` (to rounding; exactly for Fractions), and it is accepted by the same rule
+        in the messages' dtype: a pattern whose tree decoding matrix misses the tolerance of that dtype raises
+        :class:`~gradcodes.DecodingError`, as :meth:`decode` does.
 
         Parameters
         ----------
@@ -312,11 +314,20 @@ class CodedReduceCode(LinearCode):
         Returns
         -------
         ndarray, shape (q,)
+
+        Raises
+        ------
+        DecodingError
+            When the responders' tree decode misses the tolerance in the messages' dtype.
         """
         F, mask = self._mask(responders)
         M = self._check_data("messages", messages)
         if M.shape[0] != self.N:
             raise ValueError(f"messages must have N={self.N} rows (one per worker), got shape {M.shape}")
+        usable = self._usable(mask)                     # the acceptance rule of decode, in the messages' dtype
+        Fu = np.flatnonzero(usable)
+        A, res, canc = self._raw_decoding_matrix(Fu, usable, self._decoder(None))
+        self._accept(Fu, A, res, canc, dtype=M.dtype if M.dtype != object else np.float64, terms=self._terms(A))
         _, used, _, coefs = self._tree_weights(mask[None], levels=True)
         used = used[0]
         q = M.shape[1]

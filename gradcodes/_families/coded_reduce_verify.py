@@ -278,7 +278,7 @@ def verify_tree(code: CodedReduceCode, *, limit: int | None = None, samples: int
     >>> rep.exact, rep.exhaustive, rep.patterns_checked, rep.load_fraction
     (True, True, 256, Fraction(4, 15))
     """
-    from .._verify import default_rtol
+    from .._verify import borderline_note, default_rtol
 
     rng = take_rng(rng, seed)
     if not isinstance(code, CodedReduceCode):
@@ -335,7 +335,10 @@ def verify_tree(code: CodedReduceCode, *, limit: int | None = None, samples: int
         notes.append(f"exact arithmetic over {code.field}: no rounding")
     frac = Fraction(int(code.load), code.P)
     opt = coded_reduce_load(code.branching, code.L, code.s)
-    ok = out.exhaustive and not tr.n_failures and tr.checked > 0 and loads_equal and allocation_ok
+    if tr.n_borderline:
+        notes.append(borderline_note(tr))
+    ok = (out.exhaustive and not tr.n_failures and not tr.n_borderline and tr.checked > 0 and loads_equal
+          and allocation_ok)
     res_txt = code.pattern_text(tr.worst_res_P) if tr.worst_res_P is not None else "-"
     canc_txt = code.pattern_text(tr.worst_canc_P) if tr.worst_canc_P is not None else "-"
     return TreeVerifyReport(
@@ -345,6 +348,7 @@ def verify_tree(code: CodedReduceCode, *, limit: int | None = None, samples: int
         worst_cancellation=max(tr.worst_canc, 0.0), worst_cancellation_responders=tr.worst_canc_S,
         error_estimate=tr.worst_est, failures=tr.failures, n_failures=tr.n_failures, load=int(code.load),
         average_load=Fraction(int(loads.sum()), code.N), load_lower_bound=opt, meets_lower_bound=frac == opt,
+        borderline=tr.borderline, n_borderline=tr.n_borderline, worst_residual_bound=max(tr.worst_res_hi, 0.0),
         rtol=rtol, seconds=out.seconds, stopped_early=out.stopped, notes=notes, interrupted=out.interrupted,
         dtype=str(dt), pattern_model="tree patterns", distinct_checked=len(model.seen), worst_pattern=res_txt,
         worst_cancellation_pattern=canc_txt, loads_equal=loads_equal, allocation_ok=allocation_ok,
@@ -385,8 +389,9 @@ def _search(code: CodedReduceCode, tr: Tracker, rng: np.random.Generator, budget
                     cand_rows = np.vstack([cur[p * n:(p + 1) * n], cand_rows])
                 cands = np.repeat(cur[None], cand_rows.shape[0], axis=0)
                 cands[:, p * n:(p + 1) * n] = cand_rows
-                res, canc, failed = tr.evaluate(cands)
-                tr.record(cands, res, canc, failed)
+                ev = tr.evaluate(cands)
+                tr.record(cands, ev)
+                res, canc = ev.res, ev.canc
                 spent += cands.shape[0]
                 score = canc if (key == "canc" or code.exact) else res   # exact residuals are 0 unless failing
                 best = int(np.argmax(score))

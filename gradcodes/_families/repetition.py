@@ -44,6 +44,7 @@ class GroupDecoder(Decoder):
     """
 
     description = "one responder per group, 0/1 weights"
+    deterministic = True          # integer bookkeeping and one division per group: the same bits everywhere
 
     def __init__(self, bounds: np.ndarray, mode: str = "first") -> None:
         self.bounds = np.asarray(bounds, dtype=np.int64)

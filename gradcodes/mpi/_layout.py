@@ -133,9 +133,11 @@ class WorkerEncoder:
 class Combiner:
     """A parent's linear combination of its children's messages: ``out[u] (+)= sum_{i in F} A_F[u, i] y_i``.
 
-    ``weights(F)`` gives the ``m x K`` matrix for the rows ``F`` that arrived (cached, least recently used out);
-    for a GradientCode the decoding matrix is validated by the code (``DecodingError`` when the set cannot
-    decode), for an ApproximateCode it comes from the chosen (optimal or fixed) decoder.
+    ``weights(F, dtype)`` gives the ``m x K`` matrix for the rows ``F`` that arrived (cached per set and dtype,
+    least recently used out); for a GradientCode the decoding matrix is validated by the code's acceptance rule in
+    the messages' dtype (``DecodingError`` when the set cannot decode to the tolerance of that dtype, exactly as
+    :meth:`gradcodes.LinearCode.decode` would refuse it), for an ApproximateCode it comes from the chosen (optimal
+    or fixed) decoder.
 
     Parameters
     ----------
@@ -149,17 +151,19 @@ class Combiner:
         self.code = code
         self.decoder = decoder
         self.m = code.m
-        self._cache: OrderedDict[tuple[int, ...], np.ndarray] = OrderedDict()
+        self._cache: OrderedDict[tuple[tuple[int, ...], str], np.ndarray] = OrderedDict()
         self._size = cache_size
 
-    def weights(self, rows: list[int]) -> np.ndarray:
-        key = tuple(sorted(rows))
+    def weights(self, rows: list[int], dtype: DTypeLike = np.float64) -> np.ndarray:
+        rows_key = tuple(sorted(rows))
+        dt = np.dtype(dtype)
+        key = (rows_key, dt.str)
         W = self._cache.get(key)
         if W is None:
-            if not key:
+            if not rows_key:
                 W = np.zeros((self.m, self.code.n))
             else:
-                W = _float(self.code.decoding_matrix(list(key), decoder=self.decoder))
+                W = _float(self.code.decoding_matrix(list(rows_key), decoder=self.decoder, dtype=dt))
             W.flags.writeable = False
             self._cache[key] = W
             while len(self._cache) > self._size:
@@ -179,7 +183,7 @@ class Combiner:
     def combine(self, rows: list[int], buf: np.ndarray, out: np.ndarray, tmp: np.ndarray,
                 accumulate: bool = False) -> None:
         """``out`` (length ``m q``) = [``out`` +] the combination of ``buf[rows]`` (each of length ``q``)."""
-        W = self.weights(rows)
+        W = self.weights(rows, buf.dtype)
         q = buf.shape[1]
         if not accumulate:
             out.fill(0)

@@ -48,7 +48,10 @@ class AggregateInfo:
         Seconds spent waiting for messages and combining them.
     error_estimate : float
         The code's predicted relative error of this decode (exact codes: rounding, see
-        :meth:`gradcodes.LinearCode.error_estimate`; approximate codes: ``||A_F B - E||``; NaN for trees).
+        :meth:`gradcodes.LinearCode.error_estimate`; approximate codes: ``||A_F B - E||``; CodedReduce trees: the
+        estimate of the master's own decode plus, for each of the ``L - 1`` levels below, the inner code's worst
+        estimate over all its responder sets, since each parent's decode is accepted by the same rule and adds at
+        most that error relative to its subtree's sum).
     stale : int
         Messages from earlier iterations dropped by the master so far (cumulative).
     """
@@ -170,6 +173,9 @@ class Master:
         self.sender = ParamSender(self.comm, list(range(1, self.layout.size)), self.p, self.dtype, self.tags)
         self.out = np.zeros(self.m * self.q, dtype=self.dtype)
         self._tmp = np.empty(self.q, dtype=self.dtype)
+        self._inner_est: float | None = None
+        if tree:
+            self._inner_worst()                                 # at set-up, not on the first iteration's clock
         self._sent = -math.inf
         self._stopped = False
 
@@ -194,11 +200,22 @@ class Master:
         self.inbox.release(rows)
         dt = time.perf_counter() - t0
         kids = self.layout.children(0)
-        est = float("nan") if isinstance(self.code, CodedReduceCode) else \
-            self.combiner.error_estimate(rows, self.dtype)
+        est = self.combiner.error_estimate(rows, self.dtype)
+        if isinstance(self.code, CodedReduceCode):
+            est += (self.code.L - 1) * self._inner_worst()
         return self.out[: self.p], AggregateInfo(iteration, tuple(kids[i] - 1 for i in rows),
                                                  tuple(kids[i] - 1 for i in info["bad"]), info["waited"], dt, est,
                                                  self.inbox.dropped)
+
+    def _inner_worst(self) -> float:
+        """The inner code's worst error estimate over its responder sets in the messages' dtype (computed once)."""
+        if self._inner_est is None:
+            from .._verify import verify
+
+            assert isinstance(self.code, CodedReduceCode)
+            rep = verify(self.code.inner, dtype=self.dtype, rng=0, time_budget=2.0, search=False)
+            self._inner_est = float(rep.error_estimate)
+        return self._inner_est
 
     def stop(self, timeout: float = 30.0) -> None:
         """Tell every worker to stop and wait until all have finished (their late messages are drained)."""
