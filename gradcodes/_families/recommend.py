@@ -383,7 +383,7 @@ def _status(row: dict[str, Any], tol: float) -> str:
         return f"meets tol, proven ({how})" if err <= tol else f"above tol, proven ({how})"
     if err > tol:
         return f"above tol (a checked set exceeds it: conclusive; {how})"
-    return f"not proven ({how})"
+    return f"not proven: the worst of the checked sets, not a worst case ({how})"
 
 
 def _rank(rows: list[dict[str, Any]]) -> dict[str, Any]:
