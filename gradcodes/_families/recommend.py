@@ -11,9 +11,9 @@ formula. :func:`recommend` builds each applicable candidate within the load budg
 * **not proven**: otherwise. Its value is the worst over the sets checked, a lower bound of the worst case.
 
 A candidate is *certified on the fly* when its enumeration fits ``certify_seconds`` by a fixed cost model
-(:func:`enumeration_seconds`: ``C(n_b, s)`` sets per distinct block, or ``C(n, s)`` for the whole code, at
-``1 µs + 12 ns * n_b (n_b - s)`` per set, doubled for complex codes, as measured for the verifier on a 2-core x86
-machine). The decision depends only on ``(n, s, m)`` and the code's block structure, never on a clock, so the
+(:func:`enumeration_seconds`: ``C(n_b, s)`` sets per distinct block, or ``C(n, s)`` for the whole code, times a
+per-set cost measured for the verifier on a 2-core x86 machine: ``2 + 0.1 n s + 0.002 n^3`` microseconds for a
+dense solve, doubled for complex codes; families with cheaper decoders declare their own, ``Candidate.per_set``). The decision depends only on ``(n, s, m)`` and the code's block structure, never on a clock, so the
 answer does not change with the machine's speed or load (a slower machine takes longer, and says the same).
 
 **The choice.** Only a proven error ``<= tol`` counts as meeting ``tol``. Among those the lowest load wins, then
