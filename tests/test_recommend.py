@@ -55,6 +55,8 @@ def test_no_proof_means_not_meeting_tol():
     assert not rec.meets_tol and not rec.proven
     assert "none is proven" in rec.reason and "NOT a worst case" in rec.reason
     assert "not proven" in str(rec).splitlines()[0]
+    again = gc.recommend(101, 9, max_load=10, quick=True).recommendation    # rng=None: the same sampled sets
+    assert str(again) == str(rec)
 
 
 def test_certifies_grouped_random_on_the_fly_at_50_16():
