@@ -13,8 +13,9 @@ formula. :func:`recommend` builds each applicable candidate within the load budg
 A candidate is *certified on the fly* when its enumeration fits ``certify_seconds`` by a fixed cost model
 (:func:`enumeration_seconds`: ``C(n_b, s)`` sets per distinct block, or ``C(n, s)`` for the whole code, times a
 per-set cost measured for the verifier on a 2-core x86 machine: ``2 + 0.1 n s + 0.002 n^3`` microseconds for a
-dense solve, doubled for complex codes; families with cheaper decoders declare their own, ``Candidate.per_set``). The decision depends only on ``(n, s, m)`` and the code's block structure, never on a clock, so the
-answer does not change with the machine's speed or load (a slower machine takes longer, and says the same).
+dense solve, doubled for complex codes; families with cheaper decoders declare their own, ``Candidate.per_set``).
+The decision depends only on ``(n, s, m)`` and the code's block structure, never on a clock, so the answer does
+not change with the machine's speed or load (a slower machine takes longer, and says the same).
 
 **The choice.** Only a proven error ``<= tol`` counts as meeting ``tol``. Among those the lowest load wins, then
 0/1 decoding, then table order: two error estimates are never compared with each other there, so rounding
