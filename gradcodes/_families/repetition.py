@@ -5,6 +5,7 @@ All three meet the load bound ``s + 1`` (for ``k = n``) of :func:`gradcodes.min_
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 from typing import Any
 
@@ -85,12 +86,16 @@ class GroupDecoder(Decoder):
         Checked on the actual matrix: ``m = 1``; every group (``bounds``) has at least ``s + 1`` workers with
         identical 0/1 rows; the groups' supports are disjoint and cover all ``k`` partitions. Then ``s``
         stragglers leave a responder in every group, and ``mode="first"`` puts weight 1 on one responder per
-        group, so ``a_F B = 1_k`` exactly (residual 0) with cancellation factor 1: the predicted error is ``u``,
-        accepted when ``u <= rtol`` (Tandon et al. 2017, Section 3, fractional repetition). Returns the
+        group, so ``a_F B = 1_k`` exactly (residual 0) with cancellation factor 1: the predicted error is
+        ``u sqrt(G + load)`` (``G`` groups), accepted when it is at most ``rtol`` (Tandon et al. 2017, Section 3, fractional repetition). Returns the
         statement, or None when a condition fails (then the verifier does not count it as a proof).
         """
         s = getattr(code, "s", None)                        # only a GradientCode promises recovery
-        if s is None or self.mode != "first" or code.m != 1 or code.field not in ("real", "rational") or u > rtol:
+        if s is None or self.mode != "first" or code.m != 1 or code.field not in ("real", "rational"):
+            return None
+        # the acceptance rule's estimate u sqrt(terms) (cancellation 1, residual 0, evaluated exactly: no slack),
+        # with terms = one message per group plus the encoding load (gradcodes._numerics.decode_terms)
+        if not u * math.sqrt(self.bounds.size - 1 + code.load) <= rtol:
             return None
         B = code.B
         if code.field == "rational":
