@@ -205,7 +205,7 @@ def _certify(sub: GradientCode, limit: int) -> dict[str, Any]:
     A verifier's worst residual for rows rounded from exact values is rounding noise (it changes by a factor of
     order one between BLAS kernels), so the certificate keeps reproducible upper bounds instead: the worst
     cancellation rounded up to 3 significant digits, the residual raised to the rounding floor
-    ``4 n_g u canc`` of its own evaluation (Higham 2002, §3.1: an ``n_g``-term dot product is computed to within
+    ``n_g u canc`` of its own evaluation (Higham 2002, §3.1: an ``n_g``-term dot product is computed to within
     ``gamma_{n_g} |a|^T |b|``) and rounded up to 2 digits, and ``error_estimate = u canc + residual`` rounded up
     to 2 digits. Sets beyond ``limit`` are sampled with a fixed seed (no timed search).
     """
@@ -215,7 +215,7 @@ def _certify(sub: GradientCode, limit: int) -> dict[str, Any]:
     total = math.comb(sub.n, sub.s)
     u = float(np.finfo(np.float64).eps) / 2
     canc = _ceil_digits(float(rep.worst_cancellation), 3)
-    res = _ceil_digits(max(float(rep.worst_residual), 4 * sub.n * u * canc), 2)
+    res = _ceil_digits(max(float(rep.worst_residual), sub.n * u * canc), 2)
     est = _ceil_digits(u * canc + res, 2) if rep.n_failures == 0 else float("inf")
     return {"error_estimate": est, "worst_residual": res, "worst_cancellation": canc,
             "proven": is_proof(rep), "sets": int(rep.patterns_checked), "total": total,
