@@ -27,7 +27,6 @@ from typing import Any
 import mpmath
 import numpy as np
 
-
 __all__ = ["solve", "matmul", "dot2", "cos_pi", "sin_pi", "exp"]
 
 _PREC = 113     # bits of the mpmath evaluations (binary128's precision), rounded once to float64

@@ -12,6 +12,7 @@ import numpy as np
 
 from .._code import GradientCode, LinearCode
 from .._decoders import Decoder
+from .._detlinalg import solve
 from .._fields import as_matrix, field_for, solve_left
 from .._io import REBUILDERS
 from .._registry import Scheme, register
@@ -27,7 +28,6 @@ from .._validate import (
     rng_param,
     take_rng,
 )
-from .._detlinalg import solve
 from ._refine import exact_last_column, refine_rows
 
 __all__ = ["uncoded", "fractional_repetition", "cyclic_repetition", "GroupDecoder"]
