@@ -27,7 +27,7 @@ from typing import Any
 import mpmath
 import numpy as np
 
-__all__ = ["solve", "matmul", "dot2", "cos_pi", "sin_pi", "exp"]
+__all__ = ["solve", "matmul", "dot2", "cos_pi", "sin_pi", "log_two_sin_pi", "exp"]
 
 _PREC = 113     # bits of the mpmath evaluations (binary128's precision), rounded once to float64
 _SPLIT = 134217729.0          # 2^27 + 1, Dekker's splitting constant for float64
@@ -163,6 +163,21 @@ def cos_pi(num: Any, den: int) -> np.ndarray:
     table = _cos_table(den)
     vals = table[j]
     return np.where(neg, -vals, vals) + 0.0          # + 0.0 turns -0.0 into 0.0
+
+
+@functools.lru_cache(maxsize=8)
+def log_two_sin_pi(n: int) -> np.ndarray:
+    """``log(2 sin(pi d / n))`` for ``d = 0, ..., n - 1`` (entry 0 is ``-inf``), each evaluated with :mod:`mpmath`
+    at 113 bits and rounded once; read-only.
+
+    >>> bool(log_two_sin_pi(6)[3] == 0.6931471805599453)           # log 2
+    True
+    """
+    with mpmath.workprec(_PREC):
+        vals = [float("-inf")] + [float(mpmath.log(2 * mpmath.sinpi(mpmath.mpf(k) / n))) for k in range(1, n)]
+    out = np.array(vals, dtype=np.float64)
+    out.setflags(write=False)
+    return out
 
 
 def sin_pi(num: Any, den: int) -> np.ndarray:

@@ -53,13 +53,11 @@ element ``γ``, and checks every responder set with no rounding at all.
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-import mpmath
 import numpy as np
 
 from .. import _detlinalg as _det
@@ -131,7 +129,7 @@ def _float_codeword(n: int, s: int, m: int, normalize: str, real: bool) -> tuple
     # logarithms' roundings by math.fsum, products and Dot2 sums in a fixed order): the same bits on every
     # machine. log|ω^d - 1| = log(2 sin(π d / n)); the phase of ∏_f (ω^u - ω^f) is π P_u / (2n) with the integer
     # P_u = Σ_f (4 f + n + 2 d_uf).
-    logtab = _log_two_sin(n)
+    logtab = _det.log_two_sin_pi(n)
     dd = np.where(d == 0, 1, d)
     logmag = np.array([math.fsum(row) for row in logtab[dd].tolist()], dtype=np.float64).reshape(n)
     P = (4 * Z[None, :] + n + 2 * d).sum(axis=1)
@@ -163,16 +161,6 @@ def _float_codeword(n: int, s: int, m: int, normalize: str, real: bool) -> tuple
     if real:
         return np.ascontiguousarray(c.real), c1
     return c, c1
-
-
-@functools.lru_cache(maxsize=8)
-def _log_two_sin(n: int) -> np.ndarray:
-    """``log(2 sin(π d / n))`` for ``d = 0, ..., n - 1`` (entry 0 unused: -inf), each rounded once."""
-    with mpmath.workprec(113):
-        vals = [float("-inf")] + [float(mpmath.log(2 * mpmath.sinpi(mpmath.mpf(k) / n))) for k in range(1, n)]
-    out = np.array(vals, dtype=np.float64)
-    out.setflags(write=False)
-    return out
 
 
 def _circulant(c: Any) -> Any:
