@@ -24,15 +24,18 @@ def test_refined_rows_are_the_exact_rows_rounded(n, s, seed):
     refined = gc.cyclic_repetition(n, s, rng=seed, refine=2).B
     assert _ulps(refined, exact) <= 1.0
     # the plain float64 construction is farther off (this is what the refinement fixes)
-    plain = gc.cyclic_repetition(n, s, rng=seed).B
+    plain = gc.cyclic_repetition(n, s, rng=seed, refine=0).B
     assert _ulps(plain, exact) > _ulps(refined, exact)
     assert np.array_equal(refined != 0, plain != 0)              # same support, same draw
 
 
-def test_refine_zero_is_the_default_construction():
+def test_refine_two_is_the_default_and_is_recorded():
     a = gc.cyclic_repetition(12, 4, rng=3)
-    b = gc.cyclic_repetition(12, 4, rng=3, refine=0)
-    assert np.array_equal(a.B, b.B) and "refine" not in a.params
+    b = gc.cyclic_repetition(12, 4, rng=3, refine=2)
+    assert np.array_equal(a.B, b.B) and a.params["refine"] == 2
+    # refine=0 (the construction of earlier releases) is recorded too, so a file says how its B was built
+    assert gc.cyclic_repetition(12, 4, rng=3, refine=0).params["refine"] == 0
+    assert gc.cyclic_repetition(3, 1, H=[[1, 1, -2]], field="rational").params["refine"] == 0
 
 
 def test_refined_code_decodes_and_verifies():
@@ -91,7 +94,7 @@ def test_refine_bad_input():
     # entries so large that the exact splitting of products overflows: a clear error, not NaN rows
     with pytest.raises(ValueError, match="refine"):
         gc.cyclic_repetition(3, 1, H=[[1e301, 1e301, -2e301]], refine=1)
-    assert np.isfinite(gc.cyclic_repetition(3, 1, H=[[1e301, 1e301, -2e301]]).B).all()
+    assert np.isfinite(gc.cyclic_repetition(3, 1, H=[[1e301, 1e301, -2e301]], refine=0).B).all()
 
 
 def test_exact_last_column():

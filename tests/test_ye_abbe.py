@@ -458,6 +458,7 @@ def test_rational_polynomial_code_over_gf():
 def test_fourier_sine_products_are_bitwise_the_direct_ones(n, s, m, stride):
     # the stride search computes the sine products column by column from a table of 2 sin(pi x / n) and caches
     # them per stride; they must equal the direct evaluation over the (n, d, d) array of factors, bit for bit
+    from gradcodes._detlinalg import sin_pi
     from gradcodes._families.ye_abbe import fourier
     from gradcodes._families.ye_abbe.common import _holders
     from gradcodes._families.ye_abbe.fourier_plan import _fourier_top, _positions
@@ -469,7 +470,7 @@ def test_fourier_sine_products_are_bitwise_the_direct_ones(n, s, m, stride):
     Hw, H, Phi = fourier._interpolation_part(plan, RealField(), fourier._Trig(n, RealField()))
     assert np.array_equal(Hw, _holders(n, d)) and np.array_equal(H, plan.node[Hw])
     diff = H[:, :, None] - H[:, None, :]
-    ts = 2.0 * np.sin(np.pi * diff / n)
+    ts = 2.0 * sin_pi(diff, n)                             # the reproducible (correctly rounded) sines
     ts[:, np.arange(d), np.arange(d)] = 1.0
     S = np.where((n - 1 - H) % 2 == 0, 1.0, -1.0) * n / np.prod(ts, axis=2)
     again = fourier._interpolation_part(plan, RealField(), fourier._Trig(n, RealField()))[2]   # cached

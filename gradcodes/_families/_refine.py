@@ -21,45 +21,11 @@ import math
 
 import numpy as np
 
-__all__ = ["exact_last_column", "refine_rows"]
+from .._detlinalg import _ge, dot2
 
-_SPLIT = 134217729.0          # 2^27 + 1, Dekker's splitting constant for float64
+__all__ = ["dot2", "exact_last_column", "refine_rows"]
+
 _CHUNK_ENTRIES = 1 << 22      # rows are refined in chunks of about this many matrix entries (bounded memory)
-
-
-def _two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    s = a + b
-    z = s - a
-    return s, (a - (s - z)) + (b - z)
-
-
-def _split(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    c = _SPLIT * a
-    hi = c - (c - a)
-    return hi, a - hi
-
-
-def _two_prod(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    p = a * b
-    ah, al = _split(a)
-    bh, bl = _split(b)
-    return p, al * bl - (((p - ah * bh) - al * bh) - ah * bl)
-
-
-def dot2(A: np.ndarray, y: np.ndarray, extra: np.ndarray | None = None) -> np.ndarray:
-    """``sum_t A[..., t] y[..., t] (+ extra)`` over the last axis, as accurate as in twice the working precision.
-
-    ``A`` (..., T) and ``y`` broadcastable to it; ``extra`` (...) is added as one more (already rounded) term.
-    """
-    p, acc = _two_prod(A[..., 0], y[..., 0])
-    for t in range(1, A.shape[-1]):
-        h, r = _two_prod(A[..., t], y[..., t])
-        p, q = _two_sum(p, h)
-        acc = acc + (q + r)
-    if extra is not None:
-        p, q = _two_sum(p, extra)
-        acc = acc + q
-    return p + acc
 
 
 def exact_last_column(Hf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -101,5 +67,5 @@ def _refine_chunk(H: np.ndarray, lo: np.ndarray, rows: np.ndarray, X: np.ndarray
         Y = np.concatenate([np.ones((b, 1)), X], axis=1)                    # (b, s+1): coefficients of i, J_i
         ylast = (Y * last).sum(axis=1)                                       # the coefficient of column n-1
         R = dot2(Hc, Y[:, None, :], extra=lo[None, :] * ylast[:, None])     # (b, s) = H_J x + h_i
-        X = X - np.linalg.solve(HJ, R[..., None])[..., 0]
+        X = X - _ge(HJ, R[..., None])[..., 0]       # elimination in a fixed order: the same bits everywhere
     return X

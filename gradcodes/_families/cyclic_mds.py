@@ -53,12 +53,14 @@ element ``γ``, and checks every responder set with no rounding at all.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from functools import partial
 from typing import Any
 
 import numpy as np
 
+from .. import _detlinalg as _det
 from .._code import GradientCode, LinearCode
 from .._decoders import Decoder, min_norm_solve, stragglers_of
 from .._fields import PrimeField, field_of
@@ -123,21 +125,39 @@ def _float_codeword(n: int, s: int, m: int, normalize: str, real: bool) -> tuple
     u = np.arange(n)
     d = (u[:, None] - Z[None, :]) % n                       # ω^u - ω^f = ω^f (ω^d - 1)
     on_window = (d == 0).any(axis=1)
-    with np.errstate(divide="ignore"):
-        logmag = np.log(2 * np.abs(np.sin(np.pi * np.where(d == 0, 1, d) / n))).sum(axis=1)
-    phase = (2 * np.pi * Z[None, :] / n + np.pi / 2 + np.pi * d / n).sum(axis=1)
-    top = logmag[~on_window].max() if (~on_window).any() else 0.0
-    g = np.where(on_window, 0.0, np.exp(logmag - top + 1j * phase))
-    c = np.fft.fft(g) / n                                   # c_t = (1/n) Σ_u g(ω^u) ω^{-ut} = e^{-top} g_t
-    c[s + 1:] = 0.0
+    # Every transcendental value is evaluated reproducibly (correctly rounded tables, exact sums of their
+    # logarithms' roundings by math.fsum, products and Dot2 sums in a fixed order): the same bits on every
+    # machine. log|ω^d - 1| = log(2 sin(π d / n)); the phase of ∏_f (ω^u - ω^f) is π P_u / (2n) with the integer
+    # P_u = Σ_f (4 f + n + 2 d_uf).
+    logtab = _det.log_two_sin_pi(n)
+    dd = np.where(d == 0, 1, d)
+    logmag = np.array([math.fsum(row) for row in logtab[dd].tolist()], dtype=np.float64).reshape(n)
+    P = (4 * Z[None, :] + n + 2 * d).sum(axis=1)
+    top = float(logmag[~on_window].max()) if (~on_window).any() else 0.0
+    mag = np.where(on_window, 0.0, _det.exp(logmag - top))
+    gr, gi = mag * _det.cos_pi(P, 2 * n), mag * _det.sin_pi(P, 2 * n)
+    # c_t = (1/n) Σ_u g(ω^u) ω^{-ut} = e^{-top} g_t for t = 0..s (the support; the other c_t are 0 exactly)
+    ut = np.arange(s + 1)[:, None] * u[None, :]
+    C, S = _det.cos_pi(2 * ut, n), _det.sin_pi(2 * ut, n)
+    re = _det.dot2(np.concatenate([C, S], axis=1), np.concatenate([gr, gi])[None, :]) / n
+    im = _det.dot2(np.concatenate([C, -S], axis=1), np.concatenate([gi, gr])[None, :]) / n
     # g(1) = ∏_f (1 - ω^f) = exp(logmag[0] + i phase[0]) (u = 0 is never on the window: 0 ∉ Z)
-    log_scale = top if normalize == "monic" else top - logmag[0]
-    if log_scale > np.log(np.finfo(np.float64).max / 2):
+    log_scale = top if normalize == "monic" else top - float(logmag[0])
+    if log_scale > math.log(np.finfo(np.float64).max / 2):
         raise ValueError(f"the {normalize!r}-normalised codeword of this code overflows float64 "
-                         f"(coefficients up to ~1e{log_scale / np.log(10):.0f}) at n={n}, s={s}; use "
+                         f"(coefficients up to ~1e{log_scale / math.log(10):.0f}) at n={n}, s={s}; use "
                          f"placement='centered' and normalize='sum'")
-    c *= np.exp(log_scale - (0.0 if normalize == "monic" else 1j * phase[0]))
-    c1 = complex(np.exp(logmag[0] + 1j * phase[0])) if normalize == "monic" else 1.0 + 0j
+    scale = float(_det.exp(np.array([log_scale]))[0])
+    c0, s0 = float(_det.cos_pi(P[:1], 2 * n)[0]), float(_det.sin_pi(P[:1], 2 * n)[0])
+    fr, fi = (scale, 0.0) if normalize == "monic" else (scale * c0, -(scale * s0))
+    c = np.zeros(n, dtype=np.complex128)
+    c.real[: s + 1] = re * fr - im * fi
+    c.imag[: s + 1] = re * fi + im * fr
+    if normalize == "monic":
+        a = float(_det.exp(logmag[:1])[0])
+        c1 = complex(a * c0, a * s0)
+    else:
+        c1 = 1.0 + 0j
     if real:
         return np.ascontiguousarray(c.real), c1
     return c, c1

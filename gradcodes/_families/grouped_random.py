@@ -19,8 +19,10 @@ factor's weights) subject to ``a_F C_F = c``: one ``|F| x rank`` QR factorisatio
 
 **Proof.** The code is block-diagonal, so :func:`gradcodes.verify` proves it block by block (see
 :mod:`gradcodes._blocks`): ``C(n_g, s)`` sets per distinct group size instead of ``C(n, s)``. The seed of each
-group size is the one with the smallest exhaustively verified worst case among the candidates; winning seeds and
-their certificates are kept in ``code.params``. Sizes for which a certified seed is stored in the package
+group size is the one with the smallest exhaustively verified worst case among the candidates, compared in
+reproducible numbers (upper bounds with two or three decimal digits, see ``_certify``; equal bounds keep the
+lowest seed), so the same call picks the same seeds on every machine; winning seeds and their certificates are
+kept in ``code.params``. Sizes for which a certified seed is stored in the package
 (:data:`CERTIFIED`, re-checked by ``python benchmarks/certify_seeds.py --check``) are not searched again. A group
 too large to enumerate within ``limit`` straggler sets is *searched*, not proven, and the certificate says so.
 """
@@ -28,6 +30,7 @@ too large to enumerate within ``limit`` straggler sets is *searched*, not proven
 from __future__ import annotations
 
 import math
+from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any
 
 import numpy as np
@@ -188,13 +191,44 @@ def _block_code(ng: int, s: int, extra: int, seed: int | None, refine: int = REF
                         decoders=[RowSpaceDecoder()], default_decoder="rowspace")
 
 
+def _ceil_digits(x: float, digits: int) -> float:
+    """An upper bound of ``x`` with ``digits`` significant decimal digits that rounding noise cannot change.
+
+    ``x`` rounded to the nearest ``digits``-digit decimal, plus one unit of the last digit (exactly, through
+    :class:`decimal.Decimal`): at least ``x``, and the same for every ``x`` within a fraction of that unit of a
+    grid value, so exact values (a cancellation of exactly 1) and their last-bit perturbations agree.
+    """
+    if not math.isfinite(x) or x <= 0:
+        return float(x)
+    d = Decimal(x)                                                    # the float's exact value
+    unit = Decimal(1).scaleb(d.adjusted() - digits + 1)
+    r = d.quantize(unit, rounding=ROUND_HALF_EVEN)
+    if r.adjusted() > d.adjusted():                                   # rounded up to the next decade: 9.99.. -> 10.0
+        unit = unit.scaleb(1)
+        r = d.quantize(unit, rounding=ROUND_HALF_EVEN)
+    return float(r + unit)
+
+
 def _certify(sub: GradientCode, limit: int) -> dict[str, Any]:
+    """The certificate of one candidate group, in numbers that do not depend on the machine.
+
+    A verifier's worst residual for rows rounded from exact values is rounding noise (it changes by a factor of
+    order one between BLAS kernels), so the certificate keeps reproducible upper bounds instead (each rounded to
+    the nearest decimal of a few digits, plus one unit of the last: :func:`_ceil_digits`): the worst
+    cancellation (3 digits); the residual raised to the rounding floor ``2 n_g u canc`` of its own evaluation
+    (Higham 2002, §3.1: an ``n_g``-term dot product is computed to within ``gamma_{n_g} |a|^T |b|``; 2 digits);
+    and ``error_estimate = u canc + residual`` (2 digits). Sets beyond ``limit`` are sampled with a fixed seed
+    (no timed search).
+    """
     from .._verify import verify
 
-    rep = verify(sub, limit=limit, stop_on_failure=True)
+    rep = verify(sub, limit=limit, stop_on_failure=True, rng=0, search=False)
     total = math.comb(sub.n, sub.s)
-    return {"error_estimate": float(rep.error_estimate) if rep.n_failures == 0 else float("inf"),
-            "worst_residual": float(rep.worst_residual), "worst_cancellation": float(rep.worst_cancellation),
+    u = float(np.finfo(np.float64).eps) / 2
+    canc = _ceil_digits(float(rep.worst_cancellation), 3)
+    res = _ceil_digits(max(float(rep.worst_residual), 2 * sub.n * u * canc), 2)
+    est = _ceil_digits(u * canc + res, 2) if rep.n_failures == 0 else float("inf")
+    return {"error_estimate": est, "worst_residual": res, "worst_cancellation": canc,
             "proven": is_proof(rep), "sets": int(rep.patterns_checked), "total": total,
             "status": "proven" if is_proof(rep) else ("fails" if rep.n_failures else "searched (not proven)")}
 
@@ -298,6 +332,7 @@ def grouped_random(n: int, s: int, extra: int = 1, *, rng: RNGLike = None, candi
                 cand = _block_code(ng, s, extra, sd, refine)
                 c = _certify(cand, limit)
                 tried[str(sd)] = c["error_estimate"]
+                # reproducible numbers (see _certify); equal ones keep the earlier seed (strict <)
                 key = (not c["proven"], c["error_estimate"])
                 if best is None or key < (not best[1], best[0]):
                     best = (c["error_estimate"], c["proven"], sd, cand, c)

@@ -13,6 +13,7 @@ import numpy as np
 
 from .._code import GradientCode, LinearCode
 from .._decoders import Decoder
+from .._detlinalg import solve
 from .._fields import as_matrix, field_for, solve_left
 from .._io import REBUILDERS
 from .._registry import Scheme, register
@@ -224,11 +225,14 @@ def _cyclic_rows_from_H(H: Any, n: int, s: int, exact: bool, refine: int = 0, lo
             if not np.isfinite(cond) or cond > 1e12:
                 raise ValueError(f"H[:, {J.tolist()}] is singular or ill-conditioned (condition number "
                                  f"{cond:.3g} > 1e12); pass another H or seed")
-            B[i, J] = -np.linalg.solve(HJ, H[:, i])
+            if not refine:      # the rows of earlier releases (LAPACK: the last bits depend on the BLAS kernel)
+                B[i, J] = -np.linalg.solve(HJ, H[:, i])
     if refine and s and not exact:
+        # every row's solve by elimination in a fixed order, then refinement: the same bits on every machine
         rows = np.arange(n)
         cols = (rows[:, None] + np.arange(1, s + 1)[None, :]) % n
-        X = refine_rows(H, np.zeros(s) if lo is None else lo, B[rows[:, None], cols], refine)
+        X0 = -solve(np.transpose(H[:, cols], (1, 0, 2)), H[:, rows].T[:, :, None])[..., 0]
+        X = refine_rows(H, np.zeros(s) if lo is None else lo, X0, refine)
         if not np.isfinite(X).all():
             raise ValueError("refine needs every entry of H below about 1e290 in magnitude (the refinement "
                              "splits products exactly); pass refine=0 or a scaled H")
@@ -237,7 +241,8 @@ def _cyclic_rows_from_H(H: Any, n: int, s: int, exact: bool, refine: int = 0, lo
 
 
 def cyclic_repetition(n: int, s: int, k: int | None = None, *, rng: RNGLike = None, H: MatrixLike | None = None,
-                      field: str = "real", refine: int = 0, seed: RNGLike | Unset = SEED_UNSET) -> GradientCode:
+                      field: str = "real", refine: int | None = None,
+                      seed: RNGLike | Unset = SEED_UNSET) -> GradientCode:
     r"""Cyclic repetition code (Tandon et al. 2017): worker ``i`` stores partitions ``i, ..., i+s (mod n)``.
 
     Every row of ``B`` lies in the null space of a matrix ``H`` (``s × n``) with ``H 1 = 0``: row ``i`` has a 1 at
@@ -264,14 +269,17 @@ def cyclic_repetition(n: int, s: int, k: int | None = None, *, rng: RNGLike = No
         A given ``H`` with ``H 1 = 0`` (Fractions or integers allowed with ``field="rational"``).
     field : {"real", "rational"}
         Floating point or exact arithmetic (a random ``H`` is then converted exactly).
-    refine : int, default 0
-        Steps of iterative refinement of every row's solve, ``0 <= refine <= 10`` (``field="real"`` only), with
-        the residuals ``H_J x + h_i`` evaluated as if in twice the working precision (Ogita, Rump & Oishi 2005)
-        and, for a random ``H``, its last column ``-sum_j H_{:,j}`` taken exactly (106 bits). ``refine=2`` gives
-        the exact construction's ``B`` for the drawn ``H`` to about one unit in the last place; the default
-        (one float64 solve per row, unchanged from earlier releases) is off by about ``cond(H_J) u`` relative:
-        up to 1e-11 at ``(33, 26)``, which then dominates the code's worst residual. ``refine=0`` and
-        ``refine > 0`` draw the same ``H``, so their codes differ only in these roundings.
+    refine : int, optional
+        Steps of iterative refinement of every row's solve, ``0 <= refine <= 10``; default 2 for
+        ``field="real"`` (0, the only valid value, for ``field="rational"``). With ``refine >= 1`` each row is
+        solved by Gaussian elimination in a fixed order and refined with residuals ``H_J x + h_i`` evaluated as
+        if in twice the working precision (Ogita, Rump & Oishi 2005), and a random ``H`` gets its last column
+        ``-sum_j H_{:,j}`` exactly (106 bits): ``refine=2`` gives the exact construction's ``B`` for the drawn
+        ``H`` to about one unit in the last place, and the same bits on every machine (no BLAS or LAPACK
+        call). ``refine=0`` is the construction of earlier releases (one LAPACK solve per row: off by about
+        ``cond(H_J) u`` relative, up to 1e-11 at ``(33, 26)``, and its last bits depend on the BLAS kernel); files
+        saved without ``refine`` in their parameters were built that way. ``params["refine"]`` always records the
+        value used. Both draw the same ``H``, so their codes differ only in these roundings.
 
     Examples
     --------
@@ -288,25 +296,24 @@ def cyclic_repetition(n: int, s: int, k: int | None = None, *, rng: RNGLike = No
 
     >>> import numpy as np
     >>> exact = gc.cyclic_repetition(12, 5, rng=3, field="rational").B.astype(float)
-    >>> plain = gc.cyclic_repetition(12, 5, rng=3).B
-    >>> refined = gc.cyclic_repetition(12, 5, rng=3, refine=2).B
+    >>> refined = gc.cyclic_repetition(12, 5, rng=3).B             # refine=2, the default
     >>> bool(np.abs(refined - exact).max() <= 2 * np.spacing(np.abs(exact)).max())
     True
+    >>> gc.cyclic_repetition(12, 5, rng=3).params["refine"]
+    2
     """
     n, s = check_ns(n, s)
     rng = take_rng(rng, seed)
     gen = check_rng(rng)
     check_choice("field", field, ("real", "rational"))
-    refine = check_int("refine", refine, 0, 10)
-    k = _check_k(n, k, n, "partitions are grouped into n super-partitions")
     exact = field == "rational"
+    refine = (0 if exact else 2) if refine is None else check_int("refine", refine, 0, 10)
+    k = _check_k(n, k, n, "partitions are grouped into n super-partitions")
     if exact and refine:
         raise ValueError(f"refine applies to field='real' only (the rational code is exact); got refine={refine}")
     check_entries(n, k, exact=exact)
     check_size("the cost n * s^3 of the n solves of s x s systems", n * s**3, "exact_entries" if exact else "work")
-    params: dict[str, Any] = {"n": n, "s": s, "k": k, "field": field}
-    if refine:
-        params["refine"] = refine
+    params: dict[str, Any] = {"n": n, "s": s, "k": k, "field": field, "refine": refine}
     lo = None
     if H is None:
         Hf = gen.standard_normal((s, n - 1))

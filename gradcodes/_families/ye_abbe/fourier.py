@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ... import _detlinalg as _det
 from ..._fields import Field, PrimeField
 from .common import _holders, _prime_1_mod, _series_inv, _series_mul
 
@@ -88,7 +89,7 @@ class _Trig:
         """``2 sin(pi x / n)`` for the integers ``x = -(n-1), ..., n-1`` (float backend), at index ``x + n - 1``."""
         if self.sin_table is None:
             n = self.n
-            self.sin_table = 2.0 * np.sin(np.pi * np.arange(-n + 1, n, dtype=np.int64) / n)
+            self.sin_table = 2.0 * _det.sin_pi(np.arange(-n + 1, n, dtype=np.int64), n)
         return self.sin_table
 
     def two_sin(self, k: np.ndarray) -> Any:
@@ -99,7 +100,7 @@ class _Trig:
                 # every argument is an integer in (-n, n): look the values up (the same formula, evaluated once
                 # per integer, so the values are bitwise those of the direct evaluation)
                 return self.sin_values()[k + (n - 1)]
-            return 2.0 * np.sin(np.pi * k / n)
+            return 2.0 * _det.sin_pi(k, n)
         q = 8 * self.n
         return (self.table[(4 * k) % q] - self.table[(-4 * k) % q]) * self.inv_i
 
@@ -107,8 +108,7 @@ class _Trig:
         """``cos(pi e / (4n))``, ``sin(pi e / (4n))`` for integer arrays ``e``."""
         e = np.asarray(e, dtype=np.int64)
         if not isinstance(self.bk, PrimeField):
-            x = np.pi * e / (4 * self.n)
-            return np.cos(x), np.sin(x)
+            return _det.cos_pi(e, 4 * self.n), _det.sin_pi(e, 4 * self.n)
         q = 8 * self.n
         a, b = self.table[e % q], self.table[(-e) % q]
         return (a + b) * self.half, (a - b) * self.half * self.inv_i
@@ -137,7 +137,9 @@ class _Trig:
         e = np.asarray(e, dtype=np.int64) % (8 * self.n)
         if isinstance(self.bk, PrimeField):
             return self.table[e]
-        return np.exp(1j * np.pi * e / (4 * self.n))
+        out = np.empty(e.shape, dtype=np.complex128)
+        out.real, out.imag = _det.cos_pi(e, 4 * self.n), _det.sin_pi(e, 4 * self.n)
+        return out
 
 
 
@@ -209,7 +211,8 @@ def _fourier_B(plan: _FourierPlan, bk: Field, max_cond: float | None = 1e10) -> 
     tr = _Trig(n, bk)
     K = tr.kernel(plan)
     Hw, H, Phi = _interpolation_part(plan, bk, tr)
-    M = bk.stack([K[:, H[j]] @ Phi[j] for j in range(n)]) if bk.exact else np.einsum("ujk,jkw->juw", K[:, H], Phi)
+    # M_j = K[:, H_j] Phi_j; float64: sums in index order (no BLAS, no SIMD reduction: the same bits everywhere)
+    M = bk.stack([K[:, H[j]] @ Phi[j] for j in range(n)]) if bk.exact else _det.matmul(np.swapaxes(K[:, H], 0, 1), Phi)
     if not bk.exact and max_cond is not None:
         sv = np.linalg.svd(M, compute_uv=False)
         with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
@@ -217,7 +220,12 @@ def _fourier_B(plan: _FourierPlan, bk: Field, max_cond: float | None = 1e10) -> 
         if not np.all(np.isfinite(cond)) or cond.max() > max_cond:
             raise ValueError(f"the Fourier functionals are (nearly) singular on some partition (cond(M_j) = "
                              f"{cond.max():.3g}); choose another spacing or stride")
-    Bj = bk.solve_right(Phi, M)                                    # (n, d, m)
+    if bk.exact:
+        Bj = bk.solve_right(Phi, M)                                # (n, d, m)
+    else:
+        # Phi M^{-1} by elimination in a fixed order with two refinement steps (Dot2 residuals): the solution of
+        # the computed system to about one unit in the last place, and the same bits on every machine
+        Bj = np.swapaxes(_det.solve(np.swapaxes(M, 1, 2), np.swapaxes(Phi, 1, 2), refine=2), 1, 2)
     B = bk.zeros((n, n, m))
     for a in range(d):
         B[Hw[:, a], np.arange(n)] = Bj[:, a]

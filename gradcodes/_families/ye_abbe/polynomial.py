@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from ... import _detlinalg as _det
 from ..._fields import Field, to_fraction
 from .common import _holders, _series_inv, _series_mul
 
@@ -85,7 +86,7 @@ def _named_nodes(kind: str, n: int, exact: bool) -> Any:
             raise ValueError("nodes='chebyshev' are irrational: exact (field='rational') codes need rational nodes "
                              "('integer', 'equispaced', or a sequence of Fractions); to check the Fourier "
                              "construction exactly use verify(code, field='GF')")
-        return np.cos((2 * np.arange(n) + 1) * np.pi / (2 * n))
+        return _det.cos_pi(2 * np.arange(n) + 1, 2 * n)           # correctly rounded: the same bits everywhere
     else:  # pragma: no cover - guarded by the caller
         raise ValueError(kind)
     return np.array(vals, dtype=object) if exact else np.array([float(v) for v in vals])
