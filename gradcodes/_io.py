@@ -433,7 +433,7 @@ def _check_inner(where: str, inner: Any, b: int, s: int | None) -> None:
 
 
 def _restore(where: str, meta: dict[str, Any], B: Any) -> LinearCode:
-    rebuilt = rebuild_saved(meta.get("family"), meta["params"], B, p=meta.get("p"), stacklevel=4)
+    rebuilt = rebuild_saved(meta.get("family"), meta["params"], B, p=meta.get("p"), where=where, stacklevel=4)
     if rebuilt is not None:
         return rebuilt
     base = _FLAT_TYPES.get(meta["type"])
@@ -454,7 +454,7 @@ def _restore(where: str, meta: dict[str, Any], B: Any) -> LinearCode:
 
 
 def rebuild_saved(family: str | None, params: dict[str, Any], B: Any, *, p: int | None = None,
-                  exact_values: bool = False, stacklevel: int = 2) -> LinearCode | None:
+                  exact_values: bool = False, where: str | None = None, stacklevel: int = 2) -> LinearCode | None:
     """The family's rebuild of a saved matrix ``B`` (for its decoders), or None.
 
     None without a warning when the family registers no rebuilder (its decoders are the generic ones); None with a
@@ -466,6 +466,7 @@ def rebuild_saved(family: str | None, params: dict[str, Any], B: Any, *, p: int 
     constructor = REBUILDERS.get(family or "")
     if constructor is None:
         return None
+    file = "" if where is None else f"{where!r}: "
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")                      # construction warnings were shown at build time
@@ -477,12 +478,12 @@ def rebuild_saved(family: str | None, params: dict[str, Any], B: Any, *, p: int 
     except CodeFileError:
         raise
     except (TypeError, ValueError, KeyError, ArithmeticError, RuntimeError) as exc:
-        warnings.warn(f"the {family!r} family could not rebuild the saved code ({exc}); loading the saved matrix "
+        warnings.warn(f"{file}the {family!r} family could not rebuild the saved code ({exc}); loading the saved matrix "
                       f"with the generic decoders only", RuntimeWarning, stacklevel=stacklevel)
         return None
     if _same_matrix(code.B, B, exact_values):
         return code
-    warnings.warn(f"the saved matrix differs from the {family!r} construction with the saved parameters (edited, "
+    warnings.warn(f"{file}the saved matrix differs from the {family!r} construction with the saved parameters (edited, "
                   f"or built by another version or machine); loading the saved matrix with the generic decoders "
                   f"only", RuntimeWarning, stacklevel=stacklevel)
     return None
