@@ -121,6 +121,14 @@ def test_grouped_random_file_is_never_searched(tmp_path, grouped, edit, candidat
         gc.load(_rewrite(path, tmp_path / "bad.npz", meta=meta))
 
 
+def test_ye_abbe_file_without_its_stride_is_refused(tmp_path):
+    path = _saved(tmp_path, gc.ye_abbe(12, 3, 2))
+    meta = _meta(path)
+    del meta["params"]["stride"]
+    with pytest.raises(gc.CodeFileError, match="record its stride"):
+        gc.load(_rewrite(path, tmp_path / "bad.npz", meta=meta))
+
+
 def test_grouped_random_file_rebuilds_from_its_seeds(tmp_path, grouped):
     code, path = grouped
     meta = _meta(path)
