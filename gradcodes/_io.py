@@ -181,10 +181,15 @@ def load(path: str | os.PathLike[str], *, max_entries: int | None = None, rtol: 
         code.rtol = min(saved, bound)
     if meta["default_decoder"] in code.decoders:
         code.default_decoder = meta["default_decoder"]
-    elif meta["default_decoder"] != code.default_decoder:
+    elif meta["default_decoder"] != code.default_decoder and not _warned_fallback(code):
         warnings.warn(f"{where!r}: the saved default decoder {meta['default_decoder']!r} could not be restored; "
                       f"using {code.default_decoder!r}", RuntimeWarning, stacklevel=2)
     return code
+
+
+def _warned_fallback(code: LinearCode) -> bool:
+    """A family code back with the generic decoders only: :func:`rebuild_saved` has already said why."""
+    return code.family in REBUILDERS and set(code.decoders) <= {"nullspace", "lstsq", "exact"}
 
 
 # ---------------------------------------------------------------------------------------------- reading
