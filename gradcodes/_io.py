@@ -509,6 +509,8 @@ def _same_matrix(rebuilt: Any, saved: Any, exact_values: bool = False) -> bool:
     return r.dtype == b.dtype and np.ascontiguousarray(r).tobytes() == np.ascontiguousarray(b).tobytes()
 
 
-#: family name -> constructor called with the saved ``params`` to restore a code's family decoders. A family
-#: whose decoders are all generic need not register (the generic ``GradientCode`` is then exactly right).
+#: family name -> constructor called with the saved ``params`` to restore a code's family decoders (used only if
+#: it rebuilds the saved matrix bitwise, see :func:`rebuild_saved`). A family whose decoders are all generic need
+#: not register (the generic ``GradientCode`` is then exactly right). A rebuild must not search: a family whose
+#: constructor would search when a recorded choice is missing registers a hook raising :class:`CodeFileError`.
 REBUILDERS: dict[str, Any] = {}
