@@ -295,7 +295,7 @@ def _check_meta(where: str, text: np.ndarray) -> dict[str, Any]:
 
 def _as_built_by_format_1(family: str | None, params: dict[str, Any]) -> None:
     """Format 1 files record the parameters of their time: fill in the defaults those releases used."""
-    if family == "cyclic_repetition" and params.get("field", "real") == "real" and "H" not in params:
+    if family == "cyclic_repetition" and params.get("field", "real") == "real":
         params.setdefault("refine", 0)            # refine=0 was the default (and left out of the parameters)
     if family == "coded_reduce" and isinstance(params.get("inner"), dict):
         inner = params["inner"]
