@@ -276,3 +276,14 @@ def test_declared_shape_must_match(tmp_path):
     meta["shape"] = [4, 5]
     with pytest.raises(gc.CodeFileError, match="shape"):
         gc.load(_rewrite(path, tmp_path / "shape.npz", meta=meta))
+
+
+def test_cli_refusals_exit_2_on_one_line(tmp_path, grouped, capsys):
+    meta = _meta(grouped[1])
+    del meta["params"]["block_seeds"]
+    meta["params"]["candidates"] = 10_000
+    bad = _rewrite(grouped[1], tmp_path / "bad.npz", meta=meta)
+    for command in ("verify", "evaluate"):
+        assert main([command, str(bad)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("gradcodes: error: ") and "block_seeds" in err and err.count("\n") == 1
