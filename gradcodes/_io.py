@@ -1,8 +1,9 @@
 """Saving codes to ``.npz`` files and loading them back, with their parameters.
 
-A code file is untrusted input. :func:`load` reads it without pickles, checks every entry's dtype and shape from
-its header, the sizes against :data:`gradcodes.limits`, and the saved parameters against the saved matrix
-*before* it rebuilds anything; whatever is wrong with a file raises :class:`CodeFileError`.
+A code file is untrusted input: :func:`load` states the trust model. In short, a file can give a matrix and the
+parameters that describe it; it cannot make :func:`load` allocate or compute more than the bounds it was given
+(``max_entries``, :data:`gradcodes.limits`), search for anything, loosen the acceptance tolerance the caller
+allows, or replace its own matrix by another one. Whatever is wrong with a file raises :class:`CodeFileError`.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ import math
 import os
 import re
 import warnings
-import zipfile
 from fractions import Fraction
 from typing import Any
 
@@ -20,17 +20,26 @@ import numpy as np
 
 from ._code import ApproximateCode, GradientCode, LinearCode
 from ._fields import is_galois_array
-from ._validate import check_int, limits
+from ._io_archive import MAX_DIGITS, MAX_META_CHARS, CodeArchive
+from ._numerics import DEFAULT_RTOL
+from ._validate import check_int, check_real, limits
 
 __all__ = ["save", "load", "CodeFileError"]
 
-_FORMAT = 1
+#: The format :func:`save` writes. Format 1 (releases before the constructors became deterministic) recorded a
+#: ``cyclic_repetition`` built with the then default ``refine=0`` without a ``refine`` parameter; format 2 adds the
+#: matrix's ``shape`` and records parameters as the constructor's arguments at the time of writing.
+_FORMAT = 2
+_READS = (1, 2)
 #: Entries a code file may hold, and the dtype kinds each may have (no object arrays: never a pickle).
 _ENTRIES = {"meta": "U", "B": "biufc", "B_num": "U", "B_den": "U", "B_gf": "iu"}
-#: The JSON parameters may not be longer than this (characters).
-_MAX_META_CHARS = 10**7
 #: Largest characteristic p of a GF(p) code file (the fields gradcodes builds are far smaller).
 _MAX_P = 2**31
+#: Saved code types whose straggler model is the flat one of their base class: when the family cannot rebuild the
+#: saved matrix they come back as that base class with the generic decoders. Any other type (a tree) is refused.
+_FLAT_TYPES = {"GradientCode": "GradientCode", "YeAbbeCode": "GradientCode", "CyclicMDSCode": "GradientCode",
+               "ApproximateCode": "ApproximateCode", "ExpanderCode": "ApproximateCode",
+               "HeterogeneousCode": "ApproximateCode"}
 
 
 class CodeFileError(ValueError):
@@ -41,9 +50,11 @@ class CodeFileError(ValueError):
 def save(code: LinearCode, path: str | os.PathLike[str]) -> None:
     """Write ``code`` to an ``.npz`` file: its matrix (exactly, for rational and GF(p) codes) and parameters.
 
-    The file keeps the family's parameters (so that :func:`load` restores the family decoders), the default
-    decoder, the acceptance tolerance ``rtol`` and, for approximate codes, the straggle probabilities. Decoders of
-    custom codes (built directly from a matrix) are not stored: such codes come back with the generic decoders.
+    The file keeps the matrix bit for bit (float entries as IEEE 754 binary64, rational entries as integer
+    numerators and denominators, GF(p) entries as integers), its shape, the family's parameters (so that
+    :func:`load` can restore the family decoders), the default decoder, the acceptance tolerance ``rtol`` and, for
+    approximate codes, the straggle probabilities. The entries are stored uncompressed. Decoders of custom codes
+    (built directly from a matrix) are not stored: such codes come back with the generic decoders.
 
     Examples
     --------
@@ -59,7 +70,7 @@ def save(code: LinearCode, path: str | os.PathLike[str]) -> None:
     meta: dict[str, Any] = {
         "format": _FORMAT, "type": type(code).__name__, "name": code.name, "family": code.family,
         "params": code.params, "m": code.m, "field": code.field, "default_decoder": code.default_decoder,
-        "s": getattr(code, "s", None),
+        "s": getattr(code, "s", None), "shape": [int(d) for d in np.shape(code.B)],
     }
     rtol = getattr(code, "rtol", None)
     if rtol is not None:
@@ -79,17 +90,32 @@ def save(code: LinearCode, path: str | os.PathLike[str]) -> None:
     np.savez(path, meta=np.array(json.dumps(meta)), **arrays)
 
 
-def load(path: str | os.PathLike[str], *, max_entries: int | None = None) -> LinearCode:
-    """Read a code written by :func:`save`, treating the file as untrusted input.
+def load(path: str | os.PathLike[str], *, max_entries: int | None = None, rtol: float | None = None) -> LinearCode:
+    r"""Read a code written by :func:`save`, treating the file as untrusted input.
 
-    Family decoders are restored by rebuilding the code with its constructor from the saved parameters when the
-    result has the very same matrix (up to float rounding); otherwise (or for custom codes) the generic decoders
-    are used, with a warning. The default decoder and ``rtol`` are restored.
+    **Trust model.** The file supplies the matrix ``B`` and the parameters that describe it; the loaded code has
+    exactly that ``B``, bit for bit. What a file cannot do:
 
-    Before anything is built, the file is checked: it must be an ``.npz`` archive holding only the entries
-    :func:`save` writes, none of them an object (pickle) array; the matrix must have at most ``max_entries``
-    entries; the parameters must be well-typed and agree with the matrix (``n`` rows, ``k m`` columns), so that
-    the rebuild costs no more than the matrix it reproduces.
+    * *Cost more than its bounds.* Before any entry's data is read, its size is checked from the zip directory
+      and the ``.npy`` header: at most ``max_entries`` matrix entries (default :data:`gradcodes.limits`), numbers
+      of a rational matrix of at most 4300 digits, and compressed entries (which :func:`save` never writes) at most
+      64 MiB of data in all, whatever their compression ratio; then exactly the announced bytes are streamed into
+      one array. The parameters are checked against the matrix's shape (``n``, ``k``, ``m``, ``s``, a tree's
+      ``n``, ``L``, ``P`` and inner code) before anything is built.
+    * *Make the rebuild search.* Family decoders are restored by calling the family's constructor with the saved
+      parameters; a file is rebuilt only from the choices it records (seeds, strides, graphs), never by a search
+      (for example a ``grouped_random`` file must give its ``block_seeds``; otherwise :class:`CodeFileError`).
+    * *Swap its matrix.* The rebuild's decoders are used only when the rebuilt ``B`` equals the saved ``B``
+      bitwise (same dtype, same bytes; exactly for rational and GF(p) codes). Otherwise the saved ``B`` is kept
+      with the generic decoders and a :class:`RuntimeWarning` (a tree code, whose straggler model needs its
+      family, raises :class:`CodeFileError` instead). Decoders are attached to the matrix they were derived from,
+      so that no proof or closed-form bound of the rebuild is claimed for a different matrix.
+    * *Loosen the acceptance rule.* The file's ``rtol`` is used only if it is at most the caller's bound (the
+      library default ``1e-8`` unless ``rtol=`` is given); a looser one is replaced by the bound, with a
+      :class:`RuntimeWarning`.
+
+    Files written by older releases load as they were saved: format 1 files of ``cyclic_repetition`` without
+    ``refine`` in their parameters were built with ``refine=0`` and say so in ``code.params``.
 
     Parameters
     ----------
@@ -98,144 +124,149 @@ def load(path: str | os.PathLike[str], *, max_entries: int | None = None) -> Lin
     max_entries : int, optional
         Largest number of matrix entries accepted (default: ``gradcodes.limits.entries``, 10**8, for float
         matrices; ``gradcodes.limits.exact_entries``, 10**6, for rational and GF(p) ones). Pass a larger value to
-        load a bigger code from a file you trust to be what it claims.
+        load a bigger code from a file you trust to be what it claims (it also allows compressed entries of up to
+        16 bytes per entry).
+    rtol : float in (0, 1), optional
+        The loosest acceptance tolerance taken from the file: the code's ``rtol`` is ``min(file's rtol, rtol)``
+        (default ``rtol``: the library default ``1e-8``, so that a file can only tighten it). To use another
+        tolerance whatever the file says, set ``code.rtol`` after loading.
 
     Raises
     ------
     CodeFileError
-        (a :class:`ValueError`) for any file that is not a valid gradcodes code file, or is over the bound; the
-        message says what is wrong.
+        (a :class:`ValueError`) for any file that is not a valid gradcodes code file, is over the bound, or asks
+        for a search; the message says what is wrong.
     FileNotFoundError
         If there is no file at ``path``.
+
+    Examples
+    --------
+    >>> import os, tempfile, gradcodes as gc
+    >>> path = os.path.join(tempfile.mkdtemp(), "fr.npz")
+    >>> code = gc.fractional_repetition(6, 2)
+    >>> code.rtol = 1e-4                        # looser than the default: the file cannot impose it
+    >>> gc.save(code, path)
+    >>> import warnings
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")
+    ...     gc.load(path).rtol
+    1e-08
+    >>> gc.load(path, rtol=1e-3).rtol           # the caller accepts up to 1e-3
+    0.0001
     """
     where = os.fspath(path) if isinstance(path, (str, os.PathLike)) else None
     if where is None:
         raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
     if max_entries is not None:
         max_entries = check_int("max_entries", max_entries, 1)
-    arrays = _read_npz(where, max_entries)
-    meta = _check_meta(where, arrays)
+    bound = DEFAULT_RTOL if rtol is None else check_real("rtol", rtol, 0, 1, open_lo=True, open_hi=True)
+    meta, arrays = _read(where, max_entries)
     B = _matrix(where, meta, arrays)
-    _check_params(where, meta, B)
+    del arrays
+    _check_params(where, meta, tuple(int(d) for d in B.shape))
     try:
-        code = _restore(meta, B)
-    except CodeFileError:
-        raise
+        code = _restore(where, meta, B)
+    except CodeFileError as exc:
+        if str(exc).startswith(repr(where)):
+            raise
+        raise CodeFileError(f"{where!r}: {exc}") from None
     except (TypeError, ValueError, ArithmeticError, KeyError) as exc:
         raise CodeFileError(f"{where!r}: the saved code is not valid: {exc}") from None
-    if "rtol" in meta and hasattr(code, "rtol"):
-        code.rtol = meta["rtol"]
+    if hasattr(code, "rtol"):
+        saved = meta.get("rtol", DEFAULT_RTOL)
+        if saved > bound:
+            warnings.warn(f"{where!r}: the file's rtol={saved:g} is looser than the {bound:g} accepted from a file; "
+                          f"using rtol={bound:g} (pass rtol= to gradcodes.load to accept a looser one)",
+                          RuntimeWarning, stacklevel=2)
+        code.rtol = min(saved, bound)
     if meta["default_decoder"] in code.decoders:
         code.default_decoder = meta["default_decoder"]
-    elif meta["default_decoder"] != code.default_decoder:
+    elif meta["default_decoder"] != code.default_decoder and not _warned_fallback(code):
         warnings.warn(f"{where!r}: the saved default decoder {meta['default_decoder']!r} could not be restored; "
                       f"using {code.default_decoder!r}", RuntimeWarning, stacklevel=2)
     return code
 
 
+def _warned_fallback(code: LinearCode) -> bool:
+    """A family code back with the generic decoders only: :func:`rebuild_saved` has already said why."""
+    return code.family in REBUILDERS and set(code.decoders) <= {"nullspace", "lstsq", "exact"}
+
+
 # ---------------------------------------------------------------------------------------------- reading
 
 
-def _read_npz(where: str, max_entries: int | None) -> dict[str, np.ndarray]:
-    """The archive's arrays, each checked from its header (dtype, shape, size) before its data is read."""
+def _read(where: str, max_entries: int | None) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """The parameters, then the matrix entries, each checked from its headers before its data is read."""
     bad = f"{where!r} is not a gradcodes code file"
     try:
-        zf = zipfile.ZipFile(where)
-    except FileNotFoundError:
-        raise
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError) as exc:
-        raise CodeFileError(f"{bad}: not a readable .npz (zip) archive ({type(exc).__name__}: {exc})") from None
-    out: dict[str, np.ndarray] = {}
-    try:
-        with zf:
-            names = zf.namelist()
-            if len(names) > len(_ENTRIES) or len(set(names)) != len(names):
-                raise CodeFileError(f"{bad}: it has {len(names)} entries; a code file has at most "
-                                    f"{len(_ENTRIES)} ({', '.join(_ENTRIES)})")
-            for member in names:
-                key = member[:-4] if member.endswith(".npy") else member
-                if key not in _ENTRIES:
-                    raise CodeFileError(f"{bad}: unexpected entry {member!r} (a code file holds "
-                                        f"{', '.join(_ENTRIES)})")
-                out[key] = _read_entry(zf, member, key, where, max_entries)
-    except CodeFileError:
+        with CodeArchive(where, _ENTRIES, CodeFileError, max_entries) as ar:
+            if "meta" not in ar:
+                raise CodeFileError(f"{bad} (no 'meta' entry)")
+
+            def meta_header(shape: tuple[int, ...], dtype: np.dtype[Any]) -> None:
+                if shape != () or dtype.itemsize // 4 > MAX_META_CHARS:
+                    raise CodeFileError(f"{where!r}: entry 'meta' must be one string of at most "
+                                        f"{MAX_META_CHARS:,} characters, got shape {shape} and dtype {dtype}")
+
+            meta = _check_meta(where, ar.read("meta", meta_header))
+            shapes: dict[str, tuple[int, ...]] = {}
+
+            def matrix_header(key: str) -> Any:
+                def check(shape: tuple[int, ...], dtype: np.dtype[Any]) -> None:
+                    _check_matrix_header(where, key, shape, dtype, max_entries)
+                    for other, seen in shapes.items():
+                        if seen != shape:
+                            raise CodeFileError(f"{where!r}: invalid saved matrix: entry {key!r} has shape {shape}, "
+                                                f"entry {other!r} {seen}")
+                    _check_params(where, meta, shape)          # the declared sizes, before the data is read
+                    shapes[key] = shape
+                return check
+
+            arrays = {key: ar.read(key, matrix_header(key)) for key in _ENTRIES if key != "meta" and key in ar}
+    except (CodeFileError, FileNotFoundError):
         raise
     except Exception as exc:  # zlib.error, EOFError, BadZipFile, ...: any failure to read is a bad file
         raise CodeFileError(f"{bad}: corrupted or truncated ({type(exc).__name__}: {exc})") from None
-    if "meta" not in out:
-        raise CodeFileError(f"{bad} (no 'meta' entry)")
-    return out
+    return meta, arrays
 
 
-def _read_entry(zf: zipfile.ZipFile, member: str, key: str, where: str, max_entries: int | None) -> np.ndarray:
-    fmt = np.lib.format
-    with zf.open(member) as fp:
-        version = fmt.read_magic(fp)
-        if version == (1, 0):
-            shape: tuple[int, ...]
-            shape, fortran, dtype = fmt.read_array_header_1_0(fp)
-        elif version == (2, 0):
-            shape, fortran, dtype = fmt.read_array_header_2_0(fp)
-        else:
-            raise CodeFileError(f"{where!r}: entry {key!r} has an unsupported .npy version {version}")
-        if dtype.hasobject or dtype.kind not in _ENTRIES[key]:
-            what = "Python objects (a pickle, never loaded)" if dtype.hasobject else f"dtype {dtype}"
-            raise CodeFileError(f"{where!r}: entry {key!r} holds {what}; a code file stores it as "
-                                f"{_kinds(_ENTRIES[key])}")
-        size = math.prod(int(d) for d in shape)
-        if key == "meta":
-            if shape != () or dtype.itemsize // 4 > _MAX_META_CHARS:
-                raise CodeFileError(f"{where!r}: entry 'meta' must be one string of at most {_MAX_META_CHARS:,} "
-                                    f"characters, got shape {shape} and dtype {dtype}")
-        else:
-            if len(shape) != 2:
-                raise CodeFileError(f"{where!r}: entry {key!r} must be a matrix (2-D), got shape {shape}")
-            exact = key != "B"
-            bound = max_entries if max_entries is not None else (limits.exact_entries if exact else limits.entries)
-            if size > bound:
-                which = "max_entries" if max_entries is not None else \
-                    f"gradcodes.limits.{'exact_entries' if exact else 'entries'}"
-                raise CodeFileError(f"{where!r}: the saved matrix has {shape[0]:,} x {shape[1]:,} = {size:,} entries, "
-                                    f"more than the bound {bound:,} ({which}); if you trust the file, load it with "
-                                    f"gradcodes.load(path, max_entries={size})")
-            if key in ("B_num", "B_den") and dtype.itemsize // 4 > 10_000:
-                raise CodeFileError(f"{where!r}: entry {key!r} has numbers of up to {dtype.itemsize // 4:,} digits")
-        expected = size * dtype.itemsize
-        info = zf.getinfo(member)
-        if info.file_size < expected:
-            raise CodeFileError(f"{where!r}: entry {key!r} is truncated ({info.file_size:,} bytes for "
-                                f"{expected:,} bytes of data)")
-        data = fp.read(expected)
-        if len(data) != expected:
-            raise CodeFileError(f"{where!r}: entry {key!r} is truncated")
-        arr = np.frombuffer(data, dtype=dtype)
-        dims = tuple(int(d) for d in shape)
-        return (arr.reshape(dims, order="F") if fortran else arr.reshape(dims, order="C")).copy()
+def _check_matrix_header(where: str, key: str, shape: tuple[int, ...], dtype: np.dtype[Any],
+                         max_entries: int | None) -> None:
+    if len(shape) != 2:
+        raise CodeFileError(f"{where!r}: entry {key!r} must be a matrix (2-D), got shape {shape}")
+    size = math.prod(shape)
+    exact = key != "B"
+    bound = max_entries if max_entries is not None else (limits.exact_entries if exact else limits.entries)
+    if size > bound:
+        which = "max_entries" if max_entries is not None else \
+            f"gradcodes.limits.{'exact_entries' if exact else 'entries'}"
+        raise CodeFileError(f"{where!r}: the saved matrix has {shape[0]:,} x {shape[1]:,} = {size:,} entries, "
+                            f"more than the bound {bound:,} ({which}); if you trust the file, load it with "
+                            f"gradcodes.load(path, max_entries={size})")
+    if key in ("B_num", "B_den") and dtype.itemsize // 4 > MAX_DIGITS:
+        raise CodeFileError(f"{where!r}: entry {key!r} has numbers of up to {dtype.itemsize // 4:,} digits, more "
+                            f"than the {MAX_DIGITS:,} a code file may use")
 
 
-def _kinds(kinds: str) -> str:
-    names = {"U": "unicode text", "b": "bool", "i": "int", "u": "unsigned int", "f": "float", "c": "complex"}
-    return " or ".join(names[k] for k in kinds)
-
-
-def _check_meta(where: str, arrays: dict[str, np.ndarray]) -> dict[str, Any]:
-    """The JSON parameters, each of the type :func:`save` writes."""
+def _check_meta(where: str, text: np.ndarray) -> dict[str, Any]:
+    """The JSON parameters, each of the type :func:`save` writes; a format 1 file's parameters as it was built."""
     def fail(what: str) -> CodeFileError:
         return CodeFileError(f"{where!r}: invalid gradcodes parameters: {what}")
 
     try:
-        meta = json.loads(str(arrays["meta"]))
+        meta = json.loads(str(text))
     except (ValueError, RecursionError) as exc:
         raise fail(f"not JSON ({exc})") from None
     if not isinstance(meta, dict):
         raise fail(f"expected a JSON object, got {type(meta).__name__}")
-    if meta.get("format") != _FORMAT:
+    if isinstance(meta.get("format"), bool) or meta.get("format") not in _READS:
         raise CodeFileError(f"{where!r}: unsupported gradcodes file format {meta.get('format')!r} "
-                            f"(this version reads format {_FORMAT})")
+                            f"(this version reads formats {', '.join(map(str, _READS))})")
     spec: dict[str, tuple[type | tuple[type, ...], bool]] = {
         "type": (str, True), "name": (str, True), "family": ((str, type(None)), True), "params": (dict, True),
         "m": (int, True), "field": (str, True), "default_decoder": (str, True), "s": ((int, type(None)), False),
         "rtol": ((float, int), False), "p": (int, False), "straggle_probabilities": (list, False),
+        "shape": (list, False),
     }
     for key, (typ, required) in spec.items():
         if key not in meta:
@@ -253,7 +284,23 @@ def _check_meta(where: str, arrays: dict[str, np.ndarray]) -> dict[str, Any]:
         raise fail(f"rtol = {meta['rtol']!r} must lie in (0, 1)")
     if meta["field"] not in ("real", "complex", "rational") and not re.fullmatch(r"GF\(\d{1,10}\)", meta["field"]):
         raise fail(f"unknown field {meta['field']!r}")
+    shape = meta.get("shape")
+    if shape is not None and not (len(shape) == 2 and all(isinstance(d, int) and not isinstance(d, bool) and d >= 1
+                                                          for d in shape)):
+        raise fail(f"'shape' must be two positive integers, got {shape!r}")
+    if meta["format"] == 1:
+        _as_built_by_format_1(meta["family"], meta["params"])
     return meta
+
+
+def _as_built_by_format_1(family: str | None, params: dict[str, Any]) -> None:
+    """Format 1 files record the parameters of their time: fill in the defaults those releases used."""
+    if family == "cyclic_repetition" and params.get("field", "real") == "real":
+        params.setdefault("refine", 0)            # refine=0 was the default (and left out of the parameters)
+    if family == "coded_reduce" and isinstance(params.get("inner"), dict):
+        inner = params["inner"]
+        if isinstance(inner.get("params"), dict):
+            _as_built_by_format_1(inner.get("family"), inner["params"])
 
 
 def _matrix(where: str, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> Any:
@@ -300,26 +347,48 @@ def _matrix(where: str, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> 
             raise fail(f"a floating-point matrix in a file whose field is {field!r}")
         if B.dtype.kind in "fc" and not np.all(np.isfinite(B)):
             raise fail("it has infinite or NaN entries")
-    n, cols = int(B.shape[0]), int(B.shape[1])
-    if n < 1 or cols < 1 or cols % meta["m"]:
-        raise fail(f"shape {B.shape} is not (n, k*m) with n, k >= 1 and m = {meta['m']}")
-    if meta.get("s") is not None and not 0 <= meta["s"] <= n - 1:
-        raise CodeFileError(f"{where!r}: invalid gradcodes parameters: s = {meta['s']} must lie in [0, {n - 1}]")
+    if B.dtype.kind in "biufc" and not B.dtype.isnative:
+        B = B.astype(B.dtype.newbyteorder("="))
     return B
 
 
-def _check_params(where: str, meta: dict[str, Any], B: Any) -> None:
-    """The family parameters must describe the saved matrix: a rebuild then costs no more than the matrix."""
-    params = meta["params"]
-    n, cols = int(B.shape[0]), int(B.shape[1])
+def _check_params(where: str, meta: dict[str, Any], shape: tuple[int, ...]) -> None:
+    """The parameters must describe a matrix of this shape, so that a rebuild costs no more than the matrix.
+
+    Called with the shape from the ``.npy`` header, before the matrix's data is read, and again on the matrix.
+    """
+    n, cols = shape
     m = meta["m"]
+    if n < 1 or cols < 1 or cols % m:
+        raise CodeFileError(f"{where!r}: invalid saved matrix: shape {shape} is not (n, k*m) with n, k >= 1 and "
+                            f"m = {m}")
+    if meta.get("s") is not None and not 0 <= meta["s"] <= n - 1:
+        raise CodeFileError(f"{where!r}: invalid gradcodes parameters: s = {meta['s']} must lie in [0, {n - 1}]")
+    if meta.get("shape") is not None and tuple(meta["shape"]) != shape:
+        raise CodeFileError(f"{where!r}: invalid saved matrix: shape {shape}, but the parameters say "
+                            f"{tuple(meta['shape'])}")
+    _check_family(where, meta.get("family"), meta["params"], n, cols, m, meta.get("s"))
+    probs = meta.get("straggle_probabilities")
+    if probs is not None and len(probs) != n:
+        raise CodeFileError(f"{where!r}: invalid gradcodes parameters: {len(probs)} straggle probabilities for "
+                            f"{n:,} workers")
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _check_family(where: str, family: Any, params: dict[str, Any], n: int, cols: int, m: int, s: int | None) -> None:
+    """A family's size parameters against an ``n x cols`` matrix (``cols = k m``); a tree's inner code too."""
+    def fail(what: str) -> CodeFileError:
+        return CodeFileError(f"{where!r}: invalid gradcodes parameters: {what}")
+
     expected: dict[str, int] = {"n": n, "k": cols // m, "m": m}
-    if meta.get("s") is not None:
-        expected["s"] = meta["s"]
-    if meta.get("family") == "coded_reduce":
-        expected = {}
+    if s is not None:
+        expected["s"] = s
+    if family == "coded_reduce":
         b, L = params.get("n"), params.get("L")
-        if not (isinstance(b, int) and isinstance(L, int) and not isinstance(b, bool) and b >= 1 and 1 <= L <= 64):
+        if not (isinstance(b, int) and isinstance(L, int) and _is_int(b) and _is_int(L) and b >= 2 and 1 <= L <= 64):
             raise CodeFileError(f"{where!r}: invalid coded_reduce parameters n={b!r}, L={L!r}")
         total, level = 0, 1
         for _ in range(L):
@@ -328,82 +397,120 @@ def _check_params(where: str, meta: dict[str, Any], B: Any) -> None:
             if total > n:
                 break
         if total != n:
-            raise CodeFileError(f"{where!r}: invalid gradcodes parameters: a tree with branching n={b} and depth "
-                                f"L={L} does not have the {n:,} workers of the saved matrix")
-    elif meta.get("family") == "heterogeneous":
+            raise fail(f"a tree with branching n={b} and depth L={L} does not have the {n:,} workers of the saved "
+                       f"matrix")
+        expected = {"P": cols, "s": s} if s is not None else {"P": cols}
+        if "P" not in params:
+            raise fail("a coded_reduce code needs its number of units P")
+        inner = params.get("inner")
+        if inner is not None:
+            _check_inner(where, inner, b, s)
+    elif family == "heterogeneous":
         expected = {"k": cols // m}
         if not isinstance(params.get("p"), list) or len(params["p"]) != n:
             raise CodeFileError(f"{where!r}: invalid heterogeneous parameters: p must list the {n:,} workers' "
                                 f"straggle probabilities")
     for key, value in expected.items():
         if key in params and (isinstance(params[key], bool) or params[key] != value):
-            raise CodeFileError(f"{where!r}: invalid gradcodes parameters: {key} = {params[key]!r} in the parameters, "
-                                f"but the saved matrix has {key} = {value}")
-    probs = meta.get("straggle_probabilities")
-    if probs is not None and len(probs) != n:
-        raise CodeFileError(f"{where!r}: invalid gradcodes parameters: {len(probs)} straggle probabilities for "
-                            f"{n:,} workers")
+            raise fail(f"{key} = {params[key]!r} in the parameters, but the saved matrix has {key} = {value}")
 
 
-def _restore(meta: dict[str, Any], B: Any) -> LinearCode:
-    rebuilt = _rebuild(meta, B)
+def _check_inner(where: str, inner: Any, b: int, s: int | None) -> None:
+    """The inner-code record of a saved tree: its matrix (``b`` rows) and parameters, checked like a file's."""
+    def fail(what: str) -> CodeFileError:
+        return CodeFileError(f"{where!r}: invalid coded_reduce inner code: {what}")
+
+    if not isinstance(inner, dict):
+        raise fail(f"expected a JSON object, got {type(inner).__name__}")
+    rows, family, params = inner.get("B"), inner.get("family"), inner.get("params")
+    if not (isinstance(rows, list) and len(rows) == b and all(isinstance(r, list) for r in rows)
+            and len(rows[0]) >= 1 and all(len(r) == len(rows[0]) for r in rows)):
+        raise fail(f"'B' must be a matrix with the tree's n = {b} rows")
+    if not all(isinstance(x, str) for r in rows for x in r):
+        raise fail("the entries of 'B' must be strings")
+    if not (family is None or isinstance(family, str)) or not isinstance(params, dict):
+        raise fail("'family' must be a string and 'params' an object")
+    if inner.get("field") not in ("real", "complex", "rational"):
+        raise fail(f"unknown field {inner.get('field')!r}")
+    if not _is_int(inner.get("s")) or inner["s"] != s:
+        raise fail(f"s = {inner.get('s')!r}, but the tree has s = {s}")
+    _check_family(where, family, params, b, len(rows[0]), 1, s)
+
+
+def _restore(where: str, meta: dict[str, Any], B: Any) -> LinearCode:
+    rebuilt = rebuild_saved(meta.get("family"), meta["params"], B, p=meta.get("p"), where=where, stacklevel=4)
     if rebuilt is not None:
         return rebuilt
-    if meta["type"] not in ("GradientCode", "ApproximateCode"):
+    base = _FLAT_TYPES.get(meta["type"])
+    if base is None:
         # a code type with its own straggler model (e.g. a tree) must come back as itself, never as a plain
         # GradientCode that would claim any n - s responders suffice
-        raise CodeFileError(f"cannot restore a {meta['type']} of family {meta.get('family')!r}: its constructor "
-                            f"could not rebuild the saved matrix from the saved parameters")
+        raise CodeFileError(f"{where!r}: cannot restore a {meta['type']} of family {meta.get('family')!r}: its "
+                            f"constructor could not rebuild the saved matrix from the saved parameters")
     common = {"m": meta["m"], "name": meta["name"], "family": meta["family"], "params": meta["params"]}
-    if meta["type"] == "ApproximateCode":
+    if base == "ApproximateCode":
         probs = meta.get("straggle_probabilities")
         return ApproximateCode(B, s=meta.get("s"), straggle_probabilities=None if probs is None else
                                [Fraction(p) if meta["field"] == "rational" else float(p) for p in probs],
                                **common)
     if meta.get("s") is None:
-        raise CodeFileError("a GradientCode file must give s")
-    return GradientCode(B, meta["s"], rtol=meta.get("rtol", 1e-8), **common)
+        raise CodeFileError(f"{where!r}: a {meta['type']} file must give s")
+    return GradientCode(B, meta["s"], **common)
 
 
-def _rebuild(meta: dict[str, Any], B: Any) -> LinearCode | None:
-    constructor = REBUILDERS.get(meta.get("family") or "")
+def rebuild_saved(family: str | None, params: dict[str, Any], B: Any, *, p: int | None = None,
+                  exact_values: bool = False, where: str | None = None, stacklevel: int = 2) -> LinearCode | None:
+    """The family's rebuild of a saved matrix ``B`` (for its decoders), or None.
+
+    None without a warning when the family registers no rebuilder (its decoders are the generic ones); None with a
+    :class:`RuntimeWarning` when the constructor refuses the parameters or builds another matrix. The rebuild is
+    accepted only when its matrix is ``B`` bit for bit: same dtype and bytes (``exact_values=True``: the same
+    values exactly, for a record that does not keep the dtype); exact equality for rational and GF(p) matrices.
+    A rebuilder raises :class:`CodeFileError` for parameters that would make it search.
+    """
+    constructor = REBUILDERS.get(family or "")
     if constructor is None:
         return None
+    file = "" if where is None else f"{where!r}: "
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")                      # construction warnings were shown at build time
-            code = constructor(**meta["params"])
+            code = constructor(**params)
             if is_galois_array(B) and not code.exact and code._field_builder is not None:
                 import galois
 
-                code = code.in_field(galois.GF(int(meta["p"])))
-    except (TypeError, ValueError, KeyError, ArithmeticError) as exc:
-        warnings.warn(f"the {meta['family']!r} family could not rebuild the saved code ({exc}); loading it with the "
-                      f"generic decoders only", RuntimeWarning, stacklevel=4)
+                code = code.in_field(galois.GF(int(p or 0)))
+    except CodeFileError:
+        raise
+    except (TypeError, ValueError, KeyError, ArithmeticError, RuntimeError) as exc:
+        warnings.warn(f"{file}the {family!r} family could not rebuild the saved code ({exc}); loading the saved matrix "
+                      f"with the generic decoders only", RuntimeWarning, stacklevel=stacklevel)
         return None
-    if _same_matrix(code.B, B):
+    if _same_matrix(code.B, B, exact_values):
         return code
-    warnings.warn(f"the saved matrix differs from the {meta['family']!r} construction with the saved parameters "
-                  f"(edited, or built by another version); loading it with the generic decoders only",
-                  RuntimeWarning, stacklevel=4)
+    warnings.warn(f"{file}the saved matrix differs from the {family!r} construction with the saved parameters (edited, "
+                  f"or built by another version or machine); loading the saved matrix with the generic decoders "
+                  f"only", RuntimeWarning, stacklevel=stacklevel)
     return None
 
 
-def _same_matrix(rebuilt: Any, saved: Any) -> bool:
-    """Equal exactly for exact fields; for floats equal up to rounding (``1e-12 * max|B|``), the same zero pattern."""
-    if rebuilt.shape != np.shape(saved) or is_galois_array(rebuilt) != is_galois_array(saved):
+def _same_matrix(rebuilt: Any, saved: Any, exact_values: bool = False) -> bool:
+    """Bitwise equality (same dtype and bytes); exact equality of the values for exact fields or ``exact_values``."""
+    if np.shape(rebuilt) != np.shape(saved) or is_galois_array(rebuilt) != is_galois_array(saved):
         return False
-    if is_galois_array(saved) and type(rebuilt) is not type(saved):
-        return False
-    if isinstance(saved, np.ndarray) and saved.dtype.kind in "fc" and isinstance(rebuilt, np.ndarray):
-        if rebuilt.dtype == object:
+    if is_galois_array(saved):
+        return type(rebuilt) is type(saved) and bool(np.array_equal(rebuilt.view(np.ndarray),
+                                                                    saved.view(np.ndarray)))
+    r, b = np.asarray(rebuilt), np.asarray(saved)
+    if r.dtype == object or b.dtype == object or exact_values:
+        if (r.dtype == object) != (b.dtype == object):
             return False
-        same_support = np.array_equal(rebuilt != 0, saved != 0)
-        scale = max(float(np.abs(saved).max()), 1e-300)
-        return same_support and bool(np.abs(rebuilt - saved).max() <= 1e-12 * scale)
-    return bool(np.all(np.asarray(rebuilt == saved)))
+        return bool(np.all(r == b))
+    return r.dtype == b.dtype and np.ascontiguousarray(r).tobytes() == np.ascontiguousarray(b).tobytes()
 
 
-#: family name -> constructor called with the saved ``params`` to restore a code's family decoders. A family
-#: whose decoders are all generic need not register (the generic ``GradientCode`` is then exactly right).
+#: family name -> constructor called with the saved ``params`` to restore a code's family decoders (used only if
+#: it rebuilds the saved matrix bitwise, see :func:`rebuild_saved`). A family whose decoders are all generic need
+#: not register (the generic ``GradientCode`` is then exactly right). A rebuild must not search: a family whose
+#: constructor would search when a recorded choice is missing registers a hook raising :class:`CodeFileError`.
 REBUILDERS: dict[str, Any] = {}

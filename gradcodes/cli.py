@@ -18,6 +18,7 @@ import json
 import math
 import os
 import sys
+import warnings
 from collections.abc import Callable, Sequence
 from fractions import Fraction
 from typing import Any
@@ -121,7 +122,15 @@ def _load_target(args: argparse.Namespace) -> Any:
     if os.path.exists(target):
         if os.path.isdir(target):
             raise UsageError(f"{target!r} is a directory, not a code file")
-        return load(target)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            code = load(target, rtol=getattr(args, "rtol", None))
+        for w in caught:                                  # one line each, no source line
+            print(f"gradcodes: warning: {w.message}", file=sys.stderr)
+        return code
+    if getattr(args, "rtol", None) is not None:
+        raise UsageError("--rtol applies to a code file (the loosest tolerance accepted from it); set rtol when "
+                         "building a code in Python")
     looks_like_file = target.endswith((".npz", ".npy")) or os.sep in target or "/" in target
     if looks_like_file:
         raise UsageError(f"no code file {target!r}")
@@ -176,6 +185,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-search", action="store_true", help="skip the worst-set local search")
     p.add_argument("--decoder", help="decoder name (default: the code's)")
     p.add_argument("--gf", action="store_true", help="verify the construction over a finite field GF(p)")
+    p.add_argument("--rtol", type=float, help="for a code file: the loosest acceptance tolerance taken from the "
+                   "file (default 1e-8: a file can only tighten it)")
     _add_json(p)
 
     p = sub.add_parser("bound", help="the computation-load lower bound k(s+m)/n")

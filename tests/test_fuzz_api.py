@@ -85,7 +85,7 @@ API = {
     "decoding_matrix": (_CR.decoding_matrix, dict(responders=[0, 1, 2, 3, 4], decoder=None)),
     "encode": (_FR.encode, dict(partials=np.ones((6, 3)), out=None)),
     "save": (gc.save, dict(code=_FR, path="/dev/null/x.npz")),
-    "load": (gc.load, dict(path="/nonexistent/x.npz", max_entries=None)),
+    "load": (gc.load, dict(path="/nonexistent/x.npz", max_entries=None, rtol=None)),
 }
 DOCUMENTED = (ValueError, TypeError, FileNotFoundError, NotADirectoryError)
 SECONDS = 20                                    # per call: generous on a loaded machine; a hang is far longer

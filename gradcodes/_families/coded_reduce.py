@@ -26,7 +26,7 @@ import numpy as np
 
 from .._code import GradientCode
 from .._fields import RationalField
-from .._io import REBUILDERS
+from .._io import REBUILDERS, rebuild_saved
 from .._registry import Scheme, register
 from .._typing import RNGLike, Unset
 from .._validate import SEED_UNSET, check_entries, check_int, check_rng, check_tree_size, take_rng
@@ -219,25 +219,17 @@ def _inner_record(inner: GradientCode) -> dict[str, Any]:
 
 
 def _from_record(n: int, L: int, s: int, P: int, inner: dict[str, Any] | None = None) -> CodedReduceCode:
-    """Rebuild a saved tree code (``gradcodes.load``): the inner code from its family if that reproduces the
-    saved matrix, else as a plain GradientCode with that matrix (generic decoders)."""
+    """Rebuild a saved tree code (``gradcodes.load``, which has checked the record's sizes against the saved
+    matrix): the inner code from its family's rebuilder when that gives the saved inner matrix exactly, else a
+    plain GradientCode with the saved inner matrix (generic decoders); never a search."""
     if inner is None:
         return coded_reduce(n, L, s, P=P)
     parse = {"rational": Fraction, "complex": complex}.get(inner["field"], float)
-    Bi = [[parse(x) for x in row] for row in inner["B"]]
-    code = None
-    try:
-        from .._registry import get_scheme
-
-        code = get_scheme(inner["family"]).build(**inner["params"])
-        if np.shape(code.B) != np.shape(Bi) or not all(
-                a == b for a, b in zip(np.asarray(code.B).flat, np.asarray(Bi, dtype=object).flat, strict=True)):
-            code = None
-    except (TypeError, ValueError, KeyError):
-        code = None
-    if code is None:
-        code = GradientCode(np.asarray(Bi, dtype=object if inner["field"] == "rational" else None), inner["s"],
-                            field=inner["field"], name=inner["family"], family=inner["family"])
+    Bi = np.asarray([[parse(x) for x in row] for row in inner["B"]],
+                    dtype=object if inner["field"] == "rational" else None)
+    code = rebuild_saved(inner["family"], dict(inner["params"]), Bi, exact_values=True, stacklevel=6)
+    if not isinstance(code, GradientCode):
+        code = GradientCode(Bi, inner["s"], field=inner["field"], name=inner["family"], family=inner["family"])
     return coded_reduce(n, L, s, code, P=P)
 
 

@@ -38,7 +38,7 @@ import numpy as np
 from .._blocks import Block, BlockDecoder, is_proof
 from .._code import GradientCode, LinearCode
 from .._decoders import Decoder, LeastSquaresDecoder, single_threaded_blas
-from .._io import REBUILDERS
+from .._io import REBUILDERS, CodeFileError
 from .._registry import Scheme, register
 from .._typing import RNGLike
 from .._validate import check_int, check_ns, check_rng
@@ -378,7 +378,18 @@ def certified_bound(code: GradientCode) -> tuple[float, bool, bool]:
 
 
 def _rebuild(**params: Any) -> GradientCode:
-    """:func:`gradcodes.load`'s constructor: files written before ``refine`` existed were built without it."""
+    """:func:`gradcodes.load`'s constructor: the recorded seeds, never a search (files written before ``refine``
+    existed were built without it)."""
+    n, s, seeds = params.get("n"), params.get("s"), params.get("block_seeds")
+    if not isinstance(seeds, dict):
+        raise CodeFileError("invalid grouped_random parameters: a file must record its block_seeds (a code file is "
+                            "rebuilt from its recorded seeds, never by a search)")
+    needed = {str(int(x)) for x in group_sizes(n, s)} if isinstance(n, int) and isinstance(s, int) else set()
+    if not needed <= set(seeds):
+        raise CodeFileError(f"invalid grouped_random parameters: block_seeds {seeds} misses the group sizes "
+                            f"{sorted(needed - set(seeds), key=int)} (a code file is rebuilt without searching)")
+    for key in ("candidates", "limit", "rng"):          # search options: unused when the seeds are given
+        params.pop(key, None)
     params.setdefault("refine", 0)
     return grouped_random(**params)
 

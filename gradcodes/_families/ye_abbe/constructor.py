@@ -12,7 +12,7 @@ import numpy as np
 
 from ..._code import GradientCode
 from ..._fields import Field, PrimeField, RationalField, RealField, to_fraction
-from ..._io import REBUILDERS
+from ..._io import REBUILDERS, CodeFileError
 from ..._registry import Scheme, register
 from ..._typing import ArrayLike, RNGLike, Unset
 from ..._validate import SEED_UNSET, check_choice, check_entries, check_int, check_rng, rng_param, take_rng
@@ -326,7 +326,15 @@ def family_entries() -> list[tuple[str, Callable[[int, int, int], GradientCode]]
     ]
 
 
-REBUILDERS.update(ye_abbe=ye_abbe)
+def _rebuild(**params: Any) -> YeAbbeCode:
+    """:func:`gradcodes.load`'s constructor: the recorded stride, never the stride search."""
+    if params.get("nodes", "fourier") == "fourier" and params.get("spacing") is None and params.get("stride") is None:
+        raise CodeFileError("invalid ye_abbe parameters: a Fourier code file must record its stride (a code file is "
+                            "rebuilt from its recorded choices, never by a search)")
+    return ye_abbe(**params)
+
+
+REBUILDERS.update(ye_abbe=_rebuild)
 
 
 def _scheme_build(n: int, s: int, m: int = 2, k: int | None = None, seed: Any = None, nodes: Any = "fourier",
