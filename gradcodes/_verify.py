@@ -302,7 +302,7 @@ def verify(code: LinearCode, *, limit: int | None = None, samples: int = 2000, s
 
     Sampling is never a proof:
 
-    >>> gc.verify(gc.cyclic_repetition(30, 6, rng=0), limit=1000, samples=100, rng=0).verdict
+    >>> gc.verify(gc.cyclic_repetition(30, 6, rng=1), limit=1000, samples=100, rng=0).verdict
     'unproven'
     """
     rng = take_rng(rng, seed)

@@ -155,19 +155,23 @@ def test_recommend_explains_and_respects_budget():
 
 
 def test_recommend_found_failure_is_labelled_conclusive():
-    # (32, 14): the complex cyclic-MDS code fails at a consecutive straggler set. A found failure settles the row;
-    # it was labelled "above tol, searched (not a worst case)", as if the failure were only a lower bound.
+    # (32, 14): the complex cyclic-MDS code's consecutive straggler sets have predicted errors around 1e-8, far
+    # above recommend's tol = 1e-12 on every machine (the lower end of the acceptance rule's interval exceeds it).
+    # A set above tol settles the row; it was labelled "above tol, searched (not a worst case)", as if it were only
+    # a lower bound.
     for budget in (None, 15):                       # quick screen (binary in budget) and the full measurement
         rec = gc.recommend(32, 14, max_load=budget, quick=True, rng=0).recommendation
         row = next(r for r in rec.rows if r["name"] == "cyclic_mds[complex]")
-        assert not np.isfinite(row["error"]) and not row["proven"]
-        assert row["status"].startswith("FAILS") and "conclusive" in row["status"]
+        assert not row["proven"] and not row["error"] <= rec.tol
+        assert "conclusive" in row["status"]
         for r in rec.rows:
             if r.get("error") is not None and r["error"] > rec.tol:
                 assert "not a worst case" not in r["status"]     # above tol is settled by the set that shows it
             if r.get("error") is not None and r["error"] <= rec.tol and not r["proven"]:
                 assert "not a worst case" in r["status"]
-    assert gc.verify(gc.cyclic_mds(32, 14, "complex"), limit=0, samples=0).verdict == "FAILS"
+    # for the verifier's own rtol = 1e-8 those sets are borderline: the verdict is not a proof either way
+    report = gc.verify(gc.cyclic_mds(32, 14, "complex"), limit=0, samples=0)
+    assert report.verdict in ("unproven", "inaccurate", "FAILS") and not report
 
 
 def test_recommend_screen_is_sound_and_keeps_the_choice():
@@ -180,7 +184,7 @@ def test_recommend_screen_is_sound_and_keeps_the_choice():
     assert S.shape == (8, 14) and (np.diff(S, axis=1) > 0).all()
     mask = np.ones((S.shape[0], 32), dtype=bool)
     np.put_along_axis(mask, S, False, axis=1)
-    assert _screen(gc.cyclic_mds(32, 14, "complex"))[1]                       # fails at a window: conclusive
+    assert _screen(gc.cyclic_mds(32, 14, "complex"))[0] > 1e-9                 # far above tol at a window
     code = gc.cyclic_repetition(32, 14, rng=0)
     A = code._decoder(None).matrices(code, mask)               # the verifier's reference evaluation
     est = error_estimate(cancellation(A, code.B, code.k), residuals(A, code.B, code.target)).max()

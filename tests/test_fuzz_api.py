@@ -82,7 +82,7 @@ API = {
     "NullSpaceDecoder": (gc.NullSpaceDecoder, dict(rtol=1e-8, refine=1)),
     "decode": (_FR.decode, dict(responders=[0, 2, 3, 4, 5], messages=_FR.encode(np.ones((6, 3))), decoder=None,
                                 length=None, return_info=False, rows="auto")),
-    "decoding_matrix": (_CR.decoding_matrix, dict(responders=[0, 1, 2, 3, 4], decoder=None)),
+    "decoding_matrix": (_CR.decoding_matrix, dict(responders=[0, 1, 2, 3, 4], decoder=None, dtype=np.float64)),
     "encode": (_FR.encode, dict(partials=np.ones((6, 3)), out=None)),
     "save": (gc.save, dict(code=_FR, path="/dev/null/x.npz")),
     "load": (gc.load, dict(path="/nonexistent/x.npz", max_entries=None, rtol=None)),

@@ -457,7 +457,7 @@ def recommend(n: int, s: int, m: int = 1, max_load: int | None = None, *, tol: f
       lowest load among the codes proven to meet tol = 1e-12 ...
       candidates:
         fractional_repetition  load    -  error         -  not applicable
-        stable_binary          load   42  error   1.1e-16  meets tol, proven (proof by blocks)
+        stable_binary          load   42  error ... meets tol, proven (proof by blocks)
     ...
     """
     n, s = check_ns(n, s)

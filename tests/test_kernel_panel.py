@@ -1,0 +1,70 @@
+"""The verdicts of a panel of borderline codes, and the guarantee behind them, on whatever BLAS kernel, thread count
+and numpy SIMD level this process runs (``.ci/kernels`` runs this file under each one the CPU can execute).
+
+The expected verdicts are committed: a verdict that changed with the kernel would fail here on that kernel. The
+panel holds the issue-tracker reproductions of verdicts that used to flip (``ok`` on one kernel, ``FAILS`` or
+``inaccurate`` on another), codes whose sets lie in the acceptance rule's borderline band, and proven codes.
+For every code: an ``ok`` means decode accepts every set in that dtype here, and every failing set is one that
+decode refuses here.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+import gradcodes as gc
+
+
+def _blocks32() -> gc.GradientCode:
+    inner = gc.cyclic_repetition(12, 4, rng=1, refine=0)
+    return gc.by_blocks(gc.GradientCode(np.kron(np.eye(2), inner.B), s=4))
+
+
+PANEL = {
+    # name: (build, dtype, expected verdict)
+    "cyclic_repetition(30, 4, rng=7, refine=0)": (lambda: gc.cyclic_repetition(30, 4, rng=7, refine=0),
+                                                  np.float64, "unproven"),
+    "cyclic_repetition(25, 5, rng=13, refine=0)": (lambda: gc.cyclic_repetition(25, 5, rng=13, refine=0),
+                                                   np.float64, "FAILS"),
+    "cyclic_repetition(12, 4, rng=1, refine=0) float32": (lambda: gc.cyclic_repetition(12, 4, rng=1, refine=0),
+                                                          np.float32, "inaccurate"),
+    "eye(50) + a 2^30 row": (lambda: gc.GradientCode(np.vstack([np.eye(50), np.r_[2.0**30, np.ones(49)][None]]),
+                                                     s=1), np.float64, "inaccurate"),
+    "by_blocks float32": (_blocks32, np.float32, "inaccurate"),
+    "by_blocks float64": (_blocks32, np.float64, "ok"),
+    "fractional_repetition(12, 3)": (lambda: gc.fractional_repetition(12, 3), np.float64, "ok"),
+    "stable_binary(20, 5) float32": (lambda: gc.stable_binary(20, 5), np.float32, "ok"),
+    "cyclic_mds(10, 3)": (lambda: gc.cyclic_mds(10, 3), np.float64, "ok"),
+    "grouped_random(13, 4, candidates=2)": (lambda: gc.grouped_random(13, 4, candidates=2), np.float64, "ok"),
+    "coded_reduce(6, 2, 3) float64": (lambda: gc.coded_reduce(6, 2, 3, gc.cyclic_repetition(6, 3, rng=34,
+                                                                                           refine=0)),
+                                      np.float64, "unproven"),
+}
+
+
+def _decodes(code: gc.LinearCode, F, dtype) -> bool:
+    try:
+        code.decode(F, np.ones((code.n, 2), dtype=dtype))
+    except gc.DecodingError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("name", list(PANEL))
+def test_the_verdict_is_the_committed_one_on_this_kernel(name):
+    build, dtype, expected = PANEL[name]
+    code = build()
+    report = gc.verify(code, dtype=dtype, rng=0, stop_on_failure=False)
+    assert report.verdict == expected, f"{name}: {report.verdict} here, {expected} committed\n{report}"
+    for F in report.failures:
+        if not isinstance(code, gc.CodedReduceCode):
+            assert not _decodes(code, list(F), dtype), f"{name}: failing set {F} decodes here"
+    if report.verdict == "ok" and not isinstance(code, gc.CodedReduceCode):
+        n, s = code.n, code.s
+        sets = itertools.combinations(range(n), s)
+        for S in itertools.islice(sets, 5000):
+            F = [i for i in range(n) if i not in S]
+            assert _decodes(code, F, dtype), f"{name}: ok, but responders {F} are refused here"
