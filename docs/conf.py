@@ -198,3 +198,73 @@ def _write_api_pages() -> None:
 _write_api_pages()
 # numpydoc reports docstring problems (e.g. an unknown section) as Python warnings: make them fail the build too
 warnings.filterwarnings("error", category=UserWarning, module="numpydoc")
+
+
+# ------------------------------------------------------------------------------------------ narrative cross-links
+# The topic pages are Markdown that also reads well on GitHub, so they name the API in code spans (`gc.verify`,
+# `code.decode(F, Y)`). On the site, the first mention of each public name on each page links to its reference
+# entry: `gc.NAME`, `gradcodes.NAME`, a bare public NAME (`verify(...)`, `GradientCode`), `code.METHOD` for the
+# methods and attributes of codes, and on the runtime and testing pages the names of gradcodes.mpi and
+# gradcodes.testing. A link that does not resolve fails the nitpicky build like any other.
+
+_BARE_EXCLUDED = {"load", "save", "limits", "register", "schemes", "Scheme"}   # ordinary words on the pages
+
+
+def _mention_target(text: str, docname: str) -> str | None:
+    import re
+
+    import gradcodes.mpi
+    import gradcodes.testing
+
+    m = re.match(r"^(gc\.|gradcodes\.|gradcodes\.mpi\.|gradcodes\.testing\.|code\.)?([A-Za-z_]\w*)\s*(\(.*\))?$",
+                 text.strip(), flags=re.DOTALL)
+    if not m:
+        return None
+    prefix, name = m.group(1) or "", m.group(2)
+    if prefix == "code.":
+        for cls in (gradcodes.GradientCode, gradcodes.LinearCode):
+            if name in vars(cls) or name in getattr(cls, "__annotations__", {}):
+                return f"gradcodes.{cls.__name__}.{name}"
+        return f"gradcodes.LinearCode.{name}" if hasattr(gradcodes.LinearCode, name) and name[0] != "_" else None
+    modules = {"gradcodes.mpi.": gradcodes.mpi, "gradcodes.testing.": gradcodes.testing}
+    if prefix in modules:
+        return f"{prefix}{name}" if name in modules[prefix].__all__ else None
+    if name in gradcodes.__all__ and (prefix or name not in _BARE_EXCLUDED):
+        return f"gradcodes.{name}"
+    page_module = {"runtime": gradcodes.mpi, "testing": gradcodes.testing}.get(docname)
+    if not prefix and page_module is not None and name in page_module.__all__:
+        return f"{page_module.__name__}.{name}"
+    return None
+
+
+def _link_first_mentions(app, doctree) -> None:  # type: ignore[no-untyped-def]
+    from docutils import nodes
+    from sphinx import addnodes
+
+    docname = app.env.docname
+    if docname.startswith("api/"):
+        return
+    seen: set[str] = set()
+    for lit in list(doctree.findall(nodes.literal)):
+        if any(isinstance(a, (nodes.reference, addnodes.pending_xref, nodes.title, nodes.literal_block))
+               for a in _ancestors(lit)):
+            continue
+        target = _mention_target(lit.astext(), docname)
+        if target is None or target in seen:
+            continue
+        seen.add(target)
+        ref = addnodes.pending_xref("", refdomain="py", reftype="obj", reftarget=target, refexplicit=True,
+                                    refwarn=True, refdoc=docname)
+        lit.replace_self(ref)
+        ref += lit
+
+
+def _ancestors(node):  # type: ignore[no-untyped-def]
+    node = node.parent
+    while node is not None:
+        yield node
+        node = node.parent
+
+
+def setup(app):  # type: ignore[no-untyped-def]
+    app.connect("doctree-read", _link_first_mentions)
