@@ -227,7 +227,8 @@ def main() -> int:
     ap.add_argument("--parts", type=int, default=1)
     ap.add_argument("--merge", action="store_true")
     ap.add_argument("--reference", action="store_true", help="the verifier's reference evaluation, not the kernel")
-    ap.add_argument("--smoke", action="store_true", help="tiny sizes (seconds) and no output files: checks that the script still runs")
+    ap.add_argument("--smoke", action="store_true",
+                    help="tiny sizes (seconds) and no output files: checks that the script still runs")
     ap.add_argument("--combine", type=float, nargs=3, default=None, metavar=("FRAC", "RES_OTHER", "CANC_TERM"),
                     help="with --target: abandon on the combined block bound (see certify_part)")
     a = ap.parse_args()

@@ -226,7 +226,8 @@ def main() -> int:
     ap.add_argument("--p", type=int, default=None, help="gradient length of the decode benchmark (default 10**7)")
     ap.add_argument("--repeats", type=int, default=11, help="repeats per timing (>= 5), methods alternating")
     ap.add_argument("--quick", action="store_true", help="p = 10**6 and 5 repeats")
-    ap.add_argument("--smoke", action="store_true", help="tiny sizes (seconds) and no output files: checks that the script still runs")
+    ap.add_argument("--smoke", action="store_true",
+                    help="tiny sizes (seconds) and no output files: checks that the script still runs")
     ap.add_argument("--no-write", action="store_true", help="do not write benchmarks/results/decode_apply.txt")
     args = ap.parse_args()
     if args.smoke:                                   # p = 10**3, no pauses, nothing written

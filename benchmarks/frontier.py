@@ -286,7 +286,8 @@ def plot(results: dict[str, Any], path: Path) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="four small grid points")
-    ap.add_argument("--smoke", action="store_true", help="tiny sizes (seconds) and no output files: checks that the script still runs")
+    ap.add_argument("--smoke", action="store_true",
+                    help="tiny sizes (seconds) and no output files: checks that the script still runs")
     ap.add_argument("--limit", type=int, default=200_000, help="sets enumerated per block (default 200,000)")
     ap.add_argument("--samples", type=int, default=300, help="random sets when a block is searched")
     ap.add_argument("--candidates", type=int, default=2, help="seeds tried per uncertified group size")

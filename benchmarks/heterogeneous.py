@@ -293,7 +293,8 @@ def plot_errors(results: dict, outdir: str, log: Callable[[str], None]) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="fewer Monte Carlo samples and iterations")
-    ap.add_argument("--smoke", action="store_true", help="tiny sizes (seconds) and no output files: checks that the script still runs")
+    ap.add_argument("--smoke", action="store_true",
+                    help="tiny sizes (seconds) and no output files: checks that the script still runs")
     ap.add_argument("--out", default=os.path.join(HERE, "results"), help="output directory")
     ap.add_argument("--no-train", action="store_true", help="skip the training run")
     ap.add_argument("--lr", type=float, default=1.0, help="step size of the training run")

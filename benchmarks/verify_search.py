@@ -54,7 +54,8 @@ def planted_fails(code: gc.GradientCode, S0: np.ndarray) -> bool:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--smoke", action="store_true", help="tiny sizes (seconds) and no output files: checks that the script still runs")
+    ap.add_argument("--smoke", action="store_true",
+                    help="tiny sizes (seconds) and no output files: checks that the script still runs")
     ap.add_argument("--trials", type=int, default=12)
     ap.add_argument("--samples", type=int, default=2000)
     args = ap.parse_args(argv)

@@ -205,7 +205,8 @@ def main(argv: list[str] | None = None) -> int:
 def _run(argv: list[str] | None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="smaller sizes")
-    ap.add_argument("--smoke", action="store_true", help="tiny sizes (seconds) and no output files: checks that the script still runs")
+    ap.add_argument("--smoke", action="store_true",
+                    help="tiny sizes (seconds) and no output files: checks that the script still runs")
     ap.add_argument("--repeat", type=int, default=5, help="repeats per timing (median reported; >= 5)")
     ap.add_argument("--stride", type=int, default=10, help="baselines are timed on every stride-th batch/set")
     ap.add_argument("--no-confirm", action="store_true", help="skip the measured runs of table 3 (prediction only)")

@@ -247,7 +247,8 @@ def plot(table: dict[str, list[float]], ns: list[int], s: int, m: int, path: str
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="n up to 50 only")
-    ap.add_argument("--smoke", action="store_true", help="tiny sizes (seconds) and no output files: checks that the script still runs")
+    ap.add_argument("--smoke", action="store_true",
+                    help="tiny sizes (seconds) and no output files: checks that the script still runs")
     ap.add_argument("-s", type=int, default=5)
     ap.add_argument("-m", type=int, default=5)
     ap.add_argument("--samples", type=int, default=300, help="random sets per verify (plus consecutive + search)")
