@@ -21,7 +21,8 @@ Parts (outputs under benchmarks/results/):
    proven code (0/1 weights, no cancellation): Tandon et al.'s random cyclic-repetition code at (156, 65) has
    straggler sets whose predicted float64 decode error exceeds the tolerance 1e-8, so it cannot serve as an
    exact baseline at this size (it raised ``DecodingError`` on a set drawn in training). Loss and accuracy
-   against simulated time (PNG). The exact schemes must follow the iterates of uncoded gradient descent to rounding; this is checked.
+   against simulated time (PNG). The exact schemes must follow the iterates of uncoded gradient descent to
+   rounding; this is checked.
    Skipped, with a message, if scikit-learn is missing (``pip install gradcodes[examples]``).
 """
 
