@@ -55,7 +55,7 @@ DEFAULT_EXPECT: dict[str, Expect] = {
     "approximate": Expect(frozenset({"unbiased"}), "an unbiased approximate code"),
 }
 #: A row too large to enumerate within the verifier's time budget on every machine: proven or sampled.
-SAMPLED = Expect(frozenset({"ok", "exact", "unproven"}),
+SAMPLED = Expect(frozenset({"ok", "exact", "unproven", "unproven (borderline)"}),
                  "proven when every set fits the verifier's time budget, otherwise sampled (unproven, not a proof)")
 
 
