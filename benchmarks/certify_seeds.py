@@ -5,6 +5,7 @@
     python benchmarks/certify_seeds.py --merge NG S EXTRA SEED --parts K               # combine finished parts
     python benchmarks/certify_seeds.py --check [--max-sets N]                          # re-verify CERTIFIED
     python benchmarks/certify_seeds.py --code N S                # verify recommend(N, S, max_load=S+2) by blocks
+    python benchmarks/certify_seeds.py --smoke                   # screen and certify a (10, 3, 1) group, no files
 
 A group of NG workers is coded by cyclic_repetition(NG, S + EXTRA, rng=SEED, refine=REFINE) and decoded by the
 row-space decoder against S stragglers.
@@ -226,10 +227,21 @@ def main() -> int:
     ap.add_argument("--parts", type=int, default=1)
     ap.add_argument("--merge", action="store_true")
     ap.add_argument("--reference", action="store_true", help="the verifier's reference evaluation, not the kernel")
+    ap.add_argument("--smoke", action="store_true",
+                    help="tiny sizes (seconds) and no output files: checks that the script still runs")
     ap.add_argument("--combine", type=float, nargs=3, default=None, metavar=("FRAC", "RES_OTHER", "CANC_TERM"),
                     help="with --target: abandon on the combined block bound (see certify_part)")
     a = ap.parse_args()
     print(f"load average at start: {os.getloadavg()}", flush=True)
+    if a.smoke:                                      # screen two seeds of a small group, certify one; no log files
+        global SCREEN_LOG
+        import tempfile
+
+        SCREEN_LOG = Path(tempfile.mkdtemp(prefix="certify_smoke_")) / "seed_screen.jsonl"
+        recs = screen(10, 3, 1, range(2), 200)
+        r = certify_part(10, 3, 1, int(recs[0]["seed"]), None, 0, 1)
+        print(json.dumps(r))
+        return 0 if not r["aborted"] and r["sets"] == math.comb(10, 3) else 1
     if a.check:
         bad = 0
         for (ng, s, extra), entry in sorted(CERTIFIED.items()):

@@ -73,7 +73,9 @@ FAMILIES: list[Family] = [
 ]
 
 
-def grid(quick: bool) -> list[tuple[int, int]]:
+def grid(quick: bool, smoke: bool = False) -> list[tuple[int, int]]:
+    if smoke:
+        return [(20, 2)]
     ns = (20, 50, 100) if quick else (20, 50, 100, 200, 500)
     out = []
     for n in ns:
@@ -152,9 +154,9 @@ class Bench:
         return t_dec, t_ls
 
 
-def run(quick: bool, seed: int = 0) -> list[dict]:
+def run(quick: bool, seed: int = 0, smoke: bool = False) -> list[dict]:
     rows = []
-    for (n, s), fam in itertools.product(grid(quick), FAMILIES):
+    for (n, s), fam in itertools.product(grid(quick, smoke), FAMILIES):
         code = fam.build(n, s)
         if code is None:
             continue
@@ -276,6 +278,8 @@ def plot(rows: list[dict], path: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="n <= 100 only")
+    ap.add_argument("--smoke", action="store_true",
+                    help="tiny sizes (seconds) and no output files: checks that the script still runs")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-plot", action="store_true")
     ap.add_argument("--replot", action="store_true",
@@ -287,6 +291,12 @@ def main(argv: list[str] | None = None) -> int:
         suffix = "_quick" if args.quick else ""
         with open(os.path.join(HERE, "results", f"decode_numerics{suffix}.json")) as fh:
             plot(json.load(fh), os.path.join(HERE, "results", f"decode_numerics{suffix}.png"))
+        return 0
+    if args.smoke:                                   # (20, 2) only; no file written
+        print("\n".join(latency(20, 2, sets=2)))
+        print(HEADER)
+        for r in run(False, args.seed, smoke=True):
+            print(_fmt_row(r))
         return 0
     lat = latency(100, 10) if args.quick else latency(100, 10) + [""] + latency()
     print("\n".join(lat) + "\n")

@@ -286,6 +286,8 @@ def plot(results: dict[str, Any], path: Path) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="four small grid points")
+    ap.add_argument("--smoke", action="store_true",
+                    help="tiny sizes (seconds) and no output files: checks that the script still runs")
     ap.add_argument("--limit", type=int, default=200_000, help="sets enumerated per block (default 200,000)")
     ap.add_argument("--samples", type=int, default=300, help="random sets when a block is searched")
     ap.add_argument("--candidates", type=int, default=2, help="seeds tried per uncertified group size")
@@ -295,6 +297,12 @@ def main() -> int:
                     help="finished points: recompute only the grouped_random rows (after a change of its groups)")
     ap.add_argument("--report-only", action="store_true", help="no computing: table and plot of the finished points")
     args = ap.parse_args()
+    global OUT
+    if args.smoke:                                   # the grid point (20, 2) afresh, files in a throwaway directory
+        import tempfile
+
+        OUT = Path(tempfile.mkdtemp(prefix="frontier_smoke_"))
+        args.quick, args.fresh, args.points, args.limit, args.samples = True, True, ["20,2"], 2_000, 20
     print(f"load average at start: {os.getloadavg()}", flush=True)
     t0 = time.perf_counter()
     # The grid's largest groups (one 500-worker group at (500, 250), s + extra up to 498) cost up to 6.2e10 in

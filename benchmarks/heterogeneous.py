@@ -75,9 +75,10 @@ def table(rows: list[dict[str, Any]]) -> str:
     return format_table(rows)
 
 
-def error_part(samples: int, lsq_samples: int, log: Callable[[str], None]) -> dict[tuple[int, float], dict]:
+def error_part(samples: int, lsq_samples: int, log: Callable[[str], None],
+               ns: tuple[int, ...] = (10, 100)) -> dict[tuple[int, float], dict]:
     results: dict[tuple[int, float], dict] = {}
-    for n in (10, 100):
+    for n in ns:
         for tau in (1.1, 1.5):
             p = gc.exponential_straggle_probabilities(n, tau, rng=n)
             opt = 1 / ((1 - p) / p).sum()  # Song-Choi's aligned optimum / ||g||^2 = k^2/sum(delta^-1) / k^2
@@ -292,10 +293,16 @@ def plot_errors(results: dict, outdir: str, log: Callable[[str], None]) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="fewer Monte Carlo samples and iterations")
+    ap.add_argument("--smoke", action="store_true",
+                    help="tiny sizes (seconds) and no output files: checks that the script still runs")
     ap.add_argument("--out", default=os.path.join(HERE, "results"), help="output directory")
     ap.add_argument("--no-train", action="store_true", help="skip the training run")
     ap.add_argument("--lr", type=float, default=1.0, help="step size of the training run")
     args = ap.parse_args(argv)
+    if args.smoke:                                   # n = 10 only, 3 training steps, files in a throwaway directory
+        import tempfile
+
+        args.out = tempfile.mkdtemp(prefix="heterogeneous_smoke_")
     os.makedirs(args.out, exist_ok=True)
     lines: list[str] = []
 
@@ -304,17 +311,18 @@ def main(argv: list[str] | None = None) -> int:
         lines.append(s)
 
     t0 = time.perf_counter()
-    samples, lsq_samples = (4000, 500) if args.quick else (20000, 2000)
+    samples, lsq_samples = (200, 50) if args.smoke else (4000, 500) if args.quick else (20000, 2000)
     log("# Heterogeneous stragglers: Song & Choi vs approximate baselines (gradcodes benchmarks/heterogeneous.py)")
     log(f"# baselines at load d = {D}; Song-Choi with k = n (average replication 2 - 1/n, the minimum "
         f"1 + (n-1)/k); p_i = exp(-psi_i (tau - 1)), psi_i ~ U(0.1, 2) seeded")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", gc.NegativeCoefficientWarning)
-        results = error_part(samples, lsq_samples, log)
+        results = error_part(samples, lsq_samples, log, (10,) if args.smoke else (10, 100))
         plot_errors(results, args.out, log)
         speed_part(log)
         if not args.no_train:
-            training_part(60 if args.quick else 200, 1 if args.quick else 3, args.out, log, args.lr,
+            training_part(3 if args.smoke else 60 if args.quick else 200, 1 if args.quick or args.smoke else 3,
+                          args.out, log, args.lr,
                           biased_schemes(results))
     log(f"\ntotal {time.perf_counter() - t0:.1f} s")
     with open(os.path.join(args.out, "heterogeneous.txt"), "w") as fh:

@@ -1,6 +1,7 @@
 """Benchmark of gradcodes.mpi on real MPI processes (MPICH from the ``mpi-local`` extra), ratios in the same run.
 
     python benchmarks/runtime_mpi.py            # launches the MPI jobs itself with the venv's mpiexec
+    python benchmarks/runtime_mpi.py --smoke    # 3 ranks, 3 iterations, writes nothing; skipped without mpi4py
 
 Three jobs, each running every configuration ``REPEATS`` times interleaved; per configuration the median over
 repeats of the per-run median iteration time (first iteration left out):
@@ -109,6 +110,20 @@ def mpiexec() -> str:
     if not os.path.exists(exe):
         sys.exit("no mpiexec next to this python: pip install -e '.[mpi-local]'")
     return exe
+
+
+def smoke() -> int:
+    """One tiny job (a master and two workers, a code tolerating one straggler, 3 iterations): the MPI path runs."""
+    import importlib.util
+
+    exe = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+    if importlib.util.find_spec("mpi4py") is None or not os.path.exists(exe):
+        print("mpi4py or mpiexec not installed: skipped (pip install -e '.[mpi-local]')")
+        return 0
+    rows = launch(3, {"kind": "fixed", "runs": [{"label": "coded, first n-s", "code": "gc", "delay": "fixed"}],
+                      "repeats": 1, "iters": 3, "slow": [0], "s": 1})
+    print(f"smoke: {len(rows)} run, {len(rows[0]['time'])} iterations, median {np.median(rows[0]['time']):.3f} s")
+    return 0 if rows and len(rows[0]["time"]) >= 1 else 1
 
 
 def launch(ranks: int, cfg: dict) -> list[dict]:
@@ -269,5 +284,7 @@ def main() -> int:
 if __name__ == "__main__":
     if len(sys.argv) > 2 and sys.argv[1] == "--job":
         job(json.loads(sys.argv[2]))
+    elif sys.argv[1:] == ["--smoke"]:
+        sys.exit(smoke())
     else:
         sys.exit(main())

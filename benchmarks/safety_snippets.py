@@ -79,11 +79,15 @@ print(out)
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--smoke", action="store_true", help="the first two snippets once: checks that it still runs")
     args = ap.parse_args()
+    snippets = SNIPPETS[:2] if args.smoke else SNIPPETS
+    if args.smoke:
+        args.repeat = 1
     print(f"load average {os.getloadavg()[0]:.1f}; median of {args.repeat} runs")
     print(f"{'snippet':42s} {'before':28s} {'seconds':>8s}  now")
     with tempfile.TemporaryDirectory() as tmp:
-        for label, before, prepare, call in SNIPPETS:
+        for label, before, prepare, call in snippets:
             outs, times = [], []
             for _ in range(args.repeat):
                 out, t = run(prepare, call, tmp)

@@ -52,6 +52,11 @@ def loose_annotations() -> list[str]:
 
 
 def main() -> None:
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--smoke", action="store_true", help="the same run (it takes about a second)")
+    ap.parse_args()
     rows = loose_annotations()
     print("\n".join(rows))
     print(f"{len(rows)} public parameters/returns typed Any, object or unannotated")

@@ -54,11 +54,15 @@ def planted_fails(code: gc.GradientCode, S0: np.ndarray) -> bool:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--smoke", action="store_true",
+                    help="tiny sizes (seconds) and no output files: checks that the script still runs")
     ap.add_argument("--trials", type=int, default=12)
     ap.add_argument("--samples", type=int, default=2000)
     args = ap.parse_args(argv)
-    trials = 4 if args.quick else args.trials
-    sizes = [(20, 4), (30, 5)] if args.quick else [(20, 4), (30, 5), (40, 6)]
+    trials = 1 if args.smoke else 4 if args.quick else args.trials
+    sizes = [(12, 3)] if args.smoke else [(20, 4), (30, 5)] if args.quick else [(20, 4), (30, 5), (40, 6)]
+    if args.smoke:
+        args.samples = 50
     print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())} ({os.cpu_count()} CPUs)")
     rows = []
     for n, s in sizes:

@@ -1,7 +1,8 @@
 """Verifier speed and memory, against the previous algorithm and per-set least squares, measured in the same run.
 
     python benchmarks/verify_speed.py            # full run: about 20 minutes on an idle 2-core machine
-    python benchmarks/verify_speed.py --quick    # smaller sizes (a smoke run)
+    python benchmarks/verify_speed.py --quick    # smaller sizes
+    python benchmarks/verify_speed.py --smoke    # tiny sizes, seconds, writes nothing (the test suite runs it)
 
 Every timing is the median of ``--repeat`` (default 5) runs, the methods alternating within each repeat; wall
 time and process CPU time are both shown (on a shared machine the CPU time is what the method costs). The load
@@ -203,12 +204,16 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(argv: list[str] | None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="smaller sizes (CI smoke run)")
+    ap.add_argument("--quick", action="store_true", help="smaller sizes")
+    ap.add_argument("--smoke", action="store_true",
+                    help="tiny sizes (seconds) and no output files: checks that the script still runs")
     ap.add_argument("--repeat", type=int, default=5, help="repeats per timing (median reported; >= 5)")
     ap.add_argument("--stride", type=int, default=10, help="baselines are timed on every stride-th batch/set")
     ap.add_argument("--no-confirm", action="store_true", help="skip the measured runs of table 3 (prediction only)")
     ap.add_argument("--no-write", action="store_true", help="do not write benchmarks/results/verify_speed.txt")
     args = ap.parse_args(argv)
+    if args.smoke:                                   # the quick run's tables at tiny sizes, nothing written
+        args.quick, args.no_confirm, args.no_write, args.repeat, args.stride = True, True, True, 1, 50
     lines: list[str] = []
 
     def say(text: str = "") -> None:
@@ -223,7 +228,7 @@ def _run(argv: list[str] | None) -> int:
     stride = args.stride
 
     # 1. exhaustive verification: kernel vs previous ---------------------------------------------------------
-    n, s = (30, 4) if args.quick else (50, 5)
+    n, s = (12, 2) if args.smoke else (30, 4) if args.quick else (50, 5)
     code = gc.cyclic_repetition(n, s, rng=0)
     total = math.comb(n, s)
     gc.verify(code, limit=total, stop_on_failure=False)                 # compile / load the kernel once
@@ -267,7 +272,7 @@ def _run(argv: list[str] | None) -> int:
     say()
 
     # 2. against per-set least squares -----------------------------------------------------------------------
-    bn, bs = (20, 3) if args.quick else (40, 4)
+    bn, bs = (10, 2) if args.smoke else (20, 3) if args.quick else (40, 4)
     bcode = gc.cyclic_repetition(bn, bs, rng=0)
     btotal = math.comb(bn, bs)
     bsub = len(range(0, btotal, stride))
@@ -291,9 +296,9 @@ def _run(argv: list[str] | None) -> int:
     # 3. exhaustive frontier ---------------------------------------------------------------------------------
     rows = []
     frontier = {}
-    secs = 0.3 if args.quick else 1.0
+    secs = 0.02 if args.smoke else 0.3 if args.quick else 1.0
 
-    for fs in ((4, 5) if args.quick else (4, 5, 6)):
+    for fs in ((4,) if args.smoke else (4, 5) if args.quick else (4, 5, 6)):
         # bracket and bisect on n: the predicted time C(n, s) / rate(n) with the rate measured at n itself (it
         # moves with n: codes with more near-failing sets send more sets to the reference re-check, so a fixed
         # point on the rate did not converge); n grows by 25% while the prediction stays <= 60 s
@@ -350,7 +355,7 @@ def _run(argv: list[str] | None) -> int:
     # 4. decoding-vector latency ------------------------------------------------------------------------
     rows = []
     rng = np.random.default_rng(1)
-    for dn in ((100,) if args.quick else (100, 500)):
+    for dn in ((20,) if args.smoke else (100,) if args.quick else (100, 500)):
         ds = dn // 10
         dcode = gc.GradientCode(gc.cyclic_repetition(dn, ds, rng=0).B, s=ds, cache_size=0)
         t_basis, _ = timed(lambda dcode=dcode: gc.NullSpaceDecoder.basis(dcode))

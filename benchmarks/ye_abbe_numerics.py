@@ -247,11 +247,19 @@ def plot(table: dict[str, list[float]], ns: list[int], s: int, m: int, path: str
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="n up to 50 only")
+    ap.add_argument("--smoke", action="store_true",
+                    help="tiny sizes (seconds) and no output files: checks that the script still runs")
     ap.add_argument("-s", type=int, default=5)
     ap.add_argument("-m", type=int, default=5)
     ap.add_argument("--samples", type=int, default=300, help="random sets per verify (plus consecutive + search)")
     ap.add_argument("--replot", action="store_true", help="redraw the plot from the saved table (no new run)")
     args = ap.parse_args()
+    global RESULTS
+    if args.smoke:                                   # n = 12 only, few samples, files in a throwaway directory
+        import tempfile
+
+        RESULTS = tempfile.mkdtemp(prefix="ye_abbe_smoke_")
+        args.quick, args.samples = True, 20
     if args.replot:
         md = os.path.join(RESULTS, "ye_abbe_numerics.md")
         table, ns, s, m = read_table(md)
@@ -259,6 +267,7 @@ def main() -> None:
         return
     s, m = args.s, args.m
     ns = [n for n in (12, 15, 20, 25, 30, 40, 50, 70, 100, 150, 200) if n >= s + m and (not args.quick or n <= 50)]
+    ns = ns[:1] if args.smoke else ns
     table: dict[str, list[float]] = {}
     t0 = time.perf_counter()
     for label, fn in ROWS:
@@ -280,7 +289,7 @@ def main() -> None:
     for label, r in reach.items():
         print(f"  {label.ljust(width)}  {r if r else '-'}")
     print(f"\n({time.perf_counter() - t0:.1f} s)")
-    tn = (100, s, m) if 100 >= s + m else (s + m + 5, s, m)
+    tn = (ns[0], s, m) if args.smoke else (100, s, m) if 100 >= s + m else (s + m + 5, s, m)
     t_cf, t_ls = timing(*tn)
     print(f"decoding matrix at (n, s, m) = {tn}: closed form {t_cf * 1e6:.0f} us, lstsq {t_ls * 1e6:.0f} us per set "
           f"(lstsq / closed form = {t_ls / t_cf:.1f}x, same run)")

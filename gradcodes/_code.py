@@ -67,6 +67,17 @@ class LinearCode(DecodeMixin, EncodeMixin):
 
     #: Set by :func:`gradcodes.recommend` on the code it returns: the reasoning (candidates, loads, errors).
     recommendation: Recommendation | None = None
+    # Instance attributes set by the constructor (declared here so the reference documents them)
+    #: The available decoders by name: the generic ones of the field and the family's.
+    decoders: dict[str, Decoder]
+    #: Name of the decoder used when none is given (a key of :attr:`decoders`).
+    default_decoder: str
+    #: The constructor that built the code (``"custom"`` for a wrapped matrix).
+    family: str
+    #: The label shown in reports.
+    name: str
+    #: The constructor's parameters, kept for reports and code files.
+    params: dict[str, Any]
 
 
 class GradientCode(LinearCode):
@@ -114,6 +125,11 @@ class GradientCode(LinearCode):
     >>> code.decode([0, 2], Y)                      # worker 1 straggles
     array([12., 15., 18., 21.])
     """
+
+    #: Stragglers tolerated: any ``n - s`` responders recover the gradient.
+    s: int
+    #: Tolerance on the predicted relative error of a float64 decode.
+    rtol: float
 
     def __init__(self, B: MatrixLike, s: int, *, m: int = 1, rtol: float = DEFAULT_RTOL, **kwargs: Any) -> None:
         super().__init__(B, m=m, **kwargs)

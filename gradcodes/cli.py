@@ -3,9 +3,9 @@
 Results go to stdout (a table, or one JSON document with ``--json``); progress and log lines go to stderr.
 
 Exit status: ``0`` success (for ``verify``: the code is proven to recover, see :class:`gradcodes.VerifyReport`),
-``1`` verification failed or not proven (``verify``; ``tour`` when a row fails), ``2`` usage error: a bad or
-missing option, a bad value, an unreadable or invalid code file. User errors print one line
-``gradcodes: error: ...`` and never a Python traceback.
+``1`` verification failed or not proven (``verify``; ``tour`` when a row's result is not one of its expected
+results), ``2`` usage error: a bad or missing option, a bad value, an unreadable or invalid code file. User errors
+print one line ``gradcodes: error: ...`` and never a Python traceback.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from ._bounds import min_load
 from ._io import load, save
 from ._registry import get_scheme, schemes
 from ._simulate import add_simulate_parser
-from ._tour import format_table, tour
+from ._tour import format_table, tour, tour_status
 from ._verify import verify
 
 __all__ = ["main", "build_parser", "to_json"]
@@ -158,7 +158,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(
         prog="gradcodes", description="Gradient codes: build, verify, bound, evaluate, simulate, tour.",
-        epilog="Exit status: 0 success (verify: proven), 1 verification failed or not proven, 2 usage error or "
+        epilog="Exit status: 0 success (verify: proven; tour: every row as expected), 1 verification failed or "
+               "not proven (tour: an unexpected row), 2 usage error or "
                "bad code file. Results on stdout, progress on stderr.")
     parser.add_argument("--version", action="version", version=f"gradcodes {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -168,12 +169,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--schemes", help="comma-separated scheme names (default: all)")
     _add_json(p)
 
-    sub.add_parser("schemes", help="list the available schemes")
+    p = sub.add_parser("schemes", help="list the available schemes")
+    _add_json(p)
 
     p = sub.add_parser("build", help="build a code and save it to .npz")
     p.add_argument("scheme", help="scheme name (see `gradcodes schemes`; the Python constructor name works too)")
     _add_code_options(p)
     p.add_argument("-o", "--output", required=True, help="output .npz file")
+    _add_json(p)
 
     p = sub.add_parser("verify", help="verify a saved code (.npz) or a scheme built on the fly")
     p.add_argument("target", help="a .npz file written by `gradcodes build`, or a scheme name")
@@ -212,11 +215,13 @@ _SUBCOMMAND_HOOKS: list[Any] = [add_simulate_parser]
 
 
 def to_json(obj: Any) -> Any:
-    """A JSON-ready form of a report: dataclasses become objects, Fractions strings (``"3/7"``), numpy values
-    numbers or lists, non-finite floats the strings ``"inf"``, ``"-inf"``, ``"nan"``.
+    """A JSON-ready form of a report, typed: dataclasses become objects, Fractions numbers (an int when integral,
+    else the nearest float; reports that need the exact value carry it as a ``"p/q"`` string in a field of its
+    own), numpy values numbers or lists, non-finite floats the strings ``"inf"``, ``"-inf"``, ``"nan"`` (JSON has
+    no such numbers).
 
-    >>> to_json({"a": Fraction(1, 3), "b": float("inf"), "c": np.arange(2)})
-    {'a': '1/3', 'b': 'inf', 'c': [0, 1]}
+    >>> to_json({"a": Fraction(1, 4), "b": Fraction(6, 3), "c": float("inf"), "d": np.arange(2)})
+    {'a': 0.25, 'b': 2, 'c': 'inf', 'd': [0, 1]}
     """
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         out = {f.name: to_json(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
@@ -237,7 +242,7 @@ def to_json(obj: Any) -> Any:
     if isinstance(obj, bool) or obj is None or isinstance(obj, (int, str)):
         return obj
     if isinstance(obj, Fraction):
-        return str(obj)
+        return int(obj) if obj.denominator == 1 else to_json(float(obj))
     if isinstance(obj, float):
         return obj if math.isfinite(obj) else ("nan" if math.isnan(obj) else ("inf" if obj > 0 else "-inf"))
     if isinstance(obj, complex):
@@ -267,17 +272,15 @@ def _cmd_tour(args: argparse.Namespace) -> int:
         _emit(args, rows)
     else:
         rows = tour(names, quick=args.quick, log=sys.stderr)
-    return _tour_status(rows)
-
-
-def _tour_status(rows: Sequence[dict[str, Any]]) -> int:
-    """0 only when no verified row fails or is unproven (a sampled check is not a proof)."""
-    results = [str(r.get("result", "")) for r in rows]
-    return 1 if any(x in ("FAILS", "inaccurate", "unproven") for x in results) else 0
+    return tour_status(rows)
 
 
 def _cmd_schemes(args: argparse.Namespace) -> int:
     rev = {v: k for k, v in ALIASES.items()}
+    if getattr(args, "json", False):
+        _emit(args, [{"scheme": s.name, "alias": rev.get(s.name), "kind": s.kind, "summary": s.summary,
+                      "tour": [dict(p) for p in s.tour]} for s in schemes().values()])
+        return 0
     print(format_table([{"scheme": s.name + (f" ({rev[s.name]})" if s.name in rev else ""), "kind": s.kind,
                          "summary": s.summary} for s in schemes().values()]))
     return 0
@@ -289,8 +292,8 @@ def _cmd_bound(args: argparse.Namespace) -> int:
     text = f"min load = k(s+m)/n = {k}*({args.s}+{args.m})/{args.n} = {b}"
     if b.denominator != 1:
         text += f" ≈ {float(b):.4g} (max load >= {math.ceil(b)})"
-    _emit(args, {"n": args.n, "s": args.s, "m": args.m, "k": k, "min_load": b, "min_load_float": float(b),
-                 "max_load_at_least": math.ceil(b)}, text)
+    _emit(args, {"n": args.n, "s": args.s, "m": args.m, "k": k, "min_load": b, "min_load_exact": str(b),
+                 "min_load_float": float(b), "max_load_at_least": math.ceil(b)}, text)
     return 0
 
 
@@ -300,7 +303,12 @@ def _cmd_build(args: argparse.Namespace) -> int:
         raise UsageError(f"cannot write {args.output!r}: no directory {out_dir!r}")
     code = _build(args)
     save(code, args.output)
-    print(f"wrote {code!r} to {args.output}")
+    if getattr(args, "json", False):
+        _emit(args, {"path": args.output, "scheme": code.family, "name": code.name, "n": code.n, "k": code.k,
+                     "m": code.m, "s": getattr(code, "s", None), "field": code.field, "load": code.load,
+                     "params": code.params})
+    else:
+        print(f"wrote {code!r} to {args.output}")
     return 0
 
 

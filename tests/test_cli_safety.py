@@ -107,7 +107,7 @@ def test_json_outputs(tmp_path, capsys):
     rep = json.loads(out)
     assert rc == 0 and rep["ok"] is True and rep["n"] == 6 and rep["patterns_total"] == 6
     rc, out, _ = _run(["bound", "-n", "7", "-s", "2", "-k", "3", "--json"], capsys)
-    assert rc == 0 and json.loads(out)["min_load"] == "9/7"
+    assert rc == 0 and json.loads(out)["min_load_exact"] == "9/7"   # min_load itself is a number (typed JSON)
     rc, out, _ = _run(["simulate", "--iters", "20", "--schemes", "CR,UMW", "--json"], capsys)
     sim = json.loads(out)
     assert rc == 0 and set(sim["schemes"]) == {"CR", "UMW"} and sim["schemes"]["CR"]["iters"] == 20

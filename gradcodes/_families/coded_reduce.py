@@ -27,7 +27,7 @@ import numpy as np
 from .._code import GradientCode
 from .._fields import RationalField
 from .._io import REBUILDERS, rebuild_saved
-from .._registry import Scheme, register
+from .._registry import SAMPLED, Scheme, register
 from .._typing import RNGLike, Unset
 from .._validate import SEED_UNSET, check_entries, check_int, check_rng, check_tree_size, take_rng
 from .coded_reduce_alloc import _allocate, _check_tree, _min_units, _tree_fractions, coded_reduce_load
@@ -242,6 +242,7 @@ register(Scheme(
     build=coded_reduce,
     summary="CodedReduce: (n, s) gradient codes composed along the (n, L)-regular tree (optimal load r_CR)",
     tour=({"n": 3, "L": 2, "s": 1}, {"n": 4, "L": 2, "s": 1}, {"n": 12, "L": 2, "s": 5}),
+    expect=(None, None, SAMPLED),
     evaluate=verify_tree,
     kind="tree",
 ))

@@ -16,7 +16,7 @@ from .._decoders import Decoder
 from .._detlinalg import solve
 from .._fields import as_matrix, field_for, solve_left
 from .._io import REBUILDERS
-from .._registry import Scheme, register
+from .._registry import Expect, Scheme, register
 from .._typing import MatrixLike, RNGLike, Unset
 from .._validate import (
     SEED_UNSET,
@@ -350,6 +350,11 @@ def cyclic_repetition(n: int, s: int, k: int | None = None, *, rng: RNGLike = No
 
 
 REBUILDERS.update(uncoded=uncoded, fractional_repetition=fractional_repetition)
+# The tour's intended failures: the random H of Tandon et al. loses digits on a few straggler sets at these sizes
+_CYCLIC_DEMO = Expect(frozenset({"FAILS", "unproven"}),
+                      "demonstration: Tandon et al.'s random cyclic code (seed 0) has straggler sets whose predicted "
+                      "float64 decode error exceeds rtol; FAILS when the check meets them, unproven otherwise",
+                      demonstration=True)
 register(Scheme("uncoded", lambda n, k=None: uncoded(n, k), "no redundancy: B = I, s = 0",
                 tour=({"n": 20},)))
 register(Scheme("fractional_repetition", fractional_repetition,
@@ -357,4 +362,5 @@ register(Scheme("fractional_repetition", fractional_repetition,
                 tour=({"n": 20, "s": 3}, {"n": 100, "s": 9}, {"n": 500, "s": 49})))
 register(Scheme("cyclic_repetition", lambda n, s, k=None, seed=0: cyclic_repetition(n, s, k, rng=seed),
                 "Tandon et al. cyclic repetition with a seeded Gaussian H (load s+1, any n, s)",
-                tour=({"n": 20, "s": 3}, {"n": 50, "s": 5}, {"n": 100, "s": 10})))
+                tour=({"n": 20, "s": 3}, {"n": 50, "s": 5}, {"n": 100, "s": 10}),
+                expect=(None, _CYCLIC_DEMO, _CYCLIC_DEMO)))

@@ -3,7 +3,7 @@
 In the manner of ``hypothesis.extra.numpy``: strategies that draw straggler and responder sets (including the
 adversarial ones: cyclic windows of consecutive stragglers and the sets the verifier reports as worst), valid
 parameters and codes of every registered family, and partial gradients of a chosen dtype; and assertions that
-fail with the responder set and the residual. This module imports hypothesis (``pip install 'gradcodes[test]'``);
+fail with the responder set and the residual. This module imports hypothesis (``pip install 'gradcodes[testing]'``);
 ``import gradcodes`` does not import it.
 
 Examples

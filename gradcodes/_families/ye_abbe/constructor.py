@@ -13,7 +13,7 @@ import numpy as np
 from ..._code import GradientCode
 from ..._fields import Field, PrimeField, RationalField, RealField, to_fraction
 from ..._io import REBUILDERS, CodeFileError
-from ..._registry import Scheme, register
+from ..._registry import SAMPLED, Scheme, register
 from ..._typing import ArrayLike, RNGLike, Unset
 from ..._validate import SEED_UNSET, check_choice, check_entries, check_int, check_rng, rng_param, take_rng
 from .common import _group, _prime_1_mod
@@ -347,4 +347,5 @@ register(Scheme(
     _scheme_build,
     "Ye & Abbe: load s+m, each worker sends 1/m of the gradient (stable Fourier construction)",
     tour=({"n": 10, "s": 2, "m": 3}, {"n": 50, "s": 5, "m": 5}, {"n": 200, "s": 5, "m": 5}),
+    expect=(None, SAMPLED, SAMPLED),
 ))
