@@ -88,8 +88,10 @@ class GroupDecoder(Decoder):
         identical 0/1 rows; the groups' supports are disjoint and cover all ``k`` partitions. Then ``s``
         stragglers leave a responder in every group, and ``mode="first"`` puts weight 1 on one responder per
         group, so ``a_F B = 1_k`` exactly (residual 0) with cancellation factor 1: the predicted error is
-        ``u sqrt(G + load)`` (``G`` groups), accepted when it is at most ``rtol`` (Tandon et al. 2017, Section 3, fractional repetition). Returns the
-        statement, or None when a condition fails (then the verifier does not count it as a proof).
+        ``u sqrt(G + load)`` (``G`` groups), computed without rounding of the residual (0/1 values: no allowance
+        of the acceptance rule), accepted when it is at most ``rtol`` (Tandon et al. 2017, Section 3, fractional
+        repetition). Returns the statement, or None when a condition fails (then the verifier does not count it as
+        a proof).
         """
         s = getattr(code, "s", None)                        # only a GradientCode promises recovery
         if s is None or self.mode != "first" or code.m != 1 or code.field not in ("real", "rational"):
