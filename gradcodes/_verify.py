@@ -43,7 +43,7 @@ from ._decoders import Decoder
 from ._numerics import tolerance, unit_roundoff
 from ._typing import DTypeLike, FieldLike, RNGLike, Unset
 from ._validate import SEED_UNSET, check_int, check_real, check_rng, check_size, take_rng
-from ._verify_engine import Clock, PatternModel, Tracker, run
+from ._verify_engine import Clock, Outcome, PatternModel, Tracker, run
 from ._verify_fast import NullSpaceScreen, lex_straggler_batches, screen_range
 from ._verify_report import VerifyReport
 
@@ -348,6 +348,17 @@ def verify(code: LinearCode, *, limit: int | None = None, samples: int = 2000, s
     batch_size = check_int("batch_size", batch_size, 1)
     start = time.perf_counter()
     tracker = _Tracker(code, dec, rtol, dt, search_seconds)
+    # a partition on at most s workers fails exactly; decided without decoding when the sets are too many to
+    # enumerate at once (a matrix of zeros would otherwise spend its time budget setting up a decoder)
+    silenced = _silenced_partition(code) if total > n + samples + 2000 and limit is None else None
+    if silenced is not None:          # a partition on at most s workers: those stragglers fail exactly, no decode
+        j, S = silenced
+        tracker.failures.append(tuple(i for i in range(n) if i not in set(S)))
+        tracker.n_failures = 1
+        out = Outcome(strategies={"structure": 0}, notes=[
+            f"partition {j} is stored by only {int(code.replication[j])} <= s = {s} workers: straggling together "
+            f"they silence it, so no decoder recovers it from those responders (exact; no set was decoded)"])
+        tracker.worst_res = 1.0
     # a theorem of the decoder (checked on B) proves the code without enumeration; the sets are still sampled,
     # without the search
     theorems: list[str | None] = [None]
@@ -357,10 +368,11 @@ def verify(code: LinearCode, *, limit: int | None = None, samples: int = 2000, s
         return theorems[0] is None
 
     # sampling would check about this many sets: enumerating is then cheaper and a proof
-    out = run(tracker, limit=limit, samples=samples, search=search, rng=rng, batch=batch_size,
-              stop_on_failure=stop_on_failure, progress=progress, time_budget=time_budget,
-              sampled_size=n + samples + (2000 if search else 0), desc=f"verify {code.name}",
-              before_sampling=before_sampling)
+    if silenced is None:
+        out = run(tracker, limit=limit, samples=samples, search=search, rng=rng, batch=batch_size,
+                  stop_on_failure=stop_on_failure, progress=progress, time_budget=time_budget,
+                  sampled_size=n + samples + (2000 if search else 0), desc=f"verify {code.name}",
+                  before_sampling=before_sampling)
     theorem, exhaustive, interrupted, stopped = theorems[0], out.exhaustive, out.interrupted, out.stopped
     strategies, notes = out.strategies, out.notes
     if theorem is not None and (exhaustive or interrupted or tracker.n_failures):
@@ -389,6 +401,18 @@ def verify(code: LinearCode, *, limit: int | None = None, samples: int = 2000, s
         meets_lower_bound=s + code.m <= n and meets_min_load(int(loads.max()), n, s, code.m, code.k),
         rtol=rtol, seconds=time.perf_counter() - start, stopped_early=stopped, notes=notes, theorem=theorem,
         interrupted=interrupted, dtype=str(dt))
+
+
+def _silenced_partition(code: GradientCode) -> tuple[int, list[int]] | None:
+    """``(j, S)``: a partition ``j`` stored by at most ``s`` workers and a straggler set ``S`` (its holders, padded
+    with the lowest other workers) that leaves it undecodable; None when every partition has ``s + 1`` holders."""
+    rep = np.asarray(code.replication)
+    if rep.size == 0 or int(rep.min()) > code.s:
+        return None
+    j = int(np.argmin(rep))
+    holders = [int(i) for i in np.flatnonzero(code.support_matrix[:, j])]
+    others = [i for i in range(code.n) if i not in set(holders)]
+    return j, sorted(holders + others[: code.s - len(holders)])
 
 
 def borderline_note(tracker: Tracker) -> str:

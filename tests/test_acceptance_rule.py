@@ -198,3 +198,41 @@ def test_ok_means_decode_accepts_every_set_and_failures_are_refused(k):
         assert not verdicts[tuple(F)]
     if report.failures_exact and not report.n_borderline:
         assert report.n_failures == sum(not ok for ok in verdicts.values())
+
+
+# ------------------------------------------------------------------------------------- time budget and structure
+class _SlowDecoder(gc.Decoder):
+    """The null-space decoder, 20 ms per pattern."""
+
+    name = "slow"
+
+    def matrices(self, code, mask):
+        import time
+
+        time.sleep(0.02 * mask.shape[0])
+        return code.decoders["nullspace"].matrices(code, mask)
+
+
+def test_the_first_batch_respects_the_time_budget():
+    import time
+
+    code = gc.GradientCode(gc.cyclic_repetition(40, 3, rng=0).B, s=3, decoders=[_SlowDecoder()],
+                           default_decoder="slow")
+    t0 = time.perf_counter()
+    report = gc.verify(code, time_budget=0.5, samples=0, search=False)
+    # the first batch would be ~800 sets (16 s) before the budget was looked at; now a few pieces of 4, 8, ...
+    assert time.perf_counter() - t0 < 5.0
+    assert not report.exhaustive and any("time_budget" in note for note in report.notes)
+
+
+def test_a_partition_on_at_most_s_workers_fails_without_decoding():
+    code = gc.GradientCode(np.zeros((2000, 2000)), s=2)           # the file-borne zero matrix of the issue
+    report = gc.verify(code, time_budget=1)
+    assert report.verdict == "FAILS" and report.strategies == {"structure": 0}
+    F = report.failures[0]
+    assert len(F) == 1998 and not np.any(code.B[list(F)][:, 0])
+    B = gc.fractional_repetition(60, 4).B.copy()
+    B[:5, 0] = 0.0                                                  # partition 0 now on no worker
+    bad = gc.verify(gc.GradientCode(B, s=4))
+    assert bad.verdict == "FAILS" and bad.failures and not _decodes(gc.GradientCode(B, s=4), list(bad.failures[0]),
+                                                                    np.float64)

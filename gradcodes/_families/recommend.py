@@ -11,7 +11,7 @@ formula. :func:`recommend` builds each applicable candidate within the load budg
 * **not proven**: otherwise. Its value is the worst over the sets checked, a lower bound of the worst case.
 
 A candidate is *certified on the fly* when its enumeration fits ``certify_seconds`` by a fixed cost model
-(:func:`enumeration_seconds`: ``C(n_b, s)`` sets per distinct block, or ``C(n, s)`` for the whole code, times a
+(``enumeration_seconds``: ``C(n_b, s)`` sets per distinct block, or ``C(n, s)`` for the whole code, times a
 per-set cost measured for the verifier on a 2-core x86 machine: ``2 + 0.1 n s + 0.002 n^3`` microseconds for a
 dense solve, doubled for complex codes; families with cheaper decoders declare their own, ``Candidate.per_set``).
 The decision depends only on ``(n, s, m)`` and the code's block structure, never on a clock, so the answer does
@@ -20,7 +20,7 @@ not change with the machine's speed or load (a slower machine takes longer, and 
 **The choice.** Only a proven error ``<= tol`` counts as meeting ``tol``. Among those the lowest load wins, then
 0/1 decoding, then table order: two error estimates are never compared with each other there, so rounding
 differences between BLAS kernels cannot flip the choice. If none meets ``tol``, a proven candidate beats every
-unproven one; within a class the smallest error wins, except that errors within a factor :data:`TIE_BAND` of the
+unproven one; within a class the smallest error wins, except that errors within a factor ``TIE_BAND`` of the
 smallest are ties (then lowest load, then table order). Candidates that cannot win (a proven code of lower load
 already meets ``tol``) are not built. Unproven candidates are checked on fixed sets (8 consecutive windows, then,
 only when no candidate meets ``tol``, ``samples`` random sets drawn from ``rng``, default seed 0), never by a
@@ -97,10 +97,10 @@ class Candidate:
     cost : callable, optional
         ``cost(n, s, m) -> seconds``: estimated seconds to build *and* certify the code (for families that
         certify while they build, like :func:`gradcodes.grouped_random`); above ``certify_seconds`` the candidate is
-        not built. Default: estimated from the built code's blocks (:func:`enumeration_seconds`).
+        not built. Default: estimated from the built code's blocks (``enumeration_seconds``).
     per_set : callable, optional
         ``per_set(n_b, s, m) -> microseconds`` of the family's decoder per straggler set, for
-        :func:`enumeration_seconds` (default: its conservative dense-solve model).
+        ``enumeration_seconds`` (default: its conservative dense-solve model).
     """
 
     name: str
@@ -388,7 +388,7 @@ def _status(row: dict[str, Any], tol: float) -> str:
 
 
 def _rank(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """The best of ``rows`` by error with a tie band: rows within :data:`TIE_BAND` of the smallest error are
+    """The best of ``rows`` by error with a tie band: rows within ``TIE_BAND`` of the smallest error are
     ties, broken by load, then table order (never by comparing two nearly equal estimates)."""
     best = min(r["error"] for r in rows)
     band = [r for r in rows if r["error"] <= best * TIE_BAND] if np.isfinite(best) else rows
@@ -409,7 +409,7 @@ def recommend(n: int, s: int, m: int = 1, max_load: int | None = None, *, tol: f
 
     1. among the candidates proven to meet ``tol``: the lowest load, then 0/1 decoding, then table order;
     2. else the best proven candidate, else the best unproven one: the smallest error, with errors within a factor
-       :data:`TIE_BAND` of it counted as ties (lowest load, then table order).
+       ``TIE_BAND`` of it counted as ties (lowest load, then table order).
 
     A proven candidate thus always beats an unproven one, and unproven values (the worst over a fixed set of
     straggler windows and ``samples`` seeded random sets) are never called worst cases.
@@ -429,12 +429,12 @@ def recommend(n: int, s: int, m: int = 1, max_load: int | None = None, *, tol: f
     samples : int, default 200
         Random straggler sets per unproven candidate, checked only when no candidate is proven to meet ``tol``.
     rng : None, int, numpy.random.SeedSequence or numpy.random.Generator, optional
-        Random state of those sets. None means the fixed seed :data:`DEFAULT_RNG` (0), so that the answer is the
+        Random state of those sets. None means the fixed seed ``DEFAULT_RNG`` (0), so that the answer is the
         same on every call; pass a Generator for other sets. ``seed=`` is a deprecated alias.
     quick : bool, default False
         Lower the default certification budget to 1 s.
     certify_seconds : float, optional
-        Estimated seconds (by :func:`enumeration_seconds`) each candidate may spend on an exhaustive check of its
+        Estimated seconds (by ``enumeration_seconds``) each candidate may spend on an exhaustive check of its
         blocks or of the whole code; default 10 (1 with ``quick``). 0 certifies only by theorems and certificates.
 
     Returns
