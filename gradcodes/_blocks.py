@@ -396,8 +396,10 @@ def verify_blocks(code: GradientCode, dec: BlockDecoder, **options: Any) -> Veri
     u_t = 0.0 if code.exact else unit_roundoff(dtype) * math.sqrt(max(terms, 1))
     worst_res = max((rep.worst_residual for _, rep in reports), default=0.0)
     res_hi = max((max(rep.worst_residual_bound, rep.worst_residual) for _, rep in reports), default=0.0)
+    res_lo = max((rep.worst_residual if rep.worst_residual_lower is None else rep.worst_residual_lower
+                  for _, rep in reports), default=0.0)
     if missing or dead is not None:
-        worst_res = res_hi = max(worst_res, 1.0)        # a whole block of the target undecoded
+        worst_res = res_hi = res_lo = max(worst_res, 1.0)        # a whole block of the target undecoded
     res_pair = max(reports, key=lambda br: br[1].worst_residual) if reports else None
     cancs = [(len(blk.partitions) / k) * rep.worst_cancellation for blk, rep in reports
              if np.isfinite(rep.worst_cancellation)]
@@ -431,6 +433,7 @@ def verify_blocks(code: GradientCode, dec: BlockDecoder, **options: Any) -> Veri
         load_lower_bound=min_load(n, s, m, k) if s + m <= n else Fraction(k * (s + m), n),
         meets_lower_bound=s + m <= n and meets_min_load(int(loads.max()), n, s, m, k), rtol=rtol,
         dtype=str(dtype), worst_residual_bound=0.0 if code.exact else res_hi,
+        worst_residual_lower=None if code.exact else res_lo,
         n_borderline=sum(rep.n_borderline for _, rep in reports),
         seconds=time.perf_counter() - start, stopped_early=any(rep.stopped_early for _, rep in reports),
         notes=notes, blocks=rows)

@@ -358,7 +358,7 @@ def verify(code: LinearCode, *, limit: int | None = None, samples: int = 2000, s
         out = Outcome(strategies={"structure": 0}, notes=[
             f"partition {j} is stored by only {int(code.replication[j])} <= s = {s} workers: straggling together "
             f"they silence it, so no decoder recovers it from those responders (exact; no set was decoded)"])
-        tracker.worst_res = 1.0
+        tracker.worst_res = tracker.worst_res_lo = 1.0
     # a theorem of the decoder (checked on B) proves the code without enumeration; the sets are still sampled,
     # without the search
     theorems: list[str | None] = [None]
@@ -396,6 +396,7 @@ def verify(code: LinearCode, *, limit: int | None = None, samples: int = 2000, s
         worst_cancellation_responders=tracker.worst_canc_S, error_estimate=tracker.worst_est,
         failures=tracker.failures, n_failures=tracker.n_failures, borderline=tracker.borderline,
         n_borderline=tracker.n_borderline, worst_residual_bound=max(tracker.worst_res_hi, 0.0),
+        worst_residual_lower=None if code.exact else tracker.worst_res_lo,
         load=int(loads.max()),
         average_load=Fraction(int(loads.sum()), n), load_lower_bound=bound,
         meets_lower_bound=s + code.m <= n and meets_min_load(int(loads.max()), n, s, code.m, code.k),

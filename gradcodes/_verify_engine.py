@@ -107,6 +107,7 @@ class Evaluation(NamedTuple):
     verdict: np.ndarray
     est: np.ndarray
     hi: np.ndarray
+    res_lo: np.ndarray
 
 
 class Tracker:
@@ -128,6 +129,7 @@ class Tracker:
         self.worst_est = 0.0
         self.worst_hi = 0.0
         self.worst_res_hi = 0.0
+        self.worst_res_lo = 0.0
         self.failures: list[Any] = []
         self.n_failures = 0
         self.borderline: list[Any] = []
@@ -174,7 +176,7 @@ class Tracker:
             res = np.where(bad, np.inf, res)
             verdict = np.where(bad | (res != 0), FAILS, OK).astype(np.int8)
             zero = np.zeros_like(res)
-            return Evaluation(res, canc, verdict, zero, zero)
+            return Evaluation(res, canc, verdict, zero, zero, res)
         res = residuals(A, code.B, code.target)
         canc = cancellation(A, code.B, code.k)
         mag = magnitude(A, code.B)
@@ -187,9 +189,9 @@ class Tracker:
         verdict = judge(canc, res, mag, width, self.rtol, self.dtype, terms, exact_eval)
         verdict[bad] = FAILS
         _, est, hi = error_bounds(canc, res, mag, width, self.dtype, terms, exact_eval)
-        self.worst_res_hi = max(self.worst_res_hi, float(np.max(res + residual_slack(mag, width, exact_eval),
-                                                                 initial=0.0)))
-        return Evaluation(res, canc, verdict, est, hi)
+        delta = residual_slack(mag, width, exact_eval)
+        self.worst_res_hi = max(self.worst_res_hi, float(np.max(res + delta, initial=0.0)))
+        return Evaluation(res, canc, verdict, est, hi, np.maximum(res - delta, 0.0))
 
     def _measure_exact(self, A: Any) -> tuple[np.ndarray, np.ndarray]:
         code = self.code
@@ -220,6 +222,7 @@ class Tracker:
                     self.worst_canc, self.worst_canc_P = float(canc[j]), P[j].copy()
             self.worst_est = max(self.worst_est, float(np.nanmax(ev.est)))
             self.worst_hi = max(self.worst_hi, float(np.nanmax(ev.hi)))
+            self.worst_res_lo = max(self.worst_res_lo, float(np.nanmax(ev.res_lo)))
         bad = np.flatnonzero(verdict == FAILS)
         self.n_failures += bad.size
         for r in bad[: max(0, self.max_failures - len(self.failures))]:

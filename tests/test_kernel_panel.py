@@ -27,8 +27,10 @@ PANEL = {
     # name: (build, dtype, expected verdict)
     "cyclic_repetition(30, 4, rng=7, refine=0)": (lambda: gc.cyclic_repetition(30, 4, rng=7, refine=0),
                                                   np.float64, "unproven"),
+    # its worst residual is within the allowance of rtol: "inaccurate" (cancellation), not "FAILS", on every
+    # kernel (the residual's lower bound decides; the measured residual alone was above rtol on some kernels)
     "cyclic_repetition(25, 5, rng=13, refine=0)": (lambda: gc.cyclic_repetition(25, 5, rng=13, refine=0),
-                                                   np.float64, "FAILS"),
+                                                   np.float64, "inaccurate"),
     "cyclic_repetition(12, 4, rng=1, refine=0) float32": (lambda: gc.cyclic_repetition(12, 4, rng=1, refine=0),
                                                           np.float32, "inaccurate"),
     "eye(50) + a 2^30 row": (lambda: gc.GradientCode(np.vstack([np.eye(50), np.r_[2.0**30, np.ones(49)][None]]),
