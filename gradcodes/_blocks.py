@@ -301,7 +301,7 @@ def _repetition_report(sub: GradientCode, dtype: Any = np.float64) -> BlockVerif
         worst_residual=0.0, worst_responders=F, worst_cancellation=1.0, worst_cancellation_responders=F,
         error_estimate=est, failures=[], n_failures=0, load=sub.k, average_load=Fraction(sub.k),
         load_lower_bound=min_load(sub.n, sub.s, 1, sub.k), meets_lower_bound=False, rtol=sub.rtol, seconds=0.0,
-        dtype=str(np.dtype(dtype)), worst_residual_bound=0.0,
+        dtype=str(np.dtype(dtype)), worst_residual_bound=0.0, error_bound=est,
         notes=["repetition block: every s stragglers leave a first responder (weight 1, residual 0, cancellation 1)"])
 
 
@@ -433,7 +433,7 @@ def verify_blocks(code: GradientCode, dec: BlockDecoder, **options: Any) -> Veri
         load_lower_bound=min_load(n, s, m, k) if s + m <= n else Fraction(k * (s + m), n),
         meets_lower_bound=s + m <= n and meets_min_load(int(loads.max()), n, s, m, k), rtol=rtol,
         dtype=str(dtype), worst_residual_bound=0.0 if code.exact else res_hi,
-        worst_residual_lower=None if code.exact else res_lo,
+        worst_residual_lower=None if code.exact else res_lo, error_bound=upper,
         n_borderline=sum(rep.n_borderline for _, rep in reports),
         seconds=time.perf_counter() - start, stopped_early=any(rep.stopped_early for _, rep in reports),
         notes=notes, blocks=rows)

@@ -205,8 +205,9 @@ def _enumerate_screened(tracker: Tracker, screen: NullSpaceScreen, code: Gradien
         if could.size > _WORST_RECHECK:
             could = could[np.argpartition(approx[could], -_WORST_RECHECK)[-_WORST_RECHECK:]]
         ref = np.union1d(ref, could)
-        if ref.size < count:                # cleared sets: residual + allowance below the screen's threshold
+        if ref.size < count:                # cleared sets: their upper bounds are below the screen's threshold
             tracker.worst_res_hi = max(tracker.worst_res_hi, screen.rtol / 16)
+            tracker.worst_hi = max(tracker.worst_hi, screen.rtol / 16)
         if ref.size:
             Sr = S[ref]
             tracker.record(Sr, tracker.evaluate(Sr), count=False)
@@ -396,7 +397,7 @@ def verify(code: LinearCode, *, limit: int | None = None, samples: int = 2000, s
         worst_cancellation_responders=tracker.worst_canc_S, error_estimate=tracker.worst_est,
         failures=tracker.failures, n_failures=tracker.n_failures, borderline=tracker.borderline,
         n_borderline=tracker.n_borderline, worst_residual_bound=max(tracker.worst_res_hi, 0.0),
-        worst_residual_lower=None if code.exact else tracker.worst_res_lo,
+        worst_residual_lower=None if code.exact else tracker.worst_res_lo, error_bound=tracker.worst_hi,
         load=int(loads.max()),
         average_load=Fraction(int(loads.sum()), n), load_lower_bound=bound,
         meets_lower_bound=s + code.m <= n and meets_min_load(int(loads.max()), n, s, code.m, code.k),

@@ -40,6 +40,9 @@ class VerifyReport:
         Largest predicted relative error ``u * canc * sqrt(terms) + residual`` of a decode in ``dtype`` (0 for exact
         arithmetic; see :func:`gradcodes._numerics.error_estimate`), re-evaluated by the reference evaluation for
         the sets a screening kernel cleared.
+    error_bound : float
+        Largest upper end of the acceptance rule's interval over the checked sets (what no machine's error estimate
+        of those sets exceeds; :func:`gradcodes._numerics.error_bounds`); a proof has ``error_bound <= rtol``.
     worst_residual_lower : float or None
         Largest residual minus its rounding allowance (what every machine's residual exceeds): ``"FAILS"`` rather
         than ``"inaccurate"`` when it exceeds ``rtol``. None: ``worst_residual`` is used.
@@ -103,6 +106,7 @@ class VerifyReport:
     n_borderline: int = 0
     worst_residual_bound: float = 0.0
     worst_residual_lower: float | None = None
+    error_bound: float = 0.0
 
     @property
     def proven(self) -> bool:

@@ -349,7 +349,7 @@ def verify_tree(code: CodedReduceCode, *, limit: int | None = None, samples: int
         error_estimate=tr.worst_est, failures=tr.failures, n_failures=tr.n_failures, load=int(code.load),
         average_load=Fraction(int(loads.sum()), code.N), load_lower_bound=opt, meets_lower_bound=frac == opt,
         borderline=tr.borderline, n_borderline=tr.n_borderline, worst_residual_bound=max(tr.worst_res_hi, 0.0),
-        worst_residual_lower=None if code.exact else tr.worst_res_lo,
+        worst_residual_lower=None if code.exact else tr.worst_res_lo, error_bound=tr.worst_hi,
         rtol=rtol, seconds=out.seconds, stopped_early=out.stopped, notes=notes, interrupted=out.interrupted,
         dtype=str(dt), pattern_model="tree patterns", distinct_checked=len(model.seen), worst_pattern=res_txt,
         worst_cancellation_pattern=canc_txt, loads_equal=loads_equal, allocation_ok=allocation_ok,

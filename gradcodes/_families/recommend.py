@@ -361,8 +361,9 @@ def _judge(code: LinearCode, cand: Candidate, budget: float, cost: float | None)
                     "how": f"{rep.verdict} at a checked set"}
         if rep.proven:
             how = _how(rep) + ("" if rep.theorem or est > budget else f", about {est:.1g} s estimated")
-            return {"error": float(max(rep.error_estimate, 0.0)), "proven": True, "failed": False, "how": how,
-                    "settled": True}
+            # the proven value is the upper end of the acceptance rule's interval: the same on every machine
+            return {"error": float(max(rep.error_bound, rep.error_estimate, 0.0)), "proven": True, "failed": False,
+                    "how": how, "settled": True}
         return {"error": float(max(rep.error_estimate, 0.0)), "proven": False, "failed": False, "settled": False,
                 "how": f"checked {rep.patterns_checked:,} sets, {rep.verdict} (not a proof)"}
     s = int(getattr(code, "s", 0))
