@@ -129,8 +129,9 @@ class DecodableMixin(CodeBase):
         ``decoding_matrix(F, dtype=dt)`` returns, for every dtype."""
         if F.size == 0 or not self._pattern_ok(mask):
             return False
-        if self._group_bounds() is not None:
-            return bool(np.all(np.add.reduceat(mask.astype(np.int64), self._group_bounds()[:-1]) > 0))
+        bounds = self._group_bounds()
+        if bounds is not None:
+            return bool(np.all(np.add.reduceat(mask.astype(np.int64), bounds[:-1]) > 0))
         if not np.all(np.asarray(self.support_matrix)[F].any(axis=0)):
             return False
         try:
