@@ -36,7 +36,7 @@ import numpy as np
 
 from ._acceptance import DecodingError
 from ._code_base import CodeBase
-from ._numerics import DEFAULT_RTOL, accepts, tolerance
+from ._numerics import DEFAULT_RTOL, accepts, cancellation, residuals, tolerance, widths
 from ._typing import DTypeLike, Responders
 from ._validate import check_int, check_responders
 
@@ -122,6 +122,29 @@ class DecodableMixin(CodeBase):
                 return res == 0
             return bool(accepts(canc, res, self._rtol(), dtype, terms))
         return True
+
+    def _decodable_masks(self, masks: np.ndarray, dtype: np.dtype[Any]) -> np.ndarray:
+        """:meth:`decodable` for a batch of responder masks (b, n), with one batched decoder call for
+        floating-point flat codes (the same formulas as a single decode; a batched product may round differently
+        from a single one, so only sets within rounding of the tolerance can get another verdict)."""
+        masks = np.asarray(masks, dtype=bool)
+        out = np.zeros(masks.shape[0], dtype=bool)
+        flat = type(self)._usable is CodeBase._usable and type(self)._pattern_ok is DecodableMixin._pattern_ok
+        if self.exact or not flat or self._group_bounds() is not None or masks.shape[0] < 8:
+            for t, msk in enumerate(masks):
+                out[t] = self._decodable_set(np.flatnonzero(msk), msk, dtype)
+            return out
+        S = np.asarray(self.support_matrix)
+        covered = (masks.astype(np.int64) @ S.astype(np.int64) > 0).all(axis=1) & masks.any(axis=1)
+        idx = np.flatnonzero(covered)
+        if idx.size == 0:
+            return out
+        A = np.asarray(self.decoding_matrices(masks[idx]))
+        res = residuals(A, self._B, self._target)
+        canc = cancellation(A, self._B, self._k)
+        terms = widths(A) + self._max_load()
+        out[idx] = accepts(canc, res, self._rtol(), dtype, terms)
+        return out
 
     def _may_decode(self, F: np.ndarray, mask: np.ndarray) -> bool:
         """Whether a set smaller than ``n - s`` is let through to the decode's own acceptance: its residual is
