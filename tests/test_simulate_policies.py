@@ -15,7 +15,7 @@ from gradcodes._simulate import (
     EarliestDecodable,
     FixedK,
     PersistentStragglers,
-    ShiftedExponential,
+    ShiftedExponentialWorkers,
     TraceReplay,
 )
 
@@ -141,7 +141,7 @@ def test_trace_replay_reproduces_its_own_iteration_times():
 
 
 def test_persistent_stragglers_are_correlated_in_time():
-    m = PersistentStragglers(0.05, 0.2, 5.0, base=ShiftedExponential(1e-3, math.inf))
+    m = PersistentStragglers(0.05, 0.2, 5.0, base=ShiftedExponentialWorkers(1e-3, math.inf))
     slow = m.states(np.random.default_rng(0), 20_000, 4)
     assert abs(slow.mean() - 0.05 / 0.25) < 0.02            # stationary share
     stay = (slow[1:] & slow[:-1]).sum() / slow[:-1].sum()

@@ -14,8 +14,8 @@ from ._core import SCHEME_NAMES, cr_time_bounds, simulate
 from ._models import _CHUNK_ELEMENTS
 from ._policies import BackupWorkers, EarliestDecodable, FixedK, WaitPolicy
 from ._result import SchemeResult, SimulationResult
-from ._workers import PersistentStragglers, ShiftedExponential, TraceReplay, WorkerModel
+from ._workers import PersistentStragglers, ShiftedExponentialWorkers, TraceReplay, WorkerModel
 
 __all__ = ["simulate", "SimulationResult", "SchemeResult", "add_simulate_parser", "run_simulate_cli",
            "cr_time_bounds", "SCHEME_NAMES", "_CHUNK_ELEMENTS", "WaitPolicy", "EarliestDecodable", "FixedK",
-           "BackupWorkers", "WorkerModel", "ShiftedExponential", "PersistentStragglers", "TraceReplay"]
+           "BackupWorkers", "WorkerModel", "ShiftedExponentialWorkers", "PersistentStragglers", "TraceReplay"]

@@ -37,7 +37,7 @@ from ._models import _rng_for
 from ._policies import FixedK, WaitPolicy, as_policy
 from ._result import SchemeResult, SimulationResult
 from ._schemes import _sim_master_worker, _sim_policy, _sim_ring, _sim_tree
-from ._workers import PersistentStragglers, ShiftedExponential, WorkerModel
+from ._workers import PersistentStragglers, ShiftedExponentialWorkers, WorkerModel
 
 __all__ = ["simulate", "cr_time_bounds", "SCHEME_NAMES"]
 
@@ -233,7 +233,7 @@ def simulate(
             mu = 1.0 / a
         mu = _real("mu", mu, positive=True, allow_inf=True)
     if model is not None and not isinstance(model, WorkerModel):
-        raise TypeError(f"model must be a WorkerModel (ShiftedExponential, PersistentStragglers, TraceReplay), got "
+        raise TypeError(f"model must be a WorkerModel (ShiftedExponentialWorkers, PersistentStragglers, TraceReplay), got "
                         f"{type(model).__name__}")
     t_c = _real("t_c", t_c)
     t_step = _real("t_step", t_step)
@@ -262,13 +262,13 @@ def simulate(
 
     def worker_model(workers: int) -> WorkerModel | None:
         """The computation model of a master--worker scheme (None: the classical i.i.d. draws)."""
-        base = None if scalar else ShiftedExponential(a, mu)
+        base = None if scalar else ShiftedExponentialWorkers(a, mu)
         if base is not None:
             base.params(workers)                                    # validate the per-worker lengths now
         if model is None:
             return base
         if isinstance(model, PersistentStragglers) and model.base is None:
-            return model.with_base(base if base is not None else ShiftedExponential(a, mu))
+            return model.with_base(base if base is not None else ShiftedExponentialWorkers(a, mu))
         return model
 
     out: dict[str, SchemeResult] = {}

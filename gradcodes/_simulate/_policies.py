@@ -23,9 +23,14 @@ Policies:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from .._typing import DTypeLike
+
+if TYPE_CHECKING:
+    from .._code import LinearCode
 
 __all__ = ["WaitPolicy", "EarliestDecodable", "FixedK", "BackupWorkers", "as_policy"]
 
@@ -35,11 +40,11 @@ class WaitPolicy:
 
     name = "policy"
 
-    def counts(self, code: Any, order: np.ndarray) -> np.ndarray:
+    def counts(self, code: LinearCode, order: np.ndarray) -> np.ndarray:
         """Messages waited for in each of the ``b`` iterations of ``order`` (b, n)."""
         raise NotImplementedError
 
-    def tracker(self, code: Any, dtype: Any = np.float64) -> Any:
+    def tracker(self, code: LinearCode, dtype: DTypeLike = np.float64) -> Any:
         """A per-message tracker: ``add(worker) -> bool`` (True: stop waiting) and ``reset()``."""
         raise NotImplementedError
 
@@ -73,7 +78,7 @@ class FixedK(WaitPolicy):
         self.k = None if k is None else int(k)
         self.name = "first n-s" if k is None else f"first {k}"
 
-    def need(self, code: Any) -> int:
+    def need(self, code: LinearCode) -> int:
         if self.k is None:
             s = getattr(code, "s", None)
             return int(code.n - (s or 0))
@@ -81,10 +86,10 @@ class FixedK(WaitPolicy):
             raise ValueError(f"k={self.k} exceeds the number of workers n={code.n}")
         return self.k
 
-    def counts(self, code: Any, order: np.ndarray) -> np.ndarray:
+    def counts(self, code: LinearCode, order: np.ndarray) -> np.ndarray:
         return np.full(order.shape[0], self.need(code), dtype=np.int64)
 
-    def tracker(self, code: Any, dtype: Any = np.float64) -> Any:
+    def tracker(self, code: LinearCode, dtype: DTypeLike = np.float64) -> Any:
         return _CountTracker(self.need(code))
 
 
@@ -102,7 +107,7 @@ class BackupWorkers(FixedK):
         self.b = int(b)
         self.name = f"backup b={b}"
 
-    def need(self, code: Any) -> int:
+    def need(self, code: LinearCode) -> int:
         if self.b >= code.n:
             raise ValueError(f"b={self.b} backup workers leave none of the n={code.n} workers to wait for")
         return int(code.n - self.b)
@@ -122,10 +127,10 @@ class EarliestDecodable(WaitPolicy):
 
     name = "earliest decodable"
 
-    def __init__(self, dtype: Any = np.float64) -> None:
+    def __init__(self, dtype: DTypeLike = np.float64) -> None:
         self.dtype = np.dtype(dtype)
 
-    def counts(self, code: Any, order: np.ndarray) -> np.ndarray:
+    def counts(self, code: LinearCode, order: np.ndarray) -> np.ndarray:
         b, n = order.shape
         rank = np.empty_like(order)
         np.put_along_axis(rank, order, np.arange(n)[None, :].repeat(b, axis=0), axis=1)
@@ -143,7 +148,7 @@ class EarliestDecodable(WaitPolicy):
             out[lo:hi] = self._scan(code, order[lo:hi], cover)
         return out
 
-    def _scan(self, code: Any, order: np.ndarray, start: np.ndarray) -> np.ndarray:
+    def _scan(self, code: LinearCode, order: np.ndarray, start: np.ndarray) -> np.ndarray:
         b, n = order.shape
         J = np.zeros(b, dtype=np.int64)
         active = np.flatnonzero(start <= n)
@@ -168,11 +173,11 @@ class EarliestDecodable(WaitPolicy):
             active = rest
         return J
 
-    def tracker(self, code: Any, dtype: Any = None) -> Any:
+    def tracker(self, code: LinearCode, dtype: DTypeLike | None = None) -> Any:
         return code.decodability(dtype=self.dtype if dtype is None else dtype)
 
 
-def as_policy(policy: Any, code: Any) -> WaitPolicy:
+def as_policy(policy: str | WaitPolicy | None, code: LinearCode) -> WaitPolicy:
     """``"earliest"``, ``"first"`` (``n - s``), ``"all"`` or a :class:`WaitPolicy` (``None``: the default,
     earliest decodable for exact codes, first ``n - s`` otherwise)."""
     from .._code import GradientCode

@@ -1,6 +1,6 @@
 """Worker models of the simulator: how long each worker computes in each iteration.
 
-* :class:`ShiftedExponential` -- ``T_i = a_i l + Exp(mean l / mu_i)`` independently across workers and iterations
+* :class:`ShiftedExponentialWorkers` -- ``T_i = a_i l + Exp(mean l / mu_i)`` independently across workers and iterations
   (Reisizadeh et al., CodedReduce, Section 5), with per-worker ``a_i`` and ``mu_i`` (unequal speeds);
   :func:`gradcodes.simulate`'s scalar ``a`` and ``mu`` are this model with equal workers.
 * :class:`PersistentStragglers` -- every worker is a two-state Markov chain (fast/slow) over iterations, a slow
@@ -13,7 +13,7 @@
   per-worker times of a :class:`gradcodes.mpi.RunResult`), replayed in order (cyclically when more iterations are
   simulated than the trace has).
 
-A model answers ``times(rng, iters, workers, points)``: an ``(iters, workers)`` array of seconds.
+A model answers ``times(generator, iters, workers, points)``: an ``(iters, workers)`` array of seconds.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["WorkerModel", "ShiftedExponential", "PersistentStragglers", "TraceReplay"]
+__all__ = ["WorkerModel", "ShiftedExponentialWorkers", "PersistentStragglers", "TraceReplay"]
 
 
 def _per_worker(name: str, value: Any, workers: int, *, positive: bool, allow_inf: bool = False) -> np.ndarray:
@@ -55,7 +55,7 @@ class WorkerModel:
     #: Label shown in results.
     label = "model"
 
-    def times(self, rng: np.random.Generator, iters: int, workers: int, points: float) -> np.ndarray:
+    def times(self, generator: np.random.Generator, iters: int, workers: int, points: float) -> np.ndarray:
         """``(iters, workers)`` computation times (seconds) of workers processing ``points`` data points each."""
         raise NotImplementedError
 
@@ -63,7 +63,7 @@ class WorkerModel:
         return f"{type(self).__name__}({self.label})"
 
 
-class ShiftedExponential(WorkerModel):
+class ShiftedExponentialWorkers(WorkerModel):
     r"""Independent shifted-exponential workers with their own speeds: ``T_i = a_i l + Exp(mean l / mu_i)``.
 
     Parameters
@@ -76,7 +76,7 @@ class ShiftedExponential(WorkerModel):
     Examples
     --------
     >>> import numpy as np
-    >>> m = ShiftedExponential(a=[1e-3, 2e-3], mu=float("inf"))
+    >>> m = ShiftedExponentialWorkers(a=[1e-3, 2e-3], mu=float("inf"))
     >>> m.times(np.random.default_rng(0), 2, 2, 100.0)
     array([[0.1, 0.2],
            [0.1, 0.2]])
@@ -95,13 +95,13 @@ class ShiftedExponential(WorkerModel):
             return a, 1.0 / a
         return a, _per_worker("mu", self.mu, workers, positive=True, allow_inf=True)
 
-    def times(self, rng: np.random.Generator, iters: int, workers: int, points: float) -> np.ndarray:
+    def times(self, generator: np.random.Generator, iters: int, workers: int, points: float) -> np.ndarray:
         a, mu = self.params(workers)
         base = a * points
         if points == 0 or np.all(np.isinf(mu)):
             return np.broadcast_to(base, (iters, workers)).copy()
         scale = np.where(np.isinf(mu), 0.0, points / mu)
-        return base + rng.exponential(1.0, size=(iters, workers)) * scale
+        return base + generator.exponential(1.0, size=(iters, workers)) * scale
 
 
 class PersistentStragglers(WorkerModel):
@@ -123,7 +123,7 @@ class PersistentStragglers(WorkerModel):
     Examples
     --------
     >>> import numpy as np
-    >>> m = PersistentStragglers(0.1, 0.1, 5.0, base=ShiftedExponential(1.0, float("inf")))
+    >>> m = PersistentStragglers(0.1, 0.1, 5.0, base=ShiftedExponentialWorkers(1.0, float("inf")))
     >>> T = m.times(np.random.default_rng(0), 1000, 4, 1.0)
     >>> sorted(set(T.ravel().tolist()))                        # fast = 1 s, slow = 5 s
     [1.0, 5.0]
@@ -144,20 +144,20 @@ class PersistentStragglers(WorkerModel):
         self.base = base
         self.label = f"persistent(p_slow={p_slow:g}, p_recover={p_recover:g}, slowdown={slowdown:g})"
 
-    def states(self, rng: np.random.Generator, iters: int, workers: int) -> np.ndarray:
+    def states(self, generator: np.random.Generator, iters: int, workers: int) -> np.ndarray:
         """Boolean (iters, workers): True where the worker is slow (the chain, from its stationary law)."""
-        u = rng.random((iters, workers))
+        u = generator.random((iters, workers))
         slow = np.empty((iters, workers), dtype=bool)
         slow[0] = u[0] < self.p_slow / (self.p_slow + self.p_recover)
         for t in range(1, iters):              # one vector operation per iteration (workers in parallel)
             slow[t] = np.where(slow[t - 1], u[t] >= self.p_recover, u[t] < self.p_slow)
         return slow
 
-    def times(self, rng: np.random.Generator, iters: int, workers: int, points: float) -> np.ndarray:
+    def times(self, generator: np.random.Generator, iters: int, workers: int, points: float) -> np.ndarray:
         if self.base is None:
             raise ValueError("PersistentStragglers needs a base model (gradcodes.simulate supplies its a and mu)")
-        T = self.base.times(rng, iters, workers, points)
-        return np.where(self.states(rng, iters, workers), T * self.slowdown, T)
+        T = self.base.times(generator, iters, workers, points)
+        return np.where(self.states(generator, iters, workers), T * self.slowdown, T)
 
     def with_base(self, base: WorkerModel) -> PersistentStragglers:
         """The same chain over another base model."""
@@ -191,7 +191,7 @@ class TraceReplay(WorkerModel):
         self.trace.flags.writeable = False
         self.label = f"trace({T.shape[0]} iterations x {T.shape[1]} workers)"
 
-    def times(self, rng: np.random.Generator, iters: int, workers: int, points: float) -> np.ndarray:
+    def times(self, generator: np.random.Generator, iters: int, workers: int, points: float) -> np.ndarray:
         if workers != self.trace.shape[1]:
             raise ValueError(f"the trace has {self.trace.shape[1]} workers, the scheme has {workers}")
         idx = np.arange(iters) % self.trace.shape[0]
