@@ -215,8 +215,9 @@ def test_cli_runs_scheme_and_baselines(tmp_path):
 
 # every exact family of the tour, small enough for a 2-core machine (the tour's own sizes need up to 101 ranks)
 EXACT_TOUR = [
-    ("uncoded", {"n": 4}), ("fractional_repetition", {"n": 6, "s": 2}), ("cyclic_repetition", {"n": 5, "s": 1, "rng": 0}),
-    ("cyclic_mds", {"n": 5, "s": 2, "field": "real"}), ("stable_binary", {"n": 7, "s": 2}), ("grouped_mds", {"n": 7, "s": 2}),
+    ("uncoded", {"n": 4}), ("fractional_repetition", {"n": 6, "s": 2}),
+    ("cyclic_repetition", {"n": 5, "s": 1, "rng": 0}), ("cyclic_mds", {"n": 5, "s": 2, "field": "real"}),
+    ("stable_binary", {"n": 7, "s": 2}), ("grouped_mds", {"n": 7, "s": 2}),
     ("grouped_random", {"n": 7, "s": 2, "rng": 0}), ("ye_abbe", {"n": 5, "s": 1, "m": 2}),
     ("coded_reduce", {"n": 2, "L": 2, "s": 1}),
 ]

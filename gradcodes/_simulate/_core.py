@@ -233,8 +233,8 @@ def simulate(
             mu = 1.0 / a
         mu = _real("mu", mu, positive=True, allow_inf=True)
     if model is not None and not isinstance(model, WorkerModel):
-        raise TypeError(f"model must be a WorkerModel (ShiftedExponentialWorkers, PersistentStragglers, TraceReplay), got "
-                        f"{type(model).__name__}")
+        raise TypeError(f"model must be a WorkerModel (ShiftedExponentialWorkers, PersistentStragglers, "
+                        f"TraceReplay), got {type(model).__name__}")
     t_c = _real("t_c", t_c)
     t_step = _real("t_step", t_step)
     if deadline is not None:
