@@ -62,7 +62,7 @@ API = {
     "exponential_straggle_probabilities": (gc.exponential_straggle_probabilities,
                                            dict(n=4, tau=1.5, psi=(0.1, 2.0), rng=0)),
     "simulate": (gc.simulate, dict(schemes="CR", n=3, L=2, s=1, s_gc=None, m_data=1000, a=5e-5, mu=None, t_c=0.05,
-                                   t_step=0.0, overlap=True, iters=10, rng=0, return_samples=False,
+                                   t_step=0.0, alpha=0.0, overlap=True, iters=10, rng=0, return_samples=False,
                                    return_responders=False, policy=None, model=None, deadline=None)),
     "verify": (gc.verify, dict(code=_CR, limit=None, samples=20, search=False, rng=0, rtol=None, decoder=None,
                                field=None, stop_on_failure=True, batch_size=None, progress=False,

@@ -185,3 +185,22 @@ def test_worker_model_bad_input():
         TraceReplay([1.0, 2.0])
     with pytest.raises(ValueError, match="CR uses scalar"):
         gc.simulate("CR", model=PersistentStragglers(0.1, 0.5, 2.0), iters=10, rng=0)
+
+
+def test_alpha_beta_allreduce_closed_forms():
+    n, L, s, m, a, t_c, alpha = 4, 2, 1, 10_000.0, 1e-4, 0.02, 0.004
+    N = 20
+    res = gc.simulate(["RAR", "TAR"], n=n, L=L, s=s, m_data=m, a=a, mu=math.inf, t_c=t_c, alpha=alpha, iters=3,
+                      rng=0, return_samples=True)
+    step = alpha + (t_c - alpha) / N                  # a ring step carries 1/N of a gradient
+    np.testing.assert_allclose(res["RAR"].times, a * m / N + 2 * (N - 1) * step, rtol=1e-12)
+    np.testing.assert_allclose(res["TAR"].times, a * m / N + 2 * math.ceil(math.log2(N)) * t_c, rtol=1e-12)
+    # alpha = 0 is the bandwidth-only ring of the CodedReduce paper's comparison, bit for bit
+    zero = gc.simulate("RAR", iters=50, rng=1, return_samples=True)["RAR"].times
+    same = gc.simulate("RAR", iters=50, rng=1, alpha=0.0, return_samples=True)["RAR"].times
+    np.testing.assert_array_equal(zero, same)
+    # RAR grows linearly in alpha: 2 (N - 1)(1 - 1/N) per second of latency, with the same draws
+    r1 = gc.simulate("RAR", iters=50, rng=1, alpha=0.01, return_samples=True)["RAR"].times
+    np.testing.assert_allclose(r1 - zero, 2 * 155 * (1 - 1 / 156) * 0.01, rtol=1e-9)
+    with pytest.raises(ValueError, match="alpha"):
+        gc.simulate("RAR", t_c=0.01, alpha=0.02, iters=5, rng=0)

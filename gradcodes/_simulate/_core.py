@@ -39,16 +39,19 @@ from ._result import SchemeResult, SimulationResult
 from ._schemes import _sim_master_worker, _sim_policy, _sim_ring, _sim_tree
 from ._workers import PersistentStragglers, ShiftedExponentialWorkers, WorkerModel
 
-__all__ = ["simulate", "cr_time_bounds", "SCHEME_NAMES"]
+__all__ = ["simulate", "cr_time_bounds", "SCHEME_NAMES", "LABELS"]
 
 SCHEME_NAMES = ("CR", "UMW", "GC", "SGD", "RAR")
+#: Every label (the default ``schemes`` are :data:`SCHEME_NAMES`; ``"TAR"`` is simulated on request).
+LABELS = (*SCHEME_NAMES, "TAR")
 
 _SCHEME_HELP = {
     "CR": "CodedReduce on the (n, L)-regular tree, s stragglers per parent",
     "UMW": "uncoded master-worker: load 1/N, the master waits for all N messages",
     "GC": "master-worker gradient coding: load (s_gc+1)/N, the master waits for N - s_gc messages",
     "SGD": "ignore-stragglers SGD: load 1/N, the master waits for N - s_gc messages (inexact)",
-    "RAR": "ring all-reduce: load 1/N, all N compute, then 2(N-1) steps of t_c/N + t_step",
+    "RAR": "ring all-reduce: load 1/N, all N compute, then 2(N-1) steps of alpha + (t_c - alpha)/N (+ t_step)",
+    "TAR": "tree all-reduce: load 1/N, all N compute, then 2 ceil(log2 N) gradient-sized steps of t_c",
 }
 
 
@@ -128,6 +131,7 @@ def simulate(
     mu: float | Sequence[float] | None = None,
     t_c: float = 0.05,
     t_step: float = 0.0,
+    alpha: float = 0.0,
     overlap: bool = True,
     iters: int = 10_000,
     rng: RNGLike = None,
@@ -152,13 +156,24 @@ def simulate(
     ``"UMW"``   :math:`m/N`                  the master receives all ``N`` messages
     ``"GC"``    :math:`(s_{gc}+1)m/N`        the master receives the first ``N - s_gc`` messages
     ``"SGD"``   :math:`m/N`                  the master receives the first ``N - s_gc`` (inexact sum)
-    ``"RAR"``   :math:`m/N`                  :math:`\max_i T_i + 2(N-1)(t_c/N + t_{step})`
+    ``"RAR"``   :math:`m/N`                  :math:`\max_i T_i + 2(N-1)(\alpha + (t_c-\alpha)/N + t_{step})`
+    ``"TAR"``   :math:`m/N`                  :math:`\max_i T_i + 2\lceil\log_2 N\rceil t_c` (on request)
     ==========  ===========================  ==========================================================
+
+    **Communication (alpha--beta).** A message of ``b`` bytes takes ``alpha + b / beta`` (latency plus bytes over
+    bandwidth; Hockney 1994; Thakur, Rabenseifner & Gropp, "Optimization of collective communication operations
+    in MPICH", IJHPCA 2005, Section 2). A gradient-sized message takes ``t_c = alpha + G / beta``, so a ring
+    all-reduce step, which sends ``1/N`` of a gradient, takes ``alpha + (t_c - alpha) / N``; the ring needs
+    ``2(N-1)`` steps (reduce-scatter then all-gather) and a binomial-tree all-reduce (reduce then broadcast)
+    ``2 ceil(log2 N)`` gradient-sized steps. Every master--worker and CodedReduce message is gradient-sized
+    (``t_c``, or ``t_c / m`` for a code with communication factor ``m``), so one ``alpha`` prices every scheme
+    alike; ``alpha = 0`` is the bandwidth-only model.
 
     Parameters
     ----------
     schemes : str, code, or sequence of them
-        Scheme labels from ``("CR", "UMW", "GC", "SGD", "RAR")`` and/or code objects: a
+        Scheme labels from ``("CR", "UMW", "GC", "SGD", "RAR", "TAR")`` (default all but ``"TAR"``) and/or
+        code objects: a
         :class:`~gradcodes.CodedReduceCode` is simulated as CR with its own ``(n, L, s)`` and load; an
         exact :class:`~gradcodes.GradientCode` as master--worker GC with its own ``n``, ``s``, load
         fraction ``load/k`` and message time ``t_c/m`` (a code with ``m > 1``, e.g. :func:`gradcodes.ye_abbe`,
@@ -179,10 +194,13 @@ def simulate(
         ``1/a`` (``a*mu = 1``, the CodedReduce paper's setting).
     t_c : float
         Time to receive one gradient-sized message (s), >= 0.
+    alpha : float
+        Latency per message (s), ``0 <= alpha <= t_c``: the alpha--beta model above. The CodedReduce paper's
+        reported 1.8x speedup of CR over RAR corresponds to ``alpha`` of about 5.9 ms with ``t_c = 50`` ms (see
+        ``docs/simulate.md``); ``alpha = 0`` makes RAR faster than CR in the paper's setting.
     t_step : float
-        Extra fixed cost of each of the ``2(N-1)`` ring all-reduce steps (s), >= 0. The CodedReduce
-        paper's RAR cost model is not known; with ``t_step = 0`` RAR beats CR in the paper's
-        setting, so this parameter is exposed and reported rather than hidden.
+        Extra fixed cost of each ring all-reduce step (s), >= 0, on top of ``alpha`` (kept for older scripts;
+        ``alpha`` is the model's latency).
     overlap : bool
         Whether a CR node receives its children's messages while computing (default) or only after.
     iters : int
@@ -194,6 +212,22 @@ def simulate(
         reproducible). ``seed=`` is a deprecated alias.
     return_samples, return_responders : bool
         Keep the per-iteration times / the per-iteration masks of used workers in the result.
+    policy : {"earliest", "first", "all"} or WaitPolicy, optional
+        When the master of a code stops waiting (:mod:`gradcodes._simulate._policies`). Default for an exact
+        code: ``"earliest"``, the first arrival after which the responders can decode
+        (:meth:`gradcodes.LinearCode.decodable`; fractional repetition: the maximum over groups of the
+        minimum within each group); ``"first"``: the first ``n - s`` messages (the classical rule, the same
+        draws as before this option existed); ``"all"``; or a policy object (``FixedK(k)``,
+        ``BackupWorkers(b)``). Approximate codes default to the first ``n - s`` (``n`` without ``s``).
+        Labels keep their own rules.
+    model : WorkerModel, optional
+        Computation times of the master--worker schemes: :class:`~gradcodes.PersistentStragglers` (a two-state
+        Markov chain per worker over the shifted exponential of ``a``, ``mu``), :class:`~gradcodes.TraceReplay`
+        (measured per-worker, per-iteration times) or :class:`~gradcodes.ShiftedExponentialWorkers`. ``a`` and
+        ``mu`` may also be sequences, one entry per worker (unequal speeds).
+    deadline : float, optional
+        Approximate codes: the master stops at this time (s) with the messages received by then, if that
+        comes before its count; ``res[label].error`` is the mean of ``||A_F B - E||`` over the iterations.
 
     Returns
     -------
@@ -237,6 +271,10 @@ def simulate(
                         f"TraceReplay), got {type(model).__name__}")
     t_c = _real("t_c", t_c)
     t_step = _real("t_step", t_step)
+    alpha = _real("alpha", alpha)
+    if alpha > t_c:
+        raise ValueError(f"alpha (latency per message) must be at most t_c = {t_c:g} (a gradient-sized message "
+                         f"takes t_c = alpha + bytes/bandwidth), got {alpha:g}")
     if deadline is not None:
         deadline = _real("deadline", deadline, positive=True)
     if policy is not None and not isinstance(policy, (str, WaitPolicy)):
@@ -281,8 +319,8 @@ def simulate(
             if isinstance(item, LinearCode):
                 raise TypeError(f"schemes: a {type(item).__name__} cannot be simulated (an exact GradientCode, an "
                                 "ApproximateCode or a CodedReduceCode)")
-            if not isinstance(item, str) or item.upper() not in SCHEME_NAMES:
-                raise ValueError(f"unknown scheme {item!r}; valid labels are {SCHEME_NAMES} "
+            if not isinstance(item, str) or item.upper() not in LABELS:
+                raise ValueError(f"unknown scheme {item!r}; valid labels are {LABELS} "
                                  "or a CodedReduceCode / GradientCode / ApproximateCode instance")
             label = item.upper()
         else:
@@ -354,11 +392,18 @@ def simulate(
                     resp = None
             if label == "UMW":
                 details = {"load_fraction": Fraction(1, N)}
-        else:  # RAR
+        elif label == "RAR":
             workers, points, msgs = N, m_data / N, 2 * (N - 1)
             wm = worker_model(N)
-            times, resp = _sim_ring(rng, iters, N, points, a, mu, t_c, t_step, return_responders, wm)
-            details = {"t_step": t_step, "load_fraction": Fraction(1, N)}
+            times, resp = _sim_ring(rng, iters, N, points, a, mu, t_c, t_step, return_responders, wm, alpha)
+            details = {"t_step": t_step, "alpha": alpha, "load_fraction": Fraction(1, N)}
+        else:  # TAR
+            steps = 2 * math.ceil(math.log2(N))
+            workers, points, msgs = N, m_data / N, steps
+            wm = worker_model(N)
+            times, resp = _sim_ring(rng, iters, N, points, a, mu, t_c, 0.0, return_responders, wm, 0.0,
+                                    comm=steps * t_c)
+            details = {"alpha": alpha, "steps": steps, "load_fraction": Fraction(1, N)}
         mean = float(times.mean())
         stderr = float(times.std(ddof=1) / math.sqrt(iters))
         if kind is not None:
@@ -366,7 +411,7 @@ def simulate(
         out[label] = SchemeResult(label, mean, stderr, iters, workers, points, msgs,
                                   times if return_samples else None, resp, details, error)
     params = {"n": n, "L": L, "s": s, "N": N, "s_gc": s_gc, "m_data": m_data, "a": a, "mu": mu, "t_c": t_c,
-              "t_step": t_step, "overlap": overlap, "iters": iters, "seed": entropy,
+              "t_step": t_step, "alpha": alpha, "overlap": overlap, "iters": iters, "seed": entropy,
               "policy": None if policy is None else str(policy), "model": None if model is None else model.label,
               "deadline": deadline}
     return SimulationResult(out, params)

@@ -57,9 +57,12 @@ def _sim_master_worker(rng, iters, N, K, points, a, mu, t_c, want_resp):
     return times, resp
 
 
-def _sim_ring(rng, iters, N, points, a, mu, t_c, t_step, want_resp, model=None):
+def _sim_ring(rng, iters, N, points, a, mu, t_c, t_step, want_resp, model=None, alpha=0.0, comm=None):
+    """All-reduce after every worker has computed: ring by default (``2(N-1)`` steps of ``alpha + (t_c -
+    alpha)/N + t_step``; with ``alpha = 0`` the same bits as ``t_c/N + t_step``), or a given total ``comm``."""
     times = np.empty(iters)
-    comm = 2 * (N - 1) * (t_c / N + t_step)
+    if comm is None:
+        comm = 2 * (N - 1) * ((t_c - alpha) / N + alpha + t_step)
     for lo, hi in _chunks(iters, N):
         if model is None:
             T = _computation(rng, (hi - lo, N), points, a, mu)
