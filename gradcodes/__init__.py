@@ -59,16 +59,20 @@ from ._families.coded_reduce import CodedReduceCode, TreeVerifyReport, coded_red
 from ._io import CodeFileError, load, save
 from ._registry import Scheme, register, schemes
 from ._simulate import (
+    AdaptiveK,
     BackupWorkers,
     EarliestDecodable,
     FixedK,
+    KAsync,
     PersistentStragglers,
     ShiftedExponentialWorkers,
     SimulationResult,
     TraceReplay,
+    TrainingResult,
     WaitPolicy,
     WorkerModel,
     simulate,
+    simulate_training,
 )
 from ._validate import Limits, SizeLimitError, limits
 from ._verify import VerifyReport, verify
@@ -94,6 +98,7 @@ __all__ = [
     "FixedWeightDecoder", "min_load_heterogeneous", "straggle_probabilities", "exponential_straggle_probabilities",
     # simulation, files, registry
     "simulate", "SimulationResult", "Decodability", "WaitPolicy", "EarliestDecodable", "FixedK", "BackupWorkers",
+    "AdaptiveK", "KAsync", "simulate_training", "TrainingResult",
     "WorkerModel", "ShiftedExponentialWorkers", "PersistentStragglers", "TraceReplay",
     "save", "load", "CodeFileError", "Scheme", "register", "schemes",
     # size bounds

@@ -204,3 +204,50 @@ def test_alpha_beta_allreduce_closed_forms():
     np.testing.assert_allclose(r1 - zero, 2 * 155 * (1 - 1 / 156) * 0.01, rtol=1e-9)
     with pytest.raises(ValueError, match="alpha"):
         gc.simulate("RAR", t_c=0.01, alpha=0.02, iters=5, rng=0)
+
+
+# ------------------------------------------------------------------------------------------------ training
+def test_adaptive_k_reaches_the_wait_for_all_loss_in_half_the_time():
+    """Shifted-exponential delays, 8 workers: wait-for-all SGD for 1500 updates sets the target (its final error,
+    mean of the last 50); adaptive k (Kas Hanna et al. 2020) reaches it within half of wait-for-all's time."""
+    for seed in (0, 1):
+        kw = dict(n=8, rng=seed, lr=0.1, batch=4)
+        full = gc.simulate_training(FixedK(8), updates=1500, **kw)
+        adaptive = gc.simulate_training(gc.AdaptiveK(1, 1, 10), time_budget=full.time[-1], updates=100_000, **kw)
+        assert adaptive.time_to(full.final(), window=50) <= 0.5 * full.time[-1]
+        assert adaptive.details["switches"]                       # k did grow
+        fixed1 = gc.simulate_training(FixedK(1), time_budget=full.time[-1], updates=100_000, **kw)
+        assert fixed1.final() > full.final()                      # k = 1 alone stalls at a higher floor
+
+
+def test_k_async_beats_k_sync_early_and_pays_in_staleness():
+    """Dutta et al. (AISTATS 2018): with exponential delays K-async SGD reaches a given error sooner in wall-clock
+    time than K-sync SGD (each update waits for K of the n running workers, not the K-th order statistic of n fresh
+    ones), at the cost of stale gradients and a higher error floor."""
+    for seed in (0, 1, 2):
+        kw = dict(n=8, rng=seed, lr=0.1, batch=4, time_budget=5.0, updates=100_000)
+        sync = gc.simulate_training(FixedK(2), **kw)
+        asyn = gc.simulate_training(gc.KAsync(2), **kw)
+        for level in (1.0, 0.1):
+            assert asyn.time_to(level, window=20) < sync.time_to(level, window=20)
+        assert asyn.staleness is not None and asyn.staleness.mean() > 1
+        assert sync.final(200) < asyn.final(200)
+
+
+def test_training_with_a_code_uses_its_policy():
+    code = gc.fractional_repetition(8, 1)
+    early = gc.simulate_training(EarliestDecodable(), code=code, updates=300, rng=0)
+    first = gc.simulate_training(FixedK(), code=code, updates=300, rng=0)
+    np.testing.assert_array_equal(early.error, first.error)       # the same exact gradients
+    assert early.time[-1] < first.time[-1] and early.used.mean() < first.used.mean() == 7
+
+
+def test_training_bad_input():
+    with pytest.raises(TypeError, match="WaitPolicy"):
+        gc.simulate_training("fastest", rng=0)
+    with pytest.raises(TypeError, match="needs a code"):
+        gc.simulate_training(EarliestDecodable(), updates=3, rng=0)
+    with pytest.raises(ValueError, match="K must be"):
+        gc.KAsync(0)
+    with pytest.raises(ValueError, match="not synchronous"):
+        gc.simulate(gc.fractional_repetition(4, 1), policy=gc.KAsync(2), iters=5, rng=0)

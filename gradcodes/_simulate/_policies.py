@@ -19,6 +19,19 @@ Policies:
 * :class:`BackupWorkers` -- synchronous SGD with ``b`` backup workers (Chen, Pan, Monga, Bengio & Jozefowicz,
   "Revisiting distributed synchronous SGD", 2016, Section 3): ``n = N + b`` workers compute, the master
   aggregates the first ``N = n - b`` gradients and drops the rest.
+* :class:`AdaptiveK` -- fastest-``k`` SGD with ``k`` increased during training (Kas Hanna, Bitar, Parag, Dasari &
+  El Rouayheb, "Adaptive distributed stochastic gradient descent for minimizing delay in the presence of
+  stragglers", ICASSP 2020): small ``k`` gives fast iterations and a high error floor, large ``k`` slow iterations
+  and a low floor, so ``k`` grows when the iterates stop improving. The switch is detected, as in the paper's
+  algorithm, by Pflug's statistical test for stationarity of constant-step SGD (Pflug, "Non-asymptotic
+  confidence bounds for stochastic approximation algorithms with constant step size", Monatshefte fur
+  Mathematik 1990): the running sum of inner products of successive stochastic gradients becomes negative.
+* :class:`KAsync` -- K-async SGD (Dutta, Joshi, Ghosh, Dube & Nagpurkar, "Slow and stale gradients can win the
+  race: error-runtime trade-offs in distributed SGD", AISTATS 2018, Section 3): the master waits for any ``K``
+  gradients, which may have been computed at older parameters (their staleness is recorded), updates, and only
+  those ``K`` workers restart with the new parameters. Its updates are not synchronous iterations, so it is
+  simulated by :func:`gradcodes._simulate._training.simulate_training` only (``counts`` and ``tracker``
+  refuse it; the MPI runtime drops stale messages).
 """
 
 from __future__ import annotations
@@ -32,7 +45,7 @@ from .._typing import DTypeLike
 if TYPE_CHECKING:
     from .._code import LinearCode
 
-__all__ = ["WaitPolicy", "EarliestDecodable", "FixedK", "BackupWorkers", "as_policy"]
+__all__ = ["WaitPolicy", "EarliestDecodable", "FixedK", "BackupWorkers", "AdaptiveK", "KAsync", "as_policy"]
 
 
 class WaitPolicy:
@@ -89,6 +102,14 @@ class FixedK(WaitPolicy):
     def counts(self, code: LinearCode, order: np.ndarray) -> np.ndarray:
         return np.full(order.shape[0], self.need(code), dtype=np.int64)
 
+    def need_count(self, n: int) -> int:
+        """Messages waited for among ``n`` uncoded workers (``k=None``: all ``n``)."""
+        if self.k is None:
+            return n
+        if self.k > n:
+            raise ValueError(f"k={self.k} exceeds the number of workers n={n}")
+        return self.k
+
     def tracker(self, code: LinearCode, dtype: DTypeLike = np.float64) -> Any:
         return _CountTracker(self.need(code))
 
@@ -108,9 +129,93 @@ class BackupWorkers(FixedK):
         self.name = f"backup b={b}"
 
     def need(self, code: LinearCode) -> int:
-        if self.b >= code.n:
-            raise ValueError(f"b={self.b} backup workers leave none of the n={code.n} workers to wait for")
-        return int(code.n - self.b)
+        return self.need_count(code.n)
+
+    def need_count(self, n: int) -> int:
+        if self.b >= n:
+            raise ValueError(f"b={self.b} backup workers leave none of the n={n} workers to wait for")
+        return int(n - self.b)
+
+
+class AdaptiveK(WaitPolicy):
+    """Fastest-``k`` SGD with adaptive ``k`` (Kas Hanna et al. 2020; module docstring): start at ``k0``; after
+    every ``burn`` updates at the current ``k``, if the sum of ``<g_t, g_{t-1}>`` over them is negative (Pflug's
+    test: the iterates oscillate around the floor), ``k`` grows by ``step`` (at most ``n``).
+
+    Stateful: :meth:`observe` feeds it the update directions, :meth:`reset` starts over.
+
+    >>> import numpy as np
+    >>> p = AdaptiveK(k0=1, step=2, burn=2)
+    >>> for g in ([1.0], [1.0], [-1.0], [1.0]):
+    ...     p.observe(np.array(g), 8)
+    >>> p.current_k(8), p.switches
+    (3, [4])
+    """
+
+    def __init__(self, k0: int = 1, step: int = 1, burn: int = 20) -> None:
+        for name, v, lo in (("k0", k0, 1), ("step", step, 1), ("burn", burn, 1)):
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
+                raise ValueError(f"{name} must be an integer >= {lo}, got {v!r}")
+        self.k0, self.step, self.burn = int(k0), int(step), int(burn)
+        self.name = f"adaptive k (k0={k0}, step={step})"
+        self.reset()
+
+    def reset(self) -> None:
+        """Back to ``k0`` (and forget the test's statistics)."""
+        self.k = self.k0
+        self._sum = 0.0
+        self._count = 0
+        self._prev: np.ndarray | None = None
+        self._updates = 0
+        self.switches: list[int] = []
+
+    def current_k(self, n: int) -> int:
+        """The current ``k`` (at most ``n``)."""
+        return min(self.k, n)
+
+    def observe(self, g: np.ndarray, n: int) -> None:
+        """Feed the update direction of one update; may increase ``k``."""
+        g = np.asarray(g, dtype=float)
+        self._updates += 1
+        if self._prev is not None:
+            self._sum += float(g @ self._prev)
+            self._count += 1
+        self._prev = g
+        if self._count >= self.burn and self._sum < 0 and self.k < n:
+            self.k = min(n, self.k + self.step)
+            self.switches.append(self._updates)
+            self._sum, self._count, self._prev = 0.0, 0, None
+
+    def counts(self, code: LinearCode, order: np.ndarray) -> np.ndarray:
+        return np.full(order.shape[0], self.current_k(code.n), dtype=np.int64)
+
+    def tracker(self, code: LinearCode, dtype: DTypeLike = np.float64) -> Any:
+        return _CountTracker(self.current_k(code.n))
+
+
+class KAsync(WaitPolicy):
+    """K-async SGD (Dutta et al., AISTATS 2018; module docstring): any ``K`` gradients, possibly stale.
+
+    >>> KAsync(3).name
+    'K-async K=3'
+    """
+
+    def __init__(self, K: int) -> None:
+        if isinstance(K, bool) or not isinstance(K, (int, np.integer)) or K < 1:
+            raise ValueError(f"K must be a positive integer, got {K!r}")
+        self.K = int(K)
+        self.name = f"K-async K={K}"
+
+    def need(self, n: int) -> int:
+        if self.K > n:
+            raise ValueError(f"K={self.K} exceeds the number of workers n={n}")
+        return self.K
+
+    def counts(self, code: LinearCode, order: np.ndarray) -> np.ndarray:
+        raise ValueError("K-async updates are not synchronous iterations: simulate them with simulate_training")
+
+    def tracker(self, code: LinearCode, dtype: DTypeLike = np.float64) -> Any:
+        raise ValueError("K-async is not supported by the MPI runtime (its master drops stale messages)")
 
 
 class EarliestDecodable(WaitPolicy):
