@@ -251,3 +251,22 @@ def test_training_bad_input():
         gc.KAsync(0)
     with pytest.raises(ValueError, match="not synchronous"):
         gc.simulate(gc.fractional_repetition(4, 1), policy=gc.KAsync(2), iters=5, rng=0)
+
+
+def test_runtime_delay_injection_uses_the_same_worker_models():
+    from gradcodes.mpi import ModelDelay
+
+    model = PersistentStragglers(0.1, 0.3, 4.0, base=ShiftedExponentialWorkers([1e-3] * 3 + [2e-3] * 3))
+    d1 = ModelDelay(model, m_data=600, horizon=400, rng=5)
+    d2 = ModelDelay(model, m_data=600, horizon=400, rng=5)           # another rank, same arguments
+    T = np.array([[d1.delay(w, t, workers=6, load_fraction=0.5) for w in range(6)] for t in range(400)])
+    np.testing.assert_array_equal(T, [[d2.delay(w, t, workers=6, load_fraction=0.5) for w in range(6)]
+                                      for t in range(400)])
+    assert np.all(T >= np.array([0.3] * 3 + [0.6] * 3))                 # a_i * l, l = 300 points
+    slow = T > 4 * np.array([0.3] * 3 + [0.6] * 3)                       # slow state: at least slowdown * a_i l
+    assert 0 < slow.mean() < 0.5
+    trace = TraceReplay(T)
+    replay = ModelDelay(trace, m_data=600)
+    assert replay.delay(4, 401, workers=6, load_fraction=0.5) == T[1, 4]
+    with pytest.raises(ValueError, match="base="):
+        ModelDelay(PersistentStragglers(0.1, 0.3, 4.0), m_data=10)
