@@ -25,6 +25,7 @@ from ._approx_eval import (
 from ._blocks import BlockDecoder, BlockVerifyReport, blocks_of, by_blocks
 from ._bounds import min_load
 from ._code import ApproximateCode, DecodeInfo, DecodingError, GradientCode, LinearCode
+from ._decodable import Decodability
 from ._decoders import Decoder, ExactDecoder, LeastSquaresDecoder, NullSpaceDecoder
 from ._families import (
     CyclicMDSCode,
@@ -57,7 +58,22 @@ from ._families import (
 from ._families.coded_reduce import CodedReduceCode, TreeVerifyReport, coded_reduce, coded_reduce_load, verify_tree
 from ._io import CodeFileError, load, save
 from ._registry import Scheme, register, schemes
-from ._simulate import SimulationResult, simulate
+from ._simulate import (
+    AdaptiveK,
+    BackupWorkers,
+    EarliestDecodable,
+    FixedK,
+    KAsync,
+    PersistentStragglers,
+    ShiftedExponentialWorkers,
+    SimulationResult,
+    TraceReplay,
+    TrainingResult,
+    WaitPolicy,
+    WorkerModel,
+    simulate,
+    simulate_training,
+)
 from ._validate import Limits, SizeLimitError, limits
 from ._verify import VerifyReport, verify
 
@@ -81,7 +97,10 @@ __all__ = [
     "approximation_error", "worst_case_error", "evaluate_approximate", "ApproxReport", "closed_form_error",
     "FixedWeightDecoder", "min_load_heterogeneous", "straggle_probabilities", "exponential_straggle_probabilities",
     # simulation, files, registry
-    "simulate", "SimulationResult", "save", "load", "CodeFileError", "Scheme", "register", "schemes",
+    "simulate", "SimulationResult", "Decodability", "WaitPolicy", "EarliestDecodable", "FixedK", "BackupWorkers",
+    "AdaptiveK", "KAsync", "simulate_training", "TrainingResult",
+    "WorkerModel", "ShiftedExponentialWorkers", "PersistentStragglers", "TraceReplay",
+    "save", "load", "CodeFileError", "Scheme", "register", "schemes",
     # size bounds
     "limits", "Limits", "SizeLimitError",
 ]

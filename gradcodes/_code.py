@@ -23,6 +23,7 @@ import numpy as np
 from ._acceptance import DecodeInfo, DecodingError, check_float_decode, check_underflow
 from ._code_decode import DecodeMixin
 from ._code_encode import EncodeMixin
+from ._decodable import DecodableMixin
 from ._decoders import Decoder
 from ._fields import to_fraction
 from ._numerics import DEFAULT_RTOL, unit_roundoff
@@ -36,7 +37,7 @@ __all__ = ["LinearCode", "GradientCode", "ApproximateCode", "DecodeInfo", "Decod
            "check_underflow"]
 
 
-class LinearCode(DecodeMixin, EncodeMixin):
+class LinearCode(DecodeMixin, EncodeMixin, DecodableMixin):
     """A linear code for distributed gradient computation: the shared base of every code type.
 
     Parameters

@@ -191,9 +191,15 @@ class CodeBase:
         return 0
 
     def _mask(self, responders: Any) -> tuple[np.ndarray, np.ndarray]:
-        F = check_responders(responders, self._n, min_size=self._min_responders())
+        need = self._min_responders()
+        F = check_responders(responders, self._n, min_size=0)
         mask = np.zeros(self._n, dtype=bool)
         mask[F] = True
+        if F.size < need and not cast("LinearCode", self)._may_decode(F, mask):
+            # fewer than n - s responders are accepted only when they can decode (the earliest decodable set,
+            # e.g. one worker per group of fractional repetition; see gradcodes._decodable)
+            raise ValueError(f"responders must contain at least {need} distinct workers (of n={self._n}), got "
+                             f"{F.size}, or a smaller set that can decode (code.decodable)")
         return F, mask
 
     def _decoder(self, decoder: str | Decoder | None) -> Decoder:

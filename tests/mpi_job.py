@@ -83,7 +83,7 @@ def main() -> None:
     base = [0]
     if alloc and rank == 0:
         tracemalloc.start()
-    kw = {k2: cfg[k2] for k2 in ("timeout", "wait_for", "deadline", "decoder") if k2 in cfg}
+    kw = {k2: cfg[k2] for k2 in ("timeout", "wait_for", "deadline", "decoder", "policy") if k2 in cfg}
     res = train(code, np.zeros(p, dtype=dtype), partial_gradient, step, iterations=iters, delay=delay, **kw)
     if alloc and rank > 0 and state["peak"] > p * dtype.itemsize // 4:
         raise AssertionError(f"rank {rank} allocated {state['peak']} bytes per iteration (p*itemsize = "

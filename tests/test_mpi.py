@@ -211,3 +211,45 @@ def test_cli_runs_scheme_and_baselines(tmp_path):
     # exact schemes follow the same gradient descent: equal losses to rounding
     assert abs(res["cyclic_repetition"]["final_loss"] - res["wait-for-all"]["final_loss"]) <= 1e-9
     assert abs(res["allreduce"]["final_loss"] - res["wait-for-all"]["final_loss"]) <= 1e-9
+
+
+# every exact family of the tour, small enough for a 2-core machine (the tour's own sizes need up to 101 ranks)
+EXACT_TOUR = [
+    ("uncoded", {"n": 4}), ("fractional_repetition", {"n": 6, "s": 2}),
+    ("cyclic_repetition", {"n": 5, "s": 1, "rng": 0}), ("cyclic_mds", {"n": 5, "s": 2, "field": "real"}),
+    ("stable_binary", {"n": 7, "s": 2}), ("grouped_mds", {"n": 7, "s": 2}),
+    ("grouped_random", {"n": 7, "s": 2, "rng": 0}), ("ye_abbe", {"n": 5, "s": 1, "m": 2}),
+    ("coded_reduce", {"n": 2, "L": 2, "s": 1}),
+]
+
+
+@needs_mpi
+@pytest.mark.parametrize(("family", "kwargs"), EXACT_TOUR, ids=[f for f, _ in EXACT_TOUR])
+def test_earliest_decodable_set_stays_exact(family, kwargs):
+    """The default wait policy (earliest decodable set, at the master and at every tree parent) with random
+    shifted-exponential straggling: every iteration's gradient is the exact sum, to the code's error estimate."""
+    import gradcodes as gc
+
+    code = getattr(gc, family)(**kwargs)
+    cfg = {"family": family, "kwargs": kwargs, "p": 37, "iters": 8,
+           "delays": [{"kind": "shifted-exp", "a": 1e-4, "m_data": 200, "rng": 1}]}
+    _, res, _ = run_job(code.n + 1, cfg)
+    check_exact(res, U64, code.k * code.m)
+    if family not in ("coded_reduce",):
+        for u in res["used"]:
+            assert code.decodable(u) and len(u) <= code.n - code.s
+
+
+@needs_mpi
+def test_group_code_earliest_is_faster_than_first_n_minus_s():
+    """Fractional repetition (6, 2), groups {0, 1, 2} and {3, 4, 5}; workers 1, 2, 4, 5 are 0.3 s late in every
+    iteration. The earliest decodable set is {0, 3}; the first n - s = 4 needs two late workers."""
+    base = {"family": "fractional_repetition", "kwargs": {"n": 6, "s": 2}, "p": 50, "iters": 6,
+            "delays": [{"kind": "fixed", "seconds": 0.3, "workers": [1, 2, 4, 5]}]}
+    _, early, _ = run_job(7, base)
+    _, first, _ = run_job(7, {**base, "policy": "first"})
+    check_exact(early, U64, 6)
+    check_exact(first, U64, 6)
+    assert all(sorted(u) == [0, 3] for u in early["used"])
+    assert all(len(u) == 4 for u in first["used"])
+    assert early["summary"]["median_time"] < 0.5 * first["summary"]["median_time"]

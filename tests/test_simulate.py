@@ -147,7 +147,7 @@ def test_vectorised_size_and_chunking_consistency(monkeypatch):
     assert res.workers == 12 + 144 + 1728
     lo, hi = cr_time_bounds(12, 3, 5, m_data=49_920, a=5e-5, t_c=0.05)
     assert res.times.min() >= lo - 1e-12 and res.mean <= hi
-    import gradcodes._simulate as sim
+    import gradcodes._simulate._models as sim
 
     monkeypatch.setattr(sim, "_CHUNK_ELEMENTS", 20_000)            # about 10 iterations per chunk
     chunked = gc.simulate("CR", **kw, iters=1200, rng=0)["CR"]
@@ -171,7 +171,7 @@ def test_vectorised_size_and_chunking_consistency(monkeypatch):
     ({"a": float("nan")}, ValueError, "a must be finite"),
     ({"iters": 2.5}, TypeError, "iters"),
     ({"s_gc": 156}, ValueError, "s_gc"),
-    ({"schemes": [gc.ApproximateCode(np.eye(3))]}, TypeError, "ApproximateCode cannot be simulated"),
+    ({"schemes": [gc.LinearCode(np.eye(3))]}, TypeError, "LinearCode cannot be simulated"),
 ])
 def test_bad_input(kwargs, exc, match):
     with pytest.raises(exc, match=match):

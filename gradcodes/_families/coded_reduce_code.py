@@ -246,6 +246,10 @@ class CodedReduceCode(LinearCode):
                              f"stragglers per parent (needs n - s = {self.branching - self.s})")
         return F, mask
 
+    def _pattern_ok(self, mask: np.ndarray) -> bool:
+        """Every parent whose message is used has at least ``n - s`` responding children (see :meth:`decodable`)."""
+        return bool(self._tree_weights(np.asarray(mask, dtype=bool)[None])[2][0] < 0)
+
     def _accept(self, F: np.ndarray, A: Any, res: float, canc: float, *, dtype: Any = np.float64,
                 terms: int = 1) -> None:
         if self.exact:

@@ -9,11 +9,12 @@ script.py`` so that an exception on any rank ends the whole job. See ``docs/runt
   callback, measurements in a :class:`RunResult`).
 * :class:`Master` (``broadcast``, ``aggregate(iteration) -> gradient, info``, ``stop``) and :class:`Worker`
   (``step``, ``run``): the pieces for a custom loop.
-* Straggler injection: :class:`ShiftedExponential`, :class:`FixedDelay`, :class:`Hang`.
+* Straggler injection: :class:`ShiftedExponential`, :class:`FixedDelay`, :class:`Hang`, :class:`ModelDelay` (the
+  simulator's worker models: unequal speeds, persistent stragglers, replayed traces).
 """
 
 from ._comm import StragglerTimeout
-from ._delays import Combined, Delay, FixedDelay, Hang, NoDelay, ShiftedExponential
+from ._delays import Combined, Delay, FixedDelay, Hang, ModelDelay, NoDelay, ShiftedExponential
 from ._layout import Layout, WorkerEncoder, layout_for
 from ._result import RunResult, predict
 from ._runtime import AggregateInfo, Master, Worker
@@ -21,4 +22,5 @@ from ._train import allreduce_train, train
 
 __all__ = ["train", "allreduce_train", "Master", "Worker", "AggregateInfo", "RunResult", "predict",
            "StragglerTimeout", "Delay", "NoDelay", "ShiftedExponential", "FixedDelay", "Hang", "Combined",
+           "ModelDelay",
            "Layout", "layout_for", "WorkerEncoder"]

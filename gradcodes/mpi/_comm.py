@@ -149,8 +149,9 @@ class Inbox:
 
     def collect(self, t: int, need: int, *, timeout: float = math.inf, deadline: float | None = None,
                 interrupt: Any = None, progress: Any = None, check_finite: bool = True,
-                ) -> tuple[list[int] | None, dict[str, Any]]:
-        """Wait for the first ``need`` finite messages of iteration ``t``.
+                stop: Any = None) -> tuple[list[int] | None, dict[str, Any]]:
+        """Wait for the first ``need`` finite messages of iteration ``t`` (or fewer: ``stop(row)``, called with
+        each usable row in arrival order, ends the wait when it returns True, e.g. a code's decodability tracker).
 
         Returns ``(rows, info)``: the rows used in arrival order (``None`` when ``interrupt()`` became true first),
         and ``{"bad": rows with NaN/inf, "waited": seconds}``. Stops early at ``deadline`` (a
@@ -175,7 +176,14 @@ class Inbox:
                     self.reqs[i] = self._post(i)
                 else:
                     got.append(i)
-        while len(got) < need:
+        done = False
+        if stop is not None:
+            for i in got:
+                if stop(i):
+                    done = True
+                    got = got[:got.index(i) + 1]
+                    break
+        while not done and len(got) < need:
             hit = self._poll_one()
             if hit is not None:
                 i, tag = hit
@@ -190,6 +198,8 @@ class Inbox:
                     self.reqs[i] = self._post(i)
                 else:
                     got.append(i)
+                    if stop is not None and stop(i):
+                        break
                 if len(got) < need and self.K - len(set(bad)) < need:
                     raise StragglerTimeout(
                         f"iteration {t}: children {self._names(bad)} sent NaN or infinite values and only "

@@ -195,3 +195,59 @@ class Combined(Delay):
 
     def describe(self) -> str:
         return " + ".join(m.describe() for m in self.models)
+
+
+class ModelDelay(Delay):
+    """A worker model of the simulator as injected delays: the same unequal, persistent or replayed times in a
+    run as in :func:`gradcodes.simulate` (``model=...``).
+
+    The model's ``(horizon, workers)`` times are drawn once per rank from ``(rng, workers, load)`` (so every
+    rank agrees) for ``load_fraction * m_data`` points per worker; iteration ``t`` uses row ``t % horizon`` (a
+    :class:`~gradcodes.TraceReplay` replays its own rows).
+
+    Parameters
+    ----------
+    model : gradcodes.WorkerModel
+        ``ShiftedExponentialWorkers`` (per-worker ``a``, ``mu``), ``PersistentStragglers`` (with a ``base``) or
+        ``TraceReplay``.
+    m_data : float
+        Data points per iteration (the whole dataset).
+    horizon : int, default 10000
+        Iterations drawn (the Markov chain of persistent stragglers runs over them).
+    rng : None, int, SeedSequence or Generator, optional
+        Random state (SPEC 7; default None: fresh entropy).
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> d = ModelDelay(gc.TraceReplay([[0.1, 0.2], [0.3, 0.4]]), m_data=100)
+    >>> d.delay(1, 0, workers=2, load_fraction=0.5), d.delay(0, 3, workers=2, load_fraction=0.5)
+    (0.2, 0.3)
+    """
+
+    def __init__(self, model: Any, *, m_data: float, horizon: int = 10_000, rng: RNGLike = None) -> None:
+        from .._simulate import PersistentStragglers, WorkerModel
+
+        if not isinstance(model, WorkerModel):
+            raise TypeError(f"model must be a gradcodes.WorkerModel, got {type(model).__name__}")
+        if isinstance(model, PersistentStragglers) and model.base is None:
+            raise ValueError("PersistentStragglers needs base= (e.g. gc.ShiftedExponentialWorkers(a)) for a run")
+        self.model = model
+        self.m_data = _nonneg("m_data", m_data)
+        self.horizon = check_int("horizon", horizon, 1)
+        self.entropy = rng_entropy(rng, SEED_UNSET)
+        self._cache: dict[tuple[int, float], np.ndarray] = {}
+
+    def times(self, workers: int, load_fraction: float) -> np.ndarray:
+        """The ``(horizon, workers)`` array of injected times for workers processing ``load_fraction`` of the data."""
+        key = (int(workers), float(load_fraction))
+        if key not in self._cache:
+            gen = np.random.default_rng([self.entropy, 3, int(workers)])
+            self._cache[key] = self.model.times(gen, self.horizon, int(workers), load_fraction * self.m_data)
+        return self._cache[key]
+
+    def delay(self, worker: int, iteration: int, *, workers: int, load_fraction: float) -> float:
+        return float(self.times(workers, load_fraction)[iteration % self.horizon, worker])
+
+    def describe(self) -> str:
+        return f"{self.model.label}, m_data={self.m_data:g}"

@@ -151,14 +151,15 @@ class RunResult:
 
 
 def predict(code: LinearCode | str, delay: Delay, *, workers: int, need: int, t_c: float = 0.0, iters: int = 20_000,
-            rng: RNGLike = None, seed: RNGLike | Unset = SEED_UNSET) -> float | None:
+            rng: RNGLike = None, seed: RNGLike | Unset = SEED_UNSET, policy: Any = None) -> float | None:
     """:func:`gradcodes.simulate`'s mean iteration time for a run, or None when it does not model the run.
 
     Modelled: a :class:`~gradcodes.mpi.ShiftedExponential` delay with an exact code (GC), a CodedReduce tree
     (CR), ignore-stragglers (SGD, any code waiting for fewer than ``n`` with load ``1/n``) and ``"allreduce"``
     (RAR). ``t_c`` is the per-message time of the simulator's single-port model (calibrated from a run without
     delays, see ``docs/runtime.md``). ``rng`` is the simulator's random state (SPEC 7; default None: fresh
-    entropy; ``seed=`` is a deprecated alias).
+    entropy; ``seed=`` is a deprecated alias). ``policy`` is the master's wait policy (default: the
+    simulator's, the earliest decodable set for exact codes).
     """
     from .. import CodedReduceCode, GradientCode
     from .._simulate import simulate
@@ -169,7 +170,7 @@ def predict(code: LinearCode | str, delay: Delay, *, workers: int, need: int, t_
         return None
     def run(schemes: Any, n: int, s_gc: int | None = None) -> float:
         res = simulate(schemes, n=n, L=1, s=0, s_gc=s_gc, m_data=delay.m_data, a=delay.a, mu=delay.mu, t_c=t_c,
-                       iters=iters, rng=gen)
+                       iters=iters, rng=gen, policy=policy if isinstance(schemes, GradientCode) else None)
         return float(next(iter(res)).mean)
 
     if isinstance(code, str):

@@ -21,6 +21,7 @@ import numpy as np
 
 from .. import ApproximateCode, CodedReduceCode, GradientCode, LinearCode
 from .._decoders import Decoder
+from .._simulate._policies import BackupWorkers, FixedK, WaitPolicy, as_policy
 from .._typing import DTypeLike
 from ._comm import Inbox, ParamSender, StragglerTimeout, Tags, get_mpi, wait_request
 from ._delays import Delay, NoDelay
@@ -112,6 +113,29 @@ def _need(code: LinearCode, wait_for: int | None) -> int:
     return int(wait_for)
 
 
+def _policy(code: LinearCode, policy: str | WaitPolicy | None, wait_for: int | None,
+            dtype: Any) -> tuple[Any, int | None]:
+    """``(tracker, wait_for)`` for a wait policy over the messages of ``code``'s workers.
+
+    The tracker (``add(row) -> bool``, ``reset()``) ends the wait early, None waits for the fixed count; a count
+    policy (:class:`~gradcodes.FixedK`, :class:`~gradcodes.BackupWorkers`, ``"all"``) becomes ``wait_for``.
+    Default: the earliest decodable set for exact codes (:meth:`gradcodes.LinearCode.decodable`), unless a count
+    ``wait_for`` is given.
+    """
+    if policy is None:
+        if wait_for is not None or not isinstance(code, GradientCode):
+            return None, wait_for
+        policy = "earliest"
+    pol = as_policy(policy, code)
+    if isinstance(pol, FixedK):
+        if pol.k is None and not isinstance(pol, BackupWorkers):
+            return None, wait_for                                # "first": n - s (or wait_for)
+        if wait_for is not None:
+            raise ValueError("give either wait_for or a count policy, not both")
+        return None, pol.need(code)
+    return pol.tracker(code, dtype), wait_for
+
+
 def _comm(comm: Any) -> Any:
     return get_mpi().COMM_WORLD if comm is None else comm
 
@@ -141,11 +165,16 @@ class Master:
         Seconds to wait for the needed messages before :class:`StragglerTimeout` (naming the missing workers).
     poll : float, default 1e-4
         Sleep between two polls of the posted receives.
+    policy : {"earliest", "first"} or WaitPolicy, optional
+        When to stop waiting. Default for exact codes (and the children of every CodedReduce parent):
+        ``"earliest"``, the first arrival after which the responders can decode
+        (:meth:`gradcodes.LinearCode.decodable`; e.g. one worker per group of fractional repetition), at most
+        ``n - s`` messages; ``"first"``: the first ``n - s`` (or ``wait_for``) messages.
     """
 
     def __init__(self, code: LinearCode, p: int, dtype: DTypeLike = np.float64, *, comm: Any = None,
                  wait_for: int | None = None, deadline: float | None = None, decoder: str | Decoder | None = None,
-                 timeout: float = 60.0, poll: float = 1e-4) -> None:
+                 timeout: float = 60.0, poll: float = 1e-4, policy: str | WaitPolicy | None = None) -> None:
         self.comm = _comm(comm)
         self.layout = layout_for(code)
         check_size(self.layout, self.comm, f"code {code.name!r}")
@@ -157,6 +186,9 @@ class Master:
         self.dtype = np.dtype(dtype)
         if self.dtype.kind != "f":
             raise TypeError(f"dtype must be a float dtype, got {self.dtype}")
+        tree = isinstance(code, CodedReduceCode)
+        self.tracker, wait_for = _policy(code.inner if isinstance(code, CodedReduceCode) else code, policy, wait_for,
+                                         self.dtype)
         self.need = _need(code, wait_for)
         if deadline is not None and not isinstance(code, ApproximateCode):
             raise ValueError("deadline: only approximate codes may stop before n - s messages")
@@ -192,8 +224,11 @@ class Master:
         :class:`StragglerTimeout` after ``timeout`` seconds without enough messages.
         """
         deadline = None if self.deadline is None else self._sent + self.deadline
+        if self.tracker is not None:
+            self.tracker.reset()
         rows, info = self.inbox.collect(iteration, self.need, timeout=self.timeout, deadline=deadline,
-                                        progress=self.sender.progress)
+                                        progress=self.sender.progress,
+                                        stop=None if self.tracker is None else self.tracker.add)
         assert rows is not None
         t0 = time.perf_counter()
         self.combiner.combine(rows, self.inbox.buf, self.out, self._tmp)
@@ -248,11 +283,14 @@ class Worker:
     delay : Delay, optional
         Injected straggling (:mod:`gradcodes.mpi`'s delay models).
     poll : float, default 1e-4
+    policy : {"earliest", "first"} or WaitPolicy, optional
+        A CodedReduce parent's wait for its children (default ``"earliest"``: the first decodable set of the inner
+        code, at most ``n - s`` children; see :class:`Master`).
     """
 
     def __init__(self, code: LinearCode, p: int, partial_gradient: Callable[[np.ndarray, int], np.ndarray],
                  dtype: DTypeLike = np.float64, *, comm: Any = None, delay: Delay | None = None,
-                 poll: float = 1e-4) -> None:
+                 poll: float = 1e-4, policy: str | WaitPolicy | None = None) -> None:
         self.MPI = get_mpi()
         self.comm = _comm(comm)
         self.layout = layout_for(code)
@@ -280,6 +318,7 @@ class Worker:
             self.inbox = Inbox(self.comm, kids, self.q, self.dtype, self.tags, self.poll)
             self.combiner = Combiner(code.inner)
             self.need = code.branching - code.s
+            self.tracker, _ = _policy(code.inner, policy, None, self.dtype)
             self._tmp = np.empty(self.q, dtype=self.dtype)
         self.params = np.empty(self.p, dtype=self.dtype)
         self.sendbufs = np.zeros((2, self.q), dtype=self.dtype)
@@ -330,7 +369,10 @@ class Worker:
         self.encoder.encode(self.params, self.partial_gradient, buf)
         if self.inbox is not None:
             try:
-                rows, _ = self.inbox.collect(t, self.need, interrupt=self._master_waiting)
+                if self.tracker is not None:
+                    self.tracker.reset()
+                rows, _ = self.inbox.collect(t, self.need, interrupt=self._master_waiting,
+                                             stop=None if self.tracker is None else self.tracker.add)
             except StragglerTimeout:                        # too many NaN children: straggle this iteration
                 return True
             if rows is None:                                # the master moved on: skip ahead

@@ -11,6 +11,7 @@ import numpy as np
 
 from .._code import LinearCode
 from .._decoders import Decoder
+from .._simulate._policies import FixedK, WaitPolicy
 from ._comm import StragglerTimeout, get_mpi
 from ._delays import Delay, NoDelay
 from ._result import RunResult, predict
@@ -38,7 +39,8 @@ def train(code: LinearCode | str, params: np.ndarray, partial_gradient: Callable
           step: Step, *, iterations: int, comm: Any = None, delay: Delay | None = None,
           wait_for: int | None = None, deadline: float | None = None, decoder: str | Decoder | None = None,
           timeout: float = 60.0, poll: float = 1e-4, loss: Callable[[np.ndarray], float] | None = None,
-          t_c: float = 0.0, progress: Callable[[int, float, Any], None] | None = None) -> RunResult | None:
+          t_c: float = 0.0, progress: Callable[[int, float, Any], None] | None = None,
+          policy: str | WaitPolicy | None = None) -> RunResult | None:
     r"""Run distributed gradient descent with a code on MPI; call it on every rank with the same arguments.
 
     Each iteration the master (rank 0) sends the parameters to every worker, waits for the messages its code
@@ -65,8 +67,9 @@ def train(code: LinearCode | str, params: np.ndarray, partial_gradient: Callable
     delay : Delay, optional
         Injected straggling (evaluated on the workers). Rank 0's model is broadcast to every rank, so random
         models drawn with ``rng=None`` agree across ranks.
-    wait_for, deadline, decoder, timeout, poll
-        See :class:`Master`.
+    wait_for, deadline, decoder, timeout, poll, policy
+        See :class:`Master` (``policy``: default the earliest decodable set for exact codes and at every
+        CodedReduce parent; ``"first"`` for the first ``n - s``).
     loss : callable, optional
         ``loss(params) -> float`` recorded after each step (not counted in the iteration time).
     t_c : float
@@ -106,10 +109,10 @@ def train(code: LinearCode | str, params: np.ndarray, partial_gradient: Callable
     delay = comm.bcast(delay, root=0)    # rank 0's delay model everywhere, so rng=None draws agree across ranks
     p, dtype = params.size, params.dtype
     if comm.Get_rank() != 0:
-        Worker(code, p, partial_gradient, dtype, comm=comm, delay=delay, poll=poll).run()
+        Worker(code, p, partial_gradient, dtype, comm=comm, delay=delay, poll=poll, policy=policy).run()
         return None
     master = Master(code, p, dtype, comm=comm, wait_for=wait_for, deadline=deadline, decoder=decoder,
-                    timeout=timeout, poll=poll)
+                    timeout=timeout, poll=poll, policy=policy)
     K = len(master.layout.children(0))
     times, waits, decs, ests = (np.zeros(iterations) for _ in range(4))
     used = np.zeros((iterations, K), dtype=bool)
@@ -136,9 +139,11 @@ def train(code: LinearCode | str, params: np.ndarray, partial_gradient: Callable
     d = delay if delay is not None else NoDelay()
     return RunResult(code.name, master.layout.kind, master.layout.workers, master.need, times, waits, decs, used,
                      losses, ests, d.describe(),
-                     predict(code, d, workers=master.layout.workers, need=master.need, t_c=t_c),
+                     predict(code, d, workers=master.layout.workers, need=master.need, t_c=t_c,
+                             policy=FixedK(wait_for) if wait_for is not None else policy),
                      {"p": p, "dtype": str(dtype), "iterations": iterations, "timeout": timeout, "poll": poll,
-                      "deadline": deadline, "decoder": str(decoder), "t_c": t_c}, master.inbox.dropped)
+                      "deadline": deadline, "decoder": str(decoder), "t_c": t_c,
+                      "policy": "default" if policy is None else str(policy)}, master.inbox.dropped)
 
 
 def _poll(req: Any, poll: float, timeout: float, what: str) -> None:

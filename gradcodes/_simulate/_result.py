@@ -1,0 +1,113 @@
+"""Results of :func:`gradcodes.simulate`: :class:`SchemeResult` per scheme, :class:`SimulationResult` for a run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+__all__ = ["SchemeResult", "SimulationResult"]
+
+
+@dataclass
+class SchemeResult:
+    """Monte Carlo result for one scheme.
+
+    Attributes
+    ----------
+    name : str
+        Scheme label.
+    mean, stderr : float
+        Sample mean of the iteration time and its standard error (``std(ddof=1)/sqrt(iters)``).
+    iters : int
+        Number of simulated iterations.
+    workers : int
+        Number of workers.
+    load : float
+        Data points processed by each worker per iteration.
+    messages : int
+        Number of messages the master (or, for CR, each parent) waits for.
+    times : numpy.ndarray or None
+        Per-iteration times, shape ``(iters,)`` (with ``return_samples=True``).
+    responders : numpy.ndarray or None
+        Per-iteration bool mask of shape ``(iters, workers)``: the workers whose message was *used*
+        (for CR, a node is used if its parent used it and the parent is used; for GC/SGD the first
+        ``N - s`` arrivals; everyone for UMW/RAR). Filled with ``return_responders=True``.
+    details : dict
+        Scheme parameters (n, L, s, t_step, policy, model, mean_messages, ...).
+    error : float or None
+        Approximate codes: the mean over iterations of ``||A_F B - E||`` for the responders used (the expected
+        error of the decoded sum per unit of gradient norm); None for exact schemes.
+    """
+
+    name: str
+    mean: float
+    stderr: float
+    iters: int
+    workers: int
+    load: float
+    messages: int
+    times: np.ndarray | None = None
+    responders: np.ndarray | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+    error: float | None = None
+
+    def __str__(self) -> str:
+        tail = "" if self.error is None else f", E[error] = {self.error:.3g}"
+        return f"{self.name}: E[T] = {self.mean:.4f} ± {self.stderr:.4f} s{tail}"
+
+
+@dataclass
+class SimulationResult:
+    """Results of :func:`simulate`: a mapping from scheme label to :class:`SchemeResult`.
+
+    Index it by label (``res["CR"].mean``), iterate over ``res.schemes``, print it for a table, or call
+    :meth:`speedup` for ratios of expected times.
+    """
+
+    schemes: dict[str, SchemeResult]
+    params: dict[str, Any]
+
+    def __getitem__(self, name: str) -> SchemeResult:
+        if name not in self.schemes and isinstance(name, str) and name.upper() in self.schemes:
+            name = name.upper()                  # labels are accepted in any case by simulate()
+        if name not in self.schemes:
+            raise KeyError(f"no scheme {name!r}; simulated: {list(self.schemes)}")
+        return self.schemes[name]
+
+    def __iter__(self):
+        return iter(self.schemes.values())
+
+    def __len__(self) -> int:
+        return len(self.schemes)
+
+    def speedup(self, reference: str = "CR") -> dict[str, float]:
+        """Return ``E[T_other] / E[T_reference]`` for every other scheme."""
+        if reference not in self.schemes and reference.upper() in self.schemes:
+            reference = reference.upper()
+        if reference not in self.schemes:
+            raise ValueError(f"reference must be one of the simulated schemes {list(self.schemes)}, got {reference!r}")
+        ref = self.schemes[reference].mean
+        return {k: v.mean / ref for k, v in self.schemes.items() if k != reference}
+
+    def table(self, reference: str | None = None) -> str:
+        """A plain-text table: scheme, workers, load (points), messages, E[T] ± s.e. [, speedup]."""
+        ref = None
+        if reference is not None and reference in self.schemes:
+            ref = self.schemes[reference].mean
+        head = f"{'scheme':<14}{'workers':>8}{'load/worker':>13}{'msgs':>6}{'E[T] (s)':>12}{'± s.e.':>10}"
+        if ref is not None:
+            head += f"{f'{reference} speedup':>13}"
+        lines = [head, "-" * len(head)]
+        for r in self.schemes.values():
+            row = (f"{r.name:<14}{r.workers:>8}{r.load:>13.6g}{r.messages:>6}"
+                   f"{r.mean:>12.4f}{r.stderr:>10.4f}")
+            if ref is not None:
+                row += f"{r.mean / ref:>13.2f}"
+            lines.append(row)
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.table("CR" if "CR" in self.schemes else None)
+
