@@ -43,8 +43,8 @@ class DecodeInfo:
     cancellation : float
         ``max_u sum_i |A_F[u, i]| ||B_i||_1 / k`` (>= 1; 1 means no cancellation).
     error_estimate : float
-        Predicted relative error of the decoded sum: ``u * cancellation + residual`` with ``u`` the unit roundoff
-        of the messages' dtype (0 for exact arithmetic).
+        Predicted relative error of the decoded sum: ``u * cancellation * sqrt(t) + residual`` with ``t`` the rounded
+        additions per coordinate and ``u`` the unit roundoff of the messages' dtype (0 for exact arithmetic).
     exact : bool
         True when the decode ran in exact arithmetic.
     """

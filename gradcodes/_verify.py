@@ -2,8 +2,12 @@
 
 ``verify(code)`` checks ``A_F B = E`` for straggler sets ``S`` (``|S| = s``, responders ``F = [n] \\ S``; any
 superset of a good ``F`` is good too). A float code passes a set when the predicted relative error of a decode in
-the messages' dtype, ``u * canc + ||A_F B - E||_inf``, is at most ``rtol`` (so a code whose decoding vectors
-cancel away every digit fails, it is not "exact"); rational and GF(p) codes are checked with no rounding at all.
+the messages' dtype, ``u * canc * sqrt(t) + ||A_F B - E||_inf``, is within ``rtol`` on every machine: the upper end
+of the acceptance rule's interval (:func:`gradcodes._numerics.judge`, which bounds the verifier's own rounding and
+the variation of the decoding matrix between BLAS kernels, batch sizes and thread counts) must clear it; a set
+whose interval straddles ``rtol`` is *borderline* and makes the report unproven (docs/acceptance.md). A code whose
+decoding vectors cancel away every digit fails, it is not "exact"; rational and GF(p) codes are checked with no
+rounding at all.
 
 **Three verdicts.** A report is truthy (``bool(report)``, ``report.exact``, ``report.proven``) only for a proof:
 

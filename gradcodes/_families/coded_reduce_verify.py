@@ -218,8 +218,8 @@ def verify_tree(code: CodedReduceCode, *, limit: int | None = None, samples: int
     A straggler pattern lets every parent (the master and every internal worker) pick at most ``s`` straggling
     children; a straggler silences its subtree. For each pattern the hierarchical decoding vector ``A`` is
     computed (:class:`TreeDecoder`) and ``A B = 1`` is checked: exactly (with integers, never rounded) for
-    rational codes; float codes pass a pattern when the predicted relative error in ``dtype``,
-    ``u * canc + ||A B - 1||_inf <= rtol``. The tree supplies only this pattern model; enumeration, sampling,
+    rational codes; float codes are judged by the acceptance rule in ``dtype`` (:func:`gradcodes._numerics.judge`:
+    ok, borderline or fails on every machine). The tree supplies only this pattern model; enumeration, sampling,
     the acceptance rule, progress, Ctrl-C and the time budget are :func:`gradcodes.verify`'s engine, and
     ``gc.verify(code)`` dispatches here for tree codes.
 
