@@ -176,16 +176,19 @@ def main() -> int:
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small Monte Carlo and training, no MPI jobs")
+    ap.add_argument("--smoke", action="store_true", help="tiny sizes, no MPI jobs, no files (the test suite's run)")
     args = ap.parse_args()
+    small = args.quick or args.smoke
     t0 = time.perf_counter()
-    lines = part_iteration(gc, 500 if args.quick else 20_000)
-    lines += [""] + part_training(gc, 150 if args.quick else 1500)
-    if not args.quick:
+    lines = part_iteration(gc, 100 if args.smoke else 500 if args.quick else 20_000)
+    lines += [""] + part_training(gc, 40 if args.smoke else 150 if args.quick else 1500)
+    if not small:
         lines += [""] + part_mpi()
-    lines.append(f"\n({time.perf_counter() - t0:.1f} s{', --quick' if args.quick else ''})")
+    mode = ", --smoke" if args.smoke else ", --quick" if args.quick else ""
+    lines.append(f"\n({time.perf_counter() - t0:.1f} s{mode})")
     text = "\n".join(lines)
     print(text)
-    if not args.quick:
+    if not small:
         out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "simulate_policies.txt")
         with open(out, "w") as fh:
             fh.write("PYTHONPATH=. python benchmarks/simulate_policies.py\n" + text + "\n")

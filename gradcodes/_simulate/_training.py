@@ -125,12 +125,20 @@ def simulate_training(policy: WaitPolicy, *, n: int = 8, code: LinearCode | None
     if isinstance(policy, AdaptiveK):
         policy.reset()
     if code is not None:
+        from .._code import LinearCode
+
+        if not isinstance(code, LinearCode):
+            raise TypeError(f"code must be a gradcodes code (GradientCode or ApproximateCode), got "
+                            f"{type(code).__name__}")
         n = code.n
     n = check_int("n", n, 1)
     updates = check_int("updates", updates, 1)
     M = check_int("points", points, n) // n * n
     X, y, H, w_opt = _problem(M, dim, noise, gen)
     part = M // n
+    if model is not None and not isinstance(model, WorkerModel):
+        raise TypeError(f"model must be a WorkerModel (e.g. gradcodes.PersistentStragglers), got "
+                        f"{type(model).__name__}")
     wm = model if model is not None else ShiftedExponentialWorkers(a, mu)
     load = 1 if code is None else int(code.load)
     w = np.zeros(dim)
