@@ -61,17 +61,20 @@ except gc.DecodingError: print("DecodingError")
 from gradcodes.mpi._layout import Combiner
 code = gc.cyclic_repetition(12, 4, rng=1, refine=0)
 buf = code.encode(np.random.default_rng(1).normal(size=(12, 8)).astype(np.float32))
-try: Combiner(code).combine([1, 3, 5, 6, 7, 9, 10, 11], buf, np.empty(8, np.float32), np.empty(8, np.float32)); print("combined")
+out, tmp32 = np.empty(8, np.float32), np.empty(8, np.float32)
+try: Combiner(code).combine([1, 3, 5, 6, 7, 9, 10, 11], buf, out, tmp32); print("combined")
 except gc.DecodingError: print("DecodingError")
 """,
     "6a recommend(42, 21, quick=True, rng=0)": """
-r = gc.recommend(42, 21, quick=True, rng=0).recommendation; print(r.chosen, r.load, "proven" if r.proven else "unproven", "meets tol" if r.meets_tol else "")
+r = gc.recommend(42, 21, quick=True, rng=0).recommendation
+print(r.chosen, r.load, "proven" if r.proven else "unproven", "meets tol" if r.meets_tol else "")
 """,
     "6b twelve calls of recommend(42, 12, quick=True)": """
 print(sorted({gc.recommend(42, 12, quick=True).name for _ in range(12)}))
 """,
     "6c recommend(50, 16, max_load=18)": """
-r = gc.recommend(50, 16, max_load=18).recommendation; print(r.chosen, r.load, "proven" if r.proven else "unproven", f"{r.error_estimate:.2g}")
+r = gc.recommend(50, 16, max_load=18).recommendation
+print(r.chosen, r.load, "proven" if r.proven else "unproven", f"{r.error_estimate:.2g}")
 """,
     "7a grouped_random(13, 4, candidates=2).params['block_seeds']": """
 print(gc.grouped_random(13, 4, candidates=2).params["block_seeds"])
