@@ -154,7 +154,8 @@ def predict(code: LinearCode | str, delay: Delay, *, workers: int, need: int, t_
             rng: RNGLike = None, seed: RNGLike | Unset = SEED_UNSET, policy: Any = None) -> float | None:
     """:func:`gradcodes.simulate`'s mean iteration time for a run, or None when it does not model the run.
 
-    Modelled: a :class:`~gradcodes.mpi.ShiftedExponential` delay with an exact code (GC), a CodedReduce tree
+    Modelled: a :class:`~gradcodes.mpi.ModelDelay` (unequal, persistent or replayed workers) with an exact code, a
+    :class:`~gradcodes.mpi.ShiftedExponential` delay with an exact code (GC), a CodedReduce tree
     (CR), ignore-stragglers (SGD, any code waiting for fewer than ``n`` with load ``1/n``) and ``"allreduce"``
     (RAR). ``t_c`` is the per-message time of the simulator's single-port model (calibrated from a run without
     delays, see ``docs/runtime.md``). ``rng`` is the simulator's random state (SPEC 7; default None: fresh
@@ -163,11 +164,17 @@ def predict(code: LinearCode | str, delay: Delay, *, workers: int, need: int, t_
     """
     from .. import CodedReduceCode, GradientCode
     from .._simulate import simulate
-    from ._delays import ShiftedExponential
+    from ._delays import ModelDelay, ShiftedExponential
 
     gen = check_rng(rng, seed)
+    if isinstance(delay, ModelDelay) and isinstance(code, GradientCode):
+        # the same worker model (unequal, persistent or replayed) in the simulator
+        res = simulate(code, n=2, L=1, s=0, m_data=delay.m_data, model=delay.model, t_c=t_c, iters=iters,
+                       rng=gen, policy=policy)
+        return float(next(iter(res)).mean)
     if not isinstance(delay, ShiftedExponential):
         return None
+
     def run(schemes: Any, n: int, s_gc: int | None = None) -> float:
         res = simulate(schemes, n=n, L=1, s=0, s_gc=s_gc, m_data=delay.m_data, a=delay.a, mu=delay.mu, t_c=t_c,
                        iters=iters, rng=gen, policy=policy if isinstance(schemes, GradientCode) else None)
