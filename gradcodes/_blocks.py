@@ -54,8 +54,6 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
-import scipy.sparse
-from scipy.sparse.csgraph import connected_components
 
 from ._code import GradientCode, LinearCode
 from ._decoders import Decoder
@@ -91,6 +89,9 @@ def blocks_of(code: LinearCode) -> list[Block]:
     n, k = code.n, code.k
     S = np.asarray(code.support_matrix)                   # (n, k): worker i stores partition j
     rows, cols = np.nonzero(S)
+    import scipy.sparse
+    from scipy.sparse.csgraph import connected_components
+
     graph = scipy.sparse.coo_matrix((np.ones(rows.size), (rows, n + cols)), shape=(n + k, n + k))
     count, label = connected_components(graph, directed=False)
     out = []

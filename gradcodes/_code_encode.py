@@ -11,7 +11,6 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
-import scipy.sparse
 
 from ._apply import combine_rows, csr, csr_product
 from ._code_base import CodeBase
@@ -104,6 +103,8 @@ class EncodeMixin(CodeBase):
             return Y
         indptr, indices, data = plan
         if G.dtype != object and q < _SMALL_Q:
+            import scipy.sparse
+
             Bs = scipy.sparse.csr_matrix((data, indices, indptr), shape=(self._n, self._k * m))
             Y[...] = Bs @ G
             return Y

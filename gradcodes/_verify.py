@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from . import _verify_fast
 from ._bounds import meets_min_load, min_load
 from ._code import GradientCode, LinearCode
 from ._decoders import Decoder
@@ -56,6 +57,9 @@ _KERNEL_CHUNK = 1 << 16
 _KERNEL_MIN_SETS = 50_000
 #: the compiled (numba) kernel; False selects the pure-numpy screen (same results, slower; tested)
 _USE_NUMBA = True
+#: below this many sets the numpy screen (about 1 microsecond per set) costs less than loading numba and the
+#: cached kernel (about 0.5 s in a fresh process), unless the kernel is already loaded
+_NUMBA_MIN_SETS = 1_000_000
 
 
 def default_rtol(dtype: Any, code_rtol: float) -> float:
@@ -183,7 +187,7 @@ def _enumerate_screened(tracker: Tracker, screen: NullSpaceScreen, code: Gradien
     so far, so the reported worst values and every failing or borderline set are the reference's."""
     n, s = code.n, code.s
     total = math.comb(n, s)
-    use_numba = _USE_NUMBA
+    use_numba = _USE_NUMBA and (total >= _NUMBA_MIN_SETS or _verify_fast._KERNEL is not None)
     first = np.arange(s, dtype=np.int64)
     screen_range(screen, n, first, 1, use_numba)                  # compile (or load) the kernel off the clock
     screen.best[:] = 0.0
