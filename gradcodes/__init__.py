@@ -13,6 +13,7 @@ combination ``y_i = B_i G`` (row ``i`` of an encoding matrix ``B``); the master 
 True
 """
 
+from ._acceptance import NonFiniteMessageError
 from ._approx_eval import (
     ApproxReport,
     FixedWeightDecoder,
@@ -26,6 +27,7 @@ from ._blocks import BlockDecoder, BlockVerifyReport, blocks_of, by_blocks
 from ._bounds import min_load
 from ._code import ApproximateCode, DecodeInfo, DecodingError, GradientCode, LinearCode
 from ._decoders import Decoder, ExactDecoder, LeastSquaresDecoder, NullSpaceDecoder
+from ._errors import GradcodesError, GradcodesRuntimeError, GradcodesTypeError, GradcodesValueError
 from ._families import (
     CyclicMDSCode,
     ExpanderCode,
@@ -84,4 +86,6 @@ __all__ = [
     "simulate", "SimulationResult", "save", "load", "CodeFileError", "Scheme", "register", "schemes",
     # size bounds
     "limits", "Limits", "SizeLimitError",
+    # errors (every one derives from GradcodesError and from the builtin exception it was before)
+    "GradcodesError", "GradcodesValueError", "GradcodesTypeError", "GradcodesRuntimeError", "NonFiniteMessageError",
 ]

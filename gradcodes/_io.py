@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ._code import ApproximateCode, GradientCode, LinearCode
+from ._errors import GradcodesTypeError, GradcodesValueError
 from ._fields import is_galois_array
 from ._io_archive import MAX_DIGITS, MAX_META_CHARS, CodeArchive
 from ._numerics import DEFAULT_RTOL
@@ -42,7 +43,7 @@ _FLAT_TYPES = {"GradientCode": "GradientCode", "YeAbbeCode": "GradientCode", "Cy
                "HeterogeneousCode": "ApproximateCode"}
 
 
-class CodeFileError(ValueError):
+class CodeFileError(GradcodesValueError):
     """A file that :func:`gradcodes.load` cannot accept: not an ``.npz`` archive, truncated, corrupted, not written
     by :func:`gradcodes.save`, holding pickled objects, inconsistent, or larger than the bound it was given."""
 
@@ -66,7 +67,7 @@ def save(code: LinearCode, path: str | os.PathLike[str]) -> None:
     GradientCode(name='fractional_repetition', n=6, s=2, k=6, m=1, field='real', load=3)
     """
     if not isinstance(code, LinearCode):
-        raise TypeError(f"save() takes a gradcodes code, got {type(code).__name__}")
+        raise GradcodesTypeError(f"save() takes a gradcodes code, got {type(code).__name__}")
     meta: dict[str, Any] = {
         "format": _FORMAT, "type": type(code).__name__, "name": code.name, "family": code.family,
         "params": code.params, "m": code.m, "field": code.field, "default_decoder": code.default_decoder,
@@ -156,7 +157,7 @@ def load(path: str | os.PathLike[str], *, max_entries: int | None = None, rtol: 
     """
     where = os.fspath(path) if isinstance(path, (str, os.PathLike)) else None
     if where is None:
-        raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
+        raise GradcodesTypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
     if max_entries is not None:
         max_entries = check_int("max_entries", max_entries, 1)
     bound = DEFAULT_RTOL if rtol is None else check_real("rtol", rtol, 0, 1, open_lo=True, open_hi=True)

@@ -1,7 +1,8 @@
 """Argument validation shared by every constructor, decoder and verifier.
 
-Every check raises :class:`ValueError` or :class:`TypeError` whose message names the parameter and its valid
-range, so that bad input never turns into a silent wrong answer, a NaN or a hang.
+Every check raises a :class:`ValueError` or :class:`TypeError` (both also :class:`gradcodes.GradcodesError`) whose
+message names the parameter and its valid range, so that bad input never turns into a silent wrong answer, a NaN
+or a hang.
 
 Sizes are bounded up front: every constructor and function computes the size of what it is about to build or
 enumerate (matrix entries, straggler sets, simulated samples) and calls :func:`check_size` before allocating
@@ -19,6 +20,7 @@ from typing import cast
 
 import numpy as np
 
+from ._errors import GradcodesTypeError, GradcodesValueError
 from ._typing import RNGLike, Unset
 
 __all__ = ["check_int", "check_ns", "check_responders", "check_seed", "check_choice", "check_real", "check_size",
@@ -26,8 +28,9 @@ __all__ = ["check_int", "check_ns", "check_responders", "check_seed", "check_cho
            "check_entries", "check_tree_size", "SizeLimitError", "Limits", "limits"]
 
 
-class SizeLimitError(ValueError):
-    """A requested size exceeds a bound of :data:`gradcodes.limits` (raise the bound to go ahead)."""
+class SizeLimitError(GradcodesValueError):
+    """A requested size exceeds a bound of :data:`gradcodes.limits` (raise the bound to go ahead); a
+    :class:`ValueError` and a :class:`gradcodes.GradcodesError`."""
 
 
 @dataclass
@@ -110,10 +113,10 @@ def check_int(name: str, value: object, lo: int | None = None, hi: int | None = 
     """
     rng = _range_text(lo, hi)
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer{rng}, got {value!r} of type {type(value).__name__}")
+        raise GradcodesTypeError(f"{name} must be an integer{rng}, got {value!r} of type {type(value).__name__}")
     v = int(value)
     if (lo is not None and v < lo) or (hi is not None and v > hi):
-        raise ValueError(f"{name} must be an integer{rng}, got {v}")
+        raise GradcodesValueError(f"{name} must be an integer{rng}, got {v}")
     return v
 
 
@@ -121,7 +124,7 @@ def check_real(name: str, value: object, lo: float | None = None, hi: float | No
                *, open_lo: bool = False, open_hi: bool = False) -> float:
     """Return ``value`` as a finite float in the given (half-)open range, or raise naming ``name``."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {value!r} of type {type(value).__name__}")
+        raise GradcodesTypeError(f"{name} must be a real number, got {value!r} of type {type(value).__name__}")
     v = float(value)
     lo_b = "(" if open_lo else "["
     hi_b = ")" if open_hi else "]"
@@ -134,7 +137,7 @@ def check_real(name: str, value: object, lo: float | None = None, hi: float | No
     if hi is not None:
         bad |= v >= hi if open_hi else v > hi
     if bad:
-        raise ValueError(f"{name} must be a finite real number{rng}, got {value!r}")
+        raise GradcodesValueError(f"{name} must be a finite real number{rng}, got {value!r}")
     return v
 
 
@@ -169,9 +172,9 @@ def check_rng(rng: object = None, seed: object = SEED_UNSET, *, name: str = "rng
     if rng is None or isinstance(rng, (np.random.SeedSequence, np.random.BitGenerator)):
         return np.random.default_rng(rng)
     if isinstance(rng, bool) or not isinstance(rng, numbers.Integral):
-        raise TypeError(f"{name} must be {RNG_TYPES}; got {rng!r} of type {type(rng).__name__}")
+        raise GradcodesTypeError(f"{name} must be {RNG_TYPES}; got {rng!r} of type {type(rng).__name__}")
     if int(rng) < 0:
-        raise ValueError(f"{name} must be a non-negative integer seed (or {RNG_TYPES}), got {int(rng)}")
+        raise GradcodesValueError(f"{name} must be a non-negative integer seed (or {RNG_TYPES}), got {int(rng)}")
     return np.random.default_rng(int(rng))
 
 
@@ -184,7 +187,7 @@ def take_rng(rng: object, seed: object = SEED_UNSET, *, name: str = "rng", stack
     warnings.warn(f"seed= is deprecated, use {name}= (it accepts the same values: {RNG_TYPES})",
                   DeprecationWarning, stacklevel=stacklevel)
     if rng is not None:
-        raise TypeError(f"pass {name}= or its deprecated alias seed=, not both")
+        raise GradcodesTypeError(f"pass {name}= or its deprecated alias seed=, not both")
     return cast("RNGLike", seed)
 
 
@@ -202,7 +205,7 @@ def rng_entropy(rng: object = None, seed: object = SEED_UNSET, *, name: str = "r
     rng = take_rng(rng, seed, name=name, stacklevel=4)
     if isinstance(rng, numbers.Integral) and not isinstance(rng, bool):
         if int(rng) < 0:
-            raise ValueError(f"{name} must be a non-negative integer seed (or {RNG_TYPES}), got {int(rng)}")
+            raise GradcodesValueError(f"{name} must be a non-negative integer seed (or {RNG_TYPES}), got {int(rng)}")
         return int(rng)
     if isinstance(rng, np.random.SeedSequence):
         words = rng.generate_state(4, np.uint32)
@@ -226,7 +229,7 @@ def check_choice(name: str, value: object, choices: Iterable[str]) -> str:
     """Check that ``value`` is one of the strings ``choices``."""
     choices = tuple(choices)
     if not isinstance(value, str) or value not in choices:
-        raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}, got {value!r}")
+        raise GradcodesValueError(f"{name} must be one of {', '.join(map(repr, choices))}, got {value!r}")
     return value
 
 
@@ -238,31 +241,33 @@ def check_responders(responders: object, n: int, *, min_size: int = 1, name: str
     """
     if isinstance(responders, np.ndarray) and responders.dtype == bool:
         if responders.shape != (n,):
-            raise ValueError(f"{name} given as a boolean mask must have shape ({n},), got {responders.shape}")
+            raise GradcodesValueError(f"{name} given as a boolean mask must have shape ({n},), got {responders.shape}")
         idx = np.flatnonzero(responders)
     else:
         try:
             raw = list(responders)  # type: ignore[call-overload]
         except TypeError:
-            raise TypeError(f"{name} must be an iterable of worker indices in [0, {n - 1}]") from None
+            raise GradcodesTypeError(f"{name} must be an iterable of worker indices in [0, {n - 1}]") from None
         for r in raw:
             if isinstance(r, bool) or not isinstance(r, numbers.Integral):
-                raise TypeError(f"{name} must contain integer worker indices in [0, {n - 1}], got {r!r}")
+                raise GradcodesTypeError(f"{name} must contain integer worker indices in [0, {n - 1}], got {r!r}")
         idx = np.asarray([int(r) for r in raw], dtype=np.int64)
         if idx.size and (idx.min() < 0 or idx.max() >= n):
             bad = idx[(idx < 0) | (idx >= n)][0]
-            raise ValueError(f"{name} must be worker indices in [0, {n - 1}], got {bad}")
+            raise GradcodesValueError(f"{name} must be worker indices in [0, {n - 1}], got {bad}")
         uniq = np.unique(idx)
         if uniq.size != idx.size:
             if idx.size == n and set(uniq.tolist()) <= {0, 1}:
-                raise TypeError(f"{name} looks like a 0/1 mask of length n={n} given as integers, which would be "
-                                f"read as worker indices; pass a boolean mask (np.asarray(mask, dtype=bool)) or "
-                                f"the indices (np.flatnonzero(mask))")
+                raise GradcodesTypeError(
+                    f"{name} looks like a 0/1 mask of length n={n} given as integers, which would be "
+                    f"read as worker indices; pass a boolean mask (np.asarray(mask, dtype=bool)) or "
+                    f"the indices (np.flatnonzero(mask))")
             vals, counts = np.unique(idx, return_counts=True)
-            raise ValueError(f"{name} must not repeat a worker; duplicated: {vals[counts > 1].tolist()}")
+            raise GradcodesValueError(f"{name} must not repeat a worker; duplicated: {vals[counts > 1].tolist()}")
         idx = uniq
     if idx.size < min_size:
-        raise ValueError(f"{name} must contain at least {min_size} distinct workers (of n={n}), got {idx.size}")
+        raise GradcodesValueError(
+            f"{name} must contain at least {min_size} distinct workers (of n={n}), got {idx.size}")
     return idx.astype(np.int64)
 
 

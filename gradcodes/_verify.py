@@ -41,6 +41,7 @@ from . import _verify_fast
 from ._bounds import meets_min_load, min_load
 from ._code import GradientCode, LinearCode
 from ._decoders import Decoder
+from ._errors import GradcodesTypeError, GradcodesValueError
 from ._numerics import tolerance, unit_roundoff
 from ._typing import DTypeLike, FieldLike, RNGLike, Unset
 from ._validate import SEED_UNSET, check_int, check_real, check_rng, check_size, take_rng
@@ -318,15 +319,15 @@ def verify(code: LinearCode, *, limit: int | None = None, samples: int = 2000, s
     if field is not None:
         code = code.in_field(field)
     if not isinstance(code, GradientCode):
-        raise TypeError(f"verify() checks exact gradient codes (GradientCode); got {type(code).__name__}. "
-                        f"Approximate codes are judged by their error, not by exact recovery: use "
-                        f"gradcodes.evaluate_approximate(code) (command line: gradcodes evaluate).")
+        raise GradcodesTypeError(f"verify() checks exact gradient codes (GradientCode); got {type(code).__name__}. "
+                                 f"Approximate codes are judged by their error, not by exact recovery: use "
+                                 f"gradcodes.evaluate_approximate(code) (command line: gradcodes evaluate).")
     try:
         dt = np.dtype(dtype)
     except TypeError as exc:
-        raise ValueError(f"dtype must be a numpy float or complex dtype, got {dtype!r}") from exc
+        raise GradcodesValueError(f"dtype must be a numpy float or complex dtype, got {dtype!r}") from exc
     if dt.kind not in "fc":
-        raise ValueError(f"dtype must be a numpy float or complex dtype, got {dt}")
+        raise GradcodesValueError(f"dtype must be a numpy float or complex dtype, got {dt}")
     rtol = check_real("rtol", default_rtol(dt, code.rtol) if rtol is None else rtol, 0, 1, open_lo=True,
                       open_hi=True)
     samples = check_int("samples", samples, 0)

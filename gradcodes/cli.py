@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from ._bounds import min_load
+from ._errors import GradcodesValueError
 from ._io import load, save
 from ._registry import get_scheme, schemes
 from ._simulate import add_simulate_parser
@@ -40,7 +41,7 @@ ALIASES = {"ignore_stragglers": "is_sgd", "stochastic_gc": "sgc", "bernoulli_gc"
            "optimal_decoding": "od"}
 
 
-class UsageError(ValueError):
+class UsageError(GradcodesValueError):
     """A command-line mistake (exit status 2)."""
 
 

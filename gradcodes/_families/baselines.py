@@ -31,6 +31,7 @@ from .._approx_eval import (
 )
 from .._code import ApproximateCode
 from .._decoders import Decoder, LeastSquaresDecoder
+from .._errors import GradcodesTypeError, GradcodesValueError
 from .._fields import RationalField, field_for
 from .._io import REBUILDERS
 from .._registry import Expect, Scheme, register
@@ -65,10 +66,10 @@ def _p(p: Any, n: int) -> np.ndarray | None:
 def _pick(decoder: Any, decs: dict[str, Decoder]) -> str:
     """Validate the name of the default decoder."""
     if not isinstance(decoder, str):
-        raise TypeError(f"decoder must be a str, one of {sorted(decs)}, got {decoder!r}")
+        raise GradcodesTypeError(f"decoder must be a str, one of {sorted(decs)}, got {decoder!r}")
     if decoder not in decs:
-        raise ValueError(f"decoder must be one of {sorted(decs)}, got {decoder!r}"
-                         + (" ('unbiased' needs p)" if decoder == "unbiased" else ""))
+        raise GradcodesValueError(f"decoder must be one of {sorted(decs)}, got {decoder!r}"
+                                  + (" ('unbiased' needs p)" if decoder == "unbiased" else ""))
     return decoder
 
 
@@ -260,7 +261,7 @@ def stochastic_gc(n: int, d: int, p: ProbabilitiesLike, *, k: int | None = None,
         for j in range(k):
             S[gen.choice(n, size=d, replace=False), j] = True
     else:
-        raise ValueError(f"assignment must be 'cyclic' or 'random', got {assignment!r}")
+        raise GradcodesValueError(f"assignment must be 'cyclic' or 'random', got {assignment!r}")
     scale = 1 / ((1 - pp) * d)
     if exact:
         B = RationalField().zeros((n, k))
@@ -314,10 +315,10 @@ def bernoulli_gc(n: int, d: float, *, k: int | None = None, p: ProbabilitiesLike
     n = check_int("n", n, 1)
     k = n if k is None else check_int("k", k, 1)
     if isinstance(d, (bool, np.bool_)) or not isinstance(d, numbers.Real):
-        raise TypeError(f"d (expected load) must be a real number in (0, k = {k}], got {d!r} of type "
-                        f"{type(d).__name__}")
+        raise GradcodesTypeError(f"d (expected load) must be a real number in (0, k = {k}], got {d!r} of type "
+                                 f"{type(d).__name__}")
     if not (0 < d <= k):  # also rejects NaN
-        raise ValueError(f"d (expected load) must be a real number in (0, k = {k}], got {d!r}")
+        raise GradcodesValueError(f"d (expected load) must be a real number in (0, k = {k}], got {d!r}")
     check_entries(n, k)
     rng = take_rng(rng, seed)
     gen = check_rng(rng)
@@ -368,7 +369,7 @@ def erasurehead(n: int, d: int, *, k: int | None = None, p: ProbabilitiesLike | 
     n = check_int("n", n, 1)
     d = check_int("d", d, 1, n)
     if n % d:
-        raise ValueError(f"d (group size) must divide n = {n}, got d = {d}")
+        raise GradcodesValueError(f"d (group size) must divide n = {n}, got d = {d}")
     G = n // d
     k = n if k is None else check_int("k", k, G)
     check_entries(n, k)

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from .._code import GradientCode
+from .._errors import GradcodesTypeError, GradcodesValueError
 from .._fields import RationalField
 from .._io import REBUILDERS, rebuild_saved
 from .._registry import SAMPLED, Scheme, register
@@ -73,9 +74,10 @@ def _default_inner(n: int, s: int, field: str, rng: Any) -> GradientCode:
                 continue
             if verify(code, limit=20_000).exact:
                 return code
-        raise ValueError(f"could not draw an exact rational cyclic-repetition inner code for n={n}, s={s}; "
-                         "pass inner= explicitly")
-    raise ValueError(f"field must be 'real' or 'rational', got {field!r}")  # pragma: no cover - checked by caller
+        raise GradcodesValueError(f"could not draw an exact rational cyclic-repetition inner code for n={n}, s={s}; "
+                                  "pass inner= explicitly")
+    raise GradcodesValueError(
+        f"field must be 'real' or 'rational', got {field!r}")  # pragma: no cover - checked by caller
 
 
 def coded_reduce(n: int, L: int, s: int, inner: GradientCode | None = None, *, P: int | None = None,
@@ -152,28 +154,30 @@ def coded_reduce(n: int, L: int, s: int, inner: GradientCode | None = None, *, P
     if inner is None:
         fld = "real" if field is None else field
         if fld not in ("real", "rational"):
-            raise ValueError(f"field must be 'real' or 'rational', got {field!r}")
+            raise GradcodesValueError(f"field must be 'real' or 'rational', got {field!r}")
         inner = _default_inner(n, s, fld, rng)
     else:
         if not isinstance(inner, GradientCode):
-            raise TypeError(f"inner must be an exact GradientCode (e.g. gc.cyclic_repetition(n, s)), got "
-                            f"{type(inner).__name__}")
+            raise GradcodesTypeError(f"inner must be an exact GradientCode (e.g. gc.cyclic_repetition(n, s)), got "
+                                     f"{type(inner).__name__}")
         if inner.n != n:
-            raise ValueError(f"inner must have n={n} workers (one per child), got an inner code with "
-                             f"n={inner.n}")
+            raise GradcodesValueError(f"inner must have n={n} workers (one per child), got an inner code with "
+                                      f"n={inner.n}")
         if inner.s != s:
-            raise ValueError(f"inner must tolerate exactly s={s} stragglers, got an inner code with s={inner.s}")
+            raise GradcodesValueError(
+                f"inner must tolerate exactly s={s} stragglers, got an inner code with s={inner.s}")
         if inner.m != 1:
-            raise ValueError(f"inner must have m=1 (whole-gradient messages), got m={inner.m}")
+            raise GradcodesValueError(f"inner must have m=1 (whole-gradient messages), got m={inner.m}")
         if field is not None and field != inner.field:
-            raise ValueError(f"field={field!r} contradicts the inner code's field {inner.field!r}; the tree "
-                             "takes the inner code's field (omit field, or build the inner code over that field)")
+            raise GradcodesValueError(
+                f"field={field!r} contradicts the inner code's field {inner.field!r}; the tree "
+                "takes the inner code's field (omit field, or build the inner code over that field)")
     if inner.field not in ("real", "complex", "rational"):
-        raise ValueError(f"inner must be over the real, complex or rational field, got {inner.field}")
+        raise GradcodesValueError(f"inner must be over the real, complex or rational field, got {inner.field}")
     loads = np.asarray(inner.loads)
     if np.any(loads != loads[0]):
-        raise ValueError(f"inner must give every worker the same number of partitions (equal loads on the "
-                         f"tree), got loads {loads.tolist()}")
+        raise GradcodesValueError(f"inner must give every worker the same number of partitions (equal loads on the "
+                                  f"tree), got loads {loads.tolist()}")
     k = inner.k
     q = Fraction(int(loads[0]), k)
     r, D = _tree_fractions(q, L)
@@ -183,8 +187,8 @@ def coded_reduce(n: int, L: int, s: int, inner: GradientCode | None = None, *, P
     else:
         P = check_int("P", P, 1)
         if P % P_min:
-            raise ValueError(f"P must be a positive multiple of P_min={P_min} for (n, L, s)=({n}, {L}, {s}) "
-                             f"with this inner code, got P={P}")
+            raise GradcodesValueError(f"P must be a positive multiple of P_min={P_min} for (n, L, s)=({n}, {L}, {s}) "
+                                      f"with this inner code, got P={P}")
     check_entries(check_tree_size(n, L), P, exact=inner.field == "rational", what="the tree code's matrix (N x P)")
     Bi = inner.B
     if inner.field == "rational":

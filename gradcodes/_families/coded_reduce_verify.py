@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from .._errors import GradcodesTypeError, GradcodesValueError
 from .._typing import DTypeLike, RNGLike, Unset
 from .._validate import SEED_UNSET, check_int, check_real, check_rng, check_size, take_rng
 from .._verify_engine import PatternModel, Tracker, run
@@ -282,7 +283,7 @@ def verify_tree(code: CodedReduceCode, *, limit: int | None = None, samples: int
 
     rng = take_rng(rng, seed)
     if not isinstance(code, CodedReduceCode):
-        raise TypeError(f"verify_tree takes a CodedReduceCode, got {type(code).__name__}")
+        raise GradcodesTypeError(f"verify_tree takes a CodedReduceCode, got {type(code).__name__}")
     if limit is not None:
         limit = check_int("limit", limit, 0)
     samples = check_int("samples", samples, 0)
@@ -297,9 +298,9 @@ def verify_tree(code: CodedReduceCode, *, limit: int | None = None, samples: int
     try:
         dt = np.dtype(dtype)
     except TypeError as exc:
-        raise ValueError(f"dtype must be a numpy float or complex dtype, got {dtype!r}") from exc
+        raise GradcodesValueError(f"dtype must be a numpy float or complex dtype, got {dtype!r}") from exc
     if dt.kind not in "fc":
-        raise ValueError(f"dtype must be a numpy float or complex dtype, got {dt}")
+        raise GradcodesValueError(f"dtype must be a numpy float or complex dtype, got {dt}")
     rtol = check_real("rtol", default_rtol(dt, code.rtol) if rtol is None else rtol, 0, 1, open_lo=True,
                       open_hi=True)
     rng = check_rng(rng)

@@ -38,6 +38,7 @@ import numpy as np
 
 from .._code import GradientCode, LinearCode
 from .._decoders import single_threaded_blas
+from .._errors import GradcodesTypeError, GradcodesValueError
 from .._typing import RNGLike, Unset
 from .._validate import SEED_UNSET, check_entries, check_int, check_ns, check_real, check_rng, check_size, take_rng
 
@@ -224,10 +225,11 @@ CANDIDATES: list[Candidate] = [
 def add_candidate(candidate: Candidate, *, before: str | None = None) -> None:
     """Add a family to the :func:`recommend` table (e.g. Ye-Abbe codes for ``m > 1``); replaces a same-named row."""
     if not isinstance(candidate, Candidate):
-        raise TypeError(f"add_candidate() takes a Candidate, got {type(candidate).__name__}")
+        raise GradcodesTypeError(f"add_candidate() takes a Candidate, got {type(candidate).__name__}")
     names = [c.name for c in CANDIDATES if c.name != candidate.name]
     if before is not None and before not in names:
-        raise ValueError(f"before must be the name of a candidate ({', '.join(names)}) or None, got {before!r}")
+        raise GradcodesValueError(
+            f"before must be the name of a candidate ({', '.join(names)}) or None, got {before!r}")
     CANDIDATES[:] = [c for c in CANDIDATES if c.name != candidate.name]
     CANDIDATES.insert(names.index(before) if before is not None else len(CANDIDATES), candidate)
 
@@ -512,9 +514,10 @@ def recommend(n: int, s: int, m: int = 1, max_load: int | None = None, *, tol: f
         if not built:
             from .binary import stable_binary_load
 
-            raise ValueError(f"no candidate code for n={n}, s={s}, m={m} within max_load={max_load}"
-                             + (f"; the stable binary code needs load {stable_binary_load(n, s)}" if m == 1 else
-                                "; for m > 1 only the Ye-Abbe code (load s + m) is registered"))
+            raise GradcodesValueError(
+                f"no candidate code for n={n}, s={s}, m={m} within max_load={max_load}"
+                + (f"; the stable binary code needs load {stable_binary_load(n, s)}" if m == 1 else
+                   "; for m > 1 only the Ye-Abbe code (load s + m) is registered"))
         winners = [r for r in built if r["meets_tol"]]
         if not winners:                          # sample the unsettled unproven rows: they may be all there is
             from .._verify import verify
