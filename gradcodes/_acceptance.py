@@ -7,6 +7,7 @@ tolerance for that dtype (:func:`gradcodes._numerics.accepts`); :func:`check_flo
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +28,8 @@ class DecodingError(GradcodesValueError):
     responder set (or None) and ``residual`` the residual ``||A_F B - E||`` when one was computed.
     """
 
-    def __init__(self, message: str, responders: np.ndarray | None = None, residual: float | None = None) -> None:
+    def __init__(self, message: str, responders: np.ndarray | Sequence[int] | None = None,
+                 residual: float | None = None) -> None:
         super().__init__(message)
         self.responders = None if responders is None else [int(r) for r in responders]
         self.residual = residual
