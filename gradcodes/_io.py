@@ -388,9 +388,9 @@ def _check_family(where: str, family: Any, params: dict[str, Any], n: int, cols:
     if s is not None:
         expected["s"] = s
     if family == "coded_reduce":
-        b, L = params.get("n"), params.get("L")
+        b, L = params.get("branching", params.get("n")), params.get("L")       # "n" in files before 0.2
         if not (isinstance(b, int) and isinstance(L, int) and _is_int(b) and _is_int(L) and b >= 2 and 1 <= L <= 64):
-            raise CodeFileError(f"{where!r}: invalid coded_reduce parameters n={b!r}, L={L!r}")
+            raise CodeFileError(f"{where!r}: invalid coded_reduce parameters branching={b!r}, L={L!r}")
         total, level = 0, 1
         for _ in range(L):
             level *= b

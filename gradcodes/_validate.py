@@ -13,10 +13,11 @@ raise when they have the memory and the time.
 from __future__ import annotations
 
 import contextlib
+import functools
 import numbers
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, fields
-from typing import cast
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
@@ -25,7 +26,10 @@ from ._typing import RNGLike, Unset
 
 __all__ = ["check_int", "check_ns", "check_responders", "check_seed", "check_choice", "check_real", "check_size",
            "check_rng", "take_rng", "rng_param", "SEED_UNSET", "RNG_TYPES",
-           "check_entries", "check_tree_size", "SizeLimitError", "Limits", "limits"]
+           "check_entries", "check_tree_size", "SizeLimitError", "Limits", "limits", "renamed_keyword",
+           "deprecated_alias"]
+
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 
 class SizeLimitError(GradcodesValueError):
@@ -191,6 +195,52 @@ def take_rng(rng: object, seed: object = SEED_UNSET, *, name: str = "rng", stack
     return cast("RNGLike", seed)
 
 
+def renamed_keyword(old: str, new: str) -> Callable[[_F], _F]:
+    """Decorator: accept the keyword ``old`` as a deprecated alias of ``new`` (DeprecationWarning naming both;
+    giving both is a TypeError). The signature (``inspect.signature``, type checkers) shows ``new`` only.
+
+    >>> @renamed_keyword("n", "branching")
+    ... def f(branching: int) -> int:
+    ...     return branching
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as w:
+    ...     warnings.simplefilter("always")
+    ...     f(n=3), str(w[0].message)
+    (3, 'n= is deprecated, use branching= (same meaning)')
+    """
+    def wrap(fn: _F) -> _F:
+        @functools.wraps(fn)
+        def inner(*args: Any, **kwargs: Any) -> Any:
+            if old in kwargs:
+                import warnings
+
+                warnings.warn(f"{old}= is deprecated, use {new}= (same meaning)", DeprecationWarning, stacklevel=2)
+                if new in kwargs:
+                    raise GradcodesTypeError(f"pass {new}= or its deprecated alias {old}=, not both")
+                kwargs[new] = kwargs.pop(old)
+            return fn(*args, **kwargs)
+
+        return cast("_F", inner)
+
+    return wrap
+
+
+def deprecated_alias(fn: _F, old: str, new: str) -> _F:
+    """``fn`` under its former public name ``old`` (``gradcodes.<old>``): calls warn (DeprecationWarning) that
+    ``gradcodes.<new>`` replaces it, then run ``fn``."""
+    @functools.wraps(fn)
+    def alias(*args: Any, **kwargs: Any) -> Any:
+        import warnings
+
+        warnings.warn(f"gradcodes.{old} is deprecated, use gradcodes.{new} (same arguments)", DeprecationWarning,
+                      stacklevel=2)
+        return fn(*args, **kwargs)
+
+    alias.__name__ = alias.__qualname__ = old
+    alias.__doc__ = f"Deprecated alias of :func:`gradcodes.{new}` (DeprecationWarning); use ``{new}``."
+    return cast("_F", alias)
+
+
 def rng_entropy(rng: object = None, seed: object = SEED_UNSET, *, name: str = "rng") -> int:
     """A non-negative int that keys reproducible, order-independent draws (``default_rng([entropy, *key])``).
 
@@ -290,9 +340,9 @@ def check_entries(rows: int, cols: int, *, exact: bool = False, what: str = "the
 
 
 def check_tree_size(n: int, L: int, bound: int | str = "work") -> int:
-    """The number of workers ``n + n^2 + ... + n^L`` of the ``(n, L)``-regular tree, checked by :func:`check_size`
-    (without computing astronomically large powers)."""
-    name = f"the workers n + n^2 + ... + n^L of the (n={n}, L={L}) tree"
+    """The number of workers ``b + b^2 + ... + b^L`` of the tree with branching factor ``b = n`` and depth ``L``,
+    checked by :func:`check_size` (without computing astronomically large powers)."""
+    name = f"the workers b + b^2 + ... + b^L of the tree with branching b={n}, L={L}"
     if n >= 2 and L * np.log10(n) > 300:
         limit = getattr(limits, bound) if isinstance(bound, str) else bound
         raise SizeLimitError(f"{name} number about 10^{L * np.log10(n):.0f}, more than the bound {limit:,}"

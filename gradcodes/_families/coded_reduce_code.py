@@ -100,8 +100,8 @@ class CodedReduceCode(LinearCode):
         n, L, s = _check_tree(branching, L, s)
         N = n * (n**L - 1) // (n - 1)
         dec = TreeDecoder(exact=inner.exact)
-        super().__init__(B, field=inner.field, name=name or f"coded_reduce(n={n}, L={L}, s={s})",
-                         family="coded_reduce", params=params or {"n": n, "L": L, "s": s, "P": P},
+        super().__init__(B, field=inner.field, name=name or f"coded_reduce(branching={n}, L={L}, s={s})",
+                         family="coded_reduce", params=params or {"branching": n, "L": L, "s": s, "P": P},
                          decoders=[dec], default_decoder="tree")
         if self.n != N or self.k != P:
             raise GradcodesValueError(f"B must be N x P = {N} x {P} for the ({n}, {L}) tree, got {self.n} x {self.k}")
