@@ -88,7 +88,7 @@ of :class:`fractions.Fraction` or a :class:`galois.FieldArray`); the master deco
         ("Errors and warnings", "gradcodes", ["GradcodesError", "GradcodesValueError", "GradcodesTypeError",
                                               "GradcodesRuntimeError", "DecodingError", "NonFiniteMessageError",
                                               "CodeFileError", "SizeLimitError"]),
-        ("Code files", "gradcodes", ["save", "load"]),
+        ("Code files", "gradcodes", ["save_code", "load_code", "save", "load"]),
         ("Size limits", "gradcodes", ["limits", "Limits"]),
         ("Scheme registry", "gradcodes", ["Scheme", "register", "schemes"]),
     ]),

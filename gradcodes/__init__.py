@@ -57,7 +57,7 @@ from ._families import (
     ye_abbe,
 )
 from ._families.coded_reduce import CodedReduceCode, TreeVerifyReport, coded_reduce, coded_reduce_load, verify_tree
-from ._io import CodeFileError, load, save
+from ._io import CodeFileError, load, load_code, save, save_code
 from ._registry import Scheme, register, schemes
 from ._simulate import SimulationResult, simulate
 from ._validate import Limits, SizeLimitError, limits
@@ -83,7 +83,8 @@ __all__ = [
     "approximation_error", "worst_case_error", "evaluate_approximate", "ApproxReport", "closed_form_error",
     "FixedWeightDecoder", "min_load_heterogeneous", "straggle_probabilities", "exponential_straggle_probabilities",
     # simulation, files, registry
-    "simulate", "SimulationResult", "save", "load", "CodeFileError", "Scheme", "register", "schemes",
+    "simulate", "SimulationResult", "save_code", "load_code", "save", "load", "CodeFileError", "Scheme", "register",
+    "schemes",
     # size bounds
     "limits", "Limits", "SizeLimitError",
     # errors (every one derives from GradcodesError and from the builtin exception it was before)

@@ -38,7 +38,7 @@ from ._straggle import (
     straggle_probabilities,
 )
 from ._typing import ArrayLike, MatrixLike, ProbabilitiesLike, RNGLike, Unset
-from ._validate import SEED_UNSET, check_int, check_rng, check_size, take_rng
+from ._validate import SEED_UNSET, check_int, check_rng, check_size, renamed_keyword, take_rng
 
 __all__ = [
     "ApproxReport",
@@ -290,9 +290,10 @@ def closed_form_error(code: LinearCode, gradients: MatrixLike | None = None, *, 
 # --------------------------------------------------------------------------------------------------------
 
 
+@renamed_keyword("batch", "batch_size")
 def evaluate_approximate(code: LinearCode, gradients: MatrixLike | None = None, *, p: ProbabilitiesLike | None = None,
                          decoder: str | Decoder | None = None,
-                         method: str = "auto", samples: int = 20000, rng: RNGLike = None, batch: int = 4096,
+                         method: str = "auto", samples: int = 20000, rng: RNGLike = None, batch_size: int = 4096,
                          max_enumerate: int = MAX_ENUMERATE, seed: RNGLike | Unset = SEED_UNSET) -> ApproxReport:
     r"""Expected squared error and bias of an approximate code under independent random stragglers.
 
@@ -324,8 +325,9 @@ def evaluate_approximate(code: LinearCode, gradients: MatrixLike | None = None, 
     rng : None, int, numpy.random.SeedSequence or numpy.random.Generator, optional
         Monte Carlo random state (SPEC 7: None for fresh entropy, an int, a SeedSequence or a
         Generator; ``seed=`` is a deprecated alias).
-    batch : int
-        Patterns per vectorised batch, ``1 <= batch <= 2^20`` (memory grows with it).
+    batch_size : int
+        Patterns per vectorised batch, ``1 <= batch_size <= 2^20`` (memory grows with it; ``batch=`` is the
+        deprecated former keyword).
     max_enumerate : int
         Largest ``n`` that ``"auto"`` enumerates, ``0 <= max_enumerate <= 24``.
 
@@ -348,7 +350,7 @@ def evaluate_approximate(code: LinearCode, gradients: MatrixLike | None = None, 
     if method not in ("auto", "enumerate", "montecarlo", "closed"):
         raise GradcodesValueError(f"method must be 'auto', 'enumerate', 'montecarlo' or 'closed', got {method!r}")
     samples = check_int("samples", samples, 2)
-    batch = check_int("batch", batch, 1, 1 << 20)  # bounds the (batch, n) masks and (batch, m, k) residuals
+    batch = check_int("batch_size", batch_size, 1, 1 << 20)  # bounds the (batch, n) masks and (batch, m, k) residuals
     max_enumerate = check_int("max_enumerate", max_enumerate, 0, MAX_ENUMERATE_HARD)
     rng = take_rng(rng, seed)
     gen = check_rng(rng)

@@ -52,7 +52,7 @@ class LinearCode(DecodeMixin, EncodeMixin):
     name : str, optional
         A label shown in reports (default: the family, or ``"custom"``).
     family : str, optional
-        The constructor that built the code (used by :func:`gradcodes.save` / :func:`gradcodes.load`).
+        The constructor that built the code (used by :func:`gradcodes.save_code` / :func:`gradcodes.load_code`).
     params : mapping, optional
         The constructor's parameters (JSON-serialisable), kept for reports and files.
     decoders : iterable of Decoder, optional

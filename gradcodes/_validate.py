@@ -265,7 +265,7 @@ def rng_entropy(rng: object = None, seed: object = SEED_UNSET, *, name: str = "r
 
 
 def rng_param(rng: object) -> int | None:
-    """The value of ``rng`` worth recording in a code's ``params`` (so that :func:`gradcodes.load` can rebuild it):
+    """The value of ``rng`` worth recording in a code's ``params`` (so that :func:`gradcodes.load_code` can rebuild it):
     the int seed, or None for entropy, SeedSequences and Generators."""
     return int(rng) if isinstance(rng, numbers.Integral) and not isinstance(rng, bool) else None
 

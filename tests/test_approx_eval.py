@@ -42,7 +42,7 @@ def test_enumeration_equals_brute_force_and_closed_form(n, k, data):
     code = gc.ApproximateCode(np.array(B, dtype=object), field="rational",
                               decoders=[gc.FixedWeightDecoder("w", np.array(w, dtype=object))],
                               default_decoder="w", straggle_probabilities=np.array(p, dtype=object))
-    rep = gc.evaluate_approximate(code, np.array(G, dtype=object), batch=3)
+    rep = gc.evaluate_approximate(code, np.array(G, dtype=object), batch_size=3)
     err, bias = brute_force(B, w, p, G)
     assert rep.exact
     assert rep.expected_error == err == rep.closed_form
@@ -326,8 +326,8 @@ def test_tour_rows_for_approximate_schemes():
 def test_save_load_roundtrip(tmp_path, build):
     code = build()
     path = str(tmp_path / "c.npz")
-    gc.save(code, path)
-    back = gc.load(path)
+    gc.save_code(code, path)
+    back = gc.load_code(path)
     assert back.family == code.family and back.default_decoder == code.default_decoder
     assert (np.asarray(back.B) == np.asarray(code.B)).all()
     a = gc.evaluate_approximate(code, method="enumerate")

@@ -344,8 +344,8 @@ def test_patterns_total_counts():
 def test_save_load_round_trip(tmp_path, make):
     code = make()
     path = tmp_path / "cr.npz"
-    gc.save(code, path)
-    back = gc.load(path)
+    gc.save_code(code, path)
+    back = gc.load_code(path)
     assert isinstance(back, CodedReduceCode)
     assert (back.N, back.P, back.L, back.s, back.field) == (code.N, code.P, code.L, code.s, code.field)
     assert all(a == b for a, b in zip(np.asarray(back.B).flat, np.asarray(code.B).flat, strict=True))

@@ -53,7 +53,7 @@ def test_straggler_timeout_is_a_gradcodes_runtime_error():
     (lambda: gc.cyclic_repetition(4.0, 1), TypeError),
     (lambda: gc.fractional_repetition(6, 2).decode([0], np.ones((6, 2))), ValueError),
     (lambda: gc.verify("not a code"), TypeError),
-    (lambda: gc.load(ROOT / "__init__.py"), ValueError),
+    (lambda: gc.load_code(ROOT / "__init__.py"), ValueError),
 ])
 def test_argument_errors_are_catchable_as_gradcodes_error(call, builtin):
     with pytest.raises(gc.GradcodesError) as info:

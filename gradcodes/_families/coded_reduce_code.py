@@ -366,7 +366,7 @@ class CodedReduceCode(LinearCode):
         from .coded_reduce_verify import verify_tree
 
         return verify_tree(self, limit=limit, samples=samples, search=search, rng=rng, rtol=rtol,
-                           batch=4096 if batch_size is None else batch_size, dtype=dtype,
+                           batch_size=4096 if batch_size is None else batch_size, dtype=dtype,
                            stop_on_failure=stop_on_failure, progress=progress, time_budget=time_budget)
 
     # ------------------------------------------------------------------ patterns

@@ -554,7 +554,7 @@ def _build_in_field(n: int, s: int, construction: str, m: int, normalize: str, b
                     gf_field: Any) -> CyclicMDSCode:
     """``code.in_field(gf_field)`` of a cyclic MDS code: the same construction over GF(p)."""
     code = _build_gf(n, s, construction, m, normalize, _gf_field(gf_field, n))
-    code.params.update(base_field=base_field, placement=placement, normalize=normalize)   # for gradcodes.load
+    code.params.update(base_field=base_field, placement=placement, normalize=normalize)   # for gradcodes.load_code
     return code
 
 

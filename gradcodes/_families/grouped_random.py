@@ -258,7 +258,7 @@ def grouped_random(n: int, s: int, extra: int = 1, *, rng: RNGLike = None, candi
     limit : int, default 200,000
         Largest number of straggler sets enumerated per candidate; larger groups are searched, not proven.
     block_seeds : dict, optional
-        ``{n_g: seed}``: use these seeds, no search (this is how :func:`gradcodes.load` rebuilds the code).
+        ``{n_g: seed}``: use these seeds, no search (this is how :func:`gradcodes.load_code` rebuilds the code).
     certificates : list of dict, optional
         Certificates carried by a saved code (informational; re-check with :func:`gradcodes.verify`).
     refine : int, default 2
@@ -380,7 +380,7 @@ def certified_bound(code: GradientCode) -> tuple[float, bool, bool]:
 
 
 def _rebuild(**params: Any) -> GradientCode:
-    """:func:`gradcodes.load`'s constructor: the recorded seeds, never a search (files written before ``refine``
+    """:func:`gradcodes.load_code`'s constructor: the recorded seeds, never a search (files written before ``refine``
     existed were built without it)."""
     n, s, seeds = params.get("n"), params.get("s"), params.get("block_seeds")
     if not isinstance(seeds, dict):

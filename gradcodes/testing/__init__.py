@@ -26,6 +26,7 @@ from .._code import LinearCode
 from .._errors import GradcodesValueError
 from .._registry import schemes
 from .._typing import MatrixLike, ProbabilitiesLike, Responders
+from .._validate import renamed_keyword
 
 __all__ = ["straggler_sets", "responder_sets", "windows", "verifier_flagged", "scheme_parameters", "codes",
            "partial_gradients", "assert_recovers", "assert_unbiased"]
@@ -106,9 +107,15 @@ def codes(kind: str | None = "exact", *, names: list[str] | None = None,
     return st.sampled_from(pairs).map(lambda np_: reg[np_[0]].build(**np_[1]))
 
 
-def partial_gradients(code: LinearCode, *, dtype: npt.DTypeLike = np.float64, p: int | st.SearchStrategy[int] = 4,
-                      bound: float = 1e3) -> st.SearchStrategy[np.ndarray]:
-    """Arrays ``G`` of shape ``(code.k, p)`` and dtype ``dtype``: finite values in ``[-bound, bound]``."""
+@renamed_keyword("p", "length")
+def partial_gradients(code: LinearCode, *, dtype: npt.DTypeLike = np.float64,
+                      length: int | st.SearchStrategy[int] = 4, bound: float = 1e3) -> st.SearchStrategy[np.ndarray]:
+    """Arrays ``G`` of shape ``(code.k, length)`` and dtype ``dtype``: finite values in ``[-bound, bound]``.
+
+    ``length`` is the gradient length (an int or a strategy of ints), as ``length=`` of
+    :meth:`gradcodes.LinearCode.decode`; ``p=`` is its deprecated former keyword (``p`` names straggle
+    probabilities everywhere else, as in :func:`assert_unbiased`).
+    """
     dt = np.dtype(dtype)
     if dt.kind not in "fc":
         raise GradcodesValueError(f"dtype must be a floating or complex dtype, got {dt}")
@@ -119,7 +126,7 @@ def partial_gradients(code: LinearCode, *, dtype: npt.DTypeLike = np.float64, p:
                                       width=64 if single else 128)
     else:
         elements = st.floats(-bound, bound, allow_nan=False, allow_subnormal=False, width=32 if single else 64)
-    ps = st.just(p) if isinstance(p, int) else p
+    ps = st.just(length) if isinstance(length, int) else length
     return ps.flatmap(lambda q: hnp.arrays(dt, (code.k, q), elements=elements))
 
 

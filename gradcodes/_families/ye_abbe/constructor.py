@@ -330,7 +330,7 @@ def family_entries() -> list[tuple[str, Callable[[int, int, int], GradientCode]]
 
 
 def _rebuild(**params: Any) -> YeAbbeCode:
-    """:func:`gradcodes.load`'s constructor: the recorded stride, never the stride search."""
+    """:func:`gradcodes.load_code`'s constructor: the recorded stride, never the stride search."""
     if params.get("nodes", "fourier") == "fourier" and params.get("spacing") is None and params.get("stride") is None:
         raise CodeFileError("invalid ye_abbe parameters: a Fourier code file must record its stride (a code file is "
                             "rebuilt from its recorded choices, never by a search)")
