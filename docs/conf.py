@@ -113,8 +113,9 @@ approximate codes. A verdict ``ok`` or ``exact`` is a proof. Narrative: :doc:`..
 :doc:`../numerics`.""", [
         ("Exact codes", "gradcodes", ["verify", "VerifyReport", "verify_tree", "TreeVerifyReport",
                                       "BlockVerifyReport"]),
-        ("Approximate codes", "gradcodes", ["worst_case_error", "approximation_error", "evaluate_approximate",
-                                            "closed_form_error", "ApproxReport", "FixedWeightDecoder"]),
+        ("Approximate codes", "gradcodes", ["worst_case_error", "ApproximationReport", "approximation_error",
+                                            "evaluate_approximate", "closed_form_error", "ApproxReport",
+                                            "FixedWeightDecoder"]),
     ]),
     ("bounds", "Bounds", """\
 Lower bounds on the computation load: every partition must be stored on at least :math:`s + m` workers (Tandon
@@ -125,7 +126,7 @@ et al. 2017; Ye & Abbe 2018), so the average load is at least :math:`k(s + m)/n`
     ("simulation", "Simulation", """\
 The iteration-time simulator and the straggling models. Narrative: :doc:`../simulate`,
 :doc:`../heterogeneous`.""", [
-        ("Iteration time", "gradcodes", ["simulate", "SimulationResult"]),
+        ("Iteration time", "gradcodes", ["simulate", "SimulationResult", "SchemeResult"]),
         ("Straggling probabilities", "gradcodes", ["straggle_probabilities", "exponential_straggle_probabilities"]),
     ]),
     ("runtime", "Runtime: gradcodes.mpi", """\

@@ -57,9 +57,10 @@ from ._families import (
     ye_abbe,
 )
 from ._families.coded_reduce import CodedReduceCode, TreeVerifyReport, coded_reduce, coded_reduce_load, verify_tree
+from ._families.expander import ApproximationReport
 from ._io import CodeFileError, load, load_code, save, save_code
 from ._registry import Scheme, register, schemes
-from ._simulate import SimulationResult, simulate
+from ._simulate import SchemeResult, SimulationResult, simulate
 from ._validate import Limits, SizeLimitError, limits
 from ._verify import VerifyReport, verify
 
@@ -80,11 +81,12 @@ __all__ = [
     # verification, evaluation and bounds
     "verify", "VerifyReport", "verify_tree", "TreeVerifyReport", "min_load", "coded_reduce_load",
     "by_blocks", "blocks_of", "BlockDecoder", "BlockVerifyReport",
-    "approximation_error", "worst_case_error", "evaluate_approximate", "ApproxReport", "closed_form_error",
+    "approximation_error", "worst_case_error", "ApproximationReport", "evaluate_approximate", "ApproxReport",
+    "closed_form_error",
     "FixedWeightDecoder", "min_load_heterogeneous", "straggle_probabilities", "exponential_straggle_probabilities",
     # simulation, files, registry
-    "simulate", "SimulationResult", "save_code", "load_code", "save", "load", "CodeFileError", "Scheme", "register",
-    "schemes",
+    "simulate", "SimulationResult", "SchemeResult", "save_code", "load_code", "save", "load", "CodeFileError",
+    "Scheme", "register", "schemes",
     # size bounds
     "limits", "Limits", "SizeLimitError",
     # errors (every one derives from GradcodesError and from the builtin exception it was before)

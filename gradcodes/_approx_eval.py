@@ -151,7 +151,7 @@ def _resolve_p(code: Any, p: Any) -> np.ndarray:
 
 
 def _gradients(code: Any, gradients: Any) -> tuple[np.ndarray | None, str]:
-    """The (k*m, p) gradient matrix (``None`` for the identity): an object array of ``Fraction``/int when every
+    """The (k*m, length) gradient matrix (``None`` for the identity): an object array of ``Fraction``/int when every
     entry is exact, else float64."""
     km = code.k * code.m
     if gradients is None or (isinstance(gradients, str) and gradients == "orthonormal"):
@@ -159,18 +159,20 @@ def _gradients(code: Any, gradients: Any) -> tuple[np.ndarray | None, str]:
     if isinstance(gradients, str):
         if gradients == "aligned":
             return RationalField().ones((km, 1)), "aligned (g_j = 1)"
-        raise GradcodesValueError(f"gradients must be 'orthonormal', 'aligned' or a (k, p) array, got {gradients!r}")
+        raise GradcodesValueError(
+            f"gradients must be 'orthonormal', 'aligned' or a (k, length) array, got {gradients!r}")
     if code.m != 1:
         raise GradcodesValueError(f"a gradients array needs m = 1 (got m = {code.m}); use 'orthonormal' or 'aligned'")
     try:
         G = np.asarray(gradients)
     except ValueError:
-        raise GradcodesValueError("gradients must be a rectangular (k, p) array") from None
+        raise GradcodesValueError("gradients must be a rectangular (k, length) array") from None
     if G.ndim == 1:
         G = G[:, None]
     if G.ndim != 2 or G.shape[0] != code.k or G.shape[1] == 0:
         raise GradcodesValueError(
-            f"gradients must have shape (k, p) = ({code.k}, p) with p >= 1, got {np.shape(gradients)}")
+            f"gradients must have shape (k, length) = ({code.k}, length) with length >= 1, got "
+            f"{np.shape(gradients)}")
     if G.dtype.kind in "biu":
         return G.astype(object), f"array {G.shape[0]}x{G.shape[1]}"
     if G.dtype == object:

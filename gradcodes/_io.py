@@ -14,7 +14,7 @@ import os
 import re
 import warnings
 from fractions import Fraction
-from typing import Any
+from typing import Any, TypeVar, overload
 
 import numpy as np
 
@@ -26,6 +26,8 @@ from ._numerics import DEFAULT_RTOL
 from ._validate import check_int, check_real, deprecated_alias, limits
 
 __all__ = ["save_code", "load_code", "save", "load", "CodeFileError"]
+
+_C = TypeVar("_C", bound=LinearCode)
 
 #: The format :func:`save_code` writes. Format 1 (releases before the constructors became deterministic) recorded a
 #: ``cyclic_repetition`` built with the then default ``refine=0`` without a ``refine`` parameter; format 2 adds the
@@ -91,8 +93,18 @@ def save_code(code: LinearCode, path: str | os.PathLike[str]) -> None:
     np.savez(path, meta=np.array(json.dumps(meta)), **arrays)
 
 
-def load_code(path: str | os.PathLike[str], *, max_entries: int | None = None,
-              rtol: float | None = None) -> LinearCode:
+@overload
+def load_code(path: str | os.PathLike[str], *, max_entries: int | None = None, rtol: float | None = None,
+              kind: None = None) -> LinearCode: ...
+
+
+@overload
+def load_code(path: str | os.PathLike[str], *, max_entries: int | None = None, rtol: float | None = None,
+              kind: type[_C]) -> _C: ...
+
+
+def load_code(path: str | os.PathLike[str], *, max_entries: int | None = None, rtol: float | None = None,
+              kind: type[LinearCode] | None = None) -> LinearCode:
     r"""Read a code written by :func:`save_code`, treating the file as untrusted input.
 
     **Trust model.** The file supplies the matrix ``B`` and the parameters that describe it; the loaded code has
@@ -132,12 +144,21 @@ def load_code(path: str | os.PathLike[str], *, max_entries: int | None = None,
         The loosest acceptance tolerance taken from the file: the code's ``rtol`` is ``min(file's rtol, rtol)``
         (default ``rtol``: the library default ``1e-8``, so that a file can only tighten it). To use another
         tolerance whatever the file says, set ``code.rtol`` after loading.
+    kind : type, optional
+        The code type the caller expects (:class:`GradientCode`, :class:`ApproximateCode`, a family's type): a
+        file holding anything else raises :class:`CodeFileError`, and a type checker then knows the type of the
+        result (``gc.load_code(path, kind=gc.GradientCode)`` is a ``GradientCode``).
+
+    Returns
+    -------
+    LinearCode
+        The saved code (an instance of ``kind`` when given).
 
     Raises
     ------
     CodeFileError
-        (a :class:`ValueError`) for any file that is not a valid gradcodes code file, is over the bound, or asks
-        for a search; the message says what is wrong.
+        (a :class:`ValueError`) for any file that is not a valid gradcodes code file, is over the bound, asks
+        for a search, or does not hold a ``kind``; the message says what is wrong.
     FileNotFoundError
         If there is no file at ``path``.
 
@@ -155,10 +176,14 @@ def load_code(path: str | os.PathLike[str], *, max_entries: int | None = None,
     1e-08
     >>> gc.load_code(path, rtol=1e-3).rtol           # the caller accepts up to 1e-3
     0.0001
+    >>> gc.load_code(path, rtol=1e-3, kind=gc.GradientCode).s      # typed: a GradientCode
+    2
     """
     where = os.fspath(path) if isinstance(path, (str, os.PathLike)) else None
     if where is None:
         raise GradcodesTypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
+    if kind is not None and not (isinstance(kind, type) and issubclass(kind, LinearCode)):
+        raise GradcodesTypeError(f"kind must be a code type (e.g. gradcodes.GradientCode) or None, got {kind!r}")
     if max_entries is not None:
         max_entries = check_int("max_entries", max_entries, 1)
     bound = DEFAULT_RTOL if rtol is None else check_real("rtol", rtol, 0, 1, open_lo=True, open_hi=True)
@@ -186,6 +211,8 @@ def load_code(path: str | os.PathLike[str], *, max_entries: int | None = None,
     elif meta["default_decoder"] != code.default_decoder and not _warned_fallback(code):
         warnings.warn(f"{where!r}: the saved default decoder {meta['default_decoder']!r} could not be restored; "
                       f"using {code.default_decoder!r}", RuntimeWarning, stacklevel=2)
+    if kind is not None and not isinstance(code, kind):
+        raise CodeFileError(f"{where!r} holds a {type(code).__name__}, not a {kind.__name__} (kind=)")
     return code
 
 

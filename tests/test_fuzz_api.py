@@ -85,7 +85,7 @@ API = {
     "decoding_matrix": (_CR.decoding_matrix, dict(responders=[0, 1, 2, 3, 4], decoder=None, dtype=np.float64)),
     "encode": (_FR.encode, dict(partials=np.ones((6, 3)), out=None)),
     "save_code": (gc.save_code, dict(code=_FR, path="/dev/null/x.npz")),
-    "load_code": (gc.load_code, dict(path="/nonexistent/x.npz", max_entries=None, rtol=None)),
+    "load_code": (gc.load_code, dict(path="/nonexistent/x.npz", max_entries=None, rtol=None, kind=None)),
 }
 DOCUMENTED = (ValueError, TypeError, FileNotFoundError, NotADirectoryError)
 SECONDS = 20                                    # per call: generous on a loaded machine; a hang is far longer
