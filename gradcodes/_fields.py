@@ -137,8 +137,52 @@ def exact_zeros(like: Any, shape: tuple[int, ...]) -> Any:
     return field_of(like).zeros(shape)
 
 
+#: The exact-arithmetic backend of :func:`rref` for rational matrices: ``"flint"`` (python-flint's ``fmpq_mat``,
+#: the ``exact`` extra) when it is installed, else ``"fractions"`` (object arrays of :class:`fractions.Fraction`).
+#: Both give the same result (the reduced row echelon form is unique); tests run both. None: decide on first use.
+EXACT_BACKEND: str | None = None
+
+
+def exact_backend() -> str:
+    """The backend :func:`rref` uses for rational matrices: ``"flint"`` if python-flint is importable (checked
+    once, without importing it), else ``"fractions"``; set :data:`EXACT_BACKEND` to choose."""
+    global EXACT_BACKEND
+    if EXACT_BACKEND is None:
+        import importlib.util
+
+        EXACT_BACKEND = "flint" if importlib.util.find_spec("flint") is not None else "fractions"
+    return EXACT_BACKEND
+
+
+def _rref_flint(M: np.ndarray) -> tuple[np.ndarray, list[int]]:
+    """:func:`rref` of a rational object matrix with python-flint (FLINT's fraction-free elimination in C)."""
+    import flint
+
+    rows, cols = M.shape
+    entries: list[Any] = []
+    for x in M.flat:
+        f = x if isinstance(x, Fraction) else to_fraction(x, "M")
+        entries.append(f.numerator if f.denominator == 1 else flint.fmpq(f.numerator, f.denominator))
+    R, rank = flint.fmpq_mat(rows, cols, entries).rref()
+    out = np.empty((rows, cols), dtype=object)
+    flat = out.reshape(-1)
+    small = {0: Fraction(0), 1: Fraction(1), -1: Fraction(-1)}       # Fractions are immutable: shared
+    for i, q in enumerate(R.entries()):
+        num, den = int(q.p), int(q.q)
+        flat[i] = small.get(num) if den == 1 and num in small else Fraction(num, den)
+    pivots = [int(np.flatnonzero(out[i] != 0)[0]) for i in range(int(rank))]
+    return out, pivots
+
+
 def rref(M: Any) -> tuple[Any, list[int]]:
-    """Reduced row echelon form of an exact matrix and its pivot columns (whole-row vectorised elimination)."""
+    """Reduced row echelon form of an exact matrix and its pivot columns (whole-row vectorised elimination).
+
+    Rational matrices (object arrays of Fractions) go through python-flint when it is installed
+    (:func:`exact_backend`), with the same result: the reduced row echelon form of a matrix is unique.
+    """
+    if (isinstance(M, np.ndarray) and not is_galois_array(M) and M.dtype == object and M.size
+            and exact_backend() == "flint"):
+        return _rref_flint(M)
     A = M.copy()
     rows, cols = A.shape
     pivots: list[int] = []
