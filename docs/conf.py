@@ -65,9 +65,9 @@ intersphinx_timeout = 1
 # behind a public object): shown as code, not links. Anything else unresolved fails the nitpicky build.
 nitpick_ignore_regex = [(r"py:.*", r"gradcodes\._.*")]
 nitpick_ignore = [(role, name) for role, names in {
-    "py:class": ["TreeDecoder", "YeAbbeDecoder", "SchemeResult", "Recommendation"],
-    "py:func": ["min_norm_solve", "default_rtol", "add_candidate"],
-    "py:data": ["CERTIFIED", "CANDIDATES"],
+    "py:class": ["TreeDecoder", "YeAbbeDecoder", "Recommendation"],
+    "py:func": ["min_norm_solve", "default_rtol", "add_candidate", "enumeration_seconds"],
+    "py:data": ["CERTIFIED", "CANDIDATES", "TIE_BAND", "DEFAULT_RNG"],
 }.items() for name in names]
 
 html_theme = "pydata_sphinx_theme"
