@@ -22,25 +22,25 @@ warnings.simplefilter("ignore")
 tmp = {tmp!r}
 def small_file_with_n(n):
     path = os.path.join(tmp, "big_n.npz")
-    gc.save(gc.fractional_repetition(6, 1), path)
+    gc.save_code(gc.fractional_repetition(6, 1), path)
     data = dict(np.load(path))
     meta = json.loads(str(data["meta"])); meta["params"]["n"] = n
     data["meta"] = np.array(json.dumps(meta)); np.savez(path, **data)
     return path
 def truncated():
-    path = os.path.join(tmp, "cut.npz"); gc.save(gc.cyclic_mds(7, 2), path)
+    path = os.path.join(tmp, "cut.npz"); gc.save_code(gc.cyclic_mds(7, 2), path)
     raw = open(path, "rb").read(); open(path, "wb").write(raw[: len(raw) // 2]); return path
 '''
 
 SNIPPETS = [
     # (label, before, prepare, call)
     ("load: 1.6 KB file claiming n = 30000", "30 s, 6.7 GiB, MemoryError",
-     "p = small_file_with_n(30000)", "gc.load(p)"),
-    ("load: truncated file", "BadZipFile / EOFError", "p = truncated()", "gc.load(p)"),
+     "p = small_file_with_n(30000)", "gc.load_code(p)"),
+    ("load: truncated file", "BadZipFile / EOFError", "p = truncated()", "gc.load_code(p)"),
     ("load: rtol kept", "rtol dropped", "c = gc.GradientCode(gc.cyclic_repetition(7, 2, rng=1).B, 2, rtol=1e-3); "
-     "p = os.path.join(tmp, 'r.npz'); gc.save(c, p)", "gc.load(p).rtol"),
+     "p = os.path.join(tmp, 'r.npz'); gc.save_code(c, p)", "gc.load_code(p).rtol"),
     ("load: GF(p) decoder kept", "generic 'exact'", "p = os.path.join(tmp, 'g.npz'); "
-     "gc.save(gc.cyclic_mds(7, 2).in_field('GF'), p)", "gc.load(p).default_decoder"),
+     "gc.save_code(gc.cyclic_mds(7, 2).in_field('GF'), p)", "gc.load_code(p).default_decoder"),
     ("coded_reduce_load(3, 10**5, 1)", "> 100 s", "", "gc.coded_reduce_load(3, 10**5, 1)"),
     ("coded_reduce(3, 10**9, 1)", "> 30 s", "", "gc.coded_reduce(3, 10**9, 1)"),
     ("simulate(L=10**9)", "> 30 s", "", "gc.simulate(L=10**9)"),

@@ -65,9 +65,9 @@ intersphinx_timeout = 1
 # behind a public object): shown as code, not links. Anything else unresolved fails the nitpicky build.
 nitpick_ignore_regex = [(r"py:.*", r"gradcodes\._.*")]
 nitpick_ignore = [(role, name) for role, names in {
-    "py:class": ["TreeDecoder", "YeAbbeDecoder", "SchemeResult", "Recommendation"],
-    "py:func": ["min_norm_solve", "default_rtol", "add_candidate"],
-    "py:data": ["CERTIFIED", "CANDIDATES"],
+    "py:class": ["TreeDecoder", "YeAbbeDecoder", "Recommendation"],
+    "py:func": ["min_norm_solve", "default_rtol", "add_candidate", "enumeration_seconds"],
+    "py:data": ["CERTIFIED", "CANDIDATES", "TIE_BAND", "DEFAULT_RNG"],
 }.items() for name in names]
 
 html_theme = "pydata_sphinx_theme"
@@ -85,8 +85,10 @@ of :class:`fractions.Fraction` or a :class:`galois.FieldArray`); the master deco
 :doc:`../tutorial`.""", [
         ("Code types", "gradcodes", ["LinearCode", "GradientCode", "ApproximateCode", "DecodeInfo"]),
         ("Decoders", "gradcodes", ["Decoder", "NullSpaceDecoder", "LeastSquaresDecoder", "ExactDecoder"]),
-        ("Errors and warnings", "gradcodes", ["DecodingError", "CodeFileError", "SizeLimitError"]),
-        ("Code files", "gradcodes", ["save", "load"]),
+        ("Errors and warnings", "gradcodes", ["GradcodesError", "GradcodesValueError", "GradcodesTypeError",
+                                              "GradcodesRuntimeError", "DecodingError", "NonFiniteMessageError",
+                                              "CodeFileError", "SizeLimitError"]),
+        ("Code files", "gradcodes", ["save_code", "load_code", "save", "load"]),
         ("Size limits", "gradcodes", ["limits", "Limits"]),
         ("Scheme registry", "gradcodes", ["Scheme", "register", "schemes"]),
     ]),
@@ -111,8 +113,9 @@ approximate codes. A verdict ``ok`` or ``exact`` is a proof. Narrative: :doc:`..
 :doc:`../numerics`.""", [
         ("Exact codes", "gradcodes", ["verify", "VerifyReport", "verify_tree", "TreeVerifyReport",
                                       "BlockVerifyReport"]),
-        ("Approximate codes", "gradcodes", ["worst_case_error", "approximation_error", "evaluate_approximate",
-                                            "closed_form_error", "ApproxReport", "FixedWeightDecoder"]),
+        ("Approximate codes", "gradcodes", ["worst_case_error", "ApproximationReport", "approximation_error",
+                                            "evaluate_approximate", "closed_form_error", "ApproxReport",
+                                            "FixedWeightDecoder"]),
     ]),
     ("bounds", "Bounds", """\
 Lower bounds on the computation load: every partition must be stored on at least :math:`s + m` workers (Tandon
@@ -123,7 +126,7 @@ et al. 2017; Ye & Abbe 2018), so the average load is at least :math:`k(s + m)/n`
     ("simulation", "Simulation", """\
 The iteration-time simulator and the straggling models. Narrative: :doc:`../simulate`,
 :doc:`../heterogeneous`.""", [
-        ("Iteration time", "gradcodes", ["simulate", "SimulationResult"]),
+        ("Iteration time", "gradcodes", ["simulate", "SimulationResult", "SchemeResult"]),
         ("Straggling probabilities", "gradcodes", ["straggle_probabilities", "exponential_straggle_probabilities"]),
     ]),
     ("runtime", "Runtime: gradcodes.mpi", """\

@@ -13,6 +13,7 @@ combination ``y_i = B_i G`` (row ``i`` of an encoding matrix ``B``); the master 
 True
 """
 
+from ._acceptance import NonFiniteMessageError
 from ._approx_eval import (
     ApproxReport,
     FixedWeightDecoder,
@@ -27,6 +28,7 @@ from ._bounds import min_load
 from ._code import ApproximateCode, DecodeInfo, DecodingError, GradientCode, LinearCode
 from ._decodable import Decodability
 from ._decoders import Decoder, ExactDecoder, LeastSquaresDecoder, NullSpaceDecoder
+from ._errors import GradcodesError, GradcodesRuntimeError, GradcodesTypeError, GradcodesValueError
 from ._families import (
     CyclicMDSCode,
     ExpanderCode,
@@ -56,7 +58,8 @@ from ._families import (
     ye_abbe,
 )
 from ._families.coded_reduce import CodedReduceCode, TreeVerifyReport, coded_reduce, coded_reduce_load, verify_tree
-from ._io import CodeFileError, load, save
+from ._families.expander import ApproximationReport
+from ._io import CodeFileError, load, load_code, save, save_code
 from ._registry import Scheme, register, schemes
 from ._simulate import (
     AdaptiveK,
@@ -65,6 +68,7 @@ from ._simulate import (
     FixedK,
     KAsync,
     PersistentStragglers,
+    SchemeResult,
     ShiftedExponentialWorkers,
     SimulationResult,
     TraceReplay,
@@ -94,13 +98,16 @@ __all__ = [
     # verification, evaluation and bounds
     "verify", "VerifyReport", "verify_tree", "TreeVerifyReport", "min_load", "coded_reduce_load",
     "by_blocks", "blocks_of", "BlockDecoder", "BlockVerifyReport",
-    "approximation_error", "worst_case_error", "evaluate_approximate", "ApproxReport", "closed_form_error",
+    "approximation_error", "worst_case_error", "ApproximationReport", "evaluate_approximate", "ApproxReport",
+    "closed_form_error",
     "FixedWeightDecoder", "min_load_heterogeneous", "straggle_probabilities", "exponential_straggle_probabilities",
     # simulation, files, registry
-    "simulate", "SimulationResult", "Decodability", "WaitPolicy", "EarliestDecodable", "FixedK", "BackupWorkers",
-    "AdaptiveK", "KAsync", "simulate_training", "TrainingResult",
+    "simulate", "SimulationResult", "SchemeResult", "Decodability", "WaitPolicy", "EarliestDecodable", "FixedK",
+    "BackupWorkers", "AdaptiveK", "KAsync", "simulate_training", "TrainingResult",
     "WorkerModel", "ShiftedExponentialWorkers", "PersistentStragglers", "TraceReplay",
-    "save", "load", "CodeFileError", "Scheme", "register", "schemes",
+    "save_code", "load_code", "save", "load", "CodeFileError", "Scheme", "register", "schemes",
     # size bounds
     "limits", "Limits", "SizeLimitError",
+    # errors (every one derives from GradcodesError and from the builtin exception it was before)
+    "GradcodesError", "GradcodesValueError", "GradcodesTypeError", "GradcodesRuntimeError", "NonFiniteMessageError",
 ]

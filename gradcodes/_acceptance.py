@@ -7,25 +7,53 @@ tolerance for that dtype (:func:`gradcodes._numerics.accepts`); :func:`check_flo
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ._errors import GradcodesValueError
 from ._numerics import accepts, error_estimate, tolerance, unit_roundoff
 
 if TYPE_CHECKING:
     from ._code_base import CodeBase
 
-__all__ = ["DecodingError", "DecodeInfo", "check_float_decode", "check_underflow"]
+__all__ = ["DecodingError", "NonFiniteMessageError", "DecodeInfo", "check_float_decode", "check_underflow"]
 
-class DecodingError(ValueError):
-    """A responder set from which the code cannot recover the gradient (to the tolerance)."""
+class DecodingError(GradcodesValueError):
+    """A responder set from which the code cannot recover the gradient (to the tolerance).
 
-    def __init__(self, message: str, responders: np.ndarray | None = None, residual: float | None = None) -> None:
+    A :class:`ValueError` (as it always was) and a :class:`gradcodes.GradcodesError`. ``responders`` lists the
+    responder set (or None) and ``residual`` the residual ``||A_F B - E||`` when one was computed.
+    """
+
+    def __init__(self, message: str, responders: np.ndarray | Sequence[int] | None = None,
+                 residual: float | None = None) -> None:
         super().__init__(message)
         self.responders = None if responders is None else [int(r) for r in responders]
         self.residual = residual
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.args[0] if self.args else "", self.responders, self.residual))
+
+
+class NonFiniteMessageError(DecodingError):
+    """A responder's message holds NaN or infinity, so no decode from this responder set is meaningful (a
+    :class:`DecodingError`; ``responders`` lists the responders whose messages are not finite).
+
+    Examples
+    --------
+    >>> import numpy as np, gradcodes as gc
+    >>> code = gc.uncoded(3)
+    >>> Y = code.encode(np.ones((3, 4)))
+    >>> Y[1, 2] = np.nan
+    >>> try:
+    ...     code.decode([0, 1, 2], Y)
+    ... except gc.DecodingError as exc:
+    ...     print(type(exc).__name__, exc.responders)
+    NonFiniteMessageError [1]
+    """
 
 
 @dataclass(frozen=True)

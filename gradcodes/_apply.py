@@ -32,7 +32,6 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
-from scipy.linalg import blas
 
 from ._decoders import single_threaded_blas
 
@@ -45,8 +44,18 @@ _DECODE_BLOCK = 4096
 #: the compiled (numba) kernels; False selects the numpy paths (same sums up to rounding; tested)
 _USE_NUMBA = True
 
-_AXPY = {np.dtype(np.float32): blas.saxpy, np.dtype(np.float64): blas.daxpy,
-         np.dtype(np.complex64): blas.caxpy, np.dtype(np.complex128): blas.zaxpy}
+#: dtype -> BLAS axpy, filled on first use (scipy.linalg is imported lazily, not by `import gradcodes`)
+_AXPY: dict[np.dtype[Any], Any] = {}
+
+
+def _axpy(dtype: np.dtype[Any]) -> Any:
+    """The BLAS axpy routine for ``dtype`` (None for other dtypes); imports scipy.linalg on first use."""
+    if not _AXPY:
+        from scipy.linalg import blas
+
+        _AXPY.update({np.dtype(np.float32): blas.saxpy, np.dtype(np.float64): blas.daxpy,
+                      np.dtype(np.complex64): blas.caxpy, np.dtype(np.complex128): blas.zaxpy})
+    return _AXPY.get(dtype)
 
 
 def csr(M: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -74,7 +83,7 @@ def combine_rows(out: np.ndarray, coefs: Any, X: Any, rows: Any, *, accumulate: 
     coefs = list(coefs)
     rows = list(rows)
     first = not accumulate
-    axpy = _AXPY.get(out.dtype) if out.flags.c_contiguous else None
+    axpy = _axpy(out.dtype) if out.flags.c_contiguous else None
     tmp = None
     for c, r in zip(coefs, rows, strict=True):
         x = X[r]

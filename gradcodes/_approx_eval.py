@@ -29,6 +29,7 @@ from ._approx_report import ApproxReport
 from ._bounds import min_load_heterogeneous
 from ._code import LinearCode
 from ._decoders import Decoder
+from ._errors import GradcodesTypeError, GradcodesValueError
 from ._fields import RationalField, field_for
 from ._straggle import (
     _is_exact_scalar,
@@ -37,7 +38,7 @@ from ._straggle import (
     straggle_probabilities,
 )
 from ._typing import ArrayLike, MatrixLike, ProbabilitiesLike, RNGLike, Unset
-from ._validate import SEED_UNSET, check_int, check_rng, check_size, take_rng
+from ._validate import SEED_UNSET, check_int, check_rng, check_size, renamed_keyword, take_rng
 
 __all__ = [
     "ApproxReport",
@@ -81,10 +82,10 @@ class FixedWeightDecoder(Decoder):
 
     def __init__(self, name: str, weights: ArrayLike | Sequence[Fraction | float]) -> None:
         if not isinstance(name, str) or not name:
-            raise TypeError(f"name must be a non-empty str, got {name!r}")
+            raise GradcodesTypeError(f"name must be a non-empty str, got {name!r}")
         w = np.asarray(weights)
         if w.ndim != 1 or w.size == 0:
-            raise ValueError(f"weights must be a non-empty 1-D array, got shape {w.shape}")
+            raise GradcodesValueError(f"weights must be a non-empty 1-D array, got shape {w.shape}")
         self.name = name
         self.exact = w.dtype == object and all(_is_exact_scalar(x) for x in w)
         if self.exact:
@@ -92,18 +93,19 @@ class FixedWeightDecoder(Decoder):
         else:
             if w.dtype.kind not in "biuf" and not (w.dtype == object and all(
                     isinstance(x, numbers.Real) and not isinstance(x, (bool, np.bool_)) for x in w)):
-                raise TypeError(f"weights must be real numbers (float, int or Fraction), got dtype {w.dtype}")
+                raise GradcodesTypeError(f"weights must be real numbers (float, int or Fraction), got dtype {w.dtype}")
             w = w.astype(np.float64)
             if not np.isfinite(w).all():
-                raise ValueError(f"weights must be finite, got {w.tolist()}")
+                raise GradcodesValueError(f"weights must be finite, got {w.tolist()}")
         self.weights = w
 
     def matrices(self, code: LinearCode, mask: np.ndarray) -> np.ndarray:
         mask = np.asarray(mask, dtype=bool)
         if mask.ndim != 2 or mask.shape[1] != self.weights.size:
-            raise ValueError(f"mask must have shape (b, {self.weights.size}), got {mask.shape}")
+            raise GradcodesValueError(f"mask must have shape (b, {self.weights.size}), got {mask.shape}")
         if getattr(code, "m", 1) != 1:
-            raise ValueError(f"FixedWeightDecoder {self.name!r} needs m = 1 (one decoding row), got m = {code.m}")
+            raise GradcodesValueError(
+                f"FixedWeightDecoder {self.name!r} needs m = 1 (one decoding row), got m = {code.m}")
         zero = field_for(self.exact).const(0)
         a = np.where(mask, self.weights[None, :], zero)
         return a[:, None, :]
@@ -120,9 +122,9 @@ class FixedWeightDecoder(Decoder):
 
 def _check_code(code: Any) -> None:
     if not isinstance(code, LinearCode):
-        raise TypeError(f"code must be a gradcodes code (e.g. an ApproximateCode), got {type(code).__name__}")
+        raise GradcodesTypeError(f"code must be a gradcodes code (e.g. an ApproximateCode), got {type(code).__name__}")
     if code.field not in ("real", "rational"):
-        raise ValueError(f"the evaluator supports real and rational codes, got field {code.field!r}")
+        raise GradcodesValueError(f"the evaluator supports real and rational codes, got field {code.field!r}")
 
 
 def _resolve_decoder(code: Any, decoder: Any) -> Decoder:
@@ -132,10 +134,10 @@ def _resolve_decoder(code: Any, decoder: Any) -> Decoder:
         try:
             return code.decoders[decoder]
         except KeyError:
-            raise ValueError(f"decoder must be one of {sorted(code.decoders)}, got {decoder!r}") from None
+            raise GradcodesValueError(f"decoder must be one of {sorted(code.decoders)}, got {decoder!r}") from None
     if isinstance(decoder, Decoder):
         return decoder
-    raise TypeError(f"decoder must be a name or a Decoder, got {type(decoder).__name__}")
+    raise GradcodesTypeError(f"decoder must be a name or a Decoder, got {type(decoder).__name__}")
 
 
 def _resolve_p(code: Any, p: Any) -> np.ndarray:
@@ -143,13 +145,13 @@ def _resolve_p(code: Any, p: Any) -> np.ndarray:
     if p is None:
         p = getattr(code, "straggle_probabilities", None)
         if p is None:
-            raise ValueError("the code has no straggle_probabilities; pass p (one probability per worker, "
-                             "in (0, 1), or a scalar)")
+            raise GradcodesValueError("the code has no straggle_probabilities; pass p (one probability per worker, "
+                                      "in (0, 1), or a scalar)")
     return straggle_probabilities(p, code.n)
 
 
 def _gradients(code: Any, gradients: Any) -> tuple[np.ndarray | None, str]:
-    """The (k*m, p) gradient matrix (``None`` for the identity): an object array of ``Fraction``/int when every
+    """The (k*m, length) gradient matrix (``None`` for the identity): an object array of ``Fraction``/int when every
     entry is exact, else float64."""
     km = code.k * code.m
     if gradients is None or (isinstance(gradients, str) and gradients == "orthonormal"):
@@ -157,17 +159,20 @@ def _gradients(code: Any, gradients: Any) -> tuple[np.ndarray | None, str]:
     if isinstance(gradients, str):
         if gradients == "aligned":
             return RationalField().ones((km, 1)), "aligned (g_j = 1)"
-        raise ValueError(f"gradients must be 'orthonormal', 'aligned' or a (k, p) array, got {gradients!r}")
+        raise GradcodesValueError(
+            f"gradients must be 'orthonormal', 'aligned' or a (k, length) array, got {gradients!r}")
     if code.m != 1:
-        raise ValueError(f"a gradients array needs m = 1 (got m = {code.m}); use 'orthonormal' or 'aligned'")
+        raise GradcodesValueError(f"a gradients array needs m = 1 (got m = {code.m}); use 'orthonormal' or 'aligned'")
     try:
         G = np.asarray(gradients)
     except ValueError:
-        raise ValueError("gradients must be a rectangular (k, p) array") from None
+        raise GradcodesValueError("gradients must be a rectangular (k, length) array") from None
     if G.ndim == 1:
         G = G[:, None]
     if G.ndim != 2 or G.shape[0] != code.k or G.shape[1] == 0:
-        raise ValueError(f"gradients must have shape (k, p) = ({code.k}, p) with p >= 1, got {np.shape(gradients)}")
+        raise GradcodesValueError(
+            f"gradients must have shape (k, length) = ({code.k}, length) with length >= 1, got "
+            f"{np.shape(gradients)}")
     if G.dtype.kind in "biu":
         return G.astype(object), f"array {G.shape[0]}x{G.shape[1]}"
     if G.dtype == object:
@@ -175,12 +180,12 @@ def _gradients(code: Any, gradients: Any) -> tuple[np.ndarray | None, str]:
             return G, f"array {G.shape[0]}x{G.shape[1]}"
         bad = [x for x in G.flat if isinstance(x, (bool, np.bool_)) or not isinstance(x, numbers.Real)]
         if bad:
-            raise TypeError(f"gradients must be real numbers, got {bad[0]!r} of type {type(bad[0]).__name__}")
+            raise GradcodesTypeError(f"gradients must be real numbers, got {bad[0]!r} of type {type(bad[0]).__name__}")
     elif G.dtype.kind != "f":
-        raise TypeError(f"gradients must be a real array, got dtype {G.dtype}")
+        raise GradcodesTypeError(f"gradients must be a real array, got dtype {G.dtype}")
     G = G.astype(np.float64)
     if not np.isfinite(G).all():
-        raise ValueError("gradients must be finite (no NaN or inf)")
+        raise GradcodesValueError("gradients must be finite (no NaN or inf)")
     return G, f"array {G.shape[0]}x{G.shape[1]}"
 
 
@@ -277,8 +282,8 @@ def closed_form_error(code: LinearCode, gradients: MatrixLike | None = None, *, 
     dec = _resolve_decoder(code, decoder)
     w = _fixed_weights(dec, code)
     if w is None:
-        raise ValueError(f"decoder {dec.name!r} does not have fixed weights on an m = 1 code (m = {code.m}); "
-                         f"use evaluate_approximate")
+        raise GradcodesValueError(f"decoder {dec.name!r} does not have fixed weights on an m = 1 code (m = {code.m}); "
+                                  f"use evaluate_approximate")
     return _closed_form(code, dec, w, _resolve_p(code, p), _gradients(code, gradients)[0])[0]
 
 
@@ -287,9 +292,10 @@ def closed_form_error(code: LinearCode, gradients: MatrixLike | None = None, *, 
 # --------------------------------------------------------------------------------------------------------
 
 
+@renamed_keyword("batch", "batch_size")
 def evaluate_approximate(code: LinearCode, gradients: MatrixLike | None = None, *, p: ProbabilitiesLike | None = None,
                          decoder: str | Decoder | None = None,
-                         method: str = "auto", samples: int = 20000, rng: RNGLike = None, batch: int = 4096,
+                         method: str = "auto", samples: int = 20000, rng: RNGLike = None, batch_size: int = 4096,
                          max_enumerate: int = MAX_ENUMERATE, seed: RNGLike | Unset = SEED_UNSET) -> ApproxReport:
     r"""Expected squared error and bias of an approximate code under independent random stragglers.
 
@@ -321,8 +327,9 @@ def evaluate_approximate(code: LinearCode, gradients: MatrixLike | None = None, 
     rng : None, int, numpy.random.SeedSequence or numpy.random.Generator, optional
         Monte Carlo random state (SPEC 7: None for fresh entropy, an int, a SeedSequence or a
         Generator; ``seed=`` is a deprecated alias).
-    batch : int
-        Patterns per vectorised batch, ``1 <= batch <= 2^20`` (memory grows with it).
+    batch_size : int
+        Patterns per vectorised batch, ``1 <= batch_size <= 2^20`` (memory grows with it; ``batch=`` is the
+        deprecated former keyword).
     max_enumerate : int
         Largest ``n`` that ``"auto"`` enumerates, ``0 <= max_enumerate <= 24``.
 
@@ -343,9 +350,9 @@ def evaluate_approximate(code: LinearCode, gradients: MatrixLike | None = None, 
     t0 = time.perf_counter()
     _check_code(code)
     if method not in ("auto", "enumerate", "montecarlo", "closed"):
-        raise ValueError(f"method must be 'auto', 'enumerate', 'montecarlo' or 'closed', got {method!r}")
+        raise GradcodesValueError(f"method must be 'auto', 'enumerate', 'montecarlo' or 'closed', got {method!r}")
     samples = check_int("samples", samples, 2)
-    batch = check_int("batch", batch, 1, 1 << 20)  # bounds the (batch, n) masks and (batch, m, k) residuals
+    batch = check_int("batch_size", batch_size, 1, 1 << 20)  # bounds the (batch, n) masks and (batch, m, k) residuals
     max_enumerate = check_int("max_enumerate", max_enumerate, 0, MAX_ENUMERATE_HARD)
     rng = take_rng(rng, seed)
     gen = check_rng(rng)
@@ -363,15 +370,17 @@ def evaluate_approximate(code: LinearCode, gradients: MatrixLike | None = None, 
         else:
             method = "closed" if w is not None else "montecarlo"
     if method == "closed" and w is None:
-        raise ValueError(f"method='closed' needs a fixed-weight decoder and m = 1; decoder {dec.name!r} "
-                         f"is not one (use 'enumerate' or 'montecarlo')")
+        raise GradcodesValueError(f"method='closed' needs a fixed-weight decoder and m = 1; decoder {dec.name!r} "
+                                  f"is not one (use 'enumerate' or 'montecarlo')")
     if method == "enumerate" and n > MAX_ENUMERATE_HARD:
-        raise ValueError(f"method='enumerate' needs n <= {MAX_ENUMERATE_HARD} workers (2^n patterns), got n = {n}; "
-                         f"use method='montecarlo'" + (" or 'closed'" if w is not None else ""))
+        raise GradcodesValueError(
+            f"method='enumerate' needs n <= {MAX_ENUMERATE_HARD} workers (2^n patterns), got n = {n}; "
+            f"use method='montecarlo'" + (" or 'closed'" if w is not None else ""))
     if method == "enumerate" and exact and n > MAX_EXACT_ENUMERATE_HARD:
-        raise ValueError(f"exact (Fraction) enumeration of 2^n patterns needs n <= {MAX_EXACT_ENUMERATE_HARD} "
-                         f"workers (about 4x slower per worker), got n = {n}; use method='closed' (exact, fixed-weight "
-                         f"decoders), float probabilities (float enumeration) or method='montecarlo'")
+        raise GradcodesValueError(
+            f"exact (Fraction) enumeration of 2^n patterns needs n <= {MAX_EXACT_ENUMERATE_HARD} "
+            f"workers (about 4x slower per worker), got n = {n}; use method='closed' (exact, fixed-weight "
+            f"decoders), float probabilities (float enumeration) or method='montecarlo'")
     # the closed form is reported next to every method when it applies (exact whenever possible: it is cheap)
     closed, closed_bias = (None, None) if w is None else _closed_form(code, dec, w, pp, G)
     exact = exact and method != "montecarlo"
@@ -386,11 +395,12 @@ def evaluate_approximate(code: LinearCode, gradients: MatrixLike | None = None, 
     def residuals(mask: np.ndarray) -> np.ndarray:
         A = np.asarray(dec.matrices(code, mask))
         if A.shape != (mask.shape[0], code.m, n):
-            raise ValueError(f"decoder {dec.name!r} returned shape {A.shape}, expected {(mask.shape[0], code.m, n)}")
+            raise GradcodesValueError(
+                f"decoder {dec.name!r} returned shape {A.shape}, expected {(mask.shape[0], code.m, n)}")
         if not exact:
             A = A.astype(np.float64)
             if not np.isfinite(A).all():
-                raise ValueError(f"decoder {dec.name!r} returned non-finite decoding coefficients")
+                raise GradcodesValueError(f"decoder {dec.name!r} returned non-finite decoding coefficients")
         R = A @ B - E[None]  # (b, m, k*m)
         return R if G is None else R @ G  # (b, m, p)
 

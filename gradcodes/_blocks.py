@@ -54,11 +54,10 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
-import scipy.sparse
-from scipy.sparse.csgraph import connected_components
 
 from ._code import GradientCode, LinearCode
 from ._decoders import Decoder
+from ._errors import GradcodesTypeError, GradcodesValueError
 from ._verify import VerifyReport
 
 __all__ = ["Block", "blocks_of", "canonical", "is_proof", "BlockDecoder", "by_blocks", "BlockVerifyReport"]
@@ -87,10 +86,14 @@ def blocks_of(code: LinearCode) -> list[Block]:
     [(0, 1, 2), (3, 4, 5)]
     """
     if not isinstance(code, LinearCode):
-        raise TypeError(f"blocks_of() takes a code (GradientCode or ApproximateCode), got {type(code).__name__}")
+        raise GradcodesTypeError(
+            f"blocks_of() takes a code (GradientCode or ApproximateCode), got {type(code).__name__}")
     n, k = code.n, code.k
     S = np.asarray(code.support_matrix)                   # (n, k): worker i stores partition j
     rows, cols = np.nonzero(S)
+    import scipy.sparse
+    from scipy.sparse.csgraph import connected_components
+
     graph = scipy.sparse.coo_matrix((np.ones(rows.size), (rows, n + cols)), shape=(n + k, n + k))
     count, label = connected_components(graph, directed=False)
     out = []
@@ -148,7 +151,7 @@ class BlockDecoder(Decoder):
 
     def __init__(self, blocks: list[Block], subcodes: list[GradientCode | None], name: str = "blocks") -> None:
         if len(blocks) != len(subcodes):
-            raise ValueError("blocks and subcodes must have the same length")
+            raise GradcodesValueError("blocks and subcodes must have the same length")
         self.blocks = list(blocks)
         self.subcodes = list(subcodes)
         self.name = name
@@ -219,7 +222,7 @@ def by_blocks(code: GradientCode) -> GradientCode:
     (True, 10, 45)
     """
     if not isinstance(code, GradientCode):
-        raise TypeError(f"by_blocks() takes a GradientCode, got {type(code).__name__}")
+        raise GradcodesTypeError(f"by_blocks() takes a GradientCode, got {type(code).__name__}")
     blocks = blocks_of(code)
     subs: list[GradientCode | None] = []
     seen: dict[tuple[Any, ...], GradientCode] = {}
@@ -228,8 +231,9 @@ def by_blocks(code: GradientCode) -> GradientCode:
             subs.append(None)
             continue
         if len(blk.workers) <= code.s:
-            raise ValueError(f"block of workers {list(blk.workers)} has {len(blk.workers)} <= s={code.s} workers: "
-                             f"{code.s} stragglers can silence it, so the code recovers from no such set")
+            raise GradcodesValueError(
+                f"block of workers {list(blk.workers)} has {len(blk.workers)} <= s={code.s} workers: "
+                f"{code.s} stragglers can silence it, so the code recovers from no such set")
         blk = canonical(code, blk)
         blocks[len(subs)] = blk
         Bb = _sub_matrix(code, blk)

@@ -25,6 +25,7 @@ from ._code_decode import DecodeMixin
 from ._code_encode import EncodeMixin
 from ._decodable import DecodableMixin
 from ._decoders import Decoder
+from ._errors import GradcodesTypeError, GradcodesValueError
 from ._fields import to_fraction
 from ._numerics import DEFAULT_RTOL, unit_roundoff
 from ._typing import MatrixLike, ProbabilitiesLike, Responders
@@ -52,7 +53,7 @@ class LinearCode(DecodeMixin, EncodeMixin, DecodableMixin):
     name : str, optional
         A label shown in reports (default: the family, or ``"custom"``).
     family : str, optional
-        The constructor that built the code (used by :func:`gradcodes.save` / :func:`gradcodes.load`).
+        The constructor that built the code (used by :func:`gradcodes.save_code` / :func:`gradcodes.load_code`).
     params : mapping, optional
         The constructor's parameters (JSON-serialisable), kept for reports and files.
     decoders : iterable of Decoder, optional
@@ -208,21 +209,21 @@ def _check_probabilities(p: Any, n: int) -> np.ndarray:
     ``"1/10"``) in the open interval (0, 1); float64 array, or object array of Fractions when all are exact."""
     name = "straggle_probabilities"
     if isinstance(p, (str, bytes)) or not hasattr(p, "__iter__") or isinstance(p, (set, dict)):
-        raise TypeError(f"{name} must be a sequence of n={n} probabilities, got {type(p).__name__}")
+        raise GradcodesTypeError(f"{name} must be a sequence of n={n} probabilities, got {type(p).__name__}")
     values = list(p)
     if len(values) != n:
-        raise ValueError(f"{name} must have length n={n}, got {len(values)}")
+        raise GradcodesValueError(f"{name} must have length n={n}, got {len(values)}")
     exact = []
     for i, v in enumerate(values):
         if isinstance(v, str):
             try:
                 v = Fraction(v.strip())
             except (ValueError, ZeroDivisionError):
-                raise TypeError(f"{name}[{i}] = {v!r} is not a number") from None
+                raise GradcodesTypeError(f"{name}[{i}] = {v!r} is not a number") from None
         if isinstance(v, bool) or not isinstance(v, (numbers.Real, Fraction)) and not hasattr(v, "is_Rational"):
-            raise TypeError(f"{name}[{i}] must be a real number, got {v!r} of type {type(v).__name__}")
+            raise GradcodesTypeError(f"{name}[{i}] must be a real number, got {v!r} of type {type(v).__name__}")
         if not (0 < v < 1):
-            raise ValueError(f"{name}[{i}] = {v!r} must lie in the open interval (0, 1)")
+            raise GradcodesValueError(f"{name}[{i}] = {v!r} must lie in the open interval (0, 1)")
         exact.append(v)
     if all(isinstance(v, (Fraction, numbers.Integral)) or hasattr(v, "is_Rational") for v in exact):
         return np.array([to_fraction(v, name) for v in exact], dtype=object)

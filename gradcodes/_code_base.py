@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
+from ._code_identity import identity_digest
 from ._decoders import Decoder, ExactDecoder, LeastSquaresDecoder, NullSpaceDecoder
+from ._errors import GradcodesTypeError, GradcodesValueError
 from ._fields import as_matrix, is_exact_field, to_fraction
 from ._numerics import (
     cancellation,
@@ -50,7 +52,7 @@ class CodeBase:
         self._m = check_int("m", m, 1)
         n, cols = mat.shape
         if cols % self._m:
-            raise ValueError(f"B must have k*m columns; got {cols} columns, not a multiple of m={self._m}")
+            raise GradcodesValueError(f"B must have k*m columns; got {cols} columns, not a multiple of m={self._m}")
         self._B = mat
         if isinstance(self._B, np.ndarray):
             self._B.flags.writeable = False
@@ -71,11 +73,11 @@ class CodeBase:
         generic: list[Decoder] = [ExactDecoder()] if self.exact else [NullSpaceDecoder(), LeastSquaresDecoder()]
         for dec in [*generic, *(decoders or [])]:
             if not isinstance(dec, Decoder):
-                raise TypeError(f"decoders must be Decoder instances, got {dec!r}")
+                raise GradcodesTypeError(f"decoders must be Decoder instances, got {dec!r}")
             self.decoders[dec.name] = dec
         default = default_decoder or generic[0].name
         if default not in self.decoders:
-            raise ValueError(f"default_decoder must be one of {sorted(self.decoders)}, got {default!r}")
+            raise GradcodesValueError(f"default_decoder must be one of {sorted(self.decoders)}, got {default!r}")
         self.default_decoder = default
 
     # ------------------------------------------------------------------ properties
@@ -143,7 +145,7 @@ class CodeBase:
     def float_B(self, dtype: DTypeLike | None = None) -> NDArray[np.inexact[Any]]:
         """``B`` as a float/complex ndarray of ``dtype`` (exact fields are rounded; GF(p) has no float form)."""
         if self._field.startswith("GF("):
-            raise TypeError(f"a code over {self._field} has no floating-point form")
+            raise GradcodesTypeError(f"a code over {self._field} has no floating-point form")
         key = f"float:{np.dtype(dtype) if dtype is not None else 'native'}"
         if key not in self._memo:
             if self._field == "rational":
@@ -159,6 +161,28 @@ class CodeBase:
             base.flags.writeable = False
             self._memo[key] = base
         return self._memo[key]
+
+    # ------------------------------------------------------------------ value identity
+    def __eq__(self, other: object) -> bool:
+        """Codes are equal when they are the same construction: same type, field, ``n``, ``k``, ``m``, ``s``,
+        ``rtol``, name, family, ``params``, bit-for-bit equal ``B`` and every other stored attribute (a tree's
+        structure, an expander's graph), compared through a SHA-256 digest (:mod:`gradcodes._code_identity`).
+        A pickled and unpickled code equals the original.
+
+        >>> import pickle, gradcodes as gc
+        >>> code = gc.cyclic_repetition(6, 2, rng=0)
+        >>> pickle.loads(pickle.dumps(code)) == code, code == gc.cyclic_repetition(6, 2, rng=1)
+        (True, False)
+        """
+        if self is other:
+            return True
+        if type(self) is not type(other):
+            return NotImplemented
+        return identity_digest(self) == identity_digest(other)
+
+    def __hash__(self) -> int:
+        """Consistent with ``==`` (codes are immutable: ``B`` is read-only)."""
+        return int.from_bytes(identity_digest(self)[:8], "little", signed=True)
 
     # ------------------------------------------------------------------ pickling
     def __getstate__(self) -> dict[str, Any]:
@@ -177,8 +201,8 @@ class CodeBase:
     def in_field(self, field: FieldLike) -> LinearCode:
         """The same construction over another field (e.g. ``galois.GF(p)``), when the family supports it."""
         if self._field_builder is None:
-            raise ValueError(f"the {self.family!r} code cannot be rebuilt over another field "
-                             f"(its constructor provides no field_builder)")
+            raise GradcodesValueError(f"the {self.family!r} code cannot be rebuilt over another field "
+                                      f"(its constructor provides no field_builder)")
         return self._field_builder(field)
 
     def __repr__(self) -> str:
@@ -208,14 +232,14 @@ class CodeBase:
         if isinstance(decoder, Decoder):
             return decoder
         if not isinstance(decoder, str) or decoder not in self.decoders:
-            raise ValueError(f"decoder must be one of {sorted(self.decoders)}, got {decoder!r}")
+            raise GradcodesValueError(f"decoder must be one of {sorted(self.decoders)}, got {decoder!r}")
         return self.decoders[decoder]
 
     def decoding_matrices(self, mask: NDArray[np.bool_], decoder: str | Decoder | None = None) -> Array:
         """Batched decoding matrices (b, m, n) for responder masks (b, n); no validation of the result."""
         mask = np.asarray(mask, dtype=bool)
         if mask.ndim != 2 or mask.shape[1] != self._n:
-            raise ValueError(f"mask must have shape (b, {self._n}), got {mask.shape}")
+            raise GradcodesValueError(f"mask must have shape (b, {self._n}), got {mask.shape}")
         return self._decoder(decoder).matrices(cast("LinearCode", self), mask)
 
     def _check_matrix(self, F: np.ndarray, A: Any) -> tuple[float, float]:
@@ -282,24 +306,24 @@ class CodeBase:
         if isinstance(X, (list, tuple)):
             X = np.asarray(X, dtype=object if self.exact else None)
         if not isinstance(X, np.ndarray):
-            raise TypeError(f"{name} must be a 2-D numpy array, got {type(X).__name__}")
+            raise GradcodesTypeError(f"{name} must be a 2-D numpy array, got {type(X).__name__}")
         if X.ndim != 2:
-            raise ValueError(f"{name} must be 2-D, got shape {X.shape}")
+            raise GradcodesValueError(f"{name} must be 2-D, got shape {X.shape}")
         kind = X.dtype.kind
         if kind == "O":
             if self._field != "rational":
-                raise TypeError(f"{name} has dtype object; exact (Fraction) data needs a code over the "
-                                f"rational field, this code is over {self._field}")
+                raise GradcodesTypeError(f"{name} has dtype object; exact (Fraction) data needs a code over the "
+                                         f"rational field, this code is over {self._field}")
             return np.vectorize(lambda v: to_fraction(v, name), otypes=[object])(X)
         if kind in "iu":
             if self._field == "rational":
                 return np.vectorize(lambda v: to_fraction(int(v), name), otypes=[object])(X)
             return X.astype(np.float64)
         if kind not in _FLOAT_KINDS:
-            raise TypeError(f"{name} must have a float or complex dtype (float32, float64, complex64, "
-                            f"complex128), got {X.dtype}")
+            raise GradcodesTypeError(f"{name} must have a float or complex dtype (float32, float64, complex64, "
+                                     f"complex128), got {X.dtype}")
         if self._field.startswith("GF("):
-            raise TypeError(f"{name}: a code over {self._field} cannot encode or decode floating-point data")
+            raise GradcodesTypeError(f"{name}: a code over {self._field} cannot encode or decode floating-point data")
         return X
 
     def _matrix_for(self, X: np.ndarray, exact_matrix: Any) -> Any:
@@ -320,8 +344,8 @@ class CodeBase:
         with np.errstate(over="ignore"):
             cast = M.astype(target)
         if not np.all(np.isfinite(cast)):
-            raise ValueError(f"the code's matrix (max |entry| = {np.abs(M).max():.3g}) does not fit {target}: "
-                             f"use float64 data with this code, or a better-scaled code")
+            raise GradcodesValueError(f"the code's matrix (max |entry| = {np.abs(M).max():.3g}) does not fit {target}: "
+                                      f"use float64 data with this code, or a better-scaled code")
         return cast
 
     def _result_dtype(self, X: np.ndarray) -> Any:

@@ -13,10 +13,11 @@ from typing import Any, Literal, overload
 
 import numpy as np
 
-from ._acceptance import DecodeInfo, DecodingError
+from ._acceptance import DecodeInfo, DecodingError, NonFiniteMessageError
 from ._apply import apply_rows
 from ._code_base import CodeBase
 from ._decoders import Decoder
+from ._errors import GradcodesRuntimeError, GradcodesTypeError, GradcodesValueError
 from ._fields import to_fraction
 from ._numerics import error_estimate, underflow_error
 from ._typing import Array, MatrixLike, Responders
@@ -37,23 +38,26 @@ class DecodeMixin(CodeBase):
             if responders.dtype == bool:
                 return None, True
             if responders.ndim != 1:
-                raise ValueError(f"responders must be a 1-D sequence of worker indices or a boolean mask of shape "
-                                 f"({n},), got an array of shape {responders.shape}")
+                raise GradcodesValueError(
+                    f"responders must be a 1-D sequence of worker indices or a boolean mask of shape "
+                    f"({n},), got an array of shape {responders.shape}")
             raw = responders.tolist()
         elif isinstance(responders, (set, frozenset)):
             return None, False
         elif isinstance(responders, (str, bytes)) or not hasattr(responders, "__iter__"):
-            raise TypeError(f"responders must be a sequence of worker indices in [0, {n - 1}] or a boolean mask of "
-                            f"length {n}, got {type(responders).__name__}")
+            raise GradcodesTypeError(
+                f"responders must be a sequence of worker indices in [0, {n - 1}] or a boolean mask of "
+                f"length {n}, got {type(responders).__name__}")
         else:
             raw = list(responders)
         if raw and all(isinstance(r, (bool, np.bool_)) for r in raw):
             return None, True
         if n >= 3 and len(raw) == n and all(isinstance(r, numbers.Integral) and not isinstance(r, bool)
                                             and r in (0, 1) for r in raw):
-            raise TypeError(f"responders looks like a 0/1 mask of length n={n}, which is ambiguous with worker "
-                            f"indices: pass a boolean array (np.asarray(mask, dtype=bool)) or the indices of the "
-                            f"responding workers")
+            raise GradcodesTypeError(
+                f"responders looks like a 0/1 mask of length n={n}, which is ambiguous with worker "
+                f"indices: pass a boolean array (np.asarray(mask, dtype=bool)) or the indices of the "
+                f"responding workers")
         check_responders(raw, n, min_size=0)
         return np.asarray([int(r) for r in raw], dtype=np.int64), True
 
@@ -67,7 +71,8 @@ class DecodeMixin(CodeBase):
                 return F, mask, None, False
             raw = list(responders)
             if len(raw) != self._n:
-                raise ValueError(f"responders given as a boolean mask must have length n={self._n}, got {len(raw)}")
+                raise GradcodesValueError(
+                    f"responders given as a boolean mask must have length n={self._n}, got {len(raw)}")
             responders = np.asarray(raw, dtype=bool)
         F, mask = self._mask(responders if order is None else order)
         return F, mask, order, ordered
@@ -85,26 +90,30 @@ class DecodeMixin(CodeBase):
         rows = check_choice("rows", rows, ("auto", "full", "compact"))
         if rows == "auto":
             if nrows == r == n and order is not None and np.any(np.diff(order) < 0):
-                raise ValueError(f"messages has n={n} rows and responders lists all {n} workers in a non-sorted "
-                                 f"order, so the rows could be the full buffer (row i = worker i) or the responders' "
-                                 f"rows in the order given: pass rows='full' or rows='compact'")
+                raise GradcodesValueError(
+                    f"messages has n={n} rows and responders lists all {n} workers in a non-sorted "
+                    f"order, so the rows could be the full buffer (row i = worker i) or the responders' "
+                    f"rows in the order given: pass rows='full' or rows='compact'")
             if nrows == r:
                 rows = "compact"
             elif nrows == n:
                 rows = "full"
             else:
-                raise ValueError(f"messages must have n={n} rows (full buffer) or one row per responder ({r}) in the "
-                                 f"order of responders, got {nrows} rows")
+                raise GradcodesValueError(
+                    f"messages must have n={n} rows (full buffer) or one row per responder ({r}) in the "
+                    f"order of responders, got {nrows} rows")
         if rows == "full":
             if nrows != n:
-                raise ValueError(f"messages with rows='full' must have n={n} rows, got {nrows}")
+                raise GradcodesValueError(f"messages with rows='full' must have n={n} rows, got {nrows}")
             return None
         if nrows != r:
-            raise ValueError(f"messages with rows='compact' must have one row per responder ({r}), got {nrows}")
+            raise GradcodesValueError(
+                f"messages with rows='compact' must have one row per responder ({r}), got {nrows}")
         seq = F if order is None else order
         if not ordered and r != n and not np.array_equal(seq, np.arange(n)[:r]):
-            raise ValueError("responders is a set, which has no order: compact message rows need responders as a "
-                             "sequence (row r is the message of worker responders[r]), or pass the full buffer")
+            raise GradcodesValueError(
+                "responders is a set, which has no order: compact message rows need responders as a "
+                "sequence (row r is the message of worker responders[r]), or pass the full buffer")
         where = np.full(n, -1, dtype=np.int64)
         where[seq] = np.arange(r)
         return where
@@ -195,8 +204,8 @@ class DecodeMixin(CodeBase):
         self._accept(F, A, res, canc, dtype=M.dtype, terms=terms)
         src = cols if where is None else where[cols]
         if np.any(src < 0):                      # a decoder put weight on a non-responder: never silently read it
-            raise RuntimeError(f"decoder {dec.name!r} gave weight to workers {cols[src < 0].tolist()} that did "
-                               f"not respond")
+            raise GradcodesRuntimeError(
+                f"decoder {dec.name!r} gave weight to workers {cols[src < 0].tolist()} that did not respond")
         C = self._matrix_for(M, A)[:, cols]
         if exact:
             out = C @ M[src] if cols.size else np.full((self._m, q), to_fraction(0), dtype=object)
@@ -208,7 +217,7 @@ class DecodeMixin(CodeBase):
             if not np.isfinite(amax):
                 bad = [int(w) for w, i in zip(cols, src, strict=True) if not np.all(np.isfinite(M[i]))]
                 if bad:
-                    raise ValueError(f"messages from responders {bad} contain NaN or infinite values")
+                    raise NonFiniteMessageError(f"messages from responders {bad} contain NaN or infinite values", bad)
                 raise DecodingError(f"responders {F.tolist()}: the decoded sum overflows {M.dtype} (largest "
                                     f"finite {np.finfo(M.dtype).max:.3g}); decode float64 messages or rescale the "
                                     f"gradients", F, res)

@@ -11,11 +11,11 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
-import scipy.sparse
 
 from ._apply import combine_rows, csr, csr_product
 from ._code_base import CodeBase
 from ._decoders import single_threaded_blas
+from ._errors import GradcodesTypeError, GradcodesValueError
 from ._fields import to_fraction
 from ._typing import Array, ArrayLike, MatrixLike
 from ._validate import check_int
@@ -46,13 +46,13 @@ class EncodeMixin(CodeBase):
         if out is None:
             return np.empty(shape, dtype=dtype)
         if not isinstance(out, np.ndarray):
-            raise TypeError(f"out must be a numpy array of shape {shape} and dtype {np.dtype(dtype)}, got "
-                            f"{type(out).__name__}")
+            raise GradcodesTypeError(f"out must be a numpy array of shape {shape} and dtype {np.dtype(dtype)}, got "
+                                     f"{type(out).__name__}")
         if out.shape != shape or out.dtype != dtype:
-            raise ValueError(f"out must have shape {shape} and dtype {np.dtype(dtype)}, got shape {out.shape} "
-                             f"and dtype {out.dtype}")
+            raise GradcodesValueError(f"out must have shape {shape} and dtype {np.dtype(dtype)}, got shape {out.shape} "
+                                      f"and dtype {out.dtype}")
         if not out.flags.c_contiguous or not out.flags.writeable:
-            raise ValueError("out must be a writeable C-contiguous array")
+            raise GradcodesValueError("out must be a writeable C-contiguous array")
         return out
 
     def encode(self, partials: MatrixLike, *, out: Array | None = None) -> Array:
@@ -83,10 +83,10 @@ class EncodeMixin(CodeBase):
         """
         G = self._check_data("partials", partials)
         if G.shape[0] != self._k:
-            raise ValueError(f"partials must have k={self._k} rows (one per partition), got shape {G.shape}")
+            raise GradcodesValueError(f"partials must have k={self._k} rows (one per partition), got shape {G.shape}")
         p = G.shape[1]
         if p == 0:
-            raise ValueError("partials must have at least one coordinate (p >= 1)")
+            raise GradcodesValueError("partials must have at least one coordinate (p >= 1)")
         m = self._m
         q = -(-p // m)
         if m > 1:
@@ -104,6 +104,8 @@ class EncodeMixin(CodeBase):
             return Y
         indptr, indices, data = plan
         if G.dtype != object and q < _SMALL_Q:
+            import scipy.sparse
+
             Bs = scipy.sparse.csr_matrix((data, indices, indptr), shape=(self._n, self._k * m))
             Y[...] = Bs @ G
             return Y
@@ -152,11 +154,12 @@ class EncodeMixin(CodeBase):
         rows, p, like = self._worker_partials(partials, support.size)
         if p is None:
             if length is None:
-                raise ValueError(f"worker {i} stores no partition: pass its partials as a (0, p) array or give "
-                                 f"length=p to get its (zero) message")
+                raise GradcodesValueError(
+                    f"worker {i} stores no partition: pass its partials as a (0, p) array or give "
+                    f"length=p to get its (zero) message")
             p = check_int("length", length, 1)
         elif length is not None and check_int("length", length, 1) != p:
-            raise ValueError(f"length={length} does not match the partials' length {p}")
+            raise GradcodesValueError(f"length={length} does not match the partials' length {p}")
         m = self._m
         q = -(-p // m)
         dtype = self._result_dtype(like)
@@ -197,26 +200,27 @@ class EncodeMixin(CodeBase):
         elif isinstance(partials, (list, tuple)):
             rows, shape_p, like = list(partials), None, None
         else:
-            raise TypeError(f"{name} must be a (load, p) array or a sequence of 1-D arrays, got "
-                            f"{type(partials).__name__}")
+            raise GradcodesTypeError(f"{name} must be a (load, p) array or a sequence of 1-D arrays, got "
+                                     f"{type(partials).__name__}")
         if len(rows) != count:
-            raise ValueError(f"{name} must hold the worker's {count} partial gradients (one per stored partition, "
-                             f"in the order of code.supports[i]), got {len(rows)}")
+            raise GradcodesValueError(
+                f"{name} must hold the worker's {count} partial gradients (one per stored partition, "
+                f"in the order of code.supports[i]), got {len(rows)}")
         out = []
         for r in rows:
             a = np.asarray(r) if not isinstance(r, np.ndarray) else r
             if a.ndim != 1:
-                raise ValueError(f"each of {name} must be a 1-D array, got shape {a.shape}")
+                raise GradcodesValueError(f"each of {name} must be a 1-D array, got shape {a.shape}")
             out.append(self._check_data(name, a.reshape(1, -1))[0])
         if out and len({a.shape[0] for a in out}) != 1:
-            raise ValueError(f"{name} must all have the same length, got {sorted({a.shape[0] for a in out})}")
+            raise GradcodesValueError(f"{name} must all have the same length, got {sorted({a.shape[0] for a in out})}")
         if out and len({a.dtype for a in out}) != 1:
-            raise ValueError(f"{name} must all have the same dtype, got {sorted({str(a.dtype) for a in out})}")
+            raise GradcodesValueError(f"{name} must all have the same dtype, got {sorted({str(a.dtype) for a in out})}")
         if out:
             shape_p = out[0].shape[0]
             like = out[0][:1].reshape(1, 1) if shape_p else None
         if shape_p == 0:
-            raise ValueError(f"{name} must have at least one coordinate (p >= 1)")
+            raise GradcodesValueError(f"{name} must have at least one coordinate (p >= 1)")
         if like is None:
             like = np.zeros((1, 1))
         return out, shape_p, like

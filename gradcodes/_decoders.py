@@ -25,7 +25,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import scipy.linalg
 
 from ._fields import exact_zeros, left_nullspace, solve_left
 from ._numerics import DEFAULT_RTOL
@@ -116,6 +115,21 @@ def pinv(M: np.ndarray) -> np.ndarray:
     """
     eps = np.finfo(np.result_type(M.dtype, np.float64)).eps
     return np.linalg.pinv(M, rcond=max(M.shape[-2:]) * eps)
+
+
+def null_space(M: np.ndarray) -> np.ndarray:
+    """An orthonormal basis (columns) of the null space of ``M``, from its SVD: the right singular vectors of the
+    singular values at most ``max(rows, cols) * eps * sigma_max`` (the rule of :func:`scipy.linalg.null_space`,
+    computed with numpy so that ``import scipy.linalg`` stays off the path of a first decode).
+
+    >>> null_space(np.array([[1.0, 1.0]])).shape
+    (2, 1)
+    """
+    _, sv, vh = np.linalg.svd(M, full_matrices=True)
+    eps = np.finfo(np.result_type(M.dtype, np.float64)).eps
+    tol = max(M.shape) * eps * (sv[0] if sv.size else 0.0)
+    rank = int(np.sum(sv > tol))
+    return vh[rank:, :].T.conj()
 
 
 def min_norm_solve(M: np.ndarray, R: np.ndarray, rcond: float | None = None) -> np.ndarray:
@@ -219,7 +233,7 @@ class NullSpaceDecoder(Decoder):
             P = pinv(Bn)
             C = code.target @ P
             C += (code.target - C @ Bn) @ P                      # one step of iterative refinement, once
-            K = scipy.linalg.null_space(Bn.T)
+            K = null_space(Bn.T)
             cached = (np.ascontiguousarray(C), np.ascontiguousarray(K), np.ascontiguousarray(P))
             code._memo["nullspace"] = cached
         return cached

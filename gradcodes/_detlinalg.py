@@ -24,7 +24,6 @@ import functools
 import math
 from typing import Any
 
-import mpmath
 import numpy as np
 
 __all__ = ["solve", "matmul", "dot2", "cos_pi", "sin_pi", "log_two_sin_pi", "exp"]
@@ -138,6 +137,8 @@ def matmul(A: Any, Bm: Any) -> np.ndarray:
 @functools.lru_cache(maxsize=16)
 def _cos_table(den: int) -> np.ndarray:
     """``cos(pi j / den)`` for ``j = 0, ..., den // 2`` (the first quarter period), rounded once."""
+    import mpmath
+
     with mpmath.workprec(_PREC):
         vals = [float(mpmath.cospi(mpmath.mpf(j) / den)) for j in range(den // 2 + 1)]
     out = np.array(vals, dtype=np.float64)
@@ -173,6 +174,8 @@ def log_two_sin_pi(n: int) -> np.ndarray:
     >>> bool(log_two_sin_pi(6)[3] == 0.6931471805599453)           # log 2
     True
     """
+    import mpmath
+
     with mpmath.workprec(_PREC):
         vals = [float("-inf")] + [float(mpmath.log(2 * mpmath.sinpi(mpmath.mpf(k) / n))) for k in range(1, n)]
     out = np.array(vals, dtype=np.float64)

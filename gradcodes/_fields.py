@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from ._errors import GradcodesTypeError, GradcodesValueError
+
 __all__ = ["as_matrix", "to_fraction", "is_exact_field", "exact_zeros", "rref", "solve_left", "left_nullspace",
            "is_galois_array", "to_gf", "Field", "RealField", "RationalField", "PrimeField", "field_of"]
 
@@ -51,13 +53,13 @@ def to_fraction(x: object, name: str = "B") -> Fraction:
         return Fraction(int(x))
     if isinstance(x, (float, np.floating)):
         if not np.isfinite(x):
-            raise ValueError(f"{name} must contain only finite entries, got {x!r}")
+            raise GradcodesValueError(f"{name} must contain only finite entries, got {x!r}")
         return Fraction(float(x))
     # sympy Rational / Integer (duck-typed so that sympy is only imported when it is used)
     if hasattr(x, "is_Rational") and getattr(x, "is_Rational", False):
         return Fraction(int(x.p), int(x.q))  # type: ignore[attr-defined]
-    raise TypeError(f"{name} must contain rational entries (int, Fraction, sympy Rational) for the rational "
-                    f"field, got {x!r} of type {type(x).__name__}")
+    raise GradcodesTypeError(f"{name} must contain rational entries (int, Fraction, sympy Rational) for the rational "
+                             f"field, got {x!r} of type {type(x).__name__}")
 
 
 def _looks_rational(a: np.ndarray) -> bool:
@@ -71,26 +73,27 @@ def as_matrix(B: Any, field: str | None = None, name: str = "B") -> tuple[Any, s
     complex numbers ``"complex"``; anything else numeric ``"real"``.
     """
     if field is not None and not isinstance(field, str):
-        raise TypeError(f"field must be None or one of 'real', 'complex', 'rational', got {field!r}")
+        raise GradcodesTypeError(f"field must be None or one of 'real', 'complex', 'rational', got {field!r}")
     if is_galois_array(B):
         F = type(B)
         if F.degree != 1:
-            raise ValueError(f"{name} must be over a prime field GF(p); got GF({F.characteristic}^{F.degree})")
+            raise GradcodesValueError(f"{name} must be over a prime field GF(p); got GF({F.characteristic}^{F.degree})")
         if B.ndim != 2 or 0 in B.shape:
-            raise ValueError(f"{name} must be a non-empty 2-D matrix, got shape {B.shape}")
+            raise GradcodesValueError(f"{name} must be a non-empty 2-D matrix, got shape {B.shape}")
         gf_name = f"GF({F.characteristic})"
         if field not in (None, gf_name, "GF"):
-            raise ValueError(f"field={field!r} does not match the galois array over {gf_name}")
+            raise GradcodesValueError(f"field={field!r} does not match the galois array over {gf_name}")
         return B, gf_name
     if field is not None and field not in ("real", "complex", "rational"):
-        raise ValueError(f"field must be one of 'real', 'complex', 'rational' (or pass a galois array for GF(p)), "
-                         f"got {field!r}")
+        raise GradcodesValueError(
+            f"field must be one of 'real', 'complex', 'rational' (or pass a galois array for GF(p)), "
+            f"got {field!r}")
     try:
         arr = np.asarray(B)
     except (ValueError, TypeError) as exc:
-        raise TypeError(f"{name} must be a 2-D array-like of numbers: {exc}") from None
+        raise GradcodesTypeError(f"{name} must be a 2-D array-like of numbers: {exc}") from None
     if arr.ndim != 2 or 0 in arr.shape:
-        raise ValueError(f"{name} must be a non-empty 2-D matrix (rows = workers), got shape {arr.shape}")
+        raise GradcodesValueError(f"{name} must be a non-empty 2-D matrix (rows = workers), got shape {arr.shape}")
     if arr.dtype == object:
         if field is None:
             field = "rational" if _looks_rational(arr) else None
@@ -98,9 +101,9 @@ def as_matrix(B: Any, field: str | None = None, name: str = "B") -> tuple[Any, s
             try:
                 arr = arr.astype(np.complex128 if any(isinstance(v, complex) for v in arr.flat) else np.float64)
             except (TypeError, ValueError):
-                raise TypeError(f"{name} must contain numbers only") from None
+                raise GradcodesTypeError(f"{name} must contain numbers only") from None
     elif arr.dtype.kind not in "biufc":
-        raise TypeError(f"{name} must contain numbers, got dtype {arr.dtype}")
+        raise GradcodesTypeError(f"{name} must contain numbers, got dtype {arr.dtype}")
     if field is None:
         field = "complex" if arr.dtype.kind == "c" else "real"
     if field == "rational":
@@ -112,15 +115,15 @@ def as_matrix(B: Any, field: str | None = None, name: str = "B") -> tuple[Any, s
     if field == "real":
         if arr.dtype.kind == "c":
             if np.any(arr.imag != 0):
-                raise ValueError(f"{name} has complex entries; use field='complex'")
+                raise GradcodesValueError(f"{name} has complex entries; use field='complex'")
             arr = arr.real
         arr = np.array(arr, dtype=np.float64)
     else:
         arr = np.array(arr, dtype=np.complex128)
     if not np.all(np.isfinite(arr)):
         bad = np.argwhere(~np.isfinite(arr))[0]
-        raise ValueError(f"{name} must contain only finite entries; {name}[{bad[0]}, {bad[1]}] = "
-                         f"{arr[tuple(bad)]}")
+        raise GradcodesValueError(f"{name} must contain only finite entries; {name}[{bad[0]}, {bad[1]}] = "
+                                  f"{arr[tuple(bad)]}")
     return arr, field
 
 
@@ -134,8 +137,52 @@ def exact_zeros(like: Any, shape: tuple[int, ...]) -> Any:
     return field_of(like).zeros(shape)
 
 
+#: The exact-arithmetic backend of :func:`rref` for rational matrices: ``"flint"`` (python-flint's ``fmpq_mat``,
+#: the ``exact`` extra) when it is installed, else ``"fractions"`` (object arrays of :class:`fractions.Fraction`).
+#: Both give the same result (the reduced row echelon form is unique); tests run both. None: decide on first use.
+EXACT_BACKEND: str | None = None
+
+
+def exact_backend() -> str:
+    """The backend :func:`rref` uses for rational matrices: ``"flint"`` if python-flint is importable (checked
+    once, without importing it), else ``"fractions"``; set :data:`EXACT_BACKEND` to choose."""
+    global EXACT_BACKEND
+    if EXACT_BACKEND is None:
+        import importlib.util
+
+        EXACT_BACKEND = "flint" if importlib.util.find_spec("flint") is not None else "fractions"
+    return EXACT_BACKEND
+
+
+def _rref_flint(M: np.ndarray) -> tuple[np.ndarray, list[int]]:
+    """:func:`rref` of a rational object matrix with python-flint (FLINT's fraction-free elimination in C)."""
+    import flint
+
+    rows, cols = M.shape
+    entries: list[Any] = []
+    for x in M.flat:
+        f = x if isinstance(x, Fraction) else to_fraction(x, "M")
+        entries.append(f.numerator if f.denominator == 1 else flint.fmpq(f.numerator, f.denominator))
+    R, rank = flint.fmpq_mat(rows, cols, entries).rref()
+    out = np.empty((rows, cols), dtype=object)
+    flat = out.reshape(-1)
+    small = {0: Fraction(0), 1: Fraction(1), -1: Fraction(-1)}       # Fractions are immutable: shared
+    for i, q in enumerate(R.entries()):
+        num, den = int(q.p), int(q.q)
+        flat[i] = small.get(num) if den == 1 and num in small else Fraction(num, den)
+    pivots = [int(np.flatnonzero(out[i] != 0)[0]) for i in range(int(rank))]
+    return out, pivots
+
+
 def rref(M: Any) -> tuple[Any, list[int]]:
-    """Reduced row echelon form of an exact matrix and its pivot columns (whole-row vectorised elimination)."""
+    """Reduced row echelon form of an exact matrix and its pivot columns (whole-row vectorised elimination).
+
+    Rational matrices (object arrays of Fractions) go through python-flint when it is installed
+    (:func:`exact_backend`), with the same result: the reduced row echelon form of a matrix is unique.
+    """
+    if (isinstance(M, np.ndarray) and not is_galois_array(M) and M.dtype == object and M.size
+            and exact_backend() == "flint"):
+        return _rref_flint(M)
     A = M.copy()
     rows, cols = A.shape
     pivots: list[int] = []
@@ -299,7 +346,7 @@ class RationalField(Field):
         for j in range(Phi.shape[0]):
             X = solve_left(M[j], Phi[j])
             if X is None:
-                raise ValueError(f"the matrix M_{j} is singular in this field")
+                raise GradcodesValueError(f"the matrix M_{j} is singular in this field")
             out[j] = X
         return out
 
@@ -309,7 +356,7 @@ class PrimeField(RationalField):
 
     def __init__(self, GF: Any) -> None:
         if int(getattr(GF, "degree", 0)) != 1:
-            raise ValueError(f"PrimeField needs a galois prime field GF(p), got {GF!r}")
+            raise GradcodesValueError(f"PrimeField needs a galois prime field GF(p), got {GF!r}")
         self.GF = GF
         self.p = int(GF.characteristic)
         self.name = f"GF({self.p})"
@@ -324,7 +371,7 @@ class PrimeField(RationalField):
             f = to_fraction(v)
             if f.denominator % p == 0:
                 where = f"entry {idx} = " if arr.ndim else "the value "
-                raise ValueError(f"{where}{f} has a denominator divisible by p = {p}; choose another prime")
+                raise GradcodesValueError(f"{where}{f} has a denominator divisible by p = {p}; choose another prime")
             out[idx] = (f.numerator % p) * pow(f.denominator, -1, p) % p
         return self.GF(out)
 

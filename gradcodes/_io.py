@@ -1,7 +1,7 @@
 """Saving codes to ``.npz`` files and loading them back, with their parameters.
 
-A code file is untrusted input: :func:`load` states the trust model. In short, a file can give a matrix and the
-parameters that describe it; it cannot make :func:`load` allocate or compute more than the bounds it was given
+A code file is untrusted input: :func:`load_code` states the trust model. In short, a file can give a matrix and the
+parameters that describe it; it cannot make :func:`load_code` allocate or compute more than the bounds it was given
 (``max_entries``, :data:`gradcodes.limits`), search for anything, loosen the acceptance tolerance the caller
 allows, or replace its own matrix by another one. Whatever is wrong with a file raises :class:`CodeFileError`.
 """
@@ -14,19 +14,22 @@ import os
 import re
 import warnings
 from fractions import Fraction
-from typing import Any
+from typing import Any, TypeVar, overload
 
 import numpy as np
 
 from ._code import ApproximateCode, GradientCode, LinearCode
+from ._errors import GradcodesTypeError, GradcodesValueError
 from ._fields import is_galois_array
 from ._io_archive import MAX_DIGITS, MAX_META_CHARS, CodeArchive
 from ._numerics import DEFAULT_RTOL
-from ._validate import check_int, check_real, limits
+from ._validate import check_int, check_real, deprecated_alias, limits
 
-__all__ = ["save", "load", "CodeFileError"]
+__all__ = ["save_code", "load_code", "save", "load", "CodeFileError"]
 
-#: The format :func:`save` writes. Format 1 (releases before the constructors became deterministic) recorded a
+_C = TypeVar("_C", bound=LinearCode)
+
+#: The format :func:`save_code` writes. Format 1 (releases before the constructors became deterministic) recorded a
 #: ``cyclic_repetition`` built with the then default ``refine=0`` without a ``refine`` parameter; format 2 adds the
 #: matrix's ``shape`` and records parameters as the constructor's arguments at the time of writing.
 _FORMAT = 2
@@ -42,31 +45,31 @@ _FLAT_TYPES = {"GradientCode": "GradientCode", "YeAbbeCode": "GradientCode", "Cy
                "HeterogeneousCode": "ApproximateCode"}
 
 
-class CodeFileError(ValueError):
-    """A file that :func:`gradcodes.load` cannot accept: not an ``.npz`` archive, truncated, corrupted, not written
-    by :func:`gradcodes.save`, holding pickled objects, inconsistent, or larger than the bound it was given."""
+class CodeFileError(GradcodesValueError):
+    """A file that :func:`gradcodes.load_code` cannot accept: not an ``.npz`` archive, truncated, corrupted, not written
+    by :func:`gradcodes.save_code`, holding pickled objects, inconsistent, or larger than the bound it was given."""
 
 
-def save(code: LinearCode, path: str | os.PathLike[str]) -> None:
+def save_code(code: LinearCode, path: str | os.PathLike[str]) -> None:
     """Write ``code`` to an ``.npz`` file: its matrix (exactly, for rational and GF(p) codes) and parameters.
 
     The file keeps the matrix bit for bit (float entries as IEEE 754 binary64, rational entries as integer
     numerators and denominators, GF(p) entries as integers), its shape, the family's parameters (so that
-    :func:`load` can restore the family decoders), the default decoder, the acceptance tolerance ``rtol`` and, for
-    approximate codes, the straggle probabilities. The entries are stored uncompressed. Decoders of custom codes
-    (built directly from a matrix) are not stored: such codes come back with the generic decoders.
+    :func:`load_code` can restore the family decoders), the default decoder, the acceptance tolerance ``rtol``
+    and, for approximate codes, the straggle probabilities. The entries are stored uncompressed. Decoders of custom
+    codes (built directly from a matrix) are not stored: such codes come back with the generic decoders.
 
     Examples
     --------
     >>> import os, tempfile, gradcodes as gc
     >>> code = gc.fractional_repetition(6, 2)
     >>> path = os.path.join(tempfile.mkdtemp(), "fr.npz")
-    >>> gc.save(code, path)
-    >>> gc.load(path)
+    >>> gc.save_code(code, path)
+    >>> gc.load_code(path)
     GradientCode(name='fractional_repetition', n=6, s=2, k=6, m=1, field='real', load=3)
     """
     if not isinstance(code, LinearCode):
-        raise TypeError(f"save() takes a gradcodes code, got {type(code).__name__}")
+        raise GradcodesTypeError(f"save_code() takes a gradcodes code, got {type(code).__name__}")
     meta: dict[str, Any] = {
         "format": _FORMAT, "type": type(code).__name__, "name": code.name, "family": code.family,
         "params": code.params, "m": code.m, "field": code.field, "default_decoder": code.default_decoder,
@@ -90,15 +93,26 @@ def save(code: LinearCode, path: str | os.PathLike[str]) -> None:
     np.savez(path, meta=np.array(json.dumps(meta)), **arrays)
 
 
-def load(path: str | os.PathLike[str], *, max_entries: int | None = None, rtol: float | None = None) -> LinearCode:
-    r"""Read a code written by :func:`save`, treating the file as untrusted input.
+@overload
+def load_code(path: str | os.PathLike[str], *, max_entries: int | None = None, rtol: float | None = None,
+              kind: None = None) -> LinearCode: ...
+
+
+@overload
+def load_code(path: str | os.PathLike[str], *, max_entries: int | None = None, rtol: float | None = None,
+              kind: type[_C]) -> _C: ...
+
+
+def load_code(path: str | os.PathLike[str], *, max_entries: int | None = None, rtol: float | None = None,
+              kind: type[LinearCode] | None = None) -> LinearCode:
+    r"""Read a code written by :func:`save_code`, treating the file as untrusted input.
 
     **Trust model.** The file supplies the matrix ``B`` and the parameters that describe it; the loaded code has
     exactly that ``B``, bit for bit. What a file cannot do:
 
     * *Cost more than its bounds.* Before any entry's data is read, its size is checked from the zip directory
       and the ``.npy`` header: at most ``max_entries`` matrix entries (default :data:`gradcodes.limits`), numbers
-      of a rational matrix of at most 4300 digits, and compressed entries (which :func:`save` never writes) at most
+      of a rational matrix of at most 4300 digits, and compressed entries (which :func:`save_code` never writes) at most
       64 MiB of data in all, whatever their compression ratio; then exactly the announced bytes are streamed into
       one array. The parameters are checked against the matrix's shape (``n``, ``k``, ``m``, ``s``, a tree's
       ``n``, ``L``, ``P`` and inner code) before anything is built.
@@ -130,12 +144,21 @@ def load(path: str | os.PathLike[str], *, max_entries: int | None = None, rtol: 
         The loosest acceptance tolerance taken from the file: the code's ``rtol`` is ``min(file's rtol, rtol)``
         (default ``rtol``: the library default ``1e-8``, so that a file can only tighten it). To use another
         tolerance whatever the file says, set ``code.rtol`` after loading.
+    kind : type, optional
+        The code type the caller expects (:class:`GradientCode`, :class:`ApproximateCode`, a family's type): a
+        file holding anything else raises :class:`CodeFileError`, and a type checker then knows the type of the
+        result (``gc.load_code(path, kind=gc.GradientCode)`` is a ``GradientCode``).
+
+    Returns
+    -------
+    LinearCode
+        The saved code (an instance of ``kind`` when given).
 
     Raises
     ------
     CodeFileError
-        (a :class:`ValueError`) for any file that is not a valid gradcodes code file, is over the bound, or asks
-        for a search; the message says what is wrong.
+        (a :class:`ValueError`) for any file that is not a valid gradcodes code file, is over the bound, asks
+        for a search, or does not hold a ``kind``; the message says what is wrong.
     FileNotFoundError
         If there is no file at ``path``.
 
@@ -145,18 +168,22 @@ def load(path: str | os.PathLike[str], *, max_entries: int | None = None, rtol: 
     >>> path = os.path.join(tempfile.mkdtemp(), "fr.npz")
     >>> code = gc.fractional_repetition(6, 2)
     >>> code.rtol = 1e-4                        # looser than the default: the file cannot impose it
-    >>> gc.save(code, path)
+    >>> gc.save_code(code, path)
     >>> import warnings
     >>> with warnings.catch_warnings():
     ...     warnings.simplefilter("ignore")
-    ...     gc.load(path).rtol
+    ...     gc.load_code(path).rtol
     1e-08
-    >>> gc.load(path, rtol=1e-3).rtol           # the caller accepts up to 1e-3
+    >>> gc.load_code(path, rtol=1e-3).rtol           # the caller accepts up to 1e-3
     0.0001
+    >>> gc.load_code(path, rtol=1e-3, kind=gc.GradientCode).s      # typed: a GradientCode
+    2
     """
     where = os.fspath(path) if isinstance(path, (str, os.PathLike)) else None
     if where is None:
-        raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
+        raise GradcodesTypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
+    if kind is not None and not (isinstance(kind, type) and issubclass(kind, LinearCode)):
+        raise GradcodesTypeError(f"kind must be a code type (e.g. gradcodes.GradientCode) or None, got {kind!r}")
     if max_entries is not None:
         max_entries = check_int("max_entries", max_entries, 1)
     bound = DEFAULT_RTOL if rtol is None else check_real("rtol", rtol, 0, 1, open_lo=True, open_hi=True)
@@ -176,7 +203,7 @@ def load(path: str | os.PathLike[str], *, max_entries: int | None = None, rtol: 
         saved = meta.get("rtol", DEFAULT_RTOL)
         if saved > bound:
             warnings.warn(f"{where!r}: the file's rtol={saved:g} is looser than the {bound:g} accepted from a file; "
-                          f"using rtol={bound:g} (pass rtol= to gradcodes.load to accept a looser one)",
+                          f"using rtol={bound:g} (pass rtol= to gradcodes.load_code to accept a looser one)",
                           RuntimeWarning, stacklevel=2)
         code.rtol = min(saved, bound)
     if meta["default_decoder"] in code.decoders:
@@ -184,6 +211,8 @@ def load(path: str | os.PathLike[str], *, max_entries: int | None = None, rtol: 
     elif meta["default_decoder"] != code.default_decoder and not _warned_fallback(code):
         warnings.warn(f"{where!r}: the saved default decoder {meta['default_decoder']!r} could not be restored; "
                       f"using {code.default_decoder!r}", RuntimeWarning, stacklevel=2)
+    if kind is not None and not isinstance(code, kind):
+        raise CodeFileError(f"{where!r} holds a {type(code).__name__}, not a {kind.__name__} (kind=)")
     return code
 
 
@@ -242,14 +271,14 @@ def _check_matrix_header(where: str, key: str, shape: tuple[int, ...], dtype: np
             f"gradcodes.limits.{'exact_entries' if exact else 'entries'}"
         raise CodeFileError(f"{where!r}: the saved matrix has {shape[0]:,} x {shape[1]:,} = {size:,} entries, "
                             f"more than the bound {bound:,} ({which}); if you trust the file, load it with "
-                            f"gradcodes.load(path, max_entries={size})")
+                            f"gradcodes.load_code(path, max_entries={size})")
     if key in ("B_num", "B_den") and dtype.itemsize // 4 > MAX_DIGITS:
         raise CodeFileError(f"{where!r}: entry {key!r} has numbers of up to {dtype.itemsize // 4:,} digits, more "
                             f"than the {MAX_DIGITS:,} a code file may use")
 
 
 def _check_meta(where: str, text: np.ndarray) -> dict[str, Any]:
-    """The JSON parameters, each of the type :func:`save` writes; a format 1 file's parameters as it was built."""
+    """The JSON parameters, each of the type :func:`save_code` writes; a format 1 file's parameters as it was built."""
     def fail(what: str) -> CodeFileError:
         return CodeFileError(f"{where!r}: invalid gradcodes parameters: {what}")
 
@@ -387,9 +416,9 @@ def _check_family(where: str, family: Any, params: dict[str, Any], n: int, cols:
     if s is not None:
         expected["s"] = s
     if family == "coded_reduce":
-        b, L = params.get("n"), params.get("L")
+        b, L = params.get("branching", params.get("n")), params.get("L")       # "n" in files before 0.2
         if not (isinstance(b, int) and isinstance(L, int) and _is_int(b) and _is_int(L) and b >= 2 and 1 <= L <= 64):
-            raise CodeFileError(f"{where!r}: invalid coded_reduce parameters n={b!r}, L={L!r}")
+            raise CodeFileError(f"{where!r}: invalid coded_reduce parameters branching={b!r}, L={L!r}")
         total, level = 0, 1
         for _ in range(L):
             level *= b
@@ -514,3 +543,8 @@ def _same_matrix(rebuilt: Any, saved: Any, exact_values: bool = False) -> bool:
 #: not register (the generic ``GradientCode`` is then exactly right). A rebuild must not search: a family whose
 #: constructor would search when a recorded choice is missing registers a hook raising :class:`CodeFileError`.
 REBUILDERS: dict[str, Any] = {}
+
+
+#: Former names (DeprecationWarning): ``load`` read as the computation load ``code.load`` of everything else.
+save = deprecated_alias(save_code, "save", "save_code")
+load = deprecated_alias(load_code, "load", "load_code")

@@ -6,10 +6,10 @@ any of its data is decompressed: the zip directory gives the entry's compression
 shape against the code's declared sizes, and only then streams the data, in chunks, into one preallocated array,
 reading never more than the header promised. The bounds:
 
-* entries :func:`gradcodes.save` writes are stored uncompressed, so their data occupies the file itself: the sum
+* entries :func:`gradcodes.save_code` writes are stored uncompressed, so their data occupies the file itself: the sum
   of the entries' stored sizes may not exceed the file's size on disk, and reading them costs no more memory than
   the file has bytes;
-* a compressed entry (deflate, bzip2, lzma: never written by :func:`gradcodes.save`) could expand about a
+* a compressed entry (deflate, bzip2, lzma: never written by :func:`gradcodes.save_code`) could expand about a
   thousandfold (a "zip bomb"), so all compressed entries together may hold at most :data:`MAX_INFLATED` bytes
   (64 MiB) of data, unless the caller passed ``max_entries`` (then 16 bytes per entry allowed);
 * a number of a rational matrix has at most :data:`MAX_DIGITS` characters (Python's own bound on the length of an
@@ -82,8 +82,8 @@ class CodeArchive:
         cap = self.inflate_cap()
         if inflated > cap:
             raise self.error(f"{bad}: its compressed entries expand to {inflated:,} bytes, more than the "
-                             f"{cap:,} bytes accepted from compressed entries (gradcodes.save writes uncompressed "
-                             f"files; pass max_entries to gradcodes.load to accept a larger compressed file)")
+                             f"{cap:,} bytes accepted from compressed entries (gradcodes.save_code writes uncompressed "
+                             f"files; pass max_entries to gradcodes.load_code to accept a larger compressed file)")
 
     def inflate_cap(self) -> int:
         """Bytes all compressed entries together may decompress to."""

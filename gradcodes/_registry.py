@@ -6,6 +6,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._errors import GradcodesTypeError, GradcodesValueError
+
 __all__ = ["Expect", "Scheme", "register", "schemes", "get_scheme", "DEFAULT_EXPECT", "SAMPLED"]
 
 
@@ -43,7 +45,7 @@ class Expect:
 
     def __post_init__(self) -> None:
         if isinstance(self.results, str) or not self.results:
-            raise ValueError(f"results must be a non-empty set of result strings, got {self.results!r}")
+            raise GradcodesValueError(f"results must be a non-empty set of result strings, got {self.results!r}")
         object.__setattr__(self, "results", frozenset(self.results))
 
 
@@ -103,10 +105,11 @@ _SCHEMES: dict[str, Scheme] = {}
 def register(scheme: Scheme) -> Scheme:
     """Add a scheme to the registry (a later registration of the same name replaces the earlier one)."""
     if not isinstance(scheme, Scheme):
-        raise TypeError(f"register() takes a Scheme, got {type(scheme).__name__}")
+        raise GradcodesTypeError(f"register() takes a Scheme, got {type(scheme).__name__}")
     if scheme.expect and len(scheme.expect) != len(scheme.tour):
-        raise ValueError(f"scheme {scheme.name!r}: expect must have one entry per tour row ({len(scheme.tour)}), "
-                         f"got {len(scheme.expect)}")
+        raise GradcodesValueError(
+            f"scheme {scheme.name!r}: expect must have one entry per tour row ({len(scheme.tour)}), "
+            f"got {len(scheme.expect)}")
     _SCHEMES[scheme.name] = scheme
     return scheme
 
@@ -124,5 +127,5 @@ def schemes() -> dict[str, Scheme]:
 def get_scheme(name: str) -> Scheme:
     """The scheme called ``name``, or a ValueError listing the valid names."""
     if name not in _SCHEMES:
-        raise ValueError(f"unknown scheme {name!r}; valid schemes: {', '.join(sorted(_SCHEMES))}")
+        raise GradcodesValueError(f"unknown scheme {name!r}; valid schemes: {', '.join(sorted(_SCHEMES))}")
     return _SCHEMES[name]

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from . import _detlinalg as _det
+from ._errors import GradcodesTypeError, GradcodesValueError
 from ._typing import ProbabilitiesLike, RNGLike, Unset
 from ._validate import SEED_UNSET, check_int, check_real, check_rng, check_size
 
@@ -54,7 +55,8 @@ def straggle_probabilities(p: ProbabilitiesLike, n: int | None = None, *, exact:
     array([0.25, 0.25, 0.25])
     """
     if isinstance(p, (bytes, set, frozenset, dict)) or (hasattr(p, "__iter__") and not hasattr(p, "__len__")):
-        raise TypeError(f"{name} must be a sequence or array of probabilities in (0, 1), got {type(p).__name__}")
+        raise GradcodesTypeError(
+            f"{name} must be a sequence or array of probabilities in (0, 1), got {type(p).__name__}")
     if isinstance(p, str):
         p = [x.strip() for x in p.split(",")] if "," in p else p
     if n is not None:
@@ -63,23 +65,24 @@ def straggle_probabilities(p: ProbabilitiesLike, n: int | None = None, *, exact:
     arr = np.asarray(p, dtype=object)
     if arr.ndim == 0:
         if n is None:
-            raise ValueError(f"{name} is a scalar; give one straggle probability per worker (e.g. [{name}] * n)")
+            raise GradcodesValueError(
+                f"{name} is a scalar; give one straggle probability per worker (e.g. [{name}] * n)")
         arr = np.full(n, arr.item(), dtype=object)
     if arr.ndim != 1:
-        raise ValueError(f"{name} must be one-dimensional (one probability per worker), got shape {arr.shape}")
+        raise GradcodesValueError(f"{name} must be one-dimensional (one probability per worker), got shape {arr.shape}")
     if arr.size == 0:
-        raise ValueError(f"{name} must contain at least one probability (one per worker)")
+        raise GradcodesValueError(f"{name} must contain at least one probability (one per worker)")
     if n is not None and arr.size != n:
-        raise ValueError(f"{name} must have length n = {n} (one probability per worker), got {arr.size}")
+        raise GradcodesValueError(f"{name} must have length n = {n} (one probability per worker), got {arr.size}")
     vals = []
     for i, x in enumerate(arr):
         if isinstance(x, str):
             try:
                 x = Fraction(x)
             except (ValueError, ZeroDivisionError):
-                raise ValueError(f"{name}[{i}] = {x!r} is not a number (use e.g. '1/10' or 0.1)") from None
+                raise GradcodesValueError(f"{name}[{i}] = {x!r} is not a number (use e.g. '1/10' or 0.1)") from None
         elif isinstance(x, (bool, np.bool_)) or not isinstance(x, (numbers.Real, Fraction)):
-            raise TypeError(f"{name} must contain real numbers, got {x!r} of type {type(x).__name__}")
+            raise GradcodesTypeError(f"{name} must contain real numbers, got {x!r} of type {type(x).__name__}")
         vals.append(x)
     if exact is None:
         exact = all(_is_exact_scalar(x) for x in vals)
@@ -87,14 +90,15 @@ def straggle_probabilities(p: ProbabilitiesLike, n: int | None = None, *, exact:
         out = np.empty(arr.size, dtype=object)
         for i, x in enumerate(vals):
             if not _is_exact_scalar(x) and not np.isfinite(float(x)):
-                raise ValueError(f"{name}[{i}] = {x!r}: straggle probabilities must lie strictly inside (0, 1)")
+                raise GradcodesValueError(
+                    f"{name}[{i}] = {x!r}: straggle probabilities must lie strictly inside (0, 1)")
             out[i] = Fraction(x) if _is_exact_scalar(x) else Fraction(float(x))
     else:
         out = np.array([float(x) for x in vals], dtype=np.float64)
     bad = [i for i, x in enumerate(out) if not (0 < x < 1)]
     if bad:
         i = bad[0]
-        raise ValueError(f"{name}[{i}] = {vals[i]!r}: straggle probabilities must lie strictly inside (0, 1)")
+        raise GradcodesValueError(f"{name}[{i}] = {vals[i]!r}: straggle probabilities must lie strictly inside (0, 1)")
     return out
 
 
@@ -136,13 +140,13 @@ def exponential_straggle_probabilities(n: int, tau: float, *, psi: tuple[float, 
     check_size("n (workers)", n, "entries")
     tau = check_real("tau", tau, 1.0, None, open_lo=True)
     if isinstance(psi, (str, bytes)) or not hasattr(psi, "__len__") or len(psi) != 2:
-        raise ValueError(f"psi must be a pair (lo, hi) of rates, got {psi!r}")
+        raise GradcodesValueError(f"psi must be a pair (lo, hi) of rates, got {psi!r}")
     lo = check_real("psi[0]", psi[0], 0.0, None, open_lo=True)
     hi = check_real("psi[1]", psi[1], lo, None)
     rates = check_rng(rng, seed).uniform(lo, hi, size=n)
     p = _det.exp(-rates * (tau - 1.0))        # basic operations in a fixed order: the same bits on every machine
     if not np.all((p > 0) & (p < 1)):
-        raise ValueError(f"tau = {tau} and psi = {psi} give straggle probabilities that round to 0 or 1")
+        raise GradcodesValueError(f"tau = {tau} and psi = {psi} give straggle probabilities that round to 0 or 1")
     return p
 
 
@@ -151,8 +155,9 @@ def _scenario(n: int | None, p: Any, tau: float, seed: Any) -> np.ndarray:
     if p is not None:
         return straggle_probabilities(p, n)
     if n is None:
-        raise ValueError("give the number of workers n (probabilities from the paper's model, see --param tau=) "
-                         "or the straggle probabilities p")
+        raise GradcodesValueError(
+            "give the number of workers n (probabilities from the paper's model, see --param tau=) "
+            "or the straggle probabilities p")
     return exponential_straggle_probabilities(n, tau, rng=seed)
 
 

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from fractions import Fraction
 from typing import Any, TextIO
 
+from ._errors import GradcodesTypeError, GradcodesValueError
 from ._registry import Expect, Scheme, schemes
 from ._verify import verify
 
@@ -89,7 +90,7 @@ def typed_row(report: Any) -> dict[str, Any]:
                 "patterns_total": _num(report.patterns_total), "exhaustive": bool(report.exhaustive),
                 "result": result, "worst_error": _num(report.worst_error), "average_error": _num(report.average_error),
                 "bound": bound}
-    raise TypeError(f"no tour data for a {type(report).__name__}")
+    raise GradcodesTypeError(f"no tour data for a {type(report).__name__}")
 
 
 def _evaluate(scheme: Scheme, params: dict[str, Any], expect: Expect) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -160,7 +161,7 @@ def tour(names: Iterable[str] | None = None, *, quick: bool = False, out: TextIO
     selected = list(registry) if names is None else list(names)
     for name in selected:
         if name not in registry:
-            raise ValueError(f"unknown scheme {name!r}; valid schemes: {', '.join(registry)}")
+            raise GradcodesValueError(f"unknown scheme {name!r}; valid schemes: {', '.join(registry)}")
     rows: list[dict[str, Any]] = []
     by_kind: dict[str, list[dict[str, Any]]] = {}
     footnotes: list[str] = []

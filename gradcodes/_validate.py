@@ -1,7 +1,8 @@
 """Argument validation shared by every constructor, decoder and verifier.
 
-Every check raises :class:`ValueError` or :class:`TypeError` whose message names the parameter and its valid
-range, so that bad input never turns into a silent wrong answer, a NaN or a hang.
+Every check raises a :class:`ValueError` or :class:`TypeError` (both also :class:`gradcodes.GradcodesError`) whose
+message names the parameter and its valid range, so that bad input never turns into a silent wrong answer, a NaN
+or a hang.
 
 Sizes are bounded up front: every constructor and function computes the size of what it is about to build or
 enumerate (matrix entries, straggler sets, simulated samples) and calls :func:`check_size` before allocating
@@ -12,22 +13,28 @@ raise when they have the memory and the time.
 from __future__ import annotations
 
 import contextlib
+import functools
 import numbers
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, fields
-from typing import cast
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
+from ._errors import GradcodesTypeError, GradcodesValueError
 from ._typing import RNGLike, Unset
 
 __all__ = ["check_int", "check_ns", "check_responders", "check_seed", "check_choice", "check_real", "check_size",
            "check_rng", "take_rng", "rng_param", "SEED_UNSET", "RNG_TYPES",
-           "check_entries", "check_tree_size", "SizeLimitError", "Limits", "limits"]
+           "check_entries", "check_tree_size", "SizeLimitError", "Limits", "limits", "renamed_keyword",
+           "deprecated_alias"]
+
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 
-class SizeLimitError(ValueError):
-    """A requested size exceeds a bound of :data:`gradcodes.limits` (raise the bound to go ahead)."""
+class SizeLimitError(GradcodesValueError):
+    """A requested size exceeds a bound of :data:`gradcodes.limits` (raise the bound to go ahead); a
+    :class:`ValueError` and a :class:`gradcodes.GradcodesError`."""
 
 
 @dataclass
@@ -110,10 +117,10 @@ def check_int(name: str, value: object, lo: int | None = None, hi: int | None = 
     """
     rng = _range_text(lo, hi)
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer{rng}, got {value!r} of type {type(value).__name__}")
+        raise GradcodesTypeError(f"{name} must be an integer{rng}, got {value!r} of type {type(value).__name__}")
     v = int(value)
     if (lo is not None and v < lo) or (hi is not None and v > hi):
-        raise ValueError(f"{name} must be an integer{rng}, got {v}")
+        raise GradcodesValueError(f"{name} must be an integer{rng}, got {v}")
     return v
 
 
@@ -121,7 +128,7 @@ def check_real(name: str, value: object, lo: float | None = None, hi: float | No
                *, open_lo: bool = False, open_hi: bool = False) -> float:
     """Return ``value`` as a finite float in the given (half-)open range, or raise naming ``name``."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {value!r} of type {type(value).__name__}")
+        raise GradcodesTypeError(f"{name} must be a real number, got {value!r} of type {type(value).__name__}")
     v = float(value)
     lo_b = "(" if open_lo else "["
     hi_b = ")" if open_hi else "]"
@@ -134,7 +141,7 @@ def check_real(name: str, value: object, lo: float | None = None, hi: float | No
     if hi is not None:
         bad |= v >= hi if open_hi else v > hi
     if bad:
-        raise ValueError(f"{name} must be a finite real number{rng}, got {value!r}")
+        raise GradcodesValueError(f"{name} must be a finite real number{rng}, got {value!r}")
     return v
 
 
@@ -169,9 +176,9 @@ def check_rng(rng: object = None, seed: object = SEED_UNSET, *, name: str = "rng
     if rng is None or isinstance(rng, (np.random.SeedSequence, np.random.BitGenerator)):
         return np.random.default_rng(rng)
     if isinstance(rng, bool) or not isinstance(rng, numbers.Integral):
-        raise TypeError(f"{name} must be {RNG_TYPES}; got {rng!r} of type {type(rng).__name__}")
+        raise GradcodesTypeError(f"{name} must be {RNG_TYPES}; got {rng!r} of type {type(rng).__name__}")
     if int(rng) < 0:
-        raise ValueError(f"{name} must be a non-negative integer seed (or {RNG_TYPES}), got {int(rng)}")
+        raise GradcodesValueError(f"{name} must be a non-negative integer seed (or {RNG_TYPES}), got {int(rng)}")
     return np.random.default_rng(int(rng))
 
 
@@ -184,8 +191,54 @@ def take_rng(rng: object, seed: object = SEED_UNSET, *, name: str = "rng", stack
     warnings.warn(f"seed= is deprecated, use {name}= (it accepts the same values: {RNG_TYPES})",
                   DeprecationWarning, stacklevel=stacklevel)
     if rng is not None:
-        raise TypeError(f"pass {name}= or its deprecated alias seed=, not both")
+        raise GradcodesTypeError(f"pass {name}= or its deprecated alias seed=, not both")
     return cast("RNGLike", seed)
+
+
+def renamed_keyword(old: str, new: str) -> Callable[[_F], _F]:
+    """Decorator: accept the keyword ``old`` as a deprecated alias of ``new`` (DeprecationWarning naming both;
+    giving both is a TypeError). The signature (``inspect.signature``, type checkers) shows ``new`` only.
+
+    >>> @renamed_keyword("n", "branching")
+    ... def f(branching: int) -> int:
+    ...     return branching
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as w:
+    ...     warnings.simplefilter("always")
+    ...     f(n=3), str(w[0].message)
+    (3, 'n= is deprecated, use branching= (same meaning)')
+    """
+    def wrap(fn: _F) -> _F:
+        @functools.wraps(fn)
+        def inner(*args: Any, **kwargs: Any) -> Any:
+            if old in kwargs:
+                import warnings
+
+                warnings.warn(f"{old}= is deprecated, use {new}= (same meaning)", DeprecationWarning, stacklevel=2)
+                if new in kwargs:
+                    raise GradcodesTypeError(f"pass {new}= or its deprecated alias {old}=, not both")
+                kwargs[new] = kwargs.pop(old)
+            return fn(*args, **kwargs)
+
+        return cast("_F", inner)
+
+    return wrap
+
+
+def deprecated_alias(fn: _F, old: str, new: str) -> _F:
+    """``fn`` under its former public name ``old`` (``gradcodes.<old>``): calls warn (DeprecationWarning) that
+    ``gradcodes.<new>`` replaces it, then run ``fn``."""
+    @functools.wraps(fn)
+    def alias(*args: Any, **kwargs: Any) -> Any:
+        import warnings
+
+        warnings.warn(f"gradcodes.{old} is deprecated, use gradcodes.{new} (same arguments)", DeprecationWarning,
+                      stacklevel=2)
+        return fn(*args, **kwargs)
+
+    alias.__name__ = alias.__qualname__ = old
+    alias.__doc__ = f"Deprecated alias of :func:`gradcodes.{new}` (DeprecationWarning); use ``{new}``."
+    return cast("_F", alias)
 
 
 def rng_entropy(rng: object = None, seed: object = SEED_UNSET, *, name: str = "rng") -> int:
@@ -202,7 +255,7 @@ def rng_entropy(rng: object = None, seed: object = SEED_UNSET, *, name: str = "r
     rng = take_rng(rng, seed, name=name, stacklevel=4)
     if isinstance(rng, numbers.Integral) and not isinstance(rng, bool):
         if int(rng) < 0:
-            raise ValueError(f"{name} must be a non-negative integer seed (or {RNG_TYPES}), got {int(rng)}")
+            raise GradcodesValueError(f"{name} must be a non-negative integer seed (or {RNG_TYPES}), got {int(rng)}")
         return int(rng)
     if isinstance(rng, np.random.SeedSequence):
         words = rng.generate_state(4, np.uint32)
@@ -212,7 +265,7 @@ def rng_entropy(rng: object = None, seed: object = SEED_UNSET, *, name: str = "r
 
 
 def rng_param(rng: object) -> int | None:
-    """The value of ``rng`` worth recording in a code's ``params`` (so that :func:`gradcodes.load` can rebuild it):
+    """The value of ``rng`` worth recording in a code's ``params`` (so that :func:`gradcodes.load_code` can rebuild it):
     the int seed, or None for entropy, SeedSequences and Generators."""
     return int(rng) if isinstance(rng, numbers.Integral) and not isinstance(rng, bool) else None
 
@@ -226,7 +279,7 @@ def check_choice(name: str, value: object, choices: Iterable[str]) -> str:
     """Check that ``value`` is one of the strings ``choices``."""
     choices = tuple(choices)
     if not isinstance(value, str) or value not in choices:
-        raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}, got {value!r}")
+        raise GradcodesValueError(f"{name} must be one of {', '.join(map(repr, choices))}, got {value!r}")
     return value
 
 
@@ -238,31 +291,33 @@ def check_responders(responders: object, n: int, *, min_size: int = 1, name: str
     """
     if isinstance(responders, np.ndarray) and responders.dtype == bool:
         if responders.shape != (n,):
-            raise ValueError(f"{name} given as a boolean mask must have shape ({n},), got {responders.shape}")
+            raise GradcodesValueError(f"{name} given as a boolean mask must have shape ({n},), got {responders.shape}")
         idx = np.flatnonzero(responders)
     else:
         try:
             raw = list(responders)  # type: ignore[call-overload]
         except TypeError:
-            raise TypeError(f"{name} must be an iterable of worker indices in [0, {n - 1}]") from None
+            raise GradcodesTypeError(f"{name} must be an iterable of worker indices in [0, {n - 1}]") from None
         for r in raw:
             if isinstance(r, bool) or not isinstance(r, numbers.Integral):
-                raise TypeError(f"{name} must contain integer worker indices in [0, {n - 1}], got {r!r}")
+                raise GradcodesTypeError(f"{name} must contain integer worker indices in [0, {n - 1}], got {r!r}")
         idx = np.asarray([int(r) for r in raw], dtype=np.int64)
         if idx.size and (idx.min() < 0 or idx.max() >= n):
             bad = idx[(idx < 0) | (idx >= n)][0]
-            raise ValueError(f"{name} must be worker indices in [0, {n - 1}], got {bad}")
+            raise GradcodesValueError(f"{name} must be worker indices in [0, {n - 1}], got {bad}")
         uniq = np.unique(idx)
         if uniq.size != idx.size:
             if idx.size == n and set(uniq.tolist()) <= {0, 1}:
-                raise TypeError(f"{name} looks like a 0/1 mask of length n={n} given as integers, which would be "
-                                f"read as worker indices; pass a boolean mask (np.asarray(mask, dtype=bool)) or "
-                                f"the indices (np.flatnonzero(mask))")
+                raise GradcodesTypeError(
+                    f"{name} looks like a 0/1 mask of length n={n} given as integers, which would be "
+                    f"read as worker indices; pass a boolean mask (np.asarray(mask, dtype=bool)) or "
+                    f"the indices (np.flatnonzero(mask))")
             vals, counts = np.unique(idx, return_counts=True)
-            raise ValueError(f"{name} must not repeat a worker; duplicated: {vals[counts > 1].tolist()}")
+            raise GradcodesValueError(f"{name} must not repeat a worker; duplicated: {vals[counts > 1].tolist()}")
         idx = uniq
     if idx.size < min_size:
-        raise ValueError(f"{name} must contain at least {min_size} distinct workers (of n={n}), got {idx.size}")
+        raise GradcodesValueError(
+            f"{name} must contain at least {min_size} distinct workers (of n={n}), got {idx.size}")
     return idx.astype(np.int64)
 
 
@@ -285,9 +340,9 @@ def check_entries(rows: int, cols: int, *, exact: bool = False, what: str = "the
 
 
 def check_tree_size(n: int, L: int, bound: int | str = "work") -> int:
-    """The number of workers ``n + n^2 + ... + n^L`` of the ``(n, L)``-regular tree, checked by :func:`check_size`
-    (without computing astronomically large powers)."""
-    name = f"the workers n + n^2 + ... + n^L of the (n={n}, L={L}) tree"
+    """The number of workers ``b + b^2 + ... + b^L`` of the tree with branching factor ``b = n`` and depth ``L``,
+    checked by :func:`check_size` (without computing astronomically large powers)."""
+    name = f"the workers b + b^2 + ... + b^L of the tree with branching b={n}, L={L}"
     if n >= 2 and L * np.log10(n) > 300:
         limit = getattr(limits, bound) if isinstance(bound, str) else bound
         raise SizeLimitError(f"{name} number about 10^{L * np.log10(n):.0f}, more than the bound {limit:,}"

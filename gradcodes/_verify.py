@@ -41,9 +41,11 @@ from typing import Any
 
 import numpy as np
 
+from . import _verify_fast
 from ._bounds import meets_min_load, min_load
 from ._code import GradientCode, LinearCode
 from ._decoders import Decoder
+from ._errors import GradcodesTypeError, GradcodesValueError
 from ._numerics import tolerance, unit_roundoff
 from ._typing import DTypeLike, FieldLike, RNGLike, Unset
 from ._validate import SEED_UNSET, check_int, check_real, check_rng, check_size, take_rng
@@ -60,6 +62,9 @@ _KERNEL_CHUNK = 1 << 16
 _KERNEL_MIN_SETS = 50_000
 #: the compiled (numba) kernel; False selects the pure-numpy screen (same results, slower; tested)
 _USE_NUMBA = True
+#: below this many sets the numpy screen (about 1 microsecond per set) costs less than loading numba and the
+#: cached kernel (about 0.5 s in a fresh process), unless the kernel is already loaded
+_NUMBA_MIN_SETS = 1_000_000
 
 
 def default_rtol(dtype: Any, code_rtol: float) -> float:
@@ -187,7 +192,7 @@ def _enumerate_screened(tracker: Tracker, screen: NullSpaceScreen, code: Gradien
     so far, so the reported worst values and every failing or borderline set are the reference's."""
     n, s = code.n, code.s
     total = math.comb(n, s)
-    use_numba = _USE_NUMBA
+    use_numba = _USE_NUMBA and (total >= _NUMBA_MIN_SETS or _verify_fast._KERNEL is not None)
     first = np.arange(s, dtype=np.int64)
     screen_range(screen, n, first, 1, use_numba)                  # compile (or load) the kernel off the clock
     screen.best[:] = 0.0
@@ -319,15 +324,15 @@ def verify(code: LinearCode, *, limit: int | None = None, samples: int = 2000, s
     if field is not None:
         code = code.in_field(field)
     if not isinstance(code, GradientCode):
-        raise TypeError(f"verify() checks exact gradient codes (GradientCode); got {type(code).__name__}. "
-                        f"Approximate codes are judged by their error, not by exact recovery: use "
-                        f"gradcodes.evaluate_approximate(code) (command line: gradcodes evaluate).")
+        raise GradcodesTypeError(f"verify() checks exact gradient codes (GradientCode); got {type(code).__name__}. "
+                                 f"Approximate codes are judged by their error, not by exact recovery: use "
+                                 f"gradcodes.evaluate_approximate(code) (command line: gradcodes evaluate).")
     try:
         dt = np.dtype(dtype)
     except TypeError as exc:
-        raise ValueError(f"dtype must be a numpy float or complex dtype, got {dtype!r}") from exc
+        raise GradcodesValueError(f"dtype must be a numpy float or complex dtype, got {dtype!r}") from exc
     if dt.kind not in "fc":
-        raise ValueError(f"dtype must be a numpy float or complex dtype, got {dt}")
+        raise GradcodesValueError(f"dtype must be a numpy float or complex dtype, got {dt}")
     rtol = check_real("rtol", default_rtol(dt, code.rtol) if rtol is None else rtol, 0, 1, open_lo=True,
                       open_hi=True)
     samples = check_int("samples", samples, 0)

@@ -26,7 +26,8 @@ from typing import Any
 import numpy as np
 
 from ._bounds import min_load
-from ._io import load, save
+from ._errors import GradcodesValueError
+from ._io import load_code, save_code
 from ._registry import get_scheme, schemes
 from ._simulate import add_simulate_parser
 from ._tour import format_table, tour, tour_status
@@ -40,7 +41,7 @@ ALIASES = {"ignore_stragglers": "is_sgd", "stochastic_gc": "sgc", "bernoulli_gc"
            "optimal_decoding": "od"}
 
 
-class UsageError(ValueError):
+class UsageError(GradcodesValueError):
     """A command-line mistake (exit status 2)."""
 
 
@@ -124,7 +125,7 @@ def _load_target(args: argparse.Namespace) -> Any:
             raise UsageError(f"{target!r} is a directory, not a code file")
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            code = load(target, rtol=getattr(args, "rtol", None))
+            code = load_code(target, rtol=getattr(args, "rtol", None))
         for w in caught:                                  # one line each, no source line
             print(f"gradcodes: warning: {w.message}", file=sys.stderr)
         return code
@@ -302,7 +303,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
     if not os.path.isdir(out_dir):
         raise UsageError(f"cannot write {args.output!r}: no directory {out_dir!r}")
     code = _build(args)
-    save(code, args.output)
+    save_code(code, args.output)
     if getattr(args, "json", False):
         _emit(args, {"path": args.output, "scheme": code.family, "name": code.name, "n": code.n, "k": code.k,
                      "m": code.m, "s": getattr(code, "s", None), "field": code.field, "load": code.load,

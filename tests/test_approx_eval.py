@@ -42,7 +42,7 @@ def test_enumeration_equals_brute_force_and_closed_form(n, k, data):
     code = gc.ApproximateCode(np.array(B, dtype=object), field="rational",
                               decoders=[gc.FixedWeightDecoder("w", np.array(w, dtype=object))],
                               default_decoder="w", straggle_probabilities=np.array(p, dtype=object))
-    rep = gc.evaluate_approximate(code, np.array(G, dtype=object), batch=3)
+    rep = gc.evaluate_approximate(code, np.array(G, dtype=object), batch_size=3)
     err, bias = brute_force(B, w, p, G)
     assert rep.exact
     assert rep.expected_error == err == rep.closed_form
@@ -168,14 +168,14 @@ def test_p_override_and_missing():
     ({"p": [0.1, 1.0, 0.2]}, ValueError, r"p\[1\]"),
     ({"samples": 1}, ValueError, "samples must be an integer >= 2"),
     ({"samples": 2.5}, TypeError, "samples must be an integer"),
-    ({"batch": 0}, ValueError, "batch"),
-    ({"batch": 1 << 30}, ValueError, r"batch must be an integer in \[1, 1048576\]"),
+    ({"batch_size": 0}, ValueError, "batch_size"),
+    ({"batch_size": 1 << 30}, ValueError, r"batch_size must be an integer in \[1, 1048576\]"),
     ({"max_enumerate": 30}, ValueError, r"max_enumerate must be an integer in \[0, 24\]"),
     ({"rng": "x", "method": "montecarlo"}, TypeError, "rng"),
     ({"decoder": "nope"}, ValueError, "decoder must be one of"),
     ({"decoder": 3}, TypeError, "decoder must be a name or a Decoder"),
-    ({"gradients": np.ones((4, 2))}, ValueError, r"shape \(k, p\) = \(3, p\)"),
-    ({"gradients": np.ones((3, 0))}, ValueError, r"p >= 1"),
+    ({"gradients": np.ones((4, 2))}, ValueError, r"shape \(k, length\) = \(3, length\)"),
+    ({"gradients": np.ones((3, 0))}, ValueError, r"length >= 1"),
     ({"gradients": "random"}, ValueError, "gradients must be"),
     ({"gradients": np.array([[np.nan], [1.0], [1.0]])}, ValueError, "finite"),
     ({"gradients": np.array([[np.inf], [1], [F(1, 2)]], dtype=object)}, ValueError, "finite"),
@@ -326,8 +326,8 @@ def test_tour_rows_for_approximate_schemes():
 def test_save_load_roundtrip(tmp_path, build):
     code = build()
     path = str(tmp_path / "c.npz")
-    gc.save(code, path)
-    back = gc.load(path)
+    gc.save_code(code, path)
+    back = gc.load_code(path)
     assert back.family == code.family and back.default_decoder == code.default_decoder
     assert (np.asarray(back.B) == np.asarray(code.B)).all()
     a = gc.evaluate_approximate(code, method="enumerate")

@@ -71,7 +71,7 @@ def test_sgc_cyclic_loads():
 
 
 def test_sgc_bad_input():
-    with pytest.raises(ValueError, match=r"d must be an integer in \[1, 4\]"):
+    with pytest.raises(ValueError, match=r"degree must be an integer in \[1, 4\]"):
         gc.stochastic_gc(4, 5, 0.1)
     with pytest.raises(ValueError, match="assignment"):
         gc.stochastic_gc(4, 2, 0.1, assignment="pbd")
@@ -174,7 +174,7 @@ def test_od_optimal_decoder_is_least_squares():
 def test_od_bad_input():
     with pytest.raises(ValueError, match="n\\*d even"):
         gc.optimal_decoding(5, 3)
-    with pytest.raises(ValueError, match=r"d must be an integer in \[1, 4\]"):
+    with pytest.raises(ValueError, match=r"degree must be an integer in \[1, 4\]"):
         gc.optimal_decoding(5, 5)
 
 
@@ -194,9 +194,9 @@ def test_bgc_reproducible_and_optimal_beats_sum():
 
 
 def test_bgc_bad_input():
-    with pytest.raises(ValueError, match="d .expected load."):
+    with pytest.raises(ValueError, match="degree .expected load."):
         gc.bernoulli_gc(5, 0)
-    with pytest.raises(ValueError, match="d .expected load."):
+    with pytest.raises(ValueError, match="degree .expected load."):
         gc.bernoulli_gc(5, 6)
     with pytest.raises(TypeError, match="rng must be"):
         gc.bernoulli_gc(5, 2, rng="x")
@@ -205,9 +205,9 @@ def test_bgc_bad_input():
 
 
 def test_bgc_d_types():
-    with pytest.raises(TypeError, match="d .expected load. must be a real number"):
+    with pytest.raises(TypeError, match="degree .expected load. must be a real number"):
         gc.bernoulli_gc(5, "2")
-    with pytest.raises(ValueError, match="d .expected load."):
+    with pytest.raises(ValueError, match="degree .expected load."):
         gc.bernoulli_gc(5, float("nan"))
 
 

@@ -273,7 +273,7 @@ def test_cli_build_stable_and_grouped(tmp_path, capsys):
         assert main(["build", name, "-n", str(n), "-s", str(s), "-o", str(path)]) == 0
         assert main(["verify", str(path)]) == 0
         assert "RECOVERY" in capsys.readouterr().out
-        np.testing.assert_array_equal(gc.load(path).B, getattr(gc, name)(n, s).B)
+        np.testing.assert_array_equal(gc.load_code(path).B, getattr(gc, name)(n, s).B)
 
 
 def test_fact3_no_ternary_code_5_2_load_4():

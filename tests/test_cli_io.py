@@ -33,7 +33,7 @@ def test_build_verify_roundtrip(tmp_path, capsys):
     assert main(["verify", str(path)]) == 0
     out = capsys.readouterr().out
     assert "RECOVERY" in out and "36 of 36" in out
-    np.testing.assert_array_equal(gc.load(path).B, gc.cyclic_repetition(9, 2, rng=4).B)
+    np.testing.assert_array_equal(gc.load_code(path).B, gc.cyclic_repetition(9, 2, rng=4).B)
 
 
 def test_cli_errors_are_clear(tmp_path, capsys):
@@ -49,7 +49,7 @@ def test_verify_failing_code_exit_status(tmp_path, capsys):
     B = gc.fractional_repetition(4, 1).B.copy()
     B[0, 0] = 0
     path = tmp_path / "bad.npz"
-    gc.save(gc.GradientCode(B, s=1), path)
+    gc.save_code(gc.GradientCode(B, s=1), path)
     assert main(["verify", str(path)]) == 1
     assert "FAILS" in capsys.readouterr().out
 
@@ -70,8 +70,8 @@ def test_python_dash_m_entry_point():
 ])
 def test_save_load_roundtrip(tmp_path, code):
     path = tmp_path / "c.npz"
-    gc.save(code, path)
-    back = gc.load(path)
+    gc.save_code(code, path)
+    back = gc.load_code(path)
     assert type(back) is type(code)
     assert (back.name, back.family, back.field, back.m, back.n, back.k) == \
         (code.name, code.family, code.field, code.m, code.n, code.k)
@@ -86,7 +86,7 @@ def test_load_rejects_foreign_files(tmp_path):
     path = tmp_path / "foreign.npz"
     np.savez(path, x=np.zeros(3))
     with pytest.raises(gc.CodeFileError, match="not a gradcodes code file"):
-        gc.load(path)
+        gc.load_code(path)
 
 
 def test_load_keeps_the_saved_matrix_and_warns_on_any_change(tmp_path):
@@ -94,13 +94,13 @@ def test_load_keeps_the_saved_matrix_and_warns_on_any_change(tmp_path):
     # keeps the saved B (bit for bit) with the generic decoders (it used to be replaced by the rebuild's B)
     code = gc.fractional_repetition(6, 1)
     path = tmp_path / "c.npz"
-    gc.save(code, path)
-    assert gc.load(path).default_decoder == "group"
+    gc.save_code(code, path)
+    assert gc.load_code(path).default_decoder == "group"
     data = dict(np.load(path))
     for name, B in [("rounded", np.where(data["B"] != 0, np.nextafter(data["B"], np.inf), 0.0)),
                     ("edited", np.where(np.arange(6)[:, None] == 0, 2.0, data["B"]))]:
         np.savez(tmp_path / f"{name}.npz", **{**data, "B": B})
         with pytest.warns(RuntimeWarning, match="generic decoders only"):
-            back = gc.load(tmp_path / f"{name}.npz")
+            back = gc.load_code(tmp_path / f"{name}.npz")
         assert back.default_decoder == "nullspace"
         assert back.B.dtype == B.dtype and back.B.tobytes() == B.tobytes()

@@ -73,7 +73,7 @@ def _bad_files(tmp_path):
     files["text"] = tmp_path / "text.npz"
     np.save(tmp_path / "plain.npy", np.eye(3))
     files["npy"] = tmp_path / "plain.npy"
-    gc.save(gc.fractional_repetition(6, 1), tmp_path / "good.npz")
+    gc.save_code(gc.fractional_repetition(6, 1), tmp_path / "good.npz")
     raw = (tmp_path / "good.npz").read_bytes()
     (tmp_path / "cut.npz").write_bytes(raw[: len(raw) // 2])
     files["truncated"] = tmp_path / "cut.npz"
@@ -127,7 +127,7 @@ def test_tour_progress_on_stderr(capsys):
 def test_failing_code_exit_1_and_json(tmp_path, capsys):
     B = gc.fractional_repetition(4, 1).B.copy()
     B[0, 0] = 0
-    gc.save(gc.GradientCode(B, s=1), tmp_path / "bad.npz")
+    gc.save_code(gc.GradientCode(B, s=1), tmp_path / "bad.npz")
     rc, out, _ = _run(["verify", str(tmp_path / "bad.npz"), "--json"], capsys)
     assert rc == 1 and json.loads(out)["ok"] is False
 
@@ -137,11 +137,11 @@ def test_every_constructor_parameter_is_reachable(tmp_path, capsys):
     rc, _, err = _run(["build", "cyclic_mds", "-n", "7", "-s", "2", "--param", "placement=textbook", "-o",
                        str(path)], capsys)
     assert rc == 0, err
-    assert gc.load(path).name == "cyclic_mds[complex, textbook]"
+    assert gc.load_code(path).name == "cyclic_mds[complex, textbook]"
     rc, _, err = _run(["build", "cyclic_repetition", "-n", "3", "-s", "1", "--param", "H=[[1, 1, -2]]",
                        "--param", "field=rational", "-o", str(path)], capsys)
     assert rc == 0, err
-    assert gc.load(path).field == "rational"
+    assert gc.load_code(path).field == "rational"
     rc, _, err = _run(["build", "expander_code", "-n", "8", "--param", "degree=3", "--param",
                        "require_connected=False", "-o", str(path)], capsys)
     assert rc == 0, err
@@ -152,6 +152,6 @@ def test_python_names_are_scheme_names(tmp_path, capsys):
         assert short in gc.schemes() and callable(getattr(gc, python_name))
     rc, _, err = _run(["build", "stochastic_gc", "-n", "6", "-o", str(tmp_path / "a.npz")], capsys)
     assert rc == 0, err
-    assert gc.load(tmp_path / "a.npz").family == "stochastic_gc"
+    assert gc.load_code(tmp_path / "a.npz").family == "stochastic_gc"
     rc, out, _ = _run(["schemes"], capsys)
     assert "sgc (stochastic_gc)" in out

@@ -281,8 +281,8 @@ def test_generic_decoders_agree_on_the_flattened_code():
     ((3, 0, 1), {}, ValueError, "L must be"),
     ((3, 2, 3), {}, ValueError, "s must be"),
     ((3, 2, -1), {}, ValueError, "s must be"),
-    ((1, 2, 0), {}, ValueError, "n must be"),
-    ((3.0, 2, 1), {}, TypeError, "n must be"),
+    ((1, 2, 0), {}, ValueError, "branching must be"),
+    ((3.0, 2, 1), {}, TypeError, "branching must be"),
     ((3, 2, 1), {"inner": np.eye(3)}, TypeError, "inner must be"),
     ((3, 2, 1), {"inner": gc.cyclic_repetition(4, 1, rng=0)}, ValueError, "n=3 workers"),
     ((3, 2, 1), {"inner": gc.fractional_repetition(3, 2)}, ValueError, "s=1"),
@@ -344,8 +344,8 @@ def test_patterns_total_counts():
 def test_save_load_round_trip(tmp_path, make):
     code = make()
     path = tmp_path / "cr.npz"
-    gc.save(code, path)
-    back = gc.load(path)
+    gc.save_code(code, path)
+    back = gc.load_code(path)
     assert isinstance(back, CodedReduceCode)
     assert (back.N, back.P, back.L, back.s, back.field) == (code.N, code.P, code.L, code.s, code.field)
     assert all(a == b for a, b in zip(np.asarray(back.B).flat, np.asarray(code.B).flat, strict=True))

@@ -45,7 +45,7 @@ def rel_err(g, G):
 @given(code_and_responders(), st.data())
 def test_decode_encode_roundtrip_float64(cr, data):
     code, F = cr
-    G = data.draw(partial_gradients(code, p=st.integers(1, 40)))
+    G = data.draw(partial_gradients(code, length=st.integers(1, 40)))
     p = G.shape[1]
     try:
         g, info = code.decode(F, code.encode(G), return_info=True, rows="full")

@@ -299,8 +299,8 @@ def test_too_few_responders_rejected():
 def test_registered_and_save_load(tmp_path):
     assert "cyclic_mds" in gc.schemes()
     code = gc.cyclic_mds(9, 2, "real")
-    gc.save(code, tmp_path / "c.npz")
-    back = gc.load(tmp_path / "c.npz")
+    gc.save_code(code, tmp_path / "c.npz")
+    back = gc.load_code(tmp_path / "c.npz")
     np.testing.assert_array_equal(back.B, code.B)
     assert "spectral" in back.decoders
 

@@ -49,7 +49,7 @@ OFFENDERS = [
     "gc.ye_abbe(n=50, s=5, m=5, nodes='random', rng=0)",
     "cyclic_mds(n=12, s=3)",
     "heterogeneous(n=10, tau=1.5, seed=0)",
-    "sgc(n=10, d=2, tau=1.5, seed=0)",
+    "sgc(n=10, degree=2, tau=1.5, seed=0)",
 ]
 
 

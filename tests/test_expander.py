@@ -193,8 +193,8 @@ def test_bad_neighbour_lists_and_types(graph, err, match):
 def test_save_load_without_int_seed_keeps_the_graph(tmp_path, seed):
     """Without an int seed the graph cannot be redrawn: it is saved, so the loaded code keeps its decoders."""
     code = gc.expander_code(12, 3, rng=np.random.default_rng(5) if seed else None)
-    gc.save(code, tmp_path / "e.npz")
-    back = gc.load(tmp_path / "e.npz")
+    gc.save_code(code, tmp_path / "e.npz")
+    back = gc.load_code(tmp_path / "e.npz")
     np.testing.assert_array_equal(back.B, code.B)
     assert "optimal" in back.decoders and back.spectral_lambda == pytest.approx(code.spectral_lambda)
 
@@ -217,7 +217,7 @@ def test_cli_build_and_load(tmp_path):
     path = tmp_path / "e.npz"
     assert main(["build", "expander_code", "-n", "10", "-s", "2", "--param", "degree=3", "--seed", "1",
                  "-o", str(path)]) == 0
-    back = gc.load(path)
+    back = gc.load_code(path)
     np.testing.assert_array_equal(back.B, gc.expander_code(10, 3, rng=1).B)
     assert "optimal" in back.decoders and "fixed" in back.decoders
 

@@ -27,14 +27,14 @@ def _rewrite(path, out, **changes):
 
 def _saved(tmp_path, code, name="c.npz"):
     path = tmp_path / name
-    gc.save(code, path)
+    gc.save_code(code, path)
     return path
 
 
 def _quiet_load(path, **kw):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        return gc.load(path, **kw)
+        return gc.load_code(path, **kw)
 
 
 class _Peak:
@@ -65,7 +65,7 @@ def loose_file(tmp_path):
 
 def test_a_file_cannot_loosen_rtol(loose_file):
     with pytest.warns(RuntimeWarning, match=r"rtol=0\.9 is looser than the 1e-08"):
-        code = gc.load(loose_file)
+        code = gc.load_code(loose_file)
     assert code.rtol == 1e-8
     G = np.random.default_rng(0).standard_normal((12, 3))
     responders = [0, 4, 5, 6, 7, 8, 9, 10, 11]                     # needs worker 0's edited row
@@ -78,15 +78,15 @@ def test_the_caller_may_accept_a_looser_rtol(loose_file):
     assert _quiet_load(loose_file, rtol=0.95).rtol == 0.9
     assert _quiet_load(loose_file, rtol=0.5).rtol == 0.5
     with pytest.raises(ValueError, match="rtol"):
-        gc.load(loose_file, rtol=1.5)
+        gc.load_code(loose_file, rtol=1.5)
     with pytest.raises(TypeError, match="rtol"):
-        gc.load(loose_file, rtol="loose")
+        gc.load_code(loose_file, rtol="loose")
 
 
 def test_a_tighter_rtol_is_kept(tmp_path):
     code = gc.fractional_repetition(6, 1)
     code.rtol = 1e-13
-    assert gc.load(_saved(tmp_path, code)).rtol == 1e-13
+    assert gc.load_code(_saved(tmp_path, code)).rtol == 1e-13
 
 
 def test_cli_verify_of_a_loosened_file_fails(loose_file, capsys):
@@ -118,7 +118,7 @@ def test_grouped_random_file_is_never_searched(tmp_path, grouped, edit, candidat
         meta["params"]["block_seeds"].pop("17")
     meta["params"]["candidates"] = candidates
     with pytest.raises(gc.CodeFileError, match="without search|never by a search"):
-        gc.load(_rewrite(path, tmp_path / "bad.npz", meta=meta))
+        gc.load_code(_rewrite(path, tmp_path / "bad.npz", meta=meta))
 
 
 def test_ye_abbe_file_without_its_stride_is_refused(tmp_path):
@@ -126,14 +126,14 @@ def test_ye_abbe_file_without_its_stride_is_refused(tmp_path):
     meta = _meta(path)
     del meta["params"]["stride"]
     with pytest.raises(gc.CodeFileError, match="record its stride"):
-        gc.load(_rewrite(path, tmp_path / "bad.npz", meta=meta))
+        gc.load_code(_rewrite(path, tmp_path / "bad.npz", meta=meta))
 
 
 def test_grouped_random_file_rebuilds_from_its_seeds(tmp_path, grouped):
     code, path = grouped
     meta = _meta(path)
     meta["params"].update(candidates=10_000, limit=10**9)              # search options: ignored, nothing searched
-    back = gc.load(_rewrite(path, tmp_path / "opts.npz", meta=meta))
+    back = gc.load_code(_rewrite(path, tmp_path / "opts.npz", meta=meta))
     assert back.default_decoder == "grouped" and back.B.tobytes() == code.B.tobytes()
 
 
@@ -143,7 +143,7 @@ def test_coded_reduce_units_are_checked_before_the_rebuild(tmp_path):
     meta["params"]["P"] = 7_500_000
     bad = _rewrite(path, tmp_path / "bad.npz", meta=meta)
     with _Peak() as mem, pytest.raises(gc.CodeFileError) as info:
-        gc.load(bad)
+        gc.load_code(bad)
     assert mem.peak < 50 * 2**20                                 # the rebuild used to allocate 1.5 GB
     assert "P = 7500000 in the parameters" in str(info.value)
 
@@ -154,11 +154,11 @@ def test_coded_reduce_inner_record_is_checked(tmp_path, key, value):
     meta = _meta(path)
     meta["params"]["inner"]["params"][key] = value
     with pytest.raises(gc.CodeFileError, match=f"{key} = {value} in the parameters"):
-        gc.load(_rewrite(path, tmp_path / "bad.npz", meta=meta))
+        gc.load_code(_rewrite(path, tmp_path / "bad.npz", meta=meta))
     meta = _meta(path)
     meta["params"]["inner"]["B"] = meta["params"]["inner"]["B"][:2]
     with pytest.raises(gc.CodeFileError, match="inner code"):
-        gc.load(_rewrite(path, tmp_path / "rows.npz", meta=meta))
+        gc.load_code(_rewrite(path, tmp_path / "rows.npz", meta=meta))
 
 
 # ----------------------------------------------------------------------------------------- decompressed sizes
@@ -207,7 +207,7 @@ def bombs(tmp_path_factory):
 def test_deflate_bombs_are_refused_from_their_headers(bombs, which, message):
     assert bombs[which].stat().st_size < 8 * 10**6                 # small files, large claims
     with _Peak() as mem, pytest.raises(gc.CodeFileError) as info:
-        gc.load(bombs[which])
+        gc.load_code(bombs[which])
     assert mem.peak < 20 * 2**20                                 # they used to decompress 0.8 to 1.6 GB
     assert message in str(info.value)
 
@@ -216,7 +216,7 @@ def test_a_compressed_file_within_the_bounds_loads(tmp_path):
     path = tmp_path / "small.npz"
     code = gc.fractional_repetition(6, 2)
     np.savez_compressed(path, **dict(np.load(_saved(tmp_path, code))))
-    assert gc.load(path).B.tobytes() == code.B.tobytes()
+    assert gc.load_code(path).B.tobytes() == code.B.tobytes()
 
 
 def test_the_header_shape_is_checked_before_the_data(tmp_path):
@@ -227,7 +227,7 @@ def test_the_header_shape_is_checked_before_the_data(tmp_path):
         zout.writestr("meta.npy", zin.read("meta.npy"))
         zout.writestr("B.npy", _npy_header((5000, 5000), "<f8"))
     with _Peak() as mem, pytest.raises(gc.CodeFileError, match=r"shape \(5000, 5000\)"):
-        gc.load(bad)
+        gc.load_code(bad)
     assert mem.peak < 20 * 2**20
 
 
@@ -237,13 +237,13 @@ def test_the_header_shape_is_checked_before_the_data(tmp_path):
 def test_a_ye_abbe_file_keeps_its_own_matrix(tmp_path):
     code = gc.ye_abbe(12, 3, 2)
     path = _saved(tmp_path, code)
-    back = gc.load(path)                                        # the same machine's rebuild: bitwise equal
+    back = gc.load_code(path)                                        # the same machine's rebuild: bitwise equal
     assert back.default_decoder == code.default_decoder and back.B.tobytes() == code.B.tobytes()
     B = np.load(path)["B"].copy()
     i, j = np.argwhere(B != 0)[0]
     B[i, j] = np.nextafter(B[i, j], np.inf)                    # one ulp: what another machine's build may differ by
     with pytest.warns(RuntimeWarning, match="differs from the 'ye_abbe' construction"):
-        back = gc.load(_rewrite(path, tmp_path / "ulp.npz", B=B))
+        back = gc.load_code(_rewrite(path, tmp_path / "ulp.npz", B=B))
     assert back.B.tobytes() == B.tobytes()                      # never swapped for the local rebuild
     assert back.default_decoder == "nullspace" and type(back) is gc.GradientCode
 
@@ -254,7 +254,7 @@ def test_a_tree_whose_matrix_differs_is_refused(tmp_path):
     i, j = np.argwhere(B != 0)[0]
     B[i, j] = np.nextafter(B[i, j], np.inf)
     with pytest.warns(RuntimeWarning), pytest.raises(gc.CodeFileError, match="cannot restore a CodedReduceCode"):
-        gc.load(_rewrite(path, tmp_path / "ulp.npz", B=B))
+        gc.load_code(_rewrite(path, tmp_path / "ulp.npz", B=B))
 
 
 def test_format_1_cyclic_repetition_loads_as_built(tmp_path):
@@ -264,9 +264,9 @@ def test_format_1_cyclic_repetition_loads_as_built(tmp_path):
     meta["format"] = 1
     del meta["shape"]
     meta["params"].pop("refine", None)                          # format 1 left the then default refine=0 out
-    back = gc.load(_rewrite(path, tmp_path / "v1.npz", meta=meta))
+    back = gc.load_code(_rewrite(path, tmp_path / "v1.npz", meta=meta))
     assert back.params["refine"] == 0 and back.B.tobytes() == code.B.tobytes()
-    new = gc.load(path)                                         # format 2: the parameters as recorded
+    new = gc.load_code(path)                                         # format 2: the parameters as recorded
     assert _meta(path)["format"] == 2 and new.params == code.params
 
 
@@ -275,7 +275,7 @@ def test_declared_shape_must_match(tmp_path):
     meta = _meta(path)
     meta["shape"] = [4, 5]
     with pytest.raises(gc.CodeFileError, match="shape"):
-        gc.load(_rewrite(path, tmp_path / "shape.npz", meta=meta))
+        gc.load_code(_rewrite(path, tmp_path / "shape.npz", meta=meta))
 
 
 def test_cli_refusals_exit_2_on_one_line(tmp_path, grouped, capsys):

@@ -52,8 +52,8 @@ def test_certificates_and_rebuild(tmp_path):
     seeds = code.params["block_seeds"]
     again = gc.grouped_random(13, 4, block_seeds={int(k): v for k, v in seeds.items()})
     assert np.array_equal(again.B, code.B)
-    gc.save(code, tmp_path / "g.npz")
-    loaded = gc.load(tmp_path / "g.npz")
+    gc.save_code(code, tmp_path / "g.npz")
+    loaded = gc.load_code(tmp_path / "g.npz")
     assert loaded.default_decoder == "grouped" and np.array_equal(loaded.B, code.B)
     assert bool(gc.verify(loaded))
 

@@ -14,7 +14,7 @@ import gradcodes as gc
 
 def _saved(tmp_path, code, name="c.npz"):
     path = tmp_path / name
-    gc.save(code, path)
+    gc.save_code(code, path)
     return path
 
 
@@ -50,7 +50,7 @@ def test_parameters_are_checked_before_the_rebuild(tmp_path):
         meta["params"][key] = 30000
         bad = _rewrite(tmp_path, path, meta=meta)
         with pytest.raises(gc.CodeFileError, match=f"{key} = 30000 in the parameters"):
-            gc.load(bad)
+            gc.load_code(bad)
 
 
 def test_coded_reduce_tree_size_is_checked(tmp_path):
@@ -58,7 +58,7 @@ def test_coded_reduce_tree_size_is_checked(tmp_path):
     meta = _meta(path)
     meta["params"]["L"] = 40                       # 3 + 9 + ... + 3**40 workers
     with pytest.raises(gc.CodeFileError, match="does not have the 12 workers"):
-        gc.load(_rewrite(tmp_path, path, meta=meta))
+        gc.load_code(_rewrite(tmp_path, path, meta=meta))
 
 
 def _npy_header_only(shape, dtype="<f8"):
@@ -75,23 +75,23 @@ def test_huge_matrix_is_refused_from_its_header(tmp_path):
         zout.writestr("meta.npy", zin.read("meta.npy"))
         zout.writestr("B.npy", _npy_header_only((10**6, 10**6)))
     with pytest.raises(gc.CodeFileError, match=r"more than the bound .*max_entries"):
-        gc.load(bad)
+        gc.load_code(bad)
 
 
 def test_max_entries_override(tmp_path):
     path = _saved(tmp_path, gc.uncoded(20))
     with pytest.raises(gc.CodeFileError, match="400 entries, more than the bound 100"):
-        gc.load(path, max_entries=100)
-    assert gc.load(path, max_entries=400).n == 20
+        gc.load_code(path, max_entries=100)
+    assert gc.load_code(path, max_entries=400).n == 20
     with gc.limits.raised(entries=100), pytest.raises(gc.CodeFileError, match="gradcodes.limits.entries"):
-        gc.load(path)
+        gc.load_code(path)
 
 
 def test_pickled_object_arrays_are_never_loaded(tmp_path):
     path = _saved(tmp_path, gc.uncoded(3))
     bad = _rewrite(tmp_path, path, B=np.array([[1, 0, 0], [0, 1, 0], [0, 0, object()]], dtype=object))
     with pytest.raises(gc.CodeFileError, match="pickle"):
-        gc.load(bad)
+        gc.load_code(bad)
 
 
 @pytest.mark.parametrize("content", [b"", b"hello", b"PK\x03\x04garbage", b"\x93NUMPY\x01\x00"])
@@ -99,24 +99,24 @@ def test_non_npz_files(tmp_path, content):
     path = tmp_path / "x.npz"
     path.write_bytes(content)
     with pytest.raises(gc.CodeFileError, match="not a gradcodes code file"):
-        gc.load(path)
+        gc.load_code(path)
 
 
 def test_plain_npy_and_foreign_npz(tmp_path):
     np.save(tmp_path / "a.npy", np.eye(3))
     with pytest.raises(gc.CodeFileError):
-        gc.load(tmp_path / "a.npy")
+        gc.load_code(tmp_path / "a.npy")
     np.savez(tmp_path / "f.npz", x=np.zeros(3))
     with pytest.raises(gc.CodeFileError, match="unexpected entry 'x.npy'"):
-        gc.load(tmp_path / "f.npz")
+        gc.load_code(tmp_path / "f.npz")
     np.savez(tmp_path / "g.npz", B=np.eye(3))
     with pytest.raises(gc.CodeFileError, match="no 'meta' entry"):
-        gc.load(tmp_path / "g.npz")
+        gc.load_code(tmp_path / "g.npz")
 
 
 def test_missing_file_is_file_not_found(tmp_path):
     with pytest.raises(FileNotFoundError):
-        gc.load(tmp_path / "nope.npz")
+        gc.load_code(tmp_path / "nope.npz")
 
 
 @pytest.mark.parametrize("edit", [
@@ -137,24 +137,24 @@ def test_bad_parameters(tmp_path, edit):
     meta = _meta(path)
     edit(meta)
     with pytest.raises(gc.CodeFileError):
-        gc.load(_rewrite(tmp_path, path, meta=meta))
+        gc.load_code(_rewrite(tmp_path, path, meta=meta))
 
 
 def test_bad_matrices(tmp_path):
     path = _saved(tmp_path, gc.fractional_repetition(6, 1))
     for B in [np.zeros(6), np.zeros((6, 6, 1)), np.full((6, 6), np.nan), np.array([["a"] * 6] * 6)]:
         with pytest.raises(gc.CodeFileError):
-            gc.load(_rewrite(tmp_path, path, B=B))
+            gc.load_code(_rewrite(tmp_path, path, B=B))
     with pytest.raises(gc.CodeFileError, match="not a JSON|invalid gradcodes parameters"):
-        gc.load(_rewrite(tmp_path, path, meta=np.array("{not json")))
+        gc.load_code(_rewrite(tmp_path, path, meta=np.array("{not json")))
     rpath = _saved(tmp_path, gc.fractional_repetition(6, 1, field="rational"), "r.npz")
     den = np.load(rpath)["B_den"].copy()
     den[0, 0] = "0"
     with pytest.raises(gc.CodeFileError, match="non-zero denominators"):
-        gc.load(_rewrite(tmp_path, rpath, B_den=den))
+        gc.load_code(_rewrite(tmp_path, rpath, B_den=den))
     gpath = _saved(tmp_path, gc.cyclic_mds(7, 2).in_field("GF"), "g.npz")
     with pytest.raises(gc.CodeFileError, match="entries must lie"):
-        gc.load(_rewrite(tmp_path, gpath, B_gf=np.full((7, 7), 10**6)))
+        gc.load_code(_rewrite(tmp_path, gpath, B_gf=np.full((7, 7), 10**6)))
 
 
 def test_truncated_files(tmp_path):
@@ -164,7 +164,7 @@ def test_truncated_files(tmp_path):
         bad = tmp_path / "cut.npz"
         bad.write_bytes(raw[:cut])
         with pytest.raises(gc.CodeFileError):
-            gc.load(bad)
+            gc.load_code(bad)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -173,7 +173,7 @@ def test_fuzz_bytes(tmp_path, data):
     """Any corruption of a valid file loads a code or raises CodeFileError (never another exception)."""
     path = tmp_path / "src.npz"
     if not path.exists():
-        gc.save(gc.fractional_repetition(6, 2), path)
+        gc.save_code(gc.fractional_repetition(6, 2), path)
     raw = bytearray(path.read_bytes())
     for _ in range(data.draw(st.integers(1, 4))):
         i = data.draw(st.integers(0, len(raw) - 1))
@@ -182,7 +182,7 @@ def test_fuzz_bytes(tmp_path, data):
     bad = tmp_path / "fuzz.npz"
     bad.write_bytes(bytes(raw[:cut]))
     try:
-        code = gc.load(bad)
+        code = gc.load_code(bad)
     except gc.CodeFileError:
         return
     assert isinstance(code, gc.LinearCode)
@@ -190,19 +190,19 @@ def test_fuzz_bytes(tmp_path, data):
 
 def test_rtol_and_decoders_survive_save_load(tmp_path):
     strict = gc.GradientCode(gc.cyclic_repetition(7, 2, rng=1).B, 2, rtol=1e-14)
-    back = gc.load(_saved(tmp_path, strict))
+    back = gc.load_code(_saved(tmp_path, strict))
     assert back.rtol == 1e-14
     fam = gc.cyclic_repetition(7, 2, rng=1)
     fam.rtol = 1e-3
     path = _saved(tmp_path, fam, "fam.npz")
     with pytest.warns(RuntimeWarning, match="looser than"):      # a file cannot loosen the default on its own
-        assert gc.load(path).rtol == 1e-8
-    assert gc.load(path, rtol=1e-2).rtol == 1e-3                  # the caller accepts it
+        assert gc.load_code(path).rtol == 1e-8
+    assert gc.load_code(path, rtol=1e-2).rtol == 1e-3                  # the caller accepts it
     for code in [gc.cyclic_mds(7, 2).in_field("GF"), gc.ye_abbe(7, 2, 2).in_field("GF"),
                  gc.cyclic_mds(12, 3), gc.coded_reduce(3, 2, 1)]:
-        back = gc.load(_saved(tmp_path, code, "x.npz"))
+        back = gc.load_code(_saved(tmp_path, code, "x.npz"))
         assert back.default_decoder == code.default_decoder
         assert sorted(back.decoders) == sorted(code.decoders)
     code = gc.cyclic_mds(12, 3)
     code.default_decoder = "barycentric"
-    assert gc.load(_saved(tmp_path, code, "d.npz")).default_decoder == "barycentric"
+    assert gc.load_code(_saved(tmp_path, code, "d.npz")).default_decoder == "barycentric"

@@ -111,7 +111,7 @@ def test_ye_abbe_m2_messages_of_half_length():
 @needs_mpi
 def test_coded_reduce_tree_with_stragglers_and_hung_leaf():
     """The 1 + 3 + 9 tree: a random straggler per iteration and a hung leaf; every parent uses its first n - s."""
-    cfg = {"family": "coded_reduce", "kwargs": {"n": 3, "L": 2, "s": 1}, "p": 50, "iters": 10,
+    cfg = {"family": "coded_reduce", "kwargs": {"branching": 3, "L": 2, "s": 1}, "p": 50, "iters": 10,
            "delays": [{"kind": "fixed", "seconds": 0.03, "count": 1, "rng": 2}, {"kind": "hang", "workers": [5]}]}
     _, res, _ = run_job(13, cfg)
     check_exact(res, U64, 36)
@@ -175,7 +175,7 @@ def test_nan_from_too_many_workers_is_a_clear_error():
 @pytest.mark.parametrize("where", [0, 3])
 def test_crash_on_any_rank_ends_the_job(where):
     """An exception on a worker (rank 4) or in the master's step (rank 0) ends the whole job within seconds."""
-    cfg = {"family": "coded_reduce", "kwargs": {"n": 2, "L": 2, "s": 1}, "iters": 50, "timeout": 300}
+    cfg = {"family": "coded_reduce", "kwargs": {"branching": 2, "L": 2, "s": 1}, "iters": 50, "timeout": 300}
     if where:
         cfg["crash"] = [where, 2]
     else:

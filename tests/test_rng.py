@@ -77,10 +77,10 @@ def test_graph_degree_has_one_name(tmp_path):
 def test_int_rng_is_saved_and_rebuilt(tmp_path):
     code = gc.expander_code(10, 3, rng=4)
     assert code.params["rng"] == 4
-    gc.save(code, tmp_path / "e.npz")
+    gc.save_code(code, tmp_path / "e.npz")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        back = gc.load(tmp_path / "e.npz")
+        back = gc.load_code(tmp_path / "e.npz")
     assert back.default_decoder == "optimal" and np.array_equal(back.B, code.B)
 
 

@@ -55,3 +55,23 @@ def test_rng_is_typed_as_spec7_everywhere():
             continue
         if "rng" in params:
             assert str(params["rng"].annotation) == "RNGLike", qual
+
+
+def test_typing_usage_passes_mypy_strict():
+    """``mypy --strict`` accepts tests/typing_usage.py: public results have public, precise types (a recommended
+    or loaded GradientCode is accepted where a GradientCode is expected). Errors inside gradcodes itself under
+    --strict are the package's own matter (``mypy gradcodes`` runs with the project settings)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import pytest
+
+    pytest.importorskip("mypy")
+    here = Path(__file__).resolve().parent
+    usage = here / "typing_usage.py"
+    cmd = [sys.executable, "-m", "mypy", "--strict", "--no-error-summary", "--cache-dir",
+           str(here.parent / ".mypy_cache"), str(usage)]
+    out = subprocess.run(cmd, capture_output=True, text=True, cwd=here.parent, timeout=600).stdout
+    mine = [line for line in out.splitlines() if line.startswith(("tests/typing_usage.py", str(usage)))]
+    assert not mine, "\n".join(mine)

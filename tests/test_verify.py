@@ -429,7 +429,7 @@ def test_trees_share_the_engine(monkeypatch):
         return real_add(self, P)
 
     monkeypatch.setattr(Tracker, "add", add)
-    part = gc.verify_tree(code, limit=10**6, batch=100)
+    part = gc.verify_tree(code, limit=10**6, batch_size=100)
     assert part.interrupted and part.patterns_checked == 200 and part.verdict == "unproven" and not part
 
 

@@ -377,7 +377,7 @@ def test_registry_cli_and_io(tmp_path, capsys):
     assert "ye_abbe" in gc.schemes()
     path = tmp_path / "ya.npz"
     assert main(["build", "ye_abbe", "-n", "10", "-s", "2", "-m", "3", "-o", str(path)]) == 0
-    loaded = gc.load(path)
+    loaded = gc.load_code(path)
     assert loaded.default_decoder == "lagrange" and loaded.m == 3
     assert main(["verify", str(path)]) == 0
     assert main(["verify", "ye_abbe", "-n", "8", "-s", "2", "-m", "2", "--gf"]) == 0
@@ -416,8 +416,8 @@ def test_save_load_restores_family_decoders(tmp_path):
              gc.ye_abbe(9, 2, 3, stride=2), gc.ye_abbe(9, 2, 3)]
     for i, code in enumerate(codes):
         path = tmp_path / f"c{i}.npz"
-        gc.save(code, path)
-        loaded = gc.load(path)
+        gc.save_code(code, path)
+        loaded = gc.load_code(path)
         assert "lagrange" in loaded.decoders and loaded.default_decoder == "lagrange"
         assert np.all(np.asarray(loaded.B == code.B))
 

@@ -32,3 +32,34 @@ def _usage() -> None:
     ShiftedExponential(1e-3, m_data=100, rng=np.random.SeedSequence(2))
     FixedDelay(0.1, count=1, rng=4)
     del g, g2
+
+
+def _needs_gradient_code(code: gc.GradientCode) -> int:
+    return code.s
+
+
+def _results_are_typed(path: str) -> None:
+    """Every public function returns a public, precise type: a GradientCode result is accepted where one is
+    expected (``mypy --strict`` rejects a LinearCode there)."""
+    rec = gc.recommend(10, 2)
+    assert_type(rec, gc.GradientCode)
+    _needs_gradient_code(rec)
+    loaded = gc.load_code(path, kind=gc.GradientCode)
+    assert_type(loaded, gc.GradientCode)
+    _needs_gradient_code(loaded)
+    assert_type(gc.load_code(path), gc.LinearCode)
+    assert_type(gc.load_code(path, kind=gc.CodedReduceCode), gc.CodedReduceCode)
+    _needs_gradient_code(gc.cyclic_repetition(6, 2, rng=0))
+    report = gc.worst_case_error(gc.expander_code(10, 3, rng=0), 2)
+    assert_type(report, gc.ApproximationReport)
+    sim = gc.simulate(["CR", "UMW"], iters=10, rng=0)
+    assert_type(sim, gc.SimulationResult)
+    assert_type(sim["CR"], gc.SchemeResult)
+    assert_type(gc.coded_reduce(3, 2, 1), gc.CodedReduceCode)
+    assert_type(gc.coded_reduce(branching=3, L=2, s=1).branching, int)
+    try:
+        gc.verify(rec)
+    except gc.GradcodesError as exc:
+        assert_type(exc, gc.GradcodesError)
+    assert_type(hash(rec), int)
+    assert_type(rec == loaded, bool)

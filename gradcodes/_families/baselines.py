@@ -31,12 +31,13 @@ from .._approx_eval import (
 )
 from .._code import ApproximateCode
 from .._decoders import Decoder, LeastSquaresDecoder
+from .._errors import GradcodesTypeError, GradcodesValueError
 from .._fields import RationalField, field_for
 from .._io import REBUILDERS
 from .._registry import Expect, Scheme, register
 from .._straggle import _scenario
 from .._typing import ProbabilitiesLike, RNGLike, Unset
-from .._validate import SEED_UNSET, check_entries, check_int, check_rng, take_rng
+from .._validate import SEED_UNSET, check_entries, check_int, check_rng, renamed_keyword, take_rng
 from .expander import random_regular_graph
 
 __all__ = [
@@ -65,10 +66,10 @@ def _p(p: Any, n: int) -> np.ndarray | None:
 def _pick(decoder: Any, decs: dict[str, Decoder]) -> str:
     """Validate the name of the default decoder."""
     if not isinstance(decoder, str):
-        raise TypeError(f"decoder must be a str, one of {sorted(decs)}, got {decoder!r}")
+        raise GradcodesTypeError(f"decoder must be a str, one of {sorted(decs)}, got {decoder!r}")
     if decoder not in decs:
-        raise ValueError(f"decoder must be one of {sorted(decs)}, got {decoder!r}"
-                         + (" ('unbiased' needs p)" if decoder == "unbiased" else ""))
+        raise GradcodesValueError(f"decoder must be one of {sorted(decs)}, got {decoder!r}"
+                                  + (" ('unbiased' needs p)" if decoder == "unbiased" else ""))
     return decoder
 
 
@@ -207,7 +208,8 @@ def _cyclic_support(n: int, k: int, d: int) -> np.ndarray:
     return S
 
 
-def stochastic_gc(n: int, d: int, p: ProbabilitiesLike, *, k: int | None = None, assignment: str = "cyclic",
+@renamed_keyword("d", "degree")
+def stochastic_gc(n: int, degree: int, p: ProbabilitiesLike, *, k: int | None = None, assignment: str = "cyclic",
                   rng: RNGLike = None, seed: RNGLike | Unset = SEED_UNSET) -> ApproximateCode:
     r"""Stochastic gradient coding (SGC, Bitar–Wootters–El Rouayheb) for known straggle probabilities.
 
@@ -223,8 +225,9 @@ def stochastic_gc(n: int, d: int, p: ProbabilitiesLike, *, k: int | None = None,
     ----------
     n : int
         Number of workers.
-    d : int
-        Replication per partition, ``1 <= d <= n``.
+    degree : int
+        ``d``: replication per partition (its degree in the worker--partition assignment graph),
+        ``1 <= d <= n``. ``d=`` is the deprecated former keyword.
     p : array_like or float
         Straggle probabilities (required: they are part of the encoding). ``Fraction``\ s make it exact.
     k : int, optional
@@ -247,7 +250,7 @@ def stochastic_gc(n: int, d: int, p: ProbabilitiesLike, *, k: int | None = None,
     """
     n = check_int("n", n, 1)
     k = n if k is None else check_int("k", k, 1)
-    d = check_int("d", d, 1, n)
+    d = check_int("degree", degree, 1, n)
     check_entries(n, k)
     rng = take_rng(rng, seed)
     pp = straggle_probabilities(p, n)
@@ -260,7 +263,7 @@ def stochastic_gc(n: int, d: int, p: ProbabilitiesLike, *, k: int | None = None,
         for j in range(k):
             S[gen.choice(n, size=d, replace=False), j] = True
     else:
-        raise ValueError(f"assignment must be 'cyclic' or 'random', got {assignment!r}")
+        raise GradcodesValueError(f"assignment must be 'cyclic' or 'random', got {assignment!r}")
     scale = 1 / ((1 - pp) * d)
     if exact:
         B = RationalField().zeros((n, k))
@@ -270,16 +273,17 @@ def stochastic_gc(n: int, d: int, p: ProbabilitiesLike, *, k: int | None = None,
     else:
         B = S * scale[:, None]
         w = np.ones(n)
-    return ApproximateCode(B, field="rational" if exact else "real", name=f"SGC(n={n}, d={d})",
+    return ApproximateCode(B, field="rational" if exact else "real", name=f"SGC(n={n}, degree={d})",
                            family="stochastic_gc",
-                           params={"n": n, "d": d, "p": probability_list(pp), "k": k, "assignment": assignment,
+                           params={"n": n, "degree": d, "p": probability_list(pp), "k": k, "assignment": assignment,
                                    "rng": _seed_param(rng)},
                            decoders=[FixedWeightDecoder("sum", w)], default_decoder="sum",
                            straggle_probabilities=pp)
 
 
-def bernoulli_gc(n: int, d: float, *, k: int | None = None, p: ProbabilitiesLike | None = None, rng: RNGLike = None,
-                 decoder: str = "optimal", seed: RNGLike | Unset = SEED_UNSET) -> ApproximateCode:
+@renamed_keyword("d", "degree")
+def bernoulli_gc(n: int, degree: float, *, k: int | None = None, p: ProbabilitiesLike | None = None,
+                 rng: RNGLike = None, decoder: str = "optimal", seed: RNGLike | Unset = SEED_UNSET) -> ApproximateCode:
     r"""Bernoulli gradient coding (BGC, Charles–Papailiopoulos–Ellenberg).
 
     ``B_ij ~ Bernoulli(d/k)`` i.i.d. (seeded), so each worker holds ``d`` partitions on average. Decoders:
@@ -290,8 +294,9 @@ def bernoulli_gc(n: int, d: float, *, k: int | None = None, p: ProbabilitiesLike
     ----------
     n : int
         Number of workers.
-    d : float
-        Expected load per worker, ``0 < d <= k``.
+    degree : float
+        ``d``: expected load per worker (its expected degree in the worker--partition assignment graph),
+        ``0 < d <= k``. ``d=`` is the deprecated former keyword.
     k : int, optional
         Number of partitions (default ``n``).
     p : array_like or float, optional
@@ -313,11 +318,12 @@ def bernoulli_gc(n: int, d: float, *, k: int | None = None, p: ProbabilitiesLike
     """
     n = check_int("n", n, 1)
     k = n if k is None else check_int("k", k, 1)
+    d = degree
     if isinstance(d, (bool, np.bool_)) or not isinstance(d, numbers.Real):
-        raise TypeError(f"d (expected load) must be a real number in (0, k = {k}], got {d!r} of type "
-                        f"{type(d).__name__}")
+        raise GradcodesTypeError(f"degree (expected load) must be a real number in (0, k = {k}], got {d!r} of type "
+                                 f"{type(d).__name__}")
     if not (0 < d <= k):  # also rejects NaN
-        raise ValueError(f"d (expected load) must be a real number in (0, k = {k}], got {d!r}")
+        raise GradcodesValueError(f"degree (expected load) must be a real number in (0, k = {k}], got {d!r}")
     check_entries(n, k)
     rng = take_rng(rng, seed)
     gen = check_rng(rng)
@@ -325,14 +331,15 @@ def bernoulli_gc(n: int, d: float, *, k: int | None = None, p: ProbabilitiesLike
     decs: dict[str, Decoder] = {"optimal": OptimalDecoder(), "sum": FixedWeightDecoder("sum", np.ones(n))}
     _pick(decoder, decs)
     pp = _p(p, n)
-    return ApproximateCode(B, field="real", name=f"BGC(n={n}, d={d})", family="bernoulli_gc",
-                           params={"n": n, "d": d, "k": k, "p": probability_list(pp), "rng": _seed_param(rng),
+    return ApproximateCode(B, field="real", name=f"BGC(n={n}, degree={d})", family="bernoulli_gc",
+                           params={"n": n, "degree": d, "k": k, "p": probability_list(pp), "rng": _seed_param(rng),
                                    "decoder": decoder},
                            decoders=list(decs.values()), default_decoder=decoder,
                            straggle_probabilities=pp)
 
 
-def erasurehead(n: int, d: int, *, k: int | None = None, p: ProbabilitiesLike | None = None,
+@renamed_keyword("d", "degree")
+def erasurehead(n: int, degree: int, *, k: int | None = None, p: ProbabilitiesLike | None = None,
                 decoder: str = "group") -> ApproximateCode:
     r"""ErasureHead-style group decoding (EHD, Wang–Charles–Papailiopoulos).
 
@@ -346,8 +353,9 @@ def erasurehead(n: int, d: int, *, k: int | None = None, p: ProbabilitiesLike | 
     ----------
     n : int
         Number of workers.
-    d : int
-        Group size = replication, ``d | n``.
+    degree : int
+        ``d``: group size = replication (each worker's and each partition's degree in the assignment graph),
+        ``d | n``. ``d=`` is the deprecated former keyword.
     k : int, optional
         Number of partitions, ``k >= n/d`` (default ``n``).
     p : array_like or float, optional
@@ -366,9 +374,9 @@ def erasurehead(n: int, d: int, *, k: int | None = None, p: ProbabilitiesLike | 
     [[1, 1, 0, 0], [1, 1, 0, 0], [0, 0, 1, 1], [0, 0, 1, 1]]
     """
     n = check_int("n", n, 1)
-    d = check_int("d", d, 1, n)
+    d = check_int("degree", degree, 1, n)
     if n % d:
-        raise ValueError(f"d (group size) must divide n = {n}, got d = {d}")
+        raise GradcodesValueError(f"degree (group size) must divide n = {n}, got degree = {d}")
     G = n // d
     k = n if k is None else check_int("k", k, G)
     check_entries(n, k)
@@ -385,14 +393,15 @@ def erasurehead(n: int, d: int, *, k: int | None = None, p: ProbabilitiesLike | 
         hear = 1 - pp[groups].prod(axis=1)
         decs["unbiased"] = GroupDecoder("unbiased", groups, 1 / hear)
     _pick(decoder, decs)
-    return ApproximateCode(B, field="rational" if exact else "real", name=f"EHD(n={n}, d={d})",
+    return ApproximateCode(B, field="rational" if exact else "real", name=f"EHD(n={n}, degree={d})",
                            family="erasurehead",
-                           params={"n": n, "d": d, "k": k, "p": probability_list(pp), "decoder": decoder},
+                           params={"n": n, "degree": d, "k": k, "p": probability_list(pp), "decoder": decoder},
                            decoders=list(decs.values()),
                            default_decoder=decoder, straggle_probabilities=pp)
 
 
-def optimal_decoding(n: int, d: int, *, p: ProbabilitiesLike | None = None, rng: RNGLike = None,
+@renamed_keyword("d", "degree")
+def optimal_decoding(n: int, degree: int, *, p: ProbabilitiesLike | None = None, rng: RNGLike = None,
                      decoder: str = "optimal", seed: RNGLike | Unset = SEED_UNSET) -> ApproximateCode:
     r"""Optimal decoding on an expander assignment (OD, Glasgow–Wootters), ``k = n``.
 
@@ -405,8 +414,9 @@ def optimal_decoding(n: int, d: int, *, p: ProbabilitiesLike | None = None, rng:
     ----------
     n : int
         Number of workers = partitions.
-    d : int
-        Degree = load, ``1 <= d <= n - 1``, ``n d`` even.
+    degree : int
+        ``d``: the graph's degree = load, ``1 <= d <= n - 1``, ``n d`` even. ``d=`` is the deprecated former
+        keyword.
     p : array_like or float, optional
         Straggle probabilities stored for evaluation.
     rng : None, int, numpy.random.SeedSequence or numpy.random.Generator, optional
@@ -425,15 +435,15 @@ def optimal_decoding(n: int, d: int, *, p: ProbabilitiesLike | None = None, rng:
     (3, True)
     """
     n = check_int("n", n, 2)
-    d = check_int("d", d, 1, n - 1)
+    d = check_int("degree", degree, 1, n - 1)
     check_entries(n, n)
     rng = take_rng(rng, seed)
     A = random_regular_graph(n, d, check_rng(rng))
     pp = _p(p, n)
     decs: dict[str, Decoder] = {"optimal": OptimalDecoder(), "fixed": RescaleDecoder(name="fixed")}
     _pick(decoder, decs)
-    return ApproximateCode(A / d, field="real", name=f"OD(n={n}, d={d})", family="optimal_decoding",
-                           params={"n": n, "d": d, "p": probability_list(pp), "rng": _seed_param(rng),
+    return ApproximateCode(A / d, field="real", name=f"OD(n={n}, degree={d})", family="optimal_decoding",
+                           params={"n": n, "degree": d, "p": probability_list(pp), "rng": _seed_param(rng),
                                    "decoder": decoder},
                            decoders=list(decs.values()), default_decoder=decoder, straggle_probabilities=pp)
 
@@ -454,34 +464,34 @@ def _build_is_sgd(n: int | None = None, p: Any = None, tau: float = 1.5, seed: A
     return ignore_stragglers(pp.size, p=pp, decoder=decoder)
 
 
-def _build_sgc(n: int | None = None, d: int = 2, p: Any = None, tau: float = 1.5, seed: Any = 0,
+def _build_sgc(n: int | None = None, degree: int = 2, p: Any = None, tau: float = 1.5, seed: Any = 0,
                k: int | None = None, assignment: str = "cyclic") -> ApproximateCode:
     pp = _scenario(n, p, tau, seed)
-    return stochastic_gc(pp.size, d, pp, k=k, assignment=assignment, rng=seed)
+    return stochastic_gc(pp.size, degree, pp, k=k, assignment=assignment, rng=seed)
 
 
-def _build_bgc(n: int | None = None, d: float = 2, p: Any = None, tau: float = 1.5, seed: Any = 0,
+def _build_bgc(n: int | None = None, degree: float = 2, p: Any = None, tau: float = 1.5, seed: Any = 0,
                k: int | None = None, decoder: str = "optimal") -> ApproximateCode:
     pp = _scenario(n, p, tau, seed)
-    return bernoulli_gc(pp.size, d, k=k, p=pp, rng=seed, decoder=decoder)
+    return bernoulli_gc(pp.size, degree, k=k, p=pp, rng=seed, decoder=decoder)
 
 
-def _build_ehd(n: int | None = None, d: int = 2, p: Any = None, tau: float = 1.5, seed: Any = 0,
+def _build_ehd(n: int | None = None, degree: int = 2, p: Any = None, tau: float = 1.5, seed: Any = 0,
                k: int | None = None, decoder: str = "group") -> ApproximateCode:
     pp = _scenario(n, p, tau, seed)
-    return erasurehead(pp.size, d, k=k, p=pp, decoder=decoder)
+    return erasurehead(pp.size, degree, k=k, p=pp, decoder=decoder)
 
 
-def _build_od(n: int | None = None, d: int = 2, p: Any = None, tau: float = 1.5, seed: Any = 0,
+def _build_od(n: int | None = None, degree: int = 2, p: Any = None, tau: float = 1.5, seed: Any = 0,
               decoder: str = "optimal") -> ApproximateCode:
     pp = _scenario(n, p, tau, seed)
-    return optimal_decoding(pp.size, d, p=pp, rng=seed, decoder=decoder)
+    return optimal_decoding(pp.size, degree, p=pp, rng=seed, decoder=decoder)
 
 
 REBUILDERS.update(ignore_stragglers=ignore_stragglers, stochastic_gc=stochastic_gc, bernoulli_gc=bernoulli_gc,
                   erasurehead=erasurehead, optimal_decoding=optimal_decoding)
-_TOUR = ({"n": 10, "d": 2, "tau": 1.5}, {"n": 100, "d": 2, "tau": 1.5})
-_SMALL_TOUR = ({"n": 10, "d": 2, "tau": 1.5}, {"n": 30, "d": 2, "tau": 1.5})
+_TOUR = ({"n": 10, "degree": 2, "tau": 1.5}, {"n": 100, "degree": 2, "tau": 1.5})
+_SMALL_TOUR = ({"n": 10, "degree": 2, "tau": 1.5}, {"n": 30, "degree": 2, "tau": 1.5})
 # BGC, ErasureHead and optimal decoding are biased by design (Song & Choi 2025 compare them with unbiased codes)
 _BIASED = (Expect(frozenset({"BIASED"}), "biased by design: E[g_hat] != g under random stragglers",
                   demonstration=True),) * 2

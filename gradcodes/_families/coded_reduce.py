@@ -25,11 +25,12 @@ from typing import Any
 import numpy as np
 
 from .._code import GradientCode
+from .._errors import GradcodesTypeError, GradcodesValueError
 from .._fields import RationalField
-from .._io import REBUILDERS, rebuild_saved
+from .._io import REBUILDERS, CodeFileError, rebuild_saved
 from .._registry import SAMPLED, Scheme, register
 from .._typing import RNGLike, Unset
-from .._validate import SEED_UNSET, check_entries, check_int, check_rng, check_tree_size, take_rng
+from .._validate import SEED_UNSET, check_entries, check_int, check_rng, check_tree_size, renamed_keyword, take_rng
 from .coded_reduce_alloc import _allocate, _check_tree, _min_units, _tree_fractions, coded_reduce_load
 from .coded_reduce_code import CodedReduceCode, TreeDecoder
 from .coded_reduce_verify import TreeVerifyReport, _exhaustive_masks, verify_tree  # noqa: F401
@@ -73,17 +74,20 @@ def _default_inner(n: int, s: int, field: str, rng: Any) -> GradientCode:
                 continue
             if verify(code, limit=20_000).exact:
                 return code
-        raise ValueError(f"could not draw an exact rational cyclic-repetition inner code for n={n}, s={s}; "
-                         "pass inner= explicitly")
-    raise ValueError(f"field must be 'real' or 'rational', got {field!r}")  # pragma: no cover - checked by caller
+        raise GradcodesValueError(f"could not draw an exact rational cyclic-repetition inner code for n={n}, s={s}; "
+                                  "pass inner= explicitly")
+    raise GradcodesValueError(
+        f"field must be 'real' or 'rational', got {field!r}")  # pragma: no cover - checked by caller
 
 
-def coded_reduce(n: int, L: int, s: int, inner: GradientCode | None = None, *, P: int | None = None,
+@renamed_keyword("n", "branching")
+def coded_reduce(branching: int, L: int, s: int, inner: GradientCode | None = None, *, P: int | None = None,
                  field: str | None = None, rng: RNGLike = None, seed: RNGLike | Unset = SEED_UNSET) -> CodedReduceCode:
     r"""CodedReduce: gradient codes composed along the ``(n, L)``-regular tree (Reisizadeh et al., CodedReduce).
 
-    The master is the root; every node at levels ``0..L-1`` has ``n`` children; the ``N = n + ... + n^L``
-    workers are the nodes at levels ``1..L``. The dataset is cut into ``P`` units. **CR.Allocate** gives every
+    The master is the root; every node at levels ``0..L-1`` has ``n = branching`` children; the
+    ``N = n + ... + n^L`` workers are the nodes at levels ``1..L`` (``code.n == N``: as everywhere in gradcodes,
+    ``n`` of a code is its number of workers). The dataset is cut into ``P`` units. **CR.Allocate** gives every
     node an ordered list of (unit, coefficient) pairs: the master's is every unit with coefficient 1; a node
     at level ``1 <= l < L`` keeps the first ``r P`` entries as its own share and cuts the rest into ``k`` equal
     chunks ``C_0..C_{k-1}``; child ``t`` gets the chunks ``kappa`` with ``B_inner[t, kappa] != 0``, in
@@ -96,8 +100,9 @@ def coded_reduce(n: int, L: int, s: int, inner: GradientCode | None = None, *, P
 
     Parameters
     ----------
-    n : int
-        Children per node, ``n >= 2``.
+    branching : int
+        Children per node (the tree's branching factor ``n`` in Reisizadeh et al.), ``>= 2``. ``n=`` is its
+        deprecated former keyword (DeprecationWarning): ``n`` is the number of workers everywhere else.
     L : int
         Levels of workers, ``L >= 1`` (``L = 1`` is master--worker gradient coding with the inner code).
     s : int
@@ -146,34 +151,36 @@ def coded_reduce(n: int, L: int, s: int, inner: GradientCode | None = None, *, P
     >>> np.allclose(code.decode(responders, Y), G.sum(axis=0))
     True
     """
-    n, L, s = _check_tree(n, L, s)
+    n, L, s = _check_tree(branching, L, s)
     rng = take_rng(rng, seed)
     check_rng(rng)                       # validated even when the default inner code does not use it
     if inner is None:
         fld = "real" if field is None else field
         if fld not in ("real", "rational"):
-            raise ValueError(f"field must be 'real' or 'rational', got {field!r}")
+            raise GradcodesValueError(f"field must be 'real' or 'rational', got {field!r}")
         inner = _default_inner(n, s, fld, rng)
     else:
         if not isinstance(inner, GradientCode):
-            raise TypeError(f"inner must be an exact GradientCode (e.g. gc.cyclic_repetition(n, s)), got "
-                            f"{type(inner).__name__}")
+            raise GradcodesTypeError(f"inner must be an exact GradientCode (e.g. gc.cyclic_repetition(n, s)), got "
+                                     f"{type(inner).__name__}")
         if inner.n != n:
-            raise ValueError(f"inner must have n={n} workers (one per child), got an inner code with "
-                             f"n={inner.n}")
+            raise GradcodesValueError(f"inner must have n={n} workers (one per child), got an inner code with "
+                                      f"n={inner.n}")
         if inner.s != s:
-            raise ValueError(f"inner must tolerate exactly s={s} stragglers, got an inner code with s={inner.s}")
+            raise GradcodesValueError(
+                f"inner must tolerate exactly s={s} stragglers, got an inner code with s={inner.s}")
         if inner.m != 1:
-            raise ValueError(f"inner must have m=1 (whole-gradient messages), got m={inner.m}")
+            raise GradcodesValueError(f"inner must have m=1 (whole-gradient messages), got m={inner.m}")
         if field is not None and field != inner.field:
-            raise ValueError(f"field={field!r} contradicts the inner code's field {inner.field!r}; the tree "
-                             "takes the inner code's field (omit field, or build the inner code over that field)")
+            raise GradcodesValueError(
+                f"field={field!r} contradicts the inner code's field {inner.field!r}; the tree "
+                "takes the inner code's field (omit field, or build the inner code over that field)")
     if inner.field not in ("real", "complex", "rational"):
-        raise ValueError(f"inner must be over the real, complex or rational field, got {inner.field}")
+        raise GradcodesValueError(f"inner must be over the real, complex or rational field, got {inner.field}")
     loads = np.asarray(inner.loads)
     if np.any(loads != loads[0]):
-        raise ValueError(f"inner must give every worker the same number of partitions (equal loads on the "
-                         f"tree), got loads {loads.tolist()}")
+        raise GradcodesValueError(f"inner must give every worker the same number of partitions (equal loads on the "
+                                  f"tree), got loads {loads.tolist()}")
     k = inner.k
     q = Fraction(int(loads[0]), k)
     r, D = _tree_fractions(q, L)
@@ -183,8 +190,8 @@ def coded_reduce(n: int, L: int, s: int, inner: GradientCode | None = None, *, P
     else:
         P = check_int("P", P, 1)
         if P % P_min:
-            raise ValueError(f"P must be a positive multiple of P_min={P_min} for (n, L, s)=({n}, {L}, {s}) "
-                             f"with this inner code, got P={P}")
+            raise GradcodesValueError(f"P must be a positive multiple of P_min={P_min} for (branching, L, s)="
+                                      f"({n}, {L}, {s}) with this inner code, got P={P}")
     check_entries(check_tree_size(n, L), P, exact=inner.field == "rational", what="the tree code's matrix (N x P)")
     Bi = inner.B
     if inner.field == "rational":
@@ -205,7 +212,7 @@ def coded_reduce(n: int, L: int, s: int, inner: GradientCode | None = None, *, P
     for v in range(N):
         share = slice(None) if v >= N - n_leaf else slice(0, own_len)
         B[v, units[v][share]] = coefs[v][share]
-    params = {"n": n, "L": L, "s": s, "P": P, "inner": _inner_record(inner)}
+    params = {"branching": n, "L": L, "s": s, "P": P, "inner": _inner_record(inner)}
     return CodedReduceCode(B, branching=n, L=L, s=s, inner=inner, P=P, lists=(units, coefs),
                            params=params)
 
@@ -218,30 +225,47 @@ def _inner_record(inner: GradientCode) -> dict[str, Any]:
                   for row in np.asarray(inner.B)]}
 
 
-def _from_record(n: int, L: int, s: int, P: int, inner: dict[str, Any] | None = None) -> CodedReduceCode:
-    """Rebuild a saved tree code (``gradcodes.load``, which has checked the record's sizes against the saved
+def _from_record(branching: int | None = None, L: int = 1, s: int = 0, P: int | None = None,
+                 inner: dict[str, Any] | None = None, n: int | None = None) -> CodedReduceCode:
+    """Rebuild a saved tree code (``gradcodes.load_code``, which has checked the record's sizes against the saved
     matrix): the inner code from its family's rebuilder when that gives the saved inner matrix exactly, else a
-    plain GradientCode with the saved inner matrix (generic decoders); never a search."""
+    plain GradientCode with the saved inner matrix (generic decoders); never a search. Files written before the
+    branching factor had its own name record it as ``n``."""
+    if branching is None:
+        if n is None:
+            raise CodeFileError("a coded_reduce record must give branching")
+        branching = n
     if inner is None:
-        return coded_reduce(n, L, s, P=P)
+        return coded_reduce(branching, L, s, P=P)
     parse = {"rational": Fraction, "complex": complex}.get(inner["field"], float)
     Bi = np.asarray([[parse(x) for x in row] for row in inner["B"]],
                     dtype=object if inner["field"] == "rational" else None)
     code = rebuild_saved(inner["family"], dict(inner["params"]), Bi, exact_values=True, stacklevel=6)
     if not isinstance(code, GradientCode):
         code = GradientCode(Bi, inner["s"], field=inner["field"], name=inner["family"], family=inner["family"])
-    return coded_reduce(n, L, s, code, P=P)
+    return coded_reduce(branching, L, s, code, P=P)
 
 
 REBUILDERS["coded_reduce"] = _from_record
 
 
+def _scheme_build(branching: int | None = None, L: int | None = None, s: int | None = None,
+                  inner: GradientCode | None = None, *, P: int | None = None, field: str | None = None,
+                  rng: RNGLike = None, n: int | None = None) -> CodedReduceCode:
+    """The registry's builder (command lines): :func:`coded_reduce`, also under the deprecated keyword ``n``
+    (``gradcodes.mpi``'s ``-n`` is still the children per node of a tree)."""
+    if n is not None:
+        return coded_reduce(L=L, s=s, inner=inner, P=P, field=field, rng=rng, n=n)  # type: ignore[call-arg, arg-type]
+    return coded_reduce(branching, L, s, inner, P=P, field=field, rng=rng)  # type: ignore[arg-type]
+
+
 # ----------------------------------------------------------------------------------------------------------
 register(Scheme(
     name="coded_reduce",
-    build=coded_reduce,
-    summary="CodedReduce: (n, s) gradient codes composed along the (n, L)-regular tree (optimal load r_CR)",
-    tour=({"n": 3, "L": 2, "s": 1}, {"n": 4, "L": 2, "s": 1}, {"n": 12, "L": 2, "s": 5}),
+    build=_scheme_build,
+    summary="CodedReduce: (b, s) gradient codes composed along the tree with branching factor b and depth L (optimal "
+            "load r_CR)",
+    tour=({"branching": 3, "L": 2, "s": 1}, {"branching": 4, "L": 2, "s": 1}, {"branching": 12, "L": 2, "s": 5}),
     expect=(None, None, SAMPLED),
     evaluate=verify_tree,
     kind="tree",

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validate import check_int, check_tree_size
+from .._validate import check_int, check_tree_size, renamed_keyword
 
 __all__ = ["coded_reduce_load"]
 
@@ -21,7 +21,8 @@ __all__ = ["coded_reduce_load"]
 
 
 def _check_tree(n: Any, L: Any, s: Any) -> tuple[int, int, int]:
-    n = check_int("n", n, 2)
+    """``(branching, L, s)`` validated (the branching factor is ``n`` in the formulas of this module)."""
+    n = check_int("branching", n, 2)
     L = check_int("L", L, 1)
     s = check_int("s", s, 0, n - 1)
     check_tree_size(n, L)
@@ -38,10 +39,11 @@ def _tree_fractions(q: Fraction, L: int) -> tuple[Fraction, list[Fraction]]:
     return r, D
 
 
-def coded_reduce_load(n: int, L: int, s: int) -> Fraction:
+@renamed_keyword("n", "branching")
+def coded_reduce_load(branching: int, L: int, s: int) -> Fraction:
     r"""The CodedReduce computation load ``r_CR``: the fraction of the dataset every worker processes.
 
-    With ``q = (s+1)/n``,
+    With ``n`` the branching factor and ``q = (s+1)/n``,
 
     .. math::
 
@@ -64,8 +66,9 @@ def coded_reduce_load(n: int, L: int, s: int) -> Fraction:
 
     Parameters
     ----------
-    n : int
-        Children per node, ``n >= 2``.
+    branching : int
+        Children per node (``n`` in the formulas), ``>= 2``. ``n=`` is its deprecated former keyword
+        (DeprecationWarning).
     L : int
         Depth (levels of workers), ``L >= 1``.
     s : int
@@ -83,7 +86,7 @@ def coded_reduce_load(n: int, L: int, s: int) -> Fraction:
     >>> gc.coded_reduce_load(5, 1, 2)          # L = 1 is plain gradient coding: (s+1)/n
     Fraction(3, 5)
     """
-    n, L, s = _check_tree(n, L, s)
+    n, L, s = _check_tree(branching, L, s)
     return _tree_fractions(Fraction(s + 1, n), L)[0]
 
 

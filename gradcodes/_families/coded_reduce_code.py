@@ -22,8 +22,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._acceptance import NonFiniteMessageError
 from .._code import DecodingError, GradientCode, LinearCode, check_float_decode, check_underflow
 from .._decoders import Decoder
+from .._errors import GradcodesTypeError, GradcodesValueError
 from .._fields import RationalField
 from .._numerics import DEFAULT_RTOL
 from .._typing import MatrixLike, Responders, RNGLike, Unset
@@ -57,7 +59,7 @@ class TreeDecoder(Decoder):
 
     def matrices(self, code: LinearCode, mask: np.ndarray) -> Any:
         if not isinstance(code, CodedReduceCode):
-            raise TypeError(f"the tree decoder needs a CodedReduceCode, got {type(code).__name__}")
+            raise GradcodesTypeError(f"the tree decoder needs a CodedReduceCode, got {type(code).__name__}")
         W = code._tree_weights(mask)[0]
         return W[:, None, :]
 
@@ -98,11 +100,11 @@ class CodedReduceCode(LinearCode):
         n, L, s = _check_tree(branching, L, s)
         N = n * (n**L - 1) // (n - 1)
         dec = TreeDecoder(exact=inner.exact)
-        super().__init__(B, field=inner.field, name=name or f"coded_reduce(n={n}, L={L}, s={s})",
-                         family="coded_reduce", params=params or {"n": n, "L": L, "s": s, "P": P},
+        super().__init__(B, field=inner.field, name=name or f"coded_reduce(branching={n}, L={L}, s={s})",
+                         family="coded_reduce", params=params or {"branching": n, "L": L, "s": s, "P": P},
                          decoders=[dec], default_decoder="tree")
         if self.n != N or self.k != P:
-            raise ValueError(f"B must be N x P = {N} x {P} for the ({n}, {L}) tree, got {self.n} x {self.k}")
+            raise GradcodesValueError(f"B must be N x P = {N} x {P} for the ({n}, {L}) tree, got {self.n} x {self.k}")
         self.branching, self.L, self.s, self.N, self.P = n, L, s, N, P
         self.inner = inner
         self.rtol = check_real("rtol", rtol, 0, 1, open_lo=True, open_hi=True)
@@ -135,7 +137,7 @@ class CodedReduceCode(LinearCode):
         """The breadth-first index of the worker at address ``node``."""
         node = tuple(node)
         if not 1 <= len(node) <= self.L:
-            raise ValueError(f"node must have between 1 and L={self.L} entries, got {node!r}")
+            raise GradcodesValueError(f"node must have between 1 and L={self.L} entries, got {node!r}")
         p = 0
         for t in node:
             t = check_int("node entry", t, 0, self.branching - 1)
@@ -163,7 +165,7 @@ class CodedReduceCode(LinearCode):
         """The ordered list ``[(unit, coefficient), ...]`` CR.Allocate gives a worker."""
         worker = check_int("worker", worker, 0, self.N - 1)
         if self._lists is None:
-            raise ValueError("this code was built from a matrix; it has no allocation lists")
+            raise GradcodesValueError("this code was built from a matrix; it has no allocation lists")
         u, c = self._lists[0][worker], self._lists[1][worker]
         return [(int(a), b) for a, b in zip(u, c, strict=True)]
 
@@ -241,9 +243,9 @@ class CodedReduceCode(LinearCode):
         if bad >= 0:
             kids = self.children(None if bad == 0 else int(bad) - 1)
             got = [int(c) for c in kids if mask[c]]
-            raise ValueError(f"responders: {self._describe_parent(int(bad))} has only {len(got)} responding "
-                             f"children {got} of {kids.tolist()}; the tree tolerates at most s={self.s} "
-                             f"stragglers per parent (needs n - s = {self.branching - self.s})")
+            raise GradcodesValueError(f"responders: {self._describe_parent(int(bad))} has only {len(got)} responding "
+                                      f"children {got} of {kids.tolist()}; the tree tolerates at most s={self.s} "
+                                      f"stragglers per parent (needs n - s = {self.branching - self.s})")
         return F, mask
 
     def _pattern_ok(self, mask: np.ndarray) -> bool:
@@ -327,7 +329,7 @@ class CodedReduceCode(LinearCode):
         F, mask = self._mask(responders)
         M = self._check_data("messages", messages)
         if M.shape[0] != self.N:
-            raise ValueError(f"messages must have N={self.N} rows (one per worker), got shape {M.shape}")
+            raise GradcodesValueError(f"messages must have N={self.N} rows (one per worker), got shape {M.shape}")
         usable = self._usable(mask)                     # the acceptance rule of decode, in the messages' dtype
         Fu = np.flatnonzero(usable)
         A, res, canc = self._raw_decoding_matrix(Fu, usable, self._decoder(None))
@@ -349,7 +351,8 @@ class CodedReduceCode(LinearCode):
                 par = self._slices[lev - 2]
                 up[par] = np.where(used[par][:, None], up[par] + dec, up[par])
         if M.dtype != object and not np.all(np.isfinite(out)):
-            raise ValueError("messages of responding workers contain NaN or infinite values")
+            bad = [int(i) for i in np.flatnonzero(used & ~np.isfinite(M).all(axis=1))]
+            raise NonFiniteMessageError(f"messages of responding workers {bad} contain NaN or infinite values", bad)
         return (out, up) if return_messages else out
 
     def _verify_hook(self, *, limit: int | None = None, samples: int = 2000, search: bool = True,
@@ -359,14 +362,15 @@ class CodedReduceCode(LinearCode):
         """``gc.verify(code, ...)`` on a tree code runs :func:`verify_tree`: the verifier's engine on the tree's
         straggler-pattern model."""
         if decoder not in (None, "tree"):
-            raise ValueError(f"decoder: verify checks the tree decoder of a CodedReduce code, got {decoder!r}")
+            raise GradcodesValueError(f"decoder: verify checks the tree decoder of a CodedReduce code, got {decoder!r}")
         if field is not None:
-            raise ValueError("field: a CodedReduce code cannot be re-verified over another field; build it with "
-                             "an inner code over that field instead")
+            raise GradcodesValueError(
+                "field: a CodedReduce code cannot be re-verified over another field; build it with "
+                "an inner code over that field instead")
         from .coded_reduce_verify import verify_tree
 
         return verify_tree(self, limit=limit, samples=samples, search=search, rng=rng, rtol=rtol,
-                           batch=4096 if batch_size is None else batch_size, dtype=dtype,
+                           batch_size=4096 if batch_size is None else batch_size, dtype=dtype,
                            stop_on_failure=stop_on_failure, progress=progress, time_budget=time_budget)
 
     # ------------------------------------------------------------------ patterns
@@ -386,8 +390,8 @@ class CodedReduceCode(LinearCode):
         n = self.branching
         count = sum(math.comb(n, j) for j in range(self.s + 1))
         if count > 1_000_000:
-            raise ValueError(f"straggler_options: {count:,} straggler sets of size <= s={self.s} among n={n} "
-                             "children (more than 10^6); use random_patterns")
+            raise GradcodesValueError(f"straggler_options: {count:,} straggler sets of size <= s={self.s} among n={n} "
+                                      "children (more than 10^6); use random_patterns")
         rows = []
         for j in range(self.s + 1):
             for S in itertools.combinations(range(n), j):

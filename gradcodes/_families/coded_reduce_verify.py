@@ -14,8 +14,9 @@ from typing import Any
 
 import numpy as np
 
+from .._errors import GradcodesTypeError, GradcodesValueError
 from .._typing import DTypeLike, RNGLike, Unset
-from .._validate import SEED_UNSET, check_int, check_real, check_rng, check_size, take_rng
+from .._validate import SEED_UNSET, check_int, check_real, check_rng, check_size, renamed_keyword, take_rng
 from .._verify_engine import PatternModel, Tracker, run
 from .._verify_report import VerifyReport
 from .coded_reduce_alloc import coded_reduce_load
@@ -208,9 +209,10 @@ class TreePatterns(PatternModel):
         return {"search": _search(self.code, tracker, rng, budget=self.search_budget)}
 
 
+@renamed_keyword("batch", "batch_size")
 def verify_tree(code: CodedReduceCode, *, limit: int | None = None, samples: int = 2_000, search: bool = True,
-                rng: RNGLike = None, rtol: float | None = None, batch: int = 4096, max_failures: int = 5,
-                search_budget: int | None = None, dtype: DTypeLike = np.float64, stop_on_failure: bool = False,
+                rng: RNGLike = None, rtol: float | None = None, batch_size: int = 4096, max_failures: int = 5,
+                search_budget: int | None = None, dtype: DTypeLike = np.float64, stop_on_failure: bool = True,
                 progress: bool | None = None, time_budget: float = 10.0, seed: RNGLike | Unset = SEED_UNSET
                 ) -> TreeVerifyReport:
     """Verify a CodedReduce code under its straggler model (at most ``s`` straggling children per parent).
@@ -251,16 +253,17 @@ def verify_tree(code: CodedReduceCode, *, limit: int | None = None, samples: int
     rtol : float, optional
         Float codes: accepted predicted relative error, in (0, 1) (default: the code's ``rtol``, 1e-8, carried
         over to ``dtype`` as :func:`gradcodes.verify` does).
-    batch : int
-        Patterns per batch.
+    batch_size : int, default 4096
+        Patterns per batch (as in :func:`gradcodes.verify`; ``batch=`` is the deprecated former keyword).
     max_failures : int
         Failing patterns kept in the report.
     search_budget : int, optional
         Patterns the worst-case search may check (default 20,000 for float codes, 2,000 for exact ones).
     dtype : numpy dtype, default float64
         Dtype of the messages: the acceptance rule uses its unit roundoff.
-    stop_on_failure : bool, default False
-        Stop after the first batch with a failing pattern (failure counts are then lower bounds).
+    stop_on_failure : bool, default True
+        Stop after the first batch with a failing pattern (failure counts are then lower bounds), as
+        :func:`gradcodes.verify` does; False counts every failing pattern of the run.
     progress : bool, optional
         Progress on stderr (default: for runs predicted to take more than 10 s).
     time_budget : float, default 10
@@ -282,24 +285,24 @@ def verify_tree(code: CodedReduceCode, *, limit: int | None = None, samples: int
 
     rng = take_rng(rng, seed)
     if not isinstance(code, CodedReduceCode):
-        raise TypeError(f"verify_tree takes a CodedReduceCode, got {type(code).__name__}")
+        raise GradcodesTypeError(f"verify_tree takes a CodedReduceCode, got {type(code).__name__}")
     if limit is not None:
         limit = check_int("limit", limit, 0)
     samples = check_int("samples", samples, 0)
-    batch = check_int("batch", batch, 1)
+    batch = check_int("batch_size", batch_size, 1)
     if search_budget is None:
         search_budget = 2_000 if code.exact else 20_000
     search_budget = check_int("search_budget", search_budget, 0)
     max_failures = check_int("max_failures", max_failures, 0)
     time_budget = check_real("time_budget", time_budget, 0)
     check_size("the sampled and searched patterns times N workers", (samples + search_budget) * code.N, "work")
-    check_size("batch * N (one batch of masks)", batch * code.N, "entries")
+    check_size("batch_size * N (one batch of masks)", batch * code.N, "entries")
     try:
         dt = np.dtype(dtype)
     except TypeError as exc:
-        raise ValueError(f"dtype must be a numpy float or complex dtype, got {dtype!r}") from exc
+        raise GradcodesValueError(f"dtype must be a numpy float or complex dtype, got {dtype!r}") from exc
     if dt.kind not in "fc":
-        raise ValueError(f"dtype must be a numpy float or complex dtype, got {dt}")
+        raise GradcodesValueError(f"dtype must be a numpy float or complex dtype, got {dt}")
     rtol = check_real("rtol", default_rtol(dt, code.rtol) if rtol is None else rtol, 0, 1, open_lo=True,
                       open_hi=True)
     rng = check_rng(rng)

@@ -63,6 +63,7 @@ import numpy as np
 from .. import _detlinalg as _det
 from .._code import GradientCode, LinearCode
 from .._decoders import Decoder, min_norm_solve, stragglers_of
+from .._errors import GradcodesTypeError, GradcodesValueError
 from .._fields import PrimeField, field_of
 from .._io import REBUILDERS
 from .._registry import Scheme, register
@@ -99,8 +100,8 @@ class CyclicMDSCode(GradientCode):
 def _info(code: LinearCode) -> dict[str, Any]:
     """The construction constants of a cyclic MDS code (a TypeError for any other code)."""
     if not isinstance(code, CyclicMDSCode):
-        raise TypeError(f"this decoder needs a code built by gradcodes.cyclic_mds, got {type(code).__name__} "
-                        f"{code.name!r}")
+        raise GradcodesTypeError(f"this decoder needs a code built by gradcodes.cyclic_mds, got {type(code).__name__} "
+                                 f"{code.name!r}")
     return code._cyclic
 
 
@@ -144,9 +145,9 @@ def _float_codeword(n: int, s: int, m: int, normalize: str, real: bool) -> tuple
     # g(1) = ∏_f (1 - ω^f) = exp(logmag[0] + i phase[0]) (u = 0 is never on the window: 0 ∉ Z)
     log_scale = top if normalize == "monic" else top - float(logmag[0])
     if log_scale > math.log(np.finfo(np.float64).max / 2):
-        raise ValueError(f"the {normalize!r}-normalised codeword of this code overflows float64 "
-                         f"(coefficients up to ~1e{log_scale / math.log(10):.0f}) at n={n}, s={s}; use "
-                         f"placement='centered' and normalize='sum'")
+        raise GradcodesValueError(f"the {normalize!r}-normalised codeword of this code overflows float64 "
+                                  f"(coefficients up to ~1e{log_scale / math.log(10):.0f}) at n={n}, s={s}; use "
+                                  f"placement='centered' and normalize='sum'")
     scale = float(_det.exp(np.array([log_scale]))[0])
     c0, s0 = float(_det.cos_pi(P[:1], 2 * n)[0]), float(_det.sin_pi(P[:1], 2 * n)[0])
     fr, fi = (scale, 0.0) if normalize == "monic" else (scale * c0, -(scale * s0))
@@ -190,18 +191,18 @@ def _gf_field(field: Any, n: int) -> Any:
 
     if isinstance(field, str):
         if field != "GF":
-            raise ValueError(f"field must be 'GF' (smallest prime p ≡ 1 mod n) or a galois.GF(p) class, got "
-                             f"{field!r}")
+            raise GradcodesValueError(f"field must be 'GF' (smallest prime p ≡ 1 mod n) or a galois.GF(p) class, got "
+                                      f"{field!r}")
         return galois.GF(gf_prime(n))
     if isinstance(field, type) and hasattr(field, "characteristic") and hasattr(field, "degree"):
         if field.degree != 1:
-            raise ValueError(f"the cyclic code needs a prime field GF(p); got GF({field.characteristic}^"
-                             f"{field.degree})")
+            raise GradcodesValueError(f"the cyclic code needs a prime field GF(p); got GF({field.characteristic}^"
+                                      f"{field.degree})")
         if (field.characteristic - 1) % n:
-            raise ValueError(f"GF({field.characteristic}) has no primitive {n}-th root of unity: need p ≡ 1 "
-                             f"(mod n={n}); the smallest such prime is {gf_prime(n)}")
+            raise GradcodesValueError(f"GF({field.characteristic}) has no primitive {n}-th root of unity: need p ≡ 1 "
+                                      f"(mod n={n}); the smallest such prime is {gf_prime(n)}")
         return field
-    raise TypeError(f"field must be 'GF' or a galois.GF(p) class, got {field!r}")
+    raise GradcodesTypeError(f"field must be 'GF' or a galois.GF(p) class, got {field!r}")
 
 
 # ----------------------------------------------------------------------------------------------- decoders
@@ -499,7 +500,7 @@ def cyclic_mds(n: int, s: int, field: str = "complex", *, placement: str = "cent
     n, s = check_ns(n, s)
     check_entries(n, n)
     if not isinstance(field, str) or field not in _FIELDS:
-        raise ValueError(f"field must be one of 'complex', 'real' (or 'C', 'R'), got {field!r}")
+        raise GradcodesValueError(f"field must be one of 'complex', 'real' (or 'C', 'R'), got {field!r}")
     fld = _FIELDS[field]
     check_choice("placement", placement, ("centered", "textbook"))
     check_choice("normalize", normalize, ("sum", "monic"))
@@ -507,14 +508,14 @@ def cyclic_mds(n: int, s: int, field: str = "complex", *, placement: str = "cent
     construction = "bch"
     if fld == "real":
         if placement != "centered":
-            raise ValueError("placement='textbook' has complex coefficients; field='real' needs "
-                             "placement='centered'")
+            raise GradcodesValueError("placement='textbook' has complex coefficients; field='real' needs "
+                                      "placement='centered'")
         if (n - s) % 2 == 0:
             if n % (s + 1) == 0:
                 construction = "cyclic_fr"
             else:
                 valid = sorted({t for t in range(n) if (n - t) % 2 == 1 or n % (t + 1) == 0})
-                raise ValueError(
+                raise GradcodesValueError(
                     f"cyclic_mds has no real code for n={n}, s={s}: field='real' needs n - s odd (BCH) or "
                     f"(s + 1) | n (cyclic fractional repetition). Valid s for n={n}: {_ranges(valid)}. "
                     f"Alternatives: field='complex' (complex messages), gc.cyclic_repetition(n, s) (real, random), "
@@ -553,7 +554,7 @@ def _build_in_field(n: int, s: int, construction: str, m: int, normalize: str, b
                     gf_field: Any) -> CyclicMDSCode:
     """``code.in_field(gf_field)`` of a cyclic MDS code: the same construction over GF(p)."""
     code = _build_gf(n, s, construction, m, normalize, _gf_field(gf_field, n))
-    code.params.update(base_field=base_field, placement=placement, normalize=normalize)   # for gradcodes.load
+    code.params.update(base_field=base_field, placement=placement, normalize=normalize)   # for gradcodes.load_code
     return code
 
 

@@ -33,6 +33,7 @@ import numpy.typing as npt
 
 from .._code import ApproximateCode, LinearCode
 from .._decoders import Decoder, min_norm_solve
+from .._errors import GradcodesRuntimeError, GradcodesTypeError, GradcodesValueError
 from .._fields import RationalField, solve_left
 from .._io import REBUILDERS
 from .._registry import Scheme, register
@@ -69,21 +70,22 @@ def random_regular_graph(n: int, degree: int | None = None, rng: RNGLike = None,
 
         warnings.warn("d= is deprecated, use degree=", DeprecationWarning, stacklevel=2)
         if degree is not None:
-            raise TypeError("pass degree= or its deprecated alias d=, not both")
+            raise GradcodesTypeError("pass degree= or its deprecated alias d=, not both")
         degree = d  # type: ignore[assignment]  # validated by check_int below
     if degree is None:
-        raise TypeError("random_regular_graph() needs the graph degree (degree=)")
+        raise GradcodesTypeError("random_regular_graph() needs the graph degree (degree=)")
     d = check_int("degree", degree, 0, n - 1)
     check_entries(n, n, what="the adjacency matrix")
     if (n * d) % 2:
-        raise ValueError(f"a d-regular graph on n vertices needs n*d even; got n={n}, degree={d}")
+        raise GradcodesValueError(f"a d-regular graph on n vertices needs n*d even; got n={n}, degree={d}")
     max_tries = check_int("max_tries", max_tries, 1)
     rng = check_rng(rng, seed)
     for _ in range(max_tries):
         A = _pair_stubs(n, d, rng)
         if A is not None:
             return A
-    raise RuntimeError(f"could not draw a {d}-regular graph on {n} vertices in {max_tries} tries")  # pragma: no cover
+    raise GradcodesRuntimeError(  # pragma: no cover
+        f"could not draw a {d}-regular graph on {n} vertices in {max_tries} tries")
 
 
 def _pair_stubs(n: int, d: int, rng: np.random.Generator, rejections: int = 64) -> np.ndarray | None:
@@ -124,7 +126,7 @@ def _adjacency(graph: Any, n: int | None) -> np.ndarray:
         A = np.zeros((len(nodes), len(nodes)), dtype=np.int64)
         for u, v in graph.edges():
             if u == v:
-                raise ValueError(f"graph has a self-loop at {u!r}; expander codes use simple graphs")
+                raise GradcodesValueError(f"graph has a self-loop at {u!r}; expander codes use simple graphs")
             A[pos[u], pos[v]] = A[pos[v], pos[u]] = 1
         return A
     if isinstance(graph, dict) or (isinstance(graph, (list, tuple)) and graph
@@ -136,40 +138,45 @@ def _adjacency(graph: Any, n: int | None) -> np.ndarray:
         for u, nbrs in items:
             for v in (u, *nbrs):
                 if isinstance(v, bool) or not isinstance(v, numbers.Integral):
-                    raise TypeError(f"graph neighbour lists must contain integer vertices 0..{size - 1}, got {v!r} "
-                                    f"(vertex {u!r})")
+                    raise GradcodesTypeError(
+                        f"graph neighbour lists must contain integer vertices 0..{size - 1}, got {v!r} "
+                        f"(vertex {u!r})")
             for v in nbrs:
                 if not (0 <= int(v) < size) or not (0 <= int(u) < size):
-                    raise ValueError(f"graph neighbour lists must use vertices 0..{size - 1}; got edge {u}-{v}")
+                    raise GradcodesValueError(
+                        f"graph neighbour lists must use vertices 0..{size - 1}; got edge {u}-{v}")
                 if int(u) == int(v):
-                    raise ValueError(f"graph has a self-loop at {u}; expander codes use simple graphs")
+                    raise GradcodesValueError(f"graph has a self-loop at {u}; expander codes use simple graphs")
                 if A[int(u), int(v)]:
-                    raise ValueError(f"graph neighbour list of vertex {u} repeats vertex {v}; expander codes use "
-                                     f"simple graphs (no multiple edges)")
+                    raise GradcodesValueError(
+                        f"graph neighbour list of vertex {u} repeats vertex {v}; expander codes use "
+                        f"simple graphs (no multiple edges)")
                 A[int(u), int(v)] = 1
         if not (A == A.T).all():
             bad = np.argwhere(A != A.T)[0]
-            raise ValueError(f"graph neighbour lists are not symmetric: {bad[0]} lists {bad[1]} but not conversely")
+            raise GradcodesValueError(
+                f"graph neighbour lists are not symmetric: {bad[0]} lists {bad[1]} but not conversely")
         return A
     try:
         A = np.asarray(graph)
     except (TypeError, ValueError):
         A = None
     if A is None or A.ndim == 0 or A.dtype == object:
-        raise TypeError(f"graph must be 'random', an adjacency matrix, neighbour lists or a networkx graph, got "
-                        f"{graph!r}")
+        raise GradcodesTypeError(
+            f"graph must be 'random', an adjacency matrix, neighbour lists or a networkx graph, got "
+            f"{graph!r}")
     if A.ndim != 2 or A.shape[0] != A.shape[1]:
-        raise ValueError(f"graph adjacency matrix must be square, got shape {A.shape}")
+        raise GradcodesValueError(f"graph adjacency matrix must be square, got shape {A.shape}")
     if A.dtype.kind not in "biuf" or not np.all(np.isin(A, (0, 1))):
-        raise ValueError("graph adjacency matrix must contain only 0 and 1")
+        raise GradcodesValueError("graph adjacency matrix must contain only 0 and 1")
     A = A.astype(np.int64)
     if not (A == A.T).all():
         bad = np.argwhere(A != A.T)[0]
-        raise ValueError(f"graph adjacency matrix must be symmetric (undirected); A[{bad[0]}, {bad[1]}] != "
-                         f"A[{bad[1]}, {bad[0]}]")
+        raise GradcodesValueError(f"graph adjacency matrix must be symmetric (undirected); A[{bad[0]}, {bad[1]}] != "
+                                  f"A[{bad[1]}, {bad[0]}]")
     if np.trace(A):
         i = int(np.flatnonzero(np.diag(A))[0])
-        raise ValueError(f"graph adjacency matrix has a self-loop at vertex {i} (nonzero diagonal)")
+        raise GradcodesValueError(f"graph adjacency matrix has a self-loop at vertex {i} (nonzero diagonal)")
     return A
 
 
@@ -208,10 +215,10 @@ def spectral_parameter(A: np.ndarray) -> tuple[float, float]:
     """
     A = _adjacency(A, None)
     if A.shape[0] == 0:
-        raise ValueError("graph must have at least one vertex")
+        raise GradcodesValueError("graph must have at least one vertex")
     deg = A.sum(axis=1)
     if (deg != deg[0]).any():
-        raise ValueError(f"graph must be regular; degrees range {int(deg.min())}..{int(deg.max())}")
+        raise GradcodesValueError(f"graph must be regular; degrees range {int(deg.min())}..{int(deg.max())}")
     ev = np.sort(np.linalg.eigvalsh(A.astype(np.float64)))[::-1]
     return float(ev[0]), float(max(abs(ev[1]), abs(ev[-1]))) if ev.size > 1 else 0.0
 
@@ -263,7 +270,7 @@ class FixedDecoder(Decoder):
         b, n = mask.shape
         cnt = mask.sum(axis=1)
         if code.m != 1:
-            raise ValueError("the fixed decoder is defined for m = 1")
+            raise GradcodesValueError("the fixed decoder is defined for m = 1")
         if code.exact:
             out = RationalField().zeros((b, 1, n))
             for i in range(b):
@@ -361,19 +368,20 @@ def expander_code(n: int, degree: int, graph: Any = "random", *, rng: RNGLike = 
     rng = take_rng(rng, seed)
     check_entries(n, n, exact=field == "rational")
     if field not in ("real", "rational"):
-        raise ValueError(f"field must be 'real' or 'rational', got {field!r}")
+        raise GradcodesValueError(f"field must be 'real' or 'rational', got {field!r}")
     params: dict[str, Any] = {"n": n, "degree": degree, "field": field}
     if isinstance(graph, str):
         if graph != "random":
-            raise ValueError(f"graph must be 'random' or a user graph (adjacency matrix, neighbour lists, networkx "
-                             f"graph), got {graph!r}")
+            raise GradcodesValueError(
+                f"graph must be 'random' or a user graph (adjacency matrix, neighbour lists, networkx "
+                f"graph), got {graph!r}")
         gen = check_rng(rng)
         for _ in range(100 if require_connected else 1):
             A = random_regular_graph(n, degree, gen)
             if not require_connected or _connected(A):
                 break
         else:
-            raise ValueError(f"no connected {degree}-regular graph found on {n} vertices; use degree >= 2")
+            raise GradcodesValueError(f"no connected {degree}-regular graph found on {n} vertices; use degree >= 2")
         if rng_param(rng) is not None:
             params["rng"] = rng_param(rng)
         else:                                 # no seed to redraw it from: keep the graph itself (save/load)
@@ -381,15 +389,17 @@ def expander_code(n: int, degree: int, graph: Any = "random", *, rng: RNGLike = 
     else:
         A = _adjacency(graph, n)
         if A.shape[0] != n:
-            raise ValueError(f"graph has {A.shape[0]} vertices, expected n={n}")
+            raise GradcodesValueError(f"graph has {A.shape[0]} vertices, expected n={n}")
         deg = A.sum(axis=1)
         if not (deg == degree).all():
             i = int(np.flatnonzero(deg != degree)[0])
-            raise ValueError(f"graph must be {degree}-regular (degree={degree}); vertex {i} has degree {int(deg[i])} "
-                             f"(degrees range {int(deg.min())}..{int(deg.max())}): irregular graph")
+            raise GradcodesValueError(
+                f"graph must be {degree}-regular (degree={degree}); vertex {i} has degree {int(deg[i])} "
+                f"(degrees range {int(deg.min())}..{int(deg.max())}): irregular graph")
         if require_connected and not _connected(A):
-            raise ValueError("graph is disconnected: λ_2 = d, so the spectral bound is void and a straggling "
-                             "component loses its partitions; pass a connected graph (or require_connected=False)")
+            raise GradcodesValueError(
+                "graph is disconnected: λ_2 = d, so the spectral bound is void and a straggling "
+                "component loses its partitions; pass a connected graph (or require_connected=False)")
         params["graph"] = [np.flatnonzero(row).tolist() for row in A]
     d, lam = spectral_parameter(A)
     if field == "rational":
@@ -441,7 +451,7 @@ def approximation_error(code: LinearCode, responders: Responders, decoder: str |
     1.0
     """
     if not isinstance(code, LinearCode):
-        raise TypeError(f"code must be a gradcodes code, got {type(code).__name__}")
+        raise GradcodesTypeError(f"code must be a gradcodes code, got {type(code).__name__}")
     F, mask = code._mask(responders)
     return float(_errors(code, mask[None], code._decoder(decoder))[0])
 
@@ -528,12 +538,12 @@ def worst_case_error(code: LinearCode, s: int | None = None, *, decoder: str | D
     ApproximationReport
     """
     if not isinstance(code, LinearCode):
-        raise TypeError(f"code must be a gradcodes code, got {type(code).__name__}")
+        raise GradcodesTypeError(f"code must be a gradcodes code, got {type(code).__name__}")
     n = code.n
     if s is None:
         s = getattr(code, "s", None)
         if s is None:
-            raise ValueError("s (the number of stragglers) is required: the code does not declare one")
+            raise GradcodesValueError("s (the number of stragglers) is required: the code does not declare one")
     s = check_int("s", s, 0, n - 1)
     limit = check_int("limit", limit, 0)
     samples = check_int("samples", samples, 1)

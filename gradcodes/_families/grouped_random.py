@@ -38,6 +38,7 @@ import numpy as np
 from .._blocks import Block, BlockDecoder, is_proof
 from .._code import GradientCode, LinearCode
 from .._decoders import Decoder, LeastSquaresDecoder, single_threaded_blas
+from .._errors import GradcodesTypeError, GradcodesValueError
 from .._io import REBUILDERS, CodeFileError
 from .._registry import Scheme, register
 from .._typing import RNGLike
@@ -257,7 +258,7 @@ def grouped_random(n: int, s: int, extra: int = 1, *, rng: RNGLike = None, candi
     limit : int, default 200,000
         Largest number of straggler sets enumerated per candidate; larger groups are searched, not proven.
     block_seeds : dict, optional
-        ``{n_g: seed}``: use these seeds, no search (this is how :func:`gradcodes.load` rebuilds the code).
+        ``{n_g: seed}``: use these seeds, no search (this is how :func:`gradcodes.load_code` rebuilds the code).
     certificates : list of dict, optional
         Certificates carried by a saved code (informational; re-check with :func:`gradcodes.verify`).
     refine : int, default 2
@@ -295,16 +296,17 @@ def grouped_random(n: int, s: int, extra: int = 1, *, rng: RNGLike = None, candi
     sizes = group_sizes(n, s)
     if block_seeds is not None:
         if not isinstance(block_seeds, dict):
-            raise TypeError(f"block_seeds must be a dict {{n_g: seed}}, got {type(block_seeds).__name__}")
+            raise GradcodesTypeError(f"block_seeds must be a dict {{n_g: seed}}, got {type(block_seeds).__name__}")
         seeds_in = {int(k): (None if v is None else check_int("block_seeds value", v, 0))
                     for k, v in block_seeds.items()}
         missing = sorted(set(int(x) for x in sizes) - set(seeds_in))
         if missing:
-            raise ValueError(f"block_seeds must give a seed for every group size {sorted(set(sizes.tolist()))}; "
-                             f"missing {missing}")
+            raise GradcodesValueError(
+                f"block_seeds must give a seed for every group size {sorted(set(sizes.tolist()))}; "
+                f"missing {missing}")
     if certificates is not None and not (isinstance(certificates, list)
                                          and all(isinstance(c, dict) for c in certificates)):
-        raise TypeError("certificates must be a list of dicts (as stored in code.params)")
+        raise GradcodesTypeError("certificates must be a list of dicts (as stored in code.params)")
     gen = None if rng is None else check_rng(rng)
     subs: dict[int, GradientCode] = {}
     seeds: dict[str, int | None] = {}
@@ -364,7 +366,7 @@ def certified_bound(code: GradientCode) -> tuple[float, bool, bool]:
     built from searched worst cases and is not a worst case.
     """
     if code.family != "grouped_random":
-        raise ValueError(f"certified_bound() takes a grouped_random code, got family {code.family!r}")
+        raise GradcodesValueError(f"certified_bound() takes a grouped_random code, got family {code.family!r}")
     certs = {int(c["n_g"]): c for c in code.params.get("certificates", [])}
     sizes = group_sizes(code.params["n"], code.params["s"])
     if any(int(ng) not in certs for ng in sizes):
@@ -378,7 +380,7 @@ def certified_bound(code: GradientCode) -> tuple[float, bool, bool]:
 
 
 def _rebuild(**params: Any) -> GradientCode:
-    """:func:`gradcodes.load`'s constructor: the recorded seeds, never a search (files written before ``refine``
+    """:func:`gradcodes.load_code`'s constructor: the recorded seeds, never a search (files written before ``refine``
     existed were built without it)."""
     n, s, seeds = params.get("n"), params.get("s"), params.get("block_seeds")
     if not isinstance(seeds, dict):

@@ -36,6 +36,7 @@ from .._approx_eval import (
     straggle_probabilities,
 )
 from .._code import ApproximateCode
+from .._errors import GradcodesTypeError, GradcodesValueError
 from .._fields import RationalField, field_for
 from .._io import REBUILDERS
 from .._registry import Scheme, register
@@ -78,7 +79,7 @@ def _check_scheme(scheme: Any) -> str:
     key = {"nw": "nw", "i": "I", "ii": "II", "ii-nw": "nw"}.get(str(scheme).lower()) if isinstance(
         scheme, str) else None
     if key is None:
-        raise ValueError(f"scheme must be one of 'nw', 'I', 'II', got {scheme!r}")
+        raise GradcodesValueError(f"scheme must be one of 'nw', 'I', 'II', got {scheme!r}")
     return key
 
 
@@ -264,8 +265,8 @@ def _allocation(p: np.ndarray, k: int, scheme: str) -> tuple[np.ndarray, np.ndar
     if k < n - 1:
         # The Song-Choi setting (and the paper's Schemes I/II) has k >= n - 1 partitions; the northwest-corner
         # rule itself would be well defined for fewer, but the load analysis and the schemes are stated for k >= n-1.
-        raise ValueError(f"k must be >= n - 1 = {n - 1} partitions for n = {n} workers (scheme {scheme!r}); "
-                         f"got k = {k}")
+        raise GradcodesValueError(f"k must be >= n - 1 = {n - 1} partitions for n = {n} workers (scheme {scheme!r}); "
+                                  f"got k = {k}")
     if scheme == "nw":
         return _nw(Y, k, exact), Y
     alpha = _scheme_one(Y, k, exact) if scheme == "I" else _scheme_two(Y, k, exact)
@@ -369,7 +370,7 @@ def heterogeneous(p: npt.ArrayLike, k: int, scheme: str = "nw", *, warn: bool = 
     k = _check_k(k)
     scheme = _check_scheme(scheme)
     if not isinstance(warn, (bool, np.bool_)):
-        raise TypeError(f"warn must be a bool, got {warn!r} of type {type(warn).__name__}")
+        raise GradcodesTypeError(f"warn must be a bool, got {warn!r} of type {type(warn).__name__}")
     alpha, Y = _allocation(pp, k, scheme)
     exact = pp.dtype == object
     n = pp.size

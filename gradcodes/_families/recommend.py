@@ -38,6 +38,7 @@ import numpy as np
 
 from .._code import GradientCode, LinearCode
 from .._decoders import single_threaded_blas
+from .._errors import GradcodesTypeError, GradcodesValueError
 from .._typing import RNGLike, Unset
 from .._validate import SEED_UNSET, check_entries, check_int, check_ns, check_real, check_rng, check_size, take_rng
 
@@ -104,7 +105,7 @@ class Candidate:
     """
 
     name: str
-    build: Callable[[int, int, int], LinearCode]
+    build: Callable[[int, int, int], GradientCode]
     load: Callable[[int, int, int], int | None]
     stable: bool = False
     note: str = ""
@@ -120,12 +121,12 @@ def _mds_real_load(n: int, s: int, m: int) -> int | None:
     return s + 1 if m == 1 and ((n - s) % 2 == 1 or n % (s + 1) == 0) else None
 
 
-def _build_fr(n: int, s: int, m: int) -> LinearCode:
+def _build_fr(n: int, s: int, m: int) -> GradientCode:
     from .repetition import fractional_repetition
     return fractional_repetition(n, s)
 
 
-def _build_binary(n: int, s: int, m: int) -> LinearCode:
+def _build_binary(n: int, s: int, m: int) -> GradientCode:
     from .binary import stable_binary
     return stable_binary(n, s)
 
@@ -135,7 +136,7 @@ def _binary_load(n: int, s: int, m: int) -> int | None:
     return stable_binary_load(n, s) if m == 1 else None
 
 
-def _build_grouped_mds(n: int, s: int, m: int) -> LinearCode:
+def _build_grouped_mds(n: int, s: int, m: int) -> GradientCode:
     from .binary import grouped_mds
     return grouped_mds(n, s)
 
@@ -174,7 +175,7 @@ def _grouped_random_cost(n: int, s: int, m: int) -> float:
                for ng in _random_groups(n, s))
 
 
-def _build_grouped_random(n: int, s: int, m: int) -> LinearCode:
+def _build_grouped_random(n: int, s: int, m: int) -> GradientCode:
     """Seed 0 of every group size without a stored certificate, enumerated (so certified) while it is built;
     :func:`recommend` calls this only when :func:`_grouped_random_cost` fits its ``certify_seconds``."""
     from .grouped_random import grouped_random
@@ -183,19 +184,19 @@ def _build_grouped_random(n: int, s: int, m: int) -> LinearCode:
     return grouped_random(n, s, 1, candidates=1, limit=limit)
 
 
-def _build_mds(field_: str) -> Callable[[int, int, int], LinearCode]:
-    def build(n: int, s: int, m: int) -> LinearCode:
+def _build_mds(field_: str) -> Callable[[int, int, int], GradientCode]:
+    def build(n: int, s: int, m: int) -> GradientCode:
         from .cyclic_mds import cyclic_mds
         return cyclic_mds(n, s, field_)
     return build
 
 
-def _build_cyclic_rep(n: int, s: int, m: int) -> LinearCode:
+def _build_cyclic_rep(n: int, s: int, m: int) -> GradientCode:
     from .repetition import cyclic_repetition
     return cyclic_repetition(n, s, rng=0)
 
 
-def _build_ye_abbe(n: int, s: int, m: int) -> LinearCode:
+def _build_ye_abbe(n: int, s: int, m: int) -> GradientCode:
     from .ye_abbe import ye_abbe
     return ye_abbe(n, s, m)
 
@@ -224,10 +225,11 @@ CANDIDATES: list[Candidate] = [
 def add_candidate(candidate: Candidate, *, before: str | None = None) -> None:
     """Add a family to the :func:`recommend` table (e.g. Ye-Abbe codes for ``m > 1``); replaces a same-named row."""
     if not isinstance(candidate, Candidate):
-        raise TypeError(f"add_candidate() takes a Candidate, got {type(candidate).__name__}")
+        raise GradcodesTypeError(f"add_candidate() takes a Candidate, got {type(candidate).__name__}")
     names = [c.name for c in CANDIDATES if c.name != candidate.name]
     if before is not None and before not in names:
-        raise ValueError(f"before must be the name of a candidate ({', '.join(names)}) or None, got {before!r}")
+        raise GradcodesValueError(
+            f"before must be the name of a candidate ({', '.join(names)}) or None, got {before!r}")
     CANDIDATES[:] = [c for c in CANDIDATES if c.name != candidate.name]
     CANDIDATES.insert(names.index(before) if before is not None else len(CANDIDATES), candidate)
 
@@ -398,7 +400,7 @@ def _rank(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 def recommend(n: int, s: int, m: int = 1, max_load: int | None = None, *, tol: float = 1e-12,
               samples: int = 200, rng: RNGLike = None, quick: bool = False, certify_seconds: float | None = None,
-              seed: RNGLike | Unset = SEED_UNSET) -> LinearCode:
+              seed: RNGLike | Unset = SEED_UNSET) -> GradientCode:
     r"""The lowest-load code within a budget that is proven to meet ``tol``, with its reasoning attached.
 
     Every applicable candidate of :data:`CANDIDATES` with load at most ``max_load`` is built and judged (see the
@@ -440,7 +442,7 @@ def recommend(n: int, s: int, m: int = 1, max_load: int | None = None, *, tol: f
 
     Returns
     -------
-    LinearCode
+    GradientCode
         With ``code.recommendation`` (a :class:`Recommendation`; ``print`` it for the table).
 
     Examples
@@ -474,7 +476,7 @@ def recommend(n: int, s: int, m: int = 1, max_load: int | None = None, *, tol: f
     gen = check_rng(DEFAULT_RNG if given is None else given)
     check_size("the sampled straggler sets times n", samples * n, "work")
     rows: list[dict[str, Any]] = []
-    codes: dict[str, LinearCode] = {}
+    codes: dict[str, GradientCode] = {}
 
     def key(r: dict[str, Any]) -> tuple[int, bool, int]:
         return r["load"], not r["stable"], r["order"]
@@ -505,6 +507,9 @@ def recommend(n: int, s: int, m: int = 1, max_load: int | None = None, *, tol: f
             except ValueError as exc:
                 row["status"] = f"not built: {exc}"
                 continue
+            if not isinstance(code, GradientCode):
+                raise GradcodesTypeError(f"candidate {cand.name!r} built a {type(code).__name__}; recommend() "
+                                         f"candidates must build exact gradient codes (GradientCode)")
             codes[cand.name] = code
             row.update(_judge(code, cand, budget, cost), load=code.load)
             row["meets_tol"] = bool(row["proven"] and row["error"] <= tol)
@@ -513,9 +518,10 @@ def recommend(n: int, s: int, m: int = 1, max_load: int | None = None, *, tol: f
         if not built:
             from .binary import stable_binary_load
 
-            raise ValueError(f"no candidate code for n={n}, s={s}, m={m} within max_load={max_load}"
-                             + (f"; the stable binary code needs load {stable_binary_load(n, s)}" if m == 1 else
-                                "; for m > 1 only the Ye-Abbe code (load s + m) is registered"))
+            raise GradcodesValueError(
+                f"no candidate code for n={n}, s={s}, m={m} within max_load={max_load}"
+                + (f"; the stable binary code needs load {stable_binary_load(n, s)}" if m == 1 else
+                   "; for m > 1 only the Ye-Abbe code (load s + m) is registered"))
         winners = [r for r in built if r["meets_tol"]]
         if not winners:                          # sample the unsettled unproven rows: they may be all there is
             from .._verify import verify

@@ -14,6 +14,7 @@ import numpy as np
 from .._code import GradientCode, LinearCode
 from .._decoders import Decoder
 from .._detlinalg import solve
+from .._errors import GradcodesValueError
 from .._fields import as_matrix, field_for, solve_left
 from .._io import REBUILDERS
 from .._registry import Expect, Scheme, register
@@ -124,7 +125,7 @@ def _check_k(n: int, k: int | None, multiple_of: int, why: str) -> int:
         return n
     k = check_int("k", k, 1)
     if k % multiple_of:
-        raise ValueError(f"k must be a positive multiple of {multiple_of} ({why}), got k={k}")
+        raise GradcodesValueError(f"k must be a positive multiple of {multiple_of} ({why}), got k={k}")
     return k
 
 
@@ -192,9 +193,9 @@ def fractional_repetition(n: int, s: int, k: int | None = None, *, field: str = 
     n, s = check_ns(n, s)
     check_choice("field", field, ("real", "rational"))
     if n % (s + 1):
-        raise ValueError(f"fractional_repetition needs (s + 1) | n; got n={n}, s={s}. Valid s for n={n}: "
-                         f"{[d - 1 for d in range(1, n + 1) if n % d == 0]}; for other (n, s) use "
-                         f"cyclic_repetition (or a stable code from gradcodes.recommend)")
+        raise GradcodesValueError(f"fractional_repetition needs (s + 1) | n; got n={n}, s={s}. Valid s for n={n}: "
+                                  f"{[d - 1 for d in range(1, n + 1) if n % d == 0]}; for other (n, s) use "
+                                  f"cyclic_repetition (or a stable code from gradcodes.recommend)")
     groups = n // (s + 1)
     k = _check_k(n, k, groups, f"each of the n/(s+1)={groups} groups gets k(s+1)/n partitions")
     check_entries(n, k, exact=field == "rational")
@@ -219,14 +220,14 @@ def _cyclic_rows_from_H(H: Any, n: int, s: int, exact: bool, refine: int = 0, lo
         if exact:
             x = solve_left(HJ.T.copy(), -H[:, i][None, :])      # x^T HJ^T = -h_i^T
             if x is None:
-                raise ValueError(f"H[:, {J.tolist()}] is singular; H must make every s columns following a "
-                                 f"column (cyclically) invertible")
+                raise GradcodesValueError(f"H[:, {J.tolist()}] is singular; H must make every s columns following a "
+                                          f"column (cyclically) invertible")
             B[i, J] = x[0]
         else:
             cond = np.linalg.cond(HJ)
             if not np.isfinite(cond) or cond > 1e12:
-                raise ValueError(f"H[:, {J.tolist()}] is singular or ill-conditioned (condition number "
-                                 f"{cond:.3g} > 1e12); pass another H or seed")
+                raise GradcodesValueError(f"H[:, {J.tolist()}] is singular or ill-conditioned (condition number "
+                                          f"{cond:.3g} > 1e12); pass another H or seed")
             if not refine:      # the rows of earlier releases (LAPACK: the last bits depend on the BLAS kernel)
                 B[i, J] = -np.linalg.solve(HJ, H[:, i])
     if refine and s and not exact:
@@ -236,8 +237,8 @@ def _cyclic_rows_from_H(H: Any, n: int, s: int, exact: bool, refine: int = 0, lo
         X0 = -solve(np.transpose(H[:, cols], (1, 0, 2)), H[:, rows].T[:, :, None])[..., 0]
         X = refine_rows(H, np.zeros(s) if lo is None else lo, X0, refine)
         if not np.isfinite(X).all():
-            raise ValueError("refine needs every entry of H below about 1e290 in magnitude (the refinement "
-                             "splits products exactly); pass refine=0 or a scaled H")
+            raise GradcodesValueError("refine needs every entry of H below about 1e290 in magnitude (the refinement "
+                                      "splits products exactly); pass refine=0 or a scaled H")
         B[rows[:, None], cols] = X
     return B
 
@@ -312,7 +313,8 @@ def cyclic_repetition(n: int, s: int, k: int | None = None, *, rng: RNGLike = No
     refine = (0 if exact else 2) if refine is None else check_int("refine", refine, 0, 10)
     k = _check_k(n, k, n, "partitions are grouped into n super-partitions")
     if exact and refine:
-        raise ValueError(f"refine applies to field='real' only (the rational code is exact); got refine={refine}")
+        raise GradcodesValueError(
+            f"refine applies to field='real' only (the rational code is exact); got refine={refine}")
     check_entries(n, k, exact=exact)
     check_size("the cost n * s^3 of the n solves of s x s systems", n * s**3, "exact_entries" if exact else "work")
     params: dict[str, Any] = {"n": n, "s": s, "k": k, "field": field, "refine": refine}
@@ -333,17 +335,17 @@ def cyclic_repetition(n: int, s: int, k: int | None = None, *, rng: RNGLike = No
             params["rng"] = rng_param(rng)
     else:
         if s == 0:
-            raise ValueError("H must not be given for s = 0 (the code is then uncoded)")
+            raise GradcodesValueError("H must not be given for s = 0 (the code is then uncoded)")
         Hm, _ = as_matrix(H, "rational" if exact else "real", name="H")
         if Hm.shape != (s, n):
-            raise ValueError(f"H must have shape (s, n) = ({s}, {n}), got {Hm.shape}")
+            raise GradcodesValueError(f"H must have shape (s, n) = ({s}, {n}), got {Hm.shape}")
         row_sums = Hm.sum(axis=1)
         if exact:
             if any(v != 0 for v in row_sums):
-                raise ValueError("H must satisfy H @ 1 = 0 exactly (each row of H must sum to 0)")
+                raise GradcodesValueError("H must satisfy H @ 1 = 0 exactly (each row of H must sum to 0)")
         elif np.abs(row_sums).max() > 1e-12 * max(1.0, np.abs(Hm).max()) * n:
-            raise ValueError(f"H must satisfy H @ 1 = 0 (each row of H must sum to 0); row sums "
-                             f"{row_sums.tolist()}")
+            raise GradcodesValueError(f"H must satisfy H @ 1 = 0 (each row of H must sum to 0); row sums "
+                                      f"{row_sums.tolist()}")
         params["H"] = [[str(v) for v in row] for row in Hm]
     B = _cyclic_rows_from_H(Hm, n, s, exact, refine, lo)
     if k != n:

@@ -21,11 +21,14 @@ from typing import Any
 
 import numpy as np
 
+from .._errors import GradcodesError
+
 __all__ = ["StragglerTimeout", "get_mpi", "Tags", "Inbox", "ParamSender", "wait_request"]
 
 
-class StragglerTimeout(RuntimeError):
-    """Fewer responders than needed within the timeout (names the missing workers)."""
+class StragglerTimeout(GradcodesError, RuntimeError):
+    """Fewer responders than needed within the timeout (names the missing workers); a :class:`RuntimeError`
+    and a :class:`gradcodes.GradcodesError`."""
 
     def __init__(self, message: str, missing: list[int] | None = None, bad: list[int] | None = None) -> None:
         super().__init__(message)

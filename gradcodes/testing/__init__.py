@@ -23,8 +23,10 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from .._code import LinearCode
+from .._errors import GradcodesValueError
 from .._registry import schemes
 from .._typing import MatrixLike, ProbabilitiesLike, Responders
+from .._validate import renamed_keyword
 
 __all__ = ["straggler_sets", "responder_sets", "windows", "verifier_flagged", "scheme_parameters", "codes",
            "partial_gradients", "assert_recovers", "assert_unbiased"]
@@ -32,9 +34,9 @@ __all__ = ["straggler_sets", "responder_sets", "windows", "verifier_flagged", "s
 
 def _check(n: int, s: int) -> None:
     if not (isinstance(n, int) and n >= 1):
-        raise ValueError(f"n must be an integer >= 1, got {n!r}")
+        raise GradcodesValueError(f"n must be an integer >= 1, got {n!r}")
     if not (isinstance(s, int) and 0 <= s < n):
-        raise ValueError(f"s must be an integer in [0, n - 1] = [0, {n - 1}], got {s!r}")
+        raise GradcodesValueError(f"s must be an integer in [0, n - 1] = [0, {n - 1}], got {s!r}")
 
 
 def windows(n: int, s: int) -> st.SearchStrategy[tuple[int, ...]]:
@@ -63,7 +65,7 @@ def straggler_sets(n: int, s: int, *, min_size: int | None = None, code: LinearC
     _check(n, s)
     lo = s if min_size is None else min_size
     if not 0 <= lo <= s:
-        raise ValueError(f"min_size must be in [0, s] = [0, {s}], got {min_size!r}")
+        raise GradcodesValueError(f"min_size must be in [0, s] = [0, {s}], got {min_size!r}")
     uniform = st.lists(st.integers(0, n - 1), min_size=lo, max_size=s, unique=True).map(lambda x: tuple(sorted(x)))
     if not adversarial:
         return uniform
@@ -84,10 +86,10 @@ def scheme_parameters(name: str, *, max_n: int = 30) -> st.SearchStrategy[dict[s
     """Valid keyword parameters of the registered family ``name`` (from :func:`gradcodes.schemes`), ``n <= max_n``."""
     reg = schemes()
     if name not in reg:
-        raise ValueError(f"name must be one of {sorted(reg)}, got {name!r}")
+        raise GradcodesValueError(f"name must be one of {sorted(reg)}, got {name!r}")
     params = [dict(p) for p in reg[name].tour if int(p.get("n", 0)) <= max_n]
     if not params:
-        raise ValueError(f"scheme {name!r} has no registered parameters with n <= max_n = {max_n}")
+        raise GradcodesValueError(f"scheme {name!r} has no registered parameters with n <= max_n = {max_n}")
     return st.sampled_from(params)
 
 
@@ -98,19 +100,25 @@ def codes(kind: str | None = "exact", *, names: list[str] | None = None,
     reg = schemes()
     chosen = sorted(names) if names is not None else sorted(k for k, v in reg.items() if kind is None or v.kind == kind)
     if not chosen:
-        raise ValueError(f"no registered family of kind {kind!r}")
+        raise GradcodesValueError(f"no registered family of kind {kind!r}")
     pairs = [(name, dict(p)) for name in chosen for p in reg[name].tour if int(p.get("n", 0)) <= max_n]
     if not pairs:
-        raise ValueError(f"no registered parameters with n <= max_n = {max_n} for {chosen}")
+        raise GradcodesValueError(f"no registered parameters with n <= max_n = {max_n} for {chosen}")
     return st.sampled_from(pairs).map(lambda np_: reg[np_[0]].build(**np_[1]))
 
 
-def partial_gradients(code: LinearCode, *, dtype: npt.DTypeLike = np.float64, p: int | st.SearchStrategy[int] = 4,
-                      bound: float = 1e3) -> st.SearchStrategy[np.ndarray]:
-    """Arrays ``G`` of shape ``(code.k, p)`` and dtype ``dtype``: finite values in ``[-bound, bound]``."""
+@renamed_keyword("p", "length")
+def partial_gradients(code: LinearCode, *, dtype: npt.DTypeLike = np.float64,
+                      length: int | st.SearchStrategy[int] = 4, bound: float = 1e3) -> st.SearchStrategy[np.ndarray]:
+    """Arrays ``G`` of shape ``(code.k, length)`` and dtype ``dtype``: finite values in ``[-bound, bound]``.
+
+    ``length`` is the gradient length (an int or a strategy of ints), as ``length=`` of
+    :meth:`gradcodes.LinearCode.decode`; ``p=`` is its deprecated former keyword (``p`` names straggle
+    probabilities everywhere else, as in :func:`assert_unbiased`).
+    """
     dt = np.dtype(dtype)
     if dt.kind not in "fc":
-        raise ValueError(f"dtype must be a floating or complex dtype, got {dt}")
+        raise GradcodesValueError(f"dtype must be a floating or complex dtype, got {dt}")
     single = dt in (np.float32, np.complex64)
     elements: st.SearchStrategy[Any]
     if dt.kind == "c":
@@ -118,7 +126,7 @@ def partial_gradients(code: LinearCode, *, dtype: npt.DTypeLike = np.float64, p:
                                       width=64 if single else 128)
     else:
         elements = st.floats(-bound, bound, allow_nan=False, allow_subnormal=False, width=32 if single else 64)
-    ps = st.just(p) if isinstance(p, int) else p
+    ps = st.just(length) if isinstance(length, int) else length
     return ps.flatmap(lambda q: hnp.arrays(dt, (code.k, q), elements=elements))
 
 

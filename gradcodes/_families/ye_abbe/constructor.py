@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from ..._code import GradientCode
+from ..._errors import GradcodesValueError
 from ..._fields import Field, PrimeField, RationalField, RealField, to_fraction
 from ..._io import REBUILDERS, CodeFileError
 from ..._registry import SAMPLED, Scheme, register
@@ -62,7 +63,7 @@ def _fourier_in_field(plan: _FourierPlan, k: int, params: dict[str, Any], fld: A
 
             GF = galois.GF(_prime_1_mod(8 * n, GF.characteristic + 1))
     else:  # pragma: no cover - would need 8 unlucky primes in a row
-        raise ValueError("no prime field found in which every M_j is invertible")
+        raise GradcodesValueError("no prime field found in which every M_j is invertible")
     gtr = _Trig(n, gbk)
     gK = gtr.kernel(plan)
     gquad = YeAbbeDecoder("quadrature", partial(_fourier_A, plan, gbk, gtr, gK), s, True,
@@ -90,7 +91,7 @@ def _poly_in_field(theta: Any, n: int, s: int, m: int, k: int, label: str, param
     gbk = PrimeField(GF)
     gtheta = gbk.const(vals)
     if len(set(np.asarray(gtheta.view(np.ndarray)).tolist())) != n:
-        raise ValueError(f"the nodes are not distinct modulo p = {GF.characteristic}")
+        raise GradcodesValueError(f"the nodes are not distinct modulo p = {GF.characteristic}")
     gfull, ge = _poly_parts(gtheta, n, m, gbk)
     gB = _poly_B(gtheta, n, s, m, gbk, gfull, ge)
     gdec = YeAbbeDecoder("lagrange", partial(_poly_A, gtheta, gfull, ge, n, m, gbk), s, True,
@@ -197,8 +198,8 @@ def ye_abbe(n: int, s: int, m: int = 2, k: int | None = None, *, nodes: str | Ar
     else:
         k = check_int("k", k, 1)
         if k % n:
-            raise ValueError(f"k must be a positive multiple of n={n} (partitions are grouped into n "
-                             f"super-partitions), got k={k}")
+            raise GradcodesValueError(f"k must be a positive multiple of n={n} (partitions are grouped into n "
+                                      f"super-partitions), got k={k}")
     check_choice("field", field, ("real", "rational"))
     check_entries(n, k * m, exact=field == "rational")
     rng_value = take_rng(rng, seed)
@@ -209,21 +210,23 @@ def ye_abbe(n: int, s: int, m: int = 2, k: int | None = None, *, nodes: str | Ar
         check_choice("nodes", nodes, NODE_CHOICES)
         params["nodes"] = nodes
     if (spacing is not None or stride is not None) and not (isinstance(nodes, str) and nodes == "fourier"):
-        raise ValueError("spacing and stride apply to nodes='fourier' only")
+        raise GradcodesValueError("spacing and stride apply to nodes='fourier' only")
 
     if isinstance(nodes, str) and nodes == "fourier":
         if exact:
-            raise ValueError("nodes='fourier' has irrational entries; for an exact check use "
-                             "gradcodes.verify(code, field='GF') (the same construction over GF(p)), or "
-                             "rational nodes with field='rational'")
+            raise GradcodesValueError("nodes='fourier' has irrational entries; for an exact check use "
+                                      "gradcodes.verify(code, field='GF') (the same construction over GF(p)), or "
+                                      "rational nodes with field='rational'")
         if spacing is not None and spacing != "auto":
             if isinstance(spacing, bool) or not isinstance(spacing, (int, float)) or not 0 < spacing < math.inf:
-                raise ValueError(f"spacing must be None (top frequencies), 'auto' or a positive finite number, "
-                                 f"got {spacing!r}")
+                raise GradcodesValueError(
+                    f"spacing must be None (top frequencies), 'auto' or a positive finite number, "
+                    f"got {spacing!r}")
         if stride is not None:
             stride = check_int("stride", stride, 1, max(1, n - 1))
             if math.gcd(stride, n) != 1:
-                raise ValueError(f"stride must be coprime to n={n} (a permutation of the angles), got {stride}")
+                raise GradcodesValueError(
+                    f"stride must be coprime to n={n} (a permutation of the angles), got {stride}")
         plan = _fourier_plan(n, s, m, spacing, stride)
         params["stride"] = plan.stride
         if spacing is not None:
@@ -263,7 +266,7 @@ def ye_abbe(n: int, s: int, m: int = 2, k: int | None = None, *, nodes: str | Ar
         try:
             B = _random_B(V, C, n, s, m, bk)
         except np.linalg.LinAlgError:
-            raise ValueError("the random construction is singular; use another seed") from None
+            raise GradcodesValueError("the random construction is singular; use another seed") from None
         dec = YeAbbeDecoder("lagrange", partial(_random_A, V, C, n, bk), s, exact,
                             "solve V_F a = C (one (n-s) x (n-s) solve per set)")
         return YeAbbeCode(_group(B, n, k, m), s, name="ye_abbe[random]", decoders=[dec],
@@ -285,8 +288,8 @@ def ye_abbe(n: int, s: int, m: int = 2, k: int | None = None, *, nodes: str | Ar
         B = _poly_B(theta, n, s, m, bk, full, e_all)
     if not exact and not (np.all(np.isfinite(B)) and np.all(np.isfinite(full)) and np.all(full != 0)
                           and all(np.isfinite(x) for x in e_all)):
-        raise ValueError(f"the polynomial construction with nodes={label!r} over- or underflows float64 at "
-                         f"n={n}; use nodes='fourier' (the stable default) or smaller n")
+        raise GradcodesValueError(f"the polynomial construction with nodes={label!r} over- or underflows float64 at "
+                                  f"n={n}; use nodes='fourier' (the stable default) or smaller n")
 
     dec = YeAbbeDecoder("lagrange", partial(_poly_A_quiet, theta, full, e_all, n, m, bk), s, exact,
                         "closed-form Lagrange weights: barycentric weight times elementary symmetric functions")
@@ -327,7 +330,7 @@ def family_entries() -> list[tuple[str, Callable[[int, int, int], GradientCode]]
 
 
 def _rebuild(**params: Any) -> YeAbbeCode:
-    """:func:`gradcodes.load`'s constructor: the recorded stride, never the stride search."""
+    """:func:`gradcodes.load_code`'s constructor: the recorded stride, never the stride search."""
     if params.get("nodes", "fourier") == "fourier" and params.get("spacing") is None and params.get("stride") is None:
         raise CodeFileError("invalid ye_abbe parameters: a Fourier code file must record its stride (a code file is "
                             "rebuilt from its recorded choices, never by a search)")

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ... import _detlinalg as _det
+from ..._errors import GradcodesTypeError, GradcodesValueError
 from ..._fields import Field, PrimeField
 from .common import _holders, _prime_1_mod, _series_inv, _series_mul
 
@@ -28,13 +29,13 @@ def _gf_field(field: Any, q: int) -> Any:
 
     if isinstance(field, str):
         if field not in ("GF", "GF(p)"):
-            raise ValueError(f"field must be 'GF' or a galois field class, got {field!r}")
+            raise GradcodesValueError(f"field must be 'GF' or a galois field class, got {field!r}")
         return galois.GF(_prime_1_mod(q))
     if not (isinstance(field, type) and hasattr(field, "characteristic")):
-        raise TypeError(f"field must be 'GF' or a galois.GF(p) class, got {field!r}")
+        raise GradcodesTypeError(f"field must be 'GF' or a galois.GF(p) class, got {field!r}")
     GF: Any = field
     if GF.degree != 1 or (GF.characteristic - 1) % q:
-        raise ValueError(f"this construction needs a prime field GF(p) with p = 1 (mod {q}); got {GF.name}")
+        raise GradcodesValueError(f"this construction needs a prime field GF(p) with p = 1 (mod {q}); got {GF.name}")
     return GF
 
 
@@ -218,8 +219,8 @@ def _fourier_B(plan: _FourierPlan, bk: Field, max_cond: float | None = 1e10) -> 
         with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
             cond = sv[:, 0] / np.maximum(sv[:, -1], np.finfo(float).tiny)
         if not np.all(np.isfinite(cond)) or cond.max() > max_cond:
-            raise ValueError(f"the Fourier functionals are (nearly) singular on some partition (cond(M_j) = "
-                             f"{cond.max():.3g}); choose another spacing or stride")
+            raise GradcodesValueError(f"the Fourier functionals are (nearly) singular on some partition (cond(M_j) = "
+                                      f"{cond.max():.3g}); choose another spacing or stride")
     if bk.exact:
         Bj = bk.solve_right(Phi, M)                                # (n, d, m)
     else:

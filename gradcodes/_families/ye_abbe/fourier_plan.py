@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from ... import _detlinalg as _det
+from ..._errors import GradcodesValueError
 from ..._fields import RealField
 from .fourier import _fourier_A, _fourier_B, _FourierPlan, _Trig
 
@@ -127,14 +128,15 @@ def _fourier_plan(n: int, s: int, m: int, spacing: Any = None, stride: int | Non
         for *_, plan in sorted(ranked, key=lambda t: (t[0] > tie, t[0] if t[0] > tie else 0.0, t[1])):
             if _b_side(plan) is not None:
                 return plan
-        raise ValueError(f"no stride in {strides} gives well-conditioned Fourier functionals for n={n}, s={s}, "
-                         f"m={m}; try another stride")
+        raise GradcodesValueError(
+            f"no stride in {strides} gives well-conditioned Fourier functionals for n={n}, s={s}, "
+            f"m={m}; try another stride")
     q = 1 if stride is None else stride
     if spacing != "auto" or m == 1:
         funcs = _fourier_functionals(n, s, m, 1.0 if spacing == "auto" else spacing)
         if funcs is None:
-            raise ValueError(f"spacing={spacing} does not fit {m} distinct frequencies in the band "
-                             f"|f| <= {(n - s - 1) / 2} (n={n}, s={s})")
+            raise GradcodesValueError(f"spacing={spacing} does not fit {m} distinct frequencies in the band "
+                                      f"|f| <= {(n - s - 1) / 2} (n={n}, s={s})")
         return _FourierPlan(n, s, m, funcs, pos, q)
     dmax = (n - s - 1) / max(m - 1, 1) + 1
     cands = sorted(set(np.unique(np.round(np.geomspace(1, dmax, 14), 1)).tolist()) | {round(n / 7, 1)})
@@ -151,6 +153,6 @@ def _fourier_plan(n: int, s: int, m: int, spacing: Any = None, stride: int | Non
         if found is None or est < found[0]:
             found = (est, plan)
     if found is None:  # pragma: no cover - spacing 1 always fits
-        raise ValueError(f"no valid Fourier functionals for n={n}, s={s}, m={m}")
+        raise GradcodesValueError(f"no valid Fourier functionals for n={n}, s={s}, m={m}")
     return found[1]
 

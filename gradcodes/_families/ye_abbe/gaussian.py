@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from ... import _detlinalg as _det
+from ..._errors import GradcodesValueError
 from ..._fields import Field, solve_left
 from .common import _holders
 
@@ -27,7 +28,7 @@ def _random_B(V: Any, C: Any, n: int, s: int, m: int, bk: Field) -> Any:
         if bk.exact:
             X = solve_left(Mj, rhs.T)                                # X Mj = rhs^T, i.e. Mj^T X^T = rhs
             if X is None:
-                raise ValueError(f"the random construction is singular at partition {j}; use another seed")
+                raise GradcodesValueError(f"the random construction is singular at partition {j}; use another seed")
             P = X.T
         B[H[j], j] = V[:, H[j]].T @ P
     return B.reshape(n, n * m)
@@ -50,7 +51,7 @@ def _random_B_float(V: np.ndarray, C: np.ndarray, n: int, s: int, m: int) -> np.
         Mt = np.concatenate([np.swapaxes(V[:, nh], 0, 1), np.broadcast_to(C, (js.size,) + C.shape)], axis=2)
         P = _det.solve(np.swapaxes(Mt, 1, 2), np.broadcast_to(rhs, (js.size, N, m)), refine=1)
         if not np.all(np.isfinite(P)):
-            raise ValueError("the random construction is singular at some partition; use another seed")
+            raise GradcodesValueError("the random construction is singular at some partition; use another seed")
         vals = _det.matmul(np.swapaxes(np.swapaxes(V[:, H[js]], 0, 1), 1, 2), P)       # (b, d, m)
         for a in range(d):
             B[H[js, a], js] = vals[:, a]

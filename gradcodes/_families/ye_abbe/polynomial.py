@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from ... import _detlinalg as _det
+from ..._errors import GradcodesTypeError, GradcodesValueError
 from ..._fields import Field, to_fraction
 from .common import _holders, _series_inv, _series_mul
 
@@ -83,12 +84,13 @@ def _named_nodes(kind: str, n: int, exact: bool) -> Any:
         vals = [Fraction(-1) + Fraction(2 * i, n - 1) if n > 1 else Fraction(0) for i in range(n)]
     elif kind == "chebyshev":
         if exact:
-            raise ValueError("nodes='chebyshev' are irrational: exact (field='rational') codes need rational nodes "
-                             "('integer', 'equispaced', or a sequence of Fractions); to check the Fourier "
-                             "construction exactly use verify(code, field='GF')")
+            raise GradcodesValueError(
+                "nodes='chebyshev' are irrational: exact (field='rational') codes need rational nodes "
+                "('integer', 'equispaced', or a sequence of Fractions); to check the Fourier "
+                "construction exactly use verify(code, field='GF')")
         return _det.cos_pi(2 * np.arange(n) + 1, 2 * n)           # correctly rounded: the same bits everywhere
     else:  # pragma: no cover - guarded by the caller
-        raise ValueError(kind)
+        raise GradcodesValueError(kind)
     return np.array(vals, dtype=object) if exact else np.array([float(v) for v in vals])
 
 
@@ -96,25 +98,25 @@ def _user_nodes(nodes: Any, n: int, exact: bool) -> tuple[Any, list[str]]:
     try:
         raw = list(nodes)
     except TypeError:
-        raise TypeError(f"nodes must be one of {', '.join(map(repr, NODE_CHOICES))} or a sequence of n={n} "
-                        f"distinct real numbers, got {nodes!r}") from None
+        raise GradcodesTypeError(f"nodes must be one of {', '.join(map(repr, NODE_CHOICES))} or a sequence of n={n} "
+                                 f"distinct real numbers, got {nodes!r}") from None
     if len(raw) != n:
-        raise ValueError(f"nodes must have length n={n} (one evaluation point per worker), got {len(raw)}")
+        raise GradcodesValueError(f"nodes must have length n={n} (one evaluation point per worker), got {len(raw)}")
     if exact:
         try:
             vals = [Fraction(v) if isinstance(v, str) else to_fraction(v, "nodes") for v in raw]
         except (ValueError, ZeroDivisionError) as err:
-            raise ValueError(f"nodes must be rational numbers (or strings like '1/3') for field='rational': "
-                             f"{err}") from None
+            raise GradcodesValueError(f"nodes must be rational numbers (or strings like '1/3') for field='rational': "
+                                      f"{err}") from None
         arr = np.array(vals, dtype=object)
     else:
         for v in raw:
             if isinstance(v, (bool, complex, np.complexfloating)) or not isinstance(v, (int, float, Fraction,
                                                                                         np.integer, np.floating)):
-                raise TypeError(f"nodes must be real numbers, got {v!r}")
+                raise GradcodesTypeError(f"nodes must be real numbers, got {v!r}")
         arr = np.array([float(v) for v in raw])
         if not np.all(np.isfinite(arr)):
-            raise ValueError("nodes must be finite real numbers")
+            raise GradcodesValueError("nodes must be finite real numbers")
         vals = arr.tolist()
     uniq, counts = np.unique(np.array([float(v) for v in vals]), return_counts=True)
     if exact:
@@ -128,6 +130,7 @@ def _user_nodes(nodes: Any, n: int, exact: bool) -> tuple[Any, list[str]]:
             if v in seen:
                 pairs.append((seen[v], i))
             seen.setdefault(v, i)
-        raise ValueError(f"nodes must be distinct; nodes {pairs[0][0]} and {pairs[0][1]} are both {vals[pairs[0][1]]}")
+        raise GradcodesValueError(
+            f"nodes must be distinct; nodes {pairs[0][0]} and {pairs[0][1]} are both {vals[pairs[0][1]]}")
     return arr, [str(v) for v in vals]
 
