@@ -30,11 +30,11 @@ try:
 except gc.DecodingError: print("DecodingError")
 """,
     "1c gradcodes verify FILE of cyclic_repetition(25, 5, rng=13, refine=0): exit code": """
-path = os.path.join(tmp, "c25.npz"); gc.save(gc.cyclic_repetition(25, 5, rng=13, refine=0), path)
+path = os.path.join(tmp, "c25.npz"); gc.save_code(gc.cyclic_repetition(25, 5, rng=13, refine=0), path)
 from gradcodes.cli import main
 import contextlib, io
 with contextlib.redirect_stdout(io.StringIO()): rc = main(["verify", path])
-print("exit", rc, gc.verify(gc.load(path), rng=0).verdict)
+print("exit", rc, gc.verify(gc.load_code(path), rng=0).verdict)
 """,
     "2 verify and decode agree, eye(50) + a 2^30 row": """
 B = np.vstack([np.eye(50), np.r_[2.0**30, np.ones(49)][None]]); code = gc.GradientCode(B, s=1)
@@ -87,7 +87,7 @@ print(hashlib.sha256(gc.cyclic_repetition(100, 10, rng=0).B.tobytes()).hexdigest
     "8 file with B[0,0]=0.25 and rtol=0.9: gradcodes verify exit code": """
 import json, warnings
 warnings.simplefilter("ignore")
-path = os.path.join(tmp, "fr.npz"); gc.save(gc.fractional_repetition(12, 3), path)
+path = os.path.join(tmp, "fr.npz"); gc.save_code(gc.fractional_repetition(12, 3), path)
 data = dict(np.load(path)); meta = json.loads(str(data["meta"])); meta["rtol"] = 0.9
 B = data["B"].astype(float); B[0, 0] = 0.25; data["B"] = B; data["meta"] = np.array(json.dumps(meta))
 np.savez(path, **data)
