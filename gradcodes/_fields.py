@@ -154,15 +154,20 @@ def exact_backend() -> str:
     return EXACT_BACKEND
 
 
-def _rref_flint(M: np.ndarray) -> tuple[np.ndarray, list[int]]:
-    """:func:`rref` of a rational object matrix with python-flint (FLINT's fraction-free elimination in C)."""
+def _rref_flint(M: np.ndarray) -> tuple[np.ndarray, list[int]] | None:
+    """:func:`rref` of a rational object matrix with python-flint (FLINT's fraction-free elimination in C); None
+    when an entry is not a Fraction or an int (the generic elimination then handles it as before)."""
     import flint
 
     rows, cols = M.shape
     entries: list[Any] = []
     for x in M.flat:
-        f = x if isinstance(x, Fraction) else to_fraction(x, "M")
-        entries.append(f.numerator if f.denominator == 1 else flint.fmpq(f.numerator, f.denominator))
+        if isinstance(x, Fraction):
+            entries.append(x.numerator if x.denominator == 1 else flint.fmpq(x.numerator, x.denominator))
+        elif isinstance(x, int) and not isinstance(x, bool):
+            entries.append(x)
+        else:
+            return None
     R, rank = flint.fmpq_mat(rows, cols, entries).rref()
     out = np.empty((rows, cols), dtype=object)
     flat = out.reshape(-1)
@@ -182,7 +187,9 @@ def rref(M: Any) -> tuple[Any, list[int]]:
     """
     if (isinstance(M, np.ndarray) and not is_galois_array(M) and M.dtype == object and M.size
             and exact_backend() == "flint"):
-        return _rref_flint(M)
+        out = _rref_flint(M)
+        if out is not None:
+            return out
     A = M.copy()
     rows, cols = A.shape
     pivots: list[int] = []
