@@ -142,7 +142,7 @@ def part_vs_N(iters: int) -> None:
     rows = []
     for n in ns:
         s = round(5 * n / 12)
-        res = gc.simulate(n=n, L=2, s=s, m_data=49_920, a=5e-5, t_c=0.05, iters=iters, rng=1)
+        res = gc.simulate(branching=n, L=2, s=s, m_data=49_920, a=5e-5, t_c=0.05, iters=iters, rng=1)
         rows.append((n, s, res))
     names = list(rows[0][2].schemes)
     print(f"   {'n':>3}{'s':>3}{'N':>5}" + "".join(f"{x:>16}" for x in names))

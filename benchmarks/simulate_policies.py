@@ -62,7 +62,7 @@ def part_iteration(gc, iters: int) -> list[str]:
                                           iters=iters, rng=0)))
                 rows.setdefault((code.name, pol), []).append(f"{r.mean:>9.4f} ±{r.stderr:.3f}")
         labels = {"UMW": ("uncoded", "wait for all"), "SGD": ("ignore stragglers", f"first {N - S}")}
-        res = gc.simulate(["UMW", "SGD"], n=N, L=1, s=S, s_gc=S, m_data=POINTS * N, a=kw.get("a", A),
+        res = gc.simulate(["UMW", "SGD"], branching=N, L=1, s=S, s_gc=S, m_data=POINTS * N, a=kw.get("a", A),
                           mu=kw.get("mu"), model=kw.get("model"), t_c=T_C, iters=iters, rng=0)
         for lab, key in labels.items():
             rows.setdefault(key, []).append(f"{res[lab].mean:>9.4f} ±{res[lab].stderr:.3f}")

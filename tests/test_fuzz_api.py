@@ -61,7 +61,7 @@ API = {
     "straggle_probabilities": (gc.straggle_probabilities, dict(p=0.2, n=4, exact=None, name="p")),
     "exponential_straggle_probabilities": (gc.exponential_straggle_probabilities,
                                            dict(n=4, tau=1.5, psi=(0.1, 2.0), rng=0)),
-    "simulate": (gc.simulate, dict(schemes="CR", n=3, L=2, s=1, s_gc=None, m_data=1000, a=5e-5, mu=None, t_c=0.05,
+    "simulate": (gc.simulate, dict(schemes="CR", branching=3, L=2, s=1, s_gc=None, m_data=1000, a=5e-5, mu=None, t_c=0.05,
                                    t_step=0.0, alpha=0.0, overlap=True, iters=10, rng=0, return_samples=False,
                                    return_responders=False, policy=None, model=None, deadline=None)),
     "simulate_training": (gc.simulate_training, dict(policy=gc.FixedK(2), n=4, code=None, time_budget=None,

@@ -173,7 +173,7 @@ def test_other_reports_pickle() -> None:
     assert _roundtrip(rep) == rep
     wc = gc.worst_case_error(ex, 2)
     assert str(_roundtrip(wc)) == str(wc)
-    sim = gc.simulate(n=4, L=2, s=1, iters=50, rng=0)
+    sim = gc.simulate(branching=4, L=2, s=1, iters=50, rng=0)
     assert str(_roundtrip(sim)) == str(sim)
 
 

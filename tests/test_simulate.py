@@ -12,7 +12,7 @@ import pytest
 import gradcodes as gc
 from gradcodes._simulate import add_simulate_parser, cr_time_bounds
 
-PAPER = {"n": 12, "L": 2, "s": 5, "m_data": 49_920, "a": 5e-5, "t_c": 0.05}
+PAPER = {"branching": 12, "L": 2, "s": 5, "m_data": 49_920, "a": 5e-5, "t_c": 0.05}
 
 
 def H(N: int) -> float:
@@ -39,7 +39,7 @@ def test_no_exponential_part_gives_closed_forms(overlap):
     n, L, s, m, a, t_c, t_step = 4, 3, 1, 10_000.0, 1e-4, 0.02, 0.001
     N = n * (n**L - 1) // (n - 1)
     s_gc = 20
-    res = gc.simulate(n=n, L=L, s=s, s_gc=s_gc, m_data=m, a=a, mu=math.inf, t_c=t_c, t_step=t_step,
+    res = gc.simulate(branching=n, L=L, s=s, s_gc=s_gc, m_data=m, a=a, mu=math.inf, t_c=t_c, t_step=t_step,
                       overlap=overlap, iters=5, rng=0, return_samples=True)
     r = float(gc.coded_reduce_load(n, L, s))
     expect = {
@@ -59,7 +59,7 @@ def test_no_exponential_part_gives_closed_forms(overlap):
 
 def test_no_overlap_without_communication():
     # with no exponential part and t_c = 0, both rules give a r m
-    res = gc.simulate("CR", n=3, L=2, s=1, m_data=1500, a=1e-3, mu=math.inf, t_c=0.0, overlap=False, iters=3)
+    res = gc.simulate("CR", branching=3, L=2, s=1, m_data=1500, a=1e-3, mu=math.inf, t_c=0.0, overlap=False, iters=3)
     assert res["CR"].mean == pytest.approx(1e-3 * 1500 * 4 / 15)
 
 
@@ -71,7 +71,7 @@ def test_order_statistics_closed_forms_s0_and_no_communication():
     n, L, s = 3, 2, 1
     N = 12
     for s_gc in (0, 4):
-        res = gc.simulate(["GC", "SGD", "UMW"], n=n, L=L, s=s, s_gc=s_gc, m_data=m, a=a, mu=mu, t_c=0.0,
+        res = gc.simulate(["GC", "SGD", "UMW"], branching=n, L=L, s=s, s_gc=s_gc, m_data=m, a=a, mu=mu, t_c=0.0,
                           iters=iters, rng=11)
         for name, ell, K in [("GC", (s_gc + 1) * m / N, N - s_gc), ("SGD", m / N, N - s_gc), ("UMW", m / N, N)]:
             expect = a * ell + ell / mu * (H(N) - H(N - K))
@@ -87,7 +87,7 @@ def test_ring_all_reduce_closed_form():
 
 
 def test_s0_tree_matches_uncoded_load():
-    res = gc.simulate("CR", n=3, L=2, s=0, iters=2000, rng=1, mu=math.inf, m_data=1200, a=1e-3, t_c=0.01)
+    res = gc.simulate("CR", branching=3, L=2, s=0, iters=2000, rng=1, mu=math.inf, m_data=1200, a=1e-3, t_c=0.01)
     assert res["CR"].load == pytest.approx(1200 / 12)
     assert res["CR"].mean == pytest.approx(1e-3 * 100 + 2 * 3 * 0.01)
 
@@ -132,7 +132,7 @@ def test_responders_decode_exactly_through_the_code():
 
 def test_any_gradient_code_as_master_worker_scheme():
     code = gc.cyclic_repetition(10, 3, rng=0)
-    res = gc.simulate([code, "UMW"], n=3, L=2, s=1, iters=200, rng=0, return_responders=True)
+    res = gc.simulate([code, "UMW"], branching=3, L=2, s=1, iters=200, rng=0, return_responders=True)
     r = res[f"GC[{code.name}]"]
     assert r.workers == 10 and r.messages == 7 and r.load == pytest.approx(4 / 10 * 49_920)
     assert np.all(r.responders.sum(axis=1) == 7)
@@ -142,7 +142,7 @@ def test_any_gradient_code_as_master_worker_scheme():
 
 def test_vectorised_size_and_chunking_consistency(monkeypatch):
     # 10,000 iterations of the N = 156 tree are one vectorised pass; big trees are chunked over iterations
-    kw = dict(n=12, L=3, s=5, m_data=49_920, a=5e-5, t_c=0.05)
+    kw = dict(branching=12, L=3, s=5, m_data=49_920, a=5e-5, t_c=0.05)
     res = gc.simulate("CR", **kw, iters=1200, rng=0, return_samples=True)["CR"]
     assert res.workers == 12 + 144 + 1728
     lo, hi = cr_time_bounds(12, 3, 5, m_data=49_920, a=5e-5, t_c=0.05)

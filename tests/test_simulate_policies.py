@@ -42,12 +42,19 @@ OLD = {
 }
 
 
+def _named(code):
+    # each scheme's stream is keyed by its label; the tree code's default name said n= when these numbers were made
+    code.name = "coded_reduce(n=3, L=2, s=1)"
+    return code
+
+
 def test_old_policy_is_unchanged_bit_for_bit():
     cases = {
-        "labels": dict(schemes=["CR", "UMW", "GC", "SGD", "RAR"], n=4, L=2, s=1, iters=500, rng=3, t_step=1e-3),
+        "labels": dict(schemes=["CR", "UMW", "GC", "SGD", "RAR"], branching=4, L=2, s=1, iters=500, rng=3,
+                       t_step=1e-3),
         "fr": dict(schemes=[gc.fractional_repetition(12, 3)], iters=400, rng=5, policy="first"),
-        "cyc": dict(schemes=[gc.cyclic_repetition(10, 2, rng=0), gc.coded_reduce(3, 2, 1)], iters=300, rng=7,
-                    t_c=0.01, policy="first"),
+        "cyc": dict(schemes=[gc.cyclic_repetition(10, 2, rng=0, refine=0), _named(gc.coded_reduce(3, 2, 1))],
+                    iters=300, rng=7, t_c=0.01, policy="first"),
     }
     seen = 0
     for name, kw in cases.items():
@@ -190,7 +197,7 @@ def test_worker_model_bad_input():
 def test_alpha_beta_allreduce_closed_forms():
     n, L, s, m, a, t_c, alpha = 4, 2, 1, 10_000.0, 1e-4, 0.02, 0.004
     N = 20
-    res = gc.simulate(["RAR", "TAR"], n=n, L=L, s=s, m_data=m, a=a, mu=math.inf, t_c=t_c, alpha=alpha, iters=3,
+    res = gc.simulate(["RAR", "TAR"], branching=n, L=L, s=s, m_data=m, a=a, mu=math.inf, t_c=t_c, alpha=alpha, iters=3,
                       rng=0, return_samples=True)
     step = alpha + (t_c - alpha) / N                  # a ring step carries 1/N of a gradient
     np.testing.assert_allclose(res["RAR"].times, a * m / N + 2 * (N - 1) * step, rtol=1e-12)

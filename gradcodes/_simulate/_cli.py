@@ -21,7 +21,8 @@ def add_simulate_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("--schemes", default=",".join(SCHEME_NAMES),
                    help="comma-separated subset of " + ",".join(SCHEME_NAMES) + " (default: all)")
-    p.add_argument("-n", type=int, default=12, help="children per tree node (default 12)")
+    p.add_argument("--branching", "-n", type=int, default=12,
+                   help="children per tree node, n in CodedReduce's notation (default 12; -n is the short form)")
     p.add_argument("-L", type=int, default=2, help="tree depth (default 2)")
     p.add_argument("-s", type=int, default=5, help="stragglers tolerated per parent (default 5)")
     p.add_argument("--s-gc", type=int, default=None,
@@ -43,7 +44,7 @@ def add_simulate_parser(subparsers: Any) -> argparse.ArgumentParser:
 def run_simulate_cli(args: argparse.Namespace) -> int:
     """Run ``gradcodes simulate`` from parsed arguments; prints the table. Returns the exit status."""
     labels = [x.strip() for x in args.schemes.split(",") if x.strip()]
-    res = simulate(labels, n=args.n, L=args.L, s=args.s, s_gc=args.s_gc, m_data=args.m_data, a=args.a,
+    res = simulate(labels, branching=args.branching, L=args.L, s=args.s, s_gc=args.s_gc, m_data=args.m_data, a=args.a,
                    mu=args.mu, t_c=args.t_c, t_step=args.t_step, overlap=not args.no_overlap,
                    iters=args.iters, rng=args.seed)
     if getattr(args, "json", False):

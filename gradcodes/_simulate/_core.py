@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from .._code import LinearCode
 
 from .._typing import RNGLike, Unset
-from .._validate import SEED_UNSET, check_rng, check_size, check_tree_size, take_rng
+from .._validate import SEED_UNSET, check_rng, check_size, check_tree_size, renamed_keyword, take_rng
 from ._models import _rng_for
 from ._policies import FixedK, WaitPolicy, as_policy
 from ._result import SchemeResult, SimulationResult
@@ -119,10 +119,11 @@ def _scalar_or_none(value: Any) -> bool:
     return value is None or np.ndim(value) == 0
 
 
+@renamed_keyword("n", "branching")
 def simulate(
     schemes: str | LinearCode | Sequence[str | LinearCode] = SCHEME_NAMES,
     *,
-    n: int = 12,
+    branching: int = 12,
     L: int = 2,
     s: int = 5,
     s_gc: int | None = None,
@@ -179,9 +180,10 @@ def simulate(
         fraction ``load/k`` and message time ``t_c/m`` (a code with ``m > 1``, e.g. :func:`gradcodes.ye_abbe`,
         sends ``1/m`` of a gradient), so any code can be compared. Codes with equal names get labels
         ``"GC[name]"``, ``"GC[name]#2"``, ...
-    n, L, s : int
-        The tree for ``"CR"`` (``n >= 2``, ``L >= 1``, ``0 <= s <= n-1``); ``N`` also sets the number of
-        workers of the other labelled schemes.
+    branching, L, s : int
+        The tree for ``"CR"``: ``branching = n >= 2`` children per node, ``L >= 1`` levels, ``0 <= s <= n-1``
+        stragglers per parent (CodedReduce's notation, where ``n`` is the branching factor; ``n=`` is a deprecated
+        alias of ``branching=``); ``N`` also sets the number of workers of the other labelled schemes.
     s_gc : int, optional
         Stragglers tolerated (GC) or ignored (SGD) by the master--worker schemes. Default
         ``floor(s*N/n)`` (the same resiliency ``s/n``; 65 for ``n=12, s=5, L=2``).
@@ -250,7 +252,7 @@ def simulate(
     >>> round(det["CR"].mean, 6), det["CR"].stderr
     (1.116, 0.0)
     """
-    n = _int("n", n, 2)
+    n = _int("branching", branching, 2)
     L = _int("L", L, 1)
     s = _int("s", s, 0, n - 1)
     N = check_tree_size(n, L, "entries")
