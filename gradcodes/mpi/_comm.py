@@ -9,8 +9,13 @@ tag=ANY_TAG)`` stays posted per child. MPI's non-overtaking rule (MPI standard 4
 sender on one communicator arrive in the order they were sent) means a late child's older messages always arrive
 before its newer ones, so a message whose tag is an older iteration is dropped and the receive re-posted; a
 message for the current iteration is kept until it has been combined; a message for a *newer* iteration (a parent
-that fell behind) is held for that iteration. Completion is polled with ``Testany`` and a short sleep, which on
-oversubscribed cores is much cheaper than a spinning blocking ``Waitany``.
+that fell behind) is held for that iteration. Completion is polled with ``Testany``: the master spins (its
+receives are the critical path), workers and tree parents sleep a little between polls (``poll``), which on
+oversubscribed cores is much cheaper than spinning.
+
+NaN/inf checks: a parent may check every message (``check_finite=True``), or combine first and check its result
+once (:func:`finite`), looking at the individual messages only when that check fails; the rows found non-finite
+are then passed back to :meth:`Inbox.collect` (``bad=``), which re-posts their receives and waits for others.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["StragglerTimeout", "get_mpi", "Tags", "Inbox", "ParamSender", "wait_request"]
+__all__ = ["StragglerTimeout", "get_mpi", "Tags", "Inbox", "ParamSender", "wait_request", "finite"]
 
 
 class StragglerTimeout(RuntimeError):
@@ -85,14 +90,15 @@ def wait_request(req: Any, poll: float, what: str, timeout: float = math.inf) ->
             time.sleep(poll)
 
 
-def _finite(row: np.ndarray) -> bool:
-    """All entries finite, without a gradient-sized temporary (a NaN/inf makes the sum non-finite; the rare
-    overflow of a finite sum falls back to the exact check)."""
+def finite(row: np.ndarray) -> bool:
+    """All entries finite, in one pass and without a gradient-sized temporary: a NaN or inf makes the sum
+    non-finite; a finite sum that overflows (rare) falls back to the exact check."""
     with np.errstate(over="ignore", invalid="ignore"):
-        total = np.add.reduce(row, dtype=np.float64 if row.dtype.kind == "f" else None)
+        total = np.add.reduce(row)
     if math.isfinite(float(np.abs(total))):
         return True
     return bool(np.isfinite(row).all())
+
 
 
 class Inbox:
@@ -149,7 +155,7 @@ class Inbox:
 
     def collect(self, t: int, need: int, *, timeout: float = math.inf, deadline: float | None = None,
                 interrupt: Any = None, progress: Any = None, check_finite: bool = True,
-                stop: Any = None) -> tuple[list[int] | None, dict[str, Any]]:
+                stop: Any = None, bad: list[int] | None = None) -> tuple[list[int] | None, dict[str, Any]]:
         """Wait for the first ``need`` finite messages of iteration ``t`` (or fewer: ``stop(row)``, called with
         each usable row in arrival order, ends the wait when it returns True, e.g. a code's decodability tracker).
 
@@ -157,11 +163,22 @@ class Inbox:
         and ``{"bad": rows with NaN/inf, "waited": seconds}``. Stops early at ``deadline`` (a
         ``time.perf_counter()`` value) with whatever arrived; raises :class:`StragglerTimeout` after ``timeout``
         seconds, or as soon as too many children sent non-finite messages to ever reach ``need``.
+
+        ``bad``: rows already found non-finite for iteration ``t`` (by a check of the combined result); their
+        messages are dropped, their receives re-posted, and they count towards the non-finite children.
         """
         start = time.perf_counter()
         got: list[int] = []
-        bad: list[int] = []
+        bad = list(bad or [])
         tags = self.tags
+        for i in bad:
+            h = self.held[i]
+            if h is not None and not self.final[i] and tags.age(h, t) == 0:
+                self.reqs[i] = self._post(i)
+        if bad and self.K - len(set(bad)) < need:
+            raise StragglerTimeout(
+                f"iteration {t}: children {self._names(bad)} sent NaN or infinite values and only "
+                f"{self.K - len(set(bad))} of {self.K} remain, fewer than the {need} needed", [], bad)
         for i in range(self.K):                         # messages held from an earlier call
             h = self.held[i]
             if h is None:
@@ -171,7 +188,7 @@ class Inbox:
                 self.dropped += 1
                 self.reqs[i] = self._post(i)
             elif age == 0:
-                if check_finite and not _finite(self.buf[i]):
+                if check_finite and not finite(self.buf[i]):
                     bad.append(i)
                     self.reqs[i] = self._post(i)
                 else:
@@ -193,7 +210,7 @@ class Inbox:
                     self.reqs[i] = self._post(i)
                 elif age < 0:                           # newer than t: keep it for that iteration
                     pass
-                elif check_finite and not _finite(self.buf[i]):
+                elif check_finite and not finite(self.buf[i]):
                     bad.append(i)
                     self.reqs[i] = self._post(i)
                 else:
