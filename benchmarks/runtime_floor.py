@@ -188,12 +188,13 @@ def gradcodes_run(comm, code, p: int, iters: int, how: str, bufs: np.ndarray) ->
         return [] if res is None else res.time.tolist()
     if comm.Get_rank() == 0:                       # Master/Worker: the custom loop of docs/runtime.md
         master = Master(code, p, comm=comm)
-        w = np.ones(p)
+        w = master.writable_params(np.ones(p))
         times = []
         for t in range(iters):
             t0 = time.perf_counter()
             master.broadcast(w, t)
             master.aggregate(t)
+            w = master.writable_params(w)
             times.append(time.perf_counter() - t0)
         master.stop()
         return times
@@ -232,7 +233,7 @@ def launch(ranks: int, cfg: dict) -> list[dict]:
     exe = os.path.join(os.path.dirname(sys.executable), "mpiexec")
     with tempfile.TemporaryDirectory() as tmp:
         cfg = dict(cfg, out=os.path.join(tmp, "out.json"))
-        import gradcodes                          # the ranks import the gradcodes this driver imports
+        import gradcodes  # the ranks import the gradcodes this driver imports
 
         where = os.path.dirname(os.path.dirname(os.path.abspath(gradcodes.__file__)))
         env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",

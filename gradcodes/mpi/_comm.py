@@ -91,10 +91,11 @@ def wait_request(req: Any, poll: float, what: str, timeout: float = math.inf) ->
 
 
 def finite(row: np.ndarray) -> bool:
-    """All entries finite, in one pass and without a gradient-sized temporary: a NaN or inf makes the sum
-    non-finite; a finite sum that overflows (rare) falls back to the exact check."""
+    """All entries finite, in one pass and without a gradient-sized temporary: a NaN or inf makes the sum of
+    squares (one BLAS ``dot``) non-finite; a finite sum that overflows (entries above about ``sqrt(max / p)``)
+    falls back to the exact check."""
     with np.errstate(over="ignore", invalid="ignore"):
-        total = np.add.reduce(row)
+        total = np.dot(row, row) if row.dtype.kind == "f" and row.flags.c_contiguous else np.add.reduce(row)
     if math.isfinite(float(np.abs(total))):
         return True
     return bool(np.isfinite(row).all())
@@ -285,7 +286,9 @@ class ParamSender:
     parameter message has been received; a worker still busy receiving an older one gets the newest parameters
     as soon as that completes (:meth:`progress`), so a late worker skips ahead instead of replaying iterations.
     A buffer is reused once no pending send refers to it, so after the first iterations no memory is allocated
-    (a worker that never receives pins at most one buffer).
+    (a worker that never receives pins at most one buffer). A caller that owns its loop can skip the copy:
+    :meth:`writable` returns the current parameters in one of these buffers, which no pending send reads, and
+    :meth:`send` of that very array sends it as it is.
     """
 
     def __init__(self, comm: Any, dests: list[int], p: int, dtype: Any, tags: Tags) -> None:
@@ -324,15 +327,37 @@ class ParamSender:
                 if self.want[w]:
                     self._send(w)
 
-    def send(self, params: np.ndarray, t: int) -> None:
-        """Send iteration ``t``'s parameters (copied, so the caller may change ``params`` right away)."""
-        if params.shape != (self.p,) or params.dtype != self.dtype:
-            raise ValueError(f"params must keep shape ({self.p},) and dtype {self.dtype}; got {params.shape} "
-                             f"{params.dtype}")
+    def _check(self, params: Any) -> None:
+        if not isinstance(params, np.ndarray) or params.shape != (self.p,) or params.dtype != self.dtype:
+            raise ValueError(f"params must keep shape ({self.p},) and dtype {self.dtype}; got "
+                             f"{getattr(params, 'shape', type(params).__name__)} {getattr(params, 'dtype', '')}")
+
+    def writable(self, params: np.ndarray) -> np.ndarray:
+        """The parameters ``params`` in a buffer of this sender that the caller may change until it passes it to
+        :meth:`send` (which then sends it without a copy): ``params`` itself when it is such a buffer and no
+        pending send reads it, else a copy in a free buffer (only while a slow worker is still receiving)."""
+        self._check(params)
         self.progress()
-        b = self._free_buffer()
-        np.copyto(self.buffers[b], params)
+        for b, buf in enumerate(self.buffers):
+            if buf is params:
+                if self.refs[b] == 0:
+                    return buf
+                break
+        nb = self._free_buffer()
+        np.copyto(self.buffers[nb], params)
+        return self.buffers[nb]
+
+    def send(self, params: np.ndarray, t: int) -> None:
+        """Send iteration ``t``'s parameters: copied, so the caller may change ``params`` right away, unless
+        ``params`` is an array returned by :meth:`writable` (sent as it is; change it only through
+        :meth:`writable` again)."""
+        self._check(params)
+        b = next((i for i, buf in enumerate(self.buffers) if buf is params), -1)
+        if b < 0 or self.refs[b]:
+            b = self._free_buffer()
+            np.copyto(self.buffers[b], params)
         self.current, self.t = b, t
+        self.progress()                   # finished sends; workers that were busy get these parameters now
         for w in range(len(self.dests)):
             if self.pending[w] is None:
                 self._send(w)

@@ -245,9 +245,25 @@ class Master:
         self._stopped = False
 
     def broadcast(self, params: np.ndarray, iteration: int) -> None:
-        """Send iteration ``iteration``'s parameters to every worker (non-blocking; ``params`` is copied)."""
+        """Send iteration ``iteration``'s parameters to every worker (non-blocking). ``params`` is copied, unless
+        it is the array returned by :meth:`writable_params` (sent without a copy)."""
         self._sent = time.perf_counter()
         self.sender.send(params, iteration)
+
+    def writable_params(self, params: np.ndarray) -> np.ndarray:
+        """``params`` in a buffer the caller may update in place and pass to :meth:`broadcast` without a copy.
+
+        Call it after :meth:`aggregate` and before changing the parameters: it returns the same array as long
+        as no worker is still receiving it (a copy otherwise). The loop of :func:`gradcodes.mpi.train`::
+
+            w = master.writable_params(w0)
+            for t in range(T):
+                master.broadcast(w, t)
+                g, info = master.aggregate(t)
+                w = master.writable_params(w)
+                w -= lr * g
+        """
+        return self.sender.writable(params)
 
     def aggregate(self, iteration: int) -> tuple[np.ndarray, AggregateInfo]:
         """Wait for the messages of ``iteration`` and return ``(gradient, info)``.

@@ -132,15 +132,16 @@ def train(code: LinearCode | str, params: np.ndarray,
     times, waits, decs, ests = (np.zeros(iterations) for _ in range(4))
     used = np.zeros((iterations, K), dtype=bool)
     losses = np.zeros(iterations) if loss is not None else None
-    w = params.copy()
+    w = master.writable_params(params)                 # sent without copies (copied only for a slow receiver)
     for t in range(iterations):     # on an exception the job aborts (python -m mpi4py): no stop handshake
         t0 = time.perf_counter()
         master.broadcast(w, t)
         g, info = master.aggregate(t)
+        w = master.writable_params(w)
         new = step(w, g, t)
+        if new is not None and new is not w:
+            w = master.writable_params(_check_params(new))   # one copy into the sender's buffers
         times[t] = time.perf_counter() - t0
-        if new is not None:
-            w = _check_params(new)
         waits[t], decs[t], ests[t] = info.wait, info.decode, info.error_estimate
         kids = master.layout.children(0)
         used[t, [kids.index(r + 1) for r in info.responders]] = True
