@@ -226,3 +226,41 @@ def test_finite_check_of_a_combined_result():
     assert finite(big)
     big[3] = np.inf
     assert not finite(big)
+
+
+@pytest.mark.parametrize("make", [lambda: gc.cyclic_repetition(8, 2, rng=0), lambda: gc.fractional_repetition(6, 2),
+                                  lambda: gc.ye_abbe(6, 2, 2)])
+def test_earliest_decodable_tracker_is_decided_once_per_set(make):
+    """The runtime's tracker answers as the code's own incremental tracker for every arrival order, and asks it
+    about each responder set only once (the check was measured at 0.2-0.5 ms per iteration)."""
+    from gradcodes.mpi._runtime import _policy
+
+    code = make()
+    tracker, _ = _policy(code, None, None, np.float64)
+    ref = gc.EarliestDecodable().tracker(code, np.float64)
+    inner = tracker.tracker
+    calls = {"n": 0}
+    add = inner.add
+
+    def counted(row):
+        calls["n"] += 1
+        return add(row)
+
+    inner.add = counted
+
+    def run(seed: int) -> None:
+        rng = np.random.default_rng(seed)
+        for _ in range(100):
+            tracker.reset()
+            ref.reset()
+            for i in rng.permutation(code.n):
+                got = tracker.add(int(i))
+                assert got == ref.add(int(i))
+                if got:
+                    break
+
+    run(1)
+    first = calls["n"]
+    assert first > 0
+    run(1)                                          # the same responder sets again: no decodability work
+    assert calls["n"] == first

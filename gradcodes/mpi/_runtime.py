@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from .. import ApproximateCode, CodedReduceCode, GradientCode, LinearCode
+from .._decodable import Decodability
 from .._decoders import Decoder
 from .._simulate._policies import BackupWorkers, FixedK, WaitPolicy, as_policy
 from .._typing import DTypeLike
@@ -153,7 +154,43 @@ def _policy(code: LinearCode, policy: str | WaitPolicy | None, wait_for: int | N
         if wait_for is not None:
             raise ValueError("give either wait_for or a count policy, not both")
         return None, pol.need(code)
-    return pol.tracker(code, dtype), wait_for
+    tracker = pol.tracker(code, dtype)
+    if isinstance(tracker, Decodability):                   # a function of the set: decided once per set
+        tracker = _SetCache(tracker)
+    return tracker, wait_for
+
+
+class _SetCache:
+    """A decodability tracker whose answers are cached per responder set.
+
+    Whether the responders so far can decode is a property of the set, not of the arrival order
+    (:meth:`gradcodes.LinearCode.decodable`), so each set is decided once by the wrapped tracker (replaying the
+    set's workers) and later iterations reaching the same set pay one dictionary look-up per message.
+    """
+
+    def __init__(self, tracker: Any, size: int = 1 << 14) -> None:
+        self.tracker = tracker
+        self.rows: list[int] = []
+        self.mask = 0
+        self.cache: dict[int, bool] = {}
+        self.size = size
+
+    def reset(self) -> None:
+        self.rows = []
+        self.mask = 0
+
+    def add(self, row: int) -> bool:
+        self.rows.append(row)
+        self.mask |= 1 << row
+        done = self.cache.get(self.mask)
+        if done is None:
+            self.tracker.reset()
+            for r in self.rows:
+                done = bool(self.tracker.add(r))
+            if len(self.cache) >= self.size:
+                self.cache.clear()
+            self.cache[self.mask] = bool(done)
+        return bool(done)
 
 
 def _comm(comm: Any) -> Any:
