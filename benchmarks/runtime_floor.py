@@ -15,8 +15,10 @@ the runtime and its messages, not a model; the master's step does nothing):
   a posted ``Irecv`` (polled with the same sleep as gradcodes' workers) and replies with ``Isend`` of a
   preallocated buffer. On the tree each parent does the same with its first ``n - s`` children and adds the
   result to its own message.
-* ``floor+encode``: the same, the worker building its message from its ``s + 1`` partial gradients with
-  :meth:`gradcodes.LinearCode.encode_worker` into the preallocated buffer.
+* ``floor+encode``: the same, the worker building its message from its ``s + 1`` partial gradients into the
+  preallocated buffer with coefficients computed before the loop (one pass per partition: a copy or add for
+  ``+-1``, BLAS ``axpy`` otherwise; the arithmetic of :meth:`gradcodes.LinearCode.encode_worker` without its
+  per-call validation).
 * ``Master/Worker``, ``train``: gradcodes with ``partial_gradient``; ``train+coded``: gradcodes with the
   ``coded_gradient`` callback (returning a preallocated message: the cost of the runtime alone).
 * ``Bcast+Allreduce`` (flat only): the minimal collective program (blocking ``MPI.Bcast`` of the parameters,
@@ -126,14 +128,17 @@ def floor_run(comm, code, p: int, iters: int, encode: bool, bufs: np.ndarray) ->
         params = np.empty(p)
         msg = np.zeros(p)
         mine = [bufs[j] for j in parts]
+        row = code.float_B(np.float64)[worker]
+        nz = [a for a, j in enumerate(parts) if row[j] != 0]
+        cs = [float(row[parts[a]]) for a in nz]
         preq = comm.Irecv(params, source=0, tag=MPI.ANY_TAG)
         sreq = MPI.REQUEST_NULL
         for t in range(iters):
             while not preq.Test():
                 time.sleep(POLL)
             sreq.Wait()
-            if encode:
-                code.encode_worker(worker, mine, length=p, out=msg)
+            if encode:                                   # precomputed coefficients, one pass per partition
+                gc._apply.combine_rows(msg, cs, mine, nz)
             if K:
                 gather(t, msg, True, False)
             preq = comm.Irecv(params, source=0, tag=MPI.ANY_TAG) if t + 1 < iters else MPI.REQUEST_NULL
