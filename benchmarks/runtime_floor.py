@@ -80,24 +80,35 @@ def floor_run(comm, code, p: int, iters: int, encode: bool, bufs: np.ndarray) ->
 
     reqs = [post(i) for i in range(K)]
     recvd = [0] * K                                         # each child sends exactly `iters` messages
+    held: dict[int, int] = {}                               # a newer iteration's reply, kept until then
     st = MPI.Status()
 
-    def take(i: int) -> None:
-        recvd[i] += 1
+    def repost(i: int) -> None:
         reqs[i] = post(i) if recvd[i] < iters else MPI.REQUEST_NULL
 
     def gather(t: int, out: np.ndarray, accumulate: bool, spin: bool) -> None:
         got: list[int] = []
+        for i, tg in list(held.items()):                   # a tree parent may be behind its children
+            if tg <= t:
+                del held[i]
+                if tg == t:
+                    got.append(i)
+                else:
+                    repost(i)
         while len(got) < need:
             idx, flag = MPI.Request.Testany(reqs, st)
             if not flag or idx == MPI.UNDEFINED:
                 if not spin:
                     time.sleep(POLL)
                 continue
-            if st.Get_tag() - TAG0 < t:                     # an older iteration's reply: drop, re-post
-                take(idx)
-                continue
-            got.append(idx)
+            recvd[idx] += 1
+            tag = st.Get_tag() - TAG0
+            if tag < t:                                     # an older iteration's reply: drop, re-post
+                repost(idx)
+            elif tag > t:
+                held[idx] = tag
+            else:
+                got.append(idx)
         key = tuple(sorted(got))
         c = coef.get(key)
         if c is None:
@@ -109,7 +120,7 @@ def floor_run(comm, code, p: int, iters: int, encode: bool, bufs: np.ndarray) ->
             else:
                 gc._apply.combine_rows(out, [ci], inbox, [i], accumulate=True)
         for i in got:
-            take(i)
+            repost(i)
 
     if rank == 0:
         w = np.ones(p)
@@ -136,18 +147,24 @@ def floor_run(comm, code, p: int, iters: int, encode: bool, bufs: np.ndarray) ->
         for t in range(iters):
             while not preq.Test():
                 time.sleep(POLL)
-            sreq.Wait()
+            while not sreq.Test():                      # the previous reply: polled, as gradcodes' workers do
+                time.sleep(POLL)
             if encode:                                   # precomputed coefficients, one pass per partition
                 gc._apply.combine_rows(msg, cs, mine, nz)
             if K:
                 gather(t, msg, True, False)
             preq = comm.Irecv(params, source=0, tag=MPI.ANY_TAG) if t + 1 < iters else MPI.REQUEST_NULL
             sreq = comm.Isend(msg, dest=lay.parent(rank), tag=TAG0 + t)
-        sreq.Wait()
+        while not sreq.Test():
+            time.sleep(POLL)
+    for i in list(held):
+        del held[i]
+        repost(i)
     for i in range(K):                   # the late replies, so that the next program starts from an empty queue
         while recvd[i] < iters:
             reqs[i].Wait()
-            take(i)
+            recvd[i] += 1
+            repost(i)
     comm.Barrier()
     return times
 
@@ -295,6 +312,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--iters", type=int, default=70, help="iterations per run (the first 10 are warm-up)")
     ap.add_argument("--ps", default="1000,100000,1000000")
     ap.add_argument("--layouts", default="flat,tree")
+    ap.add_argument("--programs", default=None, help="only these programs (comma-separated names)")
     ap.add_argument("--out", default=None, help="also write the table to this file")
     args = ap.parse_args(argv)
     exe = os.path.join(os.path.dirname(sys.executable), "mpiexec")
@@ -326,6 +344,8 @@ def main(argv: list[str]) -> int:
         else:
             ranks, cfg = 7, {"layout": "tree", "tree": [2, 2, 1], "programs": tree_progs}
             name = "tree coded_reduce(2, 2, 1) (1 + 2 + 4)"
+        if args.programs:
+            cfg["programs"] = [x for x in cfg["programs"] if x in args.programs.split(",")]
         rows = launch(ranks, dict(cfg, ps=ps, repeats=args.repeats, iters=args.iters))
         ok &= table(rows, name, ranks, say)
     la = os.getloadavg()
