@@ -133,3 +133,134 @@ def test_synthetic_problem_gradients_sum_to_the_full_gradient():
         assert np.allclose(num, prob.gradient(w), atol=1e-6)
     with pytest.raises(ValueError, match="kind"):
         SyntheticProblem("svm")
+
+
+@pytest.mark.parametrize("make", [lambda: gc.cyclic_repetition(6, 2, rng=1), lambda: gc.ye_abbe(6, 2, 2),
+                                  lambda: gc.fractional_repetition(6, 2), lambda: gc.coded_reduce(2, 2, 1)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_worker_encoder_is_encode_worker_without_its_per_call_work(make, dtype, monkeypatch):
+    """The set-up plan gives encode_worker's bits exactly (same coefficients in the run's dtype, same order of
+    operations), and encode() never goes through the validating entry point or a BLAS thread context."""
+    code = make()
+    p = 37
+    G = np.random.default_rng(3).normal(size=(code.k, p)).astype(dtype)
+    n = getattr(code, "N", code.n)
+    ref = [code.encode_worker(i, [G[j] for j in code.supports[i]], length=p) for i in range(n)]
+    encoders = [WorkerEncoder(code, i, p, dtype) for i in range(n)]
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("per-call validation on the worker's path")
+
+    monkeypatch.setattr(type(code), "encode_worker", forbidden)
+    monkeypatch.setattr(gc._decoders, "single_threaded_blas", forbidden)
+    for i, enc in enumerate(encoders):
+        out = np.full(enc.q, np.nan, dtype=dtype)
+        enc.encode(None, lambda w, j: G[j], out)
+        assert out.dtype == dtype and out.tobytes() == ref[i].tobytes()
+        B = code.float_B(dtype)[i].reshape(code.k, code.m)
+        assert np.array_equal(enc.weights.reshape(code.k, code.m), B) and not enc.weights.flags.writeable
+
+
+def test_worker_encoder_checks_what_the_callbacks_return():
+    code = gc.cyclic_repetition(6, 2, rng=1)
+    enc = WorkerEncoder(code, 0, 10, np.float32)
+    out = np.empty(10, dtype=np.float32)
+    with pytest.raises(ValueError, match="length p=10"):
+        enc.encode(None, lambda w, j: np.zeros(9, dtype=np.float32), out)
+    with pytest.raises(TypeError, match="returned dtype float64"):
+        enc.encode(None, lambda w, j: np.zeros(10), out)
+    with pytest.raises(ValueError, match=r"coded_gradient\(params, weights\) must return .* length ceil\(p/m\)=10"):
+        enc.check_message(np.zeros(10))
+    with pytest.raises(ValueError, match=r"worker must be in \[0, n - 1\] = \[0, 5\]"):
+        WorkerEncoder(code, 6, 10, np.float64)
+    with pytest.raises(TypeError, match="float dtype"):
+        WorkerEncoder(code, 0, 10, np.int64)
+
+
+def test_combiner_caches_the_error_estimate_and_plan_per_responder_set(monkeypatch):
+    code = gc.cyclic_repetition(6, 2, rng=1)
+    comb = Combiner(code)
+    calls = {"est": 0, "dec": 0}
+    est, dec = type(code).error_estimate, type(code).decoding_matrix
+
+    def counted_est(self, *a, **k):
+        calls["est"] += 1
+        return est(self, *a, **k)
+
+    def counted_dec(self, *a, **k):
+        calls["dec"] += 1
+        return dec(self, *a, **k)
+
+    monkeypatch.setattr(type(code), "error_estimate", counted_est)
+    monkeypatch.setattr(type(code), "decoding_matrix", counted_dec)
+    G = np.random.default_rng(0).normal(size=(code.k, 20))
+    Y = code.encode(G)
+    out = np.zeros(20)
+    values = set()
+    for rows in ([5, 0, 3, 2], [0, 2, 3, 5], [2, 3, 5, 0]):        # one set in three arrival orders
+        comb.combine(rows, Y, out)
+        assert np.allclose(out, G.sum(axis=0), rtol=1e-12, atol=1e-12)
+        values.add(comb.error_estimate(rows, np.float64))
+    assert calls == {"est": 1, "dec": 1} and len(values) == 1
+    comb.error_estimate([1, 2, 3, 4], np.float64)
+    comb.error_estimate([1, 2, 3, 4], np.float32)                 # another dtype: another entry
+    assert calls["est"] == 3
+
+
+def test_limit_blas_validates_its_argument():
+    from gradcodes.mpi._runtime import limit_blas
+
+    limit_blas(None)                                               # leaves BLAS alone
+    with pytest.raises(ValueError, match="blas_threads must be an integer >= 1 or None"):
+        limit_blas(0)
+
+
+def test_finite_check_of_a_combined_result():
+    from gradcodes.mpi._comm import finite
+
+    x = np.ones(1000, dtype=np.float32)
+    assert finite(x)
+    x[17] = np.nan
+    assert not finite(x)
+    big = np.full(10, np.finfo(np.float32).max, dtype=np.float32)   # the sum overflows, the entries are finite
+    assert finite(big)
+    big[3] = np.inf
+    assert not finite(big)
+
+
+@pytest.mark.parametrize("make", [lambda: gc.cyclic_repetition(8, 2, rng=0), lambda: gc.fractional_repetition(6, 2),
+                                  lambda: gc.ye_abbe(6, 2, 2)])
+def test_earliest_decodable_tracker_is_decided_once_per_set(make):
+    """The runtime's tracker answers as the code's own incremental tracker for every arrival order, and asks it
+    about each responder set only once (the check was measured at 0.2-0.5 ms per iteration)."""
+    from gradcodes.mpi._runtime import _policy
+
+    code = make()
+    tracker, _ = _policy(code, None, None, np.float64)
+    ref = gc.EarliestDecodable().tracker(code, np.float64)
+    inner = tracker.tracker
+    calls = {"n": 0}
+    add = inner.add
+
+    def counted(row):
+        calls["n"] += 1
+        return add(row)
+
+    inner.add = counted
+
+    def run(seed: int) -> None:
+        rng = np.random.default_rng(seed)
+        for _ in range(100):
+            tracker.reset()
+            ref.reset()
+            for i in rng.permutation(code.n):
+                got = tracker.add(int(i))
+                assert got == ref.add(int(i))
+                if got:
+                    break
+
+    run(1)
+    first = calls["n"]
+    assert first > 0
+    run(1)                                          # the same responder sets again: no decodability work
+    assert calls["n"] == first

@@ -9,8 +9,13 @@ tag=ANY_TAG)`` stays posted per child. MPI's non-overtaking rule (MPI standard 4
 sender on one communicator arrive in the order they were sent) means a late child's older messages always arrive
 before its newer ones, so a message whose tag is an older iteration is dropped and the receive re-posted; a
 message for the current iteration is kept until it has been combined; a message for a *newer* iteration (a parent
-that fell behind) is held for that iteration. Completion is polled with ``Testany`` and a short sleep, which on
-oversubscribed cores is much cheaper than a spinning blocking ``Waitany``.
+that fell behind) is held for that iteration. Completion is polled with ``Testany``: the master spins (its
+receives are the critical path), workers and tree parents sleep a little between polls (``poll``), which on
+oversubscribed cores is much cheaper than spinning.
+
+NaN/inf checks: a parent may check every message (``check_finite=True``), or combine first and check its result
+once (:func:`finite`), looking at the individual messages only when that check fails; the rows found non-finite
+are then passed back to :meth:`Inbox.collect` (``bad=``), which re-posts their receives and waits for others.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ import numpy as np
 
 from .._errors import GradcodesError
 
-__all__ = ["StragglerTimeout", "get_mpi", "Tags", "Inbox", "ParamSender", "wait_request"]
+__all__ = ["StragglerTimeout", "get_mpi", "Tags", "Inbox", "ParamSender", "wait_request", "finite"]
 
 
 class StragglerTimeout(GradcodesError, RuntimeError):
@@ -88,14 +93,16 @@ def wait_request(req: Any, poll: float, what: str, timeout: float = math.inf) ->
             time.sleep(poll)
 
 
-def _finite(row: np.ndarray) -> bool:
-    """All entries finite, without a gradient-sized temporary (a NaN/inf makes the sum non-finite; the rare
-    overflow of a finite sum falls back to the exact check)."""
+def finite(row: np.ndarray) -> bool:
+    """All entries finite, in one pass and without a gradient-sized temporary: a NaN or inf makes the sum of
+    squares (one BLAS ``dot``) non-finite; a finite sum that overflows (entries above about ``sqrt(max / p)``)
+    falls back to the exact check."""
     with np.errstate(over="ignore", invalid="ignore"):
-        total = np.add.reduce(row, dtype=np.float64 if row.dtype.kind == "f" else None)
+        total = np.dot(row, row) if row.dtype.kind == "f" and row.flags.c_contiguous else np.add.reduce(row)
     if math.isfinite(float(np.abs(total))):
         return True
     return bool(np.isfinite(row).all())
+
 
 
 class Inbox:
@@ -152,7 +159,7 @@ class Inbox:
 
     def collect(self, t: int, need: int, *, timeout: float = math.inf, deadline: float | None = None,
                 interrupt: Any = None, progress: Any = None, check_finite: bool = True,
-                stop: Any = None) -> tuple[list[int] | None, dict[str, Any]]:
+                stop: Any = None, bad: list[int] | None = None) -> tuple[list[int] | None, dict[str, Any]]:
         """Wait for the first ``need`` finite messages of iteration ``t`` (or fewer: ``stop(row)``, called with
         each usable row in arrival order, ends the wait when it returns True, e.g. a code's decodability tracker).
 
@@ -160,11 +167,22 @@ class Inbox:
         and ``{"bad": rows with NaN/inf, "waited": seconds}``. Stops early at ``deadline`` (a
         ``time.perf_counter()`` value) with whatever arrived; raises :class:`StragglerTimeout` after ``timeout``
         seconds, or as soon as too many children sent non-finite messages to ever reach ``need``.
+
+        ``bad``: rows already found non-finite for iteration ``t`` (by a check of the combined result); their
+        messages are dropped, their receives re-posted, and they count towards the non-finite children.
         """
         start = time.perf_counter()
         got: list[int] = []
-        bad: list[int] = []
+        bad = list(bad or [])
         tags = self.tags
+        for i in bad:
+            h = self.held[i]
+            if h is not None and not self.final[i] and tags.age(h, t) == 0:
+                self.reqs[i] = self._post(i)
+        if bad and self.K - len(set(bad)) < need:
+            raise StragglerTimeout(
+                f"iteration {t}: children {self._names(bad)} sent NaN or infinite values and only "
+                f"{self.K - len(set(bad))} of {self.K} remain, fewer than the {need} needed", [], bad)
         for i in range(self.K):                         # messages held from an earlier call
             h = self.held[i]
             if h is None:
@@ -174,7 +192,7 @@ class Inbox:
                 self.dropped += 1
                 self.reqs[i] = self._post(i)
             elif age == 0:
-                if check_finite and not _finite(self.buf[i]):
+                if check_finite and not finite(self.buf[i]):
                     bad.append(i)
                     self.reqs[i] = self._post(i)
                 else:
@@ -196,7 +214,7 @@ class Inbox:
                     self.reqs[i] = self._post(i)
                 elif age < 0:                           # newer than t: keep it for that iteration
                     pass
-                elif check_finite and not _finite(self.buf[i]):
+                elif check_finite and not finite(self.buf[i]):
                     bad.append(i)
                     self.reqs[i] = self._post(i)
                 else:
@@ -271,7 +289,9 @@ class ParamSender:
     parameter message has been received; a worker still busy receiving an older one gets the newest parameters
     as soon as that completes (:meth:`progress`), so a late worker skips ahead instead of replaying iterations.
     A buffer is reused once no pending send refers to it, so after the first iterations no memory is allocated
-    (a worker that never receives pins at most one buffer).
+    (a worker that never receives pins at most one buffer). A caller that owns its loop can skip the copy:
+    :meth:`writable` returns the current parameters in one of these buffers, which no pending send reads, and
+    :meth:`send` of that very array sends it as it is.
     """
 
     def __init__(self, comm: Any, dests: list[int], p: int, dtype: Any, tags: Tags) -> None:
@@ -310,15 +330,37 @@ class ParamSender:
                 if self.want[w]:
                     self._send(w)
 
-    def send(self, params: np.ndarray, t: int) -> None:
-        """Send iteration ``t``'s parameters (copied, so the caller may change ``params`` right away)."""
-        if params.shape != (self.p,) or params.dtype != self.dtype:
-            raise ValueError(f"params must keep shape ({self.p},) and dtype {self.dtype}; got {params.shape} "
-                             f"{params.dtype}")
+    def _check(self, params: Any) -> None:
+        if not isinstance(params, np.ndarray) or params.shape != (self.p,) or params.dtype != self.dtype:
+            raise ValueError(f"params must keep shape ({self.p},) and dtype {self.dtype}; got "
+                             f"{getattr(params, 'shape', type(params).__name__)} {getattr(params, 'dtype', '')}")
+
+    def writable(self, params: np.ndarray) -> np.ndarray:
+        """The parameters ``params`` in a buffer of this sender that the caller may change until it passes it to
+        :meth:`send` (which then sends it without a copy): ``params`` itself when it is such a buffer and no
+        pending send reads it, else a copy in a free buffer (only while a slow worker is still receiving)."""
+        self._check(params)
         self.progress()
-        b = self._free_buffer()
-        np.copyto(self.buffers[b], params)
+        for b, buf in enumerate(self.buffers):
+            if buf is params:
+                if self.refs[b] == 0:
+                    return buf
+                break
+        nb = self._free_buffer()
+        np.copyto(self.buffers[nb], params)
+        return self.buffers[nb]
+
+    def send(self, params: np.ndarray, t: int) -> None:
+        """Send iteration ``t``'s parameters: copied, so the caller may change ``params`` right away, unless
+        ``params`` is an array returned by :meth:`writable` (sent as it is; change it only through
+        :meth:`writable` again)."""
+        self._check(params)
+        b = next((i for i, buf in enumerate(self.buffers) if buf is params), -1)
+        if b < 0 or self.refs[b]:
+            b = self._free_buffer()
+            np.copyto(self.buffers[b], params)
         self.current, self.t = b, t
+        self.progress()                   # finished sends; workers that were busy get these parameters now
         for w in range(len(self.dests)):
             if self.pending[w] is None:
                 self._send(w)

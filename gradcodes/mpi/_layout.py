@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from .. import ApproximateCode, CodedReduceCode, LinearCode
+from .._apply import combine_rows
 from .._decoders import Decoder
 from .._typing import ArrayLike, DTypeLike
 
@@ -81,9 +82,15 @@ def layout_for(code: LinearCode) -> Layout:
 
 class WorkerEncoder:
     """Worker ``i``'s own message from its own partial gradients only: ``y_i = sum_{j in S_i, u} B[i, j m + u]
-    g_j^{(u)}`` over the partitions ``S_i`` it stores, written into a preallocated buffer by
-    :meth:`gradcodes.LinearCode.encode_worker` (cost proportional to the worker's load, no gradient-sized
-    temporary).
+    g_j^{(u)}`` over the partitions ``S_i`` it stores, written into a preallocated buffer (cost proportional to the
+    worker's load, no gradient-sized temporary).
+
+    Everything that does not change between iterations is done once here: the arguments are checked, the
+    coefficients ``B[i, j m + u]`` are cast to the messages' dtype and their zeros dropped, and the sequence of
+    row operations is fixed. :meth:`encode` then only calls ``partial_gradient`` and runs that sequence: for
+    ``m = 1`` one pass per stored partition (a copy, add or subtract for coefficients ``+-1``, one BLAS ``axpy``
+    otherwise; the loop of :func:`gradcodes._apply.combine_rows`), the same sums as
+    :meth:`gradcodes.LinearCode.encode_worker` without its per-call validation.
 
     Parameters
     ----------
@@ -102,32 +109,80 @@ class WorkerEncoder:
             raise TypeError("complex codes are not supported by the MPI runtime (gradients are real)")
         self.code = code
         self.worker = int(worker)
+        if not 0 <= self.worker < code.n:
+            raise ValueError(f"worker must be in [0, n - 1] = [0, {code.n - 1}], got {worker}")
         self.m = code.m
         self.p = int(p)
+        if self.p < 1:
+            raise ValueError(f"p must be an integer >= 1, got {p}")
         self.q = -(-self.p // self.m)
         self.dtype = np.dtype(dtype)
+        if self.dtype.kind != "f":
+            raise TypeError(f"dtype must be a float dtype, got {self.dtype}")
         self.partitions = [int(j) for j in code.supports[worker]]
         self._parts: list[Any] = [None] * len(self.partitions)
+        k, m = code.k, self.m
+        row = code.float_B(self.dtype)[self.worker].reshape(k, m)
+        #: ``weights[j, u] = B[i, j m + u]`` in the messages' dtype (shape ``(k,)`` when ``m = 1``), read-only: the
+        #: argument of a ``coded_gradient(params, weights)`` callback
+        self.weights = np.ascontiguousarray(row[:, 0] if m == 1 else row)
+        self.weights.flags.writeable = False
+        coef = row[self.partitions]                                  # (load, m)
+        # (u, positions a of the partials with a non-zero coefficient, those coefficients, block length)
+        self._plan = []
+        for u in range(m):
+            L = max(0, min(self.q, self.p - u * self.q))
+            nz = np.flatnonzero(coef[:, u] != 0)
+            self._plan.append((u, [int(a) for a in nz], [coef[a, u].item() for a in nz], L))
+        self._shape = (self.p,)
+
+    def check_part(self, g: Any, j: int) -> np.ndarray:
+        """A partial gradient checked against the run's length and dtype (clear errors)."""
+        p = self.p
+        if not isinstance(g, np.ndarray) or g.shape != (p,):
+            raise ValueError(f"partial_gradient(params, {j}) must return a flat numpy array of length p={p}, "
+                             f"got {type(g).__name__} {getattr(g, 'shape', '')}")
+        if g.dtype != self.dtype:
+            raise TypeError(f"partial_gradient(params, {j}) returned dtype {g.dtype}; the run uses "
+                            f"{self.dtype} (the parameters' dtype)")
+        return g
+
+    def check_message(self, y: Any) -> np.ndarray:
+        """A ``coded_gradient`` result checked against the message length and dtype."""
+        if not isinstance(y, np.ndarray) or y.shape != (self.q,) or y.dtype != self.dtype:
+            raise ValueError(f"coded_gradient(params, weights) must return a flat numpy array of length "
+                             f"ceil(p/m)={self.q} and dtype {self.dtype}, got {type(y).__name__} "
+                             f"{getattr(y, 'shape', '')} {getattr(y, 'dtype', '')}")
+        return y
 
     def encode(self, params: np.ndarray, partial_gradient: Callable[[np.ndarray, int], ArrayLike],
                out: np.ndarray) -> None:
-        """Write the message for ``params`` into ``out`` (length ``q``).
+        """Write the message for ``params`` into ``out`` (length ``q``, C-contiguous, the run's dtype).
 
         ``partial_gradient(params, j)`` is called once per stored partition; each result must stay valid until
-        the message is built (return a new array, or one buffer per partition)."""
-        p = self.p
+        the message is built (return a new array, or one buffer per partition). Its shape and dtype are compared
+        with the run's (two attribute reads); nothing else is validated per call."""
+        parts = self._parts
+        shape, dt = self._shape, self.dtype
         for a, j in enumerate(self.partitions):
             g = partial_gradient(params, j)
-            if not isinstance(g, np.ndarray) or g.shape != (p,):
-                raise ValueError(f"partial_gradient(params, {j}) must return a flat numpy array of length p={p}, "
-                                 f"got {type(g).__name__} {getattr(g, 'shape', '')}")
-            if g.dtype != self.dtype:
-                raise TypeError(f"partial_gradient(params, {j}) returned dtype {g.dtype}; the run uses "
-                                f"{self.dtype} (the parameters' dtype)")
-            self._parts[a] = g
-        self.code.encode_worker(self.worker, self._parts, length=p, out=out)
-        for a in range(len(self._parts)):
-            self._parts[a] = None
+            if not isinstance(g, np.ndarray) or g.shape != shape or g.dtype != dt:
+                self.check_part(g, j)
+            parts[a] = g
+        try:
+            if self.m == 1:
+                u, nz, cs, _ = self._plan[0]
+                combine_rows(out, cs, parts, nz)
+            else:
+                q = self.q
+                out.fill(0)
+                for u, nz, cs, L in self._plan:
+                    if L and nz:
+                        combine_rows(out[:L], cs, [parts[a][u * q:u * q + L] for a in nz], range(len(nz)),
+                                     accumulate=True)
+        finally:
+            for a in range(len(parts)):
+                parts[a] = None
 
 
 class Combiner:
@@ -137,7 +192,9 @@ class Combiner:
     least recently used out); for a GradientCode the decoding matrix is validated by the code's acceptance rule in
     the messages' dtype (``DecodingError`` when the set cannot decode to the tolerance of that dtype, exactly as
     :meth:`gradcodes.LinearCode.decode` would refuse it), for an ApproximateCode it comes from the chosen (optimal
-    or fixed) decoder.
+    or fixed) decoder. With the matrix, each set caches its combination plan (the non-zero coefficients cast to
+    the messages' dtype) and its error estimate, so a repeated responder set costs one multiply-add pass per
+    message (a copy or an add for coefficients ``+-1``, BLAS ``axpy`` otherwise) and nothing else.
 
     Parameters
     ----------
@@ -152,7 +209,14 @@ class Combiner:
         self.decoder = decoder
         self.m = code.m
         self._cache: OrderedDict[tuple[tuple[int, ...], str], np.ndarray] = OrderedDict()
+        self._plans: OrderedDict[tuple[tuple[int, ...], str], list[tuple[list[int], list[Any]]]] = OrderedDict()
+        self._errors: OrderedDict[tuple[tuple[int, ...], str], float] = OrderedDict()
         self._size = cache_size
+
+    def _remember(self, cache: OrderedDict, key: Any, value: Any) -> None:
+        cache[key] = value
+        while len(cache) > self._size:
+            cache.popitem(last=False)
 
     def weights(self, rows: list[int], dtype: DTypeLike = np.float64) -> np.ndarray:
         rows_key = tuple(sorted(rows))
@@ -165,36 +229,46 @@ class Combiner:
             else:
                 W = _float(self.code.decoding_matrix(list(rows_key), decoder=self.decoder, dtype=dt))
             W.flags.writeable = False
-            self._cache[key] = W
-            while len(self._cache) > self._size:
-                self._cache.popitem(last=False)
+            self._remember(self._cache, key, W)
         else:
             self._cache.move_to_end(key)
         return W
 
+    def plan(self, rows: list[int], dtype: DTypeLike) -> list[tuple[list[int], list[Any]]]:
+        """Per output block ``u``: the rows with a non-zero coefficient (ascending) and those coefficients in
+        ``dtype`` (cached per set and dtype)."""
+        dt = np.dtype(dtype)
+        key = (tuple(sorted(rows)), dt.str)
+        plan = self._plans.get(key)
+        if plan is None:
+            W = self.weights(rows, dt).astype(dt)
+            plan = []
+            for u in range(self.m):
+                idx = [i for i in key[0] if W[u, i] != 0]
+                plan.append((idx, [W[u, i].item() for i in idx]))
+            self._remember(self._plans, key, plan)
+        return plan
+
     def error_estimate(self, rows: list[int], dtype: DTypeLike) -> float:
-        """The code's predicted relative error of this decode (:meth:`gradcodes.LinearCode.error_estimate`)."""
+        """The code's predicted relative error of this decode (:meth:`gradcodes.LinearCode.error_estimate`),
+        cached per responder set and dtype."""
         if not rows:
             return float("nan")
-        if isinstance(self.code, ApproximateCode):
-            return float(self.code.approximation_error(sorted(rows), decoder=self.decoder))
-        return float(self.code.error_estimate(sorted(rows), decoder=self.decoder, dtype=dtype))
+        key = (tuple(sorted(rows)), np.dtype(dtype).str)
+        est = self._errors.get(key)
+        if est is None:
+            if isinstance(self.code, ApproximateCode):
+                est = float(self.code.approximation_error(list(key[0]), decoder=self.decoder))
+            else:
+                est = float(self.code.error_estimate(list(key[0]), decoder=self.decoder, dtype=dtype))
+            self._remember(self._errors, key, est)
+        return est
 
-    def combine(self, rows: list[int], buf: np.ndarray, out: np.ndarray, tmp: np.ndarray,
+    def combine(self, rows: list[int], buf: np.ndarray, out: np.ndarray, tmp: np.ndarray | None = None,
                 accumulate: bool = False) -> None:
-        """``out`` (length ``m q``) = [``out`` +] the combination of ``buf[rows]`` (each of length ``q``)."""
-        W = self.weights(rows, buf.dtype)
+        """``out`` (length ``m q``) = [``out`` +] the combination of ``buf[rows]`` (each of length ``q``).
+
+        ``tmp`` is not needed any more (kept for callers of the earlier signature)."""
         q = buf.shape[1]
-        if not accumulate:
-            out.fill(0)
-        for u in range(self.m):
-            seg = out[u * q:(u + 1) * q]
-            for i in rows:
-                c = W[u, i]
-                if c == 0.0:
-                    continue
-                if c == 1.0:
-                    np.add(seg, buf[i], out=seg)
-                else:
-                    np.multiply(buf[i], c, out=tmp, casting="unsafe")
-                    np.add(seg, tmp, out=seg)
+        for u, (idx, cs) in enumerate(self.plan(rows, buf.dtype)):
+            combine_rows(out[u * q:(u + 1) * q], cs, buf, idx, accumulate=accumulate)

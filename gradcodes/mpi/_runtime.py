@@ -20,17 +20,38 @@ from typing import Any
 import numpy as np
 
 from .. import ApproximateCode, CodedReduceCode, GradientCode, LinearCode
+from .._decodable import Decodability
 from .._decoders import Decoder
 from .._simulate._policies import BackupWorkers, FixedK, WaitPolicy, as_policy
 from .._typing import DTypeLike
-from ._comm import Inbox, ParamSender, StragglerTimeout, Tags, get_mpi, wait_request
+from ._comm import Inbox, ParamSender, StragglerTimeout, Tags, finite, get_mpi, wait_request
 from ._delays import Delay, NoDelay
 from ._layout import Combiner, Layout, WorkerEncoder, layout_for
 
-__all__ = ["Master", "Worker", "AggregateInfo", "check_size"]
+__all__ = ["Master", "Worker", "AggregateInfo", "check_size", "limit_blas"]
 
 #: Sleep granularity of an injected delay: a worker checks for newer parameters this often while it "computes".
 NAP = 1e-3
+
+_BLAS_THREADS: int | None = None
+
+
+def limit_blas(threads: int | None) -> None:
+    """Limit BLAS to ``threads`` threads in this process, once (``None``: leave BLAS alone).
+
+    A rank of an MPI job normally owns one core; a multithreaded BLAS in every rank oversubscribes the cores and
+    its spinning threads slow the messages' ``axpy`` passes many times over. Set once per process (threadpoolctl),
+    not around every call, so the per-iteration path enters no context.
+    """
+    global _BLAS_THREADS
+    if threads is None or _BLAS_THREADS == threads:
+        return
+    if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 1:
+        raise ValueError(f"blas_threads must be an integer >= 1 or None, got {threads!r}")
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=int(threads), user_api="blas")
+    _BLAS_THREADS = int(threads)
 
 
 @dataclass(frozen=True)
@@ -133,7 +154,43 @@ def _policy(code: LinearCode, policy: str | WaitPolicy | None, wait_for: int | N
         if wait_for is not None:
             raise ValueError("give either wait_for or a count policy, not both")
         return None, pol.need(code)
-    return pol.tracker(code, dtype), wait_for
+    tracker = pol.tracker(code, dtype)
+    if isinstance(tracker, Decodability):                   # a function of the set: decided once per set
+        tracker = _SetCache(tracker)
+    return tracker, wait_for
+
+
+class _SetCache:
+    """A decodability tracker whose answers are cached per responder set.
+
+    Whether the responders so far can decode is a property of the set, not of the arrival order
+    (:meth:`gradcodes.LinearCode.decodable`), so each set is decided once by the wrapped tracker (replaying the
+    set's workers) and later iterations reaching the same set pay one dictionary look-up per message.
+    """
+
+    def __init__(self, tracker: Any, size: int = 1 << 14) -> None:
+        self.tracker = tracker
+        self.rows: list[int] = []
+        self.mask = 0
+        self.cache: dict[int, bool] = {}
+        self.size = size
+
+    def reset(self) -> None:
+        self.rows = []
+        self.mask = 0
+
+    def add(self, row: int) -> bool:
+        self.rows.append(row)
+        self.mask |= 1 << row
+        done = self.cache.get(self.mask)
+        if done is None:
+            self.tracker.reset()
+            for r in self.rows:
+                done = bool(self.tracker.add(r))
+            if len(self.cache) >= self.size:
+                self.cache.clear()
+            self.cache[self.mask] = bool(done)
+        return bool(done)
 
 
 def _comm(comm: Any) -> Any:
@@ -163,18 +220,30 @@ class Master:
         The decoder (for approximate codes the optimal ``"lstsq"`` or a fixed-weight one).
     timeout : float, default 60
         Seconds to wait for the needed messages before :class:`StragglerTimeout` (naming the missing workers).
-    poll : float, default 1e-4
-        Sleep between two polls of the posted receives.
+    poll : float, default 0
+        Sleep between two polls of the posted receives (seconds). The master's receives are the iteration's
+        critical path, so by default it spins on ``Testany``; the workers have their own setting
+        (:class:`Worker`), whose default sleeps.
     policy : {"earliest", "first"} or WaitPolicy, optional
         When to stop waiting. Default for exact codes (and the children of every CodedReduce parent):
         ``"earliest"``, the first arrival after which the responders can decode
         (:meth:`gradcodes.LinearCode.decodable`; e.g. one worker per group of fractional repetition), at most
         ``n - s`` messages; ``"first"``: the first ``n - s`` (or ``wait_for``) messages.
+    blas_threads : int or None, default 1
+        BLAS threads of this process, set once here (:func:`limit_blas`); None leaves BLAS alone.
+
+    Notes
+    -----
+    Per iteration the master combines the messages with the coefficients cached for their responder set (one
+    multiply-add pass per message), then checks the decoded gradient for NaN/inf once; only when that check
+    fails does it look at the individual messages, treat the non-finite ones' senders as stragglers and wait
+    for others. The error estimate is computed once per responder set and cached.
     """
 
     def __init__(self, code: LinearCode, p: int, dtype: DTypeLike = np.float64, *, comm: Any = None,
                  wait_for: int | None = None, deadline: float | None = None, decoder: str | Decoder | None = None,
-                 timeout: float = 60.0, poll: float = 1e-4, policy: str | WaitPolicy | None = None) -> None:
+                 timeout: float = 60.0, poll: float = 0.0, policy: str | WaitPolicy | None = None,
+                 blas_threads: int | None = 1) -> None:
         self.comm = _comm(comm)
         self.layout = layout_for(code)
         check_size(self.layout, self.comm, f"code {code.name!r}")
@@ -186,7 +255,9 @@ class Master:
         self.dtype = np.dtype(dtype)
         if self.dtype.kind != "f":
             raise TypeError(f"dtype must be a float dtype, got {self.dtype}")
-        tree = isinstance(code, CodedReduceCode)
+        if not math.isfinite(float(poll)) or poll < 0:
+            raise ValueError(f"poll must be a number of seconds >= 0, got {poll!r}")
+        limit_blas(blas_threads)
         self.tracker, wait_for = _policy(code.inner if isinstance(code, CodedReduceCode) else code, policy, wait_for,
                                          self.dtype)
         self.need = _need(code, wait_for)
@@ -204,7 +275,6 @@ class Master:
         self.inbox = Inbox(self.comm, self.layout.children(0), self.q, self.dtype, self.tags, self.poll)
         self.sender = ParamSender(self.comm, list(range(1, self.layout.size)), self.p, self.dtype, self.tags)
         self.out = np.zeros(self.m * self.q, dtype=self.dtype)
-        self._tmp = np.empty(self.q, dtype=self.dtype)
         self._inner_est: float | None = None
         if tree:
             self._inner_worst()                                 # at set-up, not on the first iteration's clock
@@ -212,9 +282,25 @@ class Master:
         self._stopped = False
 
     def broadcast(self, params: np.ndarray, iteration: int) -> None:
-        """Send iteration ``iteration``'s parameters to every worker (non-blocking; ``params`` is copied)."""
+        """Send iteration ``iteration``'s parameters to every worker (non-blocking). ``params`` is copied, unless
+        it is the array returned by :meth:`writable_params` (sent without a copy)."""
         self._sent = time.perf_counter()
         self.sender.send(params, iteration)
+
+    def writable_params(self, params: np.ndarray) -> np.ndarray:
+        """``params`` in a buffer the caller may update in place and pass to :meth:`broadcast` without a copy.
+
+        Call it after :meth:`aggregate` and before changing the parameters: it returns the same array as long
+        as no worker is still receiving it (a copy otherwise). The loop of :func:`gradcodes.mpi.train`::
+
+            w = master.writable_params(w0)
+            for t in range(T):
+                master.broadcast(w, t)
+                g, info = master.aggregate(t)
+                w = master.writable_params(w)
+                w -= lr * g
+        """
+        return self.sender.writable(params)
 
     def aggregate(self, iteration: int) -> tuple[np.ndarray, AggregateInfo]:
         """Wait for the messages of ``iteration`` and return ``(gradient, info)``.
@@ -224,14 +310,27 @@ class Master:
         :class:`StragglerTimeout` after ``timeout`` seconds without enough messages.
         """
         deadline = None if self.deadline is None else self._sent + self.deadline
-        if self.tracker is not None:
-            self.tracker.reset()
-        rows, info = self.inbox.collect(iteration, self.need, timeout=self.timeout, deadline=deadline,
-                                        progress=self.sender.progress,
-                                        stop=None if self.tracker is None else self.tracker.add)
-        assert rows is not None
-        t0 = time.perf_counter()
-        self.combiner.combine(rows, self.inbox.buf, self.out, self._tmp)
+        start = time.perf_counter()
+        bad: list[int] = []
+        buf, waited = self.inbox.buf, 0.0
+        while True:
+            if self.tracker is not None:
+                self.tracker.reset()
+            left = self.timeout if not bad else self.timeout - (time.perf_counter() - start)
+            rows, info = self.inbox.collect(iteration, self.need, timeout=left,
+                                            deadline=deadline, progress=self.sender.progress,
+                                            stop=None if self.tracker is None else self.tracker.add,
+                                            check_finite=False, bad=bad)
+            assert rows is not None
+            waited += info["waited"]
+            t0 = time.perf_counter()
+            self.combiner.combine(rows, buf, self.out)
+            if finite(self.out):
+                break
+            culprits = [i for i in rows if not finite(buf[i])]   # only now: who sent the NaN/inf
+            if not culprits:                                      # finite messages, overflowing sum: as decoded
+                break
+            bad += culprits
         self.inbox.release(rows)
         dt = time.perf_counter() - t0
         kids = self.layout.children(0)
@@ -239,7 +338,7 @@ class Master:
         if isinstance(self.code, CodedReduceCode):
             est += (self.code.L - 1) * self._inner_worst()
         return self.out[: self.p], AggregateInfo(iteration, tuple(kids[i] - 1 for i in rows),
-                                                 tuple(kids[i] - 1 for i in info["bad"]), info["waited"], dt, est,
+                                                 tuple(kids[i] - 1 for i in bad), waited, dt, est,
                                                  self.inbox.dropped)
 
     def _inner_worst(self) -> float:
@@ -275,22 +374,52 @@ class Worker:
         The same code as the master's.
     p : int
         Number of parameters.
-    partial_gradient : callable
+    partial_gradient : callable or None
         ``partial_gradient(params, j) -> flat array of length p``: the gradient on partition ``j`` (on a
-        CodedReduce tree, data unit ``j``).
+        CodedReduce tree, data unit ``j``). May be None when ``coded_gradient`` is given.
     dtype : numpy dtype, default float64
     comm : mpi4py communicator, optional
     delay : Delay, optional
         Injected straggling (:mod:`gradcodes.mpi`'s delay models).
     poll : float, default 1e-4
+        Sleep between two polls while waiting (seconds). Workers sleep by default: on oversubscribed cores a
+        spinning worker takes the core from the ones computing.
     policy : {"earliest", "first"} or WaitPolicy, optional
         A CodedReduce parent's wait for its children (default ``"earliest"``: the first decodable set of the inner
         code, at most ``n - s`` children; see :class:`Master`).
+    coded_gradient : callable, optional
+        The fast path: ``coded_gradient(params, weights) -> y`` returns the worker's coded combination directly,
+        ``y = sum_j weights[j] g_j(params)`` for ``m = 1`` (``weights``: the worker's row of ``B``, shape
+        ``(k,)``, zero on the partitions it does not store) and ``y = sum_{j,u} weights[j, u] g_j^{(u)}`` of
+        length ``ceil(p/m)`` for ``m > 1`` (``weights`` of shape ``(k, m)``), in the run's dtype. A model whose
+        loss is a sum over samples computes it in one backward pass of the loss with sample weights
+        ``weights[j]`` on partition ``j``, so the message costs no more than one gradient (Tandon et al. 2017,
+        Section 2: worker ``i`` sends ``b_i G``). The returned array is sent as it is (no copy; a tree parent
+        copies it to add its children's decode), and is not read after the next call.
+    blas_threads : int or None, default 1
+        BLAS threads of this process, set once (:func:`limit_blas`); None leaves BLAS alone.
+
+    Notes
+    -----
+    Everything is checked once at set-up: the code, the sizes, the coefficients (cast to the run's dtype), the
+    BLAS threads. The parameters arrive through a posted ``Irecv`` (two buffers: the next parameters land while
+    the current ones are in use), a newer message already there is taken instead (skipping ahead), and the
+    message is built by :class:`WorkerEncoder` with precomputed coefficients (or by ``coded_gradient``).
     """
 
-    def __init__(self, code: LinearCode, p: int, partial_gradient: Callable[[np.ndarray, int], np.ndarray],
+    def __init__(self, code: LinearCode, p: int, partial_gradient: Callable[[np.ndarray, int], np.ndarray] | None,
                  dtype: DTypeLike = np.float64, *, comm: Any = None, delay: Delay | None = None,
-                 poll: float = 1e-4, policy: str | WaitPolicy | None = None) -> None:
+                 poll: float = 1e-4, policy: str | WaitPolicy | None = None,
+                 coded_gradient: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
+                 blas_threads: int | None = 1) -> None:
+        if partial_gradient is None and coded_gradient is None:
+            raise TypeError("give partial_gradient(params, j) or coded_gradient(params, weights)")
+        if coded_gradient is not None and not callable(coded_gradient):
+            raise TypeError(f"coded_gradient must be callable, got {type(coded_gradient).__name__}")
+        if partial_gradient is not None and not callable(partial_gradient):
+            raise TypeError(f"partial_gradient must be callable, got {type(partial_gradient).__name__}")
+        if not math.isfinite(float(poll)) or poll < 0:
+            raise ValueError(f"poll must be a number of seconds >= 0, got {poll!r}")
         self.MPI = get_mpi()
         self.comm = _comm(comm)
         self.layout = layout_for(code)
@@ -299,11 +428,13 @@ class Worker:
         self.rank = self.comm.Get_rank()
         if self.rank == 0:
             raise ValueError("rank 0 is the master; workers are ranks 1..N")
+        limit_blas(blas_threads)
         self.worker = self.rank - 1
         self.code = code
         self.p = int(p)
         self.dtype = np.dtype(dtype)
         self.partial_gradient = partial_gradient
+        self.coded_gradient = coded_gradient
         self.delay = delay if delay is not None else NoDelay()
         self.poll = float(poll)
         self.tags = Tags(self.comm)
@@ -319,8 +450,6 @@ class Worker:
             self.combiner = Combiner(code.inner)
             self.need = code.branching - code.s
             self.tracker, _ = _policy(code.inner, policy, None, self.dtype)
-            self._tmp = np.empty(self.q, dtype=self.dtype)
-        self.params = np.empty(self.p, dtype=self.dtype)
         self.sendbufs = np.zeros((2, self.q), dtype=self.dtype)
         self.sendreqs: list[Any] = [self.MPI.REQUEST_NULL, self.MPI.REQUEST_NULL]
         self._cur = 0
@@ -328,29 +457,64 @@ class Worker:
         self._empty = np.empty(0, dtype=self.dtype)
         self._next = 0
         self.iterations_done = 0
+        # parameters: one Irecv always posted into the buffer not in use
+        self._pbufs = np.zeros((2, self.p), dtype=self.dtype)
+        self._pcur = 0
+        self._preq = self.comm.Irecv(self._pbufs[1], source=0, tag=self.MPI.ANY_TAG)
+        self._ptag: int | None = None                        # tag of a completed, not yet taken, message
+
+    @property
+    def params(self) -> np.ndarray:
+        """The parameters of the iteration being computed (a buffer the runtime reuses)."""
+        return self._pbufs[self._pcur]
 
     def _master_waiting(self) -> bool:
-        return bool(self.comm.Iprobe(source=0, tag=self.MPI.ANY_TAG))
+        """Newer parameters (or STOP) have arrived."""
+        if self._ptag is not None:
+            return True
+        if self._preq.Test(self._status):
+            self._ptag = self._status.Get_tag()
+            return True
+        return False
 
     def _recv_params(self) -> int | None:
-        """Block (polling) until the master sends; take the newest parameters. ``None`` = STOP."""
-        st = self._status
-        while not self.comm.Iprobe(source=0, tag=self.MPI.ANY_TAG, status=st):
+        """Wait (polling) for the master's next message; take the newest parameters. ``None`` = STOP."""
+        while not self._master_waiting():
             if self.poll:
                 time.sleep(self.poll)
-        tag = None
         while True:
-            tg = st.Get_tag()
-            if tg == Tags.STOP:
-                self.comm.Recv(self._empty, source=0, tag=Tags.STOP)
+            tag, self._ptag = self._ptag, None
+            if tag == Tags.STOP:
+                self._preq = self.MPI.REQUEST_NULL
                 return None
-            self.comm.Recv(self.params, source=0, tag=tg)
-            tag = tg
-            if not self.comm.Iprobe(source=0, tag=self.MPI.ANY_TAG, status=st):
+            self._pcur ^= 1                                   # the buffer just filled
+            self._preq = self.comm.Irecv(self._pbufs[self._pcur ^ 1], source=0, tag=self.MPI.ANY_TAG)
+            if not self._master_waiting():                    # no newer message: this is the newest
                 break
+        assert tag is not None
         t = self.tags.iteration(tag, self._next)
         self._next = t + 1
         return t
+
+    def _message(self, params: np.ndarray) -> np.ndarray:
+        """This iteration's own message: a send buffer filled by the encoder, or the callback's array."""
+        if self.coded_gradient is not None:
+            for r in self.sendreqs:                           # the callback may return the same array again
+                if r != self.MPI.REQUEST_NULL:
+                    wait_request(r, self.poll, "the previous send")
+            y = self.coded_gradient(params, self.encoder.weights)
+            if not isinstance(y, np.ndarray) or y.shape != (self.q,) or y.dtype != self.dtype:
+                self.encoder.check_message(y)
+            if self.inbox is None and y.flags.c_contiguous:
+                return y
+            buf = self.sendbufs[self._cur]
+            np.copyto(buf, y)
+            return buf
+        buf = self.sendbufs[self._cur]
+        wait_request(self.sendreqs[self._cur], self.poll, "the previous send")
+        assert self.partial_gradient is not None
+        self.encoder.encode(params, self.partial_gradient, buf)
+        return buf
 
     def step(self) -> bool:
         """One iteration; returns False once the master said STOP (after finishing cleanly)."""
@@ -364,9 +528,7 @@ class Worker:
             if self.inbox is not None:
                 self.inbox.discard(self._master_waiting)
             return True
-        buf = self.sendbufs[self._cur]
-        wait_request(self.sendreqs[self._cur], self.poll, "the previous send")
-        self.encoder.encode(self.params, self.partial_gradient, buf)
+        y = self._message(self.params)
         if self.inbox is not None:
             try:
                 if self.tracker is not None:
@@ -377,16 +539,17 @@ class Worker:
                 return True
             if rows is None:                                # the master moved on: skip ahead
                 return True
-            self.combiner.combine(rows, self.inbox.buf, buf, self._tmp, accumulate=True)
+            self.combiner.combine(rows, self.inbox.buf, y, accumulate=True)
             self.inbox.release(rows)
-        while True:                       # the injected delay; newer parameters (or STOP) abandon this iteration
-            rest = start + d - time.perf_counter()
-            if rest <= 0:
-                break
-            if self._master_waiting():
-                return True
-            time.sleep(min(rest, NAP))
-        self.sendreqs[self._cur] = self.comm.Isend(buf, dest=self.parent, tag=self.tags.tag(t))
+        if d:
+            while True:                   # the injected delay; newer parameters (or STOP) abandon this iteration
+                rest = start + d - time.perf_counter()
+                if rest <= 0:
+                    break
+                if self._master_waiting():
+                    return True
+                time.sleep(min(rest, NAP))
+        self.sendreqs[self._cur] = self.comm.Isend(y, dest=self.parent, tag=self.tags.tag(t))
         self._cur ^= 1
         self.iterations_done += 1
         return True

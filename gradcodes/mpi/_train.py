@@ -15,7 +15,7 @@ from .._simulate._policies import FixedK, WaitPolicy
 from ._comm import StragglerTimeout, get_mpi
 from ._delays import Delay, NoDelay
 from ._result import RunResult, predict
-from ._runtime import Master, Worker
+from ._runtime import Master, Worker, limit_blas
 
 __all__ = ["train", "allreduce_train"]
 
@@ -35,12 +35,14 @@ def _check_iterations(iterations: Any) -> int:
     return int(iterations)
 
 
-def train(code: LinearCode | str, params: np.ndarray, partial_gradient: Callable[[np.ndarray, int], np.ndarray],
-          step: Step, *, iterations: int, comm: Any = None, delay: Delay | None = None,
-          wait_for: int | None = None, deadline: float | None = None, decoder: str | Decoder | None = None,
-          timeout: float = 60.0, poll: float = 1e-4, loss: Callable[[np.ndarray], float] | None = None,
-          t_c: float = 0.0, progress: Callable[[int, float, Any], None] | None = None,
-          policy: str | WaitPolicy | None = None) -> RunResult | None:
+def train(code: LinearCode | str, params: np.ndarray,
+          partial_gradient: Callable[[np.ndarray, int], np.ndarray] | None, step: Step, *, iterations: int,
+          comm: Any = None, delay: Delay | None = None, wait_for: int | None = None, deadline: float | None = None,
+          decoder: str | Decoder | None = None, timeout: float = 60.0, poll: float = 1e-4,
+          loss: Callable[[np.ndarray], float] | None = None, t_c: float = 0.0,
+          progress: Callable[[int, float, Any], None] | None = None, policy: str | WaitPolicy | None = None,
+          coded_gradient: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None, master_poll: float = 0.0,
+          blas_threads: int | None = 1) -> RunResult | None:
     r"""Run distributed gradient descent with a code on MPI; call it on every rank with the same arguments.
 
     Each iteration the master (rank 0) sends the parameters to every worker, waits for the messages its code
@@ -56,8 +58,9 @@ def train(code: LinearCode | str, params: np.ndarray, partial_gradient: Callable
         (every worker ``i`` computes partition ``i``; no straggler tolerance).
     params : ndarray, shape (p,)
         The initial parameters (a flat float array; only the master's values are used).
-    partial_gradient : callable
-        ``partial_gradient(params, j)``: the gradient on partition ``j`` (flat, length ``p``).
+    partial_gradient : callable or None
+        ``partial_gradient(params, j)``: the gradient on partition ``j`` (flat, length ``p``). May be None when
+        ``coded_gradient`` is given.
     step : callable
         ``step(params, gradient, iteration)`` on the master: update ``params`` in place or return new ones
         (same shape and dtype). ``gradient`` is reused by the next iteration: copy it to keep it.
@@ -67,9 +70,19 @@ def train(code: LinearCode | str, params: np.ndarray, partial_gradient: Callable
     delay : Delay, optional
         Injected straggling (evaluated on the workers). Rank 0's model is broadcast to every rank, so random
         models drawn with ``rng=None`` agree across ranks.
-    wait_for, deadline, decoder, timeout, poll, policy
+    wait_for, deadline, decoder, timeout, policy
         See :class:`Master` (``policy``: default the earliest decodable set for exact codes and at every
         CodedReduce parent; ``"first"`` for the first ``n - s``).
+    poll : float, default 1e-4
+        The workers' sleep between two polls (seconds); see :class:`Worker`.
+    master_poll : float, default 0
+        The master's sleep between two polls: by default it spins, its receives being the critical path.
+    coded_gradient : callable, optional
+        The fast path: ``coded_gradient(params, weights)`` returns the worker's coded combination directly
+        (``sum_j weights[j] g_j``, e.g. one backward pass of a sample-weighted loss); see :class:`Worker`.
+        The ``"allreduce"`` baseline calls it with the unit vector of the worker's partition.
+    blas_threads : int or None, default 1
+        BLAS threads of every rank, set once per process; None leaves BLAS alone.
     loss : callable, optional
         ``loss(params) -> float`` recorded after each step (not counted in the iteration time).
     t_c : float
@@ -103,29 +116,32 @@ def train(code: LinearCode | str, params: np.ndarray, partial_gradient: Callable
         if code != "allreduce":
             raise ValueError(f"code must be a gradcodes code or 'allreduce', got {code!r}")
         return allreduce_train(params, partial_gradient, step, iterations=iterations, comm=comm, delay=delay,
-                               timeout=timeout, poll=poll, loss=loss, t_c=t_c, progress=progress)
+                               timeout=timeout, poll=poll, loss=loss, t_c=t_c, progress=progress,
+                               coded_gradient=coded_gradient, blas_threads=blas_threads)
     MPI = get_mpi()
     comm = MPI.COMM_WORLD if comm is None else comm
     delay = comm.bcast(delay, root=0)    # rank 0's delay model everywhere, so rng=None draws agree across ranks
     p, dtype = params.size, params.dtype
     if comm.Get_rank() != 0:
-        Worker(code, p, partial_gradient, dtype, comm=comm, delay=delay, poll=poll, policy=policy).run()
+        Worker(code, p, partial_gradient, dtype, comm=comm, delay=delay, poll=poll, policy=policy,
+               coded_gradient=coded_gradient, blas_threads=blas_threads).run()
         return None
     master = Master(code, p, dtype, comm=comm, wait_for=wait_for, deadline=deadline, decoder=decoder,
-                    timeout=timeout, poll=poll, policy=policy)
+                    timeout=timeout, poll=master_poll, policy=policy, blas_threads=blas_threads)
     K = len(master.layout.children(0))
     times, waits, decs, ests = (np.zeros(iterations) for _ in range(4))
     used = np.zeros((iterations, K), dtype=bool)
     losses = np.zeros(iterations) if loss is not None else None
-    w = params.copy()
+    w = master.writable_params(params)                 # sent without copies (copied only for a slow receiver)
     for t in range(iterations):     # on an exception the job aborts (python -m mpi4py): no stop handshake
         t0 = time.perf_counter()
         master.broadcast(w, t)
         g, info = master.aggregate(t)
+        w = master.writable_params(w)
         new = step(w, g, t)
+        if new is not None and new is not w:
+            w = master.writable_params(_check_params(new))   # one copy into the sender's buffers
         times[t] = time.perf_counter() - t0
-        if new is not None:
-            w = _check_params(new)
         waits[t], decs[t], ests[t] = info.wait, info.decode, info.error_estimate
         kids = master.layout.children(0)
         used[t, [kids.index(r + 1) for r in info.responders]] = True
@@ -142,7 +158,7 @@ def train(code: LinearCode | str, params: np.ndarray, partial_gradient: Callable
                      predict(code, d, workers=master.layout.workers, need=master.need, t_c=t_c,
                              policy=FixedK(wait_for) if wait_for is not None else policy),
                      {"p": p, "dtype": str(dtype), "iterations": iterations, "timeout": timeout, "poll": poll,
-                      "deadline": deadline, "decoder": str(decoder), "t_c": t_c,
+                      "master_poll": master_poll, "deadline": deadline, "decoder": str(decoder), "t_c": t_c,
                       "policy": "default" if policy is None else str(policy)}, master.inbox.dropped)
 
 
@@ -156,51 +172,76 @@ def _poll(req: Any, poll: float, timeout: float, what: str) -> None:
             time.sleep(poll)
 
 
-def allreduce_train(params: np.ndarray, partial_gradient: Callable[[np.ndarray, int], np.ndarray], step: Step, *,
-                    iterations: int, comm: Any = None, delay: Delay | None = None, timeout: float = 60.0,
-                    poll: float = 1e-4, loss: Callable[[np.ndarray], float] | None = None, t_c: float = 0.0,
-                    progress: Callable[[int, float, Any], None] | None = None) -> RunResult | None:
-    """The uncoded collective baseline: ``Ibcast`` of the parameters, worker ``i`` computes partition ``i``,
-    ``Iallreduce`` (sum) over all ranks (the master adds zeros). Completion is polled, so a hung rank raises
-    :class:`StragglerTimeout` on the master after ``timeout`` instead of hanging; every delay stacks."""
+def allreduce_train(params: np.ndarray, partial_gradient: Callable[[np.ndarray, int], np.ndarray] | None,
+                    step: Step, *, iterations: int, comm: Any = None, delay: Delay | None = None,
+                    timeout: float = 60.0, poll: float = 1e-4, loss: Callable[[np.ndarray], float] | None = None,
+                    t_c: float = 0.0, progress: Callable[[int, float, Any], None] | None = None,
+                    blocking: bool = True, coded_gradient: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
+                    blas_threads: int | None = 1) -> RunResult | None:
+    """The uncoded collective baseline: the parameters broadcast from the master, worker ``i`` computes partition
+    ``i``, and the gradient summed by ``MPI.Allreduce`` over all ranks (the master adds zeros); every delay stacks.
+
+    By default (``blocking=True``) both collectives are MPI's blocking ``Bcast`` and ``Allreduce``, the calls a
+    data-parallel program makes, so the baseline costs what MPI's own collective costs on these ranks; as with
+    any blocking collective, a hung rank hangs the job (``timeout`` is not used). ``blocking=False`` polls
+    ``Ibcast``/``Iallreduce`` instead (sleeping ``poll`` between tests), so that a hung rank raises
+    :class:`StragglerTimeout` on the master after ``timeout`` seconds, at the price of the polling.
+    The iteration count is known to every rank (the same ``iterations`` argument), so no control message is sent.
+    Without ``partial_gradient``, worker ``i`` calls ``coded_gradient(params, e_i)`` (the unit vector of its
+    partition)."""
     MPI = get_mpi()
     comm = MPI.COMM_WORLD if comm is None else comm
     params = _check_params(params)
     iterations = _check_iterations(iterations)
+    if partial_gradient is None and coded_gradient is None:
+        raise TypeError("give partial_gradient(params, j) or coded_gradient(params, weights)")
     rank, size = comm.Get_rank(), comm.Get_size()
     if size < 2:
         raise ValueError("allreduce needs at least 2 ranks (1 master + workers)")
+    limit_blas(blas_threads)
     delay = comm.bcast(delay, root=0)    # rank 0's delay model everywhere, so rng=None draws agree across ranks
     n = size - 1
     p, dtype = params.size, params.dtype
     w = params.copy()
-    ctrl = np.zeros(1, dtype=np.int64)
     send = np.zeros(p, dtype=dtype)
     recv = np.zeros(p, dtype=dtype)
     d = delay if delay is not None else NoDelay()
+
+    if blocking:
+        def bcast(buf: np.ndarray, what: str) -> None:
+            comm.Bcast(buf, root=0)
+
+        def allreduce(what: str) -> None:
+            comm.Allreduce(send, recv, op=MPI.SUM)
+    else:
+        def bcast(buf: np.ndarray, what: str) -> None:
+            _poll(comm.Ibcast(buf, root=0), poll, timeout if rank == 0 else math.inf, what)
+
+        def allreduce(what: str) -> None:
+            _poll(comm.Iallreduce(send, recv, op=MPI.SUM), poll, timeout if rank == 0 else math.inf, what)
+
     if rank != 0:
-        while True:
-            _poll(comm.Ibcast(ctrl, root=0), poll, math.inf, "Ibcast")
-            if ctrl[0] < 0:
-                return None
-            t = int(ctrl[0])
-            _poll(comm.Ibcast(w, root=0), poll, math.inf, "Ibcast")
+        unit = np.zeros(n, dtype=dtype)
+        unit[rank - 1] = 1
+        unit.flags.writeable = False
+        for t in range(iterations):
+            bcast(w, "Ibcast")
             start = time.perf_counter()
             dl = d.delay(rank - 1, t, workers=n, load_fraction=1 / n)
-            np.copyto(send, partial_gradient(w, rank - 1), casting="unsafe")
+            g = partial_gradient(w, rank - 1) if partial_gradient is not None else coded_gradient(w, unit)  # type: ignore[misc]
+            np.copyto(send, g, casting="unsafe")
             rest = start + dl - time.perf_counter()
             if rest > 0:
                 time.sleep(min(rest, 1e9))
-            _poll(comm.Iallreduce(send, recv, op=MPI.SUM), poll, math.inf, "Iallreduce")
+            allreduce("Iallreduce")
+        return None
     times, waits, decs = (np.zeros(iterations) for _ in range(3))
     losses = np.zeros(iterations) if loss is not None else None
     for t in range(iterations):
         t0 = time.perf_counter()
-        ctrl[0] = t
-        _poll(comm.Ibcast(ctrl, root=0), poll, timeout, "Ibcast")
-        _poll(comm.Ibcast(w, root=0), poll, timeout, "Ibcast")
+        bcast(w, "Ibcast")
         t1 = time.perf_counter()
-        _poll(comm.Iallreduce(send, recv, op=MPI.SUM), poll, timeout, f"iteration {t}: MPI.Iallreduce")
+        allreduce(f"iteration {t}: MPI.Iallreduce")
         waits[t] = time.perf_counter() - t1
         new = step(w, recv, t)
         times[t] = time.perf_counter() - t0
@@ -210,11 +251,9 @@ def allreduce_train(params: np.ndarray, partial_gradient: Callable[[np.ndarray, 
             losses[t] = float(loss(w))
         if progress is not None:
             progress(t, times[t], None if losses is None else losses[t])
-    ctrl[0] = -1
-    _poll(comm.Ibcast(ctrl, root=0), poll, timeout, "Ibcast")
     np.copyto(params, w)
     return RunResult("allreduce", "allreduce", n, n, times, waits, decs, np.ones((iterations, n), dtype=bool),
                      losses, np.full(iterations, np.nan), d.describe(),
                      predict("allreduce", d, workers=n, need=n, t_c=t_c),
                      {"p": p, "dtype": str(dtype), "iterations": iterations, "timeout": timeout, "poll": poll,
-                      "t_c": t_c})
+                      "t_c": t_c, "blocking": blocking})

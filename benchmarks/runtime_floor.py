@@ -1,0 +1,367 @@
+"""How close gradcodes.mpi runs to the communication floor of its message pattern, paired in one MPI job.
+
+    python benchmarks/runtime_floor.py                   # flat on 3 ranks, tree on 7, p = 1e3, 1e5, 1e6
+    python benchmarks/runtime_floor.py --ranks 9         # flat on 9 ranks (cyclic repetition n = 8, s = 2)
+    python benchmarks/runtime_floor.py --smoke           # p = 1e3, a few iterations, writes nothing (the tests)
+
+Every job runs, for each gradient length ``p`` and interleaved ``--repeats`` times, these programs on the same
+ranks (no injected delays; the partial gradients are returned from preallocated arrays, so what is measured is
+the runtime and its messages, not a model; the master's step does nothing):
+
+* ``floor``: the minimal mpi4py program with the same message pattern: the master ``Isend``s the parameters to
+  every worker without copying, keeps one ``Irecv`` posted per child, polls ``Testany`` (no sleep) until the
+  first ``n - s`` replies of the current iteration (older ones dropped and re-posted), and combines each with
+  one multiply-add using decoding coefficients cached per responder set; a worker takes the parameters through
+  a posted ``Irecv`` (polled with the same sleep as gradcodes' workers) and replies with ``Isend`` of a
+  preallocated buffer. On the tree each parent does the same with its first ``n - s`` children and adds the
+  result to its own message.
+* ``floor+encode``: the same, the worker building its message from its ``s + 1`` partial gradients into the
+  preallocated buffer with coefficients computed before the loop (one pass per partition: a copy or add for
+  ``+-1``, BLAS ``axpy`` otherwise; the arithmetic of :meth:`gradcodes.LinearCode.encode_worker` without its
+  per-call validation).
+* ``Master/Worker``, ``train``: gradcodes with ``partial_gradient``; ``train+coded``: gradcodes with the
+  ``coded_gradient`` callback (returning a preallocated message: the cost of the runtime alone).
+* ``Bcast+Allreduce`` (flat only): the minimal collective program (blocking ``MPI.Bcast`` of the parameters,
+  each worker's partial gradient copied into the send buffer, blocking ``MPI.Allreduce`` over all ranks), and
+  ``allreduce_train``, gradcodes' baseline doing the same.
+
+Reported: per program the median over repeats of the per-run median iteration time (the first ``WARMUP``
+iterations left out), and the ratios against the floors. Targets: ``Master/Worker`` and ``train`` within 1.2 x
+``floor+encode`` at ``p >= 1e5`` and 1.5 x at ``1e3``; ``train+coded`` within 1.2 x ``floor`` at ``1e6``;
+``allreduce_train`` within 1.1 x ``Bcast+Allreduce``. The machine's load average is printed with the results.
+
+Known limitation: the minimal *tree* program stalls at ``p >= 1e5`` (large messages; gradcodes' own tree runs
+are not affected), so tree rows are measured at ``--ps 1000`` for now.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+WARMUP = 10
+POLL = 1e-4                      # the workers' sleep between polls, in every program (gradcodes' default)
+
+
+# ------------------------------------------------------------------------------------------------ MPI side
+def _code(cfg: dict, size: int):
+    import gradcodes as gc
+
+    if cfg["layout"] == "tree":
+        n, L, s = cfg["tree"]
+        return gc.coded_reduce(n, L, s)
+    return gc.cyclic_repetition(size - 1, cfg["s"], rng=0)
+
+
+def floor_run(comm, code, p: int, iters: int, encode: bool, bufs: np.ndarray) -> list[float]:
+    """The minimal program (flat or tree); returns the master's per-iteration seconds (workers: [])."""
+    from mpi4py import MPI
+
+    import gradcodes as gc
+    from gradcodes.mpi import layout_for
+
+    lay = layout_for(code)
+    rank = comm.Get_rank()
+    tree = isinstance(code, gc.CodedReduceCode)
+    dec = code.inner if tree else code
+    need = dec.n - dec.s
+    kids = lay.children(rank)
+    K = len(kids)
+    TAG0 = 3
+    inbox = np.zeros((K, p))
+    coef: dict[tuple[int, ...], list[tuple[int, float]]] = {}
+    times: list[float] = []
+
+    def post(i: int):
+        return comm.Irecv(inbox[i], source=kids[i], tag=MPI.ANY_TAG)
+
+    reqs = [post(i) for i in range(K)]
+    recvd = [0] * K                                         # each child sends exactly `iters` messages
+    held: dict[int, int] = {}                               # a newer iteration's reply, kept until then
+    st = MPI.Status()
+
+    def repost(i: int) -> None:
+        reqs[i] = post(i) if recvd[i] < iters else MPI.REQUEST_NULL
+
+    def gather(t: int, out: np.ndarray, accumulate: bool, spin: bool) -> None:
+        got: list[int] = []
+        for i, tg in list(held.items()):                   # a tree parent may be behind its children
+            if tg <= t:
+                del held[i]
+                if tg == t:
+                    got.append(i)
+                else:
+                    repost(i)
+        while len(got) < need:
+            idx, flag = MPI.Request.Testany(reqs, st)
+            if not flag or idx == MPI.UNDEFINED:
+                if not spin:
+                    time.sleep(POLL)
+                continue
+            recvd[idx] += 1
+            tag = st.Get_tag() - TAG0
+            if tag < t:                                     # an older iteration's reply: drop, re-post
+                repost(idx)
+            elif tag > t:
+                held[idx] = tag
+            else:
+                got.append(idx)
+        key = tuple(sorted(got))
+        c = coef.get(key)
+        if c is None:
+            A = np.asarray(dec.decoding_matrix(list(key)), dtype=np.float64)
+            c = coef[key] = [(i, float(A[0, i])) for i in key if A[0, i] != 0]
+        for a, (i, ci) in enumerate(c):
+            if a == 0 and not accumulate:
+                np.multiply(inbox[i], ci, out=out)
+            else:
+                gc._apply.combine_rows(out, [ci], inbox, [i], accumulate=True)
+        for i in got:
+            repost(i)
+
+    if rank == 0:
+        w = np.ones(p)
+        out = np.empty(p)
+        sends: list = []
+        for t in range(iters):
+            t0 = time.perf_counter()
+            MPI.Request.Waitall(sends)
+            sends = [comm.Isend(w, dest=r, tag=TAG0 + t) for r in range(1, comm.Get_size())]
+            gather(t, out, False, True)
+            times.append(time.perf_counter() - t0)
+        MPI.Request.Waitall(sends)
+    else:
+        worker = rank - 1
+        parts = [int(j) for j in code.supports[worker]]
+        params = np.empty(p)
+        msg = np.zeros(p)
+        mine = [bufs[j] for j in parts]
+        row = code.float_B(np.float64)[worker]
+        nz = [a for a, j in enumerate(parts) if row[j] != 0]
+        cs = [float(row[parts[a]]) for a in nz]
+        preq = comm.Irecv(params, source=0, tag=MPI.ANY_TAG)
+        sreq = MPI.REQUEST_NULL
+        for t in range(iters):
+            while not preq.Test():
+                time.sleep(POLL)
+            while not sreq.Test():                      # the previous reply: polled, as gradcodes' workers do
+                time.sleep(POLL)
+            if encode:                                   # precomputed coefficients, one pass per partition
+                gc._apply.combine_rows(msg, cs, mine, nz)
+            if K:
+                gather(t, msg, True, False)
+            preq = comm.Irecv(params, source=0, tag=MPI.ANY_TAG) if t + 1 < iters else MPI.REQUEST_NULL
+            sreq = comm.Isend(msg, dest=lay.parent(rank), tag=TAG0 + t)
+        while not sreq.Test():
+            time.sleep(POLL)
+    for i in list(held):
+        del held[i]
+        repost(i)
+    for i in range(K):                   # the late replies, so that the next program starts from an empty queue
+        while recvd[i] < iters:
+            reqs[i].Wait()
+            recvd[i] += 1
+            repost(i)
+    comm.Barrier()
+    return times
+
+
+def collective_run(comm, p: int, iters: int, bufs: np.ndarray) -> list[float]:
+    """Blocking Bcast of the parameters + each worker's partial gradient + blocking Allreduce over all ranks."""
+    from mpi4py import MPI
+
+    rank = comm.Get_rank()
+    w, send, recv = np.ones(p), np.zeros(p), np.zeros(p)
+    times = []
+    for _ in range(iters):
+        t0 = time.perf_counter()
+        comm.Bcast(w, root=0)
+        if rank:
+            np.copyto(send, bufs[rank - 1])
+        comm.Allreduce(send, recv, op=MPI.SUM)
+        times.append(time.perf_counter() - t0)
+    return times if rank == 0 else []
+
+
+def gradcodes_run(comm, code, p: int, iters: int, how: str, bufs: np.ndarray) -> list[float]:
+    from gradcodes.mpi import Master, Worker, allreduce_train, train
+
+    def grad(w, j):
+        return bufs[j]
+
+    q = bufs.shape[1]
+    message = np.zeros(q)
+
+    def coded(w, weights):
+        return message
+
+    def step(w, g, t):
+        return None
+
+    if how == "allreduce_train":
+        res = allreduce_train(np.ones(p), grad, step, iterations=iters, comm=comm)
+        return [] if res is None else res.time.tolist()
+    if how in ("train", "train+coded"):
+        kw = {"coded_gradient": coded} if how == "train+coded" else {}
+        res = train(code, np.ones(p), None if kw else grad, step, iterations=iters, comm=comm, **kw)
+        return [] if res is None else res.time.tolist()
+    if comm.Get_rank() == 0:                       # Master/Worker: the custom loop of docs/runtime.md
+        master = Master(code, p, comm=comm)
+        w = master.writable_params(np.ones(p))
+        times = []
+        for t in range(iters):
+            t0 = time.perf_counter()
+            master.broadcast(w, t)
+            master.aggregate(t)
+            w = master.writable_params(w)
+            times.append(time.perf_counter() - t0)
+        master.stop()
+        return times
+    Worker(code, p, grad, comm=comm).run()
+    return []
+
+
+def job(cfg: dict) -> None:
+    from mpi4py import MPI
+
+    comm = MPI.COMM_WORLD
+    code = _code(cfg, comm.Get_size())
+    out = []
+    for p in cfg["ps"]:
+        bufs = np.random.default_rng(0).normal(size=(max(code.k, comm.Get_size()), p))
+        for rep in range(cfg["repeats"]):
+            for prog in cfg["programs"]:
+                comm.Barrier()
+                if prog == "floor":
+                    t = floor_run(comm, code, p, cfg["iters"], False, bufs)
+                elif prog == "floor+encode":
+                    t = floor_run(comm, code, p, cfg["iters"], True, bufs)
+                elif prog == "Bcast+Allreduce":
+                    t = collective_run(comm, p, cfg["iters"], bufs)
+                else:
+                    t = gradcodes_run(comm, code, p, cfg["iters"], prog, bufs)
+                if comm.Get_rank() == 0:
+                    out.append({"p": p, "program": prog, "repeat": rep, "time": t})
+    if comm.Get_rank() == 0:
+        with open(cfg["out"], "w") as fh:
+            json.dump(out, fh)
+
+
+# ------------------------------------------------------------------------------------------------ driver
+def launch(ranks: int, cfg: dict) -> list[dict]:
+    exe = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+    with tempfile.TemporaryDirectory() as tmp:
+        cfg = dict(cfg, out=os.path.join(tmp, "out.json"))
+        import gradcodes  # the ranks import the gradcodes this driver imports
+
+        where = os.path.dirname(os.path.dirname(os.path.abspath(gradcodes.__file__)))
+        env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
+                   PYTHONPATH=os.pathsep.join([where, os.environ.get("PYTHONPATH", "")]))
+        cmd = [exe, "-n", str(ranks), sys.executable, "-m", "mpi4py", os.path.abspath(__file__), "--job",
+               json.dumps(cfg)]
+        subprocess.run(cmd, check=True, timeout=3600, env=env)
+        with open(cfg["out"]) as fh:
+            return json.load(fh)
+
+
+def table(rows: list[dict], layout: str, ranks: int, say) -> bool:
+    """Print medians and ratios; returns whether every target was met."""
+    med: dict[tuple[int, str], float] = {}
+    for p in sorted({r["p"] for r in rows}):
+        for prog in dict.fromkeys(r["program"] for r in rows):
+            per_run = [float(np.median(r["time"][WARMUP:] or r["time"])) for r in rows
+                       if r["p"] == p and r["program"] == prog]
+            if per_run:
+                med[p, prog] = float(np.median(per_run))
+    ok = True
+    say(f"\n{layout} on {ranks} ranks: median ms/iteration (median over repeats of per-run medians), ratios")
+    say(f"{'p':>9}  {'program':<17}{'ms':>9}  {'ratio':<34}target")
+    for p in sorted({k[0] for k in med}):
+        for prog in dict.fromkeys(k[1] for k in med if k[0] == p):
+            v = med[p, prog]
+            ref, goal = None, None
+            if prog in ("Master/Worker", "train"):
+                ref, goal = "floor+encode", 1.5 if p < 10**5 else 1.2
+            elif prog == "train+coded":
+                ref, goal = "floor", 1.2 if p >= 10**6 else None
+            elif prog == "allreduce_train":
+                ref, goal = "Bcast+Allreduce", 1.1
+            text, verdict = "", ""
+            if ref is not None and (p, ref) in med:
+                r = v / med[p, ref]
+                text = f"{r:.2f} x {ref}"
+                if goal is not None:
+                    good = r <= goal
+                    ok &= good
+                    verdict = f"<= {goal} x  {'ok' if good else 'NOT MET'}"
+            say(f"{p:>9}  {prog:<17}{1e3 * v:>9.3f}  {text:<34}{verdict}")
+    return ok
+
+
+def main(argv: list[str]) -> int:
+    import argparse
+    import importlib.util
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--smoke", action="store_true", help="p = 1e3, a few iterations, one repeat (seconds)")
+    ap.add_argument("--ranks", type=int, default=3, help="ranks of the flat job (cyclic repetition n = ranks - 1)")
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--iters", type=int, default=70, help="iterations per run (the first 10 are warm-up)")
+    ap.add_argument("--ps", default="1000,100000,1000000")
+    ap.add_argument("--layouts", default="flat,tree")
+    ap.add_argument("--programs", default=None, help="only these programs (comma-separated names)")
+    ap.add_argument("--out", default=None, help="also write the table to this file")
+    args = ap.parse_args(argv)
+    exe = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+    if importlib.util.find_spec("mpi4py") is None or not os.path.exists(exe):
+        print("mpi4py or mpiexec not installed: skipped (pip install -e '.[mpi-local]')")
+        return 0
+    lines: list[str] = []
+
+    def say(s: str = "") -> None:
+        print(s, flush=True)
+        lines.append(s)
+
+    if args.smoke:
+        args.ps, args.repeats, args.iters, args.ranks = "1000", 1, WARMUP + 3, 3
+    ps = [int(float(x)) for x in args.ps.split(",")]
+    la = os.getloadavg()
+    say(f"runtime floor, {time.strftime('%Y-%m-%d %H:%M:%S')}, load average at start {la[0]:.2f} {la[1]:.2f} "
+        f"{la[2]:.2f}, {os.cpu_count()} cores; {args.repeats} repeats x {args.iters} iterations "
+        f"({WARMUP} warm-up), workers poll every {POLL:g} s, the master spins")
+    ok = True
+    flat_progs = ["floor", "floor+encode", "Master/Worker", "train", "train+coded", "Bcast+Allreduce",
+                  "allreduce_train"]
+    tree_progs = ["floor", "floor+encode", "Master/Worker", "train", "train+coded"]
+    s = 1 if args.ranks <= 4 else 2
+    for layout in args.layouts.split(","):
+        if layout == "flat":
+            ranks, cfg = args.ranks, {"layout": "flat", "s": s, "programs": flat_progs}
+            name = f"flat cyclic_repetition(n={args.ranks - 1}, s={s})"
+        else:
+            ranks, cfg = 7, {"layout": "tree", "tree": [2, 2, 1], "programs": tree_progs}
+            name = "tree coded_reduce(2, 2, 1) (1 + 2 + 4)"
+        if args.programs:
+            cfg["programs"] = [x for x in cfg["programs"] if x in args.programs.split(",")]
+        rows = launch(ranks, dict(cfg, ps=ps, repeats=args.repeats, iters=args.iters))
+        ok &= table(rows, name, ranks, say)
+    la = os.getloadavg()
+    say(f"\nload average at end {la[0]:.2f} {la[1]:.2f} {la[2]:.2f}")
+    say("all targets met" if ok else "SOME TARGETS NOT MET")
+    if args.out and not args.smoke:
+        with open(args.out, "w") as fh:
+            fh.write("\n".join(lines) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 2 and sys.argv[1] == "--job":
+        job(json.loads(sys.argv[2]))
+    else:
+        sys.exit(main(sys.argv[1:]))
