@@ -224,7 +224,7 @@ def main() -> int:
             f"{'ok' if good else 'NOT MET'}")
     sgd = res[labels["ignore-stragglers"]]["mean"]
     T0 = res["calib wait-for-all"]["mean"]
-    pred = gc.simulate("SGD", n=N, L=1, s=0, s_gc=s_gc, m_data=M_DATA, a=A, mu=1 / A, t_c=T0 / N, iters=20_000,
+    pred = gc.simulate("SGD", branching=N, L=1, s=0, s_gc=s_gc, m_data=M_DATA, a=A, mu=1 / A, t_c=T0 / N, iters=20_000,
                        rng=0)["SGD"].mean
     say(f"{labels['ignore-stragglers']:<34}{'':>9}{T0 / N:>9.4f}{sgd:>10.4f}{pred:>10.4f}{sgd / pred:>8.2f}  "
         f"(t_c of wait-for-all; no target)")

@@ -169,14 +169,14 @@ def predict(code: LinearCode | str, delay: Delay, *, workers: int, need: int, t_
     gen = check_rng(rng, seed)
     if isinstance(delay, ModelDelay) and isinstance(code, GradientCode):
         # the same worker model (unequal, persistent or replayed) in the simulator
-        res = simulate(code, n=2, L=1, s=0, m_data=delay.m_data, model=delay.model, t_c=t_c, iters=iters,
+        res = simulate(code, branching=2, L=1, s=0, m_data=delay.m_data, model=delay.model, t_c=t_c, iters=iters,
                        rng=gen, policy=policy)
         return float(next(iter(res)).mean)
     if not isinstance(delay, ShiftedExponential):
         return None
 
     def run(schemes: Any, n: int, s_gc: int | None = None) -> float:
-        res = simulate(schemes, n=n, L=1, s=0, s_gc=s_gc, m_data=delay.m_data, a=delay.a, mu=delay.mu, t_c=t_c,
+        res = simulate(schemes, branching=n, L=1, s=0, s_gc=s_gc, m_data=delay.m_data, a=delay.a, mu=delay.mu, t_c=t_c,
                        iters=iters, rng=gen, policy=policy if isinstance(schemes, GradientCode) else None)
         return float(next(iter(res)).mean)
 
