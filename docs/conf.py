@@ -85,7 +85,8 @@ of :class:`fractions.Fraction` or a :class:`galois.FieldArray`); the master deco
 :doc:`../tutorial`.""", [
         ("Code types", "gradcodes", ["LinearCode", "GradientCode", "ApproximateCode", "DecodeInfo"]),
         ("Decoders", "gradcodes", ["Decoder", "NullSpaceDecoder", "LeastSquaresDecoder", "ExactDecoder"]),
-        ("Errors and warnings", "gradcodes", ["DecodingError", "CodeFileError", "SizeLimitError"]),
+        ("Errors and warnings", "gradcodes", ["DecodingError", "CodeFileError", "SizeLimitError",
+                                                   "CheckpointError"]),
         ("Code files", "gradcodes", ["save", "load"]),
         ("Size limits", "gradcodes", ["limits", "Limits"]),
         ("Scheme registry", "gradcodes", ["Scheme", "register", "schemes"]),

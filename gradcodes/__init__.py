@@ -60,6 +60,7 @@ from ._registry import Scheme, register, schemes
 from ._simulate import SimulationResult, simulate
 from ._validate import Limits, SizeLimitError, limits
 from ._verify import VerifyReport, verify
+from ._verify_parallel import CheckpointError
 
 __version__ = "0.1.0"
 
@@ -81,7 +82,7 @@ __all__ = [
     "approximation_error", "worst_case_error", "evaluate_approximate", "ApproxReport", "closed_form_error",
     "FixedWeightDecoder", "min_load_heterogeneous", "straggle_probabilities", "exponential_straggle_probabilities",
     # simulation, files, registry
-    "simulate", "SimulationResult", "save", "load", "CodeFileError", "Scheme", "register", "schemes",
+    "simulate", "SimulationResult", "save", "load", "CodeFileError", "CheckpointError", "Scheme", "register", "schemes",
     # size bounds
     "limits", "Limits", "SizeLimitError",
 ]
