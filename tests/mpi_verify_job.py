@@ -11,6 +11,7 @@ from mpi4py import MPI
 
 import gradcodes._verify as V
 import gradcodes._verify_parallel as P
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_verify_scale import PANEL, fields  # noqa: E402
 

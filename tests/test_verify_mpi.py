@@ -10,11 +10,11 @@ import subprocess
 import sys
 
 import pytest
+from test_verify_scale import PANEL, fields
 
 import gradcodes as gc
 import gradcodes._verify as V
 import gradcodes._verify_parallel as P
-from test_verify_scale import PANEL, fields
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 JOB = os.path.join(HERE, "mpi_verify_job.py")
