@@ -349,6 +349,10 @@ def verify(code: LinearCode, *, limit: int | None = None, samples: int = 2000, s
     strategies, notes = out.strategies, out.notes
     if theorem is not None and (exhaustive or interrupted or tracker.n_failures):
         theorem = None
+    scale = tracker.model.scale
+    if (scale["checkpoint"] is not None or (comm is not None and comm.Get_size() > 1)) and not scale.get("used"):
+        notes.append("checkpoint / comm not used: they serve the screened exhaustive enumeration of float codes "
+                     "(this run was sampled, too small, exact, or has another decoder)")
     if code.exact:
         notes.append(f"exact arithmetic over {code.field}: no rounding")
     if code.field.startswith("GF("):

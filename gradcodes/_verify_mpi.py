@@ -42,6 +42,7 @@ def enumerate_screened_mpi(tracker: Any, screen: Any, stop_on_failure: bool, clo
     """:func:`gradcodes._verify_parallel.enumerate_screened` on the ranks of ``comm`` (collective)."""
     from ._verify_fast import screen_range
 
+    tracker.model.scale["used"] = True
     comm = comm.Dup()                                  # our messages never meet the caller's
     try:
         rank = comm.Get_rank()

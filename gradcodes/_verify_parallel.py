@@ -462,8 +462,11 @@ def enumerate_screened(tracker: Any, screen: Any, stop_on_failure: bool, clock: 
     if checkpoint is not None:
         progress.load(checkpoint, key)
     saver = Saver(checkpoint, key, checkpoint_every)
+    tracker.model.scale["used"] = True
     screen_range(screen, n, np.arange(s, dtype=np.int64), 1, use_numba, best=np.zeros(1))  # compile off the clock
-    lock = threading.Lock() if workers > 1 else None
+    # no lock around the reference evaluation: it reads the code's memoised basis (computed above, by the
+    # screen) and numpy releases the GIL in its products and solves, so suspect-heavy chunks run in parallel too
+    lock = None
     clock.total = max(1, total - progress.result().checked)
     clock.start = time.perf_counter()
     try:
