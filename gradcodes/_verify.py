@@ -279,6 +279,13 @@ def verify(code: LinearCode, *, limit: int | None = None, samples: int = 2000, s
     >>> bad.verdict, bad.failing_responders
     ('FAILS', (0, 2, 3, 4, 5))
 
+    Threads (``workers``) share the enumeration; the report is the same on any number of them:
+
+    >>> code = gc.cyclic_repetition(30, 5, rng=2)
+    >>> one, two = gc.verify(code, workers=1), gc.verify(code, workers=2)
+    >>> (one.verdict, one.worst_cancellation_responders) == (two.verdict, two.worst_cancellation_responders)
+    True
+
     Sampling is never a proof:
 
     >>> gc.verify(gc.cyclic_repetition(30, 6, rng=1), limit=1000, samples=100, rng=0).verdict

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from ._verify_parallel import Piece, Progress, Saver, fold, run_key, screen_chunk
+from ._verify_parallel import CheckpointError, Piece, Progress, Saver, fold, run_key, screen_chunk
 
 __all__ = ["enumerate_screened_mpi"]
 
@@ -51,6 +51,17 @@ def enumerate_screened_mpi(tracker: Any, screen: Any, stop_on_failure: bool, clo
             setattr(screen, f, v)
         code = tracker.code
         total = math.comb(code.n, code.s)
+        if checkpoint is not None:                     # a bad checkpoint stops every rank with the same error
+            err = None
+            if rank == 0:
+                try:
+                    Progress(total, tracker.max_failures, stop_on_failure).load(checkpoint,
+                                                                                run_key(tracker, stop_on_failure))
+                except CheckpointError as exc:
+                    err = str(exc)
+            err = comm.bcast(err, root=0)
+            if err is not None:
+                raise CheckpointError(err)
         screen_range(screen, code.n, np.arange(code.s, dtype=np.int64), 1, use_numba, best=np.zeros(1))
         comm.Barrier()
 

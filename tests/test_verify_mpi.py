@@ -70,3 +70,12 @@ def test_an_mpi_checkpoint_resumes_on_one_core(small_grid, tmp_path):
     build, dtype = PANEL["borderline"]
     again = gc.verify(build(), dtype=dtype, stop_on_failure=False, limit=10**6, workers=1, checkpoint=path)
     assert json.loads(json.dumps(fields(again))) == got[0] == _one_core("borderline", False)
+
+
+def test_a_bad_checkpoint_stops_every_rank_with_the_error(small_grid, tmp_path):
+    path = tmp_path / "bad.ckpt"
+    path.write_text("{not json")
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=os.path.dirname(HERE))
+    cmd = [MPIEXEC, "-n", "2", sys.executable, "-m", "mpi4py", JOB, "good", "0", f"{tmp_path}/out", str(path)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=240, env=env)
+    assert proc.returncode != 0 and proc.stderr.count("CheckpointError") >= 2, proc.stderr[-3000:]
