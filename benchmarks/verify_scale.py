@@ -151,38 +151,42 @@ def main() -> None:
              f"{args.repeat}; cores available: {P.default_workers()}; load average at start: {loadavg()}"]
     print(lines[0], flush=True)
     gc.verify(gc.cyclic_repetition(12, 3, rng=0), limit=10**6)            # compile / load the kernel
+    ref = summary(gc.verify(code, limit=10**12, stop_on_failure=False, workers=1))
+    # the runs alternate within each repeat (1 thread, 2 threads, 1, 2, 4 ranks), so a change of the machine's
+    # load hits every configuration alike
+    configs: list[tuple[str, int]] = [("threads", 1), ("threads", 2)]
+    if mpiexec() is not None:
+        configs += [("mpi", 1), ("mpi", 2), ("mpi", 4)]
+    secs: dict[tuple[str, int], list[float]] = {c: [] for c in configs}
+    cpus: dict[tuple[str, int], list[float]] = {c: [] for c in configs}
+    for _ in range(args.repeat):
+        for kind, count in configs:
+            if kind == "threads":
+                c0, t0 = time.process_time(), time.perf_counter()
+                got = summary(gc.verify(code, limit=10**12, stop_on_failure=False, workers=count))
+                secs[kind, count].append(time.perf_counter() - t0)
+                cpus[kind, count].append(time.process_time() - c0)
+            else:
+                dt, got = run_mpi(count, args)
+                secs[kind, count].append(dt)
+            assert got == ref, f"{kind} x {count}: the report differs from the one-thread report"
+    rate = {c: total / statistics.median(v) for c, v in secs.items()}
+    base = rate["threads", 1]
     rows = []
-    base = None
-    ref = None
     for workers in (1, 2):
-        secs, cpus = [], []
-        for _ in range(args.repeat):
-            c0, t0 = time.process_time(), time.perf_counter()
-            rep = gc.verify(code, limit=10**12, stop_on_failure=False, workers=workers)
-            secs.append(time.perf_counter() - t0)
-            cpus.append(time.process_time() - c0)
-            got = summary(rep)
-            ref = ref or got
-            assert got == ref, f"workers={workers}: report differs from one thread"
-        rate = total / statistics.median(secs)
-        base = base or rate
-        rows.append((f"{workers} thread{'s' * (workers > 1)}", rate, rate / base,
-                     f"CPU/wall {statistics.median(cpus) / statistics.median(secs):.2f}"))
+        c = ("threads", workers)
+        rows.append((f"{workers} thread{'s' * (workers > 1)}", rate[c], rate[c] / base,
+                     f"CPU/wall {statistics.median(cpus[c]) / statistics.median(secs[c]):.2f}"))
     mpi_rate1 = None
     if mpiexec() is None:
         rows.append(("MPI", float("nan"), float("nan"), "skipped: no mpiexec next to this python"))
     else:
+        mpi_rate1 = rate["mpi", 1]
         for ranks in (1, 2, 4):
-            secs = []
-            for _ in range(args.repeat):
-                dt, got = run_mpi(ranks, args)
-                secs.append(dt)
-                assert got == ref, f"{ranks} MPI ranks: report differs from one thread"
-            rate = total / statistics.median(secs)
-            mpi_rate1 = mpi_rate1 or rate
+            r = rate["mpi", ranks]
             note = "ranks > cores: oversubscribed" if ranks > P.default_workers() else \
-                f"{rate / (ranks * mpi_rate1):.2f} of linear"
-            rows.append((f"{ranks} MPI rank{'s' * (ranks > 1)}", rate, rate / base, note))
+                f"{r / (ranks * mpi_rate1):.2f} of linear"
+            rows.append((f"{ranks} MPI rank{'s' * (ranks > 1)}", r, r / base, note))
     lines.append(f"{'run':<14} {'sets/s':>14} {'vs 1 thread':>12}  note")
     for name, rate, ratio, note in rows:
         lines.append(f"{name:<14} {rate:>14,.0f} {ratio:>12.2f}  {note}")
