@@ -376,7 +376,7 @@ class Saver:
 
 def run_local(progress: Progress, compute: Callable[[int, int], Piece], workers: int, clock: Any,
               budget: float | None, saver: Saver) -> bool:
-    """Run the chunks not done on ``workers`` threads (the compiled kernel releases the GIL), folding the pieces
+    """Run the chunks not done on ``workers`` forked processes (or threads: :func:`_pool`), folding the pieces
     in rank order; returns False when the time budget ran out (the pieces done are kept). Ctrl-C stops handing out
     chunks, keeps what finished, writes the checkpoint and re-raises."""
     todo = progress.todo()
@@ -394,12 +394,13 @@ def run_local(progress: Progress, compute: Callable[[int, int], Piece], workers:
         finally:
             saver.final(progress)
         return not over
-    pool = cf.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="gradcodes-verify")
+    pool = _pool(workers, compute)
+    compute_: Callable[[int, int], Piece] = _forked_compute if isinstance(pool, cf.ProcessPoolExecutor) else compute
     running: dict[cf.Future[Piece], int] = {}
     try:
         def submit() -> bool:
             for lo, hi in todo:
-                running[pool.submit(compute, lo, hi)] = lo
+                running[pool.submit(compute_, lo, hi)] = lo
                 return True
             return False
 
@@ -431,7 +432,39 @@ def run_local(progress: Progress, compute: Callable[[int, int], Piece], workers:
             if fut.done() and not fut.cancelled() and fut.exception() is None:
                 progress.add(fut.result())
         saver.final(progress)
+        global _FORKED
+        _FORKED = None
     return not over
+
+
+#: local workers are forked processes where ``fork`` exists (the reference re-check of suspect sets is numpy code
+#: that holds the GIL between its calls, and it dominates codes with many sets near the tolerance); else threads
+_USE_PROCESSES = True
+_FORKED: Callable[[int, int], Piece] | None = None
+
+
+def _forked_compute(lo: int, hi: int) -> Piece:
+    assert _FORKED is not None
+    return _FORKED(lo, hi)
+
+
+def _ignore_sigint() -> None:
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)        # Ctrl-C is the parent's: it stops handing out chunks
+
+
+def _pool(workers: int, compute: Callable[[int, int], Piece]) -> cf.Executor:
+    """Forked processes that inherit ``compute`` (the code, its screen and decoder: nothing is pickled but the
+    chunk bounds and the pieces), or threads where fork does not exist or ``_USE_PROCESSES`` is False."""
+    global _FORKED
+    import multiprocessing as mp
+
+    if _USE_PROCESSES and "fork" in mp.get_all_start_methods():
+        _FORKED = compute
+        return cf.ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("fork"),
+                                      initializer=_ignore_sigint)
+    return cf.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="gradcodes-verify")
 
 
 def check_workers(workers: int | None) -> int:

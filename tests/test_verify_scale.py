@@ -64,9 +64,11 @@ PANEL = {
 }
 
 
+@pytest.mark.parametrize("processes", [True, False])
 @pytest.mark.parametrize("stop", [False, True])
 @pytest.mark.parametrize("name", list(PANEL))
-def test_threads_give_the_one_thread_report(small_grid, name, stop):
+def test_workers_give_the_one_worker_report(small_grid, monkeypatch, name, stop, processes):
+    monkeypatch.setattr(P, "_USE_PROCESSES", processes)       # forked processes (default) or threads
     build, dtype = PANEL[name]
     code = build()
     one = gc.verify(code, dtype=dtype, stop_on_failure=stop, limit=10**6, workers=1)
