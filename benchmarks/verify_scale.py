@@ -6,8 +6,9 @@
 Every rate is the median of ``--repeat`` (default 3) runs of ``gc.verify(code, limit=..., stop_on_failure=False)``
 (sets per second of wall time; the kernel is compiled before the clock starts). The local workers are forked
 processes (``workers=``; ``--threads`` measures threads instead: the screening kernel releases the GIL, the
-reference re-check of the sets near the tolerance mostly does not); the MPI runs are ``mpiexec -n R python -m mpi4py benchmarks/verify_scale.py --child ...`` (rank 0
-times the call between two barriers). Every run's report is checked equal to the one-thread report (counts,
+reference re-check of the sets near the tolerance mostly does not); the MPI runs are
+``mpiexec -n R python -m mpi4py benchmarks/verify_scale.py --child ...`` (rank 0 times the call between two
+barriers). Every run's report is checked equal to the one-thread report (counts,
 worst values and sets). The load average is printed at the start and at the end: on a shared machine the ratios
 are only as good as the cores that were free.
 
