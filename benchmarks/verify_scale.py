@@ -71,12 +71,19 @@ def child(args: argparse.Namespace) -> None:
     code = build(args.n, args.s, args.seed)
     gc.verify(gc.cyclic_repetition(12, 3, rng=0), limit=10**6, comm=world, workers=1)   # warm up every rank
     world.Barrier()
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     report = gc.verify(code, limit=10**12, stop_on_failure=False, comm=world, workers=1)
+    cpu = world.reduce(time.process_time() - c0, root=0)
     world.Barrier()
     dt = time.perf_counter() - t0
     if world.Get_rank() == 0:
-        print("CHILD " + json.dumps({"seconds": dt, "report": summary(report)}), flush=True)
+        print("CHILD " + json.dumps({"seconds": dt, "cpu": cpu, "report": summary(report)}), flush=True)
+
+
+def cpu_self_and_children() -> float:
+    """User + system CPU seconds of this process and its finished children (the forked workers)."""
+    ts = os.times()
+    return ts.user + ts.system + ts.children_user + ts.children_system
 
 
 def mpiexec() -> str | None:
@@ -87,7 +94,7 @@ def mpiexec() -> str | None:
     return None
 
 
-def run_mpi(ranks: int, args: argparse.Namespace) -> tuple[float, dict]:
+def run_mpi(ranks: int, args: argparse.Namespace) -> tuple[float, float, dict]:
     cmd = [mpiexec(), "-n", str(ranks), sys.executable, "-m", "mpi4py", __file__, "--child", "--n", str(args.n),
            "--s", str(args.s), "--seed", str(args.seed)] + (["--smoke"] if args.smoke else [])
     env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
@@ -96,7 +103,7 @@ def run_mpi(ranks: int, args: argparse.Namespace) -> tuple[float, dict]:
         raise RuntimeError(f"mpiexec -n {ranks} failed:\n{proc.stderr[-2000:]}")
     line = next(x for x in proc.stdout.splitlines() if x.startswith("CHILD "))
     got = json.loads(line[6:])
-    return got["seconds"], got["report"]
+    return got["seconds"], got["cpu"], got["report"]
 
 
 def task_cost(code: gc.GradientCode, repeat: int) -> tuple[float, int]:
@@ -162,37 +169,45 @@ def main() -> None:
     if mpiexec() is not None:
         configs += [("mpi", 1), ("mpi", 2), ("mpi", 4)]
     secs: dict[tuple[str, int], list[float]] = {c: [] for c in configs}
+    cpus: dict[tuple[str, int], list[float]] = {c: [] for c in configs}
     for _ in range(args.repeat):
         for kind, count in configs:
             if kind == "threads":
-                t0 = time.perf_counter()
+                t0, c0 = time.perf_counter(), cpu_self_and_children()
                 got = summary(gc.verify(code, limit=10**12, stop_on_failure=False, workers=count))
                 secs[kind, count].append(time.perf_counter() - t0)
+                cpus[kind, count].append(cpu_self_and_children() - c0)
             else:
-                dt, got = run_mpi(count, args)
+                dt, cpu, got = run_mpi(count, args)
                 secs[kind, count].append(dt)
+                cpus[kind, count].append(cpu)
             assert got == ref, f"{kind} x {count}: the report differs from the one-thread report"
     rate = {c: total / statistics.median(v) for c, v in secs.items()}
     base = rate["threads", 1]
+
+    def cpu_per(c: tuple[str, int]) -> float:
+        return statistics.median(cpus[c]) / total * 1e6
     rows = []
     for workers in (1, 2):
         c = ("threads", workers)
         kind = "thread" if args.threads else "process"
         rows.append((f"{workers} {kind}{'es' * (workers > 1) if kind == 'process' else 's' * (workers > 1)}",
-                     rate[c], rate[c] / base, f"{rate[c] / (workers * base):.2f} of linear"))
+                     rate[c], rate[c] / base, f"{rate[c] / (workers * base):.2f} of linear", cpu_per(c)))
     mpi_rate1 = None
     if mpiexec() is None:
-        rows.append(("MPI", float("nan"), float("nan"), "skipped: no mpiexec next to this python"))
+        rows.append(("MPI", float("nan"), float("nan"), "skipped: no mpiexec next to this python", float("nan")))
     else:
         mpi_rate1 = rate["mpi", 1]
         for ranks in (1, 2, 4):
             r = rate["mpi", ranks]
             note = "ranks > cores: oversubscribed" if ranks > P.default_workers() else \
                 f"{r / (ranks * mpi_rate1):.2f} of linear"
-            rows.append((f"{ranks} MPI rank{'s' * (ranks > 1)}", r, r / base, note))
-    lines.append(f"{'run':<14} {'sets/s':>14} {'vs 1 local':>12}  note")
-    for name, rate, ratio, note in rows:
-        lines.append(f"{name:<14} {rate:>14,.0f} {ratio:>12.2f}  {note}")
+            rows.append((f"{ranks} MPI rank{'s' * (ranks > 1)}", r, r / base, note, cpu_per(("mpi", ranks))))
+    lines.append("wall-time rates are what this (shared) machine gave; CPU s per million sets (all processes) is the "
+                 "work: equal CPU per set means the split adds no work, so free cores scale it linearly")
+    lines.append(f"{'run':<14} {'sets/s (wall)':>14} {'vs 1 local':>11} {'CPU s/Mset':>11}  note")
+    for name, r, ratio, note, cpu in rows:
+        lines.append(f"{name:<14} {r:>14,.0f} {ratio:>11.2f} {cpu:>11.3f}  {note}")
     cost, per_task = task_cost(code, max(5, args.repeat))
     r1 = mpi_rate1 or base
     assert r1 is not None
