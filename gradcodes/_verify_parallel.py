@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import hashlib
+import itertools
 import json
 import math
 import os
@@ -48,6 +49,8 @@ _FIRST = (4096, 16384)
 _CHUNK = 1 << 16
 #: the most sets per chunk whose screened estimate is among the chunk's largest, re-evaluated by the reference
 _TOP = 16
+#: fewer chunks than this left: one worker (starting processes costs more than it saves)
+_MIN_PARALLEL_CHUNKS = 4
 _FORMAT = "gradcodes-verify-checkpoint"
 _VERSION = 1
 
@@ -381,6 +384,9 @@ def run_local(progress: Progress, compute: Callable[[int, int], Piece], workers:
     chunks, keeps what finished, writes the checkpoint and re-raises."""
     todo = progress.todo()
     over = False
+    if workers > 1 and sum(1 for _ in itertools.islice(progress.todo(), _MIN_PARALLEL_CHUNKS)) \
+            < _MIN_PARALLEL_CHUNKS:
+        workers = 1                               # a few chunks: not worth starting workers (same report)
     if workers <= 1:
         try:
             for lo, hi in todo:
