@@ -454,10 +454,21 @@ def _forked_compute(lo: int, hi: int) -> Piece:
     return _FORKED(lo, hi)
 
 
-def _ignore_sigint() -> None:
+def _worker_init(parent: int) -> None:
+    """In each forked worker: Ctrl-C is the parent's (it stops handing out chunks); a worker whose parent dies
+    (a killed run) dies too instead of waiting for work forever (Linux ``PR_SET_PDEATHSIG``)."""
     import signal
 
-    signal.signal(signal.SIGINT, signal.SIG_IGN)        # Ctrl-C is the parent's: it stops handing out chunks
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)      # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # pragma: no cover - not Linux
+        pass
+    if os.getppid() != parent:                           # the parent died before prctl took effect
+        os._exit(1)
 
 
 def _pool(workers: int, compute: Callable[[int, int], Piece]) -> cf.Executor:
@@ -469,7 +480,7 @@ def _pool(workers: int, compute: Callable[[int, int], Piece]) -> cf.Executor:
     if _USE_PROCESSES and "fork" in mp.get_all_start_methods():
         _FORKED = compute
         return cf.ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("fork"),
-                                      initializer=_ignore_sigint)
+                                      initializer=_worker_init, initargs=(os.getpid(),))
     return cf.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="gradcodes-verify")
 
 

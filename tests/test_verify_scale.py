@@ -222,6 +222,9 @@ def test_sigkill_at_random_points_then_resume_gives_the_same_report(tmp_path, mo
             state = json.loads(path.read_text())["state"]      # never a torn file
             done.append(state["prefix"]["hi"])
     assert done == sorted(done)                                # progress is never lost
+    time.sleep(0.5)
+    orphans = subprocess.run(["pgrep", "-f", str(path)], capture_output=True, text=True).stdout.split()
+    assert orphans == [], "forked workers outlived their killed parent"
     rest = gc.verify(code, stop_on_failure=False, limit=10**9, workers=2, checkpoint=path)
     assert fields(rest) == fields(whole)
 
