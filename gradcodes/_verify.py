@@ -292,6 +292,7 @@ def verify(code: LinearCode, *, limit: int | None = None, samples: int = 2000, s
     'unproven'
     """
     rng = take_rng(rng, seed)
+    scale = _scale_options(workers, checkpoint, checkpoint_every, comm)        # checked before any work
     hook = getattr(code, "_verify_hook", None)
     if hook is not None:  # code types with their own straggler model (CodedReduce trees) verify themselves
         return hook(limit=limit, samples=samples, search=search, rng=rng, rtol=rtol, decoder=decoder,
@@ -336,7 +337,7 @@ def verify(code: LinearCode, *, limit: int | None = None, samples: int = 2000, s
     start = time.perf_counter()
     tracker = _Tracker(code, dec, rtol, dt, search_seconds)
     assert isinstance(tracker.model, StragglerSets)
-    tracker.model.scale = _scale_options(workers, checkpoint, checkpoint_every, comm)
+    tracker.model.scale = scale
     if comm is not None and comm.Get_size() > 1:     # every rank samples and searches the same sets
         rng = np.random.default_rng(comm.bcast(int(rng.integers(2**63)) if comm.Get_rank() == 0 else None, root=0))
     # a theorem of the decoder (checked on B) proves the code without enumeration; the sets are still sampled,
@@ -389,6 +390,8 @@ def verify(code: LinearCode, *, limit: int | None = None, samples: int = 2000, s
 def _scale_options(workers: int | None, checkpoint: Any, checkpoint_every: float, comm: Any) -> dict[str, Any]:
     from ._verify_parallel import check_workers
 
+    if comm is not None and not all(callable(getattr(comm, a, None)) for a in ("Get_size", "Get_rank", "Dup")):
+        raise TypeError(f"comm must be an mpi4py communicator (e.g. mpi4py.MPI.COMM_WORLD) or None, got {comm!r}")
     return {"workers": check_workers(workers), "checkpoint": None if checkpoint is None else os.fspath(checkpoint),
             "checkpoint_every": check_real("checkpoint_every", checkpoint_every, 0), "comm": comm}
 
