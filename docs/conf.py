@@ -87,7 +87,7 @@ of :class:`fractions.Fraction` or a :class:`galois.FieldArray`); the master deco
         ("Decoders", "gradcodes", ["Decoder", "NullSpaceDecoder", "LeastSquaresDecoder", "ExactDecoder"]),
         ("Errors and warnings", "gradcodes", ["GradcodesError", "GradcodesValueError", "GradcodesTypeError",
                                               "GradcodesRuntimeError", "DecodingError", "NonFiniteMessageError",
-                                              "CodeFileError", "SizeLimitError"]),
+                                              "CodeFileError", "SizeLimitError", "CheckpointError"]),
         ("Code files", "gradcodes", ["save_code", "load_code", "save", "load"]),
         ("Size limits", "gradcodes", ["limits", "Limits"]),
         ("Scheme registry", "gradcodes", ["Scheme", "register", "schemes"]),

@@ -80,6 +80,7 @@ from ._simulate import (
 )
 from ._validate import Limits, SizeLimitError, limits
 from ._verify import VerifyReport, verify
+from ._verify_parallel import CheckpointError
 
 __version__ = "0.1.0"
 
@@ -105,7 +106,7 @@ __all__ = [
     "simulate", "SimulationResult", "SchemeResult", "Decodability", "WaitPolicy", "EarliestDecodable", "FixedK",
     "BackupWorkers", "AdaptiveK", "KAsync", "simulate_training", "TrainingResult",
     "WorkerModel", "ShiftedExponentialWorkers", "PersistentStragglers", "TraceReplay",
-    "save_code", "load_code", "save", "load", "CodeFileError", "Scheme", "register", "schemes",
+    "save_code", "load_code", "save", "load", "CodeFileError", "CheckpointError", "Scheme", "register", "schemes",
     # size bounds
     "limits", "Limits", "SizeLimitError",
     # errors (every one derives from GradcodesError and from the builtin exception it was before)

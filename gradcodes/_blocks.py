@@ -48,6 +48,7 @@ instead of ``C(n, s)``.
 from __future__ import annotations
 
 import math
+import os
 import time
 from dataclasses import dataclass, field, fields
 from fractions import Fraction
@@ -362,7 +363,9 @@ def verify_blocks(code: GradientCode, dec: BlockDecoder, **options: Any) -> Veri
             row["report"] = rows[by_id[id(sub)]]["report"]
         else:
             by_id[id(sub)] = i
-            row["report"] = _repetition_report(sub, dtype) or verify(sub, **options)
+            ckpt = options.get("checkpoint")        # one checkpoint file per distinct block
+            sub_options = options if ckpt is None else {**options, "checkpoint": f"{os.fspath(ckpt)}.block{i}"}
+            row["report"] = _repetition_report(sub, dtype) or verify(sub, **sub_options)
         reports.append((blk, row["report"]))
     missing = sorted(set(range(k)) - covered)
     everyone = tuple(range(n))

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
 import time
 from collections.abc import Iterator
 from fractions import Fraction
@@ -50,14 +51,12 @@ from ._numerics import tolerance, unit_roundoff
 from ._typing import DTypeLike, FieldLike, RNGLike, Unset
 from ._validate import SEED_UNSET, check_int, check_real, check_rng, check_size, take_rng
 from ._verify_engine import Clock, Outcome, PatternModel, Tracker, run
-from ._verify_fast import NullSpaceScreen, lex_straggler_batches, screen_range
+from ._verify_fast import NullSpaceScreen, lex_straggler_batches
 from ._verify_report import VerifyReport
 
 __all__ = ["verify", "VerifyReport", "straggler_batches", "default_rtol"]
 
 _MAX_FAILURES = 10
-#: sets per call of the compiled kernel (the verifier checks for Ctrl-C, progress and the budget in between)
-_KERNEL_CHUNK = 1 << 16
 #: below this many sets the screening kernel is not worth its set-up (and numba's first-use compilation)
 _KERNEL_MIN_SETS = 50_000
 #: the compiled (numba) kernel; False selects the pure-numpy screen (same results, slower; tested)
@@ -126,6 +125,8 @@ class StragglerSets(PatternModel):
     def __init__(self, code: GradientCode, dec: Decoder, search_seconds: float = 1.0) -> None:
         self.code, self.dec, self.search_seconds = code, dec, search_seconds
         self.total = math.comb(code.n, code.s)
+        #: how the exhaustive enumeration runs (gradcodes._verify_parallel.enumerate_screened's keywords)
+        self.scale: dict[str, Any] = {}
 
     def batches(self, batch: int) -> Iterator[np.ndarray]:
         return lex_straggler_batches(self.code.n, self.code.s, batch)
@@ -155,7 +156,7 @@ class StragglerSets(PatternModel):
         if code.exact or self.total < _KERNEL_MIN_SETS or not NullSpaceScreen.applies(code, self.dec):
             return None
         screen = NullSpaceScreen(code, unit_roundoff(tracker.dtype), tracker.rtol, tracker.load)
-        return _enumerate_screened(tracker, screen, code, stop_on_failure, clock, budget)
+        return _enumerate_screened(tracker, screen, code, stop_on_failure, clock, budget, self.scale)
 
     def search(self, tracker: Tracker, parts: list[tuple[np.ndarray, np.ndarray]], rng: np.random.Generator,
                batch: int) -> dict[str, int]:
@@ -181,72 +182,29 @@ class _Tracker(Tracker):
         super().__init__(StragglerSets(code, dec, search_seconds), rtol, dtype, _MAX_FAILURES)
 
 
-#: most sets per chunk whose screened values could beat the worst estimate so far, re-evaluated by the reference
-_WORST_RECHECK = 64
 
 
 def _enumerate_screened(tracker: Tracker, screen: NullSpaceScreen, code: GradientCode, stop_on_failure: bool,
-                        clock: Clock, budget: float | None) -> bool:
-    """Enumeration through the screening kernel: sets it cannot clear go to the reference evaluation; so do the
-    worst-cancellation set of every chunk and the sets whose screened estimate could beat the worst estimate found
-    so far, so the reported worst values and every failing or borderline set are the reference's."""
-    n, s = code.n, code.s
-    total = math.comb(n, s)
+                        clock: Clock, budget: float | None, scale: dict[str, Any] | None = None) -> bool:
+    """Enumeration through the screening kernel, chunk by chunk on a fixed grid of ranks
+    (:mod:`gradcodes._verify_parallel`): sets it cannot clear go to the reference evaluation; so do each chunk's
+    worst-cancellation set and its largest screened estimates, so the reported worst values and every failing or
+    borderline set are the reference's, whatever the number of threads or ranks (``scale``: ``workers``,
+    ``checkpoint``, ``checkpoint_every``, ``comm``)."""
+    from ._verify_parallel import enumerate_screened
+
+    total = math.comb(code.n, code.s)        # small enumerations skip loading the compiled kernel (cold start)
     use_numba = _USE_NUMBA and (total >= _NUMBA_MIN_SETS or _verify_fast._KERNEL is not None)
-    first = np.arange(s, dtype=np.int64)
-    screen_range(screen, n, first, 1, use_numba)                  # compile (or load) the kernel off the clock
-    screen.best[:] = 0.0
-    clock.start = time.perf_counter()
-    rank = 0
-    chunk = 4096
-    u_t = unit_roundoff(tracker.dtype) * math.sqrt(n - s + tracker.load)
-    while rank < total:
-        count = min(chunk, total - rank)
-        S, canc, res, suspect = screen_range(screen, n, first, count, use_numba)
-        tracker.checked += count
-        ref = np.flatnonzero(suspect)
-        j = int(np.argmax(canc))                                  # exact values are positive (bounds negative)
-        if canc[j] > tracker.worst_canc:
-            ref = np.union1d(ref, [j])
-        # screened estimates (|canc| is the exact value or an upper bound) that could beat the worst so far
-        approx = u_t * np.abs(canc) + res
-        could = np.flatnonzero(~suspect & (approx >= tracker.worst_est))
-        if could.size > _WORST_RECHECK:
-            could = could[np.argpartition(approx[could], -_WORST_RECHECK)[-_WORST_RECHECK:]]
-        ref = np.union1d(ref, could)
-        if ref.size < count:                # cleared sets: their upper bounds are below the screen's threshold
-            tracker.worst_res_hi = max(tracker.worst_res_hi, screen.rtol / 16)
-            tracker.worst_hi = max(tracker.worst_hi, screen.rtol / 16)
-        if ref.size:
-            Sr = S[ref]
-            tracker.record(Sr, tracker.evaluate(Sr), count=False)
-        clock.update(count)
-        rank += count
-        if stop_on_failure and tracker.n_failures:
-            return rank < total
-        if budget is not None and clock.over_budget(budget):
-            return False
-        if rank < total:
-            first = S[-1].copy()
-            _next_combination(first, n)
-        chunk = min(_KERNEL_CHUNK, chunk * 4)
-    return False
-
-
-def _next_combination(c: np.ndarray, n: int) -> None:
-    s = c.size
-    i = s - 1
-    while i >= 0 and c[i] == n - s + i:
-        i -= 1
-    c[i] += 1
-    c[i + 1:] = c[i] + 1 + np.arange(s - i - 1)
+    return enumerate_screened(tracker, screen, stop_on_failure, clock, budget, use_numba, **(scale or {}))
 
 
 def verify(code: LinearCode, *, limit: int | None = None, samples: int = 2000, search: bool = True,
            rng: RNGLike = None, rtol: float | None = None, decoder: str | Decoder | None = None,
            field: FieldLike | None = None, stop_on_failure: bool = True, batch_size: int | None = None,
            progress: bool | None = None, dtype: DTypeLike = np.float64, time_budget: float = 10.0,
-           search_seconds: float = 1.0, seed: RNGLike | Unset = SEED_UNSET) -> VerifyReport:
+           search_seconds: float = 1.0, seed: RNGLike | Unset = SEED_UNSET, workers: int | None = None,
+           checkpoint: str | os.PathLike[str] | None = None, checkpoint_every: float = 60.0,
+           comm: Any = None) -> VerifyReport:
     """Check that every set of ``n - s`` responders recovers the gradient; ``ok`` only for a proof.
 
     Parameters
@@ -287,6 +245,19 @@ def verify(code: LinearCode, *, limit: int | None = None, samples: int = 2000, s
         enumerates more than ``samples`` would check.
     search_seconds : float, default 1
         Seconds the restarted search may spend (when not exhaustive).
+    workers : int, optional
+        Threads of the exhaustive enumeration (default: every core this process may use,
+        ``os.sched_getaffinity``). The report is the same for every value (:mod:`gradcodes._verify_parallel`).
+    checkpoint : path, optional
+        A file where the exhaustive enumeration saves its progress (atomically, at most every
+        ``checkpoint_every`` seconds and at the end); a run given an existing checkpoint continues from it and
+        reports what the uninterrupted run would have. A checkpoint of another code or other arguments, or a
+        damaged file, raises :class:`~gradcodes.CheckpointError`.
+    checkpoint_every : float, default 60
+        Seconds between checkpoint writes (the most work a killed run loses).
+    comm : mpi4py communicator, optional
+        Share the enumeration among the ranks of ``comm`` (every rank calls ``verify`` with the same arguments
+        and gets the same report): rank 0 hands out rank ranges on request and merges the results exactly.
 
     Returns
     -------
@@ -310,17 +281,25 @@ def verify(code: LinearCode, *, limit: int | None = None, samples: int = 2000, s
     >>> bad.verdict, bad.failing_responders
     ('FAILS', (0, 2, 3, 4, 5))
 
+    Threads (``workers``) share the enumeration; the report is the same on any number of them:
+
+    >>> code = gc.cyclic_repetition(30, 5, rng=2)
+    >>> one, two = gc.verify(code, workers=1), gc.verify(code, workers=2)
+    >>> (one.verdict, one.worst_cancellation_responders) == (two.verdict, two.worst_cancellation_responders)
+    True
+
     Sampling is never a proof:
 
     >>> gc.verify(gc.cyclic_repetition(30, 6, rng=1), limit=1000, samples=100, rng=0).verdict
     'unproven'
     """
     rng = take_rng(rng, seed)
+    scale = _scale_options(workers, checkpoint, checkpoint_every, comm)        # checked before any work
     hook = getattr(code, "_verify_hook", None)
     if hook is not None:  # code types with their own straggler model (CodedReduce trees) verify themselves
         return hook(limit=limit, samples=samples, search=search, rng=rng, rtol=rtol, decoder=decoder,
                     field=field, stop_on_failure=stop_on_failure, batch_size=batch_size, progress=progress,
-                    dtype=dtype, time_budget=time_budget)
+                    dtype=dtype, time_budget=time_budget, workers=workers, checkpoint=checkpoint, comm=comm)
     if field is not None:
         code = code.in_field(field)
     if not isinstance(code, GradientCode):
@@ -345,7 +324,8 @@ def verify(code: LinearCode, *, limit: int | None = None, samples: int = 2000, s
     if by_blocks is not None:
         return by_blocks(code, limit=limit, samples=samples, search=search, rng=rng, rtol=rtol,
                          stop_on_failure=stop_on_failure, batch_size=batch_size, progress=progress, dtype=dt,
-                         time_budget=time_budget, search_seconds=search_seconds)
+                         time_budget=time_budget, search_seconds=search_seconds, workers=workers,
+                         checkpoint=checkpoint, checkpoint_every=checkpoint_every, comm=comm)
     n, s = code.n, code.s
     total = math.comb(n, s)
     if limit is not None:
@@ -369,6 +349,10 @@ def verify(code: LinearCode, *, limit: int | None = None, samples: int = 2000, s
             f"partition {j} is stored by only {int(code.replication[j])} <= s = {s} workers: straggling together "
             f"they silence it, so no decoder recovers it from those responders (exact; no set was decoded)"])
         tracker.worst_res = tracker.worst_res_lo = 1.0
+    assert isinstance(tracker.model, StragglerSets)
+    tracker.model.scale = scale
+    if comm is not None and comm.Get_size() > 1:     # every rank samples and searches the same sets
+        rng = np.random.default_rng(comm.bcast(int(rng.integers(2**63)) if comm.Get_rank() == 0 else None, root=0))
     # a theorem of the decoder (checked on B) proves the code without enumeration; the sets are still sampled,
     # without the search
     theorems: list[str | None] = [None]
@@ -387,6 +371,10 @@ def verify(code: LinearCode, *, limit: int | None = None, samples: int = 2000, s
     strategies, notes = out.strategies, out.notes
     if theorem is not None and (exhaustive or interrupted or tracker.n_failures):
         theorem = None
+    scale = tracker.model.scale
+    if (scale["checkpoint"] is not None or (comm is not None and comm.Get_size() > 1)) and not scale.get("used"):
+        notes.append("checkpoint / comm not used: they serve the screened exhaustive enumeration of float codes "
+                     "(this run was sampled, too small, exact, or has another decoder)")
     if code.exact:
         notes.append(f"exact arithmetic over {code.field}: no rounding")
     if code.field.startswith("GF("):
@@ -424,6 +412,13 @@ def _silenced_partition(code: GradientCode) -> tuple[int, list[int]] | None:
     holders = [int(i) for i in np.flatnonzero(code.support_matrix[:, j])]
     others = [i for i in range(code.n) if i not in set(holders)]
     return j, sorted(holders + others[: code.s - len(holders)])
+def _scale_options(workers: int | None, checkpoint: Any, checkpoint_every: float, comm: Any) -> dict[str, Any]:
+    from ._verify_parallel import check_workers
+
+    if comm is not None and not all(callable(getattr(comm, a, None)) for a in ("Get_size", "Get_rank", "Dup")):
+        raise TypeError(f"comm must be an mpi4py communicator (e.g. mpi4py.MPI.COMM_WORLD) or None, got {comm!r}")
+    return {"workers": check_workers(workers), "checkpoint": None if checkpoint is None else os.fspath(checkpoint),
+            "checkpoint_every": check_real("checkpoint_every", checkpoint_every, 0), "comm": comm}
 
 
 def borderline_note(tracker: Tracker) -> str:

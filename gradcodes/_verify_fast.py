@@ -335,9 +335,12 @@ def compiled_kernel() -> object:
     return _KERNEL or None
 
 
-def screen_range(screen: NullSpaceScreen, n: int, first: np.ndarray, count: int, use_numba: bool
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """``count`` consecutive straggler sets (lexicographic) from ``first``: ``(S, canc, res, suspect)``."""
+def screen_range(screen: NullSpaceScreen, n: int, first: np.ndarray, count: int, use_numba: bool,
+                 best: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``count`` consecutive straggler sets (lexicographic) from ``first``: ``(S, canc, res, suspect)``.
+
+    ``best`` (a 1-element float array, default ``screen.best``) is the running largest exact cancellation of the
+    compiled kernel; a thread of its own per concurrent call."""
     kern = compiled_kernel() if use_numba else None
     s = first.size
     if kern is None:
@@ -351,7 +354,7 @@ def screen_range(screen: NullSpaceScreen, n: int, first: np.ndarray, count: int,
     kern(n, first.astype(np.int64), count, screen.C, screen.K, screen.w, screen.R0, screen.M,  # type: ignore[operator]
          screen.c_canc, screen.kappa, screen.r0max, screen.mmax, screen.wmax, screen.ucoef, screen.const,
          float(screen.k),
-         screen.rtol / 16, screen.best, S, canc, res, flag)
+         screen.rtol / 16, screen.best if best is None else best, S, canc, res, flag)
     return S, canc, res, flag
 
 

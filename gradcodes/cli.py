@@ -191,6 +191,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--gf", action="store_true", help="verify the construction over a finite field GF(p)")
     p.add_argument("--rtol", type=float, help="for a code file: the loosest acceptance tolerance taken from the "
                    "file (default 1e-8: a file can only tighten it)")
+    p.add_argument("--workers", type=int, help="threads of the exhaustive check (default: every core this process "
+                   "may use); under `mpiexec -n R python -m mpi4py -m gradcodes verify ...` the R ranks share it")
+    p.add_argument("--checkpoint", metavar="PATH", help="save the exhaustive check's progress to PATH and continue "
+                   "from it when PATH exists (same code and arguments only)")
+    p.add_argument("--checkpoint-every", type=float, default=60.0, metavar="SECONDS",
+                   help="seconds between checkpoint writes (default 60)")
     _add_json(p)
 
     p = sub.add_parser("bound", help="the computation-load lower bound k(s+m)/n")
@@ -313,11 +319,26 @@ def _cmd_build(args: argparse.Namespace) -> int:
     return 0
 
 
+def _mpi_world() -> Any:
+    """``MPI.COMM_WORLD`` when this process runs under ``python -m mpi4py`` with more than one rank, else None
+    (mpi4py is never imported here: it is already loaded in that case)."""
+    mpi = sys.modules.get("mpi4py.MPI")
+    if mpi is None:
+        return None
+    world = mpi.COMM_WORLD
+    return world if world.Get_size() > 1 else None
+
+
 def _cmd_verify(args: argparse.Namespace) -> int:
     code = _load_target(args)
+    comm = _mpi_world()
     opts = {"limit": args.limit, "samples": args.samples, "search": not args.no_search, "decoder": args.decoder,
-            "time_budget": args.time_budget}
-    report = verify(code, field="GF" if args.gf else None, **opts)
+            "time_budget": args.time_budget, "workers": args.workers, "checkpoint_every": args.checkpoint_every}
+    if comm is not None:
+        opts["comm"] = comm
+    report = verify(code, field="GF" if args.gf else None, checkpoint=args.checkpoint, **opts)
+    if comm is not None and comm.Get_rank() != 0:     # every rank holds the same report; rank 0 prints it
+        return 0 if bool(report) else 1
     if not (args.gf and bool(report)):
         _emit(args, report)
         return 0 if bool(report) else 1

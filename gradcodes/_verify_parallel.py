@@ -1,0 +1,540 @@
+"""Exhaustive verification past one core: rank ranges, threads, checkpoints, and an exact merge.
+
+The ``C(n, s)`` straggler sets are numbered by their lexicographic rank (:mod:`gradcodes._verify_fast`), and the
+ranks are cut into *chunks* on a fixed grid (4,096 sets, then 16,384, then 65,536 each; :func:`chunk_start`) that
+depends on nothing but the rank. Each chunk is screened and its selected sets are re-evaluated by the reference
+rule with no state carried over from other chunks (:func:`screen_chunk`), so a chunk's result is a function of the
+chunk alone. A :class:`Piece` summarises a contiguous range of chunks (sets checked, worst residual,
+cancellation and error estimate with their sets, failures and borderline sets with the first few listed), and
+:func:`fold` merges two adjacent pieces exactly: counts add, a worst value is the larger one and on a tie the
+earlier (lower-ranked) set's, listed sets are the first ones in rank order. Folding the pieces in rank order gives
+bit for bit the report of one core walking the chunks in order, however the chunks were shared among threads,
+processes, MPI ranks or interrupted runs.
+
+With ``stop_on_failure`` a run stops at the end of the first chunk (in rank order) that holds a failing set: pieces
+after it are discarded, pieces before it are completed, so the counts are those of the one-core run too.
+
+**Checkpoints.** :class:`Progress` holds the folded prefix of the done ranges and the pieces done out of order; it
+is written to a JSON file atomically (a temporary file, ``fsync``, ``os.replace``) at most every
+``checkpoint_every`` seconds and at the end, with a digest of the code and of the arguments that change a
+chunk's result. A later run with the same path continues from it; a file for another code, other arguments, or a
+damaged file is refused with :class:`CheckpointError`. Killing the process loses at most the chunks finished since
+the last write.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import hashlib
+import itertools
+import json
+import math
+import os
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ._errors import GradcodesValueError
+from ._numerics import unit_roundoff
+
+__all__ = ["CheckpointError", "Piece", "Progress", "fold", "chunk_start", "chunk_index", "default_workers",
+           "screen_chunk", "run_local"]
+
+#: the chunk grid: the first two chunks are small (a slow code is noticed early), then 65,536 sets each
+_FIRST = (4096, 16384)
+_CHUNK = 1 << 16
+#: the most sets per chunk whose screened estimate is among the chunk's largest, re-evaluated by the reference
+_TOP = 16
+#: fewer chunks than this left: one worker (starting processes costs more than it saves)
+_MIN_PARALLEL_CHUNKS = 4
+_FORMAT = "gradcodes-verify-checkpoint"
+_VERSION = 1
+
+
+class CheckpointError(GradcodesValueError):
+    """A verification checkpoint that cannot be used: another code, other arguments, or a damaged file (a
+    :class:`ValueError` and a :class:`gradcodes.GradcodesError`)."""
+
+
+def default_workers() -> int:
+    """The cores this process may run on (``os.sched_getaffinity``; ``os.cpu_count`` where it does not exist)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def chunk_start(i: int) -> int:
+    """First rank of chunk ``i`` of the fixed grid.
+
+    >>> [chunk_start(i) for i in range(4)]
+    [0, 4096, 20480, 86016]
+    """
+    if i <= len(_FIRST):
+        return sum(_FIRST[:i])
+    return sum(_FIRST) + (i - len(_FIRST)) * _CHUNK
+
+
+def chunk_index(rank: int) -> int:
+    """The chunk holding ``rank`` (inverse of :func:`chunk_start`).
+
+    >>> [chunk_index(r) for r in (0, 4095, 4096, 20480, 86015, 86016)]
+    [0, 0, 1, 2, 2, 3]
+    """
+    acc = 0
+    for i, c in enumerate(_FIRST):
+        if rank < acc + c:
+            return i
+        acc += c
+    return len(_FIRST) + (rank - acc) // _CHUNK
+
+
+def chunks(lo: int, hi: int) -> Iterator[tuple[int, int]]:
+    """The grid chunks of ``[lo, hi)`` (``lo`` on the grid), as ``(start, stop)`` pairs."""
+    i = chunk_index(lo)
+    while lo < hi:
+        stop = min(hi, chunk_start(i + 1))
+        yield lo, stop
+        lo, i = stop, i + 1
+
+
+@dataclass
+class Piece:
+    """What the sets of ranks ``[lo, hi)`` gave: the tracker's fields (:class:`gradcodes._verify_engine.Tracker`)
+    restricted to them."""
+
+    lo: int
+    hi: int
+    checked: int = 0
+    worst_res: float = -1.0
+    worst_res_P: list[int] | None = None
+    worst_canc: float = -1.0
+    worst_canc_P: list[int] | None = None
+    worst_est: float = 0.0
+    worst_hi: float = 0.0
+    worst_res_hi: float = 0.0
+    worst_res_lo: float = 0.0
+    n_failures: int = 0
+    failures: list[Any] = field(default_factory=list)
+    n_borderline: int = 0
+    borderline: list[Any] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, tracker: Any, lo: int, hi: int) -> Piece:
+        """The tracker's contents as the piece of ``[lo, hi)``."""
+        def lst(P: Any) -> list[int] | None:
+            return None if P is None else [int(v) for v in np.asarray(P).ravel()]
+
+        return cls(lo, hi, tracker.checked, tracker.worst_res, lst(tracker.worst_res_P), tracker.worst_canc,
+                   lst(tracker.worst_canc_P), tracker.worst_est, tracker.worst_hi, tracker.worst_res_hi,
+                   tracker.worst_res_lo, tracker.n_failures, list(tracker.failures), tracker.n_borderline,
+                   list(tracker.borderline))
+
+    def to_json(self) -> dict[str, Any]:
+        d = dict(self.__dict__)
+        d["failures"] = [list(x) for x in self.failures]
+        d["borderline"] = [list(x) for x in self.borderline]
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Piece:
+        p = cls(**d)
+        p.failures = [tuple(int(v) for v in x) for x in p.failures]
+        p.borderline = [tuple(int(v) for v in x) for x in p.borderline]
+        for name in ("lo", "hi", "checked", "n_failures", "n_borderline"):
+            if not isinstance(getattr(p, name), int):
+                raise TypeError(name)
+        for name in ("worst_res", "worst_canc", "worst_est", "worst_hi", "worst_res_hi", "worst_res_lo"):
+            setattr(p, name, float(getattr(p, name)))
+        return p
+
+
+def fold(dst: Any, src: Any, max_failures: int) -> None:
+    """Merge ``src`` (a :class:`Piece` of later ranks) into ``dst`` (a Piece or a Tracker) exactly as one tracker
+    walking both in rank order would have recorded them (strict ``>``: ties keep the earlier set)."""
+    dst.checked += src.checked
+    if src.worst_res > dst.worst_res:
+        dst.worst_res = src.worst_res
+        dst.worst_res_P = _like(dst.worst_res_P, src.worst_res_P, dst)
+    if src.worst_canc > dst.worst_canc:
+        dst.worst_canc = src.worst_canc
+        dst.worst_canc_P = _like(dst.worst_canc_P, src.worst_canc_P, dst)
+    dst.worst_est = max(dst.worst_est, src.worst_est)
+    dst.worst_hi = max(dst.worst_hi, src.worst_hi)
+    dst.worst_res_hi = max(dst.worst_res_hi, src.worst_res_hi)
+    dst.worst_res_lo = max(dst.worst_res_lo, src.worst_res_lo)
+    dst.n_failures += src.n_failures
+    dst.failures.extend(src.failures[: max(0, max_failures - len(dst.failures))])
+    dst.n_borderline += src.n_borderline
+    dst.borderline.extend(src.borderline[: max(0, max_failures - len(dst.borderline))])
+    if isinstance(dst, Piece):
+        dst.hi = src.hi
+
+
+def _like(old: Any, new: list[int] | None, dst: Any) -> Any:
+    if new is None or isinstance(dst, Piece):
+        return new
+    return np.asarray(new, dtype=np.int64)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# one chunk
+
+
+def screen_chunk(template: Any, screen: Any, lo: int, hi: int, use_numba: bool,
+                 lock: threading.Lock | None = None) -> Piece:
+    """Screen the straggler sets of ranks ``[lo, hi)`` (one grid chunk) and re-evaluate, with the reference rule,
+    the sets the kernel cannot clear, the chunk's largest cancellation and the ``_TOP`` largest screened error
+    estimates; returns the chunk's :class:`Piece`. Nothing outside the chunk is read, so the result does not depend
+    on which thread or rank runs it, nor on the chunks before it."""
+    from ._verify_engine import Tracker
+    from ._verify_fast import screen_range, unrank_lex
+
+    code = template.code
+    n, s = code.n, code.s
+    first = unrank_lex(n, s, np.array([lo], dtype=np.int64))[0]
+    count = hi - lo
+    S, canc, res, suspect = screen_range(screen, n, first, count, use_numba, best=np.zeros(1))
+    ref = np.flatnonzero(suspect)
+    j = int(np.argmax(canc))                                   # exact values are positive (bounds negative)
+    if canc[j] > 0:
+        ref = np.union1d(ref, [j])
+    u_t = unit_roundoff(template.dtype) * math.sqrt(n - s + template.load)
+    approx = u_t * np.abs(canc) + res
+    clear = np.flatnonzero(~suspect)
+    if clear.size > _TOP:
+        clear = clear[np.argpartition(approx[clear], -_TOP)[-_TOP:]]
+    ref = np.union1d(ref, clear)
+    tr = Tracker(template.model, template.rtol, template.dtype, template.max_failures, template.load)
+    tr.checked = count
+    if ref.size < count:                  # cleared sets: their upper bounds are below the screen's threshold
+        tr.worst_res_hi = tr.worst_hi = screen.rtol / 16
+    if ref.size:
+        Sr = S[ref]
+        if lock is None:
+            tr.record(Sr, tr.evaluate(Sr), count=False)
+        else:
+            with lock:
+                tr.record(Sr, tr.evaluate(Sr), count=False)
+    return Piece.of(tr, lo, hi)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# progress: the folded prefix, the pieces done out of order, the checkpoint file
+
+
+def digest(code: Any, **args: Any) -> str:
+    """SHA-256 of the code's encoding matrix (values, shape, dtype), its ``s`` and ``m``, and ``args``."""
+    h = hashlib.sha256()
+    B = np.ascontiguousarray(np.asarray(code.B))
+    h.update(repr((B.shape, str(B.dtype), int(code.s), int(code.m), str(code.field))).encode())
+    h.update(B.tobytes() if B.dtype != object else repr(B.tolist()).encode())
+    h.update(json.dumps(args, sort_keys=True, default=str).encode())
+    return h.hexdigest()
+
+
+class Progress:
+    """Done ranges of one enumeration: the folded prefix ``[0, prefix.hi)``, pieces done beyond it, and where a
+    ``stop_on_failure`` run stops (the end of the first failing chunk known so far)."""
+
+    def __init__(self, total: int, max_failures: int, stop_on_failure: bool) -> None:
+        self.total, self.max_failures, self.stop_on_failure = total, max_failures, stop_on_failure
+        self.prefix = Piece(0, 0)
+        self.pending: dict[int, Piece] = {}
+        self.stop_at: int | None = None
+
+    @property
+    def end(self) -> int:
+        """Where the run ends: ``total`` or the stop point."""
+        return self.total if self.stop_at is None else self.stop_at
+
+    def add(self, piece: Piece) -> None:
+        if piece.lo >= self.end or piece.lo < self.prefix.hi or piece.lo in self.pending:
+            return                                # past the stop point, or done already
+        if self.stop_on_failure and piece.n_failures:
+            self.stop_at = piece.hi if self.stop_at is None else min(self.stop_at, piece.hi)
+            self.pending = {lo: p for lo, p in self.pending.items() if lo < self.stop_at}
+        self.pending[piece.lo] = piece
+        while self.prefix.hi in self.pending:
+            fold(self.prefix, self.pending.pop(self.prefix.hi), self.max_failures)
+
+    def done(self) -> bool:
+        return self.prefix.hi >= self.end
+
+    def todo(self) -> Iterator[tuple[int, int]]:
+        """Chunks not done yet, in rank order (re-reads the state: a stop point found meanwhile ends it)."""
+        lo = self.prefix.hi
+        while lo < self.end:
+            lo = max(lo, self.prefix.hi)          # pieces done before this one may have been folded meanwhile
+            if lo >= self.end:
+                return
+            p = self.pending.get(lo)
+            if p is not None:
+                lo = p.hi
+                continue
+            stop = chunk_start(chunk_index(lo) + 1)
+            yield lo, min(stop, self.total)
+            lo = stop
+
+    def result(self) -> Piece:
+        """The pieces folded in rank order (the prefix, then the pieces beyond a gap: a partial run)."""
+        out = Piece(0, 0)
+        fold(out, self.prefix, self.max_failures)
+        for lo in sorted(self.pending):
+            if lo < self.end:
+                fold(out, self.pending[lo], self.max_failures)
+        return out
+
+    # checkpoint file ------------------------------------------------------------------------------------------
+
+    def save(self, path: str, key: str) -> None:
+        """Write atomically: a temporary file in the same directory, flushed to disk, then renamed over ``path``."""
+        state = {"format": _FORMAT, "version": _VERSION, "key": key, "total": self.total,
+                 "stop_at": self.stop_at, "prefix": self.prefix.to_json(),
+                 "pending": [p.to_json() for _, p in sorted(self.pending.items())]}
+        body = json.dumps(state, sort_keys=True)
+        state_sum = hashlib.sha256(body.encode()).hexdigest()
+        text = json.dumps({"sha256": state_sum, "state": state}, sort_keys=True)
+        d = os.path.dirname(os.path.abspath(path))
+        fd, tmp = tempfile.mkstemp(prefix=".ckpt-", dir=d)
+        try:
+            with os.fdopen(fd, "w") as f:
+                f.write(text)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+        try:
+            dfd = os.open(d, os.O_RDONLY)
+            try:
+                os.fsync(dfd)
+            finally:
+                os.close(dfd)
+        except OSError:  # pragma: no cover - directories cannot be fsynced on some systems
+            pass
+
+    def load(self, path: str, key: str) -> bool:
+        """Continue from ``path`` if it exists (False when it does not); refuses a file for another run."""
+        if not os.path.exists(path):
+            return False
+        try:
+            with open(path) as f:
+                text = f.read(1 << 26)
+            outer = json.loads(text)
+            state = outer["state"]
+            body = json.dumps(state, sort_keys=True)
+            intact = hashlib.sha256(body.encode()).hexdigest() == outer["sha256"]
+        except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
+            raise CheckpointError(f"checkpoint {path!r} is damaged or not a gradcodes verify checkpoint ({exc}); "
+                                  f"delete it to start over") from exc
+        if not intact or state.get("format") != _FORMAT:
+            raise CheckpointError(f"checkpoint {path!r} is damaged (its checksum does not match its contents); "
+                                  f"delete it to start over")
+        if state.get("version") != _VERSION:
+            raise CheckpointError(f"checkpoint {path!r} has format version {state.get('version')!r}, this "
+                                  f"gradcodes reads version {_VERSION}")
+        if state["key"] != key or state["total"] != self.total:
+            raise CheckpointError(f"checkpoint {path!r} belongs to another run: the code or the arguments "
+                                  f"(rtol, dtype, decoder, stop_on_failure) differ; use another path or delete it")
+        try:
+            prefix = Piece.from_json(state["prefix"])
+            pending = [Piece.from_json(p) for p in state["pending"]]
+            stop_at = state["stop_at"]
+            if stop_at is not None and not isinstance(stop_at, int):
+                raise TypeError("stop_at")
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CheckpointError(f"checkpoint {path!r} is damaged ({exc}); delete it to start over") from exc
+        if prefix.lo != 0 or any(not (0 <= p.lo < p.hi <= self.total) for p in [*pending]) \
+                or not 0 <= prefix.hi <= self.total:
+            raise CheckpointError(f"checkpoint {path!r} is damaged (ranges outside 0..{self.total}); delete it")
+        self.prefix, self.stop_at = prefix, stop_at
+        self.pending = {p.lo: p for p in pending}
+        return True
+
+
+class Saver:
+    """Writes the checkpoint at most every ``every`` seconds (and on :meth:`final`)."""
+
+    def __init__(self, path: str | None, key: str, every: float) -> None:
+        self.path, self.key, self.every = path, key, every
+        self.last = time.monotonic()
+
+    def maybe(self, progress: Progress) -> None:
+        if self.path is not None and time.monotonic() - self.last >= self.every:
+            progress.save(self.path, self.key)
+            self.last = time.monotonic()
+
+    def final(self, progress: Progress) -> None:
+        if self.path is not None:
+            progress.save(self.path, self.key)
+            self.last = time.monotonic()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# all local cores
+
+
+def run_local(progress: Progress, compute: Callable[[int, int], Piece], workers: int, clock: Any,
+              budget: float | None, saver: Saver) -> bool:
+    """Run the chunks not done on ``workers`` forked processes (or threads: :func:`_pool`), folding the pieces
+    in rank order; returns False when the time budget ran out (the pieces done are kept). Ctrl-C stops handing out
+    chunks, keeps what finished, writes the checkpoint and re-raises."""
+    todo = progress.todo()
+    over = False
+    if workers > 1 and sum(1 for _ in itertools.islice(progress.todo(), _MIN_PARALLEL_CHUNKS)) \
+            < _MIN_PARALLEL_CHUNKS:
+        workers = 1                               # a few chunks: not worth starting workers (same report)
+    if workers <= 1:
+        try:
+            for lo, hi in todo:
+                piece = compute(lo, hi)
+                progress.add(piece)
+                clock.update(piece.checked)
+                saver.maybe(progress)
+                if budget is not None and clock.over_budget(budget):
+                    over = True
+                    break
+        finally:
+            saver.final(progress)
+        return not over
+    pool = _pool(workers, compute)
+    compute_: Callable[[int, int], Piece] = _forked_compute if isinstance(pool, cf.ProcessPoolExecutor) else compute
+    running: dict[cf.Future[Piece], int] = {}
+    try:
+        def submit() -> bool:
+            for lo, hi in todo:
+                running[pool.submit(compute_, lo, hi)] = lo
+                return True
+            return False
+
+        for _ in range(2 * workers):
+            if not submit():
+                break
+        while running:
+            finished, _ = cf.wait(list(running), return_when=cf.FIRST_COMPLETED)
+            for fut in sorted(finished, key=lambda f: running[f]):
+                del running[fut]
+                piece = fut.result()
+                progress.add(piece)
+                clock.update(piece.checked)
+            saver.maybe(progress)
+            if budget is not None and clock.over_budget(budget):
+                over = True
+                break
+            while len(running) < 2 * workers and submit():
+                pass
+            if progress.stop_at is not None:         # ranges past the first failing chunk are not needed
+                for fut, lo in list(running.items()):
+                    if lo >= progress.stop_at and fut.cancel():
+                        del running[fut]
+    finally:
+        for fut in running:
+            fut.cancel()
+        pool.shutdown(wait=True, cancel_futures=True)
+        for fut in running:                          # finished while shutting down: keep them
+            if fut.done() and not fut.cancelled() and fut.exception() is None:
+                progress.add(fut.result())
+        saver.final(progress)
+        global _FORKED
+        _FORKED = None
+    return not over
+
+
+#: local workers are forked processes where ``fork`` exists (the reference re-check of suspect sets is numpy code
+#: that holds the GIL between its calls, and it dominates codes with many sets near the tolerance); else threads
+_USE_PROCESSES = True
+_FORKED: Callable[[int, int], Piece] | None = None
+
+
+def _forked_compute(lo: int, hi: int) -> Piece:
+    assert _FORKED is not None
+    return _FORKED(lo, hi)
+
+
+def _worker_init(parent: int) -> None:
+    """In each forked worker: Ctrl-C is the parent's (it stops handing out chunks); a worker whose parent dies
+    (a killed run) dies too instead of waiting for work forever (Linux ``PR_SET_PDEATHSIG``)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)      # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # pragma: no cover - not Linux
+        pass
+    if os.getppid() != parent:                           # the parent died before prctl took effect
+        os._exit(1)
+
+
+def _pool(workers: int, compute: Callable[[int, int], Piece]) -> cf.Executor:
+    """Forked processes that inherit ``compute`` (the code, its screen and decoder: nothing is pickled but the
+    chunk bounds and the pieces), or threads where fork does not exist or ``_USE_PROCESSES`` is False."""
+    global _FORKED
+    import multiprocessing as mp
+
+    if _USE_PROCESSES and "fork" in mp.get_all_start_methods():
+        _FORKED = compute
+        return cf.ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("fork"),
+                                      initializer=_worker_init, initargs=(os.getpid(),))
+    return cf.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="gradcodes-verify")
+
+
+def check_workers(workers: int | None) -> int:
+    """``workers=None`` means every core this process may use; else a positive int."""
+    from ._validate import check_int
+
+    return default_workers() if workers is None else check_int("workers", workers, 1)
+
+
+def enumerate_screened(tracker: Any, screen: Any, stop_on_failure: bool, clock: Any, budget: float | None,
+                       use_numba: bool, workers: int = 1, checkpoint: str | None = None,
+                       checkpoint_every: float = 60.0, comm: Any = None) -> bool:
+    """The screened exhaustive enumeration of a flat code over the chunk grid, on ``workers`` threads or the
+    ranks of ``comm``, continued from and saved to ``checkpoint``; the merged result lands in ``tracker``.
+    Returns whether it stopped at a failing set before the last set."""
+    from ._verify_fast import screen_range
+
+    code = tracker.code
+    n, s = code.n, code.s
+    total = math.comb(n, s)
+    if comm is not None and comm.Get_size() > 1:
+        from ._verify_mpi import enumerate_screened_mpi
+
+        return enumerate_screened_mpi(tracker, screen, stop_on_failure, clock, budget, use_numba, comm,
+                                      checkpoint, checkpoint_every)
+    progress = Progress(total, tracker.max_failures, stop_on_failure)
+    key = run_key(tracker, stop_on_failure)
+    if checkpoint is not None:
+        progress.load(checkpoint, key)
+    saver = Saver(checkpoint, key, checkpoint_every)
+    tracker.model.scale["used"] = True
+    screen_range(screen, n, np.arange(s, dtype=np.int64), 1, use_numba, best=np.zeros(1))  # compile off the clock
+    # no lock around the reference evaluation: it reads the code's memoised basis (computed above, by the
+    # screen) and numpy releases the GIL in its products and solves, so suspect-heavy chunks run in parallel too
+    lock = None
+    clock.total = max(1, total - progress.result().checked)
+    clock.start = time.perf_counter()
+    try:
+        run_local(progress, lambda lo, hi: screen_chunk(tracker, screen, lo, hi, use_numba, lock), workers, clock,
+                  budget, saver)
+    finally:
+        fold(tracker, progress.result(), tracker.max_failures)
+    return bool(progress.stop_at is not None and progress.done() and progress.stop_at < total)
+
+
+def run_key(tracker: Any, stop_on_failure: bool) -> str:
+    """The digest a checkpoint must carry: the code and every argument that changes a chunk's result."""
+    dec = getattr(tracker.model, "dec", None)
+    return digest(tracker.code, rtol=repr(float(tracker.rtol)), dtype=str(tracker.dtype), load=tracker.load,
+                  decoder=getattr(dec, "name", None), stop_on_failure=bool(stop_on_failure),
+                  max_failures=tracker.max_failures, grid=[*_FIRST, _CHUNK, _TOP])

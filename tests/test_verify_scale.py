@@ -1,0 +1,242 @@
+"""Verification on several threads, from checkpoints, and its exact merge (gradcodes._verify_parallel).
+
+The report of a run split over threads (or resumed from a checkpoint) must equal the one-thread report on every
+field the acceptance rule produces: counts exactly, worst values and their responder sets bit for bit.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import gradcodes as gc
+import gradcodes._verify as V
+import gradcodes._verify_parallel as P
+
+ROOT = Path(__file__).resolve().parent.parent
+
+FIELDS = ("verdict", "exhaustive", "stopped_early", "patterns_checked", "n_failures", "failures", "n_borderline",
+          "borderline", "worst_residual", "worst_responders", "worst_residual_bound", "worst_cancellation",
+          "worst_cancellation_responders", "error_estimate")
+
+
+def fields(report: gc.VerifyReport) -> dict:
+    return {f: getattr(report, f) for f in FIELDS}
+
+
+@pytest.fixture
+def small_grid(monkeypatch):
+    """Many chunks on small codes: the kernel for every size and a grid of 96, 160, then 256 sets."""
+    monkeypatch.setattr(V, "_KERNEL_MIN_SETS", 0)
+    monkeypatch.setattr(P, "_FIRST", (96, 160))
+    monkeypatch.setattr(P, "_CHUNK", 256)
+
+
+def _planted(n, s, seed):
+    code = gc.cyclic_repetition(n, s, rng=seed)
+    B = code.B.copy()
+    B[seed % n, (seed + 1) % n] *= 1.0 + 1e-9
+    return gc.GradientCode(B, s=s)
+
+
+PANEL = {
+    "good": (lambda: gc.cyclic_repetition(20, 4, rng=3), np.float64),
+    "planted": (lambda: _planted(18, 4, 5), np.float64),
+    "failing": (lambda: gc.cyclic_repetition(18, 5, rng=0), np.float64),
+    "borderline": (lambda: gc.cyclic_repetition(30, 4, rng=7, refine=0), np.float64),
+    "fails (25, 5)": (lambda: gc.cyclic_repetition(25, 5, rng=13, refine=0), np.float64),
+    "float32": (lambda: gc.cyclic_repetition(16, 4, rng=1, refine=0), np.float32),
+    "blocks": (lambda: gc.by_blocks(gc.GradientCode(np.kron(np.eye(2), gc.cyclic_repetition(14, 4, rng=1,
+                                                                                          refine=0).B), s=4)),
+               np.float64),
+    "tree": (lambda: gc.coded_reduce(4, 2, 1), np.float64),
+}
+
+
+@pytest.mark.parametrize("processes", [True, False])
+@pytest.mark.parametrize("stop", [False, True])
+@pytest.mark.parametrize("name", list(PANEL))
+def test_workers_give_the_one_worker_report(small_grid, monkeypatch, name, stop, processes):
+    monkeypatch.setattr(P, "_USE_PROCESSES", processes)       # forked processes (default) or threads
+    build, dtype = PANEL[name]
+    code = build()
+    one = gc.verify(code, dtype=dtype, stop_on_failure=stop, limit=10**6, workers=1)
+    assert one.exhaustive or one.stopped_early or one.n_failures or bool(one)
+    for workers in (2, 3):
+        many = gc.verify(code, dtype=dtype, stop_on_failure=stop, limit=10**6, workers=workers)
+        assert fields(many) == fields(one), (name, workers)
+
+
+def test_the_panel_covers_every_verdict(small_grid):
+    got = {name: gc.verify(b(), dtype=d, stop_on_failure=False, limit=10**6, workers=2).verdict
+           for name, (b, d) in PANEL.items()}
+    assert {"ok", "FAILS", "unproven"} <= set(got.values()), got
+    assert got["borderline"] == "unproven" and got["fails (25, 5)"] == "FAILS"
+
+
+def test_stop_on_failure_stops_at_the_first_failing_chunk(small_grid):
+    code = gc.cyclic_repetition(25, 5, rng=13, refine=0)
+    full = gc.verify(code, stop_on_failure=False, limit=10**6, workers=1)
+    first = min(P.chunk_index(_lex(code, F)) for F in full.failures)
+    stopped = gc.verify(code, stop_on_failure=True, limit=10**6, workers=3)
+    assert stopped.stopped_early and stopped.patterns_checked == P.chunk_start(first + 1)
+    assert stopped.failures[0] == full.failures[0]
+
+
+def _lex(code, F):
+    from gradcodes._verify_fast import lex_rank
+
+    S = np.setdiff1d(np.arange(code.n), F)
+    return lex_rank(code.n, S)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.integers(0, 9), min_size=1, max_size=6), st.booleans())
+def test_fold_in_any_grouping_is_the_sequential_fold(cuts, ties):
+    """Folding adjacent pieces is associative: ((a b) c) == (a (b c)) on random pieces with ties."""
+    rng = random.Random(sum(cuts) * 2 + ties)
+    pieces = []
+    lo = 0
+    for c in cuts:
+        hi = lo + c + 1
+        v = float(rng.choice([1.0, 2.0])) if ties else rng.random()
+        fails = [(lo, i) for i in range(rng.randint(0, 4))]
+        pieces.append(P.Piece(lo, hi, hi - lo, v, [lo], v / 2, [lo + 1], v, v, v, len(fails), fails, 0, []))
+        lo = hi
+    seq = P.Piece(0, 0)
+    for p in pieces:
+        P.fold(seq, p, 5)
+    for split in range(len(pieces) + 1):
+        left, right = P.Piece(0, 0), P.Piece(pieces[split].lo if split < len(pieces) else lo, 0)
+        for p in pieces[:split]:
+            P.fold(left, p, 5)
+        right.hi = right.lo
+        for p in pieces[split:]:
+            P.fold(right, p, 5)
+        P.fold(left, right, 5)
+        assert left == seq
+
+
+def test_workers_is_checked():
+    code = gc.cyclic_repetition(8, 2, rng=0)
+    with pytest.raises(ValueError, match="workers"):
+        gc.verify(code, workers=0)
+    assert P.default_workers() >= 1
+
+
+# ------------------------------------------------------------------------------------------------------------
+# checkpoints
+
+
+def test_an_interrupted_run_resumes_to_the_same_report(small_grid, tmp_path, monkeypatch):
+    code = gc.cyclic_repetition(25, 5, rng=13, refine=0)
+    whole = gc.verify(code, stop_on_failure=False, limit=10**6, workers=1)
+    path = tmp_path / "run.ckpt"
+    real = P.screen_chunk
+    calls = []
+
+    def interrupting(*a, **k):
+        calls.append(1)
+        if len(calls) == 40:
+            raise KeyboardInterrupt
+        return real(*a, **k)
+
+    monkeypatch.setattr(P, "screen_chunk", interrupting)
+    part = gc.verify(code, stop_on_failure=False, limit=10**6, workers=1, checkpoint=path, checkpoint_every=0)
+    assert part.interrupted and part.patterns_checked < whole.patterns_checked
+    saved = json.loads(path.read_text())["state"]
+    assert saved["prefix"]["hi"] == part.patterns_checked      # every chunk done was saved (interval 0)
+    monkeypatch.setattr(P, "screen_chunk", real)
+    for workers in (1, 2):
+        again = tmp_path / f"again{workers}.ckpt"
+        again.write_bytes(path.read_bytes())
+        rest = gc.verify(code, stop_on_failure=False, limit=10**6, workers=workers, checkpoint=again)
+        assert fields(rest) == fields(whole)
+        # a finished checkpoint gives the report again without enumerating
+        assert fields(gc.verify(code, stop_on_failure=False, limit=10**6, checkpoint=again)) == fields(whole)
+
+
+def test_bad_checkpoints_are_refused(small_grid, tmp_path):
+    code = gc.cyclic_repetition(20, 4, rng=3)
+    path = tmp_path / "c.ckpt"
+    gc.verify(code, limit=10**6, checkpoint=path)
+    other = gc.cyclic_repetition(20, 4, rng=4)
+    with pytest.raises(gc.CheckpointError, match="another run"):
+        gc.verify(other, limit=10**6, checkpoint=path)
+    with pytest.raises(gc.CheckpointError, match="another run"):
+        gc.verify(code, limit=10**6, checkpoint=path, rtol=1e-7)
+    with pytest.raises(gc.CheckpointError, match="another run"):
+        gc.verify(code, limit=10**6, checkpoint=path, stop_on_failure=False)
+    text = path.read_text()
+    state = json.loads(text)
+    state["state"]["prefix"]["n_failures"] = 1                 # edited by hand: the checksum no longer matches
+    path.write_text(json.dumps(state))
+    with pytest.raises(gc.CheckpointError, match="damaged"):
+        gc.verify(code, limit=10**6, checkpoint=path)
+    path.write_text(text[: len(text) // 2])                    # truncated
+    with pytest.raises(gc.CheckpointError, match="damaged"):
+        gc.verify(code, limit=10**6, checkpoint=path)
+    path.write_bytes(b"\x00\xff" * 10)
+    with pytest.raises(gc.CheckpointError, match="damaged"):
+        gc.verify(code, limit=10**6, checkpoint=path)
+    assert issubclass(gc.CheckpointError, ValueError)
+
+
+_KILLED_RUN = """
+import sys
+import gradcodes as gc, gradcodes._verify as V, gradcodes._verify_parallel as P
+P._FIRST, P._CHUNK = (512, 1024), 2048
+code = gc.cyclic_repetition(34, 6, rng=2)
+gc.verify(code, stop_on_failure=False, limit=10**9, workers=int(sys.argv[2]), checkpoint=sys.argv[1],
+          checkpoint_every=float(sys.argv[3]))
+"""
+
+
+def test_sigkill_at_random_points_then_resume_gives_the_same_report(tmp_path, monkeypatch):
+    monkeypatch.setattr(P, "_FIRST", (512, 1024))
+    monkeypatch.setattr(P, "_CHUNK", 2048)
+    code = gc.cyclic_repetition(34, 6, rng=2)                 # 1.3 million sets, a few seconds
+    whole = gc.verify(code, stop_on_failure=False, limit=10**9, workers=1)
+    path = tmp_path / "k.ckpt"
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    rng = random.Random(22)
+    done = []
+    for attempt in range(4):
+        proc = subprocess.Popen([sys.executable, "-c", _KILLED_RUN, str(path), str(1 + attempt % 2),
+                                 str(rng.choice([0.0, 0.05]))], env=env)
+        time.sleep(rng.uniform(0.5, 3.0))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        if path.exists():
+            state = json.loads(path.read_text())["state"]      # never a torn file
+            done.append(state["prefix"]["hi"])
+    assert done == sorted(done)                                # progress is never lost
+    time.sleep(0.5)
+    orphans = subprocess.run(["pgrep", "-f", str(path)], capture_output=True, text=True).stdout.split()
+    assert orphans == [], "forked workers outlived their killed parent"
+    rest = gc.verify(code, stop_on_failure=False, limit=10**9, workers=2, checkpoint=path)
+    assert fields(rest) == fields(whole)
+
+
+def test_todo_never_hands_out_a_chunk_folded_meanwhile(small_grid):
+    """A chunk saved out of order, then folded into the prefix while the run walks towards it, is not run again
+    (it once was: the resumed report counted it twice)."""
+    prog = P.Progress(2000, 10, False)
+    a, b = (0, 96), (96, 256)
+    prog.add(P.Piece(*b, checked=160))                    # done out of order (as in a checkpoint)
+    todo = prog.todo()
+    assert next(todo) == a
+    prog.add(P.Piece(*a, checked=96))                     # folds b into the prefix too
+    assert next(todo) == (256, 512)
+    assert prog.prefix.hi == 256 and prog.result().checked == 256
