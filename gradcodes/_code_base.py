@@ -222,7 +222,7 @@ class CodeBase:
         if F.size < need and not cast("LinearCode", self)._may_decode(F, mask):
             # fewer than n - s responders are accepted only when they can decode (the earliest decodable set,
             # e.g. one worker per group of fractional repetition; see gradcodes._decodable)
-            raise ValueError(f"responders must contain at least {need} distinct workers (of n={self._n}), got "
+            raise GradcodesValueError(f"responders must contain at least {need} distinct workers (of n={self._n}), got "
                              f"{F.size}, or a smaller set that can decode (code.decodable)")
         return F, mask
 

@@ -36,6 +36,7 @@ import numpy as np
 
 from ._acceptance import DecodingError
 from ._code_base import CodeBase
+from ._errors import GradcodesTypeError, GradcodesValueError
 from ._numerics import DEFAULT_RTOL, accepts, cancellation, residuals, tolerance, widths
 from ._typing import DTypeLike, Responders
 from ._validate import check_int, check_responders
@@ -46,7 +47,8 @@ __all__ = ["DecodableMixin", "Decodability"]
 def _float_dtype(dtype: Any) -> np.dtype[Any]:
     dt = np.dtype(dtype)
     if dt.kind not in "fc":
-        raise TypeError(f"dtype must be a float or complex dtype (float32, float64, complex64, complex128), got {dt}")
+        raise GradcodesTypeError(f"dtype must be a float or complex dtype (float32, float64, complex64, complex128), "
+                         f"got {dt}")
     return dt
 
 
@@ -263,7 +265,7 @@ class Decodability:
         n = self.code.n
         w = check_int("worker", worker, 0, n - 1)
         if self._mask[w]:
-            raise ValueError(f"worker {w} was already added")
+            raise GradcodesValueError(f"worker {w} was already added")
         self._mask[w] = True
         self.responders.append(w)
         if self._bounds is not None:

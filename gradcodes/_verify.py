@@ -416,7 +416,8 @@ def _scale_options(workers: int | None, checkpoint: Any, checkpoint_every: float
     from ._verify_parallel import check_workers
 
     if comm is not None and not all(callable(getattr(comm, a, None)) for a in ("Get_size", "Get_rank", "Dup")):
-        raise TypeError(f"comm must be an mpi4py communicator (e.g. mpi4py.MPI.COMM_WORLD) or None, got {comm!r}")
+        raise GradcodesTypeError(f"comm must be an mpi4py communicator (e.g. mpi4py.MPI.COMM_WORLD) or None, got "
+                         f"{comm!r}")
     return {"workers": check_workers(workers), "checkpoint": None if checkpoint is None else os.fspath(checkpoint),
             "checkpoint_every": check_real("checkpoint_every", checkpoint_every, 0), "comm": comm}
 

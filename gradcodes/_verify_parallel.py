@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from ._errors import GradcodesValueError
+from ._errors import GradcodesTypeError, GradcodesValueError
 from ._numerics import unit_roundoff
 
 __all__ = ["CheckpointError", "Piece", "Progress", "fold", "chunk_start", "chunk_index", "default_workers",
@@ -148,7 +148,7 @@ class Piece:
         p.borderline = [tuple(int(v) for v in x) for x in p.borderline]
         for name in ("lo", "hi", "checked", "n_failures", "n_borderline"):
             if not isinstance(getattr(p, name), int):
-                raise TypeError(name)
+                raise GradcodesTypeError(name)
         for name in ("worst_res", "worst_canc", "worst_est", "worst_hi", "worst_res_hi", "worst_res_lo"):
             setattr(p, name, float(getattr(p, name)))
         return p
@@ -349,7 +349,7 @@ class Progress:
             pending = [Piece.from_json(p) for p in state["pending"]]
             stop_at = state["stop_at"]
             if stop_at is not None and not isinstance(stop_at, int):
-                raise TypeError("stop_at")
+                raise GradcodesTypeError("stop_at")
         except (KeyError, TypeError, ValueError) as exc:
             raise CheckpointError(f"checkpoint {path!r} is damaged ({exc}); delete it to start over") from exc
         if prefix.lo != 0 or any(not (0 <= p.lo < p.hi <= self.total) for p in [*pending]) \
