@@ -95,13 +95,13 @@ def part_training(gc, updates: int) -> list[str]:
            f"{'policy':<24}" + "".join(f"{k:>30}" for k in sets)]
     budget, floor = {}, {}
     for name, kw in sets.items():
-        full = gc.simulate_training(gc.FixedK(n), n=n, updates=updates, lr=0.1, batch=4, rng=0, **kw)
+        full = gc.simulate_training(gc.FixedK(n), n=n, updates=updates, lr=0.1, batch_size=4, rng=0, **kw)
         budget[name], floor[name] = full.time[-1], full.final()
     for label, pol, c in policies:
         cells = []
         for name, kw in sets.items():
             r = gc.simulate_training(pol, n=n, code=c, time_budget=budget[name], updates=100 * updates, lr=0.1,
-                                     batch=4, rng=0, **kw)
+                                     batch_size=4, rng=0, **kw)
             t, t2 = r.time_to(TARGET, window=20), r.time_to(floor[name], window=20)
             cells.append(f"{t:.2f} | {t2:.2f} of {budget[name]:.2f} s")
         out.append(f"{label:<24}" + "".join(f"{x:>30}" for x in cells))

@@ -65,7 +65,7 @@ API = {
                                    t_c=0.05, t_step=0.0, alpha=0.0, overlap=True, iters=10, rng=0, return_samples=False,
                                    return_responders=False, policy=None, model=None, deadline=None)),
     "simulate_training": (gc.simulate_training, dict(policy=gc.FixedK(2), n=4, code=None, time_budget=None,
-                                                     updates=5, batch=2, points=40, dim=3, noise=1.0, lr=0.05,
+                                                     updates=5, batch_size=2, points=40, dim=3, noise=1.0, lr=0.05,
                                                      a=1e-3, mu=None, model=None, t_c=0.0, rng=0)),
     "verify": (gc.verify, dict(code=_CR, limit=None, samples=20, search=False, rng=0, rtol=None, decoder=None,
                                field=None, stop_on_failure=True, batch_size=None, progress=False,

@@ -219,7 +219,7 @@ EXACT_TOUR = [
     ("cyclic_repetition", {"n": 5, "s": 1, "rng": 0}), ("cyclic_mds", {"n": 5, "s": 2, "field": "real"}),
     ("stable_binary", {"n": 7, "s": 2}), ("grouped_mds", {"n": 7, "s": 2}),
     ("grouped_random", {"n": 7, "s": 2, "rng": 0}), ("ye_abbe", {"n": 5, "s": 1, "m": 2}),
-    ("coded_reduce", {"n": 2, "L": 2, "s": 1}),
+    ("coded_reduce", {"branching": 2, "L": 2, "s": 1}),
 ]
 
 
@@ -258,7 +258,7 @@ def test_group_code_earliest_is_faster_than_first_n_minus_s():
 @needs_mpi
 @pytest.mark.parametrize("family,kwargs,ranks", [("cyclic_repetition", {"n": 6, "s": 2, "rng": 1}, 7),
                                                  ("ye_abbe", {"n": 6, "s": 2, "m": 2}, 7),
-                                                 ("coded_reduce", {"n": 2, "L": 2, "s": 1}, 7)])
+                                                 ("coded_reduce", {"branching": 2, "L": 2, "s": 1}, 7)])
 def test_coded_gradient_callback_decodes_exactly(family, kwargs, ranks):
     """The fast path: each worker returns its coded combination itself (the same buffer every call, sent without
     a copy), with a random straggler per iteration; flat (m = 1, 2) and tree decodes equal the uncoded sum."""

@@ -218,7 +218,7 @@ def test_adaptive_k_reaches_the_wait_for_all_loss_in_half_the_time():
     """Shifted-exponential delays, 8 workers: wait-for-all SGD for 1500 updates sets the target (its final error,
     mean of the last 50); adaptive k (Kas Hanna et al. 2020) reaches it within half of wait-for-all's time."""
     for seed in (0, 1):
-        kw = dict(n=8, rng=seed, lr=0.1, batch=4)
+        kw = dict(n=8, rng=seed, lr=0.1, batch_size=4)
         full = gc.simulate_training(FixedK(8), updates=1500, **kw)
         adaptive = gc.simulate_training(gc.AdaptiveK(1, 1, 10), time_budget=full.time[-1], updates=100_000, **kw)
         assert adaptive.time_to(full.final(), window=50) <= 0.5 * full.time[-1]
@@ -232,7 +232,7 @@ def test_k_async_beats_k_sync_early_and_pays_in_staleness():
     time than K-sync SGD (each update waits for K of the n running workers, not the K-th order statistic of n fresh
     ones), at the cost of stale gradients and a higher error floor."""
     for seed in (0, 1, 2):
-        kw = dict(n=8, rng=seed, lr=0.1, batch=4, time_budget=5.0, updates=100_000)
+        kw = dict(n=8, rng=seed, lr=0.1, batch_size=4, time_budget=5.0, updates=100_000)
         sync = gc.simulate_training(FixedK(2), **kw)
         asyn = gc.simulate_training(gc.KAsync(2), **kw)
         for level in (1.0, 0.1):

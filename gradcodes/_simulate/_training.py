@@ -2,8 +2,8 @@
 
 The problem is least squares, ``f(w) = (1/2M) ||X w - y||^2`` on ``M`` synthetic points split evenly over ``n``
 workers; the reported error is ``f(w) - f(w*)`` (exact, from the Hessian ``X^T X / M``). A worker's gradient is the
-gradient on a fresh minibatch of ``batch`` points of its partition; its computation time is drawn from the
-simulator's worker model for ``batch`` points (shifted exponential by default; Reisizadeh et al., Section 5), and
+gradient on a fresh minibatch of ``batch_size`` points of its partition; its computation time is drawn from the
+simulator's worker model for ``batch_size`` points (shifted exponential by default; Reisizadeh et al., Section 5), and
 messages arrive through the single-port model (``t_c`` each).
 
 Policies (all documented with their papers in :mod:`gradcodes._simulate._policies`):
@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._typing import RNGLike
-from .._validate import check_int, check_rng
+from .._validate import check_int, check_rng, renamed_keyword
 from ._models import _reception_times
 from ._policies import AdaptiveK, FixedK, KAsync, WaitPolicy
 from ._workers import ShiftedExponentialWorkers, WorkerModel
@@ -85,8 +85,9 @@ def _problem(M: int, dim: int, noise: float, rng: np.random.Generator) -> tuple[
     return X, y, H, w_opt
 
 
+@renamed_keyword("batch", "batch_size")
 def simulate_training(policy: WaitPolicy, *, n: int = 8, code: LinearCode | None = None, time_budget: float | None
-                      = None, updates: int = 500, batch: int = 8, points: int = 4000, dim: int = 10,
+                      = None, updates: int = 500, batch_size: int = 8, points: int = 4000, dim: int = 10,
                       noise: float = 1.0, lr: float = 0.05, a: float = 1e-3, mu: float | None = None,
                       model: WorkerModel | None = None, t_c: float = 0.0, rng: RNGLike = None) -> TrainingResult:
     """Simulate SGD on a least-squares problem under a wait policy; returns the error against simulated time.
@@ -103,11 +104,11 @@ def simulate_training(policy: WaitPolicy, *, n: int = 8, code: LinearCode | None
         the policy stops; the computation per worker is ``load`` minibatches.
     time_budget : float, optional
         Stop at this simulated time instead of after ``updates`` updates.
-    updates, batch, points, dim, noise, lr : int or float
+    updates, batch_size, points, dim, noise, lr : int or float
         Updates (upper bound with ``time_budget``), minibatch size, data points, dimension, label noise,
         step size.
     a, mu, model, t_c
-        The worker model (as :func:`gradcodes.simulate`; per worker ``batch`` points per partition) and the
+        The worker model (as :func:`gradcodes.simulate`; per worker ``batch_size`` points per partition) and the
         per-message time.
     rng : None, int, SeedSequence or Generator
         Random state (SPEC 7): data, minibatches and delays.
@@ -133,6 +134,7 @@ def simulate_training(policy: WaitPolicy, *, n: int = 8, code: LinearCode | None
         n = code.n
     n = check_int("n", n, 1)
     updates = check_int("updates", updates, 1)
+    batch = check_int("batch_size", batch_size, 1)
     M = check_int("points", points, n) // n * n
     X, y, H, w_opt = _problem(M, dim, noise, gen)
     part = M // n
@@ -210,7 +212,7 @@ def simulate_training(policy: WaitPolicy, *, n: int = 8, code: LinearCode | None
             times.append(now)
             errs.append(0.5 * float((w - w_opt) @ H @ (w - w_opt)))
             used.append(J)
-    details = {"n": n, "batch": batch, "lr": lr, "initial_error": err0, "model": wm.label, "t_c": t_c}
+    details = {"n": n, "batch_size": batch, "lr": lr, "initial_error": err0, "model": wm.label, "t_c": t_c}
     if isinstance(policy, AdaptiveK):
         details["switches"] = list(policy.switches)
     return TrainingResult(str(policy), np.asarray(times), np.asarray(errs), np.asarray(used, dtype=np.int64),
