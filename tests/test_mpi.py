@@ -250,7 +250,9 @@ def test_group_code_earliest_is_faster_than_first_n_minus_s():
     _, first, _ = run_job(7, {**base, "policy": "first"})
     check_exact(early, U64, 6)
     check_exact(first, U64, 6)
-    assert all(sorted(u) == [0, 3] for u in early["used"])
+    # iteration 0 is the warm-up (each worker's one-time set-up, e.g. limiting BLAS threads, runs in its first step
+    # and can outlast the 0.3 s delay of the others)
+    assert all(sorted(u) == [0, 3] for u in early["used"][1:])
     assert all(len(u) == 4 for u in first["used"])
     assert early["summary"]["median_time"] < 0.5 * first["summary"]["median_time"]
 
