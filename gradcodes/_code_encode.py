@@ -14,6 +14,7 @@ import numpy as np
 import scipy.sparse
 
 from ._apply import combine_rows, csr, csr_product
+from ._arrays import array_io
 from ._code_base import CodeBase
 from ._decoders import single_threaded_blas
 from ._fields import to_fraction
@@ -55,6 +56,7 @@ class EncodeMixin(CodeBase):
             raise ValueError("out must be a writeable C-contiguous array")
         return out
 
+    @array_io
     def encode(self, partials: MatrixLike, *, out: Array | None = None) -> Array:
         """Worker messages ``Y`` (n x q) from partial gradients (k x p), ``q = ceil(p/m)``.
 
@@ -111,6 +113,7 @@ class EncodeMixin(CodeBase):
             G = np.ascontiguousarray(G)
         return csr_product(indptr, indices, data, G, Y, use_numba=_USE_NUMBA)
 
+    @array_io
     def encode_worker(self, i: int, partials: MatrixLike | Sequence[ArrayLike], *, length: int | None = None,
                       out: Array | None = None) -> Array:
         """Worker ``i``'s message from its own partial gradients only, at a cost proportional to its load.
