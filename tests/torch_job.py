@@ -32,7 +32,8 @@ def main() -> None:
     import torch.distributed as dist
 
     import gradcodes as gc
-    from gradcodes.torch import CodedSampler, FixedDelay, Hang, train
+    from gradcodes.mpi import FixedDelay, Hang
+    from gradcodes.torch import CodedSampler, train
     from gradcodes.torch._job import digits, make_model
 
     dist.init_process_group("gloo")

@@ -9,10 +9,10 @@ when its functions run. Launch with ``torchrun --nproc-per-node N+1 script.py`` 
   :func:`loss_weights` and :func:`coded_loss` (the message as the gradient of one weighted loss),
   :class:`CodedGradient` (a worker's message, also for ``m > 1``).
 * Aggregation: :class:`Master` and :class:`Worker` (point-to-point, first decodable responders, stale and NaN
-  messages dropped, :class:`StragglerTimeout`), :func:`train` and the :func:`ddp_train` baseline,
+  messages dropped, a timeout error naming the missing ranks), :func:`train` and the :func:`ddp_train` baseline,
   :class:`TrainResult`, :class:`FlatParams`.
-* Straggler injection: the models of :mod:`gradcodes.mpi` (:class:`ShiftedExponential`, :class:`FixedDelay`,
-  :class:`Hang`), re-exported here.
+* Straggler injection: the delay models of :mod:`gradcodes.mpi` (``ShiftedExponential``, ``FixedDelay``,
+  ``Hang``) and its ``StragglerTimeout``, importable from here too.
 """
 
 from ..mpi._delays import FixedDelay, Hang, ShiftedExponential
@@ -22,5 +22,4 @@ from ._runtime import AggregateInfo, FlatParams, Master, StragglerTimeout, Worke
 from ._train import CodedGradient, TrainResult, ddp_train, train
 
 __all__ = ["CodedSampler", "loss_weights", "coded_loss", "CodedGradient", "Master", "Worker", "AggregateInfo",
-           "FlatParams", "StragglerTimeout", "train", "ddp_train", "TrainResult", "ShiftedExponential",
-           "FixedDelay", "Hang"]
+           "FlatParams", "train", "ddp_train", "TrainResult"]

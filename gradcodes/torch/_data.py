@@ -1,7 +1,7 @@
 """Data for coded training: which samples each worker computes on, and each sample's partition.
 
 Every iteration draws a global batch of ``batch_size`` samples (a permutation of the dataset per epoch, keyed by
-``(seed, epoch)``, as :class:`torch.utils.data.DistributedSampler` does) and splits it into the code's ``k``
+``(seed, epoch)``, as ``torch.utils.data.DistributedSampler`` does) and splits it into the code's ``k``
 partitions of equal size; worker ``i`` computes on the samples of the partitions ``code.supports[i]``
 (Tandon et al. 2017, Section 2). Every rank computes the same split, so no index is communicated.
 """

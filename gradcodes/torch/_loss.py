@@ -21,7 +21,7 @@ def loss_weights(code: Any, worker: int | None, partition_ids: Any, batch_size: 
     """Per-sample loss weights ``B[worker, part(r)] / batch_size`` as a tensor (``worker=None``: ``1/N``).
 
     Only for codes with ``m = 1``; codes with ``m > 1`` take one backward pass per partition and
-    :meth:`gradcodes.LinearCode.encode_worker` (see :class:`gradcodes.torch.CodedModel`).
+    :meth:`gradcodes.LinearCode.encode_worker` (see :class:`gradcodes.torch.CodedGradient`).
 
     Examples
     --------
