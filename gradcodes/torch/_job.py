@@ -11,6 +11,7 @@ exact code family of gradcodes by name (``cyclic_repetition``, ``fractional_repe
 from __future__ import annotations
 
 import argparse
+import json
 import math
 from typing import Any
 
@@ -173,6 +174,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--dtype", default="float32", choices=["float32", "float64"])
     p.add_argument("--timeout", type=float, default=60.0)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", action="store_true", help="also print the rows as one JSON line (ROWS [...])")
     return p
 
 
@@ -189,6 +191,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"digits, {args.model}, {dist.get_world_size() - 1} workers, s={args.s}, delay {args.delay}, "
                   f"{args.iterations} iterations, batch {args.batch_size}", flush=True)
             print(table(rows, args.target), flush=True)
+            if args.json:
+                print("ROWS " + json.dumps(rows), flush=True)
     finally:
         dist.destroy_process_group()
     return 0
