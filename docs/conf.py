@@ -189,8 +189,8 @@ def _write_api_pages() -> None:
     api = HERE / "api"
     api.mkdir(exist_ok=True)
     index = ["API reference", "=============", "",
-             "Every public name of ``gradcodes`` (``import gradcodes as gc``), ``gradcodes.mpi``, ``gradcodes.torch`` and",
-             "``gradcodes.testing``, by topic, generated from the docstrings.", "",
+             "Every public name of ``gradcodes`` (``import gradcodes as gc``), ``gradcodes.mpi``,",
+             "``gradcodes.torch`` and ``gradcodes.testing``, by topic, generated from the docstrings.", "",
              ".. toctree::", "   :maxdepth: 2", ""] + [f"   {page}" for page, *_ in API_TOPICS] + [""]
     _write(api / "index.rst", "\n".join(index))
     for page, title, intro, sections in API_TOPICS:
@@ -228,7 +228,8 @@ def _mention_target(text: str, docname: str) -> str | None:
     import gradcodes.testing
     import gradcodes.torch
 
-    m = re.match(r"^(gc\.|gradcodes\.|gradcodes\.mpi\.|gradcodes\.testing\.|gradcodes\.torch\.|code\.)?([A-Za-z_]\w*)\s*(\(.*\))?$",
+    m = re.match(r"^(gc\.|gradcodes\.|gradcodes\.mpi\.|gradcodes\.testing\.|gradcodes\.torch\.|code\.)?"
+                 r"([A-Za-z_]\w*)\s*(\(.*\))?$",
                  text.strip(), flags=re.DOTALL)
     if not m:
         return None

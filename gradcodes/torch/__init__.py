@@ -15,10 +15,13 @@ when its functions run. Launch with ``torchrun --nproc-per-node N+1 script.py`` 
   ``Hang``) and its ``StragglerTimeout``, importable from here too.
 """
 
-from ..mpi._delays import FixedDelay, Hang, ShiftedExponential
+from ..mpi._delays import FixedDelay as FixedDelay
+from ..mpi._delays import Hang as Hang
+from ..mpi._delays import ShiftedExponential as ShiftedExponential
 from ._data import CodedSampler
 from ._loss import coded_loss, loss_weights
-from ._runtime import AggregateInfo, FlatParams, Master, StragglerTimeout, Worker
+from ._runtime import AggregateInfo, FlatParams, Master, Worker
+from ._runtime import StragglerTimeout as StragglerTimeout
 from ._train import CodedGradient, TrainResult, ddp_train, train
 
 __all__ = ["CodedSampler", "loss_weights", "coded_loss", "CodedGradient", "Master", "Worker", "AggregateInfo",
