@@ -69,7 +69,7 @@ def main() -> int:
     from gradcodes.mpi import ShiftedExponential, predict
 
     n, s = 4, 1
-    common = ["--s", str(s), "--iterations", str(ITERS), "--target", str(TARGET), "--batch-size", str(BATCH),
+    common = ["--stragglers", str(s), "--iterations", str(ITERS), "--target", str(TARGET), "--batch-size", str(BATCH),
               "--lr", str(LR)]
     base, slow, expo = [], [], []
     for _ in range(REPEATS):                       # interleaved, so slow drifts of the machine hit every job

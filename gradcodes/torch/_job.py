@@ -111,9 +111,9 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     workers_group = dist.new_group(list(range(1, world)))
     rows: list[dict[str, Any]] = []
     for name in args.schemes.split(","):
-        code, policy, label = build_scheme(name, n, args.s, args.m)
+        code, policy, label = build_scheme(name, n, args.stragglers, args.comm_factor)
         model = make_model(args.model, seed=args.seed, dtype=dtype)
-        delay = parse_delay(args.delay, n=n, s=args.s, data=args.batch_size)
+        delay = parse_delay(args.delay, n=n, s=args.stragglers, data=args.batch_size)
 
         def opt(params: Any) -> Any:
             return torch.optim.SGD(params, lr=args.lr, momentum=0.9)
@@ -163,8 +163,8 @@ def parser() -> argparse.ArgumentParser:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--schemes", default="cyclic_repetition,ddp,all,ignore",
                    help="comma-separated schemes (default: %(default)s)")
-    p.add_argument("--s", type=int, default=1, help="stragglers tolerated (default 1)")
-    p.add_argument("--m", type=int, default=2, help="communication factor of ye_abbe (default 2)")
+    p.add_argument("--stragglers", type=int, default=1, help="stragglers s tolerated (default 1)")
+    p.add_argument("--comm-factor", type=int, default=2, help="communication factor m of ye_abbe (default 2)")
     p.add_argument("--model", default="cnn", choices=["cnn", "linear"])
     p.add_argument("--iterations", type=int, default=60)
     p.add_argument("--batch-size", type=int, default=240, help="global batch (a multiple of k)")
@@ -188,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit("run with torchrun --nproc-per-node N+1, N >= 2 workers")
         rows = run(args)
         if dist.get_rank() == 0:
-            print(f"digits, {args.model}, {dist.get_world_size() - 1} workers, s={args.s}, delay {args.delay}, "
+            print(f"digits, {args.model}, {dist.get_world_size() - 1} workers, s={args.stragglers}, delay {args.delay}, "
                   f"{args.iterations} iterations, batch {args.batch_size}", flush=True)
             print(table(rows, args.target), flush=True)
             if args.json:
