@@ -188,7 +188,8 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit("run with torchrun --nproc-per-node N+1, N >= 2 workers")
         rows = run(args)
         if dist.get_rank() == 0:
-            print(f"digits, {args.model}, {dist.get_world_size() - 1} workers, s={args.stragglers}, delay {args.delay}, "
+            print(f"digits, {args.model}, {dist.get_world_size() - 1} workers, s={args.stragglers}, "
+                  f"delay {args.delay}, "
                   f"{args.iterations} iterations, batch {args.batch_size}", flush=True)
             print(table(rows, args.target), flush=True)
             if args.json:
