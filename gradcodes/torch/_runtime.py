@@ -122,13 +122,26 @@ class _Receiver(threading.Thread):
         self.free.set()
 
     def run(self) -> None:
-        while True:
-            self.free.wait()
-            self.free.clear()
-            self.dist.irecv(self.buf, src=self.src, tag=self.tag).wait()
-            self.out.put(self.key)
-            if float(self.buf[0]) == self.last:
-                return
+        try:
+            while True:
+                self.free.wait()
+                self.free.clear()
+                self.dist.irecv(self.buf, src=self.src, tag=self.tag).wait()
+                self.out.put(self.key)
+                if float(self.buf[0]) == self.last:
+                    return
+        except Exception as exc:   # a peer died: wake the waiting thread, which raises
+            self.error = exc
+            self.out.put(-1 - self.key)
+
+
+def _check(key: int, threads: Sequence[_Receiver]) -> int:
+    """``key``, or raise the error of the receive thread that reported ``-1 - key``."""
+    if key < 0:
+        th = threads[-1 - key]
+        raise RuntimeError(f"receiving from rank {th.src} failed: {getattr(th, 'error', None)}") from getattr(
+            th, "error", None)
+    return key
 
 
 class _Sender(threading.Thread):
@@ -241,7 +254,7 @@ class Master:
         self.tracker.reset()
         while True:
             try:
-                w = self._arrived.get(timeout=max(deadline - time.monotonic(), 0.0))
+                w = _check(self._arrived.get(timeout=max(deadline - time.monotonic(), 0.0)), self._recv)
             except queue.Empty:
                 missing = [v + 1 for v in range(self.n) if not have[v]]
                 raise StragglerTimeout(
@@ -287,7 +300,7 @@ class Master:
         pending = set(range(self.n))
         while pending:
             try:
-                w = self._arrived.get(timeout=max(deadline - time.monotonic(), 0.0))
+                w = _check(self._arrived.get(timeout=max(deadline - time.monotonic(), 0.0)), self._recv)
             except queue.Empty:
                 break
             if float(self.inbox[w, 0]) == _BYE:
@@ -344,7 +357,7 @@ class Worker:
         for th in slots:
             th.start()
         count = 0
-        cur = arrived.get()
+        cur = _check(arrived.get(), slots)
         while True:
             header = float(self.inbox[cur, 0])
             if header == _STOP:
@@ -360,13 +373,14 @@ class Worker:
             if d > 0:
                 wait = start + d - time.monotonic()
                 try:
-                    newer = arrived.get(timeout=wait if math.isfinite(wait) else None) if wait > 0 else None
+                    newer = (_check(arrived.get(timeout=wait if math.isfinite(wait) else None), slots)
+                             if wait > 0 else None)
                 except queue.Empty:
                     newer = None
             if newer is None:
                 self.dist.isend(self.outbox, 0, tag=GRAD_TAG).wait()
                 count += 1
-                newer = arrived.get()
+                newer = _check(arrived.get(), slots)
             cur = newer
         self.outbox[0] = _BYE
         self.dist.isend(self.outbox, 0, tag=GRAD_TAG).wait()
