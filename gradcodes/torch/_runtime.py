@@ -9,7 +9,7 @@ preallocated gradient vector and exposes it as the parameters' ``.grad`` (views,
 
 Semantics, as in :mod:`gradcodes.mpi`: a message carries its iteration in its first entry and is dropped when it
 is stale; a message with a NaN or infinite entry is dropped and its sender treated as a straggler; when the
-responders cannot decode within ``timeout`` seconds the master raises :class:`StragglerTimeout` naming the
+responders cannot decode within ``timeout`` seconds the master raises :class:`gradcodes.mpi.StragglerTimeout` naming the
 missing ranks; a crash on any rank ends the job (``torchrun`` stops every process when one fails). A worker whose
 previous parameters the master could not yet deliver (it is still busy) is skipped, so no buffer is overwritten
 while a send is in flight, and nothing gradient-sized is allocated per iteration.
@@ -187,7 +187,7 @@ class Master:
         When to stop waiting (:func:`gradcodes._simulate._policies.as_policy`: ``"earliest"`` decodable set, the
         default for exact codes; ``"first"`` ``n - s`` messages, the default for approximate codes; ``"all"``).
     timeout : float, default 60
-        Seconds to wait in one iteration before :class:`StragglerTimeout`.
+        Seconds to wait in one iteration before :class:`gradcodes.mpi.StragglerTimeout`.
     poll : float, default 2e-4
         Seconds between polls of the pending receives.
     """
@@ -243,7 +243,7 @@ class Master:
         return self._coef[key]
 
     def aggregate(self, iteration: int) -> AggregateInfo:
-        """Collect messages of ``iteration`` until the policy stops, decode into :attr:`grad` and ``.grad``."""
+        """Collect messages of ``iteration`` until the policy stops, decode into ``grad`` and ``.grad``."""
         import torch
 
         start = time.monotonic()
