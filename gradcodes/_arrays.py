@@ -34,8 +34,8 @@ def _is_torch_dtype(x: Any) -> bool:
 
 def is_foreign(x: Any) -> bool:
     """True for an array that is not a numpy array but offers DLPack or ``__array__`` (a torch tensor, ...)."""
-    if isinstance(x, (np.ndarray, np.generic, list, tuple, str, bytes)) or x is None:
-        return False
+    if isinstance(x, (np.ndarray, np.generic, np.dtype, list, tuple, str, bytes, type)) or x is None:
+        return False                      # types too: np.float32 (a dtype argument) has an __array__ attribute
     return _is_torch(x) or hasattr(x, "__dlpack__") or hasattr(x, "__array__")
 
 

@@ -135,6 +135,15 @@ def test_array_protocol_objects(wrap):
     np.testing.assert_array_equal(code.decode([0, 1, 2, 3], wrap(Y[:4])), code.decode([0, 1, 2, 3], Y[:4]))
 
 
+def test_numpy_dtype_arguments_are_not_arrays():
+    """np.float32 (a class with an __array__ attribute) passed as dtype= stays a dtype."""
+    code = gc.cyclic_repetition(4, 1, rng=0)
+    for dt in (np.float32, np.dtype(np.float32), "float32"):
+        A = code.decoding_matrix([0, 1, 2], dtype=dt)
+        assert isinstance(A, np.ndarray)
+        np.testing.assert_array_equal(A, code.decoding_matrix([0, 1, 2]))
+
+
 def test_unsupported_tensor_dtype_is_named():
     code = gc.cyclic_repetition(5, 1, rng=0)
     with pytest.raises(TypeError, match="bfloat16"):
