@@ -3,7 +3,7 @@
 Build: ``sphinx-build -n -W --keep-going -b html docs docs/_build/html`` (the ``docs`` extra installs everything
 it needs, and the build needs no network: the intersphinx inventories are committed in ``docs/_inventories`` and
 MathJax is served with the site). The API reference (``api/*.rst``) is generated here at every build from
-:data:`API_TOPICS`, which must name every public name of ``gradcodes``, ``gradcodes.mpi`` and
+:data:`API_TOPICS`, which must name every public name of ``gradcodes``, ``gradcodes.mpi``, ``gradcodes.torch`` and
 ``gradcodes.testing`` exactly once (the build stops otherwise), so a new public name cannot go undocumented.
 """
 
@@ -139,6 +139,15 @@ Narrative: :doc:`../runtime`.""", [
                                                   "Combined"]),
         ("Layouts", "gradcodes.mpi", ["Layout", "layout_for", "WorkerEncoder"]),
     ]),
+    ("torch", "Runtime: gradcodes.torch", """\
+Coded data-parallel training of PyTorch models over ``torch.distributed`` point-to-point messages (Gloo),
+``pip install 'gradcodes[torch]'``. Importing ``gradcodes.torch`` does not import torch. Narrative:
+:doc:`../torch`.""", [
+        ("Data and loss weighting", "gradcodes.torch", ["CodedSampler", "loss_weights", "coded_loss",
+                                                        "CodedGradient"]),
+        ("Training loops", "gradcodes.torch", ["train", "ddp_train", "TrainResult"]),
+        ("Master and workers", "gradcodes.torch", ["Master", "Worker", "AggregateInfo", "FlatParams"]),
+    ]),
     ("testing", "Testing: gradcodes.testing", """\
 :mod:`hypothesis` strategies (:class:`hypothesis.strategies.SearchStrategy`) and assertions for testing codes in
 your own CI (``pip install 'gradcodes[testing]'``). Narrative: :doc:`../testing`.""", [
@@ -152,9 +161,10 @@ your own CI (``pip install 'gradcodes[testing]'``). Narrative: :doc:`../testing`
 def _public_names() -> dict[str, list[str]]:
     import gradcodes.mpi
     import gradcodes.testing
+    import gradcodes.torch
 
     return {"gradcodes": list(gradcodes.__all__), "gradcodes.mpi": list(gradcodes.mpi.__all__),
-            "gradcodes.testing": list(gradcodes.testing.__all__)}
+            "gradcodes.testing": list(gradcodes.testing.__all__), "gradcodes.torch": list(gradcodes.torch.__all__)}
 
 
 def _check_topics() -> None:
@@ -182,13 +192,14 @@ def _write_api_pages() -> None:
     api = HERE / "api"
     api.mkdir(exist_ok=True)
     index = ["API reference", "=============", "",
-             "Every public name of ``gradcodes`` (``import gradcodes as gc``), ``gradcodes.mpi`` and",
-             "``gradcodes.testing``, by topic, generated from the docstrings.", "",
+             "Every public name of ``gradcodes`` (``import gradcodes as gc``), ``gradcodes.mpi``,",
+             "``gradcodes.torch`` and ``gradcodes.testing``, by topic, generated from the docstrings.", "",
              ".. toctree::", "   :maxdepth: 2", ""] + [f"   {page}" for page, *_ in API_TOPICS] + [""]
     _write(api / "index.rst", "\n".join(index))
     for page, title, intro, sections in API_TOPICS:
         parts = [title, "=" * len(title), ""]
-        module_doc = {"runtime": "gradcodes.mpi", "testing": "gradcodes.testing"}.get(page)
+        module_doc = {"runtime": "gradcodes.mpi", "testing": "gradcodes.testing",
+                      "torch": "gradcodes.torch"}.get(page)
         if module_doc:     # the package's own docstring (and its py:module target) opens the page
             parts += [f".. automodule:: {module_doc}", "   :no-members:", ""]
         parts += [intro, ""]
@@ -218,8 +229,10 @@ def _mention_target(text: str, docname: str) -> str | None:
 
     import gradcodes.mpi
     import gradcodes.testing
+    import gradcodes.torch
 
-    m = re.match(r"^(gc\.|gradcodes\.|gradcodes\.mpi\.|gradcodes\.testing\.|code\.)?([A-Za-z_]\w*)\s*(\(.*\))?$",
+    m = re.match(r"^(gc\.|gradcodes\.|gradcodes\.mpi\.|gradcodes\.testing\.|gradcodes\.torch\.|code\.)?"
+                 r"([A-Za-z_]\w*)\s*(\(.*\))?$",
                  text.strip(), flags=re.DOTALL)
     if not m:
         return None
@@ -229,12 +242,13 @@ def _mention_target(text: str, docname: str) -> str | None:
             if name in vars(cls) or name in getattr(cls, "__annotations__", {}):
                 return f"gradcodes.{cls.__name__}.{name}"
         return f"gradcodes.LinearCode.{name}" if hasattr(gradcodes.LinearCode, name) and name[0] != "_" else None
-    modules = {"gradcodes.mpi.": gradcodes.mpi, "gradcodes.testing.": gradcodes.testing}
+    modules = {"gradcodes.mpi.": gradcodes.mpi, "gradcodes.testing.": gradcodes.testing,
+               "gradcodes.torch.": gradcodes.torch}
     if prefix in modules:
         return f"{prefix}{name}" if name in modules[prefix].__all__ else None
     if name in gradcodes.__all__ and (prefix or name not in _BARE_EXCLUDED):
         return f"gradcodes.{name}"
-    page_module = {"runtime": gradcodes.mpi, "testing": gradcodes.testing}.get(docname)
+    page_module = {"runtime": gradcodes.mpi, "testing": gradcodes.testing, "torch": gradcodes.torch}.get(docname)
     if not prefix and page_module is not None and name in page_module.__all__:
         return f"{page_module.__name__}.{name}"
     return None

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
+from ._arrays import array_io
 from ._code_identity import identity_digest
 from ._decoders import Decoder, ExactDecoder, LeastSquaresDecoder, NullSpaceDecoder
 from ._errors import GradcodesTypeError, GradcodesValueError
@@ -271,6 +272,7 @@ class CodeBase:
                 self._cache.popitem(last=False)
         return entry
 
+    @array_io
     def decoding_matrix(self, responders: Responders, decoder: str | Decoder | None = None, *,
                         dtype: DTypeLike = np.float64) -> Array:
         """The decoding matrix ``A_F`` (m x n, zero outside the responders).

@@ -15,6 +15,7 @@ import numpy as np
 
 from ._acceptance import DecodeInfo, DecodingError, NonFiniteMessageError
 from ._apply import apply_rows
+from ._arrays import array_io
 from ._code_base import CodeBase
 from ._decoders import Decoder
 from ._errors import GradcodesRuntimeError, GradcodesTypeError, GradcodesValueError
@@ -126,6 +127,7 @@ class DecodeMixin(CodeBase):
     def decode(self, responders: Responders, messages: MatrixLike, *, decoder: str | Decoder | None = ...,
                length: int | None = ..., return_info: Literal[True], rows: str = ...) -> tuple[Array, DecodeInfo]: ...
 
+    @array_io
     def decode(self, responders: Responders, messages: MatrixLike, *, decoder: str | Decoder | None = None,
                length: int | None = None, return_info: bool = False,
                rows: str = "auto") -> Array | tuple[Array, DecodeInfo]:

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ._apply import combine_rows, csr, csr_product
+from ._arrays import array_io
 from ._code_base import CodeBase
 from ._decoders import single_threaded_blas
 from ._errors import GradcodesTypeError, GradcodesValueError
@@ -55,6 +56,7 @@ class EncodeMixin(CodeBase):
             raise GradcodesValueError("out must be a writeable C-contiguous array")
         return out
 
+    @array_io
     def encode(self, partials: MatrixLike, *, out: Array | None = None) -> Array:
         """Worker messages ``Y`` (n x q) from partial gradients (k x p), ``q = ceil(p/m)``.
 
@@ -113,6 +115,7 @@ class EncodeMixin(CodeBase):
             G = np.ascontiguousarray(G)
         return csr_product(indptr, indices, data, G, Y, use_numba=_USE_NUMBA)
 
+    @array_io
     def encode_worker(self, i: int, partials: MatrixLike | Sequence[ArrayLike], *, length: int | None = None,
                       out: Array | None = None) -> Array:
         """Worker ``i``'s message from its own partial gradients only, at a cost proportional to its load.

@@ -49,6 +49,9 @@ def blocks(text: str) -> list[tuple[str, str, str | None, int]]:
         if named and f"python -m mpi4py {named.group(1)}" in text:
             out.append(("mpi", body, None, line))
             continue
+        if named and re.search(rf"torchrun --nproc-per-node \d+ {re.escape(named.group(1))}", text):
+            out.append(("torchrun", body, None, line))
+            continue
         expected = None
         if i + 1 < len(fences) and fences[i + 1][0] == "text" and text[end:fences[i + 1][2]].strip() == "":
             expected = fences[i + 1][1]
@@ -72,6 +75,9 @@ def run_page(path: Path) -> int:
             continue
         if kind == "mpi":
             run_mpi_program(text, src, where)
+            continue
+        if kind == "torchrun":
+            run_torchrun_program(text, src, where)
             continue
         buf = io.StringIO()
         with contextlib.redirect_stdout(buf):
@@ -99,10 +105,27 @@ def run_mpi_program(page: str, src: str, where: str) -> None:
     assert proc.returncode == 0, f"{where}: {name} failed under mpiexec\n{proc.stdout}\n{proc.stderr}"
 
 
+def run_torchrun_program(page: str, src: str, where: str) -> None:
+    """Write the program to its file and launch it with ``torchrun`` (Gloo on localhost) as the page says."""
+    name = src.lstrip().splitlines()[0].lstrip("#").strip()
+    launch = re.search(rf"torchrun --nproc-per-node (\d+) {re.escape(name)}", page)
+    assert launch, f"{where}: the page never shows how {name} is launched (torchrun --nproc-per-node N {name})"
+    Path(name).write_text(src, encoding="utf-8")
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
+    port = str(29500 + os.getpid() % 4000 + 4001)
+    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", launch.group(1),
+                           "--master-addr", "127.0.0.1", "--master-port", port, name],
+                          capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, f"{where}: {name} failed under torchrun\n{proc.stdout}\n{proc.stderr}"
+
+
 @pytest.mark.parametrize("path", PAGES, ids=[p.name for p in PAGES])
 def test_page_examples_run_and_match(path, tmp_path, monkeypatch):
     if any("gradcodes.mpi" in src for _, src, _, _ in blocks(path.read_text(encoding="utf-8"))):
         pytest.importorskip("mpi4py")    # the `mpi-local` extra, installed by the CI test command
+    if any("import torch" in src for _, src, _, _ in blocks(path.read_text(encoding="utf-8"))):
+        pytest.importorskip("torch")     # the `torch` extra, installed by the CI test command
     monkeypatch.chdir(tmp_path)          # examples that write files write them here
     run_page(path)
 

@@ -22,6 +22,7 @@ import numpy.typing as npt
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from .._arrays import is_foreign, to_numpy
 from .._code import LinearCode
 from .._errors import GradcodesValueError
 from .._registry import schemes
@@ -142,7 +143,7 @@ def assert_recovers(code: LinearCode, responders: Responders, G: MatrixLike | No
     R = tuple(int(i) for i in responders)
     if G is None:
         G = np.random.default_rng(0).standard_normal((code.k, 3))
-    G = np.asarray(G) if not isinstance(G, np.ndarray) else G
+    G = to_numpy(G, "G") if is_foreign(G) else np.asarray(G) if not isinstance(G, np.ndarray) else G
     try:
         g, info = code.decode(list(R), code.encode(G), return_info=True, rows="full")   # R in any order
     except (DecodingError, ValueError) as exc:   # too few responders, or they cannot decode

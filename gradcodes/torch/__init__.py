@@ -1,0 +1,28 @@
+"""gradcodes.torch: coded data-parallel training of PyTorch models on ``torch.distributed`` (Gloo on CPU).
+
+Install with ``pip install 'gradcodes[torch]'``. ``import gradcodes`` never imports torch; this package does
+when its functions run. Launch with ``torchrun --nproc-per-node N+1 script.py`` (rank 0 is the master, rank
+``i + 1`` worker ``i``); ``torchrun ... -m gradcodes.torch`` runs the built-in job (a small CNN on scikit-learn's
+8x8 digits, time to accuracy per scheme against DDP). See ``docs/torch.md``.
+
+* Data and loss: :class:`CodedSampler` (each worker's samples of each global batch, per partition),
+  :func:`loss_weights` and :func:`coded_loss` (the message as the gradient of one weighted loss),
+  :class:`CodedGradient` (a worker's message, also for ``m > 1``).
+* Aggregation: :class:`Master` and :class:`Worker` (point-to-point, first decodable responders, stale and NaN
+  messages dropped, a timeout error naming the missing ranks), :func:`train` and the :func:`ddp_train` baseline,
+  :class:`TrainResult`, :class:`FlatParams`.
+* Straggler injection: the delay models of :mod:`gradcodes.mpi` (``ShiftedExponential``, ``FixedDelay``,
+  ``Hang``) and its ``StragglerTimeout``, importable from here too.
+"""
+
+from ..mpi._delays import FixedDelay as FixedDelay
+from ..mpi._delays import Hang as Hang
+from ..mpi._delays import ShiftedExponential as ShiftedExponential
+from ._data import CodedSampler
+from ._loss import coded_loss, loss_weights
+from ._runtime import AggregateInfo, FlatParams, Master, Worker
+from ._runtime import StragglerTimeout as StragglerTimeout
+from ._train import CodedGradient, TrainResult, ddp_train, train
+
+__all__ = ["CodedSampler", "loss_weights", "coded_loss", "CodedGradient", "Master", "Worker", "AggregateInfo",
+           "FlatParams", "train", "ddp_train", "TrainResult"]

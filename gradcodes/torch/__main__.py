@@ -1,0 +1,5 @@
+"""``torchrun --nproc-per-node N+1 -m gradcodes.torch``: the built-in job (see :mod:`gradcodes.torch._job`)."""
+
+from ._job import main
+
+raise SystemExit(main())

@@ -1,0 +1,121 @@
+"""End-to-end tests of gradcodes.torch: real ``torchrun`` jobs with the Gloo backend on localhost (n = 3 workers).
+
+One job runs every exactness and fault scenario of tests/torch_job.py in turn and ends with more than s hung
+workers (a clear StragglerTimeout naming the ranks); a second job crashes a worker and must end within seconds.
+Skipped when torch is not installed (the ``torch`` extra).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import gradcodes as gc
+
+torch = pytest.importorskip("torch")
+ROOT = Path(__file__).resolve().parent.parent
+JOB = ROOT / "tests" / "torch_job.py"
+ENDED = [0.0]
+_port = itertools.count(29500 + os.getpid() % 4000)
+
+
+def run_job(scenarios: list[dict], *, timeout: float = 240) -> tuple[subprocess.CompletedProcess, dict, float]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "4", "--master-addr", "127.0.0.1",
+           "--master-port", str(next(_port)), str(JOB), json.dumps(scenarios)]
+    t0 = time.monotonic()
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT)
+    ENDED[0] = time.time()
+    wall = time.monotonic() - t0
+    results = {}
+    for line in proc.stdout.splitlines():
+        if line.startswith("RESULT "):
+            r = json.loads(line[7:])
+            results[r["name"]] = r
+    return proc, results, wall
+
+
+def float32_tolerance(code) -> float:
+    """10x the decode's own float32 error estimate, maximised over the responder sets of size n - s, and at least
+    1e-6 (the acceptance rule's prediction for the code's cancellation, docs/acceptance.md)."""
+    G = np.random.default_rng(0).standard_normal((code.k * code.m, 5)).astype(np.float32).reshape(code.k, -1)
+    Y = code.encode(G)
+    worst = 0.0
+    for F in itertools.combinations(range(code.n), code.n - code.s):
+        _, info = code.decode(list(F), Y[list(F)], return_info=True)
+        worst = max(worst, float(info.error_estimate))
+    return max(1e-6, 10 * worst)
+
+
+SCENARIOS = [
+    {"name": "cyclic64"},
+    {"name": "cyclic32", "dtype": "float32"},
+    {"name": "frac32", "code": "frac", "dtype": "float32"},
+    {"name": "yeabbe64", "code": "ye_abbe"},
+    {"name": "yeabbe32", "code": "ye_abbe", "dtype": "float32", "iters": 10},
+    {"name": "hang", "fault": "hang", "iters": 10},
+    {"name": "stale", "fault": "stale", "iters": 10},
+    {"name": "nan", "fault": "nan", "iters": 10},
+    {"name": "toomany", "fault": "toomany", "iters": 6, "timeout": 3.0},
+]
+
+
+@pytest.fixture(scope="module")
+def main_job():
+    return run_job(SCENARIOS)
+
+
+def test_exact_float64_flat_m1_and_m2(main_job):
+    _, res, _ = main_job
+    for name in ("cyclic64", "yeabbe64"):
+        assert res[name]["grad_err"] <= 1e-12, res[name]
+        assert res[name]["params_err"] <= 1e-12, res[name]
+
+
+def test_exact_float32_within_the_acceptance_rule(main_job):
+    _, res, _ = main_job
+    assert res["frac32"]["grad_err"] <= 1e-6 and res["frac32"]["params_err"] <= 1e-6, res["frac32"]
+    assert res["yeabbe32"]["grad_err"] <= max(1e-6, float32_tolerance(gc.ye_abbe(3, 1, 2))), res["yeabbe32"]
+    tol = float32_tolerance(gc.cyclic_repetition(3, 1, rng=0))
+    assert res["cyclic32"]["grad_err"] <= tol and res["cyclic32"]["params_err"] <= tol, (res["cyclic32"], tol)
+
+
+def test_hung_worker_is_ignored_and_training_stays_exact(main_job):
+    _, res, _ = main_job
+    r = res["hang"]
+    assert 0 not in r["responders"] and r["grad_err"] <= 1e-12 and r["params_err"] <= 1e-12, r
+
+
+def test_stale_messages_are_dropped(main_job):
+    _, res, _ = main_job
+    r = res["stale"]
+    assert r["stale"] > 0 and r["grad_err"] <= 1e-12 and r["params_err"] <= 1e-12, r
+
+
+def test_nan_sender_is_a_straggler(main_job):
+    _, res, _ = main_job
+    r = res["nan"]
+    assert r["bad"] == [2] and 2 not in r["responders"] and r["grad_err"] <= 1e-12, r
+
+
+def test_more_than_s_hung_is_a_clear_timeout_naming_ranks(main_job):
+    proc, res, _ = main_job
+    assert "toomany" not in res and proc.returncode != 0
+    assert "StragglerTimeout" in proc.stderr and "missing ranks [1, 2]" in proc.stderr, proc.stderr[-3000:]
+
+
+def test_crash_on_a_worker_ends_the_job_within_seconds():
+    proc, res, wall = run_job([{"name": "crash", "fault": "crash", "worker": 1, "iters": 200}])
+    assert proc.returncode != 0 and "injected crash" in proc.stderr
+    assert "crash" not in res
+    crashed = float(next(ln for ln in proc.stdout.splitlines() if ln.startswith("CRASH_AT")).split()[1])
+    # the master's straggler timeout is 120 s: the job ends because torchrun stops every rank when one fails
+    assert ENDED[0] - crashed < 30, ENDED[0] - crashed
