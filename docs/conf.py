@@ -127,6 +127,11 @@ et al. 2017; Ye & Abbe 2018), so the average load is at least :math:`k(s + m)/n`
 The iteration-time simulator and the straggling models. Narrative: :doc:`../simulate`,
 :doc:`../heterogeneous`.""", [
         ("Iteration time", "gradcodes", ["simulate", "SimulationResult", "SchemeResult"]),
+        ("Worker models", "gradcodes", ["WorkerModel", "ShiftedExponentialWorkers", "PersistentStragglers",
+                                        "TraceReplay"]),
+        ("Wait policies", "gradcodes", ["WaitPolicy", "EarliestDecodable", "FixedK", "BackupWorkers", "AdaptiveK",
+                                        "KAsync", "Decodability"]),
+        ("Training against simulated time", "gradcodes", ["simulate_training", "TrainingResult"]),
         ("Straggling probabilities", "gradcodes", ["straggle_probabilities", "exponential_straggle_probabilities"]),
     ]),
     ("runtime", "Runtime: gradcodes.mpi", """\
@@ -136,7 +141,7 @@ Narrative: :doc:`../runtime`.""", [
         ("Training loops", "gradcodes.mpi", ["train", "allreduce_train", "RunResult", "predict"]),
         ("Master and workers", "gradcodes.mpi", ["Master", "Worker", "AggregateInfo", "StragglerTimeout"]),
         ("Straggler injection", "gradcodes.mpi", ["Delay", "NoDelay", "ShiftedExponential", "FixedDelay", "Hang",
-                                                  "Combined"]),
+                                                  "ModelDelay", "Combined"]),
         ("Layouts", "gradcodes.mpi", ["Layout", "layout_for", "WorkerEncoder"]),
     ]),
     ("torch", "Runtime: gradcodes.torch", """\

@@ -50,7 +50,8 @@ def _per_worker(name: str, value: Any, workers: int, *, positive: bool, allow_in
 
 
 class WorkerModel:
-    """Base class of the worker models: :meth:`times` gives every worker's computation time per iteration."""
+    """Base class of the worker models: :meth:`~gradcodes.WorkerModel.times` gives every worker's computation time
+    per iteration."""
 
     #: Label shown in results.
     label = "model"

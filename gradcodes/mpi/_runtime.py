@@ -230,7 +230,7 @@ class Master:
         (:meth:`gradcodes.LinearCode.decodable`; e.g. one worker per group of fractional repetition), at most
         ``n - s`` messages; ``"first"``: the first ``n - s`` (or ``wait_for``) messages.
     blas_threads : int or None, default 1
-        BLAS threads of this process, set once here (:func:`limit_blas`); None leaves BLAS alone.
+        BLAS threads of this process, set once here (``gradcodes.mpi._runtime.limit_blas``); None leaves BLAS alone.
 
     Notes
     -----
@@ -397,7 +397,7 @@ class Worker:
         Section 2: worker ``i`` sends ``b_i G``). The returned array is sent as it is (no copy; a tree parent
         copies it to add its children's decode), and is not read after the next call.
     blas_threads : int or None, default 1
-        BLAS threads of this process, set once (:func:`limit_blas`); None leaves BLAS alone.
+        BLAS threads of this process, set once (``gradcodes.mpi._runtime.limit_blas``); None leaves BLAS alone.
 
     Notes
     -----
