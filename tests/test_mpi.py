@@ -193,7 +193,7 @@ def _cli(ranks: int, args: list[str], timeout: float = 120) -> subprocess.Comple
 
 @needs_mpi
 def test_cli_wrong_rank_count_names_the_right_one():
-    proc = _cli(4, ["--scheme", "coded_reduce", "--n", "3", "--L", "2", "--s", "1", "--iters", "3"])
+    proc = _cli(4, ["--scheme", "coded_reduce", "--branching", "3", "--L", "2", "--s", "1", "--iters", "3"])
     assert proc.returncode != 0
     assert "needs 13 MPI ranks" in proc.stderr and "mpiexec -n 13" in proc.stderr
 

@@ -27,7 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--scheme", required=True, help="a registered scheme (gradcodes list), e.g. coded_reduce, "
                                                     "cyclic_repetition, expander_code")
-    for name, typ, hlp in [("n", int, "workers (children per node for coded_reduce)"),
+    for name, typ, hlp in [("n", int, "workers"), ("branching", int, "children per node (coded_reduce)"),
                            ("s", int, "stragglers tolerated"), ("L", int, "tree depth (coded_reduce)"),
                            ("m", int, "communication factor"), ("k", int, "partitions"),
                            ("degree", int, "graph degree (expander_code)")]:
@@ -67,7 +67,8 @@ def build_code(args: argparse.Namespace) -> Any:
     from .._registry import get_scheme
 
     scheme = get_scheme(args.scheme)
-    given = {"n": args.n, "s": args.s, "L": args.L, "m": args.m, "k": args.k, "degree": args.degree,
+    given = {"n": args.n, "branching": args.branching, "s": args.s, "L": args.L, "m": args.m, "k": args.k,
+             "degree": args.degree,
              "rng": args.code_seed}
     sig = inspect.signature(scheme.build)
     accepts_any = any(q.kind is q.VAR_KEYWORD for q in sig.parameters.values())
@@ -155,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
                 say(f"  [{label}] iteration {t:>4}  {sec * 1e3:8.1f} ms  loss {loss:.6g}", flush=True)
 
         res = train(c, np.zeros(prob.dim), grad, step, iterations=args.iters, delay=delay, timeout=args.timeout,
-                    loss=prob.loss, t_c=args.t_c, progress=progress, **kw)
+                    loss=prob.loss, t_c=args.t_c, callback=progress, **kw)
         if res is not None:
             res.scheme = label
             results.append(res)

@@ -24,6 +24,7 @@ from .._decodable import Decodability
 from .._decoders import Decoder
 from .._simulate._policies import BackupWorkers, FixedK, WaitPolicy, as_policy
 from .._typing import DTypeLike
+from .._validate import renamed_keyword
 from ._comm import Inbox, ParamSender, StragglerTimeout, Tags, finite, get_mpi, wait_request
 from ._delays import Delay, NoDelay
 from ._layout import Combiner, Layout, WorkerEncoder, layout_for
@@ -205,8 +206,9 @@ class Master:
     code : LinearCode
         An exact :class:`~gradcodes.GradientCode` (any ``m``), an :class:`~gradcodes.ApproximateCode` or a
         :class:`~gradcodes.CodedReduceCode` (run as a tree).
-    p : int
-        Number of parameters (the gradient length).
+    length : int
+        Number of parameters (the gradient length; ``p=`` is a deprecated alias: ``p`` is a straggle probability
+        elsewhere).
     dtype : numpy dtype, default float64
         Parameters, gradients and messages (float32 stays float32).
     comm : mpi4py communicator, optional
@@ -240,7 +242,8 @@ class Master:
     for others. The error estimate is computed once per responder set and cached.
     """
 
-    def __init__(self, code: LinearCode, p: int, dtype: DTypeLike = np.float64, *, comm: Any = None,
+    @renamed_keyword("p", "length")
+    def __init__(self, code: LinearCode, length: int, dtype: DTypeLike = np.float64, *, comm: Any = None,
                  wait_for: int | None = None, deadline: float | None = None, decoder: str | Decoder | None = None,
                  timeout: float = 60.0, poll: float = 0.0, policy: str | WaitPolicy | None = None,
                  blas_threads: int | None = 1) -> None:
@@ -251,7 +254,7 @@ class Master:
         if self.comm.Get_rank() != 0:
             raise ValueError("the Master runs on rank 0")
         self.code = code
-        self.p = int(p)
+        self.p = int(length)
         self.dtype = np.dtype(dtype)
         if self.dtype.kind != "f":
             raise TypeError(f"dtype must be a float dtype, got {self.dtype}")
@@ -372,10 +375,10 @@ class Worker:
     ----------
     code : LinearCode
         The same code as the master's.
-    p : int
-        Number of parameters.
+    length : int
+        Number of parameters (``p=`` is a deprecated alias).
     partial_gradient : callable or None
-        ``partial_gradient(params, j) -> flat array of length p``: the gradient on partition ``j`` (on a
+        ``partial_gradient(params, j) -> flat array of that length``: the gradient on partition ``j`` (on a
         CodedReduce tree, data unit ``j``). May be None when ``coded_gradient`` is given.
     dtype : numpy dtype, default float64
     comm : mpi4py communicator, optional
@@ -407,7 +410,9 @@ class Worker:
     message is built by :class:`WorkerEncoder` with precomputed coefficients (or by ``coded_gradient``).
     """
 
-    def __init__(self, code: LinearCode, p: int, partial_gradient: Callable[[np.ndarray, int], np.ndarray] | None,
+    @renamed_keyword("p", "length")
+    def __init__(self, code: LinearCode, length: int,
+                 partial_gradient: Callable[[np.ndarray, int], np.ndarray] | None,
                  dtype: DTypeLike = np.float64, *, comm: Any = None, delay: Delay | None = None,
                  poll: float = 1e-4, policy: str | WaitPolicy | None = None,
                  coded_gradient: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
@@ -431,7 +436,7 @@ class Worker:
         limit_blas(blas_threads)
         self.worker = self.rank - 1
         self.code = code
-        self.p = int(p)
+        self.p = int(length)
         self.dtype = np.dtype(dtype)
         self.partial_gradient = partial_gradient
         self.coded_gradient = coded_gradient

@@ -12,6 +12,7 @@ import numpy as np
 from .._code import LinearCode
 from .._decoders import Decoder
 from .._simulate._policies import FixedK, WaitPolicy
+from .._validate import renamed_keyword
 from ._comm import StragglerTimeout, get_mpi
 from ._delays import Delay, NoDelay
 from ._result import RunResult, predict
@@ -35,12 +36,13 @@ def _check_iterations(iterations: Any) -> int:
     return int(iterations)
 
 
+@renamed_keyword("progress", "callback")
 def train(code: LinearCode | str, params: np.ndarray,
           partial_gradient: Callable[[np.ndarray, int], np.ndarray] | None, step: Step, *, iterations: int,
           comm: Any = None, delay: Delay | None = None, wait_for: int | None = None, deadline: float | None = None,
           decoder: str | Decoder | None = None, timeout: float = 60.0, poll: float = 1e-4,
           loss: Callable[[np.ndarray], float] | None = None, t_c: float = 0.0,
-          progress: Callable[[int, float, Any], None] | None = None, policy: str | WaitPolicy | None = None,
+          callback: Callable[[int, float, Any], None] | None = None, policy: str | WaitPolicy | None = None,
           coded_gradient: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None, master_poll: float = 0.0,
           blas_threads: int | None = 1) -> RunResult | None:
     r"""Run distributed gradient descent with a code on MPI; call it on every rank with the same arguments.
@@ -87,8 +89,9 @@ def train(code: LinearCode | str, params: np.ndarray,
         ``loss(params) -> float`` recorded after each step (not counted in the iteration time).
     t_c : float
         Per-message time for the :func:`gradcodes.simulate` prediction stored in the result.
-    progress : callable, optional
-        ``progress(iteration, seconds, loss)`` on the master after each iteration.
+    callback : callable, optional
+        ``callback(iteration, seconds, loss)`` on the master after each iteration (``progress=`` is a deprecated
+        alias: ``progress`` is a bool switch of a progress display elsewhere).
 
     Returns
     -------
@@ -116,7 +119,7 @@ def train(code: LinearCode | str, params: np.ndarray,
         if code != "allreduce":
             raise ValueError(f"code must be a gradcodes code or 'allreduce', got {code!r}")
         return allreduce_train(params, partial_gradient, step, iterations=iterations, comm=comm, delay=delay,
-                               timeout=timeout, poll=poll, loss=loss, t_c=t_c, progress=progress,
+                               timeout=timeout, poll=poll, loss=loss, t_c=t_c, callback=callback,
                                coded_gradient=coded_gradient, blas_threads=blas_threads)
     MPI = get_mpi()
     comm = MPI.COMM_WORLD if comm is None else comm
@@ -147,8 +150,8 @@ def train(code: LinearCode | str, params: np.ndarray,
         used[t, [kids.index(r + 1) for r in info.responders]] = True
         if losses is not None and loss is not None:
             losses[t] = float(loss(w))
-        if progress is not None:
-            progress(t, times[t], None if losses is None else losses[t])
+        if callback is not None:
+            callback(t, times[t], None if losses is None else losses[t])
     master.stop()
     if w is not params:
         np.copyto(params, w)
@@ -172,10 +175,11 @@ def _poll(req: Any, poll: float, timeout: float, what: str) -> None:
             time.sleep(poll)
 
 
+@renamed_keyword("progress", "callback")
 def allreduce_train(params: np.ndarray, partial_gradient: Callable[[np.ndarray, int], np.ndarray] | None,
                     step: Step, *, iterations: int, comm: Any = None, delay: Delay | None = None,
                     timeout: float = 60.0, poll: float = 1e-4, loss: Callable[[np.ndarray], float] | None = None,
-                    t_c: float = 0.0, progress: Callable[[int, float, Any], None] | None = None,
+                    t_c: float = 0.0, callback: Callable[[int, float, Any], None] | None = None,
                     blocking: bool = True, coded_gradient: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
                     blas_threads: int | None = 1) -> RunResult | None:
     """The uncoded collective baseline: the parameters broadcast from the master, worker ``i`` computes partition
@@ -249,8 +253,8 @@ def allreduce_train(params: np.ndarray, partial_gradient: Callable[[np.ndarray, 
             w = _check_params(new)
         if losses is not None and loss is not None:
             losses[t] = float(loss(w))
-        if progress is not None:
-            progress(t, times[t], None if losses is None else losses[t])
+        if callback is not None:
+            callback(t, times[t], None if losses is None else losses[t])
     np.copyto(params, w)
     return RunResult("allreduce", "allreduce", n, n, times, waits, decs, np.ones((iterations, n), dtype=bool),
                      losses, np.full(iterations, np.nan), d.describe(),
