@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import hashlib
-import itertools
 import json
 import math
 import os
