@@ -19,6 +19,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from ._errors import GradcodesTypeError
+
 __all__ = ["to_numpy", "like_input", "is_foreign", "array_io"]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -62,8 +64,8 @@ def to_numpy(x: Any, name: str = "array") -> np.ndarray:
         try:
             return np.from_dlpack(t)
         except (TypeError, BufferError, RuntimeError) as exc:
-            raise TypeError(f"{name}: a tensor of dtype {t.dtype} has no numpy equivalent; use float32, float64, "
-                            f"complex64 or complex128 ({exc})") from None
+            raise GradcodesTypeError(f"{name}: a tensor of dtype {t.dtype} has no numpy equivalent; use float32, "
+                                     f"float64, complex64 or complex128 ({exc})") from None
     if hasattr(x, "__dlpack__"):
         try:
             return np.from_dlpack(x)
@@ -71,7 +73,7 @@ def to_numpy(x: Any, name: str = "array") -> np.ndarray:
             pass                                  # e.g. a device array: fall back to __array__
     if hasattr(x, "__array__"):
         return np.asarray(x)
-    raise TypeError(f"{name} must be an array (numpy, a torch tensor, or an object with __dlpack__ or "
+    raise GradcodesTypeError(f"{name} must be an array (numpy, a torch tensor, or an object with __dlpack__ or "
                     f"__array__), got {type(x).__name__}")
 
 

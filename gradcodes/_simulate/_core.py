@@ -31,6 +31,7 @@ import numpy as np
 if TYPE_CHECKING:
     from .._code import LinearCode
 
+from .._errors import GradcodesTypeError, GradcodesValueError
 from .._typing import RNGLike, Unset
 from .._validate import SEED_UNSET, check_rng, check_size, check_tree_size, renamed_keyword, take_rng
 from ._models import _rng_for
@@ -61,24 +62,24 @@ _SCHEME_HELP = {
 
 def _int(name: str, value: Any, lo: int, hi: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+        raise GradcodesTypeError(f"{name} must be an int, got {type(value).__name__}")
     value = int(value)
     if value < lo or (hi is not None and value > hi):
         rng = f"in [{lo}, {hi}]" if hi is not None else f">= {lo}"
-        raise ValueError(f"{name} must be an integer {rng}, got {value}")
+        raise GradcodesValueError(f"{name} must be an integer {rng}, got {value}")
     return value
 
 
 def _real(name: str, value: Any, *, positive: bool = False, allow_inf: bool = False) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating, Fraction)):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+        raise GradcodesTypeError(f"{name} must be a real number, got {type(value).__name__}")
     v = float(value)
     if math.isnan(v) or (math.isinf(v) and not allow_inf):
-        raise ValueError(f"{name} must be finite, got {value}")
+        raise GradcodesValueError(f"{name} must be finite, got {value}")
     if positive and not v > 0:
-        raise ValueError(f"{name} must be > 0, got {value}")
+        raise GradcodesValueError(f"{name} must be > 0, got {value}")
     if not positive and v < 0:
-        raise ValueError(f"{name} must be >= 0, got {value}")
+        raise GradcodesValueError(f"{name} must be >= 0, got {value}")
     return v
 
 
@@ -265,38 +266,40 @@ def simulate(
         a = _real("a", a)
         if mu is None:
             if a == 0:
-                raise ValueError("mu must be given when a == 0 (the default mu = 1/a needs a > 0)")
+                raise GradcodesValueError("mu must be given when a == 0 (the default mu = 1/a needs a > 0)")
             mu = 1.0 / a
         mu = _real("mu", mu, positive=True, allow_inf=True)
     if model is not None and not isinstance(model, WorkerModel):
-        raise TypeError(f"model must be a WorkerModel (ShiftedExponentialWorkers, PersistentStragglers, "
+        raise GradcodesTypeError(f"model must be a WorkerModel (ShiftedExponentialWorkers, PersistentStragglers, "
                         f"TraceReplay), got {type(model).__name__}")
     t_c = _real("t_c", t_c)
     t_step = _real("t_step", t_step)
     alpha = _real("alpha", alpha)
     if alpha > t_c:
-        raise ValueError(f"alpha (latency per message) must be at most t_c = {t_c:g} (a gradient-sized message "
+        raise GradcodesValueError(f"alpha (latency per message) must be at most t_c = {t_c:g} (a gradient-sized "
+                                  f"message "
                          f"takes t_c = alpha + bytes/bandwidth), got {alpha:g}")
     if deadline is not None:
         deadline = _real("deadline", deadline, positive=True)
     if policy is not None and not isinstance(policy, (str, WaitPolicy)):
-        raise TypeError(f"policy must be 'earliest', 'first', 'all' or a WaitPolicy, got {type(policy).__name__}")
+        raise GradcodesTypeError(f"policy must be 'earliest', 'first', 'all' or a WaitPolicy, got "
+                                 f"{type(policy).__name__}")
     iters = _int("iters", iters, 2)
     check_size("iters (simulated iterations)", iters, "entries")
     check_size("the simulated worker times iters * N", iters * N, "work")
     rng = take_rng(rng, seed)
     entropy = _seed_entropy(rng)
     if not isinstance(overlap, (bool, np.bool_)):
-        raise TypeError(f"overlap must be a bool, got {type(overlap).__name__}")
+        raise GradcodesTypeError(f"overlap must be a bool, got {type(overlap).__name__}")
     given: Any = schemes                    # checked item by item below
     if isinstance(given, (str, bytes)) or _code_kind(given) is not None:
         given = [given]
     try:
         items: list[Any] = list(given)
     except TypeError:
-        raise TypeError(f"schemes must be a label, a code, or a sequence of them; got {given!r}") from None
+        raise GradcodesTypeError(f"schemes must be a label, a code, or a sequence of them; got {given!r}") from None
     if not items:
-        raise ValueError("schemes must not be empty")
+        raise GradcodesValueError("schemes must not be empty")
     ss = np.random.SeedSequence(entropy)
     from .._families.coded_reduce import coded_reduce_load
 
@@ -319,10 +322,11 @@ def simulate(
             from .._code import LinearCode
 
             if isinstance(item, LinearCode):
-                raise TypeError(f"schemes: a {type(item).__name__} cannot be simulated (an exact GradientCode, an "
+                raise GradcodesTypeError(f"schemes: a {type(item).__name__} cannot be simulated (an exact "
+                                         f"GradientCode, an "
                                 "ApproximateCode or a CodedReduceCode)")
             if not isinstance(item, str) or item.upper() not in LABELS:
-                raise ValueError(f"unknown scheme {item!r}; valid labels are {LABELS} "
+                raise GradcodesValueError(f"unknown scheme {item!r}; valid labels are {LABELS} "
                                  "or a CodedReduceCode / GradientCode / ApproximateCode instance")
             label = item.upper()
         else:
@@ -332,13 +336,14 @@ def simulate(
                 while label in out:
                     label, j = f"{base}#{j}", j + 1
         if label in out:
-            raise ValueError(f"scheme {label!r} given twice")
+            raise GradcodesValueError(f"scheme {label!r} given twice")
         rng = _rng_for(ss, label)
         details: dict[str, Any] = {}
         error = None
         if kind == "CR" or label == "CR":
             if not scalar or model is not None:
-                raise ValueError("per-worker a/mu and worker models are simulated for master-worker schemes only; "
+                raise GradcodesValueError("per-worker a/mu and worker models are simulated for master-worker schemes "
+                                          "only; "
                                  "CR uses scalar a and mu")
             if kind == "CR":
                 tn, tL, ts = item.branching, item.L, item.s
@@ -376,7 +381,7 @@ def simulate(
                                                  return_responders or kind == "AC")
             else:
                 if deadline is not None and kind != "AC":
-                    raise ValueError("deadline: only approximate codes may stop before they can decode")
+                    raise GradcodesValueError("deadline: only approximate codes may stop before they can decode")
                 times, resp, counts = _sim_policy(rng, iters, target, pol, points, a, mu, wm, t_c / comm,
                                                   return_responders or kind == "AC", deadline)
                 msgs = int(np.max(counts))
@@ -451,7 +456,7 @@ def cr_time_bounds(n: int, L: int, s: int, *, m_data: float, a: float, mu: float
     t_c = _real("t_c", t_c)
     if mu is None:
         if a == 0:
-            raise ValueError("mu must be given when a == 0 (the default mu = 1/a needs a > 0)")
+            raise GradcodesValueError("mu must be given when a == 0 (the default mu = 1/a needs a > 0)")
         mu = 1.0 / a
     mu = _real("mu", mu, positive=True, allow_inf=True)
     ell = float(r) * m_data

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._errors import GradcodesValueError
 from .._typing import DTypeLike
 
 if TYPE_CHECKING:
@@ -87,7 +88,7 @@ class FixedK(WaitPolicy):
 
     def __init__(self, k: int | None = None) -> None:
         if k is not None and (isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1):
-            raise ValueError(f"k must be a positive integer (or None for n - s), got {k!r}")
+            raise GradcodesValueError(f"k must be a positive integer (or None for n - s), got {k!r}")
         self.k = None if k is None else int(k)
         self.name = "first n-s" if k is None else f"first {k}"
 
@@ -96,7 +97,7 @@ class FixedK(WaitPolicy):
             s = getattr(code, "s", None)
             return int(code.n - (s or 0))
         if self.k > code.n:
-            raise ValueError(f"k={self.k} exceeds the number of workers n={code.n}")
+            raise GradcodesValueError(f"k={self.k} exceeds the number of workers n={code.n}")
         return self.k
 
     def counts(self, code: LinearCode, order: np.ndarray) -> np.ndarray:
@@ -107,7 +108,7 @@ class FixedK(WaitPolicy):
         if self.k is None:
             return n
         if self.k > n:
-            raise ValueError(f"k={self.k} exceeds the number of workers n={n}")
+            raise GradcodesValueError(f"k={self.k} exceeds the number of workers n={n}")
         return self.k
 
     def tracker(self, code: LinearCode, dtype: DTypeLike = np.float64) -> Any:
@@ -123,7 +124,7 @@ class BackupWorkers(FixedK):
 
     def __init__(self, b: int) -> None:
         if isinstance(b, bool) or not isinstance(b, (int, np.integer)) or b < 0:
-            raise ValueError(f"b must be an integer >= 0 (backup workers), got {b!r}")
+            raise GradcodesValueError(f"b must be an integer >= 0 (backup workers), got {b!r}")
         super().__init__(None)
         self.b = int(b)
         self.name = f"backup b={b}"
@@ -133,7 +134,7 @@ class BackupWorkers(FixedK):
 
     def need_count(self, n: int) -> int:
         if self.b >= n:
-            raise ValueError(f"b={self.b} backup workers leave none of the n={n} workers to wait for")
+            raise GradcodesValueError(f"b={self.b} backup workers leave none of the n={n} workers to wait for")
         return int(n - self.b)
 
 
@@ -155,7 +156,7 @@ class AdaptiveK(WaitPolicy):
     def __init__(self, k0: int = 1, step: int = 1, burn: int = 20) -> None:
         for name, v, lo in (("k0", k0, 1), ("step", step, 1), ("burn", burn, 1)):
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
-                raise ValueError(f"{name} must be an integer >= {lo}, got {v!r}")
+                raise GradcodesValueError(f"{name} must be an integer >= {lo}, got {v!r}")
         self.k0, self.step, self.burn = int(k0), int(step), int(burn)
         self.name = f"adaptive k (k0={k0}, step={step})"
         self.reset()
@@ -202,20 +203,21 @@ class KAsync(WaitPolicy):
 
     def __init__(self, K: int) -> None:
         if isinstance(K, bool) or not isinstance(K, (int, np.integer)) or K < 1:
-            raise ValueError(f"K must be a positive integer, got {K!r}")
+            raise GradcodesValueError(f"K must be a positive integer, got {K!r}")
         self.K = int(K)
         self.name = f"K-async K={K}"
 
     def need(self, n: int) -> int:
         if self.K > n:
-            raise ValueError(f"K={self.K} exceeds the number of workers n={n}")
+            raise GradcodesValueError(f"K={self.K} exceeds the number of workers n={n}")
         return self.K
 
     def counts(self, code: LinearCode, order: np.ndarray) -> np.ndarray:
-        raise ValueError("K-async updates are not synchronous iterations: simulate them with simulate_training")
+        raise GradcodesValueError("K-async updates are not synchronous iterations: simulate them with "
+                                  "simulate_training")
 
     def tracker(self, code: LinearCode, dtype: DTypeLike = np.float64) -> Any:
-        raise ValueError("K-async is not supported by the MPI runtime (its master drops stale messages)")
+        raise GradcodesValueError("K-async is not supported by the MPI runtime (its master drops stale messages)")
 
 
 class EarliestDecodable(WaitPolicy):
@@ -242,7 +244,7 @@ class EarliestDecodable(WaitPolicy):
         bounds = code._group_bounds()
         if bounds is not None:
             if not code._groups_accept(self.dtype):
-                raise ValueError(f"code {code.name!r}: no responder set decodes in {self.dtype}")
+                raise GradcodesValueError(f"code {code.name!r}: no responder set decodes in {self.dtype}")
             return np.minimum.reduceat(rank, bounds[:-1], axis=1).max(axis=1) + 1
         S = np.asarray(code.support_matrix)                  # (n, k)
         out = np.zeros(b, dtype=np.int64)
@@ -274,7 +276,7 @@ class EarliestDecodable(WaitPolicy):
             rest = active[~ok]
             j_of[rest] += 1
             if np.any(j_of[rest] > n):
-                raise ValueError(f"code {code.name!r}: even all {n} responders cannot decode in {self.dtype}")
+                raise GradcodesValueError(f"code {code.name!r}: even all {n} responders cannot decode in {self.dtype}")
             active = rest
         return J
 
@@ -297,4 +299,4 @@ def as_policy(policy: str | WaitPolicy | None, code: LinearCode) -> WaitPolicy:
         return FixedK(None)
     if policy == "all":
         return FixedK(code.n)
-    raise ValueError(f"policy must be 'earliest', 'first', 'all' or a WaitPolicy, got {policy!r}")
+    raise GradcodesValueError(f"policy must be 'earliest', 'first', 'all' or a WaitPolicy, got {policy!r}")

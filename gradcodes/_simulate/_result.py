@@ -7,6 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from .._errors import GradcodesValueError
+
 __all__ = ["SchemeResult", "SimulationResult"]
 
 
@@ -87,7 +89,8 @@ class SimulationResult:
         if reference not in self.schemes and reference.upper() in self.schemes:
             reference = reference.upper()
         if reference not in self.schemes:
-            raise ValueError(f"reference must be one of the simulated schemes {list(self.schemes)}, got {reference!r}")
+            raise GradcodesValueError(f"reference must be one of the simulated schemes {list(self.schemes)}, got "
+                                      f"{reference!r}")
         ref = self.schemes[reference].mean
         return {k: v.mean / ref for k, v in self.schemes.items() if k != reference}
 

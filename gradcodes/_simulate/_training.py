@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._errors import GradcodesTypeError
 from .._typing import RNGLike
 from .._validate import check_int, check_rng, renamed_keyword
 from ._models import _reception_times
@@ -122,14 +123,14 @@ def simulate_training(policy: WaitPolicy, *, n: int = 8, code: LinearCode | None
     """
     gen = check_rng(rng)
     if not isinstance(policy, WaitPolicy):
-        raise TypeError(f"policy must be a WaitPolicy, got {type(policy).__name__}")
+        raise GradcodesTypeError(f"policy must be a WaitPolicy, got {type(policy).__name__}")
     if isinstance(policy, AdaptiveK):
         policy.reset()
     if code is not None:
         from .._code import LinearCode
 
         if not isinstance(code, LinearCode):
-            raise TypeError(f"code must be a gradcodes code (GradientCode or ApproximateCode), got "
+            raise GradcodesTypeError(f"code must be a gradcodes code (GradientCode or ApproximateCode), got "
                             f"{type(code).__name__}")
         n = code.n
     n = check_int("n", n, 1)
@@ -139,7 +140,7 @@ def simulate_training(policy: WaitPolicy, *, n: int = 8, code: LinearCode | None
     X, y, H, w_opt = _problem(M, dim, noise, gen)
     part = M // n
     if model is not None and not isinstance(model, WorkerModel):
-        raise TypeError(f"model must be a WorkerModel (e.g. gradcodes.PersistentStragglers), got "
+        raise GradcodesTypeError(f"model must be a WorkerModel (e.g. gradcodes.PersistentStragglers), got "
                         f"{type(model).__name__}")
     wm = model if model is not None else ShiftedExponentialWorkers(a, mu)
     load = 1 if code is None else int(code.load)
@@ -201,7 +202,7 @@ def simulate_training(policy: WaitPolicy, *, n: int = 8, code: LinearCode | None
                 elif isinstance(policy, FixedK):
                     k = policy.need_count(n)
                 else:
-                    raise TypeError(f"policy {policy} needs a code (code=...) or is not a training policy")
+                    raise GradcodesTypeError(f"policy {policy} needs a code (code=...) or is not a training policy")
                 J = k
                 g = grad(w, order[:k]).mean(axis=0)
             now += float(R[J - 1])

@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from .._errors import GradcodesTypeError, GradcodesValueError
+
 __all__ = ["WorkerModel", "ShiftedExponentialWorkers", "PersistentStragglers", "TraceReplay"]
 
 
@@ -32,20 +34,21 @@ def _per_worker(name: str, value: Any, workers: int, *, positive: bool, allow_in
     try:
         out = np.asarray(arr, dtype=float)
     except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a real number or a sequence of {workers} real numbers, got "
+        raise GradcodesTypeError(f"{name} must be a real number or a sequence of {workers} real numbers, got "
                         f"{value!r}") from None
     if out.dtype.kind not in "fiu" or np.asarray(value).dtype == bool:
-        raise TypeError(f"{name} must be real, got {value!r}")
+        raise GradcodesTypeError(f"{name} must be real, got {value!r}")
     if out.ndim == 0:
         out = np.full(workers, float(out))
     if out.shape != (workers,):
-        raise ValueError(f"{name} must be a scalar or have one entry per worker ({workers}), got shape {out.shape}")
+        raise GradcodesValueError(f"{name} must be a scalar or have one entry per worker ({workers}), got shape "
+                                  f"{out.shape}")
     if np.any(np.isnan(out)) or (not allow_inf and np.any(np.isinf(out))):
-        raise ValueError(f"{name} must be finite, got {value!r}")
+        raise GradcodesValueError(f"{name} must be finite, got {value!r}")
     if positive and not np.all(out > 0):
-        raise ValueError(f"{name} must be > 0 for every worker, got {value!r}")
+        raise GradcodesValueError(f"{name} must be > 0 for every worker, got {value!r}")
     if not positive and not np.all(out >= 0):
-        raise ValueError(f"{name} must be >= 0 for every worker, got {value!r}")
+        raise GradcodesValueError(f"{name} must be >= 0 for every worker, got {value!r}")
     return out
 
 
@@ -92,7 +95,7 @@ class ShiftedExponentialWorkers(WorkerModel):
         a = _per_worker("a", self.a, workers, positive=False)
         if self.mu is None:
             if np.any(a == 0):
-                raise ValueError("mu must be given when some a == 0 (the default mu = 1/a needs a > 0)")
+                raise GradcodesValueError("mu must be given when some a == 0 (the default mu = 1/a needs a > 0)")
             return a, 1.0 / a
         return a, _per_worker("mu", self.mu, workers, positive=True, allow_inf=True)
 
@@ -135,12 +138,12 @@ class PersistentStragglers(WorkerModel):
     def __init__(self, p_slow: float, p_recover: float, slowdown: float, *, base: WorkerModel | None = None) -> None:
         for name, v in (("p_slow", p_slow), ("p_recover", p_recover)):
             if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not 0 < v <= 1:
-                raise ValueError(f"{name} must be a probability in (0, 1], got {v!r}")
+                raise GradcodesValueError(f"{name} must be a probability in (0, 1], got {v!r}")
         if isinstance(slowdown, bool) or not isinstance(slowdown, (int, float, np.integer, np.floating)) \
                 or not 1 <= slowdown < math.inf:
-            raise ValueError(f"slowdown must be a finite real number >= 1, got {slowdown!r}")
+            raise GradcodesValueError(f"slowdown must be a finite real number >= 1, got {slowdown!r}")
         if base is not None and not isinstance(base, WorkerModel):
-            raise TypeError(f"base must be a WorkerModel, got {type(base).__name__}")
+            raise GradcodesTypeError(f"base must be a WorkerModel, got {type(base).__name__}")
         self.p_slow, self.p_recover, self.slowdown = float(p_slow), float(p_recover), float(slowdown)
         self.base = base
         self.label = f"persistent(p_slow={p_slow:g}, p_recover={p_recover:g}, slowdown={slowdown:g})"
@@ -156,7 +159,8 @@ class PersistentStragglers(WorkerModel):
 
     def times(self, generator: np.random.Generator, iters: int, workers: int, points: float) -> np.ndarray:
         if self.base is None:
-            raise ValueError("PersistentStragglers needs a base model (gradcodes.simulate supplies its a and mu)")
+            raise GradcodesValueError("PersistentStragglers needs a base model (gradcodes.simulate supplies its a "
+                                      "and mu)")
         T = self.base.times(generator, iters, workers, points)
         return np.where(self.states(generator, iters, workers), T * self.slowdown, T)
 
@@ -185,15 +189,15 @@ class TraceReplay(WorkerModel):
     def __init__(self, times: Any) -> None:
         T = np.asarray(times, dtype=float)
         if T.ndim != 2 or T.shape[0] < 1 or T.shape[1] < 1:
-            raise ValueError(f"times must be a 2-D array (iterations x workers), got shape {T.shape}")
+            raise GradcodesValueError(f"times must be a 2-D array (iterations x workers), got shape {T.shape}")
         if np.any(np.isnan(T)) or np.any(T < 0):
-            raise ValueError("times must be >= 0 (inf for a worker that never answered), without NaN")
+            raise GradcodesValueError("times must be >= 0 (inf for a worker that never answered), without NaN")
         self.trace = T.copy()
         self.trace.flags.writeable = False
         self.label = f"trace({T.shape[0]} iterations x {T.shape[1]} workers)"
 
     def times(self, generator: np.random.Generator, iters: int, workers: int, points: float) -> np.ndarray:
         if workers != self.trace.shape[1]:
-            raise ValueError(f"the trace has {self.trace.shape[1]} workers, the scheme has {workers}")
+            raise GradcodesValueError(f"the trace has {self.trace.shape[1]} workers, the scheme has {workers}")
         idx = np.arange(iters) % self.trace.shape[0]
         return self.trace[idx]

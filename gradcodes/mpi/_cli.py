@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from .._errors import GradcodesValueError
+
 __all__ = ["main", "build_parser"]
 
 
@@ -75,7 +77,8 @@ def build_code(args: argparse.Namespace) -> Any:
     kwargs = {k: v for k, v in given.items() if v is not None and (k in sig.parameters or accepts_any)}
     unknown = [k for k, v in given.items() if v is not None and k not in kwargs and k != "rng"]
     if unknown:
-        raise ValueError(f"scheme {scheme.name!r} does not take {', '.join('--' + u for u in unknown)}; it takes "
+        raise GradcodesValueError(f"scheme {scheme.name!r} does not take {', '.join('--' + u for u in unknown)}; it "
+                                  f"takes "
                          f"{', '.join(sig.parameters)}")
     return scheme.build(**kwargs)
 
@@ -138,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         elif b == "allreduce":
             runs.append((b, "allreduce", {}))
         else:
-            raise ValueError(f"unknown baseline {b!r}; valid: wait-for-all, ignore-stragglers, allreduce")
+            raise GradcodesValueError(f"unknown baseline {b!r}; valid: wait-for-all, ignore-stragglers, allreduce")
     say(f"gradcodes.mpi: {size} ranks, {prob.kind} ({prob.points} points, {prob.dim} parameters), "
         f"{args.iters} iterations per scheme, delay: {delay.describe()}", flush=True)
     results = []

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from .._errors import GradcodesError
+from .._errors import GradcodesError, GradcodesValueError
 
 __all__ = ["StragglerTimeout", "get_mpi", "Tags", "Inbox", "ParamSender", "wait_request", "finite"]
 
@@ -332,7 +332,7 @@ class ParamSender:
 
     def _check(self, params: Any) -> None:
         if not isinstance(params, np.ndarray) or params.shape != (self.p,) or params.dtype != self.dtype:
-            raise ValueError(f"params must keep shape ({self.p},) and dtype {self.dtype}; got "
+            raise GradcodesValueError(f"params must keep shape ({self.p},) and dtype {self.dtype}; got "
                              f"{getattr(params, 'shape', type(params).__name__)} {getattr(params, 'dtype', '')}")
 
     def writable(self, params: np.ndarray) -> np.ndarray:

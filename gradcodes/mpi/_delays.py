@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from .._errors import GradcodesTypeError, GradcodesValueError
 from .._typing import RNGLike, Unset
 from .._validate import SEED_UNSET, check_int, rng_entropy
 
@@ -25,10 +26,10 @@ __all__ = ["Delay", "NoDelay", "ShiftedExponential", "FixedDelay", "Hang", "Comb
 
 def _nonneg(name: str, value: Any, allow_inf: bool = False) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+        raise GradcodesTypeError(f"{name} must be a real number, got {type(value).__name__}")
     v = float(value)
     if math.isnan(v) or v < 0 or (math.isinf(v) and not allow_inf):
-        raise ValueError(f"{name} must be a finite number >= 0, got {value}")
+        raise GradcodesValueError(f"{name} must be a finite number >= 0, got {value}")
     return v
 
 
@@ -36,7 +37,7 @@ def _workers(name: str, workers: Iterable[int]) -> tuple[int, ...]:
     try:
         out = tuple(check_int(name, w, 0) for w in workers)
     except TypeError:
-        raise TypeError(f"{name} must be an iterable of worker indices, got {workers!r}") from None
+        raise GradcodesTypeError(f"{name} must be an iterable of worker indices, got {workers!r}") from None
     return out
 
 
@@ -90,11 +91,11 @@ class ShiftedExponential(Delay):
         self.a = _nonneg("a", a)
         if mu is None:
             if self.a == 0:
-                raise ValueError("mu must be given when a == 0")
+                raise GradcodesValueError("mu must be given when a == 0")
             mu = 1.0 / self.a
         self.mu = _nonneg("mu", mu, allow_inf=True)
         if self.mu == 0:
-            raise ValueError("mu must be > 0")
+            raise GradcodesValueError("mu must be > 0")
         self.m_data = _nonneg("m_data", m_data)
         #: The int that keys every draw (see :func:`gradcodes._validate.rng_entropy`).
         self.entropy = rng_entropy(rng, seed)
@@ -140,7 +141,7 @@ class FixedDelay(Delay):
                  rng: RNGLike = None, seed: RNGLike | Unset = SEED_UNSET) -> None:
         self.seconds = _nonneg("seconds", seconds)
         if (workers is None) == (count is None):
-            raise ValueError("give either workers (persistent stragglers) or count (random per iteration)")
+            raise GradcodesValueError("give either workers (persistent stragglers) or count (random per iteration)")
         self.workers = None if workers is None else frozenset(_workers("workers", workers))
         self.count = None if count is None else check_int("count", count, 0)
         self.entropy = rng_entropy(rng, seed)
@@ -151,7 +152,7 @@ class FixedDelay(Delay):
             return self.workers
         assert self.count is not None
         if self.count > workers:
-            raise ValueError(f"count={self.count} exceeds the number of workers ({workers})")
+            raise GradcodesValueError(f"count={self.count} exceeds the number of workers ({workers})")
         rng = np.random.default_rng([self.entropy, 2, int(iteration)])
         return frozenset(int(w) for w in rng.choice(workers, self.count, replace=False))
 
@@ -187,7 +188,7 @@ class Combined(Delay):
     def __init__(self, *models: Delay) -> None:
         for m in models:
             if not isinstance(m, Delay):
-                raise TypeError(f"delay models must be Delay instances, got {type(m).__name__}")
+                raise GradcodesTypeError(f"delay models must be Delay instances, got {type(m).__name__}")
         self.models = models
 
     def delay(self, worker: int, iteration: int, *, workers: int, load_fraction: float) -> float:
@@ -229,9 +230,10 @@ class ModelDelay(Delay):
         from .._simulate import PersistentStragglers, WorkerModel
 
         if not isinstance(model, WorkerModel):
-            raise TypeError(f"model must be a gradcodes.WorkerModel, got {type(model).__name__}")
+            raise GradcodesTypeError(f"model must be a gradcodes.WorkerModel, got {type(model).__name__}")
         if isinstance(model, PersistentStragglers) and model.base is None:
-            raise ValueError("PersistentStragglers needs base= (e.g. gc.ShiftedExponentialWorkers(a)) for a run")
+            raise GradcodesValueError("PersistentStragglers needs base= (e.g. gc.ShiftedExponentialWorkers(a)) for a "
+                                      "run")
         self.model = model
         self.m_data = _nonneg("m_data", m_data)
         self.horizon = check_int("horizon", horizon, 1)

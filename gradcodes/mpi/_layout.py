@@ -23,6 +23,7 @@ import numpy as np
 from .. import ApproximateCode, CodedReduceCode, LinearCode
 from .._apply import combine_rows
 from .._decoders import Decoder
+from .._errors import GradcodesTypeError, GradcodesValueError
 from .._typing import ArrayLike, DTypeLike
 
 __all__ = ["Layout", "layout_for", "WorkerEncoder", "Combiner"]
@@ -34,7 +35,7 @@ def _float(M: Any) -> np.ndarray:
     if arr.dtype == object:
         return np.vectorize(float, otypes=[np.float64])(arr)
     if arr.dtype.kind == "c":
-        raise TypeError("complex codes are not supported by the MPI runtime (gradients are real)")
+        raise GradcodesTypeError("complex codes are not supported by the MPI runtime (gradients are real)")
     return arr.astype(np.float64)
 
 
@@ -76,7 +77,7 @@ def layout_for(code: LinearCode) -> Layout:
     if isinstance(code, CodedReduceCode):
         return Layout("tree", code.N + 1, code.N, code.branching)
     if not isinstance(code, LinearCode):
-        raise TypeError(f"code must be a gradcodes code (LinearCode), got {type(code).__name__}")
+        raise GradcodesTypeError(f"code must be a gradcodes code (LinearCode), got {type(code).__name__}")
     return Layout("flat", code.n + 1, code.n, code.n)
 
 
@@ -104,21 +105,21 @@ class WorkerEncoder:
 
     def __init__(self, code: LinearCode, worker: int, p: int, dtype: DTypeLike) -> None:
         if code.field.startswith("GF("):
-            raise TypeError(f"a code over {code.field} cannot run on real gradients")
+            raise GradcodesTypeError(f"a code over {code.field} cannot run on real gradients")
         if code.field == "complex":
-            raise TypeError("complex codes are not supported by the MPI runtime (gradients are real)")
+            raise GradcodesTypeError("complex codes are not supported by the MPI runtime (gradients are real)")
         self.code = code
         self.worker = int(worker)
         if not 0 <= self.worker < code.n:
-            raise ValueError(f"worker must be in [0, n - 1] = [0, {code.n - 1}], got {worker}")
+            raise GradcodesValueError(f"worker must be in [0, n - 1] = [0, {code.n - 1}], got {worker}")
         self.m = code.m
         self.p = int(p)
         if self.p < 1:
-            raise ValueError(f"p must be an integer >= 1, got {p}")
+            raise GradcodesValueError(f"p must be an integer >= 1, got {p}")
         self.q = -(-self.p // self.m)
         self.dtype = np.dtype(dtype)
         if self.dtype.kind != "f":
-            raise TypeError(f"dtype must be a float dtype, got {self.dtype}")
+            raise GradcodesTypeError(f"dtype must be a float dtype, got {self.dtype}")
         self.partitions = [int(j) for j in code.supports[worker]]
         self._parts: list[Any] = [None] * len(self.partitions)
         k, m = code.k, self.m
@@ -140,17 +141,17 @@ class WorkerEncoder:
         """A partial gradient checked against the run's length and dtype (clear errors)."""
         p = self.p
         if not isinstance(g, np.ndarray) or g.shape != (p,):
-            raise ValueError(f"partial_gradient(params, {j}) must return a flat numpy array of length p={p}, "
+            raise GradcodesValueError(f"partial_gradient(params, {j}) must return a flat numpy array of length p={p}, "
                              f"got {type(g).__name__} {getattr(g, 'shape', '')}")
         if g.dtype != self.dtype:
-            raise TypeError(f"partial_gradient(params, {j}) returned dtype {g.dtype}; the run uses "
+            raise GradcodesTypeError(f"partial_gradient(params, {j}) returned dtype {g.dtype}; the run uses "
                             f"{self.dtype} (the parameters' dtype)")
         return g
 
     def check_message(self, y: Any) -> np.ndarray:
         """A ``coded_gradient`` result checked against the message length and dtype."""
         if not isinstance(y, np.ndarray) or y.shape != (self.q,) or y.dtype != self.dtype:
-            raise ValueError(f"coded_gradient(params, weights) must return a flat numpy array of length "
+            raise GradcodesValueError(f"coded_gradient(params, weights) must return a flat numpy array of length "
                              f"ceil(p/m)={self.q} and dtype {self.dtype}, got {type(y).__name__} "
                              f"{getattr(y, 'shape', '')} {getattr(y, 'dtype', '')}")
         return y

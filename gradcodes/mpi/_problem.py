@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from .._errors import GradcodesValueError
 from .._typing import DTypeLike, RNGLike, Unset
 from .._validate import SEED_UNSET, check_int, check_rng
 
@@ -45,12 +46,12 @@ class SyntheticProblem:
     def __init__(self, kind: str = "least-squares", *, points: int = 2400, dim: int = 50, rng: RNGLike = 0,
                  dtype: DTypeLike = np.float64, seed: RNGLike | Unset = SEED_UNSET) -> None:
         if kind not in ("least-squares", "logistic"):
-            raise ValueError(f"kind must be 'least-squares' or 'logistic', got {kind!r}")
+            raise GradcodesValueError(f"kind must be 'least-squares' or 'logistic', got {kind!r}")
         self.kind = kind
         self.points = check_int("points", points, 1, 10**8)
         self.dim = check_int("dim", dim, 1, 10**7)
         if self.points * self.dim > 2 * 10**8:
-            raise ValueError(f"points * dim = {self.points * self.dim} exceeds 2e8 entries")
+            raise GradcodesValueError(f"points * dim = {self.points * self.dim} exceeds 2e8 entries")
         self.dtype = np.dtype(dtype)
         if seed is not SEED_UNSET and type(rng) is int and rng == 0:
             rng = None                   # the default 0 gives way to the deprecated alias

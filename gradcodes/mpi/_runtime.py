@@ -22,6 +22,7 @@ import numpy as np
 from .. import ApproximateCode, CodedReduceCode, GradientCode, LinearCode
 from .._decodable import Decodability
 from .._decoders import Decoder
+from .._errors import GradcodesTypeError, GradcodesValueError
 from .._simulate._policies import BackupWorkers, FixedK, WaitPolicy, as_policy
 from .._typing import DTypeLike
 from .._validate import renamed_keyword
@@ -48,7 +49,7 @@ def limit_blas(threads: int | None) -> None:
     if threads is None or _BLAS_THREADS == threads:
         return
     if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 1:
-        raise ValueError(f"blas_threads must be an integer >= 1 or None, got {threads!r}")
+        raise GradcodesValueError(f"blas_threads must be an integer >= 1 or None, got {threads!r}")
     from threadpoolctl import threadpool_limits
 
     threadpool_limits(limits=int(threads), user_api="blas")
@@ -92,7 +93,8 @@ def check_size(layout: Layout, comm: Any, what: str) -> None:
     """Raise a clear error when the job has the wrong number of ranks."""
     size = comm.Get_size()
     if size != layout.size:
-        raise ValueError(f"{what} needs {layout.size} MPI ranks (1 master + {layout.workers} workers), this job has "
+        raise GradcodesValueError(f"{what} needs {layout.size} MPI ranks (1 master + {layout.workers} workers), this "
+                                  f"job has "
                          f"{size}: run it with  mpiexec -n {layout.size} python -m mpi4py ...")
 
 
@@ -112,7 +114,7 @@ def check_same_code(code: LinearCode, comm: Any) -> None:
     prints = comm.allgather(fingerprint(code))
     differ = [r for r, f in enumerate(prints) if f != prints[0]]
     if differ:
-        raise ValueError(f"ranks {differ} built a different code than rank 0 ({code.name!r}): every rank must "
+        raise GradcodesValueError(f"ranks {differ} built a different code than rank 0 ({code.name!r}): every rank must "
                          "construct the same code (give random constructions a fixed seed)")
 
 
@@ -120,18 +122,20 @@ def _need(code: LinearCode, wait_for: int | None) -> int:
     if isinstance(code, CodedReduceCode):
         need = code.branching - code.s
         if wait_for is not None and wait_for != need:
-            raise ValueError(f"wait_for: a CodedReduce parent waits for n - s = {need} children, got {wait_for}")
+            raise GradcodesValueError(f"wait_for: a CodedReduce parent waits for n - s = {need} children, got "
+                                      f"{wait_for}")
         return need
     if isinstance(code, GradientCode):
         need = code.n - code.s
         if wait_for is not None and not need <= wait_for <= code.n:
-            raise ValueError(f"wait_for must be in [n - s, n] = [{need}, {code.n}] for an exact code, got {wait_for}")
+            raise GradcodesValueError(f"wait_for must be in [n - s, n] = [{need}, {code.n}] for an exact code, got "
+                                      f"{wait_for}")
         return need if wait_for is None else int(wait_for)
     if wait_for is None:
         s = getattr(code, "s", None)
         return code.n - s if s is not None else code.n
     if isinstance(wait_for, bool) or not isinstance(wait_for, (int, np.integer)) or not 0 <= wait_for <= code.n:
-        raise ValueError(f"wait_for must be an integer in [0, n={code.n}], got {wait_for!r}")
+        raise GradcodesValueError(f"wait_for must be an integer in [0, n={code.n}], got {wait_for!r}")
     return int(wait_for)
 
 
@@ -153,7 +157,7 @@ def _policy(code: LinearCode, policy: str | WaitPolicy | None, wait_for: int | N
         if pol.k is None and not isinstance(pol, BackupWorkers):
             return None, wait_for                                # "first": n - s (or wait_for)
         if wait_for is not None:
-            raise ValueError("give either wait_for or a count policy, not both")
+            raise GradcodesValueError("give either wait_for or a count policy, not both")
         return None, pol.need(code)
     tracker = pol.tracker(code, dtype)
     if isinstance(tracker, Decodability):                   # a function of the set: decided once per set
@@ -252,20 +256,20 @@ class Master:
         check_size(self.layout, self.comm, f"code {code.name!r}")
         check_same_code(code, self.comm)
         if self.comm.Get_rank() != 0:
-            raise ValueError("the Master runs on rank 0")
+            raise GradcodesValueError("the Master runs on rank 0")
         self.code = code
         self.p = int(length)
         self.dtype = np.dtype(dtype)
         if self.dtype.kind != "f":
-            raise TypeError(f"dtype must be a float dtype, got {self.dtype}")
+            raise GradcodesTypeError(f"dtype must be a float dtype, got {self.dtype}")
         if not math.isfinite(float(poll)) or poll < 0:
-            raise ValueError(f"poll must be a number of seconds >= 0, got {poll!r}")
+            raise GradcodesValueError(f"poll must be a number of seconds >= 0, got {poll!r}")
         limit_blas(blas_threads)
         self.tracker, wait_for = _policy(code.inner if isinstance(code, CodedReduceCode) else code, policy, wait_for,
                                          self.dtype)
         self.need = _need(code, wait_for)
         if deadline is not None and not isinstance(code, ApproximateCode):
-            raise ValueError("deadline: only approximate codes may stop before n - s messages")
+            raise GradcodesValueError("deadline: only approximate codes may stop before n - s messages")
         self.deadline = None if deadline is None else float(deadline)
         self.timeout = float(timeout)
         self.poll = float(poll)
@@ -418,13 +422,13 @@ class Worker:
                  coded_gradient: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
                  blas_threads: int | None = 1) -> None:
         if partial_gradient is None and coded_gradient is None:
-            raise TypeError("give partial_gradient(params, j) or coded_gradient(params, weights)")
+            raise GradcodesTypeError("give partial_gradient(params, j) or coded_gradient(params, weights)")
         if coded_gradient is not None and not callable(coded_gradient):
-            raise TypeError(f"coded_gradient must be callable, got {type(coded_gradient).__name__}")
+            raise GradcodesTypeError(f"coded_gradient must be callable, got {type(coded_gradient).__name__}")
         if partial_gradient is not None and not callable(partial_gradient):
-            raise TypeError(f"partial_gradient must be callable, got {type(partial_gradient).__name__}")
+            raise GradcodesTypeError(f"partial_gradient must be callable, got {type(partial_gradient).__name__}")
         if not math.isfinite(float(poll)) or poll < 0:
-            raise ValueError(f"poll must be a number of seconds >= 0, got {poll!r}")
+            raise GradcodesValueError(f"poll must be a number of seconds >= 0, got {poll!r}")
         self.MPI = get_mpi()
         self.comm = _comm(comm)
         self.layout = layout_for(code)
@@ -432,7 +436,7 @@ class Worker:
         check_same_code(code, self.comm)
         self.rank = self.comm.Get_rank()
         if self.rank == 0:
-            raise ValueError("rank 0 is the master; workers are ranks 1..N")
+            raise GradcodesValueError("rank 0 is the master; workers are ranks 1..N")
         limit_blas(blas_threads)
         self.worker = self.rank - 1
         self.code = code

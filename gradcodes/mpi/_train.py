@@ -11,6 +11,7 @@ import numpy as np
 
 from .._code import LinearCode
 from .._decoders import Decoder
+from .._errors import GradcodesTypeError, GradcodesValueError
 from .._simulate._policies import FixedK, WaitPolicy
 from .._validate import renamed_keyword
 from ._comm import StragglerTimeout, get_mpi
@@ -25,14 +26,14 @@ Step = Callable[[np.ndarray, np.ndarray, int], Any]
 
 def _check_params(params: Any) -> np.ndarray:
     if not isinstance(params, np.ndarray) or params.ndim != 1 or params.dtype.kind != "f":
-        raise TypeError(f"params must be a flat float numpy array, got {type(params).__name__} "
+        raise GradcodesTypeError(f"params must be a flat float numpy array, got {type(params).__name__} "
                         f"{getattr(params, 'shape', '')} {getattr(params, 'dtype', '')}")
     return params
 
 
 def _check_iterations(iterations: Any) -> int:
     if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)) or iterations < 1:
-        raise ValueError(f"iterations must be an integer >= 1, got {iterations!r}")
+        raise GradcodesValueError(f"iterations must be an integer >= 1, got {iterations!r}")
     return int(iterations)
 
 
@@ -117,7 +118,7 @@ def train(code: LinearCode | str, params: np.ndarray,
     iterations = _check_iterations(iterations)
     if isinstance(code, str):
         if code != "allreduce":
-            raise ValueError(f"code must be a gradcodes code or 'allreduce', got {code!r}")
+            raise GradcodesValueError(f"code must be a gradcodes code or 'allreduce', got {code!r}")
         return allreduce_train(params, partial_gradient, step, iterations=iterations, comm=comm, delay=delay,
                                timeout=timeout, poll=poll, loss=loss, t_c=t_c, callback=callback,
                                coded_gradient=coded_gradient, blas_threads=blas_threads)
@@ -198,10 +199,10 @@ def allreduce_train(params: np.ndarray, partial_gradient: Callable[[np.ndarray, 
     params = _check_params(params)
     iterations = _check_iterations(iterations)
     if partial_gradient is None and coded_gradient is None:
-        raise TypeError("give partial_gradient(params, j) or coded_gradient(params, weights)")
+        raise GradcodesTypeError("give partial_gradient(params, j) or coded_gradient(params, weights)")
     rank, size = comm.Get_rank(), comm.Get_size()
     if size < 2:
-        raise ValueError("allreduce needs at least 2 ranks (1 master + workers)")
+        raise GradcodesValueError("allreduce needs at least 2 ranks (1 master + workers)")
     limit_blas(blas_threads)
     delay = comm.bcast(delay, root=0)    # rank 0's delay model everywhere, so rng=None draws agree across ranks
     n = size - 1

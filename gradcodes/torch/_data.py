@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from .._errors import GradcodesValueError
 from .._validate import check_int
 
 __all__ = ["CodedSampler"]
@@ -60,7 +61,7 @@ class CodedSampler:
         k = int(code.k)
         self.batch_size = check_int("batch_size", batch_size, k, self.dataset_size)
         if self.batch_size % k:
-            raise ValueError(f"batch_size must be a multiple of the code's k={k} partitions, got {batch_size}")
+            raise GradcodesValueError(f"batch_size must be a multiple of the code's k={k} partitions, got {batch_size}")
         self.worker = None if worker is None else check_int("worker", worker, 0, int(code.n) - 1)
         self.seed = check_int("seed", seed, 0)
         self.shuffle = bool(shuffle)

@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from .._errors import GradcodesValueError
+
 __all__ = ["main", "digits", "make_model", "build_scheme", "parse_delay"]
 
 
@@ -47,7 +49,7 @@ def make_model(kind: str = "cnn", *, seed: int = 0, dtype: Any = None) -> Any:
     elif kind == "linear":
         model = nn.Sequential(nn.Flatten(), nn.Linear(64, 10))
     else:
-        raise ValueError(f"model must be 'cnn' or 'linear', got {kind!r}")
+        raise GradcodesValueError(f"model must be 'cnn' or 'linear', got {kind!r}")
     return model.to(dtype or torch.float32)
 
 
@@ -68,7 +70,7 @@ def build_scheme(name: str, n: int, s: int, m: int = 1) -> tuple[Any, Any, str]:
         return gc.cyclic_repetition(n, s, rng=0), None, name
     builder = getattr(gc, name, None)
     if builder is None:
-        raise ValueError(f"unknown scheme {name!r}")
+        raise GradcodesValueError(f"unknown scheme {name!r}")
     return builder(n, s), None, name
 
 
@@ -86,7 +88,7 @@ def parse_delay(text: str, *, n: int, s: int, data: int) -> Any:
         return FixedDelay(float(val), workers=range(n - s, n))
     if kind == "shiftexp":
         return ShiftedExponential(float(val), m_data=data, rng=0)
-    raise ValueError(f"--delay must be none, fixed:SECONDS, slow:SECONDS or shiftexp:A, got {text!r}")
+    raise GradcodesValueError(f"--delay must be none, fixed:SECONDS, slow:SECONDS or shiftexp:A, got {text!r}")
 
 
 def accuracy(model: Any, X: Any, y: Any) -> float:

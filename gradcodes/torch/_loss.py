@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from .._errors import GradcodesValueError
+
 __all__ = ["loss_weights", "coded_loss"]
 
 
@@ -37,7 +39,7 @@ def loss_weights(code: Any, worker: int | None, partition_ids: Any, batch_size: 
         w = np.full(ids.size, 1.0 / batch_size)
     else:
         if int(code.m) != 1:
-            raise ValueError(f"loss weighting encodes codes with m = 1 only, this code has m = {code.m}: use "
+            raise GradcodesValueError(f"loss weighting encodes codes with m = 1 only, this code has m = {code.m}: use "
                              f"per-partition gradients and code.encode_worker")
         w = code.float_B()[worker, ids].astype(np.float64) / batch_size
     return torch.as_tensor(w, dtype=dtype or torch.get_default_dtype(), device=device)

@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from .._errors import GradcodesRuntimeError, GradcodesTypeError, GradcodesValueError
 from ..mpi._comm import StragglerTimeout
 from ..mpi._delays import Delay, NoDelay
 
@@ -58,12 +59,12 @@ class FlatParams:
     def __init__(self, params: Sequence[Any]) -> None:
         self.params = [p for p in params]
         if not self.params:
-            raise ValueError("params must hold at least one tensor")
+            raise GradcodesValueError("params must hold at least one tensor")
         self.numels = [int(p.numel()) for p in self.params]
         self.size = sum(self.numels)
         self.dtype = self.params[0].dtype
         if any(p.dtype != self.dtype for p in self.params):
-            raise TypeError("all parameters must have one dtype")
+            raise GradcodesTypeError("all parameters must have one dtype")
 
     def _views(self, vec: Any) -> list[Any]:
         out, o = [], 0
@@ -139,7 +140,7 @@ def _check(key: int, threads: Sequence[_Receiver]) -> int:
     """``key``, or raise the error of the receive thread that reported ``-1 - key``."""
     if key < 0:
         th = threads[-1 - key]
-        raise RuntimeError(f"receiving from rank {th.src} failed: {getattr(th, 'error', None)}") from getattr(
+        raise GradcodesRuntimeError(f"receiving from rank {th.src} failed: {getattr(th, 'error', None)}") from getattr(
             th, "error", None)
     return key
 
@@ -200,8 +201,8 @@ class Master:
 
         self.dist = _dist()
         if self.dist.get_world_size() != code.n + 1:
-            raise ValueError(f"the code has n={code.n} workers, so the job needs n + 1 = {code.n + 1} ranks; it "
-                             f"has {self.dist.get_world_size()}")
+            raise GradcodesValueError(f"the code has n={code.n} workers, so the job needs n + 1 = {code.n + 1} ranks; "
+                                      f"it has {self.dist.get_world_size()}")
         self.code, self.n, self.m = code, int(code.n), int(code.m)
         self.flat = FlatParams(params)
         self.dtype = self.flat.dtype
