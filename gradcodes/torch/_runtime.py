@@ -308,6 +308,10 @@ class Master:
                 pending.discard(w)
             else:
                 self._recv[w].release()
+        # let the communication threads finish their last requests before the caller tears the process group down
+        # (a thread still inside a Gloo wait at interpreter exit aborts the process)
+        for th in [*self._send, *self._recv]:
+            th.join(max(deadline - time.monotonic(), 0.0))
         return sorted(w + 1 for w in pending)
 
 
