@@ -335,6 +335,10 @@ def compiled_kernel() -> object:
     return _KERNEL or None
 
 
+#: sets per call of the numpy screen (intermediates of about 1 MB per array for s = 4, n = 40)
+_SCREEN_BATCH = 4096
+
+
 def screen_range(screen: NullSpaceScreen, n: int, first: np.ndarray, count: int, use_numba: bool,
                  best: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``count`` consecutive straggler sets (lexicographic) from ``first``: ``(S, canc, res, suspect)``.
@@ -346,7 +350,11 @@ def screen_range(screen: NullSpaceScreen, n: int, first: np.ndarray, count: int,
     if kern is None:
         ranks = lex_rank(n, first) + np.arange(count, dtype=np.int64)
         S = unrank_lex(n, s, ranks)
-        return (S, *screen.screen(S))
+        if count <= _SCREEN_BATCH:
+            return (S, *screen.screen(S))
+        # sub-batches whose intermediates stay in cache (one 65,536-set batch is several times slower per set)
+        parts = [screen.screen(S[lo:lo + _SCREEN_BATCH]) for lo in range(0, count, _SCREEN_BATCH)]
+        return (S, *(np.concatenate(col) for col in zip(*parts)))
     S = np.empty((count, s), dtype=np.int64)
     canc = np.empty(count)
     res = np.empty(count)

@@ -201,16 +201,17 @@ def screen_chunk(template: Any, screen: Any, lo: int, hi: int, use_numba: bool,
     first = unrank_lex(n, s, np.array([lo], dtype=np.int64))[0]
     count = hi - lo
     S, canc, res, suspect = screen_range(screen, n, first, count, use_numba, best=np.zeros(1))
-    ref = np.flatnonzero(suspect)
+    pick = suspect.copy()                                      # sets for the reference evaluation
     j = int(np.argmax(canc))                                   # exact values are positive (bounds negative)
     if canc[j] > 0:
-        ref = np.union1d(ref, [j])
+        pick[j] = True
     u_t = unit_roundoff(template.dtype) * math.sqrt(n - s + template.load)
     approx = u_t * np.abs(canc) + res
     clear = np.flatnonzero(~suspect)
     if clear.size > _TOP:
         clear = clear[np.argpartition(approx[clear], -_TOP)[-_TOP:]]
-    ref = np.union1d(ref, clear)
+    pick[clear] = True
+    ref = np.flatnonzero(pick)                                 # sorted, each set once
     tr = Tracker(template.model, template.rtol, template.dtype, template.max_failures, template.load)
     tr.checked = count
     if ref.size < count:                  # cleared sets: their upper bounds are below the screen's threshold
