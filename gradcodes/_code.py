@@ -2,9 +2,9 @@
 
 Notation (Tandon et al.): ``n`` workers, ``k`` partitions, ``m`` communication factor, ``s`` stragglers. The encoding
 matrix ``B`` is ``n x (k*m)``; column ``j*m + u`` carries block ``u`` of partial gradient ``g_j``. Worker ``i``
-sends ``y_i = sum_{j,u} B[i, j*m+u] g_j^(u)`` (a vector of length ``ceil(p/m)``). For responders ``F`` a decoding
-matrix ``A_F`` (m x n, zero outside ``F``) with ``A_F B = E = 1_k^T (x) I_m`` recovers block ``u`` of the sum
-``g = sum_j g_j`` as row ``u`` of ``A_F Y``.
+sends ``y_i = sum_{j,u} B[i, j*m+u] g_j^(u)`` (a vector of length ``ceil(length/m)`` for gradients of ``length``
+coordinates). For responders ``F`` a decoding matrix ``A_F`` (m x n, zero outside ``F``) with
+``A_F B = E = 1_k^T (x) I_m`` recovers block ``u`` of the sum ``g = sum_j g_j`` as row ``u`` of ``A_F Y``.
 
 The methods live by responsibility: construction, properties, pickling and decoding matrices in
 :mod:`gradcodes._code_base`, encoding in :mod:`gradcodes._code_encode`, decoding in :mod:`gradcodes._code_decode`,
@@ -47,7 +47,8 @@ class LinearCode(DecodeMixin, EncodeMixin, DecodableMixin):
         Encoding matrix, rows = workers. Floats give the ``"real"`` field, complex numbers ``"complex"``,
         :class:`fractions.Fraction` or sympy Rationals ``"rational"`` (exact), a galois array ``"GF(p)"`` (exact).
     m : int, default 1
-        Communication factor: each message has length ``ceil(p/m)``; ``B`` has ``k*m`` columns.
+        Communication factor: each message has length ``ceil(length/m)`` (``length``: the gradient's); ``B``
+        has ``k*m`` columns.
     field : {"real", "complex", "rational"}, optional
         Force a field (for example ``"rational"`` for an integer matrix); inferred from ``B`` by default.
     name : str, optional

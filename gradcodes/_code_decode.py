@@ -153,7 +153,7 @@ class DecodeMixin(CodeBase):
         decoder : str or Decoder, optional
             Decoder name (default :attr:`default_decoder`).
         length : int, optional
-            Length ``p`` of the gradient (to drop the zero padding when ``m`` does not divide ``p``); default
+            Length of the gradient (to drop the zero padding when ``m`` does not divide it); default
             ``m*q``.
         return_info : bool, default False
             Also return a :class:`DecodeInfo` with the residual and an error estimate.

@@ -58,10 +58,10 @@ class EncodeMixin(CodeBase):
 
     @array_io
     def encode(self, partials: MatrixLike, *, out: Array | None = None) -> Array:
-        """Worker messages ``Y`` (n x q) from partial gradients (k x p), ``q = ceil(p/m)``.
+        """Worker messages ``Y`` (n x q) from partial gradients (k x length), ``q = ceil(length/m)``.
 
         Each partial gradient is split into ``m`` contiguous blocks of length ``q`` (zero padded when ``m`` does not
-        divide ``p``); worker ``i`` sends ``y_i = sum_{j,u} B[i, j*m+u] g_j^(u)``. The cost is proportional to the
+        divide ``length``); worker ``i`` sends ``y_i = sum_{j,u} B[i, j*m+u] g_j^(u)``. The cost is proportional to the
         non-zeros of ``B``, ``O(nnz(B) q)``: each message adds the ``load`` blocks its worker stores, in a
         compiled kernel that walks the columns in cache-sized blocks so that the partials are read from memory
         about once and the messages written once (:func:`gradcodes._apply.csr_product`; compiled on the first
@@ -70,7 +70,7 @@ class EncodeMixin(CodeBase):
 
         Parameters
         ----------
-        partials : ndarray, shape (k, p)
+        partials : ndarray, shape (k, length)
             Partial gradient ``g_j`` in row ``j``.
         out : ndarray, shape (n, q), optional
             Preallocated C-contiguous buffer of the result dtype to write the messages into.
@@ -88,7 +88,7 @@ class EncodeMixin(CodeBase):
             raise GradcodesValueError(f"partials must have k={self._k} rows (one per partition), got shape {G.shape}")
         p = G.shape[1]
         if p == 0:
-            raise GradcodesValueError("partials must have at least one coordinate (p >= 1)")
+            raise GradcodesValueError("partials must have at least one coordinate (length >= 1)")
         m = self._m
         q = -(-p // m)
         if m > 1:
@@ -122,25 +122,25 @@ class EncodeMixin(CodeBase):
 
         The message is ``y_i = sum_{j in supp(i)} sum_u B[i, j*m+u] g_j^(u)`` where ``supp(i)`` =
         ``code.supports[i]`` (ascending partition indices) and ``g_j^(u)`` is block ``u`` of ``g_j`` (``m`` blocks
-        of length ``q = ceil(p/m)``, the last one zero padded). It equals row ``i`` of :meth:`encode` of the full
-        (k, p) matrix of partials, without forming it: a distributed worker calls this with the gradients of the
+        of length ``q = ceil(length/m)``, the last one zero padded). It equals row ``i`` of :meth:`encode` of the full
+        (k, length) matrix of partials, without forming it: a distributed worker calls this with the gradients of the
         partitions it stores.
 
         Parameters
         ----------
         i : int
             The worker, ``0 <= i < n``.
-        partials : ndarray of shape (load_i, p), or a sequence of ``load_i`` 1-D arrays of length p
+        partials : ndarray of shape (load_i, length), or a sequence of ``load_i`` 1-D arrays of one length
             The partial gradients of the partitions ``code.supports[i]``, in that order.
         length : int, optional
-            The gradient length ``p`` (default: the length of the partials); checked against them.
+            The gradient length (default: the length of the partials); checked against them.
         out : ndarray, shape (q,), optional
             Preallocated C-contiguous buffer of the result dtype (the partials' dtype; complex of the same
             precision for complex codes) to write the message into, e.g. an MPI send buffer.
 
         Returns
         -------
-        y : ndarray, shape (ceil(p/m),)
+        y : ndarray, shape (ceil(length/m),)
             In the partials' dtype (float32 stays float32; Fractions stay exact).
 
         Examples
@@ -158,8 +158,8 @@ class EncodeMixin(CodeBase):
         if p is None:
             if length is None:
                 raise GradcodesValueError(
-                    f"worker {i} stores no partition: pass its partials as a (0, p) array or give "
-                    f"length=p to get its (zero) message")
+                    f"worker {i} stores no partition: pass its partials as a (0, length) array or give "
+                    f"length= to get its (zero) message")
             p = check_int("length", length, 1)
         elif length is not None and check_int("length", length, 1) != p:
             raise GradcodesValueError(f"length={length} does not match the partials' length {p}")
@@ -203,7 +203,7 @@ class EncodeMixin(CodeBase):
         elif isinstance(partials, (list, tuple)):
             rows, shape_p, like = list(partials), None, None
         else:
-            raise GradcodesTypeError(f"{name} must be a (load, p) array or a sequence of 1-D arrays, got "
+            raise GradcodesTypeError(f"{name} must be a (load, length) array or a sequence of 1-D arrays, got "
                                      f"{type(partials).__name__}")
         if len(rows) != count:
             raise GradcodesValueError(
@@ -223,7 +223,7 @@ class EncodeMixin(CodeBase):
             shape_p = out[0].shape[0]
             like = out[0][:1].reshape(1, 1) if shape_p else None
         if shape_p == 0:
-            raise GradcodesValueError(f"{name} must have at least one coordinate (p >= 1)")
+            raise GradcodesValueError(f"{name} must have at least one coordinate (length >= 1)")
         if like is None:
             like = np.zeros((1, 1))
         return out, shape_p, like

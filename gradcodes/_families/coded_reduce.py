@@ -1,20 +1,20 @@
 """CodedReduce (Reisizadeh, Prakash, Pedarsani & Avestimehr): gradient codes composed along a regular tree.
 
-The master is the root of the ``(n, L)``-regular tree; every node at levels ``0..L-1`` has ``n`` children
-and levels ``1..L`` are the ``N = n + n^2 + ... + n^L`` workers. Every parent spreads the data it is responsible
-for over its children with an inner ``(n, s)`` gradient code, every worker also computes a share of its own, and
-each parent decodes from any ``n - s`` children and adds its own message (hierarchical decoding). Every worker
-then computes the same fraction ``r_CR`` of the dataset, the smallest possible on the tree (the converse in
-:func:`coded_reduce_load`).
+The master is the root of the ``(b, L)``-regular tree (``b = branching``, the paper's ``n``); every node at levels
+``0..L-1`` has ``b`` children and levels ``1..L`` are the ``N = b + b^2 + ... + b^L`` workers. Every parent spreads
+the data it is responsible for over its children with an inner ``(b, s)`` gradient code, every worker also computes
+a share of its own, and each parent decodes from any ``b - s`` children and adds its own message (hierarchical
+decoding). Every worker then computes the same fraction ``r_CR`` of the dataset, the smallest possible on the
+tree (the converse in :func:`coded_reduce_load`).
 
 The code is split by responsibility: ``coded_reduce_alloc`` (the optimal load and CR.Allocate),
 ``coded_reduce_code`` (the :class:`CodedReduceCode` type and its hierarchical decoder), ``coded_reduce_verify``
 (verification under the tree's straggler model) and this module (the constructor and its registration).
 
 Nodes are addressed by tuples of child indices ``(t_1, ..., t_l)`` (the master is ``()``); workers are numbered in
-breadth-first order, so the children of the master are workers ``0..n-1`` and the children of worker ``i`` are
-workers ``(i+1) n .. (i+1) n + n - 1``. With *parent* ``p = 0`` the master and ``p = i + 1`` worker ``i``, the
-children of parent ``p`` are workers ``p n .. p n + n - 1``.
+breadth-first order: with ``b = branching`` children per node, the children of the master are workers ``0..b-1``
+and the children of worker ``i`` are workers ``(i+1) b .. (i+1) b + b - 1``. With *parent* ``t = 0`` the master and
+``t = i + 1`` worker ``i``, the children of parent ``t`` are workers ``t b .. t b + b - 1``.
 """
 
 from __future__ import annotations
@@ -83,10 +83,10 @@ def _default_inner(n: int, s: int, field: str, rng: Any) -> GradientCode:
 @renamed_keyword("n", "branching")
 def coded_reduce(branching: int, L: int, s: int, inner: GradientCode | None = None, *, P: int | None = None,
                  field: str | None = None, rng: RNGLike = None, seed: RNGLike | Unset = SEED_UNSET) -> CodedReduceCode:
-    r"""CodedReduce: gradient codes composed along the ``(n, L)``-regular tree (Reisizadeh et al., CodedReduce).
+    r"""CodedReduce: gradient codes composed along the ``(b, L)``-regular tree (Reisizadeh et al., CodedReduce).
 
-    The master is the root; every node at levels ``0..L-1`` has ``n = branching`` children; the
-    ``N = n + ... + n^L`` workers are the nodes at levels ``1..L`` (``code.n == N``: as everywhere in gradcodes,
+    The master is the root; every node at levels ``0..L-1`` has ``b = branching`` children (the paper's ``n``); the
+    ``N = b + ... + b^L`` workers are the nodes at levels ``1..L`` (``code.n == N``: as everywhere in gradcodes,
     ``n`` of a code is its number of workers). The dataset is cut into ``P`` units. **CR.Allocate** gives every
     node an ordered list of (unit, coefficient) pairs: the master's is every unit with coefficient 1; a node
     at level ``1 <= l < L`` keeps the first ``r P`` entries as its own share and cuts the rest into ``k`` equal
@@ -94,7 +94,7 @@ def coded_reduce(branching: int, L: int, s: int, inner: GradientCode | None = No
     increasing ``kappa``, scaled by ``B_inner[t, kappa]``; a leaf owns its whole list. Every worker computes
     ``r P`` units (:func:`coded_reduce_load`), the optimum on the tree.
 
-    **CR.Execute**: a worker computes ``sum c g_u`` over its own share; an internal node waits for any ``n-s``
+    **CR.Execute**: a worker computes ``sum c g_u`` over its own share; an internal node waits for any ``b-s``
     children ``F`` and sends its own message plus ``sum_{t in F} a_F[t] msg_t``; the master's
     ``sum_{t in F} a_F[t] msg_t`` is exactly ``sum_u g_u`` (induction: ``sum_t a_F[t] B_inner[t, kappa] = 1``).
 
@@ -106,10 +106,10 @@ def coded_reduce(branching: int, L: int, s: int, inner: GradientCode | None = No
     L : int
         Levels of workers, ``L >= 1`` (``L = 1`` is master--worker gradient coding with the inner code).
     s : int
-        Stragglers tolerated among the children of every parent, ``0 <= s <= n - 1``.
+        Stragglers tolerated among the children of every parent, ``0 <= s <= b - 1``.
     inner : GradientCode, optional
-        Any exact ``(n, s)`` gradient code with ``m = 1`` and equal row weights. Default: fractional
-        repetition if ``(s+1) | n``; else, over the reals, the Ye–Abbe Fourier code ``ye_abbe(n, s, 1)`` (load
+        Any exact ``(b, s)`` gradient code with ``m = 1`` and equal row weights. Default: fractional
+        repetition if ``(s+1) | b``; else, over the reals, the Ye–Abbe Fourier code ``ye_abbe(b, s, 1)`` (load
         ``s + 1``, proven cancellation bound; the usual suggestions are the real cyclic MDS code or a random cyclic
         repetition, whose cancellation grows faster and compounds along the tree); with ``field="rational"``,
         Tandon's cyclic repetition with a random integer ``H`` drawn from ``rng``.
@@ -129,7 +129,7 @@ def coded_reduce(branching: int, L: int, s: int, inner: GradientCode | None = No
 
     Examples
     --------
-    A worked example (n = 3, L = 2, s = 1), in exact arithmetic:
+    A worked example (branching 3, L = 2, s = 1), in exact arithmetic:
 
     >>> import gradcodes as gc
     >>> inner = gc.cyclic_repetition(3, 1, H=[[1, 1, -2]], field="rational")

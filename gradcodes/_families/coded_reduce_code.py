@@ -8,9 +8,9 @@ then computes the same fraction ``r_CR`` of the dataset, the smallest possible o
 :func:`coded_reduce_load`).
 
 Nodes are addressed by tuples of child indices ``(t_1, ..., t_l)`` (the master is ``()``); workers are numbered in
-breadth-first order, so the children of the master are workers ``0..n-1`` and the children of worker ``i`` are
-workers ``(i+1) n .. (i+1) n + n - 1``. With *parent* ``p = 0`` the master and ``p = i + 1`` worker ``i``, the
-children of parent ``p`` are workers ``p n .. p n + n - 1``.
+breadth-first order: with ``b = branching`` children per node, the children of the master are workers ``0..b-1``
+and the children of worker ``i`` are workers ``(i+1) b .. (i+1) b + b - 1``. With *parent* ``t = 0`` the master and
+``t = i + 1`` worker ``i``, the children of parent ``t`` are workers ``t b .. t b + b - 1``.
 """
 
 from __future__ import annotations

@@ -47,7 +47,7 @@ SCHEME_NAMES = ("CR", "UMW", "GC", "SGD", "RAR")
 LABELS = (*SCHEME_NAMES, "TAR")
 
 _SCHEME_HELP = {
-    "CR": "CodedReduce on the (n, L)-regular tree, s stragglers per parent",
+    "CR": "CodedReduce on the (branching, L)-regular tree, s stragglers per parent",
     "UMW": "uncoded master-worker: load 1/N, the master waits for all N messages",
     "GC": "master-worker gradient coding: load (s_gc+1)/N, the master waits for N - s_gc messages",
     "SGD": "ignore-stragglers SGD: load 1/N, the master waits for N - s_gc messages (inexact)",
@@ -116,6 +116,15 @@ class _Workers:
         self.n, self.s, self.name = n, s, "workers"
 
 
+def _rate(a: float, mu: Any) -> float:
+    """The checked straggling rate ``mu`` (default ``1/a``, which needs ``a > 0``)."""
+    if mu is None:
+        if a == 0:
+            raise GradcodesValueError("mu must be given when a == 0 (the default mu = 1/a needs a > 0)")
+        mu = 1.0 / a
+    return _real("mu", mu, positive=True, allow_inf=True)
+
+
 def _scalar_or_none(value: Any) -> bool:
     return value is None or np.ndim(value) == 0
 
@@ -176,7 +185,7 @@ def simulate(
     schemes : str, code, or sequence of them
         Scheme labels from ``("CR", "UMW", "GC", "SGD", "RAR", "TAR")`` (default all but ``"TAR"``) and/or
         code objects: a
-        :class:`~gradcodes.CodedReduceCode` is simulated as CR with its own ``(n, L, s)`` and load; an
+        :class:`~gradcodes.CodedReduceCode` is simulated as CR with its own ``(branching, L, s)`` and load; an
         exact :class:`~gradcodes.GradientCode` as master--worker GC with its own ``n``, ``s``, load
         fraction ``load/k`` and message time ``t_c/m`` (a code with ``m > 1``, e.g. :func:`gradcodes.ye_abbe`,
         sends ``1/m`` of a gradient), so any code can be compared. Codes with equal names get labels
@@ -264,11 +273,7 @@ def simulate(
     scalar = _scalar_or_none(a) and _scalar_or_none(mu)
     if scalar:
         a = _real("a", a)
-        if mu is None:
-            if a == 0:
-                raise GradcodesValueError("mu must be given when a == 0 (the default mu = 1/a needs a > 0)")
-            mu = 1.0 / a
-        mu = _real("mu", mu, positive=True, allow_inf=True)
+        mu = _rate(a, mu)
     if model is not None and not isinstance(model, WorkerModel):
         raise GradcodesTypeError(f"model must be a WorkerModel (ShiftedExponentialWorkers, PersistentStragglers, "
                         f"TraceReplay), got {type(model).__name__}")
@@ -454,11 +459,7 @@ def cr_time_bounds(n: int, L: int, s: int, *, m_data: float, a: float, mu: float
     m_data = _real("m_data", m_data, positive=True)
     a = _real("a", a)
     t_c = _real("t_c", t_c)
-    if mu is None:
-        if a == 0:
-            raise GradcodesValueError("mu must be given when a == 0 (the default mu = 1/a needs a > 0)")
-        mu = 1.0 / a
-    mu = _real("mu", mu, positive=True, allow_inf=True)
+    mu = _rate(a, mu)
     ell = float(r) * m_data
     H = sum(1.0 / i for i in range(1, N + 1))
     lower = a * ell + L * (n - s) * t_c

@@ -1,13 +1,13 @@
 """How a code is laid out on MPI ranks: who computes what, who receives from whom, and how messages combine.
 
 * **Flat (master--worker)**, any :class:`~gradcodes.LinearCode` with ``n`` workers: rank 0 is the master, rank
-  ``i + 1`` is worker ``i`` and sends ``y_i = sum_{j,u} B[i, j m + u] g_j^{(u)}`` (length ``ceil(p/m)``; Tandon
+  ``i + 1`` is worker ``i`` and sends ``y_i = sum_{j,u} B[i, j m + u] g_j^{(u)}`` (length ``ceil(length/m)``; Tandon
   et al. 2017, Section 2; Ye & Abbe 2018, Section 2 for ``m > 1``). The master combines the responders ``F`` with
   the code's decoding matrix ``A_F`` (``m x n``): block ``u`` of the gradient is ``sum_{i in F} A_F[u, i] y_i``.
 * **Tree (CodedReduce**, Reisizadeh et al., Section 3), a :class:`~gradcodes.CodedReduceCode` on the
-  ``(n, L)``-regular tree: rank 0 is the root, rank ``v + 1`` is worker ``v`` (breadth-first order), so the
-  parent of rank ``r >= 1`` is rank ``(r - 1) // n`` and the children of rank ``r`` are ranks
-  ``r n + 1 .. r n + n``. Every worker sends its own message plus the inner-code decode of its first ``n - s``
+  ``(b, L)``-regular tree (``b = branching``): rank 0 is the root, rank ``v + 1`` is worker ``v`` (breadth-first
+  order), so the parent of rank ``r >= 1`` is rank ``(r - 1) // b`` and the children of rank ``r`` are ranks
+  ``r b + 1 .. r b + b``. Every worker sends its own message plus the inner-code decode of its first ``b - s``
   children; the root decodes its children.
 """
 
@@ -141,7 +141,7 @@ class WorkerEncoder:
         """A partial gradient checked against the run's length and dtype (clear errors)."""
         p = self.p
         if not isinstance(g, np.ndarray) or g.shape != (p,):
-            raise GradcodesValueError(f"partial_gradient(params, {j}) must return a flat numpy array of length p={p}, "
+            raise GradcodesValueError(f"partial_gradient(params, {j}) must return a flat numpy array of length {p}, "
                              f"got {type(g).__name__} {getattr(g, 'shape', '')}")
         if g.dtype != self.dtype:
             raise GradcodesTypeError(f"partial_gradient(params, {j}) returned dtype {g.dtype}; the run uses "
@@ -152,7 +152,7 @@ class WorkerEncoder:
         """A ``coded_gradient`` result checked against the message length and dtype."""
         if not isinstance(y, np.ndarray) or y.shape != (self.q,) or y.dtype != self.dtype:
             raise GradcodesValueError(f"coded_gradient(params, weights) must return a flat numpy array of length "
-                             f"ceil(p/m)={self.q} and dtype {self.dtype}, got {type(y).__name__} "
+                             f"ceil(length/m)={self.q} and dtype {self.dtype}, got {type(y).__name__} "
                              f"{getattr(y, 'shape', '')} {getattr(y, 'dtype', '')}")
         return y
 

@@ -312,8 +312,8 @@ class Master:
     def aggregate(self, iteration: int) -> tuple[np.ndarray, AggregateInfo]:
         """Wait for the messages of ``iteration`` and return ``(gradient, info)``.
 
-        The gradient (length ``p``) is a view of a buffer reused by the next call: copy it to keep it. Messages
-        from earlier iterations are dropped; a message with NaN/inf makes its sender a straggler. Raises
+        The gradient (of ``length`` coordinates) is a view of a buffer reused by the next call: copy it to keep
+        it. Messages from earlier iterations are dropped; a message with NaN/inf makes its sender a straggler. Raises
         :class:`StragglerTimeout` after ``timeout`` seconds without enough messages.
         """
         deadline = None if self.deadline is None else self._sent + self.deadline
@@ -398,7 +398,7 @@ class Worker:
         The fast path: ``coded_gradient(params, weights) -> y`` returns the worker's coded combination directly,
         ``y = sum_j weights[j] g_j(params)`` for ``m = 1`` (``weights``: the worker's row of ``B``, shape
         ``(k,)``, zero on the partitions it does not store) and ``y = sum_{j,u} weights[j, u] g_j^{(u)}`` of
-        length ``ceil(p/m)`` for ``m > 1`` (``weights`` of shape ``(k, m)``), in the run's dtype. A model whose
+        length ``ceil(length/m)`` for ``m > 1`` (``weights`` of shape ``(k, m)``), in the run's dtype. A model whose
         loss is a sum over samples computes it in one backward pass of the loss with sample weights
         ``weights[j]`` on partition ``j``, so the message costs no more than one gradient (Tandon et al. 2017,
         Section 2: worker ``i`` sends ``b_i G``). The returned array is sent as it is (no copy; a tree parent

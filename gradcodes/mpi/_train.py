@@ -59,11 +59,11 @@ def train(code: LinearCode | str, params: np.ndarray,
         A :class:`~gradcodes.GradientCode`, :class:`~gradcodes.ApproximateCode` or
         :class:`~gradcodes.CodedReduceCode`; ``"allreduce"`` runs the uncoded ``MPI.Allreduce`` baseline
         (every worker ``i`` computes partition ``i``; no straggler tolerance).
-    params : ndarray, shape (p,)
+    params : ndarray, shape (length,)
         The initial parameters (a flat float array; only the master's values are used).
     partial_gradient : callable or None
-        ``partial_gradient(params, j)``: the gradient on partition ``j`` (flat, length ``p``). May be None when
-        ``coded_gradient`` is given.
+        ``partial_gradient(params, j)``: the gradient on partition ``j`` (flat, of the parameters' length). May
+        be None when ``coded_gradient`` is given.
     step : callable
         ``step(params, gradient, iteration)`` on the master: update ``params`` in place or return new ones
         (same shape and dtype). ``gradient`` is reused by the next iteration: copy it to keep it.

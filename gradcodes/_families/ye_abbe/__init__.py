@@ -2,7 +2,7 @@ r"""Ye & Abbe, "Communication-Computation Efficient Gradient Coding" (ICML 2018)
 
 ``n`` workers, ``k = n`` partitions (or ``n | k`` by grouping), worker ``i`` stores the cyclic window
 ``{i, ..., i+d-1} mod n`` of ``d = s + m`` partitions, splits every partial gradient into ``m`` contiguous blocks
-and sends one coded vector of length ``ceil(p/m)``. Any ``n - s`` responders recover the full sum. The load
+and sends one coded vector of length ``ceil(length/m)``. Any ``n - s`` responders recover the full sum. The load
 ``s + m`` meets the lower bound of :func:`gradcodes.min_load` with equality.
 
 One algebraic scheme, three realisations (``nodes=``):

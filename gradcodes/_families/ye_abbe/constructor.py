@@ -103,7 +103,7 @@ def _poly_in_field(theta: Any, n: int, s: int, m: int, k: int, label: str, param
 def ye_abbe(n: int, s: int, m: int = 2, k: int | None = None, *, nodes: str | ArrayLike = "fourier",
             rng: RNGLike = None, spacing: str | float | None = None, stride: int | None = None, field: str = "real",
             seed: RNGLike | Unset = SEED_UNSET) -> YeAbbeCode:
-    r"""Ye–Abbe communication-efficient gradient code: load ``s + m``, messages of length ``ceil(p/m)``.
+    r"""Ye–Abbe communication-efficient gradient code: load ``s + m``, messages of length ``ceil(length/m)``.
 
     Worker ``i`` stores partitions ``i, ..., i+s+m-1 (mod n)``; any ``n - s`` responders recover the sum
     ``sum_j g_j`` (``A_F B = 1_k^T (x) I_m`` for every responder set). The load ``d = s + m`` meets the lower
