@@ -12,9 +12,9 @@ the runtime and its messages, not a model; the master's step does nothing):
   every worker without copying, keeps one ``Irecv`` posted per child, polls ``Testany`` (no sleep) until the
   first ``n - s`` replies of the current iteration (older ones dropped and re-posted), and combines each with
   one multiply-add using decoding coefficients cached per responder set; a worker takes the parameters through
-  a posted ``Irecv`` (polled with the same sleep as gradcodes' workers) and replies with ``Isend`` of a
-  preallocated buffer. On the tree each parent does the same with its first ``n - s`` children and adds the
-  result to its own message.
+  a posted ``Irecv`` (two buffers, the next receive posted as soon as one completes; polled with the same sleep
+  as gradcodes' workers) and replies with ``Isend`` of a preallocated buffer. On the tree each parent does the
+  same with its first ``n - s`` children and adds the result to its own message.
 * ``floor+encode``: the same, the worker building its message from its ``s + 1`` partial gradients into the
   preallocated buffer with coefficients computed before the loop (one pass per partition: a copy or add for
   ``+-1``, BLAS ``axpy`` otherwise; the arithmetic of :meth:`gradcodes.LinearCode.encode_worker` without its
@@ -30,8 +30,11 @@ iterations left out), and the ratios against the floors. Targets: ``Master/Worke
 ``floor+encode`` at ``p >= 1e5`` and 1.5 x at ``1e3``; ``train+coded`` within 1.2 x ``floor`` at ``1e6``;
 ``allreduce_train`` within 1.1 x ``Bcast+Allreduce``. The machine's load average is printed with the results.
 
-Known limitation: the minimal *tree* program stalls at ``p >= 1e5`` (large messages; gradcodes' own tree runs
-are not affected), so tree rows are measured at ``--ps 1000`` for now.
+No rank ever blocks on a send alone: large messages go by rendezvous (a send completes only once its receiver has
+posted a matching receive), and a parent re-posts its children's receives only while it polls them, so a master
+waiting for every parameter send, or a parent waiting for its last reply, would close a cycle of waits (the
+first version of this program stalled that way on the tree at ``p >= 1e5``). The floor's master frees its
+finished parameter sends without waiting for a slow worker (``Testsome``), as gradcodes' master does.
 """
 
 from __future__ import annotations
@@ -131,43 +134,53 @@ def floor_run(comm, code, p: int, iters: int, encode: bool, bufs: np.ndarray) ->
         sends: list = []
         for t in range(iters):
             t0 = time.perf_counter()
-            MPI.Request.Waitall(sends)
-            sends = [comm.Isend(w, dest=r, tag=TAG0 + t) for r in range(1, comm.Get_size())]
+            if sends:                                   # free the finished sends; never wait for a slow worker
+                MPI.Request.Testsome(sends)
+                sends = [r for r in sends if r != MPI.REQUEST_NULL]
+            sends += [comm.Isend(w, dest=r, tag=TAG0 + t) for r in range(1, comm.Get_size())]
             gather(t, out, False, True)
             times.append(time.perf_counter() - t0)
-        MPI.Request.Waitall(sends)
     else:
         worker = rank - 1
         parts = [int(j) for j in code.supports[worker]]
-        params = np.empty(p)
+        pbufs = np.empty((2, p))                        # the next parameters land while these are in use
         msg = np.zeros(p)
         mine = [bufs[j] for j in parts]
         row = code.float_B(np.float64)[worker]
         nz = [a for a, j in enumerate(parts) if row[j] != 0]
         cs = [float(row[parts[a]]) for a in nz]
-        preq = comm.Irecv(params, source=0, tag=MPI.ANY_TAG)
+        preq = comm.Irecv(pbufs[0], source=0, tag=MPI.ANY_TAG)
         sreq = MPI.REQUEST_NULL
         for t in range(iters):
             while not preq.Test():
                 time.sleep(POLL)
+            params = pbufs[t % 2]  # noqa: F841  (the parameters a real worker would compute with)
+            preq = comm.Irecv(pbufs[(t + 1) % 2], source=0, tag=MPI.ANY_TAG) if t + 1 < iters else MPI.REQUEST_NULL
             while not sreq.Test():                      # the previous reply: polled, as gradcodes' workers do
                 time.sleep(POLL)
             if encode:                                   # precomputed coefficients, one pass per partition
                 gc._apply.combine_rows(msg, cs, mine, nz)
             if K:
                 gather(t, msg, True, False)
-            preq = comm.Irecv(params, source=0, tag=MPI.ANY_TAG) if t + 1 < iters else MPI.REQUEST_NULL
             sreq = comm.Isend(msg, dest=lay.parent(rank), tag=TAG0 + t)
-        while not sreq.Test():
-            time.sleep(POLL)
+        sends = [sreq]
+    # The end: the last sends complete while the late replies are dropped (so that the next program starts from an
+    # empty queue). Never a blocking wait on a send alone: a large message is sent by rendezvous, so it completes
+    # only once its receiver has posted a receive, and a parent re-posts its children's receives only while it
+    # polls them; a rank waiting for its own send without polling its children closes a cycle of waits.
     for i in list(held):
         del held[i]
         repost(i)
-    for i in range(K):                   # the late replies, so that the next program starts from an empty queue
-        while recvd[i] < iters:
-            reqs[i].Wait()
-            recvd[i] += 1
-            repost(i)
+    while True:
+        done = MPI.Request.Testall(sends)
+        idx, flag = MPI.Request.Testany(reqs) if reqs else (MPI.UNDEFINED, True)
+        if flag and idx != MPI.UNDEFINED:
+            recvd[idx] += 1
+            repost(idx)
+        elif done and all(r >= iters for r in recvd):
+            break
+        elif rank and not flag:
+            time.sleep(POLL)
     comm.Barrier()
     return times
 
