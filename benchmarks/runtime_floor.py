@@ -25,8 +25,12 @@ the runtime and its messages, not a model; the master's step does nothing):
   each worker's partial gradient copied into the send buffer, blocking ``MPI.Allreduce`` over all ranks), and
   ``allreduce_train``, gradcodes' baseline doing the same.
 
-Reported: per program the median over repeats of the per-run median iteration time (the first ``WARMUP``
-iterations left out), and the ratios against the floors. Targets: ``Master/Worker`` and ``train`` within 1.2 x
+Pairs: every repeat runs each program once, each gradcodes program next to its reference, in reverse order every
+other repeat; a gradcodes run and its reference's run of the same repeat form a pair. Reported: per program the
+median over repeats of the per-run median iteration time (the first ``WARMUP`` iterations left out), the CPU
+time per iteration summed over the ranks (``time.process_time``; less sensitive to other jobs on the machine than
+the wall clock, though the spinning master's follows the wall clock), and the median over the pairs of the
+per-pair ratios against the floors (wall clock and CPU). Targets: ``Master/Worker`` and ``train`` within 1.2 x
 ``floor+encode`` at ``p >= 1e5`` and 1.5 x at ``1e3``; ``train+coded`` within 1.2 x ``floor`` at ``1e6``;
 ``allreduce_train`` within 1.1 x ``Bcast+Allreduce``. The machine's load average is printed with the results.
 
@@ -49,6 +53,8 @@ import time
 import numpy as np
 
 WARMUP = 10
+#: process_time() of this rank, appended once per iteration by the program running (every rank)
+CPU: list[float] = []
 POLL = 1e-4                      # the workers' sleep between polls, in every program (gradcodes' default)
 
 
@@ -140,6 +146,7 @@ def floor_run(comm, code, p: int, iters: int, encode: bool, bufs: np.ndarray) ->
             sends += [comm.Isend(w, dest=r, tag=TAG0 + t) for r in range(1, comm.Get_size())]
             gather(t, out, False, True)
             times.append(time.perf_counter() - t0)
+            CPU.append(time.process_time())
     else:
         worker = rank - 1
         parts = [int(j) for j in code.supports[worker]]
@@ -163,6 +170,7 @@ def floor_run(comm, code, p: int, iters: int, encode: bool, bufs: np.ndarray) ->
             if K:
                 gather(t, msg, True, False)
             sreq = comm.Isend(msg, dest=lay.parent(rank), tag=TAG0 + t)
+            CPU.append(time.process_time())
         sends = [sreq]
     # The end: the last sends complete while the late replies are dropped (so that the next program starts from an
     # empty queue). Never a blocking wait on a send alone: a large message is sent by rendezvous, so it completes
@@ -199,30 +207,40 @@ def collective_run(comm, p: int, iters: int, bufs: np.ndarray) -> list[float]:
             np.copyto(send, bufs[rank - 1])
         comm.Allreduce(send, recv, op=MPI.SUM)
         times.append(time.perf_counter() - t0)
+        CPU.append(time.process_time())
     return times if rank == 0 else []
 
 
 def gradcodes_run(comm, code, p: int, iters: int, how: str, bufs: np.ndarray) -> list[float]:
     from gradcodes.mpi import Master, Worker, allreduce_train, train
 
+    first = int(code.supports[comm.Get_rank() - 1][0]) if comm.Get_rank() and how != "allreduce_train" else \
+        comm.Get_rank() - 1
+
     def grad(w, j):
+        if j == first:                             # once per iteration on a worker
+            CPU.append(time.process_time())
         return bufs[j]
 
     q = bufs.shape[1]
     message = np.zeros(q)
 
     def coded(w, weights):
+        CPU.append(time.process_time())
         return message
+
+    def mark(t, seconds, loss):                    # the master, after each iteration
+        CPU.append(time.process_time())
 
     def step(w, g, t):
         return None
 
     if how == "allreduce_train":
-        res = allreduce_train(np.ones(p), grad, step, iterations=iters, comm=comm)
+        res = allreduce_train(np.ones(p), grad, step, iterations=iters, comm=comm, callback=mark)
         return [] if res is None else res.time.tolist()
     if how in ("train", "train+coded"):
         kw = {"coded_gradient": coded} if how == "train+coded" else {}
-        res = train(code, np.ones(p), None if kw else grad, step, iterations=iters, comm=comm, **kw)
+        res = train(code, np.ones(p), None if kw else grad, step, iterations=iters, comm=comm, callback=mark, **kw)
         return [] if res is None else res.time.tolist()
     if comm.Get_rank() == 0:                       # Master/Worker: the custom loop of docs/runtime.md
         master = Master(code, p, comm=comm)
@@ -234,6 +252,7 @@ def gradcodes_run(comm, code, p: int, iters: int, how: str, bufs: np.ndarray) ->
             master.aggregate(t)
             w = master.writable_params(w)
             times.append(time.perf_counter() - t0)
+            CPU.append(time.process_time())
         master.stop()
         return times
     Worker(code, p, grad, comm=comm).run()
@@ -249,7 +268,10 @@ def job(cfg: dict) -> None:
     for p in cfg["ps"]:
         bufs = np.random.default_rng(0).normal(size=(max(code.k, comm.Get_size()), p))
         for rep in range(cfg["repeats"]):
-            for prog in cfg["programs"]:
+            # each repeat runs every program once, in reverse order every other repeat, so that a gradcodes run
+            # and its floor run are neighbours in time (a pair) and a drift of the load favours neither
+            for prog in cfg["programs"][::1 if rep % 2 == 0 else -1]:
+                CPU.clear()
                 comm.Barrier()
                 if prog == "floor":
                     t = floor_run(comm, code, p, cfg["iters"], False, bufs)
@@ -259,8 +281,11 @@ def job(cfg: dict) -> None:
                     t = collective_run(comm, p, cfg["iters"], bufs)
                 else:
                     t = gradcodes_run(comm, code, p, cfg["iters"], prog, bufs)
+                marks = CPU[WARMUP:]
+                cpu = (marks[-1] - marks[0]) / (len(marks) - 1) if len(marks) > 1 else float("nan")
+                cpus = comm.gather(cpu, root=0)
                 if comm.Get_rank() == 0:
-                    out.append({"p": p, "program": prog, "repeat": rep, "time": t})
+                    out.append({"p": p, "program": prog, "repeat": rep, "time": t, "cpu": cpus})
     if comm.Get_rank() == 0:
         with open(cfg["out"], "w") as fh:
             json.dump(out, fh)
@@ -283,37 +308,51 @@ def launch(ranks: int, cfg: dict) -> list[dict]:
             return json.load(fh)
 
 
+def _target(prog: str, p: int) -> tuple[str | None, float | None]:
+    """The reference program of ``prog`` and the target ratio (None: no target)."""
+    if prog in ("Master/Worker", "train"):
+        return "floor+encode", 1.5 if p < 10**5 else 1.2
+    if prog == "train+coded":
+        return "floor", 1.2 if p >= 10**6 else None
+    if prog == "allreduce_train":
+        return "Bcast+Allreduce", 1.1
+    return None, None
+
+
 def table(rows: list[dict], layout: str, ranks: int, say) -> bool:
-    """Print medians and ratios; returns whether every target was met."""
-    med: dict[tuple[int, str], float] = {}
-    for p in sorted({r["p"] for r in rows}):
-        for prog in dict.fromkeys(r["program"] for r in rows):
-            per_run = [float(np.median(r["time"][WARMUP:] or r["time"])) for r in rows
-                       if r["p"] == p and r["program"] == prog]
-            if per_run:
-                med[p, prog] = float(np.median(per_run))
+    """Print medians and paired ratios; returns whether every target was met.
+
+    A program's run in repeat ``r`` and its reference's run in the same repeat are a pair (neighbours in time);
+    the ratio reported is the median over the pairs of (median iteration time of the run / that of the
+    reference run), which a load that changes between repeats moves much less than a ratio of overall medians.
+    CPU: process time per iteration after the warm-up, summed over the ranks, median over repeats, and its
+    paired ratio (the master spins, so its CPU time follows the wall clock; the workers' does not)."""
+    runs: dict[tuple[int, str], dict[int, tuple[float, float]]] = {}
+    for r in rows:
+        wall = float(np.median(r["time"][WARMUP:] or r["time"]))
+        cpu = float(np.nansum(r["cpu"])) if not all(np.isnan(r["cpu"])) else float("nan")
+        runs.setdefault((r["p"], r["program"]), {})[r["repeat"]] = (wall, cpu)
     ok = True
-    say(f"\n{layout} on {ranks} ranks: median ms/iteration (median over repeats of per-run medians), ratios")
-    say(f"{'p':>9}  {'program':<17}{'ms':>9}  {'ratio':<34}target")
-    for p in sorted({k[0] for k in med}):
-        for prog in dict.fromkeys(k[1] for k in med if k[0] == p):
-            v = med[p, prog]
-            ref, goal = None, None
-            if prog in ("Master/Worker", "train"):
-                ref, goal = "floor+encode", 1.5 if p < 10**5 else 1.2
-            elif prog == "train+coded":
-                ref, goal = "floor", 1.2 if p >= 10**6 else None
-            elif prog == "allreduce_train":
-                ref, goal = "Bcast+Allreduce", 1.1
-            text, verdict = "", ""
-            if ref is not None and (p, ref) in med:
-                r = v / med[p, ref]
-                text = f"{r:.2f} x {ref}"
-                if goal is not None:
-                    good = r <= goal
-                    ok &= good
-                    verdict = f"<= {goal} x  {'ok' if good else 'NOT MET'}"
-            say(f"{p:>9}  {prog:<17}{1e3 * v:>9.3f}  {text:<34}{verdict}")
+    say(f"\n{layout} on {ranks} ranks: ms = median over repeats of the per-run median iteration time; ratio = median "
+        "over repeats of the paired ratios (wall clock, and CPU time of all ranks)")
+    say(f"{'p':>9}  {'program':<17}{'ms':>9}{'cpu ms':>9}  {'ratio':<28}{'cpu ratio':>9}  target")
+    for p, prog in runs:
+        mine = runs[p, prog]
+        wall = float(np.median([v[0] for v in mine.values()]))
+        cpu = float(np.median([v[1] for v in mine.values()]))
+        ref, goal = _target(prog, p)
+        text, ctext, verdict = "", "", ""
+        if ref is not None and (p, ref) in runs:
+            other = runs[p, ref]
+            pairs = [r for r in mine if r in other]
+            ratio = float(np.median([mine[r][0] / other[r][0] for r in pairs]))
+            cratio = float(np.median([mine[r][1] / other[r][1] for r in pairs]))
+            text, ctext = f"{ratio:.2f} x {ref}", f"{cratio:.2f}"
+            if goal is not None:
+                good = ratio <= goal
+                ok &= good
+                verdict = f"<= {goal} x  {'ok' if good else 'NOT MET'}"
+        say(f"{p:>9}  {prog:<17}{1e3 * wall:>9.3f}{1e3 * cpu:>9.3f}  {text:<28}{ctext:>9}  {verdict}")
     return ok
 
 
@@ -349,9 +388,10 @@ def main(argv: list[str]) -> int:
         f"{la[2]:.2f}, {os.cpu_count()} cores; {args.repeats} repeats x {args.iters} iterations "
         f"({WARMUP} warm-up), workers poll every {POLL:g} s, the master spins")
     ok = True
-    flat_progs = ["floor", "floor+encode", "Master/Worker", "train", "train+coded", "Bcast+Allreduce",
+    # each gradcodes program next to its reference (pairs neighbours in time)
+    flat_progs = ["floor", "train+coded", "floor+encode", "Master/Worker", "train", "Bcast+Allreduce",
                   "allreduce_train"]
-    tree_progs = ["floor", "floor+encode", "Master/Worker", "train", "train+coded"]
+    tree_progs = ["floor", "train+coded", "floor+encode", "Master/Worker", "train"]
     s = 1 if args.ranks <= 4 else 2
     for layout in args.layouts.split(","):
         if layout == "flat":
@@ -364,6 +404,8 @@ def main(argv: list[str]) -> int:
             cfg["programs"] = [x for x in cfg["programs"] if x in args.programs.split(",")]
         rows = launch(ranks, dict(cfg, ps=ps, repeats=args.repeats, iters=args.iters))
         ok &= table(rows, name, ranks, say)
+        la = os.getloadavg()
+        say(f"load average after the {layout} job {la[0]:.2f} {la[1]:.2f} {la[2]:.2f}")
     la = os.getloadavg()
     say(f"\nload average at end {la[0]:.2f} {la[1]:.2f} {la[2]:.2f}")
     say("all targets met" if ok else "SOME TARGETS NOT MET")
