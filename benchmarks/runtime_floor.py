@@ -12,9 +12,9 @@ the runtime and its messages, not a model; the master's step does nothing):
   every worker without copying, keeps one ``Irecv`` posted per child, polls ``Testany`` (no sleep) until the
   first ``n - s`` replies of the current iteration (older ones dropped and re-posted), and combines each with
   one multiply-add using decoding coefficients cached per responder set; a worker takes the parameters through
-  a posted ``Irecv`` (polled with the same sleep as gradcodes' workers) and replies with ``Isend`` of a
-  preallocated buffer. On the tree each parent does the same with its first ``n - s`` children and adds the
-  result to its own message.
+  a posted ``Irecv`` (two buffers, the next receive posted as soon as one completes; polled with the same sleep
+  as gradcodes' workers) and replies with ``Isend`` of a preallocated buffer. On the tree each parent does the
+  same with its first ``n - s`` children and adds the result to its own message.
 * ``floor+encode``: the same, the worker building its message from its ``s + 1`` partial gradients into the
   preallocated buffer with coefficients computed before the loop (one pass per partition: a copy or add for
   ``+-1``, BLAS ``axpy`` otherwise; the arithmetic of :meth:`gradcodes.LinearCode.encode_worker` without its
@@ -25,13 +25,20 @@ the runtime and its messages, not a model; the master's step does nothing):
   each worker's partial gradient copied into the send buffer, blocking ``MPI.Allreduce`` over all ranks), and
   ``allreduce_train``, gradcodes' baseline doing the same.
 
-Reported: per program the median over repeats of the per-run median iteration time (the first ``WARMUP``
-iterations left out), and the ratios against the floors. Targets: ``Master/Worker`` and ``train`` within 1.2 x
+Pairs: every repeat runs each program once, each gradcodes program next to its reference, in reverse order every
+other repeat; a gradcodes run and its reference's run of the same repeat form a pair. Reported: per program the
+median over repeats of the per-run median iteration time (the first ``WARMUP`` iterations left out), the CPU
+time per iteration summed over the ranks (``time.process_time``; less sensitive to other jobs on the machine than
+the wall clock, though the spinning master's follows the wall clock), and the median over the pairs of the
+per-pair ratios against the floors (wall clock and CPU). Targets: ``Master/Worker`` and ``train`` within 1.2 x
 ``floor+encode`` at ``p >= 1e5`` and 1.5 x at ``1e3``; ``train+coded`` within 1.2 x ``floor`` at ``1e6``;
 ``allreduce_train`` within 1.1 x ``Bcast+Allreduce``. The machine's load average is printed with the results.
 
-Known limitation: the minimal *tree* program stalls at ``p >= 1e5`` (large messages; gradcodes' own tree runs
-are not affected), so tree rows are measured at ``--ps 1000`` for now.
+No rank ever blocks on a send alone: large messages go by rendezvous (a send completes only once its receiver has
+posted a matching receive), and a parent re-posts its children's receives only while it polls them, so a master
+waiting for every parameter send, or a parent waiting for its last reply, would close a cycle of waits (the
+first version of this program stalled that way on the tree at ``p >= 1e5``). The floor's master frees its
+finished parameter sends without waiting for a slow worker (``Testsome``), as gradcodes' master does.
 """
 
 from __future__ import annotations
@@ -46,6 +53,8 @@ import time
 import numpy as np
 
 WARMUP = 10
+#: process_time() of this rank, appended once per iteration by the program running (every rank)
+CPU: list[float] = []
 POLL = 1e-4                      # the workers' sleep between polls, in every program (gradcodes' default)
 
 
@@ -131,43 +140,55 @@ def floor_run(comm, code, p: int, iters: int, encode: bool, bufs: np.ndarray) ->
         sends: list = []
         for t in range(iters):
             t0 = time.perf_counter()
-            MPI.Request.Waitall(sends)
-            sends = [comm.Isend(w, dest=r, tag=TAG0 + t) for r in range(1, comm.Get_size())]
+            if sends:                                   # free the finished sends; never wait for a slow worker
+                MPI.Request.Testsome(sends)
+                sends = [r for r in sends if r != MPI.REQUEST_NULL]
+            sends += [comm.Isend(w, dest=r, tag=TAG0 + t) for r in range(1, comm.Get_size())]
             gather(t, out, False, True)
             times.append(time.perf_counter() - t0)
-        MPI.Request.Waitall(sends)
+            CPU.append(time.process_time())
     else:
         worker = rank - 1
         parts = [int(j) for j in code.supports[worker]]
-        params = np.empty(p)
+        pbufs = np.empty((2, p))                        # the next parameters land while these are in use
         msg = np.zeros(p)
         mine = [bufs[j] for j in parts]
         row = code.float_B(np.float64)[worker]
         nz = [a for a, j in enumerate(parts) if row[j] != 0]
         cs = [float(row[parts[a]]) for a in nz]
-        preq = comm.Irecv(params, source=0, tag=MPI.ANY_TAG)
+        preq = comm.Irecv(pbufs[0], source=0, tag=MPI.ANY_TAG)
         sreq = MPI.REQUEST_NULL
         for t in range(iters):
             while not preq.Test():
                 time.sleep(POLL)
+            params = pbufs[t % 2]  # noqa: F841  (the parameters a real worker would compute with)
+            preq = comm.Irecv(pbufs[(t + 1) % 2], source=0, tag=MPI.ANY_TAG) if t + 1 < iters else MPI.REQUEST_NULL
             while not sreq.Test():                      # the previous reply: polled, as gradcodes' workers do
                 time.sleep(POLL)
             if encode:                                   # precomputed coefficients, one pass per partition
                 gc._apply.combine_rows(msg, cs, mine, nz)
             if K:
                 gather(t, msg, True, False)
-            preq = comm.Irecv(params, source=0, tag=MPI.ANY_TAG) if t + 1 < iters else MPI.REQUEST_NULL
             sreq = comm.Isend(msg, dest=lay.parent(rank), tag=TAG0 + t)
-        while not sreq.Test():
-            time.sleep(POLL)
+            CPU.append(time.process_time())
+        sends = [sreq]
+    # The end: the last sends complete while the late replies are dropped (so that the next program starts from an
+    # empty queue). Never a blocking wait on a send alone: a large message is sent by rendezvous, so it completes
+    # only once its receiver has posted a receive, and a parent re-posts its children's receives only while it
+    # polls them; a rank waiting for its own send without polling its children closes a cycle of waits.
     for i in list(held):
         del held[i]
         repost(i)
-    for i in range(K):                   # the late replies, so that the next program starts from an empty queue
-        while recvd[i] < iters:
-            reqs[i].Wait()
-            recvd[i] += 1
-            repost(i)
+    while True:
+        done = MPI.Request.Testall(sends)
+        idx, flag = MPI.Request.Testany(reqs) if reqs else (MPI.UNDEFINED, True)
+        if flag and idx != MPI.UNDEFINED:
+            recvd[idx] += 1
+            repost(idx)
+        elif done and all(r >= iters for r in recvd):
+            break
+        elif rank and not flag:
+            time.sleep(POLL)
     comm.Barrier()
     return times
 
@@ -186,30 +207,40 @@ def collective_run(comm, p: int, iters: int, bufs: np.ndarray) -> list[float]:
             np.copyto(send, bufs[rank - 1])
         comm.Allreduce(send, recv, op=MPI.SUM)
         times.append(time.perf_counter() - t0)
+        CPU.append(time.process_time())
     return times if rank == 0 else []
 
 
 def gradcodes_run(comm, code, p: int, iters: int, how: str, bufs: np.ndarray) -> list[float]:
     from gradcodes.mpi import Master, Worker, allreduce_train, train
 
+    first = int(code.supports[comm.Get_rank() - 1][0]) if comm.Get_rank() and how != "allreduce_train" else \
+        comm.Get_rank() - 1
+
     def grad(w, j):
+        if j == first:                             # once per iteration on a worker
+            CPU.append(time.process_time())
         return bufs[j]
 
     q = bufs.shape[1]
     message = np.zeros(q)
 
     def coded(w, weights):
+        CPU.append(time.process_time())
         return message
+
+    def mark(t, seconds, loss):                    # the master, after each iteration
+        CPU.append(time.process_time())
 
     def step(w, g, t):
         return None
 
     if how == "allreduce_train":
-        res = allreduce_train(np.ones(p), grad, step, iterations=iters, comm=comm)
+        res = allreduce_train(np.ones(p), grad, step, iterations=iters, comm=comm, callback=mark)
         return [] if res is None else res.time.tolist()
     if how in ("train", "train+coded"):
         kw = {"coded_gradient": coded} if how == "train+coded" else {}
-        res = train(code, np.ones(p), None if kw else grad, step, iterations=iters, comm=comm, **kw)
+        res = train(code, np.ones(p), None if kw else grad, step, iterations=iters, comm=comm, callback=mark, **kw)
         return [] if res is None else res.time.tolist()
     if comm.Get_rank() == 0:                       # Master/Worker: the custom loop of docs/runtime.md
         master = Master(code, p, comm=comm)
@@ -221,6 +252,7 @@ def gradcodes_run(comm, code, p: int, iters: int, how: str, bufs: np.ndarray) ->
             master.aggregate(t)
             w = master.writable_params(w)
             times.append(time.perf_counter() - t0)
+            CPU.append(time.process_time())
         master.stop()
         return times
     Worker(code, p, grad, comm=comm).run()
@@ -236,7 +268,10 @@ def job(cfg: dict) -> None:
     for p in cfg["ps"]:
         bufs = np.random.default_rng(0).normal(size=(max(code.k, comm.Get_size()), p))
         for rep in range(cfg["repeats"]):
-            for prog in cfg["programs"]:
+            # each repeat runs every program once, in reverse order every other repeat, so that a gradcodes run
+            # and its floor run are neighbours in time (a pair) and a drift of the load favours neither
+            for prog in cfg["programs"][::1 if rep % 2 == 0 else -1]:
+                CPU.clear()
                 comm.Barrier()
                 if prog == "floor":
                     t = floor_run(comm, code, p, cfg["iters"], False, bufs)
@@ -246,8 +281,11 @@ def job(cfg: dict) -> None:
                     t = collective_run(comm, p, cfg["iters"], bufs)
                 else:
                     t = gradcodes_run(comm, code, p, cfg["iters"], prog, bufs)
+                marks = CPU[WARMUP:]
+                cpu = (marks[-1] - marks[0]) / (len(marks) - 1) if len(marks) > 1 else float("nan")
+                cpus = comm.gather(cpu, root=0)
                 if comm.Get_rank() == 0:
-                    out.append({"p": p, "program": prog, "repeat": rep, "time": t})
+                    out.append({"p": p, "program": prog, "repeat": rep, "time": t, "cpu": cpus})
     if comm.Get_rank() == 0:
         with open(cfg["out"], "w") as fh:
             json.dump(out, fh)
@@ -270,37 +308,51 @@ def launch(ranks: int, cfg: dict) -> list[dict]:
             return json.load(fh)
 
 
+def _target(prog: str, p: int) -> tuple[str | None, float | None]:
+    """The reference program of ``prog`` and the target ratio (None: no target)."""
+    if prog in ("Master/Worker", "train"):
+        return "floor+encode", 1.5 if p < 10**5 else 1.2
+    if prog == "train+coded":
+        return "floor", 1.2 if p >= 10**6 else None
+    if prog == "allreduce_train":
+        return "Bcast+Allreduce", 1.1
+    return None, None
+
+
 def table(rows: list[dict], layout: str, ranks: int, say) -> bool:
-    """Print medians and ratios; returns whether every target was met."""
-    med: dict[tuple[int, str], float] = {}
-    for p in sorted({r["p"] for r in rows}):
-        for prog in dict.fromkeys(r["program"] for r in rows):
-            per_run = [float(np.median(r["time"][WARMUP:] or r["time"])) for r in rows
-                       if r["p"] == p and r["program"] == prog]
-            if per_run:
-                med[p, prog] = float(np.median(per_run))
+    """Print medians and paired ratios; returns whether every target was met.
+
+    A program's run in repeat ``r`` and its reference's run in the same repeat are a pair (neighbours in time);
+    the ratio reported is the median over the pairs of (median iteration time of the run / that of the
+    reference run), which a load that changes between repeats moves much less than a ratio of overall medians.
+    CPU: process time per iteration after the warm-up, summed over the ranks, median over repeats, and its
+    paired ratio (the master spins, so its CPU time follows the wall clock; the workers' does not)."""
+    runs: dict[tuple[int, str], dict[int, tuple[float, float]]] = {}
+    for r in rows:
+        wall = float(np.median(r["time"][WARMUP:] or r["time"]))
+        cpu = float(np.nansum(r["cpu"])) if not all(np.isnan(r["cpu"])) else float("nan")
+        runs.setdefault((r["p"], r["program"]), {})[r["repeat"]] = (wall, cpu)
     ok = True
-    say(f"\n{layout} on {ranks} ranks: median ms/iteration (median over repeats of per-run medians), ratios")
-    say(f"{'p':>9}  {'program':<17}{'ms':>9}  {'ratio':<34}target")
-    for p in sorted({k[0] for k in med}):
-        for prog in dict.fromkeys(k[1] for k in med if k[0] == p):
-            v = med[p, prog]
-            ref, goal = None, None
-            if prog in ("Master/Worker", "train"):
-                ref, goal = "floor+encode", 1.5 if p < 10**5 else 1.2
-            elif prog == "train+coded":
-                ref, goal = "floor", 1.2 if p >= 10**6 else None
-            elif prog == "allreduce_train":
-                ref, goal = "Bcast+Allreduce", 1.1
-            text, verdict = "", ""
-            if ref is not None and (p, ref) in med:
-                r = v / med[p, ref]
-                text = f"{r:.2f} x {ref}"
-                if goal is not None:
-                    good = r <= goal
-                    ok &= good
-                    verdict = f"<= {goal} x  {'ok' if good else 'NOT MET'}"
-            say(f"{p:>9}  {prog:<17}{1e3 * v:>9.3f}  {text:<34}{verdict}")
+    say(f"\n{layout} on {ranks} ranks: ms = median over repeats of the per-run median iteration time; ratio = median "
+        "over repeats of the paired ratios (wall clock, and CPU time of all ranks)")
+    say(f"{'p':>9}  {'program':<17}{'ms':>9}{'cpu ms':>9}  {'ratio':<28}{'cpu ratio':>9}  target")
+    for p, prog in runs:
+        mine = runs[p, prog]
+        wall = float(np.median([v[0] for v in mine.values()]))
+        cpu = float(np.median([v[1] for v in mine.values()]))
+        ref, goal = _target(prog, p)
+        text, ctext, verdict = "", "", ""
+        if ref is not None and (p, ref) in runs:
+            other = runs[p, ref]
+            pairs = [r for r in mine if r in other]
+            ratio = float(np.median([mine[r][0] / other[r][0] for r in pairs]))
+            cratio = float(np.median([mine[r][1] / other[r][1] for r in pairs]))
+            text, ctext = f"{ratio:.2f} x {ref}", f"{cratio:.2f}"
+            if goal is not None:
+                good = ratio <= goal
+                ok &= good
+                verdict = f"<= {goal} x  {'ok' if good else 'NOT MET'}"
+        say(f"{p:>9}  {prog:<17}{1e3 * wall:>9.3f}{1e3 * cpu:>9.3f}  {text:<28}{ctext:>9}  {verdict}")
     return ok
 
 
@@ -336,9 +388,10 @@ def main(argv: list[str]) -> int:
         f"{la[2]:.2f}, {os.cpu_count()} cores; {args.repeats} repeats x {args.iters} iterations "
         f"({WARMUP} warm-up), workers poll every {POLL:g} s, the master spins")
     ok = True
-    flat_progs = ["floor", "floor+encode", "Master/Worker", "train", "train+coded", "Bcast+Allreduce",
+    # each gradcodes program next to its reference (pairs neighbours in time)
+    flat_progs = ["floor", "train+coded", "floor+encode", "Master/Worker", "train", "Bcast+Allreduce",
                   "allreduce_train"]
-    tree_progs = ["floor", "floor+encode", "Master/Worker", "train", "train+coded"]
+    tree_progs = ["floor", "train+coded", "floor+encode", "Master/Worker", "train"]
     s = 1 if args.ranks <= 4 else 2
     for layout in args.layouts.split(","):
         if layout == "flat":
@@ -351,6 +404,8 @@ def main(argv: list[str]) -> int:
             cfg["programs"] = [x for x in cfg["programs"] if x in args.programs.split(",")]
         rows = launch(ranks, dict(cfg, ps=ps, repeats=args.repeats, iters=args.iters))
         ok &= table(rows, name, ranks, say)
+        la = os.getloadavg()
+        say(f"load average after the {layout} job {la[0]:.2f} {la[1]:.2f} {la[2]:.2f}")
     la = os.getloadavg()
     say(f"\nload average at end {la[0]:.2f} {la[1]:.2f} {la[2]:.2f}")
     say("all targets met" if ok else "SOME TARGETS NOT MET")

@@ -228,6 +228,37 @@ def test_finite_check_of_a_combined_result():
     assert not finite(big)
 
 
+@pytest.mark.parametrize("make", [lambda: gc.cyclic_repetition(6, 2, rng=1), lambda: gc.ye_abbe(6, 2, 2)])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_combine_finite_is_the_combine_and_checks_every_block(make, dtype, monkeypatch):
+    """The master's fused decode: the values of :meth:`Combiner.combine` (m = 1 and m = 2; the same sums, BLAS
+    ``axpy`` on shorter vectors may round a multiply-add differently: one rounding per term), in the messages'
+    dtype, and a NaN or inf anywhere (first, middle or last block, any output block u) is reported."""
+    import gradcodes.mpi._layout as layout
+
+    monkeypatch.setattr(layout, "BLOCK", 7)                       # several blocks and a short last one
+    code = make()
+    q = 30
+    Y = np.random.default_rng(0).normal(size=(code.n, q)).astype(dtype)
+    rows = [5, 0, 3, 2]
+    comb = Combiner(code)
+    ref = np.zeros(code.m * q, dtype=dtype)
+    comb.combine(rows, Y, ref)
+    out = np.full(code.m * q, 7.0, dtype=dtype)
+    assert comb.combine_finite(rows, Y, out)
+    eps = np.finfo(dtype).eps
+    scale = np.abs(comb.weights(rows, dtype)).max() * np.abs(Y).max() * len(rows)
+    assert out.dtype == dtype and np.abs(out - ref).max() <= 4 * len(rows) * eps * scale
+    for row in rows:
+        for col in (0, 10, q - 1):
+            for bad in (np.nan, np.inf, -np.inf):
+                Z = Y.copy()
+                Z[row, col] = bad
+                plan = comb.plan(rows, dtype)
+                used = any(row in idx for idx, _ in plan)
+                assert comb.combine_finite(rows, Z, out) is (not used)
+
+
 @pytest.mark.parametrize("make", [lambda: gc.cyclic_repetition(8, 2, rng=0), lambda: gc.fractional_repetition(6, 2),
                                   lambda: gc.ye_abbe(6, 2, 2)])
 def test_earliest_decodable_tracker_is_decided_once_per_set(make):

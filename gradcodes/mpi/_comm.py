@@ -105,6 +105,10 @@ def finite(row: np.ndarray) -> bool:
 
 
 
+#: A spinning :class:`Inbox` runs its clock, interrupt and progress checks once per this many empty polls.
+SPIN = 16
+
+
 class Inbox:
     """Receive buffers of one parent: one row and one posted ``Irecv`` per child.
 
@@ -204,8 +208,16 @@ class Inbox:
                     done = True
                     got = got[:got.index(i) + 1]
                     break
+        idle = 0
+        spin = not self.poll
         while not done and len(got) < need:
             hit = self._poll_one()
+            if hit is None and spin:
+                # a spinning parent polls MPI back to back: MPI's progress (which moves a large message in pieces)
+                # runs on every poll, the clock, interrupt and progress checks below on every SPIN-th idle poll
+                idle += 1
+                if idle % SPIN:
+                    continue
             if hit is not None:
                 i, tag = hit
                 age = tags.age(tag, t)

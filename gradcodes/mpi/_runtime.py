@@ -331,8 +331,7 @@ class Master:
             assert rows is not None
             waited += info["waited"]
             t0 = time.perf_counter()
-            self.combiner.combine(rows, buf, self.out)
-            if finite(self.out):
+            if self.combiner.combine_finite(rows, buf, self.out):    # the decode and its one check
                 break
             culprits = [i for i in rows if not finite(buf[i])]   # only now: who sent the NaN/inf
             if not culprits:                                      # finite messages, overflowing sum: as decoded
