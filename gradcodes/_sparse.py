@@ -21,10 +21,36 @@ import numpy as np
 from ._errors import GradcodesTypeError, GradcodesValueError
 from ._validate import check_entries, check_size
 
-__all__ = ["is_scipy_sparse", "canonical_csr", "csr_of_dense", "dense_of", "row_supports", "residual_cancellation",
+__all__ = ["SPARSE_FROM", "use_sparse", "csr_from_rows", "is_scipy_sparse", "canonical_csr", "csr_of_dense", "dense_of", "row_supports", "residual_cancellation",
            "to_scipy"]
 
 CSR = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+#: Family constructors whose matrices are naturally sparse (fractional repetition, stable binary, grouped codes,
+#: CodedReduce trees) store ``B`` sparse from this many dense entries ``n x k m`` on (the same matrix either way:
+#: the dense form of a sparse code is bit-for-bit the dense construction)
+SPARSE_FROM = 10**6
+
+
+def use_sparse(n: int, cols: int) -> bool:
+    """Whether a naturally sparse family stores an ``n x cols`` matrix sparse (:data:`SPARSE_FROM`)."""
+    return n * cols >= SPARSE_FROM
+
+
+def csr_from_rows(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, shape: tuple[int, int]) -> Any:
+    """A :class:`scipy.sparse.csr_array` from row offsets, column indices and values (for the constructors),
+    after checking the non-zeros against ``gradcodes.limits.entries``."""
+    import scipy.sparse
+
+    check_size(f"the non-zeros of the encoding matrix ({shape[0]:,} x {shape[1]:,})", int(data.size), "entries")
+    return owned(scipy.sparse.csr_array((data, indices, indptr), shape=shape, copy=False))
+
+
+def owned(M: Any) -> Any:
+    """Mark a scipy matrix a constructor has just built (and holds no other reference to): the code type then
+    keeps its arrays instead of copying them."""
+    M._gradcodes_owned = True
+    return M
 
 
 def is_scipy_sparse(B: Any) -> bool:
@@ -49,10 +75,12 @@ def canonical_csr(B: Any, field: str | None, name: str = "B") -> tuple[CSR, tupl
     if kind not in "biufc":
         raise GradcodesTypeError(f"{name} must contain numbers, got dtype {B.dtype}")
     check_size(f"the stored entries of {name}", int(B.nnz), "entries")
-    M = B.tocsr(copy=True)
-    M.sum_duplicates()
-    M.eliminate_zeros()
-    M.sort_indices()
+    owned = getattr(B, "_gradcodes_owned", False)          # built by a constructor here: no other reference
+    M = B.tocsr(copy=not owned)
+    if not M.has_canonical_format:
+        M.sum_duplicates()
+    if M.data.size and not np.all(M.data):
+        M.eliminate_zeros()
     data = np.asarray(M.data)
     if field is None:
         field = "complex" if kind == "c" else "real"
@@ -61,9 +89,9 @@ def canonical_csr(B: Any, field: str | None, name: str = "B") -> tuple[CSR, tupl
             if np.any(data.imag != 0):
                 raise GradcodesValueError(f"{name} has complex entries; use field='complex'")
             data = data.real
-        data = np.array(data, dtype=np.float64)
+        data = np.asarray(data, dtype=np.float64)
     else:
-        data = np.array(data, dtype=np.complex128)
+        data = np.asarray(data, dtype=np.complex128)
     if not np.all(np.isfinite(data)):
         raise GradcodesValueError(f"{name} must contain only finite entries")
     keep = data != 0                                  # entries that became zero in the cast (none for finite data)
