@@ -289,7 +289,7 @@ def _matches(code: GradientCode, dec: BlockDecoder) -> bool:
 def _matches_sparse(code: GradientCode, dec: BlockDecoder) -> bool:
     """:func:`_matches` for a code stored sparse: each block's rows and columns hold exactly the block's matrix, and
     the blocks' non-zeros account for all of ``B``'s (so nothing lies outside them); cost O(nnz)."""
-    S = code.B_sparse
+    S = code._scipy_B()
     total = 0
     for blk, sub in zip(dec.blocks, dec.subcodes, strict=True):
         if sub is None or not blk.partitions:

@@ -155,6 +155,12 @@ class CodeBase:
         """
         return to_scipy(self._csr_parts(), (self._n, self._k * self._m))
 
+    def _scipy_B(self) -> Any:
+        """``B`` as a scipy.sparse.csr_array shared by the library's own products (memoised; never handed out)."""
+        if "scipy B" not in self._memo:
+            self._memo["scipy B"] = to_scipy(self._csr_parts(), (self._n, self._k * self._m))
+        return self._memo["scipy B"]
+
     @property
     def nnz(self) -> int:
         """Number of non-zero entries of ``B``."""
@@ -218,7 +224,11 @@ class CodeBase:
     def loads(self) -> np.ndarray:
         """Partitions stored by each worker (length n)."""
         if self._csr is not None:
-            return np.diff(row_supports(self._csr, self._n, self._m)[0])
+            if "loads" not in self._memo:
+                loads = np.diff(row_supports(self._csr, self._n, self._m)[0])
+                loads.flags.writeable = False
+                self._memo["loads"] = loads
+            return self._memo["loads"]
         return self.support_matrix.sum(axis=1)
 
     @property

@@ -144,9 +144,9 @@ def row_supports(parts: CSR, n: int, m: int) -> tuple[np.ndarray, np.ndarray]:
     """``(indptr, partitions)``: the partitions stored by each worker (row ``i``:
     ``partitions[indptr[i]:indptr[i+1]]``, ascending), from the column indices ``j m + u`` of the non-zeros."""
     indptr, indices, _ = parts
-    part = indices // m
     if m == 1:
-        return indptr, part
+        return indptr, indices
+    part = indices // m
     rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))
     first = np.ones(part.size, dtype=bool)
     first[1:] = (part[1:] != part[:-1]) | (rows[1:] != rows[:-1])

@@ -115,17 +115,19 @@ class GroupDecoder(Decoder):
             return None
         first = indptr[starts]
         width = indptr[starts + 1] - first
-        counts = np.diff(indptr)
-        if not np.array_equal(counts, np.repeat(width, ends - starts)):
+        if not np.array_equal(np.diff(indptr), np.repeat(width, ends - starts)):
             return None
-        rows = np.repeat(np.arange(code.n), counts)
-        group = np.repeat(np.arange(starts.size), ends - starts)[rows]
-        offset = np.arange(indices.size) - indptr[rows]
-        if not np.array_equal(indices, indices[first[group] + offset]):
-            return None
-        cum = np.concatenate([[0], np.cumsum(width)[:-1]])
-        pos = first.repeat(width) + np.arange(int(width.sum())) - cum.repeat(width)   # each group's first row
-        cover = np.bincount(indices[pos], minlength=code.k)
+        # runs of consecutive groups of equal size and width: each run's indices are one (groups, size, width)
+        # array whose rows must all equal the group's first row (memory traffic: one pass over the non-zeros)
+        size = ends - starts
+        cut = np.flatnonzero((np.diff(size) != 0) | (np.diff(width) != 0)) + 1
+        cover = np.zeros(code.k, dtype=np.int64)
+        for a, b in zip(np.concatenate([[0], cut]), np.concatenate([cut, [starts.size]]), strict=True):
+            g, h, w = int(b - a), int(size[a]), int(width[a])
+            block = indices[int(first[a]):int(first[a]) + g * h * w].reshape(g, h, w)
+            if not bool((block == block[:, :1, :]).all()):
+                return None
+            cover += np.bincount(block[:, 0, :].ravel(), minlength=code.k)[:code.k]
         if cover.size != code.k or not np.all(cover == 1):
             return None
         return (f"fractional repetition: {self.bounds.size - 1} groups of >= s+1 = {s + 1} identical 0/1 "
