@@ -119,7 +119,9 @@ def stable_binary(n: int, s: int, k: int | None = None, *, field: str = "real") 
     if k is not None:
         check_int("k", k, 1)
     sparse = field == "real" and use_sparse(n, n if k is None else k)
-    if not sparse:
+    if sparse:
+        check_size("the rows of the encoding matrix (each holds a non-zero)", n, "entries")
+    else:
         check_entries(n, n if k is None else k, exact=field == "rational")
     q = n // (s + 1)
     k = n if k is None else check_int("k", k, q)
@@ -128,6 +130,7 @@ def stable_binary(n: int, s: int, k: int | None = None, *, field: str = "real") 
     B: Any
     if sparse:                     # the non-zeros only: group g's rows store partitions pb[g]..pb[g+1]-1
         gsize, width = np.diff(wb), np.diff(pb)
+        check_size(f"the non-zeros of the encoding matrix ({n:,} x {k:,})", int(gsize @ width), "entries")
         w_row = np.repeat(width, gsize)
         indptr = np.concatenate([[0], np.cumsum(w_row)]).astype(np.int64)
         start = np.repeat(pb[:-1], gsize)
@@ -220,7 +223,10 @@ def grouped_mds(n: int, s: int) -> GradientCode:
     """
     n, s = check_ns(n, s)
     sparse = use_sparse(n, n)
-    if not sparse:
+    if sparse:
+        check_size(f"the non-zeros of the encoding matrix ({n:,} x {n:,}), at least n (s + 1)", n * (s + 1),
+                   "entries")
+    else:
         check_entries(n, n)
     q = n // (s + 1)
     r = n - q * (s + 1)

@@ -216,6 +216,7 @@ def fractional_repetition(n: int, s: int, k: int | None = None, *, field: str = 
     B: Any
     if field == "real" and use_sparse(n, k):     # n k / (s + 1) non-zeros, stored sparse (gradcodes._sparse)
         w = k // groups
+        check_size(f"the non-zeros of the encoding matrix ({n:,} x {k:,})", n * w, "entries")   # before allocating
         indices = ((np.arange(n, dtype=np.int64) // (s + 1) * w)[:, None] + np.arange(w)[None, :]).ravel()
         B = csr_from_rows(np.arange(n + 1, dtype=np.int64) * w, indices, np.ones(n * w), (n, k))
     else:
