@@ -120,7 +120,8 @@ def stable_binary(n: int, s: int, k: int | None = None, *, field: str = "real") 
         check_int("k", k, 1)
     sparse = field == "real" and use_sparse(n, n if k is None else k)
     if sparse:
-        check_size("the rows of the encoding matrix (each holds a non-zero)", n, "entries")
+        check_size("the rows and columns of the encoding matrix (each holds a non-zero)",
+                   max(n, n if k is None else int(k)), "entries")
     else:
         check_entries(n, n if k is None else k, exact=field == "rational")
     q = n // (s + 1)
