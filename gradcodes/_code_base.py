@@ -38,6 +38,8 @@ if TYPE_CHECKING:
 __all__ = ["CodeBase"]
 
 _FLOAT_KINDS = "fc"
+#: dense entries up to which a code stored sparse checks decoding matrices with the dense products
+DENSE_CHECK_MAX = 10**6
 
 
 class _DenseOnRequest:
@@ -352,7 +354,9 @@ class CodeBase:
                 Af = np.vectorize(float, otypes=[np.float64])(A)
                 canc = float(cancellation(Af[None], self.float_B(), self._k)[0])
             return (0.0 if ok else float("inf")), canc
-        if self._csr is not None:
+        if self._csr is not None and self._n * self._k * self._m > DENSE_CHECK_MAX:
+            # the products on the non-zeros; below the bound the dense ones, so that a code stored sparse measures
+            # (and accepts) exactly as the equal dense code does
             return residual_cancellation(A, self._csr, (self._n, self._k * self._m), self._target, self._k)
         res = float(residuals(A[None], self._B, self._target)[0])
         canc = float(cancellation(A[None], self._B, self._k)[0])
