@@ -20,7 +20,6 @@ from ._code_identity import identity_digest
 from ._decoders import Decoder, ExactDecoder, LeastSquaresDecoder, NullSpaceDecoder
 from ._errors import GradcodesTypeError, GradcodesValueError
 from ._fields import as_matrix, is_exact_field, to_fraction
-from ._sparse import canonical_csr, csr_of_dense, dense_of, is_scipy_sparse, residual_cancellation, row_supports, to_scipy
 from ._numerics import (
     cancellation,
     decode_terms,
@@ -28,6 +27,15 @@ from ._numerics import (
     exact_residual_ok,
     residuals,
     target_matrix,
+)
+from ._sparse import (
+    canonical_csr,
+    csr_of_dense,
+    dense_of,
+    is_scipy_sparse,
+    residual_cancellation,
+    row_supports,
+    to_scipy,
 )
 from ._typing import Array, DTypeLike, FieldLike, MatrixLike, NDArray, Responders
 from ._validate import check_entries, check_int, check_responders
@@ -74,7 +82,7 @@ class CodeBase:
             # form built on request (the class attribute below), never kept in the instance's state
             self._csr, (n, cols), fld = canonical_csr(B, field)
         else:
-            mat, fld = as_matrix(B.toarray() if is_scipy_sparse(B) else B, field)
+            mat, fld = as_matrix(cast(Any, B).toarray() if is_scipy_sparse(B) else B, field)
             n, cols = mat.shape
             self._B = mat
             if isinstance(self._B, np.ndarray):

@@ -21,8 +21,8 @@ import numpy as np
 from ._errors import GradcodesTypeError, GradcodesValueError
 from ._validate import check_entries, check_size
 
-__all__ = ["SPARSE_FROM", "use_sparse", "csr_from_rows", "is_scipy_sparse", "canonical_csr", "csr_of_dense", "dense_of", "row_supports", "residual_cancellation",
-           "to_scipy"]
+__all__ = ["SPARSE_FROM", "use_sparse", "csr_from_rows", "owned", "is_scipy_sparse", "canonical_csr", "csr_of_dense",
+           "dense_of", "row_supports", "residual_cancellation", "to_scipy"]
 
 CSR = tuple[np.ndarray, np.ndarray, np.ndarray]
 

@@ -29,8 +29,8 @@ from .._errors import GradcodesTypeError, GradcodesValueError
 from .._fields import RationalField
 from .._io import REBUILDERS, CodeFileError, rebuild_saved
 from .._registry import SAMPLED, Scheme, register
-from .._typing import RNGLike, Unset
 from .._sparse import csr_from_rows, use_sparse
+from .._typing import RNGLike, Unset
 from .._validate import (
     SEED_UNSET,
     check_entries,

@@ -16,9 +16,9 @@ from .._decoders import Decoder
 from .._detlinalg import solve
 from .._errors import GradcodesValueError
 from .._fields import as_matrix, field_for, solve_left
-from .._sparse import csr_from_rows, csr_of_dense, use_sparse
 from .._io import REBUILDERS
 from .._registry import Expect, Scheme, register
+from .._sparse import csr_from_rows, csr_of_dense, use_sparse
 from .._typing import MatrixLike, RNGLike, Unset
 from .._validate import (
     SEED_UNSET,
