@@ -529,13 +529,31 @@ def rebuild_saved(family: str | None, params: dict[str, Any], B: Any, *, p: int 
         return None
     from ._sparse import is_scipy_sparse
 
-    if (same_sparse(code, B) if is_scipy_sparse(B) else
-            not code.sparse and _same_matrix(code.B, B, exact_values)):
+    if is_scipy_sparse(B):
+        same = same_sparse(code, B)
+    elif code.sparse:              # a dense file (or record) of a code the family now stores sparse
+        same = _same_dense_as_sparse(code, B)
+    else:
+        same = _same_matrix(code.B, B, exact_values)
+    if same:
         return code
     warnings.warn(f"{file}the saved matrix differs from the {family!r} construction with the saved parameters (edited, "
                   f"or built by another version or machine); loading the saved matrix with the generic decoders "
                   f"only", RuntimeWarning, stacklevel=stacklevel)
     return None
+
+
+def _same_dense_as_sparse(code: LinearCode, saved: Any) -> bool:
+    """A rebuilt code stored sparse against a saved dense float matrix: the same dtype, shape and non-zeros bit
+    for bit, and no ``-0.0`` in the saved matrix (which the sparse form cannot hold)."""
+    from ._sparse import csr_of_dense, to_scipy
+
+    b = np.asarray(saved)
+    if b.dtype.kind not in "fc" or b.shape != (code.n, code.k * code.m) or b.dtype != code._entry_dtype():
+        return False
+    if np.any((b == 0) & np.signbit(b.real if b.dtype.kind == "c" else b)):
+        return False
+    return same_sparse(code, to_scipy(csr_of_dense(b), b.shape))
 
 
 def _same_matrix(rebuilt: Any, saved: Any, exact_values: bool = False) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -305,3 +306,17 @@ def test_edited_sparse_file_gets_no_proof(tmp_path, sparse_everywhere):
         code = gc.load_code(bad)
     assert set(code.decoders) == {"nullspace", "lstsq"} and code.sparse
     assert "theorem" not in gc.verify(code).method
+
+
+def test_dense_file_of_a_code_now_stored_sparse_keeps_its_decoders(tmp_path, monkeypatch):
+    path = tmp_path / "old.npz"
+    monkeypatch.setattr(_sparse, "SPARSE_FROM", 10**30)            # written by a release that stored it dense
+    code = gc.stable_binary(1200, 9)
+    gc.save_code(code, path)
+    monkeypatch.setattr(_sparse, "SPARSE_FROM", 10**6)
+    with np.load(path) as f:
+        assert "B" in f.files and "B_indptr" not in f.files
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                             # no "differs" warning: the decoders stay
+        back = gc.load_code(path)
+    assert back.sparse and back == code and back.default_decoder == "blocks" and "group" in back.decoders
