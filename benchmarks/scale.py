@@ -105,7 +105,7 @@ def run_point(family: str, args: tuple[int, ...], dense: bool) -> dict:
 
 
 def fmt(v: float | None) -> str:
-    return "-" if v is None else f"{v:7.2f}"
+    return f"{'-':>7}" if v is None else f"{v:7.2f}"
 
 
 def row(r: dict) -> str:
