@@ -160,7 +160,7 @@ class BlockDecoder(Decoder):
     def matrices(self, code: LinearCode, mask: np.ndarray) -> Any:
         b = mask.shape[0]
         s = getattr(code, "s", 0)
-        dtype = object if code.exact else code.B.dtype
+        dtype = object if code.exact else code._entry_dtype()
         out = np.zeros((b, code.m, code.n), dtype=dtype)
         if code.exact:
             out.fill(Fraction(0))
@@ -272,6 +272,8 @@ def _matches(code: GradientCode, dec: BlockDecoder) -> bool:
     """``code.B`` is exactly the blocks' matrices at their positions and zero elsewhere."""
     if code.exact:
         return False
+    if code.sparse:
+        return _matches_sparse(code, dec)
     seen = np.zeros(np.shape(code.B), dtype=bool)
     for blk, sub in zip(dec.blocks, dec.subcodes, strict=True):
         W = np.asarray(blk.workers, dtype=np.int64)
@@ -282,6 +284,29 @@ def _matches(code: GradientCode, dec: BlockDecoder) -> bool:
             return False
         seen[np.ix_(W, cols)] = True
     return not np.any(np.asarray(code.B)[~seen] != 0)
+
+
+def _matches_sparse(code: GradientCode, dec: BlockDecoder) -> bool:
+    """:func:`_matches` for a code stored sparse: each block's rows and columns hold exactly the block's matrix, and
+    the blocks' non-zeros account for all of ``B``'s (so nothing lies outside them); cost O(nnz)."""
+    S = code._scipy_B()
+    total = 0
+    for blk, sub in zip(dec.blocks, dec.subcodes, strict=True):
+        if sub is None or not blk.partitions:
+            continue
+        W = np.asarray(blk.workers, dtype=np.int64)
+        cols = blk.columns(code.m)
+        if sub.m != code.m or sub.s != code.s:
+            return False
+        if W.size and W[-1] - W[0] + 1 == W.size and np.all(np.diff(W) == 1):
+            rows = S[int(W[0]):int(W[-1]) + 1]
+        else:
+            rows = S[W]
+        Bb = rows[:, cols]
+        if not np.array_equal(Bb.toarray(), np.asarray(sub.B)):
+            return False
+        total += int(Bb.count_nonzero())
+    return total == code.nnz
 
 
 def _repetition_report(sub: GradientCode, dtype: Any = np.float64) -> BlockVerifyReport | None:
@@ -383,7 +408,8 @@ def verify_blocks(code: GradientCode, dec: BlockDecoder, **options: Any) -> Veri
         if F is None:
             return None
         inside = {blk.workers[j] for j in F}
-        return tuple(i for i in range(n) if i not in blk.workers or i in inside)
+        members = set(blk.workers)
+        return tuple(i for i in range(n) if i not in members or i in inside)
 
     checked = sum(r["report"].patterns_checked for r in rows if r["report"] is not None and r["same_as"] is None)
     n_fail = len(failures)

@@ -43,9 +43,18 @@ class LinearCode(DecodeMixin, EncodeMixin, DecodableMixin):
 
     Parameters
     ----------
-    B : array_like, shape (n, k*m)
+    B : array_like or scipy.sparse array/matrix, shape (n, k*m)
         Encoding matrix, rows = workers. Floats give the ``"real"`` field, complex numbers ``"complex"``,
         :class:`fractions.Fraction` or sympy Rationals ``"rational"`` (exact), a galois array ``"GF(p)"`` (exact).
+        A :mod:`scipy.sparse` array or matrix (any format; integer, float or complex entries) gives a code *stored
+        sparse* (:attr:`sparse`) over ``"real"`` or ``"complex"``: it keeps a copy of the canonical compressed rows
+        (sorted column indices, duplicates summed, explicit zeros dropped; float64 or complex128 values), so that
+        memory, :meth:`encode`, :meth:`encode_worker`, :meth:`decode`, the decoding matrices, the theorems of
+        :func:`gradcodes.verify` and :func:`gradcodes.save_code` cost in proportion to the non-zeros, and
+        ``gradcodes.limits.entries`` bounds the non-zeros instead of ``n k m``. It equals (``==``, ``hash``) the
+        code of the same matrix given dense; :attr:`B` is its dense form on request (under
+        ``gradcodes.limits.entries``) and :attr:`B_sparse` a :class:`scipy.sparse.csr_array` copy. With
+        ``field="rational"`` a sparse matrix is densified (exact codes are stored dense).
     m : int, default 1
         Communication factor: each message has length ``ceil(length/m)`` (``length``: the gradient's); ``B``
         has ``k*m`` columns.
@@ -119,6 +128,15 @@ class GradientCode(LinearCode):
     ('rational', 2)
     >>> code.decoding_matrix([0, 1])
     array([[Fraction(1, 1), Fraction(2, 1), Fraction(0, 1)]], dtype=object)
+
+    A matrix given as a :mod:`scipy.sparse` array is stored sparse (memory proportional to its non-zeros) and is
+    the same code as its dense form:
+
+    >>> import scipy.sparse
+    >>> S = scipy.sparse.csr_array(np.array([[1.0, -1, 0], [0, 1, 0.5], [2, 0, 1]]))
+    >>> sparse = gc.GradientCode(S, s=1)
+    >>> sparse.sparse, sparse.nnz, sparse == gc.GradientCode(S.toarray(), s=1)
+    (True, 6, True)
 
     The same matrix in floating point, decoding real gradients:
 

@@ -28,8 +28,17 @@ from ._numerics import (
     residuals,
     target_matrix,
 )
+from ._sparse import (
+    canonical_csr,
+    csr_of_dense,
+    dense_of,
+    is_scipy_sparse,
+    residual_cancellation,
+    row_supports,
+    to_scipy,
+)
 from ._typing import Array, DTypeLike, FieldLike, MatrixLike, NDArray, Responders
-from ._validate import check_int, check_responders
+from ._validate import check_entries, check_int, check_responders
 
 if TYPE_CHECKING:
     from ._code import LinearCode
@@ -37,6 +46,24 @@ if TYPE_CHECKING:
 __all__ = ["CodeBase"]
 
 _FLOAT_KINDS = "fc"
+#: dense entries up to which a code stored sparse checks decoding matrices with the dense products
+DENSE_CHECK_MAX = 10**6
+
+
+class _DenseOnRequest:
+    """``code._B`` of a code stored sparse: the dense matrix, built once (under ``gradcodes.limits.entries``) and
+    kept in the code's memo. A non-data descriptor, so a dense code's instance attribute ``_B`` takes precedence
+    (and its pickles are unchanged)."""
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        if obj is None:
+            return self
+        memo = obj.__dict__.setdefault("_memo", {})
+        if "dense B" not in memo:
+            D = dense_of(obj._csr, (obj._n, obj._k * obj._m))
+            D.flags.writeable = False
+            memo["dense B"] = D
+        return memo["dense B"]
 
 
 class CodeBase:
@@ -49,14 +76,19 @@ class CodeBase:
                  family: str | None = None, params: Mapping[str, Any] | None = None,
                  decoders: Iterable[Decoder] | None = None, default_decoder: str | None = None,
                  cache_size: int = 256, field_builder: Callable[[FieldLike], LinearCode] | None = None) -> None:
-        mat, fld = as_matrix(B, field)
         self._m = check_int("m", m, 1)
-        n, cols = mat.shape
+        if is_scipy_sparse(B) and field not in ("rational",):
+            # stored sparse: the canonical compressed-row arrays only (gradcodes._sparse); ``_B`` is then the dense
+            # form built on request (the class attribute below), never kept in the instance's state
+            self._csr, (n, cols), fld = canonical_csr(B, field)
+        else:
+            mat, fld = as_matrix(cast(Any, B).toarray() if is_scipy_sparse(B) else B, field)
+            n, cols = mat.shape
+            self._B = mat
+            if isinstance(self._B, np.ndarray):
+                self._B.flags.writeable = False
         if cols % self._m:
             raise GradcodesValueError(f"B must have k*m columns; got {cols} columns, not a multiple of m={self._m}")
-        self._B = mat
-        if isinstance(self._B, np.ndarray):
-            self._B.flags.writeable = False
         self._field = fld
         self._n = n
         self._k = cols // self._m
@@ -68,6 +100,8 @@ class CodeBase:
         self._memo: dict[str, Any] = {}
         self._field_builder = field_builder
         self._target = target_matrix(self._k, self._m, self._B if self.exact else None)
+        if self.sparse and self._field == "complex":
+            self._target = self._target.astype(np.complex128)
         if not self.exact and self._field == "complex":
             self._target = self._target.astype(np.complex128)
         self.decoders: dict[str, Decoder] = {}
@@ -81,11 +115,70 @@ class CodeBase:
             raise GradcodesValueError(f"default_decoder must be one of {sorted(self.decoders)}, got {default!r}")
         self.default_decoder = default
 
-    # ------------------------------------------------------------------ properties
+    # ------------------------------------------------------------------ storage
+    #: the dense encoding matrix; an instance attribute for dense codes, built on request for sparse ones
+    _B = _DenseOnRequest()
+    #: compressed-row arrays (indptr, indices, data) of a code stored sparse; None for dense codes
+    _csr: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    @property
+    def sparse(self) -> bool:
+        """True when the code stores ``B`` in compressed-row form (it was given as a :mod:`scipy.sparse` matrix)."""
+        return self._csr is not None
+
+    def _csr_parts(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The canonical compressed-row arrays of ``B`` (stored, or computed once from the dense float matrix)."""
+        if self._csr is not None:
+            return self._csr
+        if "csr parts" not in self._memo:
+            if self.exact:
+                raise GradcodesTypeError(f"a code over {self._field} has no floating-point sparse form")
+            self._memo["csr parts"] = csr_of_dense(self._B)
+        return self._memo["csr parts"]
+
+    def _entry_dtype(self) -> np.dtype[Any]:
+        """dtype of ``B``'s entries (object for rational codes) without building a dense form."""
+        return self._csr[2].dtype if self._csr is not None else np.asarray(self._B).dtype
+
     @property
     def B(self) -> Array:
-        """The encoding matrix (n x k*m), read-only."""
+        """The encoding matrix (n x k*m), read-only.
+
+        For a code stored sparse (:attr:`sparse`) this is the dense form, built once on request when its
+        ``n x k*m`` entries fit ``gradcodes.limits.entries`` (else :class:`gradcodes.SizeLimitError`, which
+        names the size); :attr:`B_sparse` gives the non-zeros at any size.
+        """
         return self._B
+
+    @property
+    def B_sparse(self) -> Any:
+        """The encoding matrix as a new :class:`scipy.sparse.csr_array` (n x k*m): canonical (sorted indices, no
+        explicit zeros), float64 for real codes and complex128 for complex ones; memory proportional to the
+        non-zeros. Works for codes stored dense too (not for exact fields).
+
+        >>> import gradcodes as gc
+        >>> code = gc.fractional_repetition(4, 1)
+        >>> S = code.B_sparse
+        >>> S.nnz, S.shape, gc.GradientCode(S, s=1, name=code.name, family=code.family, params=code.params,
+        ...                                 decoders=code.decoders.values(), default_decoder="group") == code
+        (8, (4, 4), True)
+        """
+        return to_scipy(self._csr_parts(), (self._n, self._k * self._m))
+
+    def _scipy_B(self) -> Any:
+        """``B`` as a scipy.sparse.csr_array shared by the library's own products (memoised; never handed out)."""
+        if "scipy B" not in self._memo:
+            self._memo["scipy B"] = to_scipy(self._csr_parts(), (self._n, self._k * self._m))
+        return self._memo["scipy B"]
+
+    @property
+    def nnz(self) -> int:
+        """Number of non-zero entries of ``B``."""
+        if self._csr is not None:
+            return int(self._csr[0][-1])
+        return int(np.count_nonzero(np.asarray(self._B != 0)))
+
+    # ------------------------------------------------------------------ properties
 
     @property
     def n(self) -> int:
@@ -120,17 +213,32 @@ class CodeBase:
     @property
     def support_matrix(self) -> np.ndarray:
         """Boolean (n, k): worker ``i`` stores partition ``j``."""
+        if self._csr is not None:
+            check_entries(self._n, self._k, what="the support matrix")
+            ip, part = row_supports(self._csr, self._n, self._m)
+            S = np.zeros((self._n, self._k), dtype=bool)
+            S[np.repeat(np.arange(self._n), np.diff(ip)), part] = True
+            return S
         nz: np.ndarray = np.asarray(self._B != 0)
         return np.asarray(nz.reshape(self._n, self._k, self._m).any(axis=2))
 
     @property
     def supports(self) -> list[np.ndarray]:
         """The partitions stored by each worker."""
+        if self._csr is not None:
+            ip, part = row_supports(self._csr, self._n, self._m)
+            return [part[ip[i]:ip[i + 1]] for i in range(self._n)]
         return [np.flatnonzero(row) for row in self.support_matrix]
 
     @property
     def loads(self) -> np.ndarray:
         """Partitions stored by each worker (length n)."""
+        if self._csr is not None:
+            if "loads" not in self._memo:
+                loads = np.diff(row_supports(self._csr, self._n, self._m)[0])
+                loads.flags.writeable = False
+                self._memo["loads"] = loads
+            return self._memo["loads"]
         return self.support_matrix.sum(axis=1)
 
     @property
@@ -141,6 +249,8 @@ class CodeBase:
     @property
     def replication(self) -> np.ndarray:
         """Number of workers storing each partition (length k)."""
+        if self._csr is not None:
+            return np.bincount(row_supports(self._csr, self._n, self._m)[1], minlength=self._k)
         return self.support_matrix.sum(axis=0)
 
     def float_B(self, dtype: DTypeLike | None = None) -> NDArray[np.inexact[Any]]:
@@ -195,7 +305,7 @@ class CodeBase:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        for arr in (self._B, self._target):
+        for arr in (self.__dict__.get("_B"), self._target, *(self._csr or ())):
             if isinstance(arr, np.ndarray):
                 arr.flags.writeable = False
 
@@ -252,6 +362,10 @@ class CodeBase:
                 Af = np.vectorize(float, otypes=[np.float64])(A)
                 canc = float(cancellation(Af[None], self.float_B(), self._k)[0])
             return (0.0 if ok else float("inf")), canc
+        if self._csr is not None and self._n * self._k * self._m > DENSE_CHECK_MAX:
+            # the products on the non-zeros; below the bound the dense ones, so that a code stored sparse measures
+            # (and accepts) exactly as the equal dense code does
+            return residual_cancellation(A, self._csr, (self._n, self._k * self._m), self._target, self._k)
         res = float(residuals(A[None], self._B, self._target)[0])
         canc = float(cancellation(A[None], self._B, self._k)[0])
         return res, canc
@@ -332,7 +446,7 @@ class CodeBase:
         """Cast a matrix (B or A) to the data's precision: float32 data stays float32 (complex64 for complex codes)."""
         if X.dtype == object:
             return exact_matrix
-        if exact_matrix is self._B:
+        if self._csr is None and exact_matrix is self._B:
             M = self.float_B()
         elif self._field == "rational":
             M = np.vectorize(float, otypes=[np.float64])(exact_matrix)
@@ -353,8 +467,7 @@ class CodeBase:
     def _result_dtype(self, X: np.ndarray) -> Any:
         if X.dtype == object:
             return np.dtype(object)
-        Bf = self.float_B()
-        return np.result_type(X.dtype, np.complex64) if Bf.dtype.kind == "c" else X.dtype
+        return np.result_type(X.dtype, np.complex64) if self._field == "complex" else X.dtype
 
 
     def _usable(self, mask: np.ndarray) -> np.ndarray:

@@ -36,6 +36,9 @@ class EncodeMixin(CodeBase):
         """CSR form of ``B`` in the dtype used with data ``like``; None when ``B`` is dense (more than half
         non-zero) and float, where one BLAS product is faster than a loop over the non-zeros."""
         key = f"csr:{like.dtype}"
+        if key not in self._memo and self._csr is not None:
+            indptr, indices, data = self._csr
+            self._memo[key] = (indptr, indices, self._cast_entries(like, data))
         if key not in self._memo:
             Bm = self._matrix_for(like, self._B)
             nnz = int(np.count_nonzero(np.asarray(Bm != 0)))
@@ -167,7 +170,7 @@ class EncodeMixin(CodeBase):
         q = -(-p // m)
         dtype = self._result_dtype(like)
         y = self._out_buffer(out, (q,), dtype)
-        coef = self._matrix_for(like, self._B)[i].reshape(self._k, m)[support]   # (load_i, m)
+        coef = self._row_of(i, like).reshape(self._k, m)[support]   # (load_i, m)
         if m == 1:
             nz = np.flatnonzero(coef[:, 0] != 0)
             with single_threaded_blas():
@@ -183,6 +186,32 @@ class EncodeMixin(CodeBase):
                 seg = [r[u * q:u * q + L] for r in rows]
                 combine_rows(y[:L], coef[nz, u], seg, nz, accumulate=True)
         return y
+
+    def _cast_entries(self, like: np.ndarray, values: np.ndarray) -> np.ndarray:
+        """Stored non-zeros cast to the data's precision, as :meth:`_matrix_for` casts a dense ``B``."""
+        if like.dtype == object:
+            return np.array([to_fraction(float(v)) if self._field == "real" else v for v in values], dtype=object)
+        target = like.dtype
+        if values.dtype.kind == "c" and target.kind == "f":
+            target = np.result_type(target, np.complex64)
+        if values.dtype == target:
+            return values
+        with np.errstate(over="ignore"):
+            out = values.astype(target)
+        if not np.all(np.isfinite(out)):
+            raise GradcodesValueError(f"the code's matrix (max |entry| = {np.abs(values).max():.3g}) does not fit "
+                                      f"{target}: use float64 data with this code, or a better-scaled code")
+        return out
+
+    def _row_of(self, i: int, like: np.ndarray) -> np.ndarray:
+        """Row ``i`` of ``B`` (length k*m) in the data's precision; from the stored non-zeros for sparse codes."""
+        if self._csr is None:
+            return np.asarray(self._matrix_for(like, self._B)[i])
+        indptr, indices, data = self._csr
+        vals = self._cast_entries(like, data[indptr[i]:indptr[i + 1]])
+        row = np.zeros(self._k * self._m, dtype=vals.dtype)
+        row[indices[indptr[i]:indptr[i + 1]]] = vals
+        return row
 
     def _support_of(self, i: int) -> np.ndarray:
         key = "supports"

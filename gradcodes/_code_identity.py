@@ -26,6 +26,39 @@ __all__ = ["identity_digest", "NOT_IDENTITY"]
 NOT_IDENTITY = frozenset({"_cache", "_memo", "_inner_cache", "_field_builder", "_cache_size", "decoders"})
 
 
+def b_digest(code: Any) -> bytes:
+    """SHA-256 of the encoding matrix's value, whichever way it is stored.
+
+    Exact matrices (Fractions, GF(p)) are hashed entry by entry. Float and complex matrices are hashed through
+    their canonical compressed-row form (shape, dtype, row offsets, column indices and values of the non-zeros,
+    plus the positions of any ``-0.0`` entries of a dense matrix), so a code stored sparse and one stored dense
+    with bit-for-bit equal entries have the same digest, at a cost proportional to the non-zeros for sparse ones.
+    """
+    h = hashlib.sha256()
+    parts = code.__dict__.get("_csr")
+    if parts is None:
+        B = code.__dict__["_B"]
+        from ._fields import is_galois_array
+
+        if is_galois_array(B) or not isinstance(B, np.ndarray) or B.dtype.kind not in "fc":
+            feed(h, B)
+            return h.digest()
+        from ._sparse import csr_of_dense
+
+        parts = csr_of_dense(B)
+        negzero = np.flatnonzero((B == 0) & np.signbit(B.real if B.dtype.kind == "c" else B))
+        if B.dtype.kind == "c":
+            negzero = np.concatenate([negzero, -1 - np.flatnonzero((B == 0) & np.signbit(B.imag))])
+    else:
+        negzero = np.zeros(0, dtype=np.int64)
+    indptr, indices, data = parts
+    shape = (code.__dict__["_n"], code.__dict__["_k"] * code.__dict__["_m"])
+    _put(h, b"csr", f"{data.dtype.str}{shape}".encode())
+    for a in (indptr, indices, data, negzero):
+        feed(h, np.ascontiguousarray(a, dtype=a.dtype if a is data else np.int64))
+    return h.digest()
+
+
 def _put(h: Any, tag: bytes, payload: bytes) -> None:
     h.update(tag)
     h.update(struct.pack("<Q", len(payload)))
@@ -105,16 +138,14 @@ def identity_digest(code: Any) -> bytes:
     memo = code.__dict__.get("_memo")
     bd = memo.get("B digest") if memo is not None else None
     if bd is None:
-        hb = hashlib.sha256()
-        feed(hb, code._B)
-        bd = hb.digest()
+        bd = b_digest(code)
         if memo is not None:
             memo["B digest"] = bd
     _put(h, b"B", bd)
     _put(h, b"decoders", repr(sorted((k, f"{type(d).__module__}.{type(d).__qualname__}")
                                      for k, d in code.decoders.items())).encode())
     for name in sorted(code.__dict__):
-        if name in NOT_IDENTITY or name == "_B":
+        if name in NOT_IDENTITY or name in ("_B", "_csr"):
             continue
         feed(h, name)
         feed(h, code.__dict__[name])

@@ -22,6 +22,7 @@ from ._code import ApproximateCode, GradientCode, LinearCode
 from ._errors import GradcodesTypeError, GradcodesValueError
 from ._fields import is_galois_array
 from ._io_archive import MAX_DIGITS, MAX_META_CHARS, CodeArchive
+from ._io_sparse import SPARSE_ENTRIES, check_sparse_header, same_sparse, sparse_arrays, sparse_matrix
 from ._numerics import DEFAULT_RTOL
 from ._validate import check_int, check_real, deprecated_alias, limits
 
@@ -35,7 +36,7 @@ _C = TypeVar("_C", bound=LinearCode)
 _FORMAT = 2
 _READS = (1, 2)
 #: Entries a code file may hold, and the dtype kinds each may have (no object arrays: never a pickle).
-_ENTRIES = {"meta": "U", "B": "biufc", "B_num": "U", "B_den": "U", "B_gf": "iu"}
+_ENTRIES = {"meta": "U", "B": "biufc", "B_num": "U", "B_den": "U", "B_gf": "iu", **SPARSE_ENTRIES}
 #: Largest characteristic p of a GF(p) code file (the fields gradcodes builds are far smaller).
 _MAX_P = 2**31
 #: Saved code types whose straggler model is the flat one of their base class: when the family cannot rebuild the
@@ -54,7 +55,8 @@ def save_code(code: LinearCode, path: str | os.PathLike[str]) -> None:
     """Write ``code`` to an ``.npz`` file: its matrix (exactly, for rational and GF(p) codes) and parameters.
 
     The file keeps the matrix bit for bit (float entries as IEEE 754 binary64, rational entries as integer
-    numerators and denominators, GF(p) entries as integers), its shape, the family's parameters (so that
+    numerators and denominators, GF(p) entries as integers; a code stored sparse as its compressed rows, so that
+    the file is proportional to the non-zeros: :mod:`gradcodes._io_sparse`), its shape, the family's parameters (so that
     :func:`load_code` can restore the family decoders), the default decoder, the acceptance tolerance ``rtol``
     and, for approximate codes, the straggle probabilities. The entries are stored uncompressed. Decoders of custom
     codes (built directly from a matrix) are not stored: such codes come back with the generic decoders.
@@ -73,7 +75,7 @@ def save_code(code: LinearCode, path: str | os.PathLike[str]) -> None:
     meta: dict[str, Any] = {
         "format": _FORMAT, "type": type(code).__name__, "name": code.name, "family": code.family,
         "params": code.params, "m": code.m, "field": code.field, "default_decoder": code.default_decoder,
-        "s": getattr(code, "s", None), "shape": [int(d) for d in np.shape(code.B)],
+        "s": getattr(code, "s", None), "shape": [code.n, code.k * code.m],
     }
     rtol = getattr(code, "rtol", None)
     if rtol is not None:
@@ -81,7 +83,9 @@ def save_code(code: LinearCode, path: str | os.PathLike[str]) -> None:
     if isinstance(code, ApproximateCode) and code.straggle_probabilities is not None:
         meta["straggle_probabilities"] = [str(p) for p in code.straggle_probabilities]
     arrays: dict[str, Any] = {}
-    if code.field == "rational":
+    if code.sparse:
+        arrays.update(sparse_arrays(code))
+    elif code.field == "rational":
         arrays["B_num"] = np.vectorize(lambda f: str(f.numerator), otypes=[str])(code.B)
         arrays["B_den"] = np.vectorize(lambda f: str(f.denominator), otypes=[str])(code.B)
     elif is_galois_array(code.B):
@@ -239,9 +243,14 @@ def _read(where: str, max_entries: int | None) -> tuple[dict[str, Any], dict[str
 
             meta = _check_meta(where, ar.read("meta", meta_header))
             shapes: dict[str, tuple[int, ...]] = {}
+            lengths: dict[str, int] = {}
 
             def matrix_header(key: str) -> Any:
                 def check(shape: tuple[int, ...], dtype: np.dtype[Any]) -> None:
+                    if key in SPARSE_ENTRIES:
+                        check_sparse_header(where, key, shape, meta, max_entries, lengths, CodeFileError)
+                        _check_params(where, meta, tuple(meta["shape"]))   # before the data is read
+                        return
                     _check_matrix_header(where, key, shape, dtype, max_entries)
                     for other, seen in shapes.items():
                         if seen != shape:
@@ -337,9 +346,12 @@ def _matrix(where: str, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> 
     def fail(what: str) -> CodeFileError:
         return CodeFileError(f"{where!r}: invalid saved matrix: {what}")
 
-    kinds = [k for k in ("B", "B_num", "B_gf") if k in arrays]
+    kinds = [k for k in ("B", "B_num", "B_gf", "B_indptr") if k in arrays]
     if len(kinds) != 1:
-        raise fail(f"expected exactly one of 'B', 'B_num'/'B_den', 'B_gf', got {sorted(arrays)}")
+        raise fail(f"expected exactly one of 'B', 'B_num'/'B_den', 'B_gf', 'B_indptr'/'B_indices'/'B_data', got "
+                   f"{sorted(arrays)}")
+    if kinds[0] == "B_indptr":
+        return sparse_matrix(where, meta, arrays, CodeFileError)
     kind = kinds[0]
     field = meta["field"]
     B: Any                                    # an ndarray (float or Fractions) or a galois array
@@ -515,12 +527,33 @@ def rebuild_saved(family: str | None, params: dict[str, Any], B: Any, *, p: int 
         warnings.warn(f"{file}the {family!r} family could not rebuild the saved code ({exc}); loading the saved matrix "
                       f"with the generic decoders only", RuntimeWarning, stacklevel=stacklevel)
         return None
-    if _same_matrix(code.B, B, exact_values):
+    from ._sparse import is_scipy_sparse
+
+    if is_scipy_sparse(B):
+        same = same_sparse(code, B)
+    elif code.sparse:              # a dense file (or record) of a code the family now stores sparse
+        same = _same_dense_as_sparse(code, B)
+    else:
+        same = _same_matrix(code.B, B, exact_values)
+    if same:
         return code
     warnings.warn(f"{file}the saved matrix differs from the {family!r} construction with the saved parameters (edited, "
                   f"or built by another version or machine); loading the saved matrix with the generic decoders "
                   f"only", RuntimeWarning, stacklevel=stacklevel)
     return None
+
+
+def _same_dense_as_sparse(code: LinearCode, saved: Any) -> bool:
+    """A rebuilt code stored sparse against a saved dense float matrix: the same dtype, shape and non-zeros bit
+    for bit, and no ``-0.0`` in the saved matrix (which the sparse form cannot hold)."""
+    from ._sparse import csr_of_dense, to_scipy
+
+    b = np.asarray(saved)
+    if b.dtype.kind not in "fc" or b.shape != (code.n, code.k * code.m) or b.dtype != code._entry_dtype():
+        return False
+    if np.any((b == 0) & np.signbit(b.real if b.dtype.kind == "c" else b)):
+        return False
+    return same_sparse(code, to_scipy(csr_of_dense(b), b.shape))
 
 
 def _same_matrix(rebuilt: Any, saved: Any, exact_values: bool = False) -> bool:

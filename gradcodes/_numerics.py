@@ -83,7 +83,7 @@ def target_matrix(k: int, m: int, like: Any = None) -> Any:
 def residuals(A: np.ndarray, B: np.ndarray, E: np.ndarray) -> np.ndarray:
     """``max |A_b B - E|`` for each matrix of the batch, with one matrix product for the whole batch."""
     b, m, n = A.shape
-    R = (A.reshape(b * m, n) @ B).reshape(b, m, -1)
+    R = np.asarray(A.reshape(b * m, n) @ B).reshape(b, m, -1)       # B may be a scipy.sparse array
     R -= E
     return np.abs(R).max(axis=(1, 2))
 
@@ -98,7 +98,7 @@ def exact_residual_ok(A: Any, B: Any, E: Any) -> np.ndarray:
 
 def cancellation(A: np.ndarray, B: np.ndarray, k: int) -> np.ndarray:
     """Cancellation factor ``max_u sum_i |A[u, i]| ||B_i||_1 / k`` for each matrix of the batch."""
-    row_l1 = np.abs(B).sum(axis=1)
+    row_l1 = np.asarray(abs(B).sum(axis=1)).reshape(-1)               # B may be a scipy.sparse array
     return (np.abs(A) @ row_l1).max(axis=1) / k
 
 
@@ -106,7 +106,7 @@ def magnitude(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     """``mag = max_{u,j} (|A| |B|)[u, j]`` for each matrix of the batch: the size that the rounding of ``A B`` is
     relative to (Higham 2002, (3.5); row-scale invariant, like the cancellation factor)."""
     b, m, n = A.shape
-    M = np.abs(A).reshape(b * m, n) @ np.abs(B)
+    M = np.asarray(np.abs(A).reshape(b * m, n) @ abs(B))                # B may be a scipy.sparse array
     return np.asarray(M.reshape(b, -1).max(axis=1, initial=0.0))
 
 

@@ -157,7 +157,7 @@ class Tracker:
         if not getattr(dec, "deterministic", False) or A.dtype.kind != "f":
             return np.zeros(A.shape[0], dtype=bool)
         if self._B_integral is None:
-            B = np.asarray(self.code.B)
+            B = self.code._csr_parts()[2] if self.code.sparse else np.asarray(self.code.B)
             self._B_integral = bool(B.dtype.kind == "f" and np.all(np.isfinite(B)) and np.all(B == np.round(B)))
         if not self._B_integral:
             return np.zeros(A.shape[0], dtype=bool)
@@ -177,9 +177,10 @@ class Tracker:
             verdict = np.where(bad | (res != 0), FAILS, OK).astype(np.int8)
             zero = np.zeros_like(res)
             return Evaluation(res, canc, verdict, zero, zero, res)
-        res = residuals(A, code.B, code.target)
-        canc = cancellation(A, code.B, code.k)
-        mag = magnitude(A, code.B)
+        Bm = code._scipy_B() if code.sparse else code.B      # a code stored sparse: products on its non-zeros
+        res = residuals(A, Bm, code.target)
+        canc = cancellation(A, Bm, code.k)
+        mag = magnitude(A, Bm)
         width = widths(A)
         exact_eval = self._exact_eval(A, mag)
         if inv is not None:

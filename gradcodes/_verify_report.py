@@ -114,6 +114,15 @@ class VerifyReport:
         return self.exact
 
     @property
+    def method(self) -> str:
+        """How the sets were covered: ``"theorem: <statement>"`` (a theorem checked on ``B``, such as fractional
+        repetition's or the proof by blocks; no enumeration needed), ``"exhaustive"`` (every set decoded) or
+        ``"sampled"`` (not a proof by itself)."""
+        if self.theorem:
+            return f"theorem: {self.theorem}"
+        return "exhaustive" if self.exhaustive else "sampled"
+
+    @property
     def failures_exact(self) -> bool:
         """``n_failures`` is the exact number of failing sets (exhaustive run, not stopped early)."""
         return self.exhaustive and not self.stopped_early and not self.interrupted

@@ -49,7 +49,7 @@ def test_huge_sizes_are_refused_up_front(call):
 
 def test_message_names_the_size_the_bound_and_the_override():
     with pytest.raises(gc.SizeLimitError) as info:
-        gc.uncoded(10**5)
+        gc.cyclic_repetition(10**5, 1)          # dense (uncoded(10**5) is now stored sparse: 10**5 non-zeros)
     msg = str(info.value)
     assert "100,000 x 100,000" in msg and "10,000,000,000" in msg and "100,000,000" in msg
     assert "gradcodes.limits.entries" in msg

@@ -36,6 +36,8 @@ is *proven* to meet a tolerance, with the reasoning attached as ``code.recommend
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from .._blocks import Block, BlockDecoder
@@ -43,7 +45,8 @@ from .._code import GradientCode
 from .._decoders import Decoder
 from .._io import REBUILDERS
 from .._registry import Scheme, register
-from .._validate import check_choice, check_entries, check_int, check_ns
+from .._sparse import csr_from_rows, owned, use_sparse
+from .._validate import check_choice, check_entries, check_int, check_ns, check_size
 from .repetition import GroupDecoder
 
 __all__ = ["stable_binary", "stable_binary_load", "grouped_mds", "GroupedDecoder", "recommend", "Recommendation",
@@ -115,14 +118,29 @@ def stable_binary(n: int, s: int, k: int | None = None, *, field: str = "real") 
     check_choice("field", field, ("real", "rational"))
     if k is not None:
         check_int("k", k, 1)
-    check_entries(n, n if k is None else k, exact=field == "rational")
+    sparse = field == "real" and use_sparse(n, n if k is None else k)
+    if sparse:
+        check_size("the rows and columns of the encoding matrix (each holds a non-zero)",
+                   max(n, n if k is None else int(k)), "entries")
+    else:
+        check_entries(n, n if k is None else k, exact=field == "rational")
     q = n // (s + 1)
     k = n if k is None else check_int("k", k, q)
     wb = _split(n, q)
     pb = _split(k, q)
-    B = np.zeros((n, k), dtype=np.int64)
-    for g in range(q):
-        B[wb[g]:wb[g + 1], pb[g]:pb[g + 1]] = 1
+    B: Any
+    if sparse:                     # the non-zeros only: group g's rows store partitions pb[g]..pb[g+1]-1
+        gsize, width = np.diff(wb), np.diff(pb)
+        check_size(f"the non-zeros of the encoding matrix ({n:,} x {k:,})", int(gsize @ width), "entries")
+        w_row = np.repeat(width, gsize)
+        indptr = np.concatenate([[0], np.cumsum(w_row)]).astype(np.int64)
+        start = np.repeat(pb[:-1], gsize)
+        indices = np.repeat(start - indptr[:-1], w_row) + np.arange(int(indptr[-1]))
+        B = csr_from_rows(indptr, indices, np.ones(indices.size), (n, k))
+    else:
+        B = np.zeros((n, k), dtype=np.int64)
+        for g in range(q):
+            B[wb[g]:wb[g + 1], pb[g]:pb[g + 1]] = 1
     r = n % (s + 1)
     name = "stable_binary" if r else "stable_binary[FR]"
     decoders: list[Decoder] = [GroupDecoder(wb, "first"), GroupDecoder(wb, "mean")]
@@ -205,7 +223,12 @@ def grouped_mds(n: int, s: int) -> GradientCode:
     (13, 'complex', 'ok')
     """
     n, s = check_ns(n, s)
-    check_entries(n, n)
+    sparse = use_sparse(n, n)
+    if sparse:
+        check_size(f"the non-zeros of the encoding matrix ({n:,} x {n:,}), at least n (s + 1)", n * (s + 1),
+                   "entries")
+    else:
+        check_entries(n, n)
     q = n // (s + 1)
     r = n - q * (s + 1)
     t = np.full(q, r // q, dtype=np.int64)
@@ -219,10 +242,22 @@ def grouped_mds(n: int, s: int) -> GradientCode:
         ng = s + 1 + tg
         made[tg] = _repetition_block(ng, s) if tg <= 1 else cyclic_mds(ng, s, "real" if real else "complex")
     subs = [made[int(tg)] for tg in t]
-    B = np.zeros((n, n), dtype=np.float64 if real else np.complex128)
-    for g, sub in enumerate(subs):
-        lo, hi = bounds[g], bounds[g + 1]
-        B[lo:hi, lo:hi] = sub.B
+    if sparse and any(np.any(np.signbit(np.asarray(sub.B)[np.asarray(sub.B) == 0].view(np.float64)))
+                      for sub in made.values()):
+        sparse = False             # a -0.0 inside a block: only the dense matrix holds it bit for bit
+        check_entries(n, n)
+    B: Any
+    if sparse:                     # block diagonal: the blocks' non-zeros only (gradcodes._sparse)
+        import scipy.sparse
+
+        B = scipy.sparse.block_diag([scipy.sparse.csr_array(sub.B) for sub in subs], format="csr")
+        B = owned(B.astype(np.float64 if real else np.complex128))
+        check_size("the non-zeros of the encoding matrix", int(B.nnz), "entries")
+    else:
+        B = np.zeros((n, n), dtype=np.float64 if real else np.complex128)
+        for g, sub in enumerate(subs):
+            lo, hi = bounds[g], bounds[g + 1]
+            B[lo:hi, lo:hi] = sub.B
     name = "grouped_mds" if real else "grouped_mds[complex]"
     return GradientCode(B, s, name=name, family="grouped_mds", params={"n": n, "s": s},
                         decoders=[GroupedDecoder(bounds, subs)], default_decoder="grouped")

@@ -29,8 +29,18 @@ from .._errors import GradcodesTypeError, GradcodesValueError
 from .._fields import RationalField
 from .._io import REBUILDERS, CodeFileError, rebuild_saved
 from .._registry import SAMPLED, Scheme, register
+from .._sparse import csr_from_rows, use_sparse
 from .._typing import RNGLike, Unset
-from .._validate import SEED_UNSET, check_entries, check_int, check_rng, check_tree_size, renamed_keyword, take_rng
+from .._validate import (
+    SEED_UNSET,
+    check_entries,
+    check_int,
+    check_rng,
+    check_size,
+    check_tree_size,
+    renamed_keyword,
+    take_rng,
+)
 from .coded_reduce_alloc import _allocate, _check_tree, _min_units, _tree_fractions, coded_reduce_load
 from .coded_reduce_code import CodedReduceCode, TreeDecoder
 from .coded_reduce_verify import TreeVerifyReport, _exhaustive_masks, verify_tree  # noqa: F401
@@ -192,7 +202,13 @@ def coded_reduce(branching: int, L: int, s: int, inner: GradientCode | None = No
         if P % P_min:
             raise GradcodesValueError(f"P must be a positive multiple of P_min={P_min} for (branching, L, s)="
                                       f"({n}, {L}, {s}) with this inner code, got P={P}")
-    check_entries(check_tree_size(n, L), P, exact=inner.field == "rational", what="the tree code's matrix (N x P)")
+    N_tree = check_tree_size(n, L)
+    sparse = inner.field != "rational" and use_sparse(N_tree, P)
+    if sparse:                 # N r P non-zeros, stored sparse (gradcodes._sparse); the lists are that size too
+        check_size(f"the non-zeros of the tree code's matrix ({N_tree:,} x {P:,})",
+                   int((N_tree - n**L) * r * P + n**L * D[-1] * P), "entries")
+    else:
+        check_entries(N_tree, P, exact=inner.field == "rational", what="the tree code's matrix (N x P)")
     Bi = inner.B
     if inner.field == "rational":
         zero: Any = Fraction(0)
@@ -205,13 +221,21 @@ def coded_reduce(branching: int, L: int, s: int, inner: GradientCode | None = No
     N = len(units)
     own_len = int(r * P)
     n_leaf = n**L
-    if inner.field == "rational":
+    B: Any
+    if sparse:
+        shares = [slice(None) if v >= N - n_leaf else slice(0, own_len) for v in range(N)]
+        lengths = np.array([units[v][sh].size for v, sh in enumerate(shares)], dtype=np.int64)
+        indptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        B = csr_from_rows(indptr, np.concatenate([units[v][sh] for v, sh in enumerate(shares)]),
+                          np.concatenate([coefs[v][sh] for v, sh in enumerate(shares)]), (N, P))
+    elif inner.field == "rational":
         B = RationalField().zeros((N, P))
     else:
         B = np.zeros((N, P), dtype=Bi.dtype)
-    for v in range(N):
-        share = slice(None) if v >= N - n_leaf else slice(0, own_len)
-        B[v, units[v][share]] = coefs[v][share]
+    if not sparse:
+        for v in range(N):
+            share = slice(None) if v >= N - n_leaf else slice(0, own_len)
+            B[v, units[v][share]] = coefs[v][share]
     params = {"branching": n, "L": L, "s": s, "P": P, "inner": _inner_record(inner)}
     return CodedReduceCode(B, branching=n, L=L, s=s, inner=inner, P=P, lists=(units, coefs),
                            params=params)

@@ -186,7 +186,7 @@ class CodedReduceCode(LinearCode):
     def _zeros(self, shape: tuple[int, ...]) -> np.ndarray:
         if self.field == "rational":
             return np.asarray(RationalField().zeros(shape))
-        return np.zeros(shape, dtype=self.B.dtype)
+        return np.zeros(shape, dtype=self._entry_dtype())
 
     def _tree_weights(self, mask: np.ndarray, levels: bool = False) -> tuple[Any, np.ndarray, np.ndarray, list]:
         """Hierarchical decoding of a batch of responder masks (b, N).
@@ -204,7 +204,7 @@ class CodedReduceCode(LinearCode):
         bad_parent = np.full(b, -1, dtype=np.int64)
         coef_levels = []
         w_parent = RationalField().ones((b, 1)) if self.field == "rational" else \
-            np.ones((b, 1), dtype=self.B.dtype)
+            np.ones((b, 1), dtype=self._entry_dtype())
         alive_parent = np.ones((b, 1), dtype=bool)
         first_parent = 0
         for sl in self._slices:

@@ -18,6 +18,7 @@ from .._errors import GradcodesValueError
 from .._fields import as_matrix, field_for, solve_left
 from .._io import REBUILDERS
 from .._registry import Expect, Scheme, register
+from .._sparse import csr_from_rows, csr_of_dense, use_sparse
 from .._typing import MatrixLike, RNGLike, Unset
 from .._validate import (
     SEED_UNSET,
@@ -80,7 +81,7 @@ class GroupDecoder(Decoder):
                 out[:, 0, :] = np.vectorize(lambda msk, c: Fraction(int(msk), int(max(c, 1))),
                                             otypes=[object])(mask, cntr)
             return out
-        return W[:, None, :].astype(code.B.dtype)
+        return W[:, None, :].astype(code._entry_dtype())
 
     def theorem(self, code: LinearCode, u: float, rtol: float) -> str | None:
         """A proof of recovery for every set of at most ``s`` stragglers, if ``code.B`` has the group structure.
@@ -101,19 +102,33 @@ class GroupDecoder(Decoder):
         # with terms = one message per group plus the encoding load (gradcodes._numerics.decode_terms)
         if not u * math.sqrt(self.bounds.size - 1 + code.load) <= rtol:
             return None
-        B = code.B
         if code.field == "rational":
-            B = np.vectorize(lambda v: v if v in (0, 1) else 2, otypes=[np.float64])(B)
-        B = np.asarray(B, dtype=np.float64)
-        if B.shape[0] != self.bounds[-1] or self.bounds[0] != 0 or not np.all((B == 0) | (B == 1)):
+            B = np.vectorize(lambda v: v if v in (0, 1) else 2, otypes=[np.float64])(code.B)
+            indptr, indices, data = csr_of_dense(np.asarray(B, dtype=np.float64))
+        else:
+            indptr, indices, data = code._csr_parts()         # the non-zeros: O(nnz) at any size
+        if code.n != self.bounds[-1] or self.bounds[0] != 0 or not np.all(data == 1):
             return None
+        # every group: >= s+1 rows with the same non-zero columns (all ones); the groups' columns tile 0..k-1
+        starts, ends = self.bounds[:-1], self.bounds[1:]
+        if np.any(ends - starts < s + 1):
+            return None
+        first = indptr[starts]
+        width = indptr[starts + 1] - first
+        if not np.array_equal(np.diff(indptr), np.repeat(width, ends - starts)):
+            return None
+        # runs of consecutive groups of equal size and width: each run's indices are one (groups, size, width)
+        # array whose rows must all equal the group's first row (memory traffic: one pass over the non-zeros)
+        size = ends - starts
+        cut = np.flatnonzero((np.diff(size) != 0) | (np.diff(width) != 0)) + 1
         cover = np.zeros(code.k, dtype=np.int64)
-        for g in range(self.bounds.size - 1):
-            rows = B[self.bounds[g]:self.bounds[g + 1]]
-            if rows.shape[0] < s + 1 or not np.all(rows == rows[0]):
+        for a, b in zip(np.concatenate([[0], cut]), np.concatenate([cut, [starts.size]]), strict=True):
+            g, h, w = int(b - a), int(size[a]), int(width[a])
+            block = indices[int(first[a]):int(first[a]) + g * h * w].reshape(g, h, w)
+            if not bool((block == block[:, :1, :]).all()):
                 return None
-            cover += rows[0].astype(np.int64)
-        if not np.all(cover == 1):
+            cover += np.bincount(block[:, 0, :].ravel(), minlength=code.k)[:code.k]
+        if cover.size != code.k or not np.all(cover == 1):
             return None
         return (f"fractional repetition: {self.bounds.size - 1} groups of >= s+1 = {s + 1} identical 0/1 "
                 f"rows tile the all-ones vector; s stragglers leave a responder in every group and the 0/1 decoder "
@@ -149,7 +164,7 @@ def uncoded(n: int, k: int | None = None, *, field: str = "real") -> GradientCod
     """
     n = check_int("n", n, 1)
     code = fractional_repetition(n, 0, k, field=field)
-    return GradientCode(code.B, 0, field=field, name="uncoded", family="uncoded",
+    return GradientCode(code.B_sparse if code.sparse else code.B, 0, field=field, name="uncoded", family="uncoded",
                         params={"n": n, "k": code.k, "field": field},
                         decoders=[GroupDecoder(np.arange(n + 1))], default_decoder="group")
 
@@ -198,8 +213,15 @@ def fractional_repetition(n: int, s: int, k: int | None = None, *, field: str = 
                                   f"cyclic_repetition (or a stable code from gradcodes.recommend)")
     groups = n // (s + 1)
     k = _check_k(n, k, groups, f"each of the n/(s+1)={groups} groups gets k(s+1)/n partitions")
-    check_entries(n, k, exact=field == "rational")
-    B = np.kron(np.eye(groups, dtype=np.int64), np.ones((s + 1, k // groups), dtype=np.int64))
+    B: Any
+    if field == "real" and use_sparse(n, k):     # n k / (s + 1) non-zeros, stored sparse (gradcodes._sparse)
+        w = k // groups
+        check_size(f"the non-zeros of the encoding matrix ({n:,} x {k:,})", n * w, "entries")   # before allocating
+        indices = ((np.arange(n, dtype=np.int64) // (s + 1) * w)[:, None] + np.arange(w)[None, :]).ravel()
+        B = csr_from_rows(np.arange(n + 1, dtype=np.int64) * w, indices, np.ones(n * w), (n, k))
+    else:
+        check_entries(n, k, exact=field == "rational")
+        B = np.kron(np.eye(groups, dtype=np.int64), np.ones((s + 1, k // groups), dtype=np.int64))
     bounds = np.arange(0, n + 1, s + 1)
     return GradientCode(B, s, field=field, name="fractional_repetition", family="fractional_repetition",
                         params={"n": n, "s": s, "k": k, "field": field},
