@@ -104,6 +104,10 @@ types. Narrative: :doc:`../cyclic_mds`, :doc:`../stable_codes`, :doc:`../ye_abbe
         ("Approximate codes", "gradcodes", ["expander_code", "ExpanderCode", "random_regular_graph",
                                             "heterogeneous", "HeterogeneousCode", "optimal_row_sums",
                                             "song_choi_allocation", "NegativeCoefficientWarning"]),
+        ("Expander graphs and graph assignment codes", "gradcodes", [
+            "margulis_code", "margulis_gabber_galil_graph", "bipartite_expander_code", "BipartiteExpanderCode",
+            "random_biregular_graph", "graph_assignment_code", "GraphAssignmentCode", "ComponentDecoder",
+            "graph_assignment_error"]),
         ("Approximate baselines", "gradcodes", ["ignore_stragglers", "stochastic_gc", "bernoulli_gc", "erasurehead",
                                                 "optimal_decoding"]),
     ]),
