@@ -417,7 +417,7 @@ def expander_code(n: int, degree: int, graph: Any = "random", *, rng: RNGLike = 
                 "component loses its partitions; pass a connected graph (or require_connected=False)")
         if (A > 1).any() or np.trace(A):     # a multigraph: keep multiplicities and loops for save/load
             iu, ju = np.nonzero(np.triu(A))
-            params["graph"] = {"multigraph_edges": [[int(u), int(v)] for u, v in zip(iu, ju)
+            params["graph"] = {"multigraph_edges": [[int(u), int(v)] for u, v in zip(iu, ju, strict=True)
                                                     for _ in range(int(A[u, v]) // (2 if u == v else 1))]}
         else:
             params["graph"] = [np.flatnonzero(row).tolist() for row in A]

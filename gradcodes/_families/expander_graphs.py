@@ -529,7 +529,7 @@ class ComponentDecoder(Decoder):
         out = RationalField().zeros((b, 1, n)) if code.exact else np.zeros((b, 1, n))
         for i in range(b):
             weights, dens = _components(code, mask[i])
-            for w_num, den in zip(weights, dens):
+            for w_num, den in zip(weights, dens, strict=True):
                 for e, num in w_num.items():
                     out[i, 0, e] = Fraction(d * num, den) if code.exact else d * num / den
         return out
@@ -588,18 +588,23 @@ def _rebuild_bipartite(n: int, k: int, degree: int, graph: Any = "random", field
 REBUILDERS.update(margulis_code=lambda N, field="real", s=None, **_: margulis_code(N, s=s, field=field),
                   bipartite_expander_code=_rebuild_bipartite, graph_assignment_code=_rebuild_graph_assignment)
 
-_EVAL = dict(samples=200, search_steps=3, neighbours=32, rng=0)
+
+
+def _evaluate(code: LinearCode) -> Any:
+    return worst_case_error(code, samples=200, search_steps=3, neighbours=32, rng=0)
+
+
 register(Scheme("margulis_code", lambda n=16, s=2: margulis_code(math.isqrt(n), s=s),
-                "Raviv et al. approximate code B = A/8 of the Margulis–Gabber–Galil graph on n = N^2 workers (load <= 8)",
+                "Raviv et al. approximate code B = A/8 of the Margulis–Gabber–Galil graph, n = N^2 workers (load <= 8)",
                 tour=({"n": 16, "s": 2}, {"n": 100, "s": 10}),
-                evaluate=lambda code: worst_case_error(code, **_EVAL), kind="adversarial"))
+                evaluate=_evaluate, kind="adversarial"))
 register(Scheme("bipartite_expander_code",
                 lambda n=12, k=8, degree=4, s=2, seed=0: bipartite_expander_code(n, k, degree, rng=seed, s=s),
                 "Raviv et al. approximate code B = H/r of a random bipartite graph (n workers, k partitions, load d)",
                 tour=({"n": 12, "k": 8, "degree": 4, "s": 2}, {"n": 60, "k": 40, "degree": 6, "s": 6}),
-                evaluate=lambda code: worst_case_error(code, **_EVAL), kind="adversarial"))
+                evaluate=_evaluate, kind="adversarial"))
 register(Scheme("graph_assignment_code",
                 lambda k=10, degree=3, s=2, seed=0: graph_assignment_code(k, degree, rng=seed, s=s),
                 "Glasgow & Wootters graph assignment code (workers = edges of a d-regular graph), optimal decoding",
                 tour=({"k": 10, "degree": 3, "s": 2}, {"k": 40, "degree": 6, "s": 12}),
-                evaluate=lambda code: worst_case_error(code, **_EVAL), kind="adversarial"))
+                evaluate=_evaluate, kind="adversarial"))
