@@ -108,6 +108,9 @@ types. Narrative: :doc:`../cyclic_mds`, :doc:`../stable_codes`, :doc:`../ye_abbe
             "margulis_code", "margulis_gabber_galil_graph", "bipartite_expander_code", "BipartiteExpanderCode",
             "random_biregular_graph", "graph_assignment_code", "GraphAssignmentCode", "ComponentDecoder",
             "graph_assignment_error"]),
+        ("Adversarial workers, arbitrary placement", "gradcodes", [
+            "adversarial_gc", "AdversarialCode", "adversarial_comm_cost", "decode_adversarial",
+            "AdversarialDecodeResult", "verify_adversarial", "AdversarialVerifyReport", "InterpolationDecoder"]),
         ("Approximate baselines", "gradcodes", ["ignore_stragglers", "stochastic_gc", "bernoulli_gc", "erasurehead",
                                                 "optimal_decoding"]),
     ]),

@@ -59,6 +59,16 @@ from ._families import (
 )
 from ._families.coded_reduce import CodedReduceCode, TreeVerifyReport, coded_reduce, coded_reduce_load, verify_tree
 from ._families.expander import ApproximationReport
+from ._families.adversarial import (
+    AdversarialCode,
+    AdversarialDecodeResult,
+    AdversarialVerifyReport,
+    InterpolationDecoder,
+    adversarial_comm_cost,
+    adversarial_gc,
+    decode_adversarial,
+    verify_adversarial,
+)
 from ._families.expander_graphs import (
     BipartiteExpanderCode,
     ComponentDecoder,
@@ -110,6 +120,8 @@ __all__ = [
     "margulis_code", "margulis_gabber_galil_graph", "bipartite_expander_code", "BipartiteExpanderCode",
     "random_biregular_graph", "graph_assignment_code", "GraphAssignmentCode", "ComponentDecoder",
     "graph_assignment_error",
+    "adversarial_gc", "AdversarialCode", "adversarial_comm_cost", "decode_adversarial", "AdversarialDecodeResult",
+    "verify_adversarial", "AdversarialVerifyReport", "InterpolationDecoder",
     # verification, evaluation and bounds
     "verify", "VerifyReport", "verify_tree", "TreeVerifyReport", "min_load", "coded_reduce_load",
     "by_blocks", "blocks_of", "BlockDecoder", "BlockVerifyReport",

@@ -20,6 +20,8 @@ from .expander_graphs import (BipartiteExpanderCode, ComponentDecoder, GraphAssi
                               margulis_code, margulis_gabber_galil_graph, random_biregular_graph)  # Wootters
 from .heterogeneous import (HeterogeneousCode, NegativeCoefficientWarning, heterogeneous, optimal_row_sums,
                             song_choi_allocation)
+from .adversarial import (AdversarialCode, adversarial_comm_cost, adversarial_gc,  # Jahani-Nezhad & Maddah-Ali
+                          decode_adversarial, verify_adversarial)
 from .baselines import bernoulli_gc, erasurehead, ignore_stragglers, optimal_decoding, stochastic_gc
 
 __all__ = [
@@ -31,5 +33,6 @@ __all__ = [
     "margulis_code", "margulis_gabber_galil_graph", "bipartite_expander_code", "BipartiteExpanderCode",
     "random_biregular_graph", "graph_assignment_code", "GraphAssignmentCode", "ComponentDecoder",
     "graph_assignment_error",
+    "adversarial_gc", "AdversarialCode", "adversarial_comm_cost", "decode_adversarial", "verify_adversarial",
     "bernoulli_gc", "erasurehead", "ignore_stragglers", "optimal_decoding", "random_regular_graph", "stochastic_gc",
 ]
