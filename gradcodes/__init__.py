@@ -57,8 +57,6 @@ from ._families import (
     worst_case_error,
     ye_abbe,
 )
-from ._families.coded_reduce import CodedReduceCode, TreeVerifyReport, coded_reduce, coded_reduce_load, verify_tree
-from ._families.expander import ApproximationReport
 from ._families.adversarial import (
     AdversarialCode,
     AdversarialDecodeResult,
@@ -69,6 +67,8 @@ from ._families.adversarial import (
     decode_adversarial,
     verify_adversarial,
 )
+from ._families.coded_reduce import CodedReduceCode, TreeVerifyReport, coded_reduce, coded_reduce_load, verify_tree
+from ._families.expander import ApproximationReport
 from ._families.expander_graphs import (
     BipartiteExpanderCode,
     ComponentDecoder,

@@ -267,8 +267,8 @@ def adversarial_gc(placement: Any, s: int, a: int, *, m: int | None = None, k: i
             h = h_top + [Fraction(0)] * (D + 1 - m)                            # highest first, degree D
             for i in Wj:
                 B[i, j * m + u] = _horner(P, alpha[i]) * _horner(h, alpha[i])
-    params: dict[str, Any] = {"placement": S.astype(int).tolist(), "stragglers": s, "adversaries": a, "m": m, "nodes": node_param,
-                              "field": field}
+    params: dict[str, Any] = {"placement": S.astype(int).tolist(), "stragglers": s, "adversaries": a, "m": m,
+                              "nodes": node_param, "field": field}
     Bf = B if field == "rational" else np.array([[float(v) for v in row] for row in B], dtype=np.float64)
     return AdversarialCode(Bf, s + 2 * a, m=m, stragglers=s, adversaries=a, nodes=alpha, K=K, placement=S,
                            field=field, name=f"adversarial_gc[s={s},a={a},m={m}]", family="adversarial_gc",
@@ -538,7 +538,8 @@ def verify_adversarial(code: AdversarialCode, *, limit: int = 20_000, rng: int =
     g = np.array([[Fraction(int(v))] for v in gen.integers(-9, 10, size=exact.k * exact.m)], dtype=object)
     want = [sum((g[j * exact.m + u, 0] for j in range(exact.k)), Fraction(0)) for u in range(exact.m)]
     Y0 = exact.B @ g
-    checked, failures = 0, []
+    checked = 0
+    failures: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
     for S in itertools.combinations(range(n), s):
         R = [i for i in range(n) if i not in S]
         for t in range(a + 1):
