@@ -54,7 +54,7 @@ from .._errors import GradcodesTypeError, GradcodesValueError
 from .._fields import RationalField
 from .._io import REBUILDERS
 from .._registry import Scheme, register
-from .._validate import check_int, check_responders, check_size
+from .._validate import check_entries, check_int, check_real, check_responders, check_size
 
 __all__ = ["adversarial_gc", "AdversarialCode", "adversarial_comm_cost", "AdversarialDecodeResult",
            "decode_adversarial", "verify_adversarial", "AdversarialVerifyReport", "InterpolationDecoder"]
@@ -81,7 +81,8 @@ def _placement(placement: Any, k: int | None = None) -> np.ndarray:
                     raise GradcodesValueError(f"placement[{i}] must hold partition indices >= 0, got {j!r}")
                 row.append(int(j))
             lists.append(row)
-        kk = max((max(r) for r in lists if r), default=-1) + 1 if k is None else k
+        kk = max((max(r) for r in lists if r), default=-1) + 1 if k is None else check_int("k", k, 1)
+        check_entries(len(lists), kk, what="the placement matrix")
         S = np.zeros((len(lists), kk), dtype=bool)
         for i, row in enumerate(lists):
             if any(j >= kk for j in row):
@@ -421,10 +422,20 @@ def decode_adversarial(code: AdversarialCode, responders: Any, messages: Any, *,
     if not isinstance(code, AdversarialCode):
         raise GradcodesTypeError(f"code must be an adversarial_gc code, got {type(code).__name__}")
     R = check_responders(responders, code.n, min_size=code.K)
+    rtol = check_real("rtol", rtol, 0, 1, open_lo=True, open_hi=True)
+    if length is not None:
+        length = check_int("length", length, 0)
     order = list(responders) if not isinstance(responders, np.ndarray) or responders.dtype != bool else list(R)
-    Y = np.asarray(messages, dtype=object if code.exact else None)
+    try:
+        Y = np.asarray(messages, dtype=object if code.exact else None)
+    except (TypeError, ValueError):
+        raise GradcodesTypeError("messages must be an array of numbers (one row per responder)") from None
     if Y.ndim == 1:
         Y = Y[:, None]
+    if Y.ndim != 2 or Y.shape[1] == 0:
+        raise GradcodesValueError(f"messages must be a non-empty (rows, q) array, got shape {Y.shape}")
+    if not code.exact and Y.dtype.kind not in "biuf":
+        raise GradcodesTypeError(f"messages of a float code must be real numbers, got dtype {Y.dtype}")
     if Y.shape[0] == code.n and len(R) != code.n:
         Y = Y[R]
     elif Y.shape[0] == len(R):
@@ -471,7 +482,7 @@ def decode_adversarial(code: AdversarialCode, responders: Any, messages: Any, *,
                 else:
                     g = (np.array(W, dtype=np.float64).astype(Y.dtype) @ Y[Q]).ravel()
                 if length is not None:
-                    g = g[:check_int("length", length, 0, g.size)]
+                    g = g[:length]
                 return AdversarialDecodeResult(g, tuple(int(R[i]) for i in T), True, bool(T), tuple(int(i) for i in R))
     return AdversarialDecodeResult(None, (), False, True, tuple(int(i) for i in R))
 
