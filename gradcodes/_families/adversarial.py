@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -54,7 +55,8 @@ from .._errors import GradcodesTypeError, GradcodesValueError
 from .._fields import RationalField
 from .._io import REBUILDERS
 from .._registry import Scheme, register
-from .._validate import check_entries, check_int, check_real, check_responders, check_size
+from .._typing import MatrixLike, Responders, RNGLike
+from .._validate import check_entries, check_int, check_real, check_responders, check_rng, check_size
 
 __all__ = ["adversarial_gc", "AdversarialCode", "adversarial_comm_cost", "AdversarialDecodeResult",
            "decode_adversarial", "verify_adversarial", "AdversarialVerifyReport", "InterpolationDecoder"]
@@ -165,7 +167,8 @@ class AdversarialCode(GradientCode):
         (n, k) bool, the given placement.
     """
 
-    def __init__(self, B: Any, s: int, *, stragglers: int, adversaries: int, nodes: Any, K: int, placement: Any,
+    def __init__(self, B: MatrixLike, s: int, *, stragglers: int, adversaries: int,
+                 nodes: Iterable[Fraction | int | float], K: int, placement: Any,
                  **kwargs: Any) -> None:
         super().__init__(B, s, **kwargs)
         self.stragglers = int(stragglers)
@@ -176,7 +179,7 @@ class AdversarialCode(GradientCode):
 
 
 def adversarial_gc(placement: Any, s: int, a: int, *, m: int | None = None, k: int | None = None,
-                   nodes: Any = None, field: str = "real") -> AdversarialCode:
+                   nodes: Iterable[Fraction | int | float] | None = None, field: str = "real") -> AdversarialCode:
     r"""The universal polynomial gradient code for a given placement, ``s`` stragglers and ``a`` adversaries.
 
     Parameters
@@ -381,7 +384,7 @@ def _interp_matrix(alpha: list[Any], targets: list[Any]) -> list[list[Any]]:
     return M
 
 
-def decode_adversarial(code: AdversarialCode, responders: Any, messages: Any, *, rtol: float = 1e-8,
+def decode_adversarial(code: AdversarialCode, responders: Responders, messages: MatrixLike, *, rtol: float = 1e-8,
                        length: int | None = None) -> AdversarialDecodeResult:
     r"""Decode with up to ``code.adversaries`` wrong messages: find them, correct them, or report that it can't.
 
@@ -519,14 +522,15 @@ class AdversarialVerifyReport:
         return self.ok
 
 
-def verify_adversarial(code: AdversarialCode, *, limit: int = 20_000, rng: int = 0) -> AdversarialVerifyReport:
+def verify_adversarial(code: AdversarialCode, *, limit: int = 20_000, rng: RNGLike = 0) -> AdversarialVerifyReport:
     r"""Check, in exact arithmetic, that :func:`decode_adversarial` corrects every placement of adversaries.
 
     For every straggler set ``S`` (``|S| = s``) and every set ``T`` of adversaries among the responders with
     ``|T| <= a``: exact integer partial gradients (seeded), the messages ``B g`` with every row of ``T`` shifted by a
     non-zero integer vector, then the decode must return ``sum_j g_j`` exactly and name ``T``. A float code is checked
     through its rational twin (same placement, nodes, ``m``). Exhaustive when the number of pairs is at most
-    ``limit``; otherwise the first ``limit`` pairs in lexicographic order.
+    ``limit``; otherwise the first ``limit`` pairs in lexicographic order. ``rng`` (SPEC 7: None, an int, a
+    SeedSequence or a Generator; default 0) draws the gradients and the errors.
 
     Examples
     --------
@@ -539,13 +543,12 @@ def verify_adversarial(code: AdversarialCode, *, limit: int = 20_000, rng: int =
     if not isinstance(code, AdversarialCode):
         raise GradcodesTypeError(f"code must be an adversarial_gc code, got {type(code).__name__}")
     limit = check_int("limit", limit, 1)
-    rng = check_int("rng", rng, 0)
+    gen = check_rng(rng)
     exact = code if code.exact else adversarial_gc(code.placement.astype(np.int64), code.stragglers,
                                                    code.adversaries, m=code.m, nodes=code.nodes, field="rational")
     n, s, a = code.n, code.stragglers, code.adversaries
     total = math.comb(n, s) * sum(math.comb(n - s, t) for t in range(a + 1))
     check_size("the (straggler set, adversary set) pairs checked times n", min(total, limit) * n, "work")
-    gen = np.random.default_rng(rng)
     g = np.array([[Fraction(int(v))] for v in gen.integers(-9, 10, size=exact.k * exact.m)], dtype=object)
     want = [sum((g[j * exact.m + u, 0] for j in range(exact.k)), Fraction(0)) for u in range(exact.m)]
     Y0 = exact.B @ g

@@ -51,7 +51,7 @@ from .._errors import GradcodesRuntimeError, GradcodesTypeError, GradcodesValueE
 from .._fields import RationalField
 from .._io import REBUILDERS
 from .._registry import Scheme, register
-from .._typing import MatrixLike, RNGLike
+from .._typing import MatrixLike, Responders, RNGLike
 from .._validate import check_entries, check_int, check_rng, rng_param
 from .expander import ExpanderCode, FixedDecoder, OptimalDecoder, random_regular_graph, worst_case_error
 
@@ -535,7 +535,7 @@ class ComponentDecoder(Decoder):
         return out
 
 
-def graph_assignment_error(code: GraphAssignmentCode, responders: Any) -> Fraction:
+def graph_assignment_error(code: GraphAssignmentCode, responders: Responders) -> Fraction:
     r"""The optimal squared error ``min_{supp u ⊆ F} ||u B - 1||^2`` of a graph assignment code, exactly.
 
     ``sum over bipartite components C = L ∪ R of the surviving edges of (|L| - |R|)^2 / |C|`` (an isolated
