@@ -95,7 +95,7 @@ of :class:`fractions.Fraction` or a :class:`galois.FieldArray`); the master deco
     ("families", "Families", """\
 Constructors of exact and approximate gradient codes, after the papers in :doc:`../references`, and their code
 types. Narrative: :doc:`../cyclic_mds`, :doc:`../stable_codes`, :doc:`../ye_abbe`, :doc:`../coded_reduce`,
-:doc:`../expander`, :doc:`../heterogeneous`.""", [
+:doc:`../expander`, :doc:`../adversarial`, :doc:`../heterogeneous`.""", [
         ("Exact codes", "gradcodes", ["uncoded", "fractional_repetition", "cyclic_repetition", "cyclic_mds",
                                       "stable_binary", "grouped_mds", "grouped_random", "ye_abbe", "coded_reduce",
                                       "recommend"]),
@@ -104,6 +104,13 @@ types. Narrative: :doc:`../cyclic_mds`, :doc:`../stable_codes`, :doc:`../ye_abbe
         ("Approximate codes", "gradcodes", ["expander_code", "ExpanderCode", "random_regular_graph",
                                             "heterogeneous", "HeterogeneousCode", "optimal_row_sums",
                                             "song_choi_allocation", "NegativeCoefficientWarning"]),
+        ("Expander graphs and graph assignment codes", "gradcodes", [
+            "margulis_code", "margulis_gabber_galil_graph", "bipartite_expander_code", "BipartiteExpanderCode",
+            "random_biregular_graph", "graph_assignment_code", "GraphAssignmentCode", "ComponentDecoder",
+            "graph_assignment_error"]),
+        ("Adversarial workers, arbitrary placement", "gradcodes", [
+            "adversarial_gc", "AdversarialCode", "adversarial_comm_cost", "decode_adversarial",
+            "AdversarialDecodeResult", "verify_adversarial", "AdversarialVerifyReport", "InterpolationDecoder"]),
         ("Approximate baselines", "gradcodes", ["ignore_stragglers", "stochastic_gc", "bernoulli_gc", "erasurehead",
                                                 "optimal_decoding"]),
     ]),

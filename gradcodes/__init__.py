@@ -57,8 +57,29 @@ from ._families import (
     worst_case_error,
     ye_abbe,
 )
+from ._families.adversarial import (
+    AdversarialCode,
+    AdversarialDecodeResult,
+    AdversarialVerifyReport,
+    InterpolationDecoder,
+    adversarial_comm_cost,
+    adversarial_gc,
+    decode_adversarial,
+    verify_adversarial,
+)
 from ._families.coded_reduce import CodedReduceCode, TreeVerifyReport, coded_reduce, coded_reduce_load, verify_tree
 from ._families.expander import ApproximationReport
+from ._families.expander_graphs import (
+    BipartiteExpanderCode,
+    ComponentDecoder,
+    GraphAssignmentCode,
+    bipartite_expander_code,
+    graph_assignment_code,
+    graph_assignment_error,
+    margulis_code,
+    margulis_gabber_galil_graph,
+    random_biregular_graph,
+)
 from ._io import CodeFileError, load, load_code, save, save_code
 from ._registry import Scheme, register, schemes
 from ._simulate import (
@@ -96,6 +117,11 @@ __all__ = [
     "NegativeCoefficientWarning",
     "ignore_stragglers", "stochastic_gc", "bernoulli_gc", "erasurehead", "optimal_decoding",
     "random_regular_graph",
+    "margulis_code", "margulis_gabber_galil_graph", "bipartite_expander_code", "BipartiteExpanderCode",
+    "random_biregular_graph", "graph_assignment_code", "GraphAssignmentCode", "ComponentDecoder",
+    "graph_assignment_error",
+    "adversarial_gc", "AdversarialCode", "adversarial_comm_cost", "decode_adversarial", "AdversarialDecodeResult",
+    "verify_adversarial", "AdversarialVerifyReport", "InterpolationDecoder",
     # verification, evaluation and bounds
     "verify", "VerifyReport", "verify_tree", "TreeVerifyReport", "min_load", "coded_reduce_load",
     "by_blocks", "blocks_of", "BlockDecoder", "BlockVerifyReport",

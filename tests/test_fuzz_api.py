@@ -26,6 +26,9 @@ _EX = gc.expander_code(8, 3, rng=0)
 _TREE = gc.coded_reduce(3, 2, 1)
 _HET = gc.heterogeneous([0.1, 0.2, 0.3], 3)
 _P3 = [0.1, 0.2, 0.3]
+_GA = gc.graph_assignment_code(6, 3, rng=0)
+_PL = [[0, 1, 2], [0, 1, 3], [0, 2, 3], [1, 2, 3], [0, 1, 2, 3]]
+_ADV = gc.adversarial_gc(_PL, 1, 1)
 
 #: name -> (callable, valid keyword arguments); every keyword is fuzzed in turn.
 API = {
@@ -48,6 +51,19 @@ API = {
     "expander_code": (gc.expander_code, dict(n=8, degree=3, graph="random", rng=0, s=None, field="real",
                                              require_connected=True)),
     "random_regular_graph": (gc.random_regular_graph, dict(n=8, degree=3, rng=0, max_tries=10)),
+    "margulis_gabber_galil_graph": (gc.margulis_gabber_galil_graph, dict(N=3)),
+    "margulis_code": (gc.margulis_code, dict(N=3, s=None, field="real")),
+    "random_biregular_graph": (gc.random_biregular_graph, dict(n=6, k=4, degree=2, rng=0, max_tries=10)),
+    "bipartite_expander_code": (gc.bipartite_expander_code, dict(n=6, k=4, degree=2, graph="random", rng=0, s=None,
+                                                                 field="real")),
+    "graph_assignment_code": (gc.graph_assignment_code, dict(k=6, degree=3, graph="random", rng=0, s=None,
+                                                             field="real")),
+    "graph_assignment_error": (gc.graph_assignment_error, dict(code=_GA, responders=[0, 1, 2])),
+    "adversarial_gc": (gc.adversarial_gc, dict(placement=_PL, s=1, a=1, m=None, k=None, nodes=None, field="real")),
+    "adversarial_comm_cost": (gc.adversarial_comm_cost, dict(placement=_PL, s=1, a=1)),
+    "decode_adversarial": (gc.decode_adversarial, dict(code=_ADV, responders=[0, 1, 2, 3], messages=np.ones((4, 2)),
+                                                       rtol=1e-8, length=None)),
+    "verify_adversarial": (gc.verify_adversarial, dict(code=_ADV, limit=30, rng=0)),
     "heterogeneous": (gc.heterogeneous, dict(p=_P3, k=3, scheme="nw", warn=False)),
     "optimal_row_sums": (gc.optimal_row_sums, dict(p=_P3, k=3)),
     "song_choi_allocation": (gc.song_choi_allocation, dict(p=_P3, k=3, scheme="nw")),
@@ -157,3 +173,9 @@ CASES = [(name, param) for name, (_, kwargs) in API.items() for param in kwargs]
 @given(case=st.sampled_from(CASES), value=st.sampled_from(BAD_VALUES))
 def test_bad_values_raise_documented_errors(case, value):
     _call(*case, value)
+
+
+def test_huge_update_count_is_refused_not_run():
+    """simulate_training(updates=10**18) ran until killed; it is refused by the work bound now."""
+    with pytest.raises(gc.SizeLimitError, match="updates"):
+        gc.simulate_training(gc.FixedK(2), n=4, updates=10**18, rng=0)

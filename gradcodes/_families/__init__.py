@@ -15,8 +15,13 @@ from .ye_abbe import YeAbbeCode, ye_abbe                                        
 from . import coded_reduce as _coded_reduce  # noqa: F401  (registers the "coded_reduce" tree scheme)
 from .expander import (ExpanderCode, approximation_error, expander_code, random_regular_graph,  # Raviv et al.
                        worst_case_error)
+from .expander_graphs import (BipartiteExpanderCode, ComponentDecoder, GraphAssignmentCode,  # Margulis, bipartite,
+                              bipartite_expander_code, graph_assignment_code, graph_assignment_error,  # Glasgow &
+                              margulis_code, margulis_gabber_galil_graph, random_biregular_graph)  # Wootters
 from .heterogeneous import (HeterogeneousCode, NegativeCoefficientWarning, heterogeneous, optimal_row_sums,
                             song_choi_allocation)
+from .adversarial import (AdversarialCode, adversarial_comm_cost, adversarial_gc,  # Jahani-Nezhad & Maddah-Ali
+                          decode_adversarial, verify_adversarial)
 from .baselines import bernoulli_gc, erasurehead, ignore_stragglers, optimal_decoding, stochastic_gc
 
 __all__ = [
@@ -25,5 +30,9 @@ __all__ = [
     "ye_abbe", "YeAbbeCode",
     "approximation_error", "worst_case_error", "expander_code", "ExpanderCode", "HeterogeneousCode",
     "NegativeCoefficientWarning", "heterogeneous", "optimal_row_sums", "song_choi_allocation",
+    "margulis_code", "margulis_gabber_galil_graph", "bipartite_expander_code", "BipartiteExpanderCode",
+    "random_biregular_graph", "graph_assignment_code", "GraphAssignmentCode", "ComponentDecoder",
+    "graph_assignment_error",
+    "adversarial_gc", "AdversarialCode", "adversarial_comm_cost", "decode_adversarial", "verify_adversarial",
     "bernoulli_gc", "erasurehead", "ignore_stragglers", "optimal_decoding", "random_regular_graph", "stochastic_gc",
 ]

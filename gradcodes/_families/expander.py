@@ -124,10 +124,21 @@ def _adjacency(graph: Any, n: int | None) -> np.ndarray:
         nodes = sorted(graph.nodes())
         pos = {v: i for i, v in enumerate(nodes)}
         A = np.zeros((len(nodes), len(nodes)), dtype=np.int64)
+        multi = bool(getattr(graph, "is_multigraph", lambda: False)())
         for u, v in graph.edges():
-            if u == v:
-                raise GradcodesValueError(f"graph has a self-loop at {u!r}; expander codes use simple graphs")
-            A[pos[u], pos[v]] = A[pos[v], pos[u]] = 1
+            # a multigraph (networkx's margulis_gabber_galil_graph) keeps its multiplicities, and a loop counts twice
+            # (once per direction), as in the degree networkx reports: A stays symmetric with A 1 = d 1
+            if u == v and not multi:
+                raise GradcodesValueError(f"graph has a self-loop at {u!r}; expander codes use simple graphs "
+                                          f"(loops are accepted in multigraphs, counted twice)")
+            if multi:
+                A[pos[u], pos[v]] += 1
+                if u != v:
+                    A[pos[v], pos[u]] += 1
+                else:
+                    A[pos[u], pos[u]] += 1
+            else:
+                A[pos[u], pos[v]] = A[pos[v], pos[u]] = 1
         return A
     if isinstance(graph, dict) or (isinstance(graph, (list, tuple)) and graph
                                    and all(isinstance(x, (list, tuple, np.ndarray)) for x in graph)
@@ -213,7 +224,11 @@ def spectral_parameter(A: np.ndarray) -> tuple[float, float]:
     >>> d, round(lam, 12)
     (3.0, 2.0)
     """
-    A = _adjacency(A, None)
+    return _spectrum(_adjacency(A, None))
+
+
+def _spectrum(A: np.ndarray) -> tuple[float, float]:
+    """``(d, λ)`` of a validated regular (multi)graph adjacency matrix."""
     if A.shape[0] == 0:
         raise GradcodesValueError("graph must have at least one vertex")
     deg = A.sum(axis=1)
@@ -364,7 +379,7 @@ def expander_code(n: int, degree: int, graph: Any = "random", *, rng: RNGLike = 
     (True, 45, True)
     """
     n = check_int("n", n, 2)
-    degree = check_int("degree", degree, 1, n - 1)
+    degree = check_int("degree", degree, 1, n - 1 if isinstance(graph, str) else None)   # multigraphs: any d
     rng = take_rng(rng, seed)
     check_entries(n, n, exact=field == "rational")
     if field not in ("real", "rational"):
@@ -400,8 +415,13 @@ def expander_code(n: int, degree: int, graph: Any = "random", *, rng: RNGLike = 
             raise GradcodesValueError(
                 "graph is disconnected: λ_2 = d, so the spectral bound is void and a straggling "
                 "component loses its partitions; pass a connected graph (or require_connected=False)")
-        params["graph"] = [np.flatnonzero(row).tolist() for row in A]
-    d, lam = spectral_parameter(A)
+        if (A > 1).any() or np.trace(A):     # a multigraph: keep multiplicities and loops for save/load
+            iu, ju = np.nonzero(np.triu(A))
+            params["graph"] = {"multigraph_edges": [[int(u), int(v)] for u, v in zip(iu, ju, strict=True)
+                                                    for _ in range(int(A[u, v]) // (2 if u == v else 1))]}
+        else:
+            params["graph"] = [np.flatnonzero(row).tolist() for row in A]
+    d, lam = _spectrum(A)
     if field == "rational":
         B = np.empty(A.shape, dtype=object)
         for idx, v in np.ndenumerate(A):
@@ -614,9 +634,27 @@ def worst_case_error(code: LinearCode, s: int | None = None, *, decoder: str | D
                                load=code.load, seconds=time.perf_counter() - start, strategies=strategies)
 
 
+class _MultiGraph:
+    """The networkx interface (nodes, edges, is_multigraph) of a saved multigraph's edge list."""
+
+    def __init__(self, n: int, edges: list[list[int]]) -> None:
+        self._n, self._edges = n, edges
+
+    def nodes(self) -> list[int]:
+        return list(range(self._n))
+
+    def edges(self) -> list[tuple[int, int]]:
+        return [(int(u), int(v)) for u, v in self._edges]
+
+    def is_multigraph(self) -> bool:
+        return True
+
+
 def _rebuild(n: int, degree: int, field: str = "real", rng: int | None = None, graph: Any = None,
              seed: int | None = None,
              s: int | None = None, **_: Any) -> ApproximateCode:
+    if isinstance(graph, dict) and "multigraph_edges" in graph:
+        graph = _MultiGraph(n, graph["multigraph_edges"])
     return expander_code(n, degree, graph if graph is not None else "random", rng=rng if seed is None else seed, s=s,
                          field=field)
 

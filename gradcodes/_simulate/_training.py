@@ -29,7 +29,7 @@ import numpy as np
 
 from .._errors import GradcodesTypeError
 from .._typing import RNGLike
-from .._validate import check_int, check_rng, renamed_keyword
+from .._validate import check_int, check_rng, check_size, renamed_keyword
 from ._models import _reception_times
 from ._policies import AdaptiveK, FixedK, KAsync, WaitPolicy
 from ._workers import ShiftedExponentialWorkers, WorkerModel
@@ -135,6 +135,7 @@ def simulate_training(policy: WaitPolicy, *, n: int = 8, code: LinearCode | None
         n = code.n
     n = check_int("n", n, 1)
     updates = check_int("updates", updates, 1)
+    check_size("the simulated work (updates * n)", updates * n, "work")      # a huge count: refuse, don't hang
     batch = check_int("batch_size", batch_size, 1)
     M = check_int("points", points, n) // n * n
     X, y, H, w_opt = _problem(M, dim, noise, gen)

@@ -22,7 +22,8 @@ import numpy as np
 from .. import ApproximateCode, CodedReduceCode, GradientCode, LinearCode
 from .._decodable import Decodability
 from .._decoders import Decoder
-from .._errors import GradcodesTypeError, GradcodesValueError
+from .._errors import GradcodesRuntimeError, GradcodesTypeError, GradcodesValueError
+from .._families.adversarial import AdversarialCode, decode_adversarial
 from .._simulate._policies import BackupWorkers, FixedK, WaitPolicy, as_policy
 from .._typing import DTypeLike
 from .._validate import renamed_keyword
@@ -78,6 +79,9 @@ class AggregateInfo:
         most that error relative to its subtree's sum).
     stale : int
         Messages from earlier iterations dropped by the master so far (cumulative).
+    adversaries : tuple of int
+        Codes of :func:`gradcodes.adversarial_gc`: the workers whose messages were found wrong and corrected
+        (:func:`gradcodes.decode_adversarial`).
     """
 
     iteration: int
@@ -87,6 +91,7 @@ class AggregateInfo:
     decode: float
     error_estimate: float
     stale: int = 0
+    adversaries: tuple[int, ...] = ()
 
 
 def check_size(layout: Layout, comm: Any, what: str) -> None:
@@ -265,6 +270,9 @@ class Master:
         if not math.isfinite(float(poll)) or poll < 0:
             raise GradcodesValueError(f"poll must be a number of seconds >= 0, got {poll!r}")
         limit_blas(blas_threads)
+        self._adversarial = isinstance(code, AdversarialCode)
+        if isinstance(code, AdversarialCode) and policy is None and wait_for is None:
+            policy, wait_for = "first", code.n - code.stragglers   # n - s messages: a wrong ones can be corrected
         self.tracker, wait_for = _policy(code.inner if isinstance(code, CodedReduceCode) else code, policy, wait_for,
                                          self.dtype)
         self.need = _need(code, wait_for)
@@ -331,6 +339,21 @@ class Master:
             assert rows is not None
             waited += info["waited"]
             t0 = time.perf_counter()
+            if self._adversarial:
+                culprits = [i for i in rows if not finite(buf[i])]
+                if culprits:
+                    bad += culprits
+                    continue
+                assert isinstance(self.code, AdversarialCode)
+                res = decode_adversarial(self.code, list(rows), buf[list(rows)])
+                if not res.corrected or res.gradient is None:
+                    raise GradcodesRuntimeError(
+                        f"iteration {iteration}: the messages of workers {sorted(rows)} are inconsistent beyond "
+                        f"{self.code.adversaries} wrong ones (more adversaries than the code corrects)")
+                np.copyto(self.out, res.gradient)
+                adversaries = res.adversarial
+                break
+            adversaries = ()
             if self.combiner.combine_finite(rows, buf, self.out):    # the decode and its one check
                 break
             culprits = [i for i in rows if not finite(buf[i])]   # only now: who sent the NaN/inf
@@ -345,7 +368,7 @@ class Master:
             est += (self.code.L - 1) * self._inner_worst()
         return self.out[: self.p], AggregateInfo(iteration, tuple(kids[i] - 1 for i in rows),
                                                  tuple(kids[i] - 1 for i in bad), waited, dt, est,
-                                                 self.inbox.dropped)
+                                                 self.inbox.dropped, adversaries)
 
     def _inner_worst(self) -> float:
         """The inner code's worst error estimate over its responder sets in the messages' dtype (computed once)."""

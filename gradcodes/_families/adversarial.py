@@ -1,0 +1,594 @@
+r"""Gradient codes for an arbitrary data placement with stragglers and adversarial workers (Jahani-Nezhad &
+Maddah-Ali, "Optimal communication-computation trade-off in heterogeneous gradient coding", IEEE JSAIT 2021).
+
+**Setting.** Worker ``i`` stores the partitions ``P_i`` (any placement: the workers may hold different numbers of
+partitions); partition ``j`` is stored by the workers ``W_j``, ``r_j = |W_j|`` times, and ``r = min_j r_j``. Of the
+``n`` workers up to ``s`` straggle and up to ``a`` of the others send *wrong* messages. Each worker sends a vector
+of ``1/m`` the gradient's length (communication cost ``1/m``).
+
+**Optimal cost** (Jahani-Nezhad & Maddah-Ali 2021, Theorem 1): for linear encoding the smallest communication
+cost is ``1 / (r - s - 2a)``, fixed by the least replicated partition alone: ``m <= r - s - 2a``
+(:func:`adversarial_comm_cost`).
+
+**Universal polynomial construction** (after Jahani-Nezhad & Maddah-Ali 2021, §IV; the algebra below is ours). Let
+``K = n - s - 2a`` and distinct nodes ``α_1..α_n``. Partition ``j``'s block ``u`` (``0 <= u < m``) is carried by
+
+.. math:: q_{j,u}(x) = P_j(x)\,h_{j,u}(x), \qquad P_j(x) = \prod_{i \notin W_j} (x - α_i),
+
+with ``deg h_{j,u} = K - 1 - (n - r_j) = r_j - s - 2a - 1 >= m - 1`` and the top ``m`` coefficients of ``h_{j,u}``
+chosen (forward substitution, ``P_j`` is monic) so that the coefficient of ``x^{K-1-v}`` in ``q_{j,u}`` is
+``δ_{uv}``; the lower coefficients of ``h`` are 0. Worker ``i`` sends ``f(α_i)`` with
+``f(x) = sum_{j,u} g_j^{(u)} q_{j,u}(x)``: ``B[i, j m + u] = q_{j,u}(α_i)``, zero unless worker ``i`` stores ``j``.
+``f`` has degree ``<= K - 1`` and its top ``m`` coefficients are the blocks of ``sum_j g_j``.
+
+**Decoding.** ``n - s >= K + 2a`` evaluations of a polynomial of degree ``< K`` form a Reed–Solomon codeword of
+minimum distance ``2a + 1``: from any ``K`` correct ones the master interpolates ``f`` (the ``"interpolation"``
+decoder: the top ``m`` coefficients of the Lagrange interpolant on the first ``K`` responders, so the code is an
+exact :class:`~gradcodes.GradientCode` for ``s + 2a`` stragglers), and with up to ``a`` wrong messages
+:func:`decode_adversarial` finds the smallest set ``T`` of responders whose removal leaves messages consistent with
+one polynomial of degree ``< K``. *Proof of correctness:* if at most ``a`` messages are wrong and ``|T| <= a``,
+the consistent polynomial agrees with ``f`` on at least ``|R| - |T| - a >= K`` points, so it is ``f``; and every
+wrong message is then in ``T``, so the smallest consistent ``T`` is exactly the set of wrong workers. When no
+``T`` of size ``<= min(a, (|R| - K) // 2)`` is consistent, more than ``a`` messages are wrong: detected, not
+corrected.
+
+**Nodes.** By default the Chebyshev points ``cos(π (2i + 1) / (2n))`` rounded to multiples of ``2^-24`` (dyadic
+rationals, computed from correctly rounded cosines): the construction runs in exact rational arithmetic and the
+float code is its correctly rounded image, so ``B`` is the same on every machine; differences of nodes are exact in
+floating point, so the float decoder's products of differences are accurate to a few units in the last place.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from .._code import GradientCode, LinearCode
+from .._decoders import Decoder
+from .._errors import GradcodesTypeError, GradcodesValueError
+from .._fields import RationalField
+from .._io import REBUILDERS
+from .._registry import Scheme, register
+from .._typing import MatrixLike, Responders, RNGLike
+from .._validate import check_entries, check_int, check_real, check_responders, check_rng, check_size
+
+__all__ = ["adversarial_gc", "AdversarialCode", "adversarial_comm_cost", "AdversarialDecodeResult",
+           "decode_adversarial", "verify_adversarial", "AdversarialVerifyReport", "InterpolationDecoder"]
+
+_NODE_BITS = 24
+
+
+# ----------------------------------------------------------------------------------------------- placement, bound
+def _placement(placement: Any, k: int | None = None) -> np.ndarray:
+    """A boolean (n, k) support matrix from a 0/1 numpy array or (any other sequence) per-worker partition lists."""
+    if isinstance(placement, np.ndarray):
+        S = np.asarray(placement)
+        if S.dtype.kind not in "biu" or not np.isin(S, (0, 1)).all():
+            raise GradcodesValueError("placement matrix must contain only 0 and 1 (worker i stores partition j)")
+        S = S.astype(bool)
+    elif isinstance(placement, (list, tuple)) and placement:
+        lists = []
+        for i, parts in enumerate(placement):
+            if not isinstance(parts, (list, tuple, np.ndarray, set, frozenset)):
+                raise GradcodesTypeError(f"placement[{i}] must be a list of partition indices, got {parts!r}")
+            row = []
+            for j in parts:
+                if isinstance(j, bool) or not isinstance(j, (int, np.integer)) or j < 0:
+                    raise GradcodesValueError(f"placement[{i}] must hold partition indices >= 0, got {j!r}")
+                row.append(int(j))
+            lists.append(row)
+        kk = max((max(r) for r in lists if r), default=-1) + 1 if k is None else check_int("k", k, 1)
+        check_entries(len(lists), kk, what="the placement matrix")
+        S = np.zeros((len(lists), kk), dtype=bool)
+        for i, row in enumerate(lists):
+            if any(j >= kk for j in row):
+                raise GradcodesValueError(f"placement[{i}] names a partition >= k = {kk}")
+            S[i, row] = True
+    else:
+        raise GradcodesTypeError(f"placement must be an (n, k) 0/1 matrix or per-worker lists of partitions, got "
+                                 f"{placement!r}")
+    if S.shape[0] < 2 or S.shape[1] < 1:
+        raise GradcodesValueError(f"placement needs n >= 2 workers and k >= 1 partitions, got shape {S.shape}")
+    if not S.any(axis=0).all():
+        raise GradcodesValueError(f"partition {int(np.flatnonzero(~S.any(axis=0))[0])} is stored by no worker")
+    return S
+
+
+def adversarial_comm_cost(placement: Any, s: int, a: int) -> Fraction:
+    """Optimal communication cost ``1 / (r - s - 2a)`` of linear gradient coding for a placement (exact).
+
+    Jahani-Nezhad & Maddah-Ali (2021, Theorem 1): with ``r`` the smallest number of workers storing a partition,
+    ``s`` stragglers and ``a`` adversarial workers, each worker must send at least ``1/(r - s - 2a)`` of a
+    gradient, and the polynomial construction (:func:`adversarial_gc`) meets it. Needs ``r >= s + 2a + 1``.
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> placement = [[0, 1, 2], [0, 1, 3], [0, 2, 3], [1, 2, 3], [0, 1, 2, 3], [0, 1, 2, 3]]
+    >>> gc.adversarial_comm_cost(placement, s=1, a=1)          # r = 5
+    Fraction(1, 2)
+    """
+    S = _placement(placement)
+    n = S.shape[0]
+    s = check_int("s", s, 0, n - 1)
+    a = check_int("a", a, 0, n - 1)
+    r = int(S.sum(axis=0).min())
+    if r - s - 2 * a < 1:
+        raise GradcodesValueError(f"the least replicated partition is on r = {r} workers; exact recovery with s = {s} "
+                                  f"stragglers and a = {a} adversaries needs r >= s + 2a + 1 = {s + 2 * a + 1}")
+    return Fraction(1, r - s - 2 * a)
+
+
+# ----------------------------------------------------------------------------------------------- construction
+def _default_nodes(n: int) -> list[Fraction]:
+    from .._detlinalg import cos_pi
+
+    c = cos_pi(2 * np.arange(n) + 1, 2 * n)
+    scale = float(1 << _NODE_BITS)
+    nums = [int(v) for v in np.round(c * scale)]
+    return [Fraction(v, 1 << _NODE_BITS) for v in nums]
+
+
+def _poly_from_roots(roots: list[Fraction]) -> list[Fraction]:
+    """Coefficients (highest first) of the monic ``prod (x - root)``."""
+    c = [Fraction(1)]
+    for z in roots:
+        c = [*c, Fraction(0)]
+        for t in range(len(c) - 1, 0, -1):
+            c[t] -= z * c[t - 1]
+    return c
+
+
+def _horner(c: list[Fraction], x: Fraction) -> Fraction:
+    v = Fraction(0)
+    for t in c:
+        v = v * x + t
+    return v
+
+
+class AdversarialCode(GradientCode):
+    """A code of :func:`adversarial_gc`: ``GradientCode`` for ``s + 2a`` erasures, correcting ``a`` wrong messages.
+
+    Attributes
+    ----------
+    stragglers, adversaries : int
+        The design's ``s`` and ``a`` (the code's ``s`` is ``stragglers + 2 * adversaries``).
+    nodes : tuple of Fraction
+        The evaluation points ``α_i``.
+    K : int
+        ``n - s - 2a``: the polynomial has degree ``< K``.
+    placement : numpy.ndarray
+        (n, k) bool, the given placement.
+    """
+
+    def __init__(self, B: MatrixLike, s: int, *, stragglers: int, adversaries: int,
+                 nodes: Iterable[Fraction | int | float], K: int, placement: Any,
+                 **kwargs: Any) -> None:
+        super().__init__(B, s, **kwargs)
+        self.stragglers = int(stragglers)
+        self.adversaries = int(adversaries)
+        self.nodes = tuple(nodes)
+        self.K = int(K)
+        self.placement = np.asarray(placement, dtype=bool)
+
+
+def adversarial_gc(placement: Any, s: int, a: int, *, m: int | None = None, k: int | None = None,
+                   nodes: Iterable[Fraction | int | float] | None = None, field: str = "real") -> AdversarialCode:
+    r"""The universal polynomial gradient code for a given placement, ``s`` stragglers and ``a`` adversaries.
+
+    Parameters
+    ----------
+    placement : (n, k) 0/1 numpy array, or a list of lists
+        Which partitions each worker stores: a numpy array is the 0/1 support matrix (row ``i``: worker ``i``),
+        a list holds each worker's partition indices. Any placement; every
+        partition must be stored by ``r_j >= s + 2a + m`` workers.
+    s : int
+        Stragglers, ``0 <= s``.
+    a : int
+        Adversarial workers (wrong messages), ``0 <= a``.
+    m : int, optional
+        Communication factor (each message is ``1/m`` of a gradient), ``1 <= m <= r - s - 2a``; default the optimum
+        ``r - s - 2a``.
+    k : int, optional
+        Number of partitions when ``placement`` is given as lists (default: largest index + 1).
+    nodes : sequence of n distinct rationals, optional
+        Evaluation points (ints, Fractions or floats, taken exactly); default dyadic Chebyshev points.
+    field : {"real", "rational"}
+        Floats (the correctly rounded image of the exact construction) or Fractions.
+
+    Returns
+    -------
+    AdversarialCode
+        A :class:`~gradcodes.GradientCode` with ``s = s + 2a`` (any ``K = n - s - 2a`` responders decode), decoder
+        ``"interpolation"``; decode with wrong messages through :func:`decode_adversarial`.
+
+    Examples
+    --------
+    Six workers, four partitions, the least replicated partition on ``r = 5`` workers; one straggler and one
+    adversary leave ``m = r - s - 2a = 2``, the optimal cost ``1/2``:
+
+    >>> import gradcodes as gc
+    >>> placement = [[0, 1, 2], [0, 1, 3], [0, 2, 3], [1, 2, 3], [0, 1, 2, 3], [0, 1, 2, 3]]
+    >>> code = gc.adversarial_gc(placement, s=1, a=1, nodes=range(6), field="rational")
+    >>> code.m, code.K, code.s, code.loads.tolist()
+    (2, 3, 3, [3, 3, 3, 3, 4, 4])
+    >>> bool((code.decoding_matrix([0, 2, 5]) @ code.B == code.target).all())
+    True
+    """
+    S = _placement(placement, k)
+    n, kk = S.shape
+    s = check_int("s", s, 0, n - 1)
+    a = check_int("a", a, 0, n - 1)
+    r_j = S.sum(axis=0)
+    r = int(r_j.min())
+    m_max = r - s - 2 * a
+    if m_max < 1:
+        raise GradcodesValueError(f"the least replicated partition is on r = {r} workers; s = {s} stragglers and "
+                                  f"a = {a} adversaries need r >= s + 2a + 1 = {s + 2 * a + 1}")
+    m = m_max if m is None else check_int("m", m, 1)
+    if m > m_max:
+        raise GradcodesValueError(f"m must be an integer in [1, r - s - 2a] = [1, {m_max}] (the optimal communication "
+                                  f"cost 1/(r - s - 2a) with r = {r}), got {m}")
+    if field not in ("real", "rational"):
+        raise GradcodesValueError(f"field must be 'real' or 'rational', got {field!r}")
+    check_size("the exact construction work n^2 k m", n * n * kk * m, "work")
+    check_size(f"the entries of the encoding matrix ({n:,} x {kk * m:,})", n * kk * m,
+               "exact_entries" if field == "rational" else "entries")
+    if nodes is None:
+        alpha = _default_nodes(n)
+        node_param = None
+    else:
+        vals = list(nodes)
+        if len(vals) != n:
+            raise GradcodesValueError(f"nodes must have n = {n} entries, got {len(vals)}")
+        try:
+            alpha = [Fraction(v) for v in vals]
+        except (TypeError, ValueError):
+            raise GradcodesTypeError("nodes must be rational numbers (ints, Fractions or finite floats)") from None
+        node_param = [str(v) for v in alpha]
+    if len(set(alpha)) != n:
+        raise GradcodesValueError("nodes must be distinct" + (" (default nodes: n too large)" if nodes is None else ""))
+    K = n - s - 2 * a
+    B = np.empty((n, kk * m), dtype=object)
+    B[...] = Fraction(0)
+    for j in range(kk):
+        Wj = np.flatnonzero(S[:, j])
+        P = _poly_from_roots([alpha[i] for i in range(n) if not S[i, j]])       # monic, degree n - r_j
+        D = K - 1 - (n - int(r_j[j]))                                          # degree of h_{j,u}
+        for u in range(m):
+            h_top = [Fraction(0)] * m                                          # h_top[w]: coefficient of x^{D-w}
+            for v in range(m):
+                acc = Fraction(int(u == v))
+                for t in range(1, min(v, len(P) - 1) + 1):
+                    acc -= P[t] * h_top[v - t]
+                h_top[v] = acc
+            h = h_top + [Fraction(0)] * (D + 1 - m)                            # highest first, degree D
+            for i in Wj:
+                B[i, j * m + u] = _horner(P, alpha[i]) * _horner(h, alpha[i])
+    params: dict[str, Any] = {"placement": S.astype(int).tolist(), "stragglers": s, "adversaries": a, "m": m,
+                              "nodes": node_param, "field": field}
+    Bf = B if field == "rational" else np.array([[float(v) for v in row] for row in B], dtype=np.float64)
+    return AdversarialCode(Bf, s + 2 * a, m=m, stragglers=s, adversaries=a, nodes=alpha, K=K, placement=S,
+                           field=field, name=f"adversarial_gc[s={s},a={a},m={m}]", family="adversarial_gc",
+                           params=params, decoders=[InterpolationDecoder()], default_decoder="interpolation")
+
+
+# ----------------------------------------------------------------------------------------------- decoding
+def _weights(alpha: list[Any], m: int) -> list[list[Any]]:
+    """``w[u][i]``: coefficient of ``x^{K-1-u}`` of the Lagrange basis polynomial ``L_i`` of the points ``alpha``
+    (``K = len(alpha)``): ``(-1)^u e_u(alpha without i) / prod_{l != i} (alpha_i - alpha_l)``, any number type."""
+    K = len(alpha)
+    out = [[alpha[0] * 0 for _ in range(K)] for _ in range(m)]
+    for i in range(K):
+        den = alpha[0] * 0 + 1
+        e = [den] + [alpha[0] * 0] * m                 # elementary symmetric sums of the other points, up to m
+        for l_ in range(K):
+            if l_ == i:
+                continue
+            den = den * (alpha[i] - alpha[l_])
+            for u in range(m, 0, -1):
+                e[u] = e[u] + alpha[l_] * e[u - 1]
+        for u in range(m):
+            out[u][i] = (-1) ** u * e[u] / den
+    return out
+
+
+class InterpolationDecoder(Decoder):
+    """Top ``m`` coefficients of the Lagrange interpolant on the first ``K`` responders (in index order).
+
+    Rational codes: exact Fractions. Float codes: the same formula in floats, elementwise in a fixed order over the
+    batch (differences of the dyadic default nodes are exact). Fewer than ``K`` responders: zero rows.
+    """
+
+    name = "interpolation"
+    description = "Lagrange interpolation on the first K responders (Jahani-Nezhad & Maddah-Ali)"
+
+    def matrices(self, code: LinearCode, mask: np.ndarray) -> Any:
+        if not isinstance(code, AdversarialCode):
+            raise GradcodesTypeError(f"the interpolation decoder needs an adversarial_gc code, got "
+                                     f"{type(code).__name__}")
+        b, n = mask.shape
+        K, m = code.K, code.m
+        if code.exact:
+            out = RationalField().zeros((b, m, n))
+            for t in range(b):
+                Q = np.flatnonzero(mask[t])[:K]
+                if Q.size < K:
+                    continue
+                w = _weights([code.nodes[i] for i in Q], m)
+                for u in range(m):
+                    for c, i in enumerate(Q):
+                        out[t, u, i] = w[u][c]
+            return out
+        out = np.zeros((b, m, n))
+        ok = mask.sum(axis=1) >= K
+        if not ok.any():
+            return out
+        idx = np.argsort(~mask[ok], axis=1, kind="stable")[:, :K]              # first K responders, in order
+        nodes = np.array([float(v) for v in code.nodes])
+        al = nodes[idx]                                                        # (b', K)
+        cols = [al[:, c] for c in range(K)]
+        W = _weights(cols, m)                                                  # elementwise over the batch
+        rows = np.flatnonzero(ok)
+        for u in range(m):
+            for c in range(K):
+                out[rows, u, idx[:, c]] = W[u][c]
+        return out
+
+
+@dataclass
+class AdversarialDecodeResult:
+    """The verdict of :func:`decode_adversarial`.
+
+    Attributes
+    ----------
+    gradient : numpy.ndarray or None
+        The decoded sum (length ``m q``, or ``length``), None when the messages could not be corrected.
+    adversarial : tuple of int
+        The workers whose messages were found wrong (empty when all agree).
+    corrected : bool
+        True when a consistent decoding was found (then ``gradient`` is the exact sum whenever at most
+        ``code.adversaries`` messages were wrong).
+    detected : bool
+        True when some message was inconsistent (wrong messages were detected, corrected or not).
+    responders : tuple of int
+        The responders used.
+    """
+
+    gradient: np.ndarray | None
+    adversarial: tuple[int, ...]
+    corrected: bool
+    detected: bool
+    responders: tuple[int, ...] = field(default_factory=tuple)
+
+
+def _interp_matrix(alpha: list[Any], targets: list[Any]) -> list[list[Any]]:
+    """``M[l][i] = L_i(target_l)``: evaluation of the interpolant through ``alpha`` at ``targets``."""
+    K = len(alpha)
+    M = []
+    for x in targets:
+        row = []
+        for i in range(K):
+            v = alpha[0] * 0 + 1
+            for l_ in range(K):
+                if l_ != i:
+                    v = v * (x - alpha[l_]) / (alpha[i] - alpha[l_])
+            row.append(v)
+        M.append(row)
+    return M
+
+
+def decode_adversarial(code: AdversarialCode, responders: Responders, messages: MatrixLike, *, rtol: float = 1e-8,
+                       length: int | None = None) -> AdversarialDecodeResult:
+    r"""Decode with up to ``code.adversaries`` wrong messages: find them, correct them, or report that it can't.
+
+    Searches the sets ``T`` of responders in order of size (then lexicographically) for the smallest one whose
+    removal leaves messages that one polynomial of degree ``< K`` explains (exactly for rational codes; within
+    ``rtol`` of the messages' scale for floats), up to ``|T| <= min(a, (|R| - K) // 2)``; the proof in the module
+    docstring shows ``T`` is then exactly the set of wrong workers. Cost ``sum_{t <= a} C(|R|, t)`` small
+    consistency checks (on two fixed combinations of the columns, then confirmed on all of them).
+
+    Parameters
+    ----------
+    code : AdversarialCode
+    responders : iterable of int
+        The workers whose messages arrived (at least ``K``).
+    messages : array_like, (len(responders), q) or (n, q)
+        Their messages (rows in the order of ``responders``), or the full buffer (row ``i`` = worker ``i``).
+    rtol : float
+        Float codes: relative tolerance of the consistency check.
+    length : int, optional
+        Trim the decoded sum to this length.
+
+    Returns
+    -------
+    AdversarialDecodeResult
+
+    Examples
+    --------
+    >>> import numpy as np, gradcodes as gc
+    >>> placement = [[0, 1, 2], [0, 1, 3], [0, 2, 3], [1, 2, 3], [0, 1, 2, 3]]
+    >>> code = gc.adversarial_gc(placement, s=1, a=1, nodes=range(5), field="rational")
+    >>> g = np.array([[1], [2], [3], [4]], dtype=object)              # four partial gradients, sum 10
+    >>> Y = code.B @ g
+    >>> Y[2, 0] += 7                                                 # worker 2 lies; worker 4 straggles
+    >>> res = gc.decode_adversarial(code, [0, 1, 2, 3], Y[:4])
+    >>> res.gradient.tolist(), res.adversarial, res.corrected
+    ([Fraction(10, 1)], (2,), True)
+    """
+    if not isinstance(code, AdversarialCode):
+        raise GradcodesTypeError(f"code must be an adversarial_gc code, got {type(code).__name__}")
+    R = check_responders(responders, code.n, min_size=code.K)
+    rtol = check_real("rtol", rtol, 0, 1, open_lo=True, open_hi=True)
+    if length is not None:
+        length = check_int("length", length, 0)
+    order = list(responders) if not isinstance(responders, np.ndarray) or responders.dtype != bool else list(R)
+    try:
+        Y = np.asarray(messages, dtype=object if code.exact else None)
+    except (TypeError, ValueError):
+        raise GradcodesTypeError("messages must be an array of numbers (one row per responder)") from None
+    if Y.ndim == 1:
+        Y = Y[:, None]
+    if Y.ndim != 2 or Y.shape[1] == 0:
+        raise GradcodesValueError(f"messages must be a non-empty (rows, q) array, got shape {Y.shape}")
+    if not code.exact and Y.dtype.kind not in "biuf":
+        raise GradcodesTypeError(f"messages of a float code must be real numbers, got dtype {Y.dtype}")
+    if Y.shape[0] == code.n and len(R) != code.n:
+        Y = Y[R]
+    elif Y.shape[0] == len(R):
+        Y = Y[np.argsort(np.asarray(order, dtype=np.int64), kind="stable")]
+    else:
+        raise GradcodesValueError(f"messages must have len(responders) = {len(R)} or n = {code.n} rows, got "
+                                  f"{Y.shape[0]}")
+    if not code.exact:
+        Y = np.asarray(Y, dtype=np.result_type(Y.dtype, np.float32))
+        if not np.isfinite(Y).all():
+            raise GradcodesValueError("messages must be finite (a NaN or inf message: drop that worker)")
+    N, K = len(R), code.K
+    alpha = [code.nodes[i] if code.exact else float(code.nodes[i]) for i in R]
+    tmax = min(code.adversaries, (N - K) // 2)
+    check_size("the adversarial sets searched", sum(math.comb(N, t) for t in range(tmax + 1)) * N * K, "work")
+    probe = Y[:, :1] if Y.shape[1] == 1 else np.stack([Y.sum(axis=1), Y[:, ::2].sum(axis=1) - Y[:, 1::2].sum(axis=1)],
+                                                      axis=1)
+
+    def consistent(keep: list[int], Z: np.ndarray) -> bool:
+        Q, rest = keep[:K], keep[K:]
+        if not rest:
+            return True
+        M = _interp_matrix([alpha[i] for i in Q], [alpha[i] for i in rest])
+        if code.exact:
+            for l_, row in enumerate(M):
+                pred = sum((row[i] * Z[Q[i]] for i in range(K)), Z[Q[0]] * 0)
+                if any(pred[c] != Z[rest[l_], c] for c in range(Z.shape[1])):
+                    return False
+            return True
+        Mf = np.array(M, dtype=np.float64)
+        pred = Mf @ Z[Q].astype(np.float64)
+        scale = max(1.0, float(np.abs(Z[keep]).max())) * max(1.0, float(np.abs(Mf).sum(axis=1).max()))
+        return bool(np.abs(pred - Z[rest]).max() <= rtol * scale)
+
+    for t in range(tmax + 1):
+        for T in itertools.combinations(range(N), t):
+            keep = [i for i in range(N) if i not in T]
+            if consistent(keep, probe) and consistent(keep, Y):
+                Q = keep[:K]
+                W = _weights([alpha[i] for i in Q], code.m)
+                if code.exact:
+                    g = np.array([[sum((W[u][c] * Y[Q[c], col] for c in range(K)), Fraction(0))
+                                   for col in range(Y.shape[1])] for u in range(code.m)], dtype=object).ravel()
+                else:
+                    g = (np.array(W, dtype=np.float64).astype(Y.dtype) @ Y[Q]).ravel()
+                if length is not None:
+                    g = g[:length]
+                return AdversarialDecodeResult(g, tuple(int(R[i]) for i in T), True, bool(T), tuple(int(i) for i in R))
+    return AdversarialDecodeResult(None, (), False, True, tuple(int(i) for i in R))
+
+
+# ----------------------------------------------------------------------------------------------- verifier
+@dataclass
+class AdversarialVerifyReport:
+    """Result of :func:`verify_adversarial`.
+
+    Attributes
+    ----------
+    ok : bool
+        Every checked (straggler set, adversarial set) pair decoded to the exact sum and named exactly the
+        adversaries.
+    exhaustive : bool
+        Every straggler set of size ``s`` and every adversarial set of size ``<= a`` among the responders was
+        checked.
+    checked : int
+        Pairs checked.
+    failures : list of (stragglers, adversaries)
+        The first failing pairs (at most 10).
+    detected_beyond : bool or None
+        With ``beyond=True``: whether every pattern of ``a + 1`` wrong messages (where ``n - s >= K + 2a + 1``) was
+        detected or corrected rather than silently miscorrected; None otherwise.
+    """
+
+    ok: bool
+    exhaustive: bool
+    checked: int
+    failures: list[tuple[tuple[int, ...], tuple[int, ...]]]
+    detected_beyond: bool | None = None
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+
+def verify_adversarial(code: AdversarialCode, *, limit: int = 20_000, rng: RNGLike = 0) -> AdversarialVerifyReport:
+    r"""Check, in exact arithmetic, that :func:`decode_adversarial` corrects every placement of adversaries.
+
+    For every straggler set ``S`` (``|S| = s``) and every set ``T`` of adversaries among the responders with
+    ``|T| <= a``: exact integer partial gradients (seeded), the messages ``B g`` with every row of ``T`` shifted by a
+    non-zero integer vector, then the decode must return ``sum_j g_j`` exactly and name ``T``. A float code is checked
+    through its rational twin (same placement, nodes, ``m``). Exhaustive when the number of pairs is at most
+    ``limit``; otherwise the first ``limit`` pairs in lexicographic order. ``rng`` (SPEC 7: None, an int, a
+    SeedSequence or a Generator; default 0) draws the gradients and the errors.
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> placement = [[0, 1, 2], [0, 1, 3], [0, 2, 3], [1, 2, 3], [0, 1, 2, 3]]
+    >>> rep = gc.verify_adversarial(gc.adversarial_gc(placement, s=1, a=1))
+    >>> rep.ok, rep.exhaustive, rep.checked
+    (True, True, 25)
+    """
+    if not isinstance(code, AdversarialCode):
+        raise GradcodesTypeError(f"code must be an adversarial_gc code, got {type(code).__name__}")
+    limit = check_int("limit", limit, 1)
+    gen = check_rng(rng)
+    exact = code if code.exact else adversarial_gc(code.placement.astype(np.int64), code.stragglers,
+                                                   code.adversaries, m=code.m, nodes=code.nodes, field="rational")
+    n, s, a = code.n, code.stragglers, code.adversaries
+    total = math.comb(n, s) * sum(math.comb(n - s, t) for t in range(a + 1))
+    check_size("the (straggler set, adversary set) pairs checked times n", min(total, limit) * n, "work")
+    g = np.array([[Fraction(int(v))] for v in gen.integers(-9, 10, size=exact.k * exact.m)], dtype=object)
+    want = [sum((g[j * exact.m + u, 0] for j in range(exact.k)), Fraction(0)) for u in range(exact.m)]
+    Y0 = exact.B @ g
+    checked = 0
+    failures: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
+    for S in itertools.combinations(range(n), s):
+        R = [i for i in range(n) if i not in S]
+        for t in range(a + 1):
+            for T in itertools.combinations(R, t):
+                if checked >= limit:
+                    return AdversarialVerifyReport(not failures, False, checked, failures)
+                Y = Y0[R].copy()
+                for i in T:
+                    Y[R.index(i), 0] += int(gen.integers(1, 10)) * (1 if gen.integers(2) else -1)
+                res = decode_adversarial(exact, R, Y)
+                checked += 1
+                if not (res.corrected and res.gradient is not None and list(res.gradient) == want
+                        and res.adversarial == T):
+                    if len(failures) < 10:
+                        failures.append((S, T))
+    return AdversarialVerifyReport(not failures, True, checked, failures)
+
+
+# ----------------------------------------------------------------------------------------------- registration
+def _rebuild(placement: Any, stragglers: int, adversaries: int, m: int, nodes: Any = None, field: str = "real",
+             **_: Any) -> AdversarialCode:
+    return adversarial_gc(np.asarray(placement, dtype=np.int64), stragglers, adversaries, m=m,
+                          nodes=None if nodes is None else [Fraction(v) for v in nodes], field=field)
+
+
+def _cyclic_placement(n: int, load: int) -> np.ndarray:
+    """Worker i stores partitions i, i+1, ..., i+load-1 (mod n): replication ``load``."""
+    S = np.zeros((n, n), dtype=np.int64)
+    for i in range(n):
+        S[i, (i + np.arange(load)) % n] = 1
+    return S
+
+
+REBUILDERS.update(adversarial_gc=_rebuild)
+register(Scheme("adversarial_gc",
+                lambda n=8, s=1, a=1, m=1: adversarial_gc(_cyclic_placement(n, s + 2 * a + m), s, a, m=m),
+                "Jahani-Nezhad & Maddah-Ali universal polynomial code (placement, s stragglers, a adversaries)",
+                tour=({"n": 8, "s": 1, "a": 1, "m": 1}, {"n": 12, "s": 2, "a": 1, "m": 2})))

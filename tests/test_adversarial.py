@@ -1,0 +1,183 @@
+"""Arbitrary placement with stragglers and adversaries (Jahani-Nezhad & Maddah-Ali 2021): the optimal cost, the
+universal polynomial construction (hand-derived test vector, exact recovery), adversarial decoding, the verifier."""
+
+from __future__ import annotations
+
+import itertools
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import gradcodes as gc
+from gradcodes._families.adversarial import _cyclic_placement
+
+# five workers, four partitions, each partition on four workers (worker 3, 2, 1, 0 misses partition 0, 1, 2, 3)
+PLACEMENT = [[0, 1, 2], [0, 1, 3], [0, 2, 3], [1, 2, 3], [0, 1, 2, 3]]
+
+
+def test_comm_cost_is_one_over_r_minus_s_minus_2a():
+    assert gc.adversarial_comm_cost(PLACEMENT, 1, 1) == 1                    # r = 4
+    assert gc.adversarial_comm_cost(PLACEMENT, 0, 1) == Fraction(1, 2)
+    assert gc.adversarial_comm_cost(PLACEMENT, 2, 0) == Fraction(1, 2)
+    assert gc.adversarial_comm_cost(np.ones((7, 3), dtype=int), 1, 2) == Fraction(1, 2)
+    with pytest.raises(gc.GradcodesValueError, match=r"r >= s \+ 2a \+ 1 = 5"):
+        gc.adversarial_comm_cost(PLACEMENT, 0, 2)
+
+
+def test_construction_test_vector():
+    """K = n - s - 2a = 2 and r_j = 4: P_j(x) = x - α_(non-storer), h_j = 1, so B[i, j] = α_i - α_(non-storer of j);
+    with nodes 0..4 the columns are (i - 3), (i - 2), (i - 1), i, zero where the worker does not store j."""
+    code = gc.adversarial_gc(PLACEMENT, 1, 1, nodes=range(5), field="rational")
+    assert (code.m, code.K, code.s, code.stragglers, code.adversaries) == (1, 2, 3, 1, 1)
+    assert code.B.tolist() == [[-3, -2, -1, 0], [-2, -1, 0, 1], [-1, 0, 1, 2], [0, 1, 2, 3], [1, 2, 3, 4]]
+    # decoding from two workers is the slope of the line through their messages
+    A = code.decoding_matrix([1, 3])
+    assert A.tolist() == [[0, Fraction(-1, 2), 0, Fraction(1, 2), 0]]
+    assert gc.verify(code).proven
+
+
+def test_general_m_exact_recovery_every_set():
+    """m = 2 on a heterogeneous placement: every responder set of size K recovers both blocks exactly."""
+    placement = [[0, 1, 2], [0, 1, 3], [0, 2, 3], [1, 2, 3], [0, 1, 2, 3], [0, 1, 2, 3]]
+    code = gc.adversarial_gc(placement, 1, 1, nodes=range(6), field="rational")
+    assert code.m == 2 and 1 / code.m == gc.adversarial_comm_cost(placement, 1, 1)
+    for F in itertools.combinations(range(6), code.K):
+        assert (code.decoding_matrix(list(F)) @ code.B == code.target).all()
+    for i, j in zip(*np.nonzero(~np.asarray(code.placement)), strict=True):
+        assert code.B[i, 2 * j] == 0 and code.B[i, 2 * j + 1] == 0          # workers use only what they store
+
+
+def test_decode_corrects_and_names_the_adversary():
+    code = gc.adversarial_gc(PLACEMENT, 1, 1, nodes=range(5), field="rational")
+    g = np.array([[Fraction(v)] for v in (1, 2, 3, 4)], dtype=object)
+    Y = code.B @ g
+    Y[2, 0] += 7
+    res = gc.decode_adversarial(code, [0, 1, 2, 3], Y[:4])
+    assert res.gradient.tolist() == [10] and res.adversarial == (2,) and res.corrected and res.detected
+    clean = gc.decode_adversarial(code, [3, 1, 0, 4], (code.B @ g)[[3, 1, 0, 4]])   # any order of responders
+    assert clean.gradient.tolist() == [10] and clean.adversarial == () and not clean.detected
+
+
+def test_too_many_wrong_messages_detected_not_corrected():
+    code = gc.adversarial_gc(_cyclic_placement(8, 4), 1, 1, m=1)
+    rng = np.random.default_rng(1)
+    G = rng.standard_normal((8, 20))
+    Y = (code.B @ G)[1:]
+    Y[0] += 5.0
+    Y[3, :4] -= 1.0
+    res = gc.decode_adversarial(code, range(1, 8), Y)
+    assert not res.corrected and res.detected and res.gradient is None
+
+
+def test_float_decode_with_adversaries():
+    code = gc.adversarial_gc(_cyclic_placement(12, 6), 2, 1, m=2)
+    rng = np.random.default_rng(2)
+    G = rng.standard_normal((24, 40))
+    Y = code.B @ G
+    R = [0, 1, 2, 3, 4, 6, 7, 9, 10, 11]
+    Yr = Y[R].copy()
+    Yr[4] *= -3.0
+    res = gc.decode_adversarial(code, R, Yr)
+    assert res.corrected and res.adversarial == (4,)
+    np.testing.assert_allclose(res.gradient, G.reshape(12, 2, 40).sum(axis=0).ravel(), atol=1e-10)
+    f32 = gc.decode_adversarial(code, R, Yr.astype(np.float32), rtol=1e-4)
+    assert f32.gradient.dtype == np.float32 and f32.adversarial == (4,)
+
+
+def test_verifier_exhaustive_and_can_fail(monkeypatch):
+    code = gc.adversarial_gc(PLACEMENT, 1, 1, nodes=range(5), field="rational")
+    rep = gc.verify_adversarial(code)
+    assert rep.ok and rep.exhaustive and rep.checked == 5 * (1 + 4) and not rep.failures
+    big = gc.adversarial_gc(_cyclic_placement(9, 7), 2, 2, m=1)
+    rep = gc.verify_adversarial(big, limit=50)
+    assert rep.ok and not rep.exhaustive and rep.checked == 50
+    # mutation: a decoder that never looks for adversaries (a = 0) must be caught by the verifier
+    import gradcodes._families.adversarial as adv
+
+    orig = adv.decode_adversarial
+    blind = gc.adversarial_gc(PLACEMENT, 1, 0, m=1, nodes=range(5), field="rational")
+
+    def no_search(code, R, Y, **kw):
+        return orig(blind, R, Y, **kw)
+
+    monkeypatch.setattr(adv, "decode_adversarial", no_search)
+    rep = gc.verify_adversarial(code)
+    assert not rep.ok and rep.failures
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(5, 8), st.integers(2, 5), st.integers(0, 2), st.integers(0, 1), st.integers(1, 2),
+       st.integers(0, 10**6))
+def test_hypothesis_random_placements(n, k, s, a, m, seed):
+    """Random placements with r >= s + 2a + m: exact recovery from random K-sets, and exact correction of up to
+    a wrong messages, in rational arithmetic."""
+    need = s + 2 * a + m
+    if need > n:
+        return
+    rng = np.random.default_rng(seed)
+    S = np.zeros((n, k), dtype=np.int64)
+    for j in range(k):
+        S[rng.permutation(n)[:int(rng.integers(need, n + 1))], j] = 1
+    code = gc.adversarial_gc(S, s, a, m=m, nodes=rng.permutation(20)[:n].tolist(), field="rational")
+    F = sorted(rng.permutation(n)[:code.K].tolist())
+    assert (code.decoding_matrix(F) @ code.B == code.target).all()
+    g = np.array([[Fraction(int(v))] for v in rng.integers(-5, 6, size=k * m)], dtype=object)
+    R = sorted(rng.permutation(n)[:n - s].tolist())
+    Y = (code.B @ g)[R]
+    T = sorted(rng.permutation(len(R))[:a].tolist())
+    for t in T:
+        Y[t, 0] += int(rng.integers(1, 5))
+    res = gc.decode_adversarial(code, R, Y)
+    want = [sum(g[j * m + u, 0] for j in range(k)) for u in range(m)]
+    assert res.corrected and res.gradient.tolist() == want and res.adversarial == tuple(R[t] for t in T)
+
+
+@pytest.mark.parametrize("kwargs,err,match", [
+    (dict(placement=[[0], [0], [1]], s=1, a=0), ValueError, "r >= s"),               # partition 1 on 1 worker
+    (dict(placement=np.array([[0, 2], [1, 1]]), s=0, a=0), ValueError, "0 and 1"),
+    (dict(placement=[[0], [2], [0, 2]], s=0, a=0), ValueError, "partition 1 is stored by no worker"),
+    (dict(placement=[[0, -1], [0]], s=0, a=0), ValueError, "indices >= 0"),
+    (dict(placement="abc", s=0, a=0), TypeError, "placement must be"),
+    (dict(placement=PLACEMENT, s=5, a=0), ValueError, r"s must be an integer in \[0, 4\]"),
+    (dict(placement=PLACEMENT, s=1, a=1, m=2), ValueError, r"m must be an integer in \[1, r - s - 2a\] = \[1, 1\]"),
+    (dict(placement=PLACEMENT, s=1, a=1, nodes=[0, 1, 1, 2, 3]), ValueError, "distinct"),
+    (dict(placement=PLACEMENT, s=1, a=1, nodes=[0, 1]), ValueError, "n = 5 entries"),
+    (dict(placement=PLACEMENT, s=1, a=1, field="GF"), ValueError, "field"),
+])
+def test_bad_input(kwargs, err, match):
+    with pytest.raises(err, match=match):
+        gc.adversarial_gc(**kwargs)
+
+
+def test_bad_messages():
+    code = gc.adversarial_gc(PLACEMENT, 1, 1)
+    with pytest.raises(ValueError, match="rows"):
+        gc.decode_adversarial(code, [0, 1, 2, 3], np.zeros((3, 2)))
+    with pytest.raises(ValueError, match="finite"):
+        gc.decode_adversarial(code, [0, 1, 2, 3], np.full((4, 2), np.nan))
+    with pytest.raises(ValueError, match="responders"):
+        gc.decode_adversarial(code, [0], np.zeros((1, 2)))
+    with pytest.raises(TypeError, match="adversarial_gc"):
+        gc.decode_adversarial(gc.margulis_code(2), [0, 1], np.zeros((2, 1)))
+
+
+@pytest.mark.parametrize("build", [
+    lambda: gc.adversarial_gc(PLACEMENT, 1, 1),
+    lambda: gc.adversarial_gc(PLACEMENT, 1, 1, nodes=range(5), field="rational"),
+    lambda: gc.adversarial_gc(_cyclic_placement(12, 6), 2, 1),
+])
+def test_save_load_keeps_decoder(tmp_path, build):
+    code = build()
+    gc.save_code(code, tmp_path / "a.npz")
+    back = gc.load_code(tmp_path / "a.npz")
+    assert back == code and "interpolation" in back.decoders
+
+
+def test_registered_and_proven():
+    sch = gc.schemes()["adversarial_gc"]
+    assert sch.kind == "exact"
+    for row in sch.tour:
+        assert gc.verify(sch.build(**row)).proven

@@ -1,0 +1,42 @@
+"""Adversarial workers end to end on MPI: the master corrects wrong messages of an adversarial_gc code
+(Jahani-Nezhad & Maddah-Ali 2021) and names their senders."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from test_mpi import MPIEXEC, _env, needs_mpi
+
+JOB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mpi_adversarial_job.py")
+
+
+def _run(ranks: int, cfg: dict) -> tuple[subprocess.CompletedProcess, dict | None]:
+    proc = subprocess.run([MPIEXEC, "-n", str(ranks), sys.executable, "-m", "mpi4py", JOB, json.dumps(cfg)],
+                          capture_output=True, text=True, timeout=120, env=_env())
+    res = None
+    for line in proc.stdout.splitlines():
+        if line.startswith("RESULT "):
+            res = json.loads(line[7:])
+    return proc, res
+
+
+@needs_mpi
+@pytest.mark.parametrize("liars", [[], [2]])
+def test_master_corrects_an_adversarial_worker(liars):
+    cfg = {"n": 6, "load": 4, "s": 1, "a": 1, "p": 16, "iters": 4, "liars": liars, "shift": 5.0}
+    proc, res = _run(7, cfg)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert res is not None and res["responders"] == 5
+    if liars:
+        assert any(f == liars for f in res["found"])     # named whenever its message was among the first n - s
+
+
+@needs_mpi
+def test_two_liars_beyond_a_fail_loudly():
+    cfg = {"n": 6, "load": 4, "s": 0, "a": 1, "m": 1, "p": 8, "iters": 2, "liars": [1, 3], "shift": 5.0}
+    proc, _ = _run(7, cfg)
+    assert proc.returncode != 0 and "inconsistent beyond 1 wrong ones" in proc.stdout + proc.stderr
