@@ -59,6 +59,13 @@ from ._families import (
 )
 from ._families.coded_reduce import CodedReduceCode, TreeVerifyReport, coded_reduce, coded_reduce_load, verify_tree
 from ._families.expander import ApproximationReport
+from ._families.heterogeneous_exact import (
+    HeterogeneousExactCode,
+    LagrangeDecoder,
+    heterogeneous_exact,
+    heterogeneous_loads,
+    min_time_heterogeneous,
+)
 from ._io import CodeFileError, load, load_code, save, save_code
 from ._registry import Scheme, register, schemes
 from ._simulate import (
@@ -91,6 +98,8 @@ __all__ = [
     # exact constructions
     "uncoded", "fractional_repetition", "cyclic_repetition", "cyclic_mds", "stable_binary", "grouped_mds",
     "grouped_random", "recommend", "ye_abbe", "coded_reduce", "CodedReduceCode", "CyclicMDSCode", "YeAbbeCode",
+    "heterogeneous_exact", "HeterogeneousExactCode", "LagrangeDecoder", "heterogeneous_loads",
+    "min_time_heterogeneous",
     # approximate constructions
     "expander_code", "ExpanderCode", "heterogeneous", "HeterogeneousCode", "optimal_row_sums", "song_choi_allocation",
     "NegativeCoefficientWarning",

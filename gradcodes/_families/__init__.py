@@ -17,6 +17,8 @@ from .expander import (ExpanderCode, approximation_error, expander_code, random_
                        worst_case_error)
 from .heterogeneous import (HeterogeneousCode, NegativeCoefficientWarning, heterogeneous, optimal_row_sums,
                             song_choi_allocation)
+from .heterogeneous_exact import (HeterogeneousExactCode, LagrangeDecoder, heterogeneous_exact,  # Wang et al.
+                                  heterogeneous_loads, min_time_heterogeneous)
 from .baselines import bernoulli_gc, erasurehead, ignore_stragglers, optimal_decoding, stochastic_gc
 
 __all__ = [
@@ -25,5 +27,6 @@ __all__ = [
     "ye_abbe", "YeAbbeCode",
     "approximation_error", "worst_case_error", "expander_code", "ExpanderCode", "HeterogeneousCode",
     "NegativeCoefficientWarning", "heterogeneous", "optimal_row_sums", "song_choi_allocation",
+    "HeterogeneousExactCode", "LagrangeDecoder", "heterogeneous_exact", "heterogeneous_loads", "min_time_heterogeneous",
     "bernoulli_gc", "erasurehead", "ignore_stragglers", "optimal_decoding", "random_regular_graph", "stochastic_gc",
 ]
