@@ -95,7 +95,7 @@ of :class:`fractions.Fraction` or a :class:`galois.FieldArray`); the master deco
     ("families", "Families", """\
 Constructors of exact and approximate gradient codes, after the papers in :doc:`../references`, and their code
 types. Narrative: :doc:`../cyclic_mds`, :doc:`../stable_codes`, :doc:`../ye_abbe`, :doc:`../coded_reduce`,
-:doc:`../expander`, :doc:`../heterogeneous`, :doc:`../heterogeneous_exact`.""", [
+:doc:`../expander`, :doc:`../bibd`, :doc:`../heterogeneous`, :doc:`../heterogeneous_exact`.""", [
         ("Exact codes", "gradcodes", ["uncoded", "fractional_repetition", "cyclic_repetition", "cyclic_mds",
                                       "stable_binary", "grouped_mds", "grouped_random", "ye_abbe", "coded_reduce",
                                       "recommend"]),
@@ -106,6 +106,7 @@ types. Narrative: :doc:`../cyclic_mds`, :doc:`../stable_codes`, :doc:`../ye_abbe
         ("Approximate codes", "gradcodes", ["expander_code", "ExpanderCode", "random_regular_graph",
                                             "heterogeneous", "HeterogeneousCode", "optimal_row_sums",
                                             "song_choi_allocation", "NegativeCoefficientWarning"]),
+        ("Block designs", "gradcodes", ["bibd_code", "BIBDCode", "BIBDDecoder", "block_design"]),
         ("Approximate baselines", "gradcodes", ["ignore_stragglers", "stochastic_gc", "bernoulli_gc", "erasurehead",
                                                 "optimal_decoding"]),
     ]),
