@@ -230,3 +230,27 @@ def test_bad_input_of_the_bound():
 def test_huge_sizes_are_refused_before_work():
     with pytest.raises(gc.SizeLimitError):
         gc.heterogeneous_exact([1, 2, 3], 1, 10**12)
+
+
+@pytest.mark.parametrize(("speeds", "s", "k"), [([1, 2, 3, 1, 2, 3, 5], 3, 9), (spread(12), 5, None),
+                                                ([Fr(1, 2), 1, 3], 2, 4)])
+def test_verify_over_gf_p(speeds, s, k):
+    code = gc.heterogeneous_exact(speeds, s, k)
+    report = gc.verify(code, field="GF")
+    assert report.verdict == "exact" and report.exhaustive
+    p = int(report.field[3:-1])
+    assert p > 2 * code.n
+    gf = code.in_field("GF")
+    assert gf.loads.tolist() == code.loads.tolist()
+
+
+def test_gf_field_bad_input():
+    import galois
+
+    code = gc.heterogeneous_exact([1, 2, 3], 1)
+    with pytest.raises(gc.GradcodesValueError, match="p > 2n"):
+        code.in_field(galois.GF(5))
+    with pytest.raises(gc.GradcodesValueError, match="field"):
+        code.in_field("GF(7)")
+    with pytest.raises(gc.GradcodesTypeError, match="field"):
+        code.in_field(7)

@@ -51,6 +51,7 @@ import numpy as np
 from .._code import GradientCode, LinearCode
 from .._decoders import Decoder
 from .._errors import GradcodesTypeError, GradcodesValueError
+from .._fields import PrimeField
 from .._io import REBUILDERS
 from .._registry import Scheme, register
 from .._validate import check_choice, check_entries, check_int, check_size
@@ -239,9 +240,10 @@ class LagrangeDecoder(Decoder):
     description = "closed form: a_i = prod over stragglers l of (1 - x_i/x_l), no solve"
     deterministic = True
 
-    def __init__(self, nodes: np.ndarray, exact: bool = False) -> None:
+    def __init__(self, nodes: np.ndarray, exact: bool = False, gf: Any = None) -> None:
         self.nodes = np.asarray(nodes, dtype=np.int64)
-        self.exact = exact
+        self.exact = exact or gf is not None
+        self.gf = gf                              # a galois GF(p) class: the same products mod p
 
     def matrices(self, code: LinearCode, mask: np.ndarray) -> Any:
         mask = np.asarray(mask, dtype=bool)
@@ -255,7 +257,7 @@ class LagrangeDecoder(Decoder):
                     xl = int(x[lo])
                     ar = [ai * Fraction(xl - int(xi), xl) for ai, xi in zip(ar, x.tolist(), strict=True)]
                 out[r, 0, :] = ar
-            return out
+            return out if self.gf is None else PrimeField(self.gf).const(out)
         a = np.ones((b, n))
         strag = ~mask
         for lo in np.flatnonzero(strag.any(axis=0)).tolist():
@@ -402,10 +404,45 @@ def heterogeneous_exact(speeds: Any, s: int, k: int | None = None, *, field: str
             vals.append(w)
     B = _assemble(rows, cols, vals, n, k, exact)
     nodes = np.array(x, dtype=np.int64)
+    params = {"speeds": [str(v) for v in c], "s": s, "k": k, "field": field}
     return HeterogeneousExactCode(
         B, s, speeds=c, nodes=nodes, time=time, field=field, name=f"heterogeneous_exact(n={n}, s={s}, k={k})",
-        family="heterogeneous_exact", params={"speeds": [str(v) for v in c], "s": s, "k": k, "field": field},
-        decoders=[LagrangeDecoder(nodes, exact)], default_decoder="lagrange")
+        family="heterogeneous_exact", params=params, decoders=[LagrangeDecoder(nodes, exact)],
+        default_decoder="lagrange", field_builder=lambda fld: _in_gf(c, s, k, fld))
+
+
+def _in_gf(speeds: list[Fraction], s: int, k: int, field: Any) -> HeterogeneousExactCode:
+    """``code.in_field(field)``: the same construction over GF(p), ``p > 2n`` prime (``"GF"``: the smallest).
+
+    The nodes ``n .. 2n-1`` are then non-zero and distinct mod ``p``, so every Lagrange weight and decoding
+    coefficient exists mod ``p`` and the identity ``a B = 1`` holds there too: ``gc.verify(code, field="GF")``
+    checks the algebra with no rounding at all.
+    """
+    import galois
+
+    n = len(speeds)
+    if isinstance(field, str):
+        if field != "GF":
+            raise GradcodesValueError(f"field must be 'GF' (the smallest prime p > 2n) or a galois.GF(p) class, "
+                                      f"got {field!r}")
+        p = 2 * n + 1
+        while not galois.is_prime(p):
+            p += 1
+        GF = galois.GF(p)
+    elif isinstance(field, type) and hasattr(field, "characteristic") and hasattr(field, "degree"):
+        if field.degree != 1 or field.characteristic <= 2 * n:
+            raise GradcodesValueError(f"field must be a prime field GF(p) with p > 2n = {2 * n} (distinct non-zero "
+                                      f"nodes n..2n-1), got GF({field.characteristic}^{field.degree})")
+        GF = field
+    else:
+        raise GradcodesTypeError(f"field must be 'GF' or a galois.GF(p) class, got {field!r}")
+    exact = heterogeneous_exact(speeds, s, k, field="rational")
+    B = PrimeField(GF).const(exact.B)
+    return HeterogeneousExactCode(
+        B, s, speeds=exact.speeds, nodes=exact.nodes, time=exact.time,
+        name=f"heterogeneous_exact[GF({GF.characteristic})](n={n}, s={s}, k={k})", family="heterogeneous_exact_gf",
+        params={**exact.params, "field": f"GF({GF.characteristic})"},
+        decoders=[LagrangeDecoder(exact.nodes, gf=GF)], default_decoder="lagrange")
 
 
 def _spread_speeds(n: int, spread: int) -> list[int]:
