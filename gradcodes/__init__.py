@@ -57,7 +57,7 @@ from ._families import (
     worst_case_error,
     ye_abbe,
 )
-from ._families.bibd import BIBDCode, BIBDDecoder, bibd_code, block_design
+from ._families.bibd import BIBDCode, BIBDDecoder, bibd_code, block_design, stochastic_bibd
 from ._families.coded_reduce import CodedReduceCode, TreeVerifyReport, coded_reduce, coded_reduce_load, verify_tree
 from ._families.expander import ApproximationReport
 from ._families.heterogeneous_exact import (
@@ -106,7 +106,7 @@ __all__ = [
     "NegativeCoefficientWarning",
     "ignore_stragglers", "stochastic_gc", "bernoulli_gc", "erasurehead", "optimal_decoding",
     "random_regular_graph",
-    "bibd_code", "BIBDCode", "BIBDDecoder", "block_design",
+    "bibd_code", "BIBDCode", "BIBDDecoder", "block_design", "stochastic_bibd",
     # verification, evaluation and bounds
     "verify", "VerifyReport", "verify_tree", "TreeVerifyReport", "min_load", "coded_reduce_load",
     "by_blocks", "blocks_of", "BlockDecoder", "BlockVerifyReport",

@@ -170,3 +170,40 @@ def test_registry_rows_within_their_bound():
         rep = sch.evaluate(sch.build(**row))
         assert rep.worst_error <= rep.bound * (1 + 1e-9)
         assert math.isclose(rep.worst_error, rep.bound, rel_tol=1e-9)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# stochastic gradient coding on a design (Bitar, Wootters & El Rouayheb 2020)
+# ------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("q", [2, 3])
+def test_stochastic_bibd_error_formula_exact(q):
+    p = Fr(1, 5)
+    code = gc.stochastic_bibd("projective_plane", q, p=p)
+    v, K, lam = q * q + q + 1, q + 1, 1
+    rng = np.random.default_rng(q)
+    G = np.array([[Fr(int(x)) for x in row] for row in rng.integers(-3, 4, size=(v, 3))], dtype=object)
+    sq = sum(sum(x * x for x in row) for row in G)
+    tot = G.sum(axis=0)
+    expected = p / ((1 - p) * K * K) * ((K - lam) * sq + lam * sum(x * x for x in tot))
+    assert gc.closed_form_error(code, G) == expected
+    assert code.straggle_probabilities.tolist() == [p] * v
+    # unbiased: E[u] B = 1 (every worker responds with probability 1 - p, weight 1)
+    assert ((1 - p) * code.B.sum(axis=0)).tolist() == [Fr(1)] * v
+
+
+def test_stochastic_bibd_equals_sgc_in_expectation_on_orthonormal_gradients():
+    code = gc.stochastic_bibd("projective_plane", 3, p=Fr(1, 10))
+    sgc = gc.stochastic_gc(13, 4, p=Fr(1, 10))
+    assert gc.closed_form_error(code) == gc.closed_form_error(sgc)        # only the pair overlaps differ
+
+
+def test_stochastic_bibd_save_load_and_bad_input(tmp_path):
+    code = gc.stochastic_bibd("affine_plane", 3, p=0.2)
+    gc.save_code(code, tmp_path / "s.npz")
+    assert gc.load_code(tmp_path / "s.npz") == code
+    with pytest.raises(gc.GradcodesValueError, match="p"):
+        gc.stochastic_bibd("projective_plane", 3, p=1.5)
+    with pytest.raises(gc.GradcodesValueError, match="q"):
+        gc.stochastic_bibd("projective_plane", p=0.1)

@@ -19,7 +19,7 @@ from .heterogeneous import (HeterogeneousCode, NegativeCoefficientWarning, heter
                             song_choi_allocation)
 from .heterogeneous_exact import (HeterogeneousExactCode, LagrangeDecoder, heterogeneous_exact,  # Wang et al.
                                   heterogeneous_loads, min_time_heterogeneous)
-from .bibd import BIBDCode, BIBDDecoder, bibd_code, block_design                              # Kadhe et al.
+from .bibd import BIBDCode, BIBDDecoder, bibd_code, block_design, stochastic_bibd             # Kadhe et al.
 from .baselines import bernoulli_gc, erasurehead, ignore_stragglers, optimal_decoding, stochastic_gc
 
 __all__ = [
@@ -29,6 +29,6 @@ __all__ = [
     "approximation_error", "worst_case_error", "expander_code", "ExpanderCode", "HeterogeneousCode",
     "NegativeCoefficientWarning", "heterogeneous", "optimal_row_sums", "song_choi_allocation",
     "HeterogeneousExactCode", "LagrangeDecoder", "heterogeneous_exact", "heterogeneous_loads", "min_time_heterogeneous",
-    "BIBDCode", "BIBDDecoder", "bibd_code", "block_design",
+    "BIBDCode", "BIBDDecoder", "bibd_code", "block_design", "stochastic_bibd",
     "bernoulli_gc", "erasurehead", "ignore_stragglers", "optimal_decoding", "random_regular_graph", "stochastic_gc",
 ]

@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from .._approx_eval import FixedWeightDecoder, evaluate_approximate, probability_list, straggle_probabilities
 from .._code import ApproximateCode, LinearCode
 from .._decoders import Decoder
 from .._errors import GradcodesTypeError, GradcodesValueError
@@ -43,7 +44,7 @@ from .._registry import Scheme, register
 from .._validate import check_choice, check_entries, check_int, check_size
 from .expander import worst_case_error
 
-__all__ = ["BIBDCode", "BIBDDecoder", "bibd_code", "block_design"]
+__all__ = ["BIBDCode", "BIBDDecoder", "bibd_code", "block_design", "stochastic_bibd"]
 
 DESIGNS = ("projective_plane", "affine_plane")
 
@@ -299,21 +300,9 @@ def bibd_code(design: Any = "projective_plane", q: int | None = None, *, s: int 
     check_choice("field", field, ("real", "rational"))
     exact = field == "rational"
     params: dict[str, Any] = {"field": field}
-    if isinstance(design, str):
-        design = check_choice("design", design, DESIGNS)
-        if q is None:
-            raise GradcodesValueError(f"q (the order of the plane, a prime) is required for design={design!r}")
-        q = _check_q(q)
-        check_entries(q * q + q + 1, q * q + q + 1, exact=exact)
-        blocks = block_design(design, q)
-        params.update(design=design, q=q)
-        name = f"bibd[{'PG' if design == 'projective_plane' else 'AG'}(2,{q})]"
-    else:
-        if q is not None:
-            raise GradcodesValueError("q applies to the named designs only; a user design is given by its blocks")
-        blocks = _blocks(design)
-        params["design"] = blocks
-        name = "bibd"
+    blocks, named, label = _design_blocks(design, q)
+    params.update(named)
+    name = "bibd" if label == "design" else f"bibd[{label}]"
     v, b, r, K, lam = _parameters(blocks)
     check_entries(v, b, exact=exact)
     if s is not None:
@@ -324,6 +313,83 @@ def bibd_code(design: Any = "projective_plane", q: int | None = None, *, s: int 
                     decoders=[BIBDDecoder(r, K, lam)], default_decoder="optimal")
 
 
+def _design_blocks(design: Any, q: int | None) -> tuple[list[list[int]], dict[str, Any], str]:
+    """Blocks, the params that name them, and a label, for a named design or user blocks."""
+    if isinstance(design, str):
+        design = check_choice("design", design, DESIGNS)
+        if q is None:
+            raise GradcodesValueError(f"q (the order of the plane, a prime) is required for design={design!r}")
+        q = _check_q(q)
+        label = f"{'PG' if design == 'projective_plane' else 'AG'}(2,{q})"
+        return block_design(design, q), {"design": design, "q": q}, label
+    if q is not None:
+        raise GradcodesValueError("q applies to the named designs only; a user design is given by its blocks")
+    blocks = _blocks(design)
+    return blocks, {"design": blocks}, "design"
+
+
+def stochastic_bibd(design: Any = "projective_plane", q: int | None = None, *, p: Any) -> ApproximateCode:
+    r"""Stochastic gradient coding on a block design (Bitar, Wootters & El Rouayheb 2020).
+
+    Stochastic gradient coding (:func:`gradcodes.stochastic_gc`) with the assignment of a BIBD: workers are the
+    points, partitions the blocks (as in :func:`bibd_code`), so partition ``j`` is on the ``d = K`` workers of
+    block ``j``; worker ``i`` sends ``sum_{j ∋ i} g_j / ((1 - p_i) K)`` and the master sums the responders
+    (decoder ``"sum"``), an unbiased estimate of ``g`` when worker ``i`` straggles independently with probability
+    ``p_i``. Bitar et al. assign the data by pair-wise balanced designs: in a symmetric design (e.g. a projective
+    plane) every two partitions are stored together by exactly ``λ`` workers, and for equal ``p`` the expected
+    error is then
+
+    .. math:: E\|\hat g - g\|^2 = \frac{p}{(1-p) K^2}\Big((K - λ) \sum_j \|g_j\|^2 + λ \|g\|^2\Big),
+
+    which depends on the gradients only through ``sum_j ||g_j||^2`` and ``||g||^2``, not on how they correlate.
+
+    Parameters
+    ----------
+    design : {"projective_plane", "affine_plane"} or sequence of blocks
+        As in :func:`bibd_code`.
+    q : int, optional
+        The order of a named plane (a prime).
+    p : float or array_like
+        Straggle probability of each worker (or one for all), in (0, 1); ``Fraction`` entries give an exact code.
+
+    Returns
+    -------
+    ApproximateCode
+        With ``straggle_probabilities = p`` and the decoder ``"sum"`` (weight 1 on every responder).
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> from fractions import Fraction as F
+    >>> code = gc.stochastic_bibd("projective_plane", 2, p=F(1, 4))
+    >>> code.B[0].tolist()                            # point 0 is on blocks 1, 3, 5: 1/((1 - 1/4) 3) = 4/9
+    [Fraction(0, 1), Fraction(4, 9), Fraction(0, 1), Fraction(4, 9), Fraction(0, 1), Fraction(4, 9), Fraction(0, 1)]
+    >>> gc.closed_form_error(code)                    # orthonormal g_j: p/((1-p) K^2) (K - λ + λ) b = 7/9
+    Fraction(7, 9)
+    >>> gc.closed_form_error(code, "aligned")         # g_j = g_0: p/((1-p) K^2) ((K - λ) b + λ b^2) = 7/3
+    Fraction(7, 3)
+    """
+    blocks, params, label = _design_blocks(design, q)
+    v, b, r, K, lam = _parameters(blocks)
+    pp = straggle_probabilities(p, v)
+    exact = pp.dtype == object
+    check_entries(v, b, exact=exact)
+    scale = 1 / ((1 - pp) * K)
+    rows = np.array([pt for B in blocks for pt in B], dtype=np.int64)
+    cols = np.array([j for j, B in enumerate(blocks) for _ in B], dtype=np.int64)
+    if exact:
+        Bm = np.full((v, b), Fraction(0), dtype=object)
+        Bm[rows, cols] = scale[rows]
+        w: Any = np.array([Fraction(1)] * v, dtype=object)
+    else:
+        Bm = np.zeros((v, b))
+        Bm[rows, cols] = scale[rows]
+        w = np.ones(v)
+    return ApproximateCode(Bm, field="rational" if exact else "real", name=f"SGC[{label}](n={v}, degree={K})",
+                           family="stochastic_bibd", params={**params, "p": probability_list(pp)},
+                           decoders=[FixedWeightDecoder("sum", w)], default_decoder="sum", straggle_probabilities=pp)
+
+
 def _rebuild(design: Any, field: str = "real", q: int | None = None, s: int | None = None, **_: Any) -> BIBDCode:
     return bibd_code(design, q, s=s, field=field)
 
@@ -332,7 +398,11 @@ def _build(q: int = 3, design: str = "projective_plane", s: int = 2) -> BIBDCode
     return bibd_code(design, q, s=s)
 
 
-REBUILDERS.update(bibd_code=_rebuild)
+def _rebuild_sgc(design: Any, p: Any, q: int | None = None, **_: Any) -> ApproximateCode:
+    return stochastic_bibd(design, q, p=p)
+
+
+REBUILDERS.update(bibd_code=_rebuild, stochastic_bibd=_rebuild_sgc)
 register(Scheme(
     "bibd_code", _build,
     "Kadhe et al. BIBD code: workers = points, partitions = blocks of PG(2,q) / AG(2,q); the same error for "
@@ -340,3 +410,9 @@ register(Scheme(
     tour=({"q": 2, "s": 2}, {"q": 5, "s": 6}, {"q": 7, "design": "affine_plane", "s": 10}),
     evaluate=lambda code: worst_case_error(code, samples=200, search_steps=3, neighbours=32, rng=0),
     kind="adversarial"))
+register(Scheme(
+    "sgc_bibd", lambda q=3, design="projective_plane", p=0.1: stochastic_bibd(design, q, p=p),
+    "Bitar et al. stochastic gradient coding on a block design (workers = points of PG(2,q) / AG(2,q)); unbiased, "
+    "load q+1",
+    tour=({"q": 3, "p": 0.1}, {"q": 7, "design": "affine_plane", "p": 0.2}),
+    evaluate=evaluate_approximate, kind="approximate"))
