@@ -155,14 +155,23 @@ def test_equal_speeds_give_cyclic_repetition_supports():
 
 def test_decoder_is_the_product_formula_and_deterministic():
     code = gc.heterogeneous_exact(spread(12), 4)
-    mask = np.ones((1, 12), dtype=bool)
-    mask[0, [1, 5, 6, 11]] = False
-    a = LagrangeDecoder(code.nodes).matrices(code, mask)[0, 0]
     x = [12 + i for i in range(12)]
-    expected = [0.0 if i in (1, 5, 6, 11) else
-                float(np.prod([Fr(x[lo] - x[i], x[lo]) for lo in (1, 5, 6, 11)])) for i in range(12)]
-    np.testing.assert_allclose(a, expected, rtol=4 * np.finfo(float).eps, atol=0)
-    assert np.abs(a).max() <= 1
+    patterns = [(1, 5, 6, 11), (), (3,), (0, 11), (2, 3, 4, 7)]          # sizes differ within one batch
+    mask = np.ones((len(patterns), 12), dtype=bool)
+    for r, S in enumerate(patterns):
+        mask[r, list(S)] = False
+    A = LagrangeDecoder(code.nodes).matrices(code, mask)[:, 0]
+    for r, S in enumerate(patterns):
+        expected = []
+        for i in range(12):
+            v = 1.0
+            for lo in S:                                   # the documented order: stragglers ascending
+                v *= float(x[lo] - x[i]) / float(x[lo])
+            expected.append(0.0 if i in S else v)
+        np.testing.assert_array_equal(A[r], expected)     # bit for bit
+        exact = [0 if i in S else np.prod([Fr(x[lo] - x[i], x[lo]) for lo in S]) for i in range(12)]
+        np.testing.assert_allclose(A[r], [float(v) for v in exact], rtol=4 * np.finfo(float).eps, atol=0)
+        assert np.abs(A[r]).max() <= 1
 
 
 def test_mutation_breaks_the_proof():

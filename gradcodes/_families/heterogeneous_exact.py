@@ -258,12 +258,19 @@ class LagrangeDecoder(Decoder):
                     ar = [ai * Fraction(xl - int(xi), xl) for ai, xi in zip(ar, x.tolist(), strict=True)]
                 out[r, 0, :] = ar
             return out if self.gf is None else PrimeField(self.gf).const(out)
-        a = np.ones((b, n))
         strag = ~mask
-        for lo in np.flatnonzero(strag.any(axis=0)).tolist():
-            factor = (x[lo] - x).astype(np.float64) / float(x[lo])     # exact integers, one rounding each
-            rows = strag[:, lo]
-            a[rows] *= factor[None, :]
+        smax = int(strag.sum(axis=1).max()) if b else 0
+        a = np.ones((b, n))
+        if smax:
+            # each pattern's stragglers in increasing order (padded with -1): the products run in that fixed order
+            order = np.argsort(mask, axis=1, kind="stable")[:, :smax]
+            order = np.where(np.take_along_axis(strag, order, axis=1), order, -1)
+            xf = x.astype(np.float64)
+            for t in range(smax):
+                col = order[:, t]
+                xs = xf[col][:, None]
+                f = (xs - xf[None, :]) / xs              # (x_l - x_i) / x_l: exact integers, one rounding each
+                a *= np.where((col < 0)[:, None], 1.0, f)
         a[strag] = 0.0
         return a[:, None, :].astype(code.B.dtype, copy=False)
 
