@@ -41,6 +41,7 @@ from .._decoders import Decoder
 from .._errors import GradcodesTypeError, GradcodesValueError
 from .._io import REBUILDERS
 from .._registry import Scheme, register
+from .._typing import MatrixLike, ProbabilitiesLike
 from .._validate import check_choice, check_entries, check_int, check_size
 from .expander import worst_case_error
 
@@ -202,7 +203,7 @@ class BIBDCode(ApproximateCode):
         replication ``K``, pair count ``λ``.
     """
 
-    def __init__(self, B: Any, *, blocks: list[list[int]], design: tuple[int, int, int, int, int],
+    def __init__(self, B: MatrixLike, *, blocks: list[list[int]], design: tuple[int, int, int, int, int],
                  **kwargs: Any) -> None:
         super().__init__(B, **kwargs)
         self.blocks: list[list[int]] = blocks
@@ -328,7 +329,8 @@ def _design_blocks(design: Any, q: int | None) -> tuple[list[list[int]], dict[st
     return blocks, {"design": blocks}, "design"
 
 
-def stochastic_bibd(design: Any = "projective_plane", q: int | None = None, *, p: Any) -> ApproximateCode:
+def stochastic_bibd(design: Any = "projective_plane", q: int | None = None, *,
+                    p: ProbabilitiesLike) -> ApproximateCode:
     r"""Stochastic gradient coding on a block design (Bitar, Wootters & El Rouayheb 2020).
 
     Stochastic gradient coding (:func:`gradcodes.stochastic_gc`) with the assignment of a BIBD: workers are the

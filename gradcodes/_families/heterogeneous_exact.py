@@ -44,6 +44,7 @@ import heapq
 import math
 import numbers
 from fractions import Fraction
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -54,6 +55,7 @@ from .._errors import GradcodesTypeError, GradcodesValueError
 from .._fields import PrimeField
 from .._io import REBUILDERS
 from .._registry import Scheme, register
+from .._typing import MatrixLike
 from .._validate import check_choice, check_entries, check_int, check_size
 
 __all__ = ["HeterogeneousExactCode", "heterogeneous_exact", "min_time_heterogeneous", "heterogeneous_loads",
@@ -317,7 +319,7 @@ class HeterogeneousExactCode(GradientCode):
         The computation time ``max_i L_i / c_i``, equal to :func:`min_time_heterogeneous`.
     """
 
-    def __init__(self, B: Any, s: int, *, speeds: list[Fraction], nodes: np.ndarray, time: Fraction,
+    def __init__(self, B: MatrixLike, s: int, *, speeds: list[Fraction], nodes: np.ndarray, time: Fraction,
                  **kwargs: Any) -> None:
         super().__init__(B, s, **kwargs)
         self.speeds: list[Fraction] = list(speeds)
@@ -415,7 +417,7 @@ def heterogeneous_exact(speeds: Any, s: int, k: int | None = None, *, field: str
     return HeterogeneousExactCode(
         B, s, speeds=c, nodes=nodes, time=time, field=field, name=f"heterogeneous_exact(n={n}, s={s}, k={k})",
         family="heterogeneous_exact", params=params, decoders=[LagrangeDecoder(nodes, exact)],
-        default_decoder="lagrange", field_builder=lambda fld: _in_gf(c, s, k, fld))
+        default_decoder="lagrange", field_builder=partial(_in_gf, c, s, k))
 
 
 def _in_gf(speeds: list[Fraction], s: int, k: int, field: Any) -> HeterogeneousExactCode:
