@@ -384,8 +384,11 @@ def stochastic_bibd(design: Any = "projective_plane", q: int | None = None, *,
         Bm[rows, cols] = scale[rows]
         w: Any = np.array([Fraction(1)] * v, dtype=object)
     else:
-        Bm = np.zeros((v, b))
-        Bm[rows, cols] = scale[rows]
+        from scipy import sparse
+
+        csr = sparse.csr_array((scale[rows].astype(np.float64), (rows, cols)), shape=(v, b))
+        # sparse core: pass CSR once the code type accepts it
+        Bm = csr.toarray()
         w = np.ones(v)
     return ApproximateCode(Bm, field="rational" if exact else "real", name=f"SGC[{label}](n={v}, degree={K})",
                            family="stochastic_bibd", params={**params, "p": probability_list(pp)},
