@@ -39,6 +39,7 @@ from .._approx_eval import FixedWeightDecoder, evaluate_approximate, probability
 from .._code import ApproximateCode, LinearCode
 from .._decoders import Decoder
 from .._errors import GradcodesTypeError, GradcodesValueError
+from .._fields import RationalField
 from .._io import REBUILDERS
 from .._registry import Scheme, register
 from .._typing import MatrixLike, ProbabilitiesLike
@@ -183,7 +184,7 @@ class BIBDDecoder(Decoder):
         b, n = mask.shape
         cnt = mask.sum(axis=1)
         if code.exact:
-            out = np.full((b, 1, n), Fraction(0), dtype=object)
+            out = RationalField().zeros((b, 1, n))
             for i in range(b):
                 out[i, 0, mask[i]] = self.weight(int(cnt[i]))
             return out
@@ -230,7 +231,7 @@ def _assemble(blocks: list[list[int]], v: int, K: int, exact: bool) -> Any:
     rows = [p for B in blocks for p in B]
     cols = [j for j, B in enumerate(blocks) for _ in B]
     if exact:
-        Bm = np.full((v, b), Fraction(0), dtype=object)
+        Bm = RationalField().zeros((v, b))
         Bm[rows, cols] = Fraction(1, K)
         return Bm
     from scipy import sparse
@@ -380,7 +381,7 @@ def stochastic_bibd(design: Any = "projective_plane", q: int | None = None, *,
     rows = np.array([pt for B in blocks for pt in B], dtype=np.int64)
     cols = np.array([j for j, B in enumerate(blocks) for _ in B], dtype=np.int64)
     if exact:
-        Bm = np.full((v, b), Fraction(0), dtype=object)
+        Bm = RationalField().zeros((v, b))
         Bm[rows, cols] = scale[rows]
         w: Any = np.array([Fraction(1)] * v, dtype=object)
     else:

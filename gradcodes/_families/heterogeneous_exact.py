@@ -52,7 +52,7 @@ import numpy as np
 from .._code import GradientCode, LinearCode
 from .._decoders import Decoder
 from .._errors import GradcodesTypeError, GradcodesValueError
-from .._fields import PrimeField
+from .._fields import PrimeField, RationalField
 from .._io import REBUILDERS
 from .._registry import Scheme, register
 from .._typing import MatrixLike
@@ -296,7 +296,7 @@ def _placement(L: list[int], k: int) -> list[list[int]]:
 def _assemble(rows: list[int], cols: list[int], vals: list[Fraction], n: int, k: int, exact: bool) -> Any:
     """The encoding matrix from its non-zeros (at most ``(s + 1) k`` of ``n k``)."""
     if exact:
-        B = np.full((n, k), Fraction(0), dtype=object)
+        B = RationalField().zeros((n, k))
         B[rows, cols] = vals
         return B
     from scipy import sparse
