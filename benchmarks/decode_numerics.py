@@ -70,6 +70,7 @@ FAMILIES: list[Family] = [
     Family("cyclic_mds[textbook]", lambda n, s: gc.cyclic_mds(n, s, placement="textbook"), "lstsq"),
     Family("cyclic_repetition", lambda n, s: gc.cyclic_repetition(n, s, rng=0)),
     Family("ye_abbe[m=1]", lambda n, s: gc.ye_abbe(n, s, 1)),
+    Family("heterogeneous_exact", lambda n, s: gc.heterogeneous_exact([1 + i % 4 for i in range(n)], s)),
 ]
 
 

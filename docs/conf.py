@@ -95,10 +95,12 @@ of :class:`fractions.Fraction` or a :class:`galois.FieldArray`); the master deco
     ("families", "Families", """\
 Constructors of exact and approximate gradient codes, after the papers in :doc:`../references`, and their code
 types. Narrative: :doc:`../cyclic_mds`, :doc:`../stable_codes`, :doc:`../ye_abbe`, :doc:`../coded_reduce`,
-:doc:`../expander`, :doc:`../adversarial`, :doc:`../heterogeneous`.""", [
+:doc:`../expander`, :doc:`../adversarial`, :doc:`../bibd`, :doc:`../heterogeneous`, :doc:`../heterogeneous_exact`.""", [
         ("Exact codes", "gradcodes", ["uncoded", "fractional_repetition", "cyclic_repetition", "cyclic_mds",
                                       "stable_binary", "grouped_mds", "grouped_random", "ye_abbe", "coded_reduce",
                                       "recommend"]),
+        ("Workers of unequal speed", "gradcodes", ["heterogeneous_exact", "HeterogeneousExactCode",
+                                                   "LagrangeDecoder", "heterogeneous_loads"]),
         ("Family code types", "gradcodes", ["CyclicMDSCode", "YeAbbeCode", "CodedReduceCode"]),
         ("Codes built of blocks", "gradcodes", ["by_blocks", "blocks_of", "BlockDecoder"]),
         ("Approximate codes", "gradcodes", ["expander_code", "ExpanderCode", "random_regular_graph",
@@ -111,6 +113,8 @@ types. Narrative: :doc:`../cyclic_mds`, :doc:`../stable_codes`, :doc:`../ye_abbe
         ("Adversarial workers, arbitrary placement", "gradcodes", [
             "adversarial_gc", "AdversarialCode", "adversarial_comm_cost", "decode_adversarial",
             "AdversarialDecodeResult", "verify_adversarial", "AdversarialVerifyReport", "InterpolationDecoder"]),
+        ("Block designs", "gradcodes", ["bibd_code", "BIBDCode", "BIBDDecoder", "block_design",
+                                         "stochastic_bibd"]),
         ("Approximate baselines", "gradcodes", ["ignore_stragglers", "stochastic_gc", "bernoulli_gc", "erasurehead",
                                                 "optimal_decoding"]),
     ]),
@@ -128,7 +132,8 @@ approximate codes. A verdict ``ok`` or ``exact`` is a proof. Narrative: :doc:`..
 Lower bounds on the computation load: every partition must be stored on at least :math:`s + m` workers (Tandon
 et al. 2017; Ye & Abbe 2018), so the average load is at least :math:`k(s + m)/n`. Narrative: :doc:`../index`
 (section 4), :doc:`../coded_reduce`.""", [
-        ("Bounds", "gradcodes", ["min_load", "coded_reduce_load", "min_load_heterogeneous"]),
+        ("Bounds", "gradcodes", ["min_load", "coded_reduce_load", "min_load_heterogeneous",
+                                 "min_time_heterogeneous"]),
     ]),
     ("simulation", "Simulation", """\
 The iteration-time simulator and the straggling models. Narrative: :doc:`../simulate`,

@@ -67,6 +67,7 @@ from ._families.adversarial import (
     decode_adversarial,
     verify_adversarial,
 )
+from ._families.bibd import BIBDCode, BIBDDecoder, bibd_code, block_design, stochastic_bibd
 from ._families.coded_reduce import CodedReduceCode, TreeVerifyReport, coded_reduce, coded_reduce_load, verify_tree
 from ._families.expander import ApproximationReport
 from ._families.expander_graphs import (
@@ -79,6 +80,13 @@ from ._families.expander_graphs import (
     margulis_code,
     margulis_gabber_galil_graph,
     random_biregular_graph,
+)
+from ._families.heterogeneous_exact import (
+    HeterogeneousExactCode,
+    LagrangeDecoder,
+    heterogeneous_exact,
+    heterogeneous_loads,
+    min_time_heterogeneous,
 )
 from ._io import CodeFileError, load, load_code, save, save_code
 from ._registry import Scheme, register, schemes
@@ -112,6 +120,8 @@ __all__ = [
     # exact constructions
     "uncoded", "fractional_repetition", "cyclic_repetition", "cyclic_mds", "stable_binary", "grouped_mds",
     "grouped_random", "recommend", "ye_abbe", "coded_reduce", "CodedReduceCode", "CyclicMDSCode", "YeAbbeCode",
+    "heterogeneous_exact", "HeterogeneousExactCode", "LagrangeDecoder", "heterogeneous_loads",
+    "min_time_heterogeneous",
     # approximate constructions
     "expander_code", "ExpanderCode", "heterogeneous", "HeterogeneousCode", "optimal_row_sums", "song_choi_allocation",
     "NegativeCoefficientWarning",
@@ -122,6 +132,7 @@ __all__ = [
     "graph_assignment_error",
     "adversarial_gc", "AdversarialCode", "adversarial_comm_cost", "decode_adversarial", "AdversarialDecodeResult",
     "verify_adversarial", "AdversarialVerifyReport", "InterpolationDecoder",
+    "bibd_code", "BIBDCode", "BIBDDecoder", "block_design", "stochastic_bibd",
     # verification, evaluation and bounds
     "verify", "VerifyReport", "verify_tree", "TreeVerifyReport", "min_load", "coded_reduce_load",
     "by_blocks", "blocks_of", "BlockDecoder", "BlockVerifyReport",

@@ -22,6 +22,9 @@ from .heterogeneous import (HeterogeneousCode, NegativeCoefficientWarning, heter
                             song_choi_allocation)
 from .adversarial import (AdversarialCode, adversarial_comm_cost, adversarial_gc,  # Jahani-Nezhad & Maddah-Ali
                           decode_adversarial, verify_adversarial)
+from .heterogeneous_exact import (HeterogeneousExactCode, LagrangeDecoder, heterogeneous_exact,  # Wang et al.
+                                  heterogeneous_loads, min_time_heterogeneous)
+from .bibd import BIBDCode, BIBDDecoder, bibd_code, block_design, stochastic_bibd             # Kadhe et al.
 from .baselines import bernoulli_gc, erasurehead, ignore_stragglers, optimal_decoding, stochastic_gc
 
 __all__ = [
@@ -34,5 +37,7 @@ __all__ = [
     "random_biregular_graph", "graph_assignment_code", "GraphAssignmentCode", "ComponentDecoder",
     "graph_assignment_error",
     "adversarial_gc", "AdversarialCode", "adversarial_comm_cost", "decode_adversarial", "verify_adversarial",
+    "HeterogeneousExactCode", "LagrangeDecoder", "heterogeneous_exact", "heterogeneous_loads", "min_time_heterogeneous",
+    "BIBDCode", "BIBDDecoder", "bibd_code", "block_design", "stochastic_bibd",
     "bernoulli_gc", "erasurehead", "ignore_stragglers", "optimal_decoding", "random_regular_graph", "stochastic_gc",
 ]

@@ -1,0 +1,477 @@
+r"""Heterogeneity-aware exact gradient codes: loads proportional to the workers' speeds, any ``s`` stragglers.
+
+Wang, Guo, Tang, Li & Li, "Heterogeneity-aware gradient coding for straggler tolerance" (IEEE ICDCS 2019).
+Worker ``i`` processes ``c_i`` partitions per unit of time (its *speed*, or computation capability); a worker
+storing ``L_i`` partitions finishes in time ``L_i / c_i``. A code that tolerates any ``s`` stragglers stores every
+partition on at least ``s + 1`` workers, so ``sum_i L_i >= (s + 1) k`` and the time of the slowest worker is at
+least ``(s + 1) k / sum_i c_i`` (Wang et al. 2019: loads proportional to the speeds are optimal). The
+construction here:
+
+1. **Loads** (:func:`min_time_heterogeneous`): the integer loads ``0 <= L_i <= k`` with ``sum_i L_i = (s+1) k``
+   that minimise ``T = max_i L_i / c_i``. Greedy: hand out the ``(s + 1) k`` partition slots one at a time to the
+   worker whose time ``(L_i + 1)/c_i`` after the slot is smallest (ties to the smaller index). The final ``T``
+   is the ``(s+1)k``-th smallest of the values ``L / c_i`` (``1 <= L <= k``), a lower bound for every admissible
+   load vector, so the loads are optimal. They are proportional to the speeds up to rounding (and capped at
+   ``k``: a worker faster than a ``1/(s+1)`` share of the cluster cannot usefully store a partition twice).
+2. **Placement** (Wang et al. 2019): write the partitions ``0, 1, ..., k-1`` out ``s + 1`` times in a row
+   and give worker ``i`` the next ``L_i`` positions of that sequence. The copies of partition ``j`` sit at
+   positions ``j, j + k, ..., j + s k``; a worker's run has at most ``k`` positions, so it never holds two copies,
+   and each partition is stored on exactly ``s + 1`` distinct workers.
+3. **Coefficients**. Random coefficients on this support, in the manner of Tandon, Lei, Dimakis &
+   Karampatziakis (2017, Algorithm 2), work with probability 1; here they are fixed and exact instead: worker
+   ``i`` gets the integer node ``x_i = n + i``, and partition ``j``, stored on the workers ``T_j``, gets the
+   Lagrange weights of extrapolation to 0 over their nodes,
+
+   .. math:: B_{tj} = \ell^{(T_j)}_t(0) = \prod_{u \in T_j,\, u \ne t} \frac{x_u}{x_u - x_t}, \qquad t \in T_j.
+
+   For every polynomial ``q`` of degree at most ``s``, ``sum_{t in T_j} q(x_t) B_tj = q(0)`` (interpolation at
+   ``s + 1`` nodes is exact).
+
+**Decoder** (``"lagrange"``, closed form, no solve). For stragglers ``S`` (``|S| <= s``) let
+``q_S(x) = prod_{l in S} (1 - x / x_l)``: degree ``|S| <= s``, ``q_S(0) = 1`` and ``q_S(x_l) = 0`` on the stragglers.
+The decoding vector ``a_i = q_S(x_i)`` is zero on ``S`` and ``(a B)_j = sum_{t in T_j} q_S(x_t) B_tj = q_S(0) = 1``
+for every ``j``, whatever the placement: the code tolerates any ``s`` stragglers, exactly. With the nodes in
+``[n, 2n)`` every ``|1 - x_i / x_l| < 1``, so ``|a_i| <= 1``.
+
+Arithmetic: ``B`` is computed in Fractions and rounded once (``field="real"``) or kept exact
+(``field="rational"``); the decoder multiplies correctly rounded quotients of integers in a fixed order. Both are
+the same bits on every machine.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import numbers
+from fractions import Fraction
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+from .._code import GradientCode, LinearCode
+from .._decoders import Decoder
+from .._errors import GradcodesTypeError, GradcodesValueError
+from .._fields import PrimeField, RationalField
+from .._io import REBUILDERS
+from .._registry import Scheme, register
+from .._typing import MatrixLike
+from .._validate import check_choice, check_entries, check_int, check_size
+
+__all__ = ["HeterogeneousExactCode", "heterogeneous_exact", "min_time_heterogeneous", "heterogeneous_loads",
+           "LagrangeDecoder"]
+
+
+# --------------------------------------------------------------------------------------------------------
+# input handling
+# --------------------------------------------------------------------------------------------------------
+
+
+def _speeds(speeds: Any) -> list[Fraction]:
+    """Validated speeds as exact positive Fractions (floats are converted to their exact binary value)."""
+    if isinstance(speeds, str):
+        speeds = [x.strip() for x in speeds.split(",")]
+    if isinstance(speeds, np.ndarray):
+        if speeds.ndim != 1:
+            raise GradcodesValueError(f"speeds must be one-dimensional, got an array of shape {speeds.shape}")
+        speeds = speeds.tolist()
+    try:
+        items = list(speeds)
+    except TypeError:
+        raise GradcodesTypeError(f"speeds must be a sequence of positive numbers, got {type(speeds).__name__}") \
+            from None
+    if not items:
+        raise GradcodesValueError("speeds must hold one positive speed per worker (n >= 1), got an empty sequence")
+    check_size("the number of workers len(speeds)", len(items), "entries")
+    out = []
+    for i, v in enumerate(items):
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (numbers.Real, str)):
+            raise GradcodesTypeError(f"speeds[{i}] must be a real number, got {v!r} of type {type(v).__name__}")
+        try:
+            f = Fraction(v) if not isinstance(v, float) or math.isfinite(v) else None  # type: ignore[arg-type]
+        except (ValueError, ZeroDivisionError):
+            f = None
+        if f is None or f <= 0:
+            raise GradcodesValueError(f"speeds[{i}] must be a finite number > 0, got {v!r}")
+        out.append(f)
+    return out
+
+
+def _check_s(s: Any, n: int) -> int:
+    return check_int("s", s, 0, n - 1)
+
+
+def _check_k(k: Any, n: int) -> int:
+    return n if k is None else check_int("k", k, 1)
+
+
+# --------------------------------------------------------------------------------------------------------
+# loads and the bound
+# --------------------------------------------------------------------------------------------------------
+
+
+def _loads(c: list[Fraction], s: int, k: int) -> tuple[list[int], Fraction]:
+    """Optimal integer loads (greedy, ties to the smaller index) and their time ``max_i L_i / c_i``."""
+    check_size("the (s+1)*k partition slots handed out", (s + 1) * k, "work")
+    n = len(c)
+    L = [0] * n
+    heap = [(1 / c[i], i) for i in range(n)]
+    heapq.heapify(heap)
+    t = Fraction(0)
+    for _ in range((s + 1) * k):
+        t, i = heapq.heappop(heap)
+        L[i] += 1
+        if L[i] < k:
+            heapq.heappush(heap, ((L[i] + 1) / c[i], i))
+    return L, t
+
+
+def heterogeneous_loads(speeds: Any, s: int, k: int | None = None) -> np.ndarray:
+    r"""The optimal integer loads of :func:`heterogeneous_exact` (partitions per worker).
+
+    The loads ``0 <= L_i <= k`` with ``sum_i L_i = (s + 1) k`` that minimise ``max_i L_i / c_i``, handed out
+    one slot at a time to the worker that finishes it first (ties to the smaller index; Wang et al. 2019,
+    loads proportional to the speeds).
+
+    Parameters
+    ----------
+    speeds : sequence of positive real numbers
+        Speed ``c_i > 0`` of each worker (partitions per unit of time; only ratios matter); its length is the
+        number of workers ``n``. Ints, Fractions, strings such as ``"3/2"`` and floats (taken at their exact
+        binary value) are accepted.
+    s : int
+        Stragglers tolerated, ``0 <= s <= n - 1``.
+    k : int, optional
+        Number of partitions, ``k >= 1`` (default ``n``).
+
+    Returns
+    -------
+    numpy.ndarray
+        The ``n`` integer loads.
+
+    Examples
+    --------
+    >>> heterogeneous_loads([1, 1, 2, 2], 1, 6).tolist()
+    [2, 2, 4, 4]
+    """
+    c = _speeds(speeds)
+    n = len(c)
+    s = _check_s(s, n)
+    return np.array(_loads(c, s, _check_k(k, n))[0], dtype=np.int64)
+
+
+def min_time_heterogeneous(speeds: Any, s: int, k: int | None = None, *, integral: bool = True) -> Fraction:
+    r"""Lower bound on the computation time ``max_i L_i / c_i`` of an exact code for workers of unequal speed.
+
+    Worker ``i`` stores ``L_i`` of the ``k`` partitions and processes ``c_i`` of them per unit of time. A code
+    that tolerates any ``s`` stragglers stores every partition on at least ``s + 1`` workers (the argument of
+    :func:`gradcodes.min_load`: a partition on at most ``s`` workers is lost when they all straggle), so
+    ``sum_i L_i >= (s + 1) k`` with ``L_i <= k``. Hence, for every such code,
+
+    .. math:: T = \max_i \frac{L_i}{c_i} \;\ge\; T^* = \min\Big\{ T :
+              \sum_i \min\big(k, \lfloor T c_i \rfloor\big) \ge (s + 1) k \Big\}
+              \;\ge\; \min\Big\{ T : \sum_i \min(k, T c_i) \ge (s + 1) k \Big\},
+
+    and without the cap ``L_i <= k`` the last value is ``(s + 1) k / sum_i c_i`` (Wang et al. 2019).
+    ``integral=True`` returns ``T*`` (integer loads: the bound :func:`heterogeneous_exact` attains); it is the
+    ``(s+1) k``-th smallest of the values ``L / c_i`` (``1 <= L <= k``, every worker ``i``), since a load vector
+    with time ``T`` uses only slots of value at most ``T``. ``integral=False`` returns the fractional bound
+    (water filling: the workers whose share would pass ``k`` are capped at ``k``).
+
+    Parameters
+    ----------
+    speeds : sequence of positive real numbers
+        Speed ``c_i > 0`` of each worker; its length is ``n``. Floats are taken at their exact binary value.
+    s : int
+        Stragglers tolerated, ``0 <= s <= n - 1``.
+    k : int, optional
+        Number of partitions, ``k >= 1`` (default ``n``).
+    integral : bool, default True
+        Integer loads (``T*``) or fractional loads.
+
+    Returns
+    -------
+    fractions.Fraction
+        The exact bound.
+
+    Examples
+    --------
+    >>> min_time_heterogeneous([1, 1, 2, 2], 1, 6)
+    Fraction(2, 1)
+    >>> min_time_heterogeneous([1, 1, 1, 4], 1, 3), min_time_heterogeneous([1, 1, 1, 4], 1, 3, integral=False)
+    (Fraction(1, 1), Fraction(1, 1))
+    >>> min_time_heterogeneous([1, 2, 4], 1, 5), min_time_heterogeneous([1, 2, 4], 1, 5, integral=False)
+    (Fraction(2, 1), Fraction(5, 3))
+    """
+    c = _speeds(speeds)
+    n = len(c)
+    s = _check_s(s, n)
+    k = _check_k(k, n)
+    if not isinstance(integral, (bool, np.bool_)):
+        raise GradcodesTypeError(f"integral must be a bool, got {integral!r}")
+    if integral:
+        return _loads(c, s, k)[1]
+    # water filling: cap the fastest workers at k one at a time while their share exceeds k
+    order = sorted(range(n), key=lambda i: (-c[i], i))
+    need, rest = Fraction((s + 1) * k), sum(c, Fraction(0))
+    for i in order:
+        t = need / rest
+        if t * c[i] <= k:
+            return t
+        need -= k
+        rest -= c[i]
+    raise AssertionError("unreachable: n >= s + 1 workers capped at k cover (s + 1) k slots")
+
+
+# --------------------------------------------------------------------------------------------------------
+# the decoder
+# --------------------------------------------------------------------------------------------------------
+
+
+class LagrangeDecoder(Decoder):
+    r"""Closed-form decoder of :func:`heterogeneous_exact`: ``a_i = prod_{l in S} (1 - x_i / x_l)``.
+
+    ``S`` are the stragglers, ``x_i = n + i`` the workers' nodes. For ``|S| <= s`` the vector ``a`` is zero on
+    ``S`` and ``a B = 1`` exactly (interpolation of a polynomial of degree at most ``s`` at the ``s + 1`` nodes of
+    each partition; Wang et al. 2019 with exact Lagrange coefficients). Each factor ``(x_l - x_i) / x_l`` is a
+    correctly rounded quotient of integers, multiplied in the order of the stragglers: the same bits everywhere.
+    Batched over patterns: ``O(b n |S|)``.
+    """
+
+    name = "lagrange"
+    description = "closed form: a_i = prod over stragglers l of (1 - x_i/x_l), no solve"
+    deterministic = True
+
+    def __init__(self, nodes: np.ndarray, exact: bool = False, gf: Any = None) -> None:
+        self.nodes = np.asarray(nodes, dtype=np.int64)
+        self.exact = exact or gf is not None
+        self.gf = gf                              # a galois GF(p) class: the same products mod p
+
+    def matrices(self, code: LinearCode, mask: np.ndarray) -> Any:
+        mask = np.asarray(mask, dtype=bool)
+        b, n = mask.shape
+        x = self.nodes
+        if self.exact:
+            out = np.empty((b, 1, n), dtype=object)
+            for r in range(b):
+                ar = [Fraction(1)] * n
+                for lo in np.flatnonzero(~mask[r]).tolist():
+                    xl = int(x[lo])
+                    ar = [ai * Fraction(xl - int(xi), xl) for ai, xi in zip(ar, x.tolist(), strict=True)]
+                out[r, 0, :] = ar
+            return out if self.gf is None else PrimeField(self.gf).const(out)
+        strag = ~mask
+        smax = int(strag.sum(axis=1).max()) if b else 0
+        a = np.ones((b, n))
+        if smax:
+            # each pattern's stragglers in increasing order (padded with -1): the products run in that fixed order
+            order = np.argsort(mask, axis=1, kind="stable")[:, :smax]
+            order = np.where(np.take_along_axis(strag, order, axis=1), order, -1)
+            xf = x.astype(np.float64)
+            for t in range(smax):
+                col = order[:, t]
+                xs = xf[col][:, None]
+                f = (xs - xf[None, :]) / xs              # (x_l - x_i) / x_l: exact integers, one rounding each
+                a *= np.where((col < 0)[:, None], 1.0, f)
+        a[strag] = 0.0
+        return a[:, None, :].astype(code.B.dtype, copy=False)
+
+
+# --------------------------------------------------------------------------------------------------------
+# the code
+# --------------------------------------------------------------------------------------------------------
+
+
+def _placement(L: list[int], k: int) -> list[list[int]]:
+    """Holders of each partition: worker ``i`` takes positions ``P_i .. P_i + L_i - 1`` of ``(0..k-1)`` x (s+1)."""
+    holders: list[list[int]] = [[] for _ in range(k)]
+    pos = 0
+    for i, li in enumerate(L):
+        for p in range(pos, pos + li):
+            holders[p % k].append(i)
+        pos += li
+    return holders
+
+
+def _assemble(rows: list[int], cols: list[int], vals: list[Fraction], n: int, k: int, exact: bool) -> Any:
+    """The encoding matrix from its non-zeros (at most ``(s + 1) k`` of ``n k``)."""
+    if exact:
+        B = RationalField().zeros((n, k))
+        B[rows, cols] = vals
+        return B
+    from scipy import sparse
+
+    csr = sparse.csr_array((np.array([float(v) for v in vals]), (rows, cols)), shape=(n, k))
+    # sparse core: pass CSR once the code type accepts it
+    return csr.toarray()
+
+
+class HeterogeneousExactCode(GradientCode):
+    """A code built by :func:`heterogeneous_exact`.
+
+    Attributes
+    ----------
+    speeds : list of fractions.Fraction
+        The workers' speeds ``c_i``, exactly.
+    nodes : numpy.ndarray
+        The integer nodes ``x_i = n + i`` of the Lagrange coefficients and of the decoder.
+    time : fractions.Fraction
+        The computation time ``max_i L_i / c_i``, equal to :func:`min_time_heterogeneous`.
+    """
+
+    def __init__(self, B: MatrixLike, s: int, *, speeds: list[Fraction], nodes: np.ndarray, time: Fraction,
+                 **kwargs: Any) -> None:
+        super().__init__(B, s, **kwargs)
+        self.speeds: list[Fraction] = list(speeds)
+        self.nodes: np.ndarray = np.asarray(nodes)
+        self.time: Fraction = time
+
+
+def heterogeneous_exact(speeds: Any, s: int, k: int | None = None, *, field: str = "real") -> HeterogeneousExactCode:
+    r"""Heterogeneity-aware exact gradient code (Wang, Guo, Tang, Li & Li 2019): loads follow the speeds.
+
+    ``n = len(speeds)`` workers, ``k`` partitions, any ``s`` stragglers. Worker ``i`` stores ``L_i`` partitions,
+    the optimal integer loads for its speed ``c_i`` (:func:`heterogeneous_loads`), laid out by the paper's
+    placement (the partitions written ``s + 1`` times in a row, consecutive runs to consecutive workers), so
+    every partition is on ``s + 1`` distinct workers. Its coefficients are exact Lagrange weights
+    ``B_tj = prod_{u in T_j, u != t} x_u / (x_u - x_t)`` over the nodes ``x_i = n + i`` of the partition's
+    holders ``T_j``, and the closed-form decoder ``a_i = prod_{l in S} (1 - x_i / x_l)`` recovers ``1`` from any
+    ``n - s`` responders (module docstring: ``a B = q_S(0) = 1``). The computation time
+    ``max_i L_i / c_i`` equals :func:`min_time_heterogeneous` exactly (attribute ``time``). With equal speeds
+    and ``k = n`` the loads are ``s + 1``: the placement is cyclic repetition's.
+
+    Parameters
+    ----------
+    speeds : sequence of positive real numbers
+        Speed ``c_i > 0`` of each worker (partitions processed per unit of time; only ratios matter); its
+        length is the number of workers ``n >= 1``. Ints, Fractions, strings such as ``"3/2"`` (or one
+        comma-separated string) and finite floats (taken at their exact binary value) are accepted.
+    s : int
+        Stragglers tolerated, ``0 <= s <= n - 1``.
+    k : int, optional
+        Number of partitions, ``k >= 1`` (default ``n``). More partitions let the loads follow the speeds more
+        closely (the integer rounding costs at most one partition per worker).
+    field : {"real", "rational"}
+        Floating point (``B`` rounded once from exact values) or exact arithmetic.
+
+    Returns
+    -------
+    HeterogeneousExactCode
+        A :class:`~gradcodes.GradientCode` with ``params = {"speeds", "s", "k", "field"}`` (speeds as exact
+        strings), the decoders ``"lagrange"`` (default) and the generic ones, and the attributes ``speeds``
+        (Fractions), ``nodes`` and ``time`` (the Fraction ``max_i L_i / c_i``).
+
+    Raises
+    ------
+    ValueError
+        Empty ``speeds`` or a speed that is not finite and positive; ``s`` outside ``[0, n - 1]``; ``k < 1``;
+        unknown ``field``; sizes over ``gc.limits``.
+    TypeError
+        A speed that is not a real number, non-integer ``s`` or ``k``.
+
+    Examples
+    --------
+    Four workers, two of them twice as fast, six partitions, one straggler:
+
+    >>> import gradcodes as gc
+    >>> code = gc.heterogeneous_exact([1, 1, 2, 2], 1, 6, field="rational")
+    >>> code.loads.tolist(), code.time
+    ([2, 2, 4, 4], Fraction(2, 1))
+    >>> for row in code.B:
+    ...     print([str(v) for v in row])
+    ['3', '3', '0', '0', '0', '0']
+    ['0', '0', '7/2', '7/2', '0', '0']
+    ['-2', '-2', '0', '0', '7', '7']
+    ['0', '0', '-5/2', '-5/2', '-6', '-6']
+    >>> [str(v) for v in code.decoding_matrix([0, 2, 3])[0]]           # worker 1 straggles
+    ['1/5', '0', '-1/5', '-2/5']
+    >>> gc.verify(code).verdict
+    'exact'
+    """
+    c = _speeds(speeds)
+    n = len(c)
+    s = _check_s(s, n)
+    k = _check_k(k, n)
+    check_choice("field", field, ("real", "rational"))
+    exact = field == "rational"
+    check_entries(n, k, exact=exact)
+    check_size("the Lagrange weights (s+1)^2 k", (s + 1) ** 2 * k, "work")
+    L, time = _loads(c, s, k)
+    holders = _placement(L, k)
+    x = [n + i for i in range(n)]
+    rows: list[int] = []
+    cols: list[int] = []
+    vals: list[Fraction] = []
+    for j, T in enumerate(holders):
+        for t in T:
+            w = Fraction(1)
+            for u in T:
+                if u != t:
+                    w *= Fraction(x[u], x[u] - x[t])
+            rows.append(t)
+            cols.append(j)
+            vals.append(w)
+    B = _assemble(rows, cols, vals, n, k, exact)
+    nodes = np.array(x, dtype=np.int64)
+    params = {"speeds": [str(v) for v in c], "s": s, "k": k, "field": field}
+    return HeterogeneousExactCode(
+        B, s, speeds=c, nodes=nodes, time=time, field=field, name=f"heterogeneous_exact(n={n}, s={s}, k={k})",
+        family="heterogeneous_exact", params=params, decoders=[LagrangeDecoder(nodes, exact)],
+        default_decoder="lagrange", field_builder=partial(_in_gf, c, s, k))
+
+
+def _in_gf(speeds: list[Fraction], s: int, k: int, field: Any) -> HeterogeneousExactCode:
+    """``code.in_field(field)``: the same construction over GF(p), ``p > 2n`` prime (``"GF"``: the smallest).
+
+    The nodes ``n .. 2n-1`` are then non-zero and distinct mod ``p``, so every Lagrange weight and decoding
+    coefficient exists mod ``p`` and the identity ``a B = 1`` holds there too: ``gc.verify(code, field="GF")``
+    checks the algebra with no rounding at all.
+    """
+    import galois
+
+    n = len(speeds)
+    if isinstance(field, str):
+        if field != "GF":
+            raise GradcodesValueError(f"field must be 'GF' (the smallest prime p > 2n) or a galois.GF(p) class, "
+                                      f"got {field!r}")
+        p = 2 * n + 1
+        while not galois.is_prime(p):
+            p += 1
+        GF = galois.GF(p)
+    elif isinstance(field, type) and hasattr(field, "characteristic") and hasattr(field, "degree"):
+        if field.degree != 1 or field.characteristic <= 2 * n:
+            raise GradcodesValueError(f"field must be a prime field GF(p) with p > 2n = {2 * n} (distinct non-zero "
+                                      f"nodes n..2n-1), got GF({field.characteristic}^{field.degree})")
+        GF = field
+    else:
+        raise GradcodesTypeError(f"field must be 'GF' or a galois.GF(p) class, got {field!r}")
+    exact = heterogeneous_exact(speeds, s, k, field="rational")
+    B = PrimeField(GF).const(exact.B)
+    return HeterogeneousExactCode(
+        B, s, speeds=exact.speeds, nodes=exact.nodes, time=exact.time,
+        name=f"heterogeneous_exact[GF({GF.characteristic})](n={n}, s={s}, k={k})", family="heterogeneous_exact_gf",
+        params={**exact.params, "field": f"GF({GF.characteristic})"},
+        decoders=[LagrangeDecoder(exact.nodes, gf=GF)], default_decoder="lagrange")
+
+
+def _spread_speeds(n: int, spread: int) -> list[int]:
+    """Deterministic speeds with a ``spread``x range: ``1, 2, ..., spread`` repeated (the tour's clusters)."""
+    return [1 + i % spread for i in range(n)]
+
+
+def _build(s: int, n: int | None = None, k: int | None = None, speeds: Any = None, spread: int = 4,
+           field: str = "real") -> HeterogeneousExactCode:
+    """Registry builder: ``speeds`` given, or ``n`` workers with speeds ``1..spread`` repeated."""
+    if speeds is None:
+        if n is None:
+            raise GradcodesValueError("heterogeneous_exact needs speeds or n")
+        speeds = _spread_speeds(check_int("n", n, 1), check_int("spread", spread, 1))
+    return heterogeneous_exact(speeds, s, k, field=field)
+
+
+REBUILDERS.update(heterogeneous_exact=heterogeneous_exact)
+register(Scheme(
+    "heterogeneous_exact", _build,
+    "Wang et al. heterogeneity-aware exact code: optimal loads for the workers' speeds, any s stragglers, exact "
+    "Lagrange coefficients and closed-form decoder",
+    tour=({"speeds": [1, 1, 2, 2], "s": 1, "k": 6}, {"n": 20, "s": 3, "k": 40}, {"n": 100, "s": 2})))
