@@ -1,7 +1,10 @@
 """End-to-end tests of gradcodes.torch: real ``torchrun`` jobs with the Gloo backend on localhost (n = 3 workers).
 
 One job runs every exactness and fault scenario of tests/torch_job.py in turn and ends with more than s hung
-workers (a clear StragglerTimeout naming the ranks); a second job crashes a worker and must end within seconds.
+workers (a clear StragglerTimeout naming the ranks); a second job crashes a worker and must end within seconds; a
+third sends NaN from more than s workers (the master must fail at once, not at the timeout). A job of 7 ranks runs
+the CodedReduce tree coded_reduce(2, 2, 1) (hung workers on both levels, NaN, float32) and ends with more than s
+hung children of one parent (that parent's clear error naming its children's ranks).
 Skipped when torch is not installed (the ``torch`` extra).
 """
 
@@ -27,9 +30,10 @@ ENDED = [0.0]
 _port = itertools.count(29500 + os.getpid() % 4000)
 
 
-def run_job(scenarios: list[dict], *, timeout: float = 240) -> tuple[subprocess.CompletedProcess, dict, float]:
+def run_job(scenarios: list[dict], *, timeout: float = 240,
+            ranks: int = 4) -> tuple[subprocess.CompletedProcess, dict, float]:
     env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "4", "--master-addr", "127.0.0.1",
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(ranks), "--master-addr", "127.0.0.1",
            "--master-port", str(next(_port)), str(JOB), json.dumps(scenarios)]
     t0 = time.monotonic()
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT)
@@ -119,3 +123,55 @@ def test_crash_on_a_worker_ends_the_job_within_seconds():
     crashed = float(next(ln for ln in proc.stdout.splitlines() if ln.startswith("CRASH_AT")).split()[1])
     # the master's straggler timeout is 120 s: the job ends because torchrun stops every rank when one fails
     assert ENDED[0] - crashed < 30, ENDED[0] - crashed
+
+
+TREE = [
+    {"name": "tree64", "code": "tree", "fault": "hang", "workers": [1, 2], "iters": 20},
+    {"name": "treenan", "code": "tree", "fault": "nan", "workers": [3], "hang": [1], "iters": 5},
+    {"name": "tree32", "code": "tree", "dtype": "float32", "iters": 10},
+    {"name": "treetoomany", "code": "tree", "fault": "toomany", "workers": [2, 3], "iters": 400, "timeout": 2.0},
+]
+
+
+@pytest.fixture(scope="module")
+def tree_job():
+    return run_job(TREE, ranks=7)
+
+
+def test_tree_exact_with_hung_workers_on_both_levels(tree_job):
+    # worker 1 (a child of the master, with its subtree) and worker 2 (a child of worker 0) hang: at most s = 1
+    # per parent, so the master decodes worker 0's message, itself decoded from worker 3's
+    _, res, _ = tree_job
+    r = res["tree64"]
+    assert r["responders"] == [0] and r["grad_err"] <= 1e-12 and r["params_err"] <= 1e-12, r
+
+
+def test_tree_nan_child_is_a_straggler_of_its_parent(tree_job):
+    _, res, _ = tree_job
+    r = res["treenan"]       # worker 1 hangs, so the master needs worker 0, which must drop its NaN child 3
+    assert r["responders"] == [0] and r["bad"] == [], r
+    assert r["grad_err"] <= 1e-12 and r["params_err"] <= 1e-12, r
+
+
+def test_tree_float32(tree_job):
+    _, res, _ = tree_job
+    r = res["tree32"]
+    assert r["grad_err"] <= 1e-6 and r["params_err"] <= 1e-6, r
+
+
+def test_tree_more_than_s_hung_children_is_a_clear_error_naming_them(tree_job):
+    proc, res, _ = tree_job
+    assert "treetoomany" not in res and proc.returncode != 0
+    assert "StragglerTimeout: rank 1: iteration" in proc.stderr and "missing ranks [3, 4]" in proc.stderr, \
+        proc.stderr[-3000:]
+
+
+def test_more_than_s_nan_senders_fail_at_once():
+    # workers 0 and 1 send NaN from iteration 2 on: workers 0 and 1 cannot be replaced by worker 2 alone, so the
+    # master knows at once that the iteration cannot finish (before: it waited for the 60 s timeout)
+    proc, res, wall = run_job([{"name": "nanfatal", "fault": "nan", "workers": [0, 1], "start": 2, "iters": 6,
+                                "timeout": 60.0}])
+    assert "nanfatal" not in res and proc.returncode != 0
+    assert "ranks [1, 2] sent NaN or infinite values" in proc.stderr, proc.stderr[-3000:]
+    assert "the remaining ranks [3] cannot decode" in proc.stderr, proc.stderr[-3000:]
+    assert wall < 60, wall

@@ -104,5 +104,101 @@ def test_job_parses_delays_and_schemes():
     assert build_scheme("all", 4, 1)[1] == "all"
     with pytest.raises(ValueError, match="unknown scheme"):
         build_scheme("nope", 4, 1)
+    tree, _, label = build_scheme("coded_reduce", 6, 1, branching=2)
+    assert (tree.N, tree.L, tree.branching, label) == (6, 2, 2, "coded_reduce b=2 L=2")
+    with pytest.raises(ValueError, match="branching=2"):
+        build_scheme("coded_reduce", 5, 1, branching=2)
     args = parser().parse_args(["--stragglers", "2", "--comm-factor", "3"])
     assert (args.stragglers, args.comm_factor) == (2, 3)
+
+
+class _FakeDist:
+    """Point-to-point receives from per-rank queues (what Children needs of torch.distributed), no processes."""
+
+    def __init__(self):
+        import queue
+
+        self.queues = {}
+        self._queue = queue.Queue
+
+    def irecv(self, buf, src, tag):
+        q = self.queues.setdefault(src, self._queue())
+
+        class _Req:
+            def wait(self):
+                buf.copy_(q.get())
+
+        return _Req()
+
+    def send(self, src, t, msg):
+        self.queues.setdefault(src, self._queue()).put(torch.cat([torch.tensor([float(t)], dtype=msg.dtype), msg]))
+
+
+def _children(code, ranks, q=5):
+    import queue
+
+    from gradcodes._simulate._policies import as_policy
+    from gradcodes.torch._children import Children
+
+    dist = _FakeDist()
+    kids = Children(dist, code, ranks, q, torch.float64, "cpu", queue.Queue(), 0, as_policy(None, code))
+    kids.start()
+    return dist, kids
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.sampled_from([lambda: gc.fractional_repetition(4, 1), lambda: gc.cyclic_repetition(4, 2, rng=0),
+                        lambda: gc.fractional_repetition(2, 1)]), st.data())
+def test_children_fail_at_once_exactly_when_the_nan_senders_leave_no_decodable_set(make, data):
+    """NaN/inf senders are stragglers; once the rest cannot decode the wait ends at once (the deadline is far)
+    with an error naming the ranks, and otherwise the decode from the finite messages is exact."""
+    import time
+
+    from gradcodes.mpi import StragglerTimeout
+
+    code = make()
+    n = code.n
+    bad = data.draw(st.lists(st.integers(0, n - 1), min_size=1, max_size=n, unique=True))
+    ranks = [10 + i for i in range(n)]
+    dist, kids = _children(code, ranks)
+    G = torch.randn(code.k, 5, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    Y = code.encode(G)
+    dist.send(ranks[0], 6, Y[0] + 1e3)                # stale (and wrong): must be dropped
+    for i in bad:                                       # the NaN senders answer first
+        msg = Y[i].clone()
+        msg[i % 5] = float("nan") if i % 2 else float("inf")
+        dist.send(ranks[i], 7, msg)
+    rest = [i for i in range(n) if i not in bad]
+    for i in rest:
+        dist.send(ranks[i], 7, Y[i])
+    start = time.monotonic()
+    if not rest or not code.decodable(rest):
+        with pytest.raises(StragglerTimeout, match="cannot decode, so the iteration cannot finish") as err:
+            kids.collect(7, start + 60.0)
+        seen = [r - 10 for r in err.value.bad]            # raised as soon as these made it impossible
+        assert set(seen) <= set(bad) and not code.decodable([i for i in range(n) if i not in seen])
+        assert time.monotonic() - start < 30
+        return
+    rows, got_bad, stale = kids.collect(7, start + 60.0)
+    # (each child's receive thread reports on its own, so a NaN may land after the decode: a subset)
+    assert set(got_bad) <= set(bad) and stale <= 1 and not set(rows) & set(bad)
+    out = torch.empty(5, dtype=torch.float64)
+    kids.combine(rows, out, accumulate=False)
+    torch.testing.assert_close(out, G.sum(0), rtol=1e-12, atol=1e-12)
+
+
+def test_children_keep_a_newer_message_and_time_out_naming_the_missing_ranks():
+    from gradcodes.mpi import StragglerTimeout
+
+    code = gc.fractional_repetition(2, 1)
+    dist, kids = _children(code, [3, 4])
+    dist.send(3, 5, torch.ones(5, dtype=torch.float64))          # iteration 5 while the parent is at 4
+    kids.note(kids.arrived.get(), 4)
+    assert kids.held[0] == 5
+    rows, _, _ = kids.collect(5, float("inf"))
+    assert rows == [0]
+    kids.release(rows)
+    import time
+
+    with pytest.raises(StragglerTimeout, match=r"rank 1: iteration 6: .*missing ranks \[3, 4\]"):
+        kids.collect(6, time.monotonic() + 0.2, who="rank 1: ")

@@ -1,4 +1,5 @@
-"""Coded training loops on ``torch.distributed``: :func:`train` (master--worker, any code and wait policy) and
+"""Coded training loops on ``torch.distributed``: :func:`train` (master--worker with any code and wait policy, or a
+CodedReduce tree) and
 :func:`ddp_train` (the DistributedDataParallel all-reduce baseline), with the worker's message computation
 :class:`CodedGradient` (loss weighting for ``m = 1``, one backward pass per partition and ``encode_worker`` for
 ``m > 1``)."""
@@ -89,6 +90,11 @@ def train(code: Any, model: Any, loss_fn: Callable[[Any, Any], Any], X: Any, y: 
           corrupt: Callable[[int, int, Any], None] | None = None, name: str | None = None) -> TrainResult | None:
     """Coded data-parallel training on ``code.n + 1`` ranks (rank 0 master, rank ``i + 1`` worker ``i``).
 
+    A :class:`~gradcodes.CodedReduceCode` runs as its tree (Reisizadeh et al. 2019, Section 3): rank ``r``
+    sends to rank ``(r - 1) // branching``, every parent decodes its first decodable set of children with the
+    inner code (``policy`` applies to it) and adds its own message; a parent that cannot decode for ``timeout``
+    seconds raises :class:`gradcodes.mpi.StragglerTimeout` naming its missing children.
+
     Every rank calls it with the same arguments and an identically initialised ``model``. The master steps
     ``optimizer(model.parameters())`` on the decoded gradient of the mean loss over each global batch of
     ``batch_size`` samples of ``(X, y)`` (:class:`CodedSampler`, epochs keyed by ``seed``). ``evaluate(model)``
@@ -123,7 +129,8 @@ def train(code: Any, model: Any, loss_fn: Callable[[Any, Any], Any], X: Any, y: 
     w = rank - 1
     sampler = CodedSampler(len(X), code, w, batch_size=batch_size, seed=seed)
     grad = CodedGradient(model, loss_fn, code, w, sampler)
-    worker = Worker(code, w, list(model.parameters()), delay=delay or NoDelay())
+    worker = Worker(code, w, list(model.parameters()), delay=delay or NoDelay(), policy=policy,
+                    timeout=timeout)
     per_epoch = len(sampler)
 
     def compute(t: int, out: Any) -> None:
