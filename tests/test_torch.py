@@ -18,10 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
-
-import gradcodes as gc
 
 torch = pytest.importorskip("torch")
 ROOT = Path(__file__).resolve().parent.parent
@@ -45,18 +42,6 @@ def run_job(scenarios: list[dict], *, timeout: float = 240,
             r = json.loads(line[7:])
             results[r["name"]] = r
     return proc, results, wall
-
-
-def float32_tolerance(code) -> float:
-    """10x the decode's own float32 error estimate, maximised over the responder sets of size n - s, and at least
-    1e-6 (the acceptance rule's prediction for the code's cancellation, docs/acceptance.md)."""
-    G = np.random.default_rng(0).standard_normal((code.k * code.m, 5)).astype(np.float32).reshape(code.k, -1)
-    Y = code.encode(G)
-    worst = 0.0
-    for F in itertools.combinations(range(code.n), code.n - code.s):
-        _, info = code.decode(list(F), Y[list(F)], return_info=True)
-        worst = max(worst, float(info.error_estimate))
-    return max(1e-6, 10 * worst)
 
 
 SCENARIOS = [
@@ -84,12 +69,12 @@ def test_exact_float64_flat_m1_and_m2(main_job):
         assert res[name]["params_err"] <= 1e-12, res[name]
 
 
-def test_exact_float32_within_the_acceptance_rule(main_job):
+def test_exact_float32_to_1e_6(main_job):
+    # cyclic_repetition's message in one weighted float32 backward pass was 3e-6 away (the decode's cancellation
+    # amplifies the backward's roundings); per-partition backward passes combined in float64 meet 1e-6
     _, res, _ = main_job
-    assert res["frac32"]["grad_err"] <= 1e-6 and res["frac32"]["params_err"] <= 1e-6, res["frac32"]
-    assert res["yeabbe32"]["grad_err"] <= max(1e-6, float32_tolerance(gc.ye_abbe(3, 1, 2))), res["yeabbe32"]
-    tol = float32_tolerance(gc.cyclic_repetition(3, 1, rng=0))
-    assert res["cyclic32"]["grad_err"] <= tol and res["cyclic32"]["params_err"] <= tol, (res["cyclic32"], tol)
+    for name in ("cyclic32", "frac32", "yeabbe32"):
+        assert res[name]["grad_err"] <= 1e-6 and res[name]["params_err"] <= 1e-6, res[name]
 
 
 def test_hung_worker_is_ignored_and_training_stays_exact(main_job):
@@ -169,9 +154,10 @@ def test_tree_more_than_s_hung_children_is_a_clear_error_naming_them(tree_job):
 def test_more_than_s_nan_senders_fail_at_once():
     # workers 0 and 1 send NaN from iteration 2 on: workers 0 and 1 cannot be replaced by worker 2 alone, so the
     # master knows at once that the iteration cannot finish (before: it waited for the 60 s timeout)
-    proc, res, wall = run_job([{"name": "nanfatal", "fault": "nan", "workers": [0, 1], "start": 2, "iters": 6,
-                                "timeout": 60.0}])
+    proc, res, _ = run_job([{"name": "nanfatal", "fault": "nan", "workers": [0, 1], "start": 2, "iters": 6,
+                             "timeout": 60.0, "steps": True}])
     assert "nanfatal" not in res and proc.returncode != 0
     assert "ranks [1, 2] sent NaN or infinite values" in proc.stderr, proc.stderr[-3000:]
     assert "the remaining ranks [3] cannot decode" in proc.stderr, proc.stderr[-3000:]
-    assert wall < 60, wall
+    step1 = float(next(ln for ln in proc.stdout.splitlines() if ln.startswith("STEP 1 ")).split()[2])
+    assert ENDED[0] - step1 < 30, ENDED[0] - step1          # the job ended well within the 60 s timeout

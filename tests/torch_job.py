@@ -71,6 +71,8 @@ def scenario(sc: dict, rank: int, n: int) -> None:
     ref_sampler = CodedSampler(len(X), code, None, batch_size=batch, seed=0)
 
     def check(t, mdl, info):
+        if sc.get("steps"):
+            print(f"STEP {t} {time.time()!r}", flush=True)
         scratch = copy.deepcopy(mdl)
         scratch.zero_grad()
         ref_sampler.set_epoch(t // len(ref_sampler))

@@ -78,8 +78,10 @@ class Receiver(threading.Thread):
                 self.free.wait()
                 self.free.clear()
                 self.dist.irecv(self.buf, src=self.src, tag=self.tag).wait()
+                # reading the header waits for the data on the host too (a NCCL wait only orders the stream)
+                head = float(self.buf[0])
                 self.out.put(self.key)
-                if float(self.buf[0]) == self.last:
+                if head == self.last:
                     return
         except Exception as exc:   # a peer died: wake the waiting thread, which raises
             self.error = exc
@@ -134,6 +136,7 @@ class Children:
                      for i, r in enumerate(self.ranks)]
         self.stale = 0
         self.done = [False] * self.K                        # the child said goodbye (after the stop message)
+        self.acc: Any = None                                # float64 decode buffer of float32 messages
 
     def start(self) -> None:
         for th in self.recv:
@@ -248,14 +251,29 @@ class Children:
 
     def combine(self, rows: list[int], out: Any, *, accumulate: bool) -> None:
         """``out`` (length ``m q``) = [``out`` +] the decode of ``rows`` (cached coefficients, one multiply-add
-        pass per message, no temporary)."""
+        pass per message, no temporary).
+
+        Messages below float64 (float32 stays float32 on the wire) are combined with float64 coefficients in a
+        float64 buffer allocated on the first decode and rounded once into ``out``; the decode is still accepted
+        by the rule in the messages' dtype."""
+        import torch
+
         q = self.q
-        for u, (idx, cs) in enumerate(self.combiner.plan(rows, self.np_dtype)):
-            seg = out[u * q:(u + 1) * q]
+        wide = self.inbox.dtype != torch.float64
+        if wide and self.acc is None:
+            self.acc = torch.zeros(self.m * q, dtype=torch.float64, device=self.inbox.device)
+        dst = self.acc if wide else out
+        if wide and accumulate:
+            dst.copy_(out)
+        plan = self.combiner.plan(rows, self.np_dtype, np.float64 if wide else None)
+        for u, (idx, cs) in enumerate(plan):
+            seg = dst[u * q:(u + 1) * q]
             if not accumulate:
                 seg.zero_()
             for i, a in zip(idx, cs, strict=True):
                 seg.add_(self.inbox[i, 1:], alpha=a)
+        if wide:
+            out.copy_(dst)
 
     def release(self, rows: list[int]) -> None:
         for i in rows:
