@@ -195,6 +195,8 @@ def test_children_keep_a_newer_message_and_time_out_naming_the_missing_ranks():
     dist.send(3, 5, torch.ones(5, dtype=torch.float64))          # iteration 5 while the parent is at 4
     kids.note(kids.arrived.get(), 4)
     assert kids.held[0] == 5
+    kids.forget(4)                                                # a hung parent keeps newer messages ...
+    assert kids.held[0] == 5
     rows, _, _ = kids.collect(5, float("inf"))
     assert rows == [0]
     kids.release(rows)
@@ -202,6 +204,11 @@ def test_children_keep_a_newer_message_and_time_out_naming_the_missing_ranks():
 
     with pytest.raises(StragglerTimeout, match=r"rank 1: iteration 6: .*missing ranks \[3, 4\]"):
         kids.collect(6, time.monotonic() + 0.2, who="rank 1: ")
+    dist.send(4, 7, torch.ones(5, dtype=torch.float64))
+    kids.note(kids.arrived.get(), 6)
+    assert kids.held[1] == 7
+    kids.forget(7)                                                # ... and drops those of its own iteration
+    assert kids.held == [None, None]
 
 
 def _linear_problem(dtype):

@@ -178,6 +178,13 @@ class Children:
         else:
             self.held[i] = tag
 
+    def forget(self, t: int) -> None:
+        """Drop the kept messages of iteration ``t`` and earlier (a hung parent, which never collects)."""
+        for i, h in enumerate(self.held):
+            if h is not None and age(h, t) >= 0:
+                self.stale += 1
+                self._drop(i)
+
     def collect(self, t: int, deadline: float, *, other: Callable[[int], bool] | None = None,
                 absent: Sequence[int] = (), threads: Sequence[Receiver] = (),
                 who: str = "") -> tuple[list[int] | None, list[int], int]:

@@ -354,6 +354,8 @@ class Worker:
             start = time.monotonic()
             d = self.delay.delay(self.worker, t, workers=self.layout.workers, load_fraction=self.load_fraction)
             if math.isinf(d):            # hung: never answers, but keeps its children's sends flowing
+                if kids is not None:
+                    kids.forget(t)
                 cur = self._next(threads, t)
                 continue
             self.flat.write(self.inbox[cur, 1:])
