@@ -127,7 +127,8 @@ def train(code: Any, model: Any, loss_fn: Callable[[Any, Any], Any], X: Any, y: 
           iterations: int, optimizer: Callable[[Any], Any], policy: Any = None, delay: Delay | None = None,
           timeout: float = 60.0, seed: int = 0, evaluate: Callable[[Any], float] | None = None,
           on_step: Callable[[int, Any, AggregateInfo], None] | None = None,
-          corrupt: Callable[[int, int, Any], None] | None = None, name: str | None = None) -> TrainResult | None:
+          corrupt: Callable[[int, int, Any], None] | None = None, name: str | None = None,
+          encoding: str = "auto") -> TrainResult | None:
     """Coded data-parallel training on ``code.n + 1`` ranks (rank 0 master, rank ``i + 1`` worker ``i``).
 
     A :class:`~gradcodes.CodedReduceCode` runs as its tree (Reisizadeh et al. 2019, Section 3): rank ``r``
@@ -140,7 +141,8 @@ def train(code: Any, model: Any, loss_fn: Callable[[Any, Any], Any], X: Any, y: 
     ``batch_size`` samples of ``(X, y)`` (:class:`CodedSampler`, epochs keyed by ``seed``). ``evaluate(model)``
     (master, excluded from the times) gives the accuracy after each step; ``on_step(t, model, info)`` is called
     on the master after each decode, before the optimizer steps (tests compare ``.grad`` there);
-    ``corrupt(worker, t, message)`` may alter a worker's message (fault tests). Returns a :class:`TrainResult`
+    ``corrupt(worker, t, message)`` may alter a worker's message (fault tests); ``encoding`` is the workers'
+    :class:`CodedGradient` encoding (``"auto"``, ``"loss"`` or ``"partitions"``). Returns a :class:`TrainResult`
     on the master and None on the workers.
     """
     import torch.distributed as dist
@@ -168,7 +170,7 @@ def train(code: Any, model: Any, loss_fn: Callable[[Any, Any], Any], X: Any, y: 
         return res
     w = rank - 1
     sampler = CodedSampler(len(X), code, w, batch_size=batch_size, seed=seed)
-    grad = CodedGradient(model, loss_fn, code, w, sampler)
+    grad = CodedGradient(model, loss_fn, code, w, sampler, encoding=encoding)
     worker = Worker(code, w, list(model.parameters()), delay=delay or NoDelay(), policy=policy,
                     timeout=timeout)
     per_epoch = len(sampler)
