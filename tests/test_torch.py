@@ -1,7 +1,10 @@
 """End-to-end tests of gradcodes.torch: real ``torchrun`` jobs with the Gloo backend on localhost (n = 3 workers).
 
 One job runs every exactness and fault scenario of tests/torch_job.py in turn and ends with more than s hung
-workers (a clear StragglerTimeout naming the ranks); a second job crashes a worker and must end within seconds.
+workers (a clear StragglerTimeout naming the ranks); a second job crashes a worker and must end within seconds; a
+third sends NaN from more than s workers (the master must fail at once, not at the timeout). A job of 7 ranks runs
+the CodedReduce tree coded_reduce(2, 2, 1) (hung workers on both levels, NaN, float32) and ends with more than s
+hung children of one parent (that parent's clear error naming its children's ranks).
 Skipped when torch is not installed (the ``torch`` extra).
 """
 
@@ -15,10 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
-
-import gradcodes as gc
 
 torch = pytest.importorskip("torch")
 ROOT = Path(__file__).resolve().parent.parent
@@ -27,9 +27,10 @@ ENDED = [0.0]
 _port = itertools.count(29500 + os.getpid() % 4000)
 
 
-def run_job(scenarios: list[dict], *, timeout: float = 240) -> tuple[subprocess.CompletedProcess, dict, float]:
+def run_job(scenarios: list[dict], *, timeout: float = 240,
+            ranks: int = 4) -> tuple[subprocess.CompletedProcess, dict, float]:
     env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "4", "--master-addr", "127.0.0.1",
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(ranks), "--master-addr", "127.0.0.1",
            "--master-port", str(next(_port)), str(JOB), json.dumps(scenarios)]
     t0 = time.monotonic()
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT)
@@ -41,18 +42,6 @@ def run_job(scenarios: list[dict], *, timeout: float = 240) -> tuple[subprocess.
             r = json.loads(line[7:])
             results[r["name"]] = r
     return proc, results, wall
-
-
-def float32_tolerance(code) -> float:
-    """10x the decode's own float32 error estimate, maximised over the responder sets of size n - s, and at least
-    1e-6 (the acceptance rule's prediction for the code's cancellation, docs/acceptance.md)."""
-    G = np.random.default_rng(0).standard_normal((code.k * code.m, 5)).astype(np.float32).reshape(code.k, -1)
-    Y = code.encode(G)
-    worst = 0.0
-    for F in itertools.combinations(range(code.n), code.n - code.s):
-        _, info = code.decode(list(F), Y[list(F)], return_info=True)
-        worst = max(worst, float(info.error_estimate))
-    return max(1e-6, 10 * worst)
 
 
 SCENARIOS = [
@@ -80,12 +69,12 @@ def test_exact_float64_flat_m1_and_m2(main_job):
         assert res[name]["params_err"] <= 1e-12, res[name]
 
 
-def test_exact_float32_within_the_acceptance_rule(main_job):
+def test_exact_float32_to_1e_6(main_job):
+    # cyclic_repetition's message in one weighted float32 backward pass was 3e-6 away (the decode's cancellation
+    # amplifies the backward's roundings); per-partition backward passes combined in float64 meet 1e-6
     _, res, _ = main_job
-    assert res["frac32"]["grad_err"] <= 1e-6 and res["frac32"]["params_err"] <= 1e-6, res["frac32"]
-    assert res["yeabbe32"]["grad_err"] <= max(1e-6, float32_tolerance(gc.ye_abbe(3, 1, 2))), res["yeabbe32"]
-    tol = float32_tolerance(gc.cyclic_repetition(3, 1, rng=0))
-    assert res["cyclic32"]["grad_err"] <= tol and res["cyclic32"]["params_err"] <= tol, (res["cyclic32"], tol)
+    for name in ("cyclic32", "frac32", "yeabbe32"):
+        assert res[name]["grad_err"] <= 1e-6 and res[name]["params_err"] <= 1e-6, res[name]
 
 
 def test_hung_worker_is_ignored_and_training_stays_exact(main_job):
@@ -119,3 +108,56 @@ def test_crash_on_a_worker_ends_the_job_within_seconds():
     crashed = float(next(ln for ln in proc.stdout.splitlines() if ln.startswith("CRASH_AT")).split()[1])
     # the master's straggler timeout is 120 s: the job ends because torchrun stops every rank when one fails
     assert ENDED[0] - crashed < 30, ENDED[0] - crashed
+
+
+TREE = [
+    {"name": "tree64", "code": "tree", "fault": "hang", "workers": [1, 2], "iters": 20},
+    {"name": "treenan", "code": "tree", "fault": "nan", "workers": [3], "hang": [1], "iters": 5},
+    {"name": "tree32", "code": "tree", "dtype": "float32", "iters": 10},
+    {"name": "treetoomany", "code": "tree", "fault": "toomany", "workers": [2, 3], "iters": 400, "timeout": 2.0},
+]
+
+
+@pytest.fixture(scope="module")
+def tree_job():
+    return run_job(TREE, ranks=7)
+
+
+def test_tree_exact_with_hung_workers_on_both_levels(tree_job):
+    # worker 1 (a child of the master, with its subtree) and worker 2 (a child of worker 0) hang: at most s = 1
+    # per parent, so the master decodes worker 0's message, itself decoded from worker 3's
+    _, res, _ = tree_job
+    r = res["tree64"]
+    assert r["responders"] == [0] and r["grad_err"] <= 1e-12 and r["params_err"] <= 1e-12, r
+
+
+def test_tree_nan_child_is_a_straggler_of_its_parent(tree_job):
+    _, res, _ = tree_job
+    r = res["treenan"]       # worker 1 hangs, so the master needs worker 0, which must drop its NaN child 3
+    assert r["responders"] == [0] and r["bad"] == [], r
+    assert r["grad_err"] <= 1e-12 and r["params_err"] <= 1e-12, r
+
+
+def test_tree_float32(tree_job):
+    _, res, _ = tree_job
+    r = res["tree32"]
+    assert r["grad_err"] <= 1e-6 and r["params_err"] <= 1e-6, r
+
+
+def test_tree_more_than_s_hung_children_is_a_clear_error_naming_them(tree_job):
+    proc, res, _ = tree_job
+    assert "treetoomany" not in res and proc.returncode != 0
+    assert "StragglerTimeout: rank 1: iteration" in proc.stderr and "missing ranks [3, 4]" in proc.stderr, \
+        proc.stderr[-3000:]
+
+
+def test_more_than_s_nan_senders_fail_at_once():
+    # workers 0 and 1 send NaN from iteration 2 on: workers 0 and 1 cannot be replaced by worker 2 alone, so the
+    # master knows at once that the iteration cannot finish (before: it waited for the 60 s timeout)
+    proc, res, _ = run_job([{"name": "nanfatal", "fault": "nan", "workers": [0, 1], "start": 2, "iters": 6,
+                             "timeout": 60.0, "steps": True}])
+    assert "nanfatal" not in res and proc.returncode != 0
+    assert "ranks [1, 2] sent NaN or infinite values" in proc.stderr, proc.stderr[-3000:]
+    assert "the remaining ranks [3] cannot decode" in proc.stderr, proc.stderr[-3000:]
+    step1 = float(next(ln for ln in proc.stdout.splitlines() if ln.startswith("STEP 1 ")).split()[2])
+    assert ENDED[0] - step1 < 30, ENDED[0] - step1          # the job ended well within the 60 s timeout

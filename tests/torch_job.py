@@ -1,5 +1,6 @@
 """A torch.distributed job driven by tests/test_torch.py (``torchrun --nproc-per-node 4 tests/torch_job.py
-SCENARIOS``), n = 3 workers.
+SCENARIOS``), n = 3 workers; ``--nproc-per-node 7`` for the CodedReduce tree ``coded_reduce(2, 2, 1)``
+(6 workers: ranks 1 and 2 are the master's children, ranks 3, 4 those of rank 1 and ranks 5, 6 those of rank 2).
 
 SCENARIOS is a JSON list; each runs :func:`gradcodes.torch.train` on the digits with a code, a dtype and an
 injected fault, and rank 0 checks every iteration's decoded gradient against the single-process full-batch
@@ -39,7 +40,8 @@ def scenario(sc: dict, rank: int, n: int) -> None:
     dtype = getattr(torch, sc.get("dtype", "float64"))
     code = {"cyclic": lambda: gc.cyclic_repetition(n, 1, rng=0),
             "frac": lambda: gc.fractional_repetition(n, n - 1),
-            "ye_abbe": lambda: gc.ye_abbe(n, 1, 2)}[sc.get("code", "cyclic")]()
+            "ye_abbe": lambda: gc.ye_abbe(n, 1, 2),
+            "tree": lambda: gc.coded_reduce(2, 2, 1)}[sc.get("code", "cyclic")]()
     X, y, _, _ = digits(dtype)
     batch, iters, lr = 120, sc.get("iters", 20), 0.1
     model = make_model(sc.get("model", "cnn"), seed=0, dtype=dtype)
@@ -47,14 +49,16 @@ def scenario(sc: dict, rank: int, n: int) -> None:
     fault = sc.get("fault", "none")
     delay = None
     if fault == "hang":
-        delay = Hang([sc.get("worker", 0)])
+        delay = Hang(sc.get("workers", [sc.get("worker", 0)]))
     elif fault == "toomany":
-        delay = Hang([0, 1], start=2)
+        delay = Hang(sc.get("workers", [0, 1]), start=2)
+    elif "hang" in sc:
+        delay = Hang(sc["hang"])
     elif fault == "late":
         delay = FixedDelay(0.05, workers=[2])
 
     def corrupt(w, t, msg, fault=fault):
-        if fault == "nan" and w == 2:
+        if fault == "nan" and w in sc.get("workers", [2]) and t >= sc.get("start", 0):
             msg[3] = float("nan")
         if fault == "stale" and w == 1 and 2 <= t < 5:
             time.sleep(0.25)                           # uninterruptible: the message arrives stale
@@ -67,6 +71,8 @@ def scenario(sc: dict, rank: int, n: int) -> None:
     ref_sampler = CodedSampler(len(X), code, None, batch_size=batch, seed=0)
 
     def check(t, mdl, info):
+        if sc.get("steps"):
+            print(f"STEP {t} {time.time()!r}", flush=True)
         scratch = copy.deepcopy(mdl)
         scratch.zero_grad()
         ref_sampler.set_epoch(t // len(ref_sampler))

@@ -240,14 +240,18 @@ class Combiner:
             self._cache.move_to_end(key)
         return W
 
-    def plan(self, rows: list[int], dtype: DTypeLike) -> list[tuple[list[int], list[Any]]]:
+    def plan(self, rows: list[int], dtype: DTypeLike,
+             coef_dtype: DTypeLike | None = None) -> list[tuple[list[int], list[Any]]]:
         """Per output block ``u``: the rows with a non-zero coefficient (ascending) and those coefficients in
-        ``dtype`` (cached per set and dtype)."""
+        ``coef_dtype`` (default ``dtype``), the decode accepted by the rule in the messages' ``dtype`` (cached per
+        set and dtypes). ``coef_dtype=float64`` for float32 messages: coefficients not rounded to float32, for
+        a decode accumulated in float64."""
         dt = np.dtype(dtype)
-        key = (tuple(sorted(rows)), dt.str)
+        ct = dt if coef_dtype is None else np.dtype(coef_dtype)
+        key = (tuple(sorted(rows)), dt.str if ct == dt else dt.str + ct.str)
         plan = self._plans.get(key)
         if plan is None:
-            W = self.weights(rows, dt).astype(dt)
+            W = self.weights(rows, dt).astype(ct)
             plan = []
             for u in range(self.m):
                 idx = [i for i in key[0] if W[u, i] != 0]

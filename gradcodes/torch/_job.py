@@ -4,7 +4,8 @@ Trains a small CNN (or a linear model) on scikit-learn's 8x8 handwritten digits 
 scikit-learn, no download) with each scheme in turn, the same initial weights and batches for all, and prints
 the time to a stated test accuracy, the mean iteration time and the final accuracy per scheme. Schemes: any
 exact code family of gradcodes by name (``cyclic_repetition``, ``fractional_repetition``, ``ye_abbe`` with
-``--m``), ``all`` (uncoded, wait for all workers), ``ignore`` (ignore the ``s`` slowest workers, rescaled) and
+``--comm-factor``, ``coded_reduce``: the CodedReduce tree with ``--branching`` children per parent), ``all``
+(uncoded, wait for all workers), ``ignore`` (ignore the ``s`` slowest workers, rescaled) and
 ``ddp`` (DistributedDataParallel all-reduce on the workers).
 """
 
@@ -53,11 +54,22 @@ def make_model(kind: str = "cnn", *, seed: int = 0, dtype: Any = None) -> Any:
     return model.to(dtype or torch.float32)
 
 
-def build_scheme(name: str, n: int, s: int, m: int = 1) -> tuple[Any, Any, str]:
-    """``(code, policy, label)`` for a scheme name (``ddp`` gives ``(None, None, label)``)."""
+def build_scheme(name: str, n: int, s: int, m: int = 1, branching: int = 2) -> tuple[Any, Any, str]:
+    """``(code, policy, label)`` for a scheme name (``ddp`` gives ``(None, None, label)``); ``coded_reduce`` is
+    the CodedReduce tree with ``branching`` children per parent and as many levels as make ``n`` workers."""
     import gradcodes as gc
     from gradcodes._simulate._policies import FixedK
 
+    if name == "coded_reduce":
+        total, L = 0, 0
+        while total < n:
+            L += 1
+            total += branching ** L
+        if total != n:
+            raise GradcodesValueError(f"coded_reduce: a tree with branching={branching} has "
+                                      f"{branching} + {branching}^2 + ... workers (N + 1 ranks); {n} workers is "
+                                      f"none of these")
+        return gc.coded_reduce(branching, L, s), None, f"coded_reduce b={branching} L={L}"
     if name == "ddp":
         return None, None, "DDP allreduce"
     if name == "all":
@@ -113,7 +125,7 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     workers_group = dist.new_group(list(range(1, world)))
     rows: list[dict[str, Any]] = []
     for name in args.schemes.split(","):
-        code, policy, label = build_scheme(name, n, args.stragglers, args.comm_factor)
+        code, policy, label = build_scheme(name, n, args.stragglers, args.comm_factor, args.branching)
         model = make_model(args.model, seed=args.seed, dtype=dtype)
         delay = parse_delay(args.delay, n=n, s=args.stragglers, data=args.batch_size)
 
@@ -167,6 +179,8 @@ def parser() -> argparse.ArgumentParser:
                    help="comma-separated schemes (default: %(default)s)")
     p.add_argument("--stragglers", type=int, default=1, help="stragglers s tolerated (default 1)")
     p.add_argument("--comm-factor", type=int, default=2, help="communication factor m of ye_abbe (default 2)")
+    p.add_argument("--branching", type=int, default=2,
+                   help="children per parent of the coded_reduce tree (default 2; N + 1 ranks for N = b + ... + b^L)")
     p.add_argument("--model", default="cnn", choices=["cnn", "linear"])
     p.add_argument("--iterations", type=int, default=60)
     p.add_argument("--batch-size", type=int, default=240, help="global batch (a multiple of k)")

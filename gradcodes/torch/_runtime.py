@@ -1,22 +1,28 @@
-"""Master--worker aggregation over ``torch.distributed`` point-to-point messages (Gloo on CPU).
+"""Master--worker and CodedReduce-tree aggregation over ``torch.distributed`` point-to-point messages (Gloo on CPU).
 
-Rank 0 is the master and rank ``i + 1`` runs worker ``i`` of the code. Every iteration the master sends the
-flattened parameters to each worker (tagged with the iteration), receives the workers' coded messages into one
-preallocated row per worker, stops at the first decodable set of responders (the wait policies of
-:func:`gradcodes.simulate`: by default the earliest decodable set), decodes with cached coefficients into a
-preallocated gradient vector and exposes it as the parameters' ``.grad`` (views, no copy), so any
+Rank 0 is the master (the root) and rank ``i + 1`` runs worker ``i`` of the code; the ranks are laid out as in
+:mod:`gradcodes.mpi` (:func:`gradcodes.mpi.layout_for`): for a master--worker code every worker is a child of
+the master; for a :class:`~gradcodes.CodedReduceCode` (Reisizadeh et al. 2019, Section 3) the parent of rank
+``r`` is rank ``(r - 1) // n`` and every parent decodes its children with the inner code and adds the result to
+its own message. Every iteration the master sends the flattened parameters to every worker (tagged with the
+iteration); each parent receives its children's coded messages into one preallocated row per child, stops at
+the first decodable set of children (the wait policies of :func:`gradcodes.simulate`: by default the earliest
+decodable set) and decodes with cached coefficients (:mod:`gradcodes.torch._children`). The master decodes into
+a preallocated gradient vector and exposes it as the parameters' ``.grad`` (views, no copy), so any
 ``torch.optim`` optimizer steps as usual.
 
 Semantics, as in :mod:`gradcodes.mpi`: a message carries its iteration in its first entry and is dropped when it
-is stale; a message with a NaN or infinite entry is dropped and its sender treated as a straggler; when the
-responders cannot decode within ``timeout`` seconds the master raises :class:`gradcodes.mpi.StragglerTimeout` naming the
-missing ranks; a crash on any rank ends the job (``torchrun`` stops every process when one fails). A worker whose
+is stale; a message with a NaN or infinite entry is dropped and its sender treated as a straggler, and when the
+NaN/inf senders leave no decodable set the parent raises :class:`gradcodes.mpi.StragglerTimeout` at once; when
+the children cannot decode within ``timeout`` seconds the parent raises the same error naming the missing ranks
+(a tree parent counts the time since its last decode, across the iterations it abandoned for newer
+parameters); a crash on any rank ends the job (``torchrun`` stops every process when one fails). A worker whose
 previous parameters the master could not yet deliver (it is still busy) is skipped, so no buffer is overwritten
 while a send is in flight, and nothing gradient-sized is allocated per iteration.
 
 Gloo sends complete only when the receiver has posted the matching receive, and a request's ``is_completed``
 turns true only once ``wait`` has returned, so each pending receive is waited on by a small thread that reports
-its slot on a queue: the master keeps one receive posted per worker, a worker one for its next parameters while
+its slot on a queue: every parent keeps one receive posted per child, a worker one for its next parameters while
 it computes (so newer parameters can abandon an injected delay), and the master's sends run on one thread per
 worker so that a busy worker is skipped rather than waited for.
 """
@@ -31,20 +37,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
-from .._errors import GradcodesRuntimeError, GradcodesTypeError, GradcodesValueError
+from .._errors import GradcodesTypeError, GradcodesValueError
 from ..mpi._comm import StragglerTimeout
 from ..mpi._delays import Delay, NoDelay
+from ..mpi._layout import Layout, layout_for
+from ._children import BYE, GRAD_TAG, WRAP, Children, Receiver, as_np_dtype, check_key
 
 __all__ = ["FlatParams", "Master", "Worker", "AggregateInfo", "StragglerTimeout", "GRAD_TAG", "PARAM_TAG"]
 
-GRAD_TAG = 71
 PARAM_TAG = 72
 _STOP = -1.0
-_BYE = -2.0
-#: iterations are carried modulo this in the messages' first entry (exact in float32)
-_WRAP = 2 ** 24
+_BYE = BYE
+_WRAP = WRAP
 
 
 def _dist() -> Any:
@@ -61,6 +65,10 @@ class FlatParams:
         if not self.params:
             raise GradcodesValueError("params must hold at least one tensor")
         self.numels = [int(p.numel()) for p in self.params]
+        #: the device of the parameters: every buffer of the runtime is allocated there
+        self.device = self.params[0].device
+        if any(p.device != self.device for p in self.params):
+            raise GradcodesValueError("all parameters must be on one device")
         self.size = sum(self.numels)
         self.dtype = self.params[0].dtype
         if any(p.dtype != self.dtype for p in self.params):
@@ -108,43 +116,6 @@ class AggregateInfo:
     seconds: float = 0.0
 
 
-class _Receiver(threading.Thread):
-    """Keeps one receive posted into ``buf`` from ``src``; reports ``key`` on ``out`` when a message has landed and
-    posts the next receive after :meth:`release`. Ends after a message whose first entry is ``last``."""
-
-    def __init__(self, dist: Any, buf: Any, src: int, tag: int, key: int, out: queue.Queue[int],
-                 last: float) -> None:
-        super().__init__(daemon=True, name=f"gradcodes-recv-{src}-{tag}")
-        self.dist, self.buf, self.src, self.tag, self.key, self.out, self.last = dist, buf, src, tag, key, out, last
-        self.free = threading.Event()
-        self.free.set()
-
-    def release(self) -> None:
-        self.free.set()
-
-    def run(self) -> None:
-        try:
-            while True:
-                self.free.wait()
-                self.free.clear()
-                self.dist.irecv(self.buf, src=self.src, tag=self.tag).wait()
-                self.out.put(self.key)
-                if float(self.buf[0]) == self.last:
-                    return
-        except Exception as exc:   # a peer died: wake the waiting thread, which raises
-            self.error = exc
-            self.out.put(-1 - self.key)
-
-
-def _check(key: int, threads: Sequence[_Receiver]) -> int:
-    """``key``, or raise the error of the receive thread that reported ``-1 - key``."""
-    if key < 0:
-        th = threads[-1 - key]
-        raise GradcodesRuntimeError(f"receiving from rank {th.src} failed: {getattr(th, 'error', None)}") from getattr(
-            th, "error", None)
-    return key
-
-
 class _Sender(threading.Thread):
     """Sends ``buf`` to ``dst`` each time :meth:`send` is called; :attr:`busy` until the receiver took it."""
 
@@ -175,22 +146,43 @@ class _Sender(threading.Thread):
                 return
 
 
+
+
+def _layout(code: Any, dist: Any) -> Layout:
+    """The code's rank layout, checked against the world size."""
+    layout = layout_for(code)
+    if dist.get_world_size() != layout.size:
+        what = (f"the tree has N={layout.workers} workers" if layout.kind == "tree"
+                else f"the code has n={layout.workers} workers")
+        raise GradcodesValueError(f"{what}, so the job needs {layout.size} ranks (1 master + {layout.workers} "
+                                  f"workers); it has {dist.get_world_size()}")
+    return layout
+
+
+def _combined(code: Any, layout: Layout) -> Any:
+    """The code a parent decodes: the inner code on a tree, the code itself otherwise."""
+    return code.inner if layout.kind == "tree" else code
+
+
 class Master:
     """The master (rank 0): send parameters, collect the first decodable messages, decode into ``.grad``.
 
     Parameters
     ----------
     code : LinearCode
-        The gradient code; worker ``i`` is rank ``i + 1`` (the world has ``code.n + 1`` ranks).
+        The gradient code; worker ``i`` is rank ``i + 1``. A master--worker job has ``code.n + 1`` ranks; a
+        :class:`~gradcodes.CodedReduceCode` runs as its tree (``code.N + 1`` ranks, the master decodes its
+        ``branching`` children with the inner code).
     params : sequence of tensors
-        The model's parameters (``model.parameters()``), one dtype, on the CPU.
+        The model's parameters (``model.parameters()``), one dtype, one device (every buffer is allocated there).
     policy : str or WaitPolicy, optional
-        When to stop waiting (:func:`gradcodes._simulate._policies.as_policy`: ``"earliest"`` decodable set, the
-        default for exact codes; ``"first"`` ``n - s`` messages, the default for approximate codes; ``"all"``).
+        When to stop waiting (:func:`gradcodes._simulate._policies.as_policy` of the code decoded here:
+        ``"earliest"`` decodable set, the default for exact codes; ``"first"`` ``n - s`` messages, the default for
+        approximate codes; ``"all"``).
     timeout : float, default 60
         Seconds to wait in one iteration before :class:`gradcodes.mpi.StragglerTimeout`.
     poll : float, default 2e-4
-        Seconds between polls of the pending receives.
+        Unused (kept for callers of the earlier signature): the receive threads report arrivals on a queue.
     """
 
     def __init__(self, code: Any, params: Sequence[Any], *, policy: Any = None, timeout: float = 60.0,
@@ -200,97 +192,58 @@ class Master:
         from .._simulate._policies import as_policy
 
         self.dist = _dist()
-        if self.dist.get_world_size() != code.n + 1:
-            raise GradcodesValueError(f"the code has n={code.n} workers, so the job needs n + 1 = {code.n + 1} ranks; "
-                                      f"it has {self.dist.get_world_size()}")
-        self.code, self.n, self.m = code, int(code.n), int(code.m)
+        self.layout = _layout(code, self.dist)
+        self.code, self.n, self.m = code, int(self.layout.workers), int(code.m)
         self.flat = FlatParams(params)
-        self.dtype = self.flat.dtype
-        self.np_dtype = torch.empty(0, dtype=self.dtype).numpy().dtype
+        self.dtype, self.device = self.flat.dtype, self.flat.device
+        self.np_dtype = as_np_dtype(self.dtype)
         self.q = -(-self.flat.size // self.m)
-        self.policy = as_policy(policy, code)
-        self.tracker = self.policy.tracker(code, self.np_dtype)
+        inner = _combined(code, self.layout)
+        self.policy = as_policy(policy, inner)
         self.timeout, self.poll = float(timeout), float(poll)
-        self.inbox = torch.empty(self.n, self.q + 1, dtype=self.dtype)
-        self.outbox = torch.empty(self.n, self.flat.size + 1, dtype=self.dtype)
-        self.grad = torch.zeros(self.m * self.q, dtype=self.dtype)
-        self._coef: dict[bytes, list[list[tuple[int, float]]]] = {}
+        self.outbox = torch.empty(self.n, self.flat.size + 1, dtype=self.dtype, device=self.device)
+        self.grad = torch.zeros(self.m * self.q, dtype=self.dtype, device=self.device)
         self._skipped = 0
+        self._busy: set[int] = set()
         self._arrived: queue.Queue[int] = queue.Queue()
-        self._recv = [_Receiver(self.dist, self.inbox[w], w + 1, GRAD_TAG, w, self._arrived, _BYE)
-                      for w in range(self.n)]
+        self.children = Children(self.dist, inner, self.layout.children(0), self.q, self.dtype, self.device,
+                                 self._arrived, 0, self.policy)
+        self.tracker = self.children.tracker
+        self.inbox = self.children.inbox
         self._send = [_Sender(self.dist, self.outbox[w], w + 1, PARAM_TAG) for w in range(self.n)]
-        for th in (*self._recv, *self._send):
+        self.children.start()
+        for th in self._send:
             th.start()
 
     def broadcast(self, iteration: int) -> None:
         """Send the current parameters to every worker whose previous parameters have been delivered."""
+        self._busy = set()
         for w in range(self.n):
             if self._send[w].busy:
                 self._skipped += 1
+                self._busy.add(w)
                 continue
             row = self.outbox[w]
             row[0] = float(iteration % _WRAP)
             self.flat.read(row[1:])
             self._send[w].send()
 
-    def _coefficients(self, mask: np.ndarray) -> list[list[tuple[int, float]]]:
-        key = mask.tobytes()
-        if key not in self._coef:
-            A = np.asarray(self.code.decoding_matrix(np.flatnonzero(mask), dtype=self.np_dtype))
-            self._coef[key] = [[(int(c), float(A[u, c])) for c in np.flatnonzero(A[u])] for u in range(self.m)]
-            if len(self._coef) > 4096:
-                self._coef.pop(next(iter(self._coef)))
-        return self._coef[key]
-
     def aggregate(self, iteration: int) -> AggregateInfo:
         """Collect messages of ``iteration`` until the policy stops, decode into ``grad`` and ``.grad``."""
-        import torch
-
         start = time.monotonic()
-        deadline = start + self.timeout
-        tag = float(iteration % _WRAP)
-        have = np.zeros(self.n, dtype=bool)
-        info = AggregateInfo(iteration, [])
-        self.tracker.reset()
-        while True:
-            try:
-                w = _check(self._arrived.get(timeout=max(deadline - time.monotonic(), 0.0)), self._recv)
-            except queue.Empty:
-                missing = [v + 1 for v in range(self.n) if not have[v]]
-                raise StragglerTimeout(
-                    f"iteration {iteration}: no decodable set of responders within timeout={self.timeout:g} s; "
-                    f"received from ranks {[v + 1 for v in info.responders]}, missing ranks {missing}"
-                    + (f", ranks {[v + 1 for v in info.bad]} sent NaN or infinite values" if info.bad else ""),
-                    missing=missing, bad=[v + 1 for v in info.bad]) from None
-            row = self.inbox[w]
-            if float(row[0]) != tag:
-                info.stale += 1
-                self._recv[w].release()
-                continue
-            if not bool(torch.isfinite(row).all()):
-                info.bad.append(w)
-                self._recv[w].release()
-                continue
-            have[w] = True
-            info.responders.append(w)
-            if self.tracker.add(w):
-                break
-        coef = self._coefficients(have)
-        self.grad.zero_()
-        q = self.q
-        for u in range(self.m):
-            gu = self.grad[u * q:(u + 1) * q]
-            for c, a in coef[u]:
-                gu.add_(self.inbox[c, 1:], alpha=a)
-        for w in info.responders:
-            self._recv[w].release()
+        kids = self.children.ranks
+        absent = [i for i, r in enumerate(kids) if r - 1 in self._busy]
+        rows, bad, stale = self.children.collect(iteration, start + self.timeout, absent=absent)
+        assert rows is not None
+        self.children.combine(rows, self.grad, accumulate=False)
+        self.children.release(rows)
         self.flat.set_grads(self.grad[:self.flat.size])
-        info.seconds = time.monotonic() - start
-        return info
+        return AggregateInfo(iteration, [kids[i] - 1 for i in rows], stale, [kids[i] - 1 for i in bad],
+                             time.monotonic() - start)
 
     def stop(self, timeout: float = 10.0) -> list[int]:
-        """Send every worker the stop message and drain their last messages; the ranks that did not answer."""
+        """Send every worker the stop message and drain the children's last messages; the ranks that did not
+        answer."""
         deadline = time.monotonic() + timeout
         for w in range(self.n):
             self._send[w].idle.wait(max(deadline - time.monotonic(), 0.0))
@@ -298,25 +251,17 @@ class Master:
                 continue
             self.outbox[w, 0] = _STOP
             self._send[w].send(last=True)
-        pending = set(range(self.n))
-        while pending:
-            try:
-                w = _check(self._arrived.get(timeout=max(deadline - time.monotonic(), 0.0)), self._recv)
-            except queue.Empty:
-                break
-            if float(self.inbox[w, 0]) == _BYE:
-                pending.discard(w)
-            else:
-                self._recv[w].release()
+        missing = self.children.drain(deadline)
         # let the communication threads finish their last requests before the caller tears the process group down
         # (a thread still inside a Gloo wait at interpreter exit aborts the process)
-        for th in [*self._send, *self._recv]:
+        for th in self._send:
             th.join(max(deadline - time.monotonic(), 0.0))
-        return sorted(w + 1 for w in pending)
+        return missing
 
 
 class Worker:
-    """Worker ``worker`` (rank ``worker + 1``): receive parameters, compute the coded message, send it.
+    """Worker ``worker`` (rank ``worker + 1``): receive parameters, compute the coded message, send it (a
+    CodedReduce parent first adds the inner-code decode of its children's messages).
 
     Parameters
     ----------
@@ -327,28 +272,59 @@ class Worker:
         The model replica's parameters (overwritten with the master's each iteration).
     delay : Delay, optional
         Straggler injection (:mod:`gradcodes.mpi`'s models): the worker sleeps until ``delay`` seconds after
-        the start of its iteration; newer parameters arriving meanwhile abandon the iteration.
+        the start of its iteration; newer parameters arriving meanwhile abandon the iteration. A hung worker
+        (infinite delay) keeps draining its children's messages and still obeys the stop message.
+    policy : str or WaitPolicy, optional
+        A tree parent's wait for its children (default ``"earliest"`` decodable set of the inner code).
+    timeout : float, default 60
+        A tree parent that has not decoded its children for this many seconds raises
+        :class:`gradcodes.mpi.StragglerTimeout` naming the missing ranks.
     """
 
     def __init__(self, code: Any, worker: int, params: Sequence[Any], *, delay: Delay | None = None,
-                 poll: float = 2e-4) -> None:
+                 poll: float = 2e-4, policy: Any = None, timeout: float = 60.0) -> None:
         import torch
 
+        from .._simulate._policies import as_policy
+
         self.dist = _dist()
+        self.layout = _layout(code, self.dist)
         self.code, self.worker = code, int(worker)
+        if not 0 <= self.worker < self.layout.workers:
+            raise GradcodesValueError(f"worker must be in [0, {self.layout.workers - 1}], got {worker}")
+        self.rank = self.worker + 1
+        self.parent = self.layout.parent(self.rank)
         self.flat = FlatParams(params)
+        dev = self.flat.device
         self.q = -(-self.flat.size // int(code.m))
-        self.inbox = torch.empty(2, self.flat.size + 1, dtype=self.flat.dtype)
-        self.outbox = torch.empty(self.q + 1, dtype=self.flat.dtype)
+        self.inbox = torch.empty(2, self.flat.size + 1, dtype=self.flat.dtype, device=dev)
+        self.outbox = torch.empty(self.q + 1, dtype=self.flat.dtype, device=dev)
         self.delay = delay or NoDelay()
         self.poll = float(poll)
+        self.timeout = float(timeout)
         self.load_fraction = float(code.loads[self.worker]) / float(code.k)
         self.iterations = 0
+        self._arrived: queue.Queue[int] = queue.Queue()
+        kids = self.layout.children(self.rank)
+        self.children: Children | None = None
+        if kids:
+            inner = _combined(code, self.layout)
+            self.children = Children(self.dist, inner, kids, self.q, self.flat.dtype, dev, self._arrived, 2,
+                                     as_policy(policy, inner))
 
     @property
     def message(self) -> Any:
         """The send buffer's message part (length ``ceil(P/m)``): ``compute`` writes the message here."""
         return self.outbox[1:]
+
+    def _next(self, threads: Sequence[Receiver], t: int) -> int:
+        """The next parameter slot to arrive (children's messages meanwhile are kept or dropped)."""
+        while True:
+            key = check_key(self._arrived.get(), threads)
+            if key < 2:
+                return key
+            assert self.children is not None
+            self.children.note(key, t)
 
     def run(self, compute: Callable[[int, Any], None]) -> int:
         """Serve until the master's stop message; ``compute(iteration, message)`` fills the message in place
@@ -356,38 +332,75 @@ class Worker:
 
         Two receive slots alternate: while the worker computes on one, the next parameters land in the other.
         """
-        arrived: queue.Queue[int] = queue.Queue()
-        slots = [_Receiver(self.dist, self.inbox[j], 0, PARAM_TAG, j, arrived, _STOP) for j in range(2)]
+        slots = [Receiver(self.dist, self.inbox[j], 0, PARAM_TAG, j, self._arrived, _STOP) for j in range(2)]
         slots[1].free.clear()           # slot 0 receives first; slot 1 once slot 0 holds a message
+        kids = self.children
+        threads: list[Receiver] = [*slots, *(kids.recv if kids is not None else [])]
         for th in slots:
             th.start()
+        if kids is not None:
+            kids.start()
         count = 0
-        cur = _check(arrived.get(), slots)
+        t = -1
+        since: float | None = None       # a tree parent: when it began waiting for a decode
+        cur = self._next(threads, t)
         while True:
             header = float(self.inbox[cur, 0])
             if header == _STOP:
                 break
+            t = int(header)
             nxt = 1 - cur
             slots[nxt].release()
             start = time.monotonic()
+            d = self.delay.delay(self.worker, t, workers=self.layout.workers, load_fraction=self.load_fraction)
+            if math.isinf(d):            # hung: never answers, but keeps its children's sends flowing
+                if kids is not None:
+                    kids.forget(t)
+                cur = self._next(threads, t)
+                continue
             self.flat.write(self.inbox[cur, 1:])
-            compute(int(header), self.outbox[1:])
+            compute(t, self.outbox[1:])
             self.outbox[0] = header
-            d = self.delay.delay(self.worker, int(header), workers=self.code.n, load_fraction=self.load_fraction)
-            newer: int | None = None
-            if d > 0:
+            newer: list[int] = []
+            if kids is not None:
+                if since is None:
+                    since = start
+
+                def other(key: int, newer: list[int] = newer) -> bool:
+                    newer.append(key)
+                    return True
+
+                rows, _, _ = kids.collect(t, since + self.timeout, other=other, threads=threads,
+                                          who=f"rank {self.rank}: ")
+                if rows is None:         # the master moved on: skip ahead
+                    cur = newer[0]
+                    continue
+                kids.combine(rows, self.outbox[1:], accumulate=True)
+                kids.release(rows)
+                since = None
+            while d > 0 and not newer:   # the injected delay; newer parameters (or STOP) abandon this iteration
                 wait = start + d - time.monotonic()
+                if wait <= 0:
+                    break
                 try:
-                    newer = (_check(arrived.get(timeout=wait if math.isfinite(wait) else None), slots)
-                             if wait > 0 else None)
+                    key = check_key(self._arrived.get(timeout=wait), threads)
                 except queue.Empty:
-                    newer = None
-            if newer is None:
-                self.dist.isend(self.outbox, 0, tag=GRAD_TAG).wait()
-                count += 1
-                newer = _check(arrived.get(), slots)
-            cur = newer
+                    break
+                if key < 2:
+                    newer.append(key)
+                elif kids is not None:
+                    kids.note(key, t)
+            if newer:
+                cur = newer[0]
+                continue
+            self.dist.isend(self.outbox, self.parent, tag=GRAD_TAG).wait()
+            count += 1
+            cur = self._next(threads, t)
+        if kids is not None:
+            missing = kids.drain(time.monotonic() + 10.0, threads=threads)
+            if missing:
+                print(f"gradcodes.torch: rank {self.rank}: children {missing} did not finish", flush=True)
         self.outbox[0] = _BYE
-        self.dist.isend(self.outbox, 0, tag=GRAD_TAG).wait()
+        self.dist.isend(self.outbox, self.parent, tag=GRAD_TAG).wait()
         self.iterations = count
         return count

@@ -1,4 +1,5 @@
-"""Coded training loops on ``torch.distributed``: :func:`train` (master--worker, any code and wait policy) and
+"""Coded training loops on ``torch.distributed``: :func:`train` (master--worker with any code and wait policy, or a
+CodedReduce tree) and
 :func:`ddp_train` (the DistributedDataParallel all-reduce baseline), with the worker's message computation
 :class:`CodedGradient` (loss weighting for ``m = 1``, one backward pass per partition and ``encode_worker`` for
 ``m > 1``)."""
@@ -10,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._errors import GradcodesValueError
 from ..mpi._delays import Delay, NoDelay
 from ._data import CodedSampler
 from ._loss import coded_loss, loss_weights
@@ -21,14 +23,28 @@ __all__ = ["CodedGradient", "train", "ddp_train", "TrainResult"]
 class CodedGradient:
     """Worker ``worker``'s coded message from its samples of a global batch.
 
-    ``loss_fn(outputs, targets)`` must return per-sample losses (``reduction="none"``). For ``m = 1`` the message
-    is the gradient of the loss weighted by :func:`gradcodes.torch.loss_weights` (one backward pass); for
-    ``m > 1`` each stored partition's gradient of its share of the mean loss is computed by its own backward pass
-    into a preallocated (load, P) buffer and encoded by :meth:`gradcodes.LinearCode.encode_worker`.
+    ``loss_fn(outputs, targets)`` must return per-sample losses (``reduction="none"``). Two ways to compute the
+    message ``y_i = sum_{j, u} B[i, j m + u] g_j^{(u)}`` (Tandon et al. 2017; Ye & Abbe 2018 for ``m > 1``):
+
+    * ``"loss"`` (``m = 1`` only): the gradient of the loss weighted by :func:`gradcodes.torch.loss_weights`,
+      one backward pass and no encode step;
+    * ``"partitions"``: one backward pass per stored partition (its share of the mean loss, the weight ``1/N``
+      of the single-process loss), the partition gradients combined with the coefficients of ``B`` in float64 in
+      a buffer allocated once, and the message rounded once to the parameters' dtype.
+
+    In float64 both agree to rounding. In float32 the weighted backward pass rounds at the scale of the message
+    ``sum_j B_ij g_j``, and the decode's cancellation (``sum_i |a_i| |y_i|`` against ``|sum_j g_j|``) amplifies
+    those roundings: for ``cyclic_repetition(3, 1)`` on the digits CNN the decoded gradient was 3e-6 away from the
+    single-process one, and 5e-7 with ``"partitions"``, whose only amplified error is the message's final
+    rounding (``benchmarks/torch_float32.py``). ``encoding="auto"`` (the default) takes ``"loss"`` when it
+    cannot be amplified (float64 parameters, or every coefficient of ``B`` 0 or 1) and ``"partitions"``
+    otherwise; ``m > 1`` always takes ``"partitions"``. Its cost is ``load`` smaller backward passes instead of one
+    (the same samples) and two buffers of the parameters' size.
     """
 
     def __init__(self, model: Any, loss_fn: Callable[[Any, Any], Any], code: Any, worker: int,
-                 sampler: CodedSampler) -> None:
+                 sampler: CodedSampler, *, encoding: str = "auto") -> None:
+        import numpy as np
         import torch
 
         self.model, self.loss_fn, self.code, self.worker = model, loss_fn, code, int(worker)
@@ -36,26 +52,51 @@ class CodedGradient:
         self.batch_size = sampler.batch_size
         self.per_partition = sampler.per_partition
         self.parts = sampler.partitions
-        if int(code.m) == 1:
+        self.m = int(code.m)
+        if encoding not in ("auto", "loss", "partitions"):
+            raise GradcodesValueError(f"encoding must be 'auto', 'loss' or 'partitions', got {encoding!r}")
+        if encoding == "loss" and self.m != 1:
+            raise GradcodesValueError(f"encoding='loss' needs m = 1, this code has m = {self.m}")
+        if encoding == "auto":
+            B = np.asarray(code.float_B())
+            plain = self.flat.dtype == torch.float64 or bool(np.isin(B, (0.0, 1.0)).all())
+            encoding = "loss" if self.m == 1 and plain else "partitions"
+        self.encoding = encoding
+        dev = self.flat.device
+        if encoding == "loss":
             self.weights = loss_weights(code, worker, sampler.partition_ids, sampler.batch_size,
-                                        dtype=self.flat.dtype)
-        else:
-            self.rows = torch.zeros(len(self.parts), self.flat.size, dtype=self.flat.dtype)
+                                        dtype=self.flat.dtype, device=dev)
+            return
+        P, m = self.flat.size, self.m
+        q = -(-P // m)
+        row = np.asarray(code.float_B(np.float64))[self.worker].reshape(int(code.k), m)
+        #: per stored partition: (block u, length, coefficient) of its non-zero coefficients (float64)
+        self.plan = [[(u, max(0, min(q, P - u * q)), float(row[j, u])) for u in range(m) if row[j, u] != 0]
+                     for j in self.parts]
+        self.q = q
+        self.row = torch.zeros(P, dtype=self.flat.dtype, device=dev)
+        self.acc = torch.zeros(q, dtype=torch.float64, device=dev)
 
     def __call__(self, inputs: Any, targets: Any, out: Any) -> None:
         """Write the message for ``inputs``/``targets`` (this worker's batch from the sampler) into ``out``."""
-        self.model.zero_grad(set_to_none=False)
-        if int(self.code.m) == 1:
+        if self.encoding == "loss":
+            self.model.zero_grad(set_to_none=False)
             coded_loss(self.loss_fn(self.model(inputs), targets), self.weights).backward()
             self.flat.read_grads(out)
             return
-        b = self.per_partition
-        for r in range(len(self.parts)):
+        b, q = self.per_partition, self.q
+        self.acc.zero_()
+        for r, plan in enumerate(self.plan):
+            if not plan:
+                continue
             self.model.zero_grad(set_to_none=False)
             sl = slice(r * b, (r + 1) * b)
             (self.loss_fn(self.model(inputs[sl]), targets[sl]).sum() / self.batch_size).backward()
-            self.flat.read_grads(self.rows[r])
-        self.code.encode_worker(self.worker, self.rows, out=out)
+            self.flat.read_grads(self.row)
+            for u, L, c in plan:
+                if L:
+                    self.acc[:L].add_(self.row[u * q:u * q + L], alpha=c)
+        out.copy_(self.acc)
 
 
 @dataclass
@@ -86,15 +127,22 @@ def train(code: Any, model: Any, loss_fn: Callable[[Any, Any], Any], X: Any, y: 
           iterations: int, optimizer: Callable[[Any], Any], policy: Any = None, delay: Delay | None = None,
           timeout: float = 60.0, seed: int = 0, evaluate: Callable[[Any], float] | None = None,
           on_step: Callable[[int, Any, AggregateInfo], None] | None = None,
-          corrupt: Callable[[int, int, Any], None] | None = None, name: str | None = None) -> TrainResult | None:
+          corrupt: Callable[[int, int, Any], None] | None = None, name: str | None = None,
+          encoding: str = "auto") -> TrainResult | None:
     """Coded data-parallel training on ``code.n + 1`` ranks (rank 0 master, rank ``i + 1`` worker ``i``).
+
+    A :class:`~gradcodes.CodedReduceCode` runs as its tree (Reisizadeh et al. 2019, Section 3): rank ``r``
+    sends to rank ``(r - 1) // branching``, every parent decodes its first decodable set of children with the
+    inner code (``policy`` applies to it) and adds its own message; a parent that cannot decode for ``timeout``
+    seconds raises :class:`gradcodes.mpi.StragglerTimeout` naming its missing children.
 
     Every rank calls it with the same arguments and an identically initialised ``model``. The master steps
     ``optimizer(model.parameters())`` on the decoded gradient of the mean loss over each global batch of
     ``batch_size`` samples of ``(X, y)`` (:class:`CodedSampler`, epochs keyed by ``seed``). ``evaluate(model)``
     (master, excluded from the times) gives the accuracy after each step; ``on_step(t, model, info)`` is called
     on the master after each decode, before the optimizer steps (tests compare ``.grad`` there);
-    ``corrupt(worker, t, message)`` may alter a worker's message (fault tests). Returns a :class:`TrainResult`
+    ``corrupt(worker, t, message)`` may alter a worker's message (fault tests); ``encoding`` is the workers'
+    :class:`CodedGradient` encoding (``"auto"``, ``"loss"`` or ``"partitions"``). Returns a :class:`TrainResult`
     on the master and None on the workers.
     """
     import torch.distributed as dist
@@ -122,8 +170,9 @@ def train(code: Any, model: Any, loss_fn: Callable[[Any, Any], Any], X: Any, y: 
         return res
     w = rank - 1
     sampler = CodedSampler(len(X), code, w, batch_size=batch_size, seed=seed)
-    grad = CodedGradient(model, loss_fn, code, w, sampler)
-    worker = Worker(code, w, list(model.parameters()), delay=delay or NoDelay())
+    grad = CodedGradient(model, loss_fn, code, w, sampler, encoding=encoding)
+    worker = Worker(code, w, list(model.parameters()), delay=delay or NoDelay(), policy=policy,
+                    timeout=timeout)
     per_epoch = len(sampler)
 
     def compute(t: int, out: Any) -> None:

@@ -1,0 +1,320 @@
+"""A parent's receive side on ``torch.distributed``: one buffer row and one receive thread per child, the wait for
+the first decodable set, the decode into a preallocated vector.
+
+Used by the master of a master--worker job (its children are every worker, decoded with the code itself) and by
+every parent of a CodedReduce tree (the root and the inner workers, decoded with the inner code; Reisizadeh et
+al. 2019, Section 3). The rank layout and the combination coefficients are those of :mod:`gradcodes.mpi`
+(:func:`gradcodes.mpi.layout_for`, :class:`gradcodes.mpi._layout.Combiner`: the decoding vector of a responder
+set, cached, validated by the acceptance rule in the messages' dtype); only the message passing and the
+arithmetic are torch's.
+
+Semantics (as :mod:`gradcodes.mpi`'s ``Inbox``): every message carries its iteration modulo ``2**24`` in its first
+entry; a message of an earlier iteration is dropped, one of a later iteration (a parent that fell behind) is kept
+for that iteration; a message with a NaN or infinite entry is dropped and its sender treated as a straggler, and
+as soon as the children still able to answer cannot decode any more the wait ends with
+:class:`gradcodes.mpi.StragglerTimeout` naming the ranks (no point waiting for the timeout); past the deadline
+the same error names the ranks that did not answer.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from .._errors import GradcodesRuntimeError
+from ..mpi._comm import StragglerTimeout
+from ..mpi._layout import Combiner
+
+__all__ = ["Children", "Receiver", "check_key", "finite", "age", "WRAP", "GRAD_TAG", "BYE"]
+
+GRAD_TAG = 71
+BYE = -2.0
+#: iterations are carried modulo this in the messages' first entry (exact in float32)
+WRAP = 2 ** 24
+
+
+def age(tag: float, t: int) -> int:
+    """How many iterations older than ``t`` a message tagged ``tag`` is (negative: newer)."""
+    d = (t - int(tag)) % WRAP
+    return d if d < WRAP // 2 else d - WRAP
+
+
+def finite(row: Any) -> bool:
+    """All entries finite, without a row-sized temporary in the usual case: a NaN or inf makes the sum non-finite;
+    a finite row whose sum overflows falls back to the exact check."""
+    import torch
+
+    if bool(torch.isfinite(row.sum())):
+        return True
+    return bool(torch.isfinite(row).all())
+
+
+class Receiver(threading.Thread):
+    """Keeps one receive posted into ``buf`` from ``src``; reports ``key`` on ``out`` when a message has landed and
+    posts the next receive after :meth:`release`. Ends after a message whose first entry is ``last``.
+
+    Gloo requests complete only in ``wait`` (``is_completed`` turns true once ``wait`` returned), so each pending
+    receive is waited on by its own thread."""
+
+    def __init__(self, dist: Any, buf: Any, src: int, tag: int, key: int, out: queue.Queue[int],
+                 last: float) -> None:
+        super().__init__(daemon=True, name=f"gradcodes-recv-{src}-{tag}")
+        self.dist, self.buf, self.src, self.tag, self.key, self.out, self.last = dist, buf, src, tag, key, out, last
+        self.free = threading.Event()
+        self.free.set()
+        self.error: BaseException | None = None
+
+    def release(self) -> None:
+        self.free.set()
+
+    def run(self) -> None:
+        try:
+            while True:
+                self.free.wait()
+                self.free.clear()
+                self.dist.irecv(self.buf, src=self.src, tag=self.tag).wait()
+                # reading the header waits for the data on the host too (a NCCL wait only orders the stream)
+                head = float(self.buf[0])
+                self.out.put(self.key)
+                if head == self.last:
+                    return
+        except Exception as exc:   # a peer died: wake the waiting thread, which raises
+            self.error = exc
+            self.out.put(-1 - self.key)
+
+
+def check_key(key: int, threads: Sequence[Receiver]) -> int:
+    """``key``, or raise the error of the receive thread that reported ``-1 - key``."""
+    if key < 0:
+        th = threads[-1 - key]
+        raise GradcodesRuntimeError(f"receiving from rank {th.src} failed: {th.error}") from th.error
+    return key
+
+
+class Children:
+    """The messages of one parent's children: buffers, receive threads, wait policy and decode.
+
+    Parameters
+    ----------
+    dist : module
+        ``torch.distributed``.
+    code : LinearCode
+        The code decoded here (the whole code at a master--worker master, the inner code at a tree parent); row
+        ``i`` of the buffer is its worker ``i``.
+    ranks : list of int
+        The children's ranks (row ``i`` receives from ``ranks[i]``).
+    q : int
+        Message length (without the iteration entry).
+    dtype, device
+        The messages' torch dtype and device (the parameters').
+    arrived : queue.Queue
+        Where the receive threads report; child ``i`` reports key ``base + i``.
+    base : int
+        Key of row 0 on ``arrived`` (a worker's own parameter slots use the keys below).
+    policy : WaitPolicy
+        When the children's messages suffice (``policy.tracker(code, dtype)``).
+    """
+
+    def __init__(self, dist: Any, code: Any, ranks: Sequence[int], q: int, dtype: Any, device: Any,
+                 arrived: queue.Queue[int], base: int, policy: Any) -> None:
+        import torch
+
+        self.code, self.ranks, self.K, self.q = code, [int(r) for r in ranks], len(ranks), int(q)
+        self.np_dtype = torch.empty(0, dtype=dtype).numpy().dtype
+        self.m = int(code.m)
+        self.inbox = torch.empty(self.K, self.q + 1, dtype=dtype, device=device)
+        self.arrived, self.base, self.policy = arrived, int(base), policy
+        self.tracker = policy.tracker(code, self.np_dtype)
+        self.combiner = Combiner(code)
+        self.held: list[int | None] = [None] * self.K       # iteration of a message kept in a row
+        self.recv = [Receiver(dist, self.inbox[i], r, GRAD_TAG, self.base + i, arrived, BYE)
+                     for i, r in enumerate(self.ranks)]
+        self.stale = 0
+        self.done = [False] * self.K                        # the child said goodbye (after the stop message)
+        self.acc: Any = None                                # float64 decode buffer of float32 messages
+
+    def start(self) -> None:
+        for th in self.recv:
+            th.start()
+
+    def owns(self, key: int) -> bool:
+        return self.base <= key < self.base + self.K
+
+    def _bye(self, i: int) -> bool:
+        """Row ``i`` holds the child's goodbye (it got the stop message before this parent did)."""
+        if float(self.inbox[i, 0]) == BYE:
+            self.done[i] = True
+            return True
+        return False
+
+    def _drop(self, i: int) -> None:
+        self.held[i] = None
+        self.recv[i].release()
+
+    def names(self, rows: Any) -> list[int]:
+        return sorted(self.ranks[i] for i in set(rows))
+
+    def possible(self, excluded: set[int]) -> bool:
+        """Whether the children outside ``excluded`` could still satisfy the wait policy."""
+        tr = self.policy.tracker(self.code, self.np_dtype)
+        tr.reset()
+        return any(tr.add(i) for i in range(self.K) if i not in excluded)
+
+    def note(self, key: int, t: int) -> None:
+        """A child's message arrived while this parent is not collecting (it is at iteration ``t``): keep it if it
+        is for a later iteration, drop it otherwise."""
+        i = key - self.base
+        if self._bye(i):
+            return
+        tag = int(float(self.inbox[i, 0]))
+        if age(tag, t) >= 0:
+            self.stale += 1
+            self._drop(i)
+        else:
+            self.held[i] = tag
+
+    def forget(self, t: int) -> None:
+        """Drop the kept messages of iteration ``t`` and earlier (a hung parent, which never collects)."""
+        for i, h in enumerate(self.held):
+            if h is not None and age(h, t) >= 0:
+                self.stale += 1
+                self._drop(i)
+
+    def collect(self, t: int, deadline: float, *, other: Callable[[int], bool] | None = None,
+                absent: Sequence[int] = (), threads: Sequence[Receiver] = (),
+                who: str = "") -> tuple[list[int] | None, list[int], int]:
+        """Wait for the children's messages of iteration ``t`` until the wait policy is satisfied.
+
+        Returns ``(rows, bad, stale)``: the rows used in arrival order (None when ``other(key)``, called with each
+        key on ``arrived`` that is not a child's, returned True), the rows that sent NaN/inf and the stale
+        messages dropped. ``absent``: rows known not to answer this iteration (counted with the NaN senders when
+        deciding that the iteration cannot finish). Raises :class:`StragglerTimeout` at ``deadline``
+        (``time.monotonic()``) or as soon as the NaN/inf senders and ``absent`` leave no decodable set.
+        """
+        self.tracker.reset()
+        got: list[int] = []
+        bad: list[int] = []
+        stale0 = self.stale
+        absent_set = set(absent)
+
+        def use(i: int) -> bool:
+            if not finite(self.inbox[i, 1:]):
+                bad.append(i)
+                self._drop(i)
+                if not self.possible(absent_set | set(bad)):
+                    rest = [j for j in range(self.K) if j not in absent_set and j not in bad]
+                    raise StragglerTimeout(
+                        f"{who}iteration {t}: ranks {self.names(bad)} sent NaN or infinite values"
+                        + (f", ranks {self.names(absent_set)} cannot answer (still busy with earlier parameters)"
+                           if absent_set else "")
+                        + f"; the remaining ranks {self.names(rest)} cannot decode, so the iteration cannot "
+                        f"finish", missing=self.names(absent_set), bad=self.names(bad))
+                return False
+            got.append(i)
+            return bool(self.tracker.add(i))
+
+        for i in range(self.K):                  # messages kept from earlier
+            h = self.held[i]
+            if h is None:
+                continue
+            a = age(h, t)
+            if a > 0:
+                self.stale += 1
+                self._drop(i)
+            elif a == 0 and use(i):
+                return got, bad, self.stale - stale0
+        while True:
+            try:
+                key = self.arrived.get(timeout=max(deadline - time.monotonic(), 0.0))
+            except queue.Empty:
+                missing = [i for i in range(self.K) if i not in got and i not in bad]
+                raise StragglerTimeout(
+                    f"{who}iteration {t}: no decodable set of responders before the timeout; received from ranks "
+                    f"{[self.ranks[i] for i in got]}, missing ranks {self.names(missing)}"
+                    + (f", ranks {self.names(bad)} sent NaN or infinite values" if bad else ""),
+                    missing=self.names(missing), bad=self.names(bad)) from None
+            key = check_key(key, threads or self.recv)
+            if not self.owns(key):
+                if other is not None and other(key):
+                    return None, bad, self.stale - stale0
+                continue
+            i = key - self.base
+            if self._bye(i):
+                continue
+            h = int(float(self.inbox[i, 0]))
+            a = age(h, t)
+            if a > 0:
+                self.stale += 1
+                self._drop(i)
+                continue
+            self.held[i] = h
+            if a == 0 and use(i):
+                return got, bad, self.stale - stale0
+
+    def combine(self, rows: list[int], out: Any, *, accumulate: bool) -> None:
+        """``out`` (length ``m q``) = [``out`` +] the decode of ``rows`` (cached coefficients, one multiply-add
+        pass per message, no temporary).
+
+        Messages below float64 (float32 stays float32 on the wire) are combined with float64 coefficients in a
+        float64 buffer allocated on the first decode and rounded once into ``out``; the decode is still accepted
+        by the rule in the messages' dtype."""
+        import torch
+
+        q = self.q
+        wide = self.inbox.dtype != torch.float64
+        if wide and self.acc is None:
+            self.acc = torch.zeros(self.m * q, dtype=torch.float64, device=self.inbox.device)
+        dst = self.acc if wide else out
+        if wide and accumulate:
+            dst.copy_(out)
+        plan = self.combiner.plan(rows, self.np_dtype, np.float64 if wide else None)
+        for u, (idx, cs) in enumerate(plan):
+            seg = dst[u * q:(u + 1) * q]
+            if not accumulate:
+                seg.zero_()
+            for i, a in zip(idx, cs, strict=True):
+                seg.add_(self.inbox[i, 1:], alpha=a)
+        if wide:
+            out.copy_(dst)
+
+    def release(self, rows: list[int]) -> None:
+        for i in rows:
+            if self.held[i] is not None:
+                self._drop(i)
+
+    def drain(self, deadline: float, other: Callable[[int], None] | None = None,
+              threads: Sequence[Receiver] = ()) -> list[int]:
+        """After the stop message: drop data messages until every child said goodbye; the ranks that did not."""
+        pending = {i for i in range(self.K) if not self.done[i]}
+        for i in range(self.K):
+            if self.held[i] is not None and not self.done[i]:
+                self._drop(i)
+        while pending:
+            try:
+                key = check_key(self.arrived.get(timeout=max(deadline - time.monotonic(), 0.0)),
+                                threads or self.recv)
+            except queue.Empty:
+                break
+            if not self.owns(key):
+                if other is not None:
+                    other(key)
+                continue
+            i = key - self.base
+            if self._bye(i):
+                pending.discard(i)
+            else:
+                self._drop(i)
+        for th in self.recv:
+            th.join(max(deadline - time.monotonic(), 0.0))
+        return self.names(pending)
+
+
+def as_np_dtype(dtype: Any) -> np.dtype:
+    import torch
+
+    return np.dtype(torch.empty(0, dtype=dtype).numpy().dtype)
