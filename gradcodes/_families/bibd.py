@@ -42,6 +42,7 @@ from .._errors import GradcodesTypeError, GradcodesValueError
 from .._fields import RationalField
 from .._io import REBUILDERS
 from .._registry import Scheme, register
+from .._sparse import owned, use_sparse
 from .._typing import MatrixLike, ProbabilitiesLike
 from .._validate import check_choice, check_entries, check_int, check_size
 from .expander import worst_case_error
@@ -237,8 +238,7 @@ def _assemble(blocks: list[list[int]], v: int, K: int, exact: bool) -> Any:
     from scipy import sparse
 
     csr = sparse.csr_array((np.full(len(rows), 1.0 / K), (rows, cols)), shape=(v, b))
-    # sparse core: pass CSR once the code type accepts it
-    return csr.toarray()
+    return owned(csr) if use_sparse(v, b) else csr.toarray()       # stored sparse at scale, as the other families
 
 
 def bibd_code(design: Any = "projective_plane", q: int | None = None, *, s: int | None = None,
@@ -388,8 +388,7 @@ def stochastic_bibd(design: Any = "projective_plane", q: int | None = None, *,
         from scipy import sparse
 
         csr = sparse.csr_array((scale[rows].astype(np.float64), (rows, cols)), shape=(v, b))
-        # sparse core: pass CSR once the code type accepts it
-        Bm = csr.toarray()
+        Bm = owned(csr) if use_sparse(v, b) else csr.toarray()
         w = np.ones(v)
     return ApproximateCode(Bm, field="rational" if exact else "real", name=f"SGC[{label}](n={v}, degree={K})",
                            family="stochastic_bibd", params={**params, "p": probability_list(pp)},

@@ -74,7 +74,7 @@ def _csr(rows: np.ndarray, cols: np.ndarray, shape: tuple[int, int]) -> Any:
 
 
 def _to_dense(M: Any) -> np.ndarray:
-    # sparse core: pass CSR once the code type accepts it
+    # the graph's adjacency, for the family's own arithmetic (the code's B is built from it)
     return np.asarray(M.toarray(), dtype=np.int64)
 
 

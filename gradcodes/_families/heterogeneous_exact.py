@@ -55,6 +55,7 @@ from .._errors import GradcodesTypeError, GradcodesValueError
 from .._fields import PrimeField, RationalField
 from .._io import REBUILDERS
 from .._registry import Scheme, register
+from .._sparse import owned, use_sparse
 from .._typing import MatrixLike
 from .._validate import check_choice, check_entries, check_int, check_size
 
@@ -302,8 +303,7 @@ def _assemble(rows: list[int], cols: list[int], vals: list[Fraction], n: int, k:
     from scipy import sparse
 
     csr = sparse.csr_array((np.array([float(v) for v in vals]), (rows, cols)), shape=(n, k))
-    # sparse core: pass CSR once the code type accepts it
-    return csr.toarray()
+    return owned(csr) if use_sparse(n, k) else csr.toarray()       # stored sparse at scale, as the other families
 
 
 class HeterogeneousExactCode(GradientCode):
