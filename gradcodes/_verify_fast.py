@@ -354,7 +354,8 @@ def screen_range(screen: NullSpaceScreen, n: int, first: np.ndarray, count: int,
             return (S, *screen.screen(S))
         # sub-batches whose intermediates stay in cache (one 65,536-set batch is several times slower per set)
         parts = [screen.screen(S[lo:lo + _SCREEN_BATCH]) for lo in range(0, count, _SCREEN_BATCH)]
-        return (S, *(np.concatenate(col) for col in zip(*parts)))
+        canc_, res_, suspect_ = (np.concatenate([p[i] for p in parts]) for i in range(3))
+        return S, canc_, res_, suspect_
     S = np.empty((count, s), dtype=np.int64)
     canc = np.empty(count)
     res = np.empty(count)
