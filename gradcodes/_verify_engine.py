@@ -455,8 +455,8 @@ def _enumerate(tracker: Tracker, batch: int, stop_on_failure: bool, progress: bo
     """Enumeration in the model's order; returns ``(patterns checked, stopped at a failure, finished)``.
 
     The model's fast enumeration when it has one; else, for a ranked model, the chunked reference enumeration of
-    :mod:`gradcodes._verify_parallel` (local processes, MPI ranks, checkpoints: ``model.scale``; its grid starts
-    with chunks of 8, 32, 128, ... patterns); else batches in the model's order. With ``budget`` (seconds), gives
+    :mod:`gradcodes._verify_parallel` (local processes, MPI ranks, checkpoints: ``model.scale``; its chunks are
+    the batches and pieces below); else batches in the model's order. With ``budget`` (seconds), gives
     up as soon as the rate measured so far predicts more than ``budget``; the first batches are split into pieces
     of 4, 8, 16, ... patterns, so a slow decoder is noticed after a few patterns, not after a whole batch.
     """

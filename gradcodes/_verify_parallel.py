@@ -9,8 +9,8 @@ function of the chunk alone; two computations exist:
 * :func:`screen_chunk` (float null-space codes): the screening kernel of :mod:`gradcodes._verify_fast`, and the
   reference evaluation of the sets it selects; grid of 4,096, 16,384, then 65,536 sets;
 * :func:`reference_chunk` (every other model: exact fields, other decoders, trees): the reference evaluation of
-  every pattern, in sub-batches of the verifier's batch size; grid of 8, 32, ..., 8,192, then 16,384 patterns
-  (the small first chunks let the time budget notice a slow decoder after a few patterns).
+  every pattern; chunks of the verifier's batch size (under a time budget the first one is cut into 4, 8, 16,
+  ... patterns, so that a slow decoder is noticed after a few patterns: :func:`reference_grid`).
 
 A :class:`Piece` summarises a contiguous range of chunks (patterns checked, worst residual, cancellation and error
 estimate with their patterns, failures and borderline patterns with the first few listed, the distinct decodings
@@ -20,7 +20,7 @@ Folding the pieces in rank order gives bit for bit the report of one core walkin
 chunks were shared among processes, threads, MPI ranks or interrupted runs; one core walks the same chunks.
 
 With ``stop_on_failure`` a run stops at the end of the first chunk (in rank order) that holds a failing pattern
-(a reference chunk stops inside it, after its first sub-batch with a failure): chunks after it are discarded,
+: chunks after it are discarded,
 chunks before it are completed, so the counts are those of the one-core run too.
 
 **Checkpoints.** :class:`Progress` holds the folded prefix of the done ranges and the pieces done out of order; it
@@ -55,10 +55,6 @@ __all__ = ["CheckpointError", "Grid", "Piece", "Progress", "fold", "chunk_start"
 #: the screened chunk grid: the first two chunks are small (a slow code is noticed early), then 65,536 sets each
 _FIRST = (4096, 16384)
 _CHUNK = 1 << 16
-#: the reference grid: every pattern goes through the reference evaluation (some 10^4-10^5 a second, exact fields
-#: far fewer), so the first chunks are tiny (the time budget notices a slow decoder after 8 patterns), then 16,384
-_REF_FIRST = (8, 32, 128, 512, 2048, 8192)
-_REF_CHUNK = 1 << 14
 #: the most sets per chunk whose screened estimate is among the chunk's largest, re-evaluated by the reference
 _TOP = 16
 #: fewer chunks than this left: one worker (starting processes costs more than it saves)
@@ -115,9 +111,21 @@ def screened_grid() -> Grid:
     return Grid(tuple(_FIRST), _CHUNK)
 
 
-def reference_grid() -> Grid:
-    """The grid of :func:`reference_chunk`."""
-    return Grid(tuple(_REF_FIRST), _REF_CHUNK)
+def reference_grid(batch: int, budget: bool) -> Grid:
+    """The grid of :func:`reference_chunk`: chunks of ``batch`` patterns (the verifier's batch size); under a time
+    budget the first batch is cut into pieces of 4, 8, 16, ... patterns, so that a slow decoder is noticed after a
+    few patterns (the pieces the one-core engine always used: reports are unchanged).
+
+    >>> reference_grid(100, True), reference_grid(100, False)
+    (Grid(first=(4, 8, 16, 32, 40), size=100), Grid(first=(), size=100))
+    """
+    first: list[int] = []
+    piece, acc = 4, 0
+    while budget and acc < batch:
+        first.append(min(piece, batch - acc))
+        acc += first[-1]
+        piece *= 2
+    return Grid(tuple(first), batch)
 
 
 def chunk_start(i: int) -> int:
@@ -280,17 +288,13 @@ def screen_chunk(template: Any, screen: Any, lo: int, hi: int, use_numba: bool) 
     return Piece.of(tr, lo, hi)
 
 
-def reference_chunk(template: Any, lo: int, hi: int, batch: int, stop_on_failure: bool) -> Piece:
-    """Every pattern of ranks ``[lo, hi)`` (one grid chunk) through the reference evaluation, in sub-batches of
-    ``batch`` patterns from ``lo``; with ``stop_on_failure`` the chunk ends after its first sub-batch with a failing
-    pattern. A fresh tracker and a fresh copy of the model's per-run state (``PatternModel.fresh``): the result is
-    a function of the chunk alone."""
+def reference_chunk(template: Any, lo: int, hi: int) -> Piece:
+    """Every pattern of ranks ``[lo, hi)`` (one grid chunk, at most a batch) through the reference evaluation, as
+    one batch. A fresh tracker and a fresh copy of the model's per-run state (``PatternModel.fresh``): the result
+    is a function of the chunk alone."""
     model = template.model.fresh()
     tr = template.blank(model)
-    for a in range(lo, hi, batch):
-        tr.add(model.patterns(a, min(hi, a + batch)))
-        if stop_on_failure and tr.n_failures:
-            break
+    tr.add(model.patterns(lo, hi))
     return Piece.of(tr, lo, hi)
 
 
@@ -418,7 +422,9 @@ class Progress:
                                   f"gradcodes reads version {_VERSION}")
         if state["key"] != key or state["total"] != self.total:
             raise CheckpointError(f"checkpoint {path!r} belongs to another run: the code or the arguments "
-                                  f"(rtol, dtype, decoder, stop_on_failure) differ; use another path or delete it")
+                                  f"(rtol, dtype, decoder, stop_on_failure; for codes enumerated without the "
+                                  f"screen also batch_size and whether a limit or a time budget decided the "
+                                  f"enumeration) differ; use another path or delete it")
         try:
             prefix = Piece.from_json(state["prefix"])
             pending = [Piece.from_json(p) for p in state["pending"]]
@@ -645,11 +651,12 @@ def enumerate_reference(tracker: Any, batch: int, stop_on_failure: bool, clock: 
                         workers: int = 1, checkpoint: str | None = None, checkpoint_every: float = 60.0,
                         comm: Any = None) -> bool:
     """The exhaustive enumeration of any ranked pattern model through the reference evaluation
-    (:func:`reference_chunk` on the reference grid): exact fields, decoders without a screen, trees."""
-    grid = reference_grid()
-    key = run_key(tracker, stop_on_failure, evaluation="reference", batch=int(batch), grid=grid.key(),
+    (:func:`reference_chunk` on the reference grid): exact fields, decoders without a screen, trees. The chunks
+    are the batches the one-core engine has always checked, so the report is the one-core report."""
+    grid = reference_grid(batch, budget is not None)
+    key = run_key(tracker, stop_on_failure, evaluation="reference", grid=grid.key(),
                   model=type(tracker.model).__name__, total=int(tracker.model.total))
-    return enumerate_chunks(tracker, lambda lo, hi: reference_chunk(tracker, lo, hi, batch, stop_on_failure),
+    return enumerate_chunks(tracker, lambda lo, hi: reference_chunk(tracker, lo, hi),
                             stop_on_failure, clock, budget, grid=grid, key=key, min_sets=_MIN_PARALLEL_REF_SETS,
                             workers=workers, checkpoint=checkpoint, checkpoint_every=checkpoint_every, comm=comm)
 

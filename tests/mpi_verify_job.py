@@ -12,7 +12,7 @@ import gradcodes._verify as V
 import gradcodes._verify_parallel as P
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_verify_scale import PANEL, REF_PANEL, fields, ref_fields  # noqa: E402
+from test_verify_scale import PANEL, REF_OPTIONS, REF_PANEL, fields, ref_fields  # noqa: E402
 
 
 def main() -> None:
@@ -28,10 +28,9 @@ def main() -> None:
                                                 comm=MPI.COMM_WORLD, checkpoint=ckpt)
         got = fields(report)
     else:                                              # the reference enumeration (small_ref_grid fixture)
-        P._REF_FIRST, P._REF_CHUNK = (4, 12), 32
         build, opts = REF_PANEL[name]
-        report = __import__("gradcodes").verify(build(), stop_on_failure=stop, limit=10**6, comm=MPI.COMM_WORLD,
-                                                checkpoint=ckpt, **opts)
+        report = __import__("gradcodes").verify(build(), stop_on_failure=stop, comm=MPI.COMM_WORLD,
+                                                checkpoint=ckpt, **{**REF_OPTIONS, **opts})
         got = ref_fields(report)
     with open(f"{sys.argv[3]}.{MPI.COMM_WORLD.Get_rank()}", "w") as f:
         json.dump(got, f)

@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 import pytest
-from test_verify_scale import PANEL, REF_PANEL, fields, ref_fields
+from test_verify_scale import PANEL, REF_OPTIONS, REF_PANEL, fields, ref_fields
 
 import gradcodes as gc
 import gradcodes._verify as V
@@ -45,7 +45,7 @@ def _run(ranks: int, name: str, stop: bool, tmp: str, checkpoint: str | None = N
 def _one_core(name: str, stop: bool) -> dict:
     if name in REF_PANEL:
         build, opts = REF_PANEL[name]
-        got = ref_fields(gc.verify(build(), stop_on_failure=stop, limit=10**6, workers=1, **opts))
+        got = ref_fields(gc.verify(build(), stop_on_failure=stop, workers=1, **{**REF_OPTIONS, **opts}))
     else:
         build, dtype = PANEL[name]
         got = fields(gc.verify(build(), dtype=dtype, stop_on_failure=stop, limit=10**6, workers=1))
@@ -57,15 +57,14 @@ def small_grid(monkeypatch):
     monkeypatch.setattr(V, "_KERNEL_MIN_SETS", 0)
     monkeypatch.setattr(P, "_FIRST", (96, 160))
     monkeypatch.setattr(P, "_CHUNK", 256)
-    monkeypatch.setattr(P, "_REF_FIRST", (4, 12))         # as tests/mpi_verify_job.py
-    monkeypatch.setattr(P, "_REF_CHUNK", 32)
 
 
 @pytest.mark.parametrize("name,stop,ranks", [("fails (25, 5)", False, 3), ("fails (25, 5)", True, 2),
                                              ("failing", True, 3), ("borderline", False, 2), ("blocks", False, 2),
                                              ("good", False, 4), ("tree failing", True, 3),
                                              ("tree rational failing", False, 2), ("rational failing", True, 2),
-                                             ("lstsq planted", False, 3), ("tree ok", False, 2)])
+                                             ("lstsq planted", False, 3), ("tree ok", False, 2),
+                                             ("lstsq time budget", True, 2)])
 def test_every_rank_reports_the_one_core_report(small_grid, tmp_path, name, stop, ranks):
     want = _one_core(name, stop)
     for got in _run(ranks, name, stop, str(tmp_path)):
@@ -84,7 +83,7 @@ def test_an_mpi_tree_checkpoint_resumes_on_one_core(small_grid, tmp_path):
     path = str(tmp_path / "tree.ckpt")
     got = _run(2, "tree failing", False, str(tmp_path), path)
     build, _ = REF_PANEL["tree failing"]
-    again = gc.verify(build(), stop_on_failure=False, limit=10**6, workers=1, checkpoint=path)
+    again = gc.verify(build(), stop_on_failure=False, workers=1, checkpoint=path, **REF_OPTIONS)
     assert json.loads(json.dumps(ref_fields(again))) == got[0] == _one_core("tree failing", False)
 
 

@@ -270,8 +270,12 @@ def _bad_tree(field=None):
     return CodedReduceCode(B, branching=code.branching, L=2, s=1, inner=code.inner, P=code.P)
 
 
+#: verify options: many chunks (the reference grid's chunks are batches of ``batch_size`` patterns)
+REF_OPTIONS = {"limit": 10**6, "batch_size": 16}
 REF_PANEL = {
     "lstsq": (lambda: gc.cyclic_repetition(14, 3, rng=0), {"decoder": "lstsq"}),
+    "lstsq time budget": (lambda: _planted(12, 3, 5), {"decoder": "lstsq", "limit": None, "samples": 0,
+                                                        "search": False, "time_budget": 600}),
     "lstsq planted": (lambda: _planted(12, 3, 5), {"decoder": "lstsq"}),
     "rational": (lambda: _rational(12, 2, False), {}),
     "rational failing": (lambda: _rational(12, 2, True), {}),
@@ -290,10 +294,13 @@ def ref_fields(report):
 
 @pytest.fixture
 def small_ref_grid(monkeypatch):
-    """Many reference chunks on small codes (4, 12, then 32 patterns), and workers started for any size."""
-    monkeypatch.setattr(P, "_REF_FIRST", (4, 12))
-    monkeypatch.setattr(P, "_REF_CHUNK", 32)
+    """Workers started for any size."""
     monkeypatch.setattr(P, "_MIN_PARALLEL_REF_SETS", 0)
+
+
+def ref_verify(name, **kw):
+    build, opts = REF_PANEL[name]
+    return gc.verify(build(), **{**REF_OPTIONS, **opts, **kw})
 
 
 @pytest.mark.parametrize("stop", [False, True])
@@ -301,29 +308,27 @@ def small_ref_grid(monkeypatch):
 def test_reference_enumeration_on_workers_gives_the_one_worker_report(small_ref_grid, name, stop):
     build, opts = REF_PANEL[name]
     code = build()
-    one = gc.verify(code, stop_on_failure=stop, limit=10**6, workers=1, **opts)
+    opts = {**REF_OPTIONS, **opts}
+    one = gc.verify(code, stop_on_failure=stop, workers=1, **opts)
     assert one.exhaustive or bool(one) or one.stopped_early or one.n_failures
     for workers in (2, 3):
-        many = gc.verify(code, stop_on_failure=stop, limit=10**6, workers=workers, **opts)
+        many = gc.verify(code, stop_on_failure=stop, workers=workers, **opts)
         assert ref_fields(many) == ref_fields(one), (name, workers)
 
 
 def test_the_reference_panel_covers_every_verdict(small_ref_grid):
-    got = {name: gc.verify(b(), stop_on_failure=False, limit=10**6, workers=2, **o).verdict
-           for name, (b, o) in REF_PANEL.items()}
+    got = {name: ref_verify(name, stop_on_failure=False, workers=2).verdict for name in REF_PANEL}
     assert got["rational"] == "exact" and got["tree ok"] == "ok" and got["lstsq"] == "ok"
     assert got["blocks (12, 3)"] == "ok"
-    assert all(got[k] == "FAILS" for k in ("lstsq planted", "rational failing", "tree failing",
+    assert all(got[k] == "FAILS" for k in ("lstsq planted", "lstsq time budget", "rational failing", "tree failing",
                                            "tree rational failing")), got
 
 
 def test_threads_give_the_one_worker_report_on_trees(small_ref_grid, monkeypatch):
     monkeypatch.setattr(P, "_USE_PROCESSES", False)
     for name in ("tree failing", "rational failing"):
-        build, opts = REF_PANEL[name]
-        code = build()
-        one = gc.verify(code, stop_on_failure=False, limit=10**6, workers=1, **opts)
-        assert ref_fields(gc.verify(code, stop_on_failure=False, limit=10**6, workers=3, **opts)) == ref_fields(one)
+        one = ref_verify(name, stop_on_failure=False, workers=1)
+        assert ref_fields(ref_verify(name, stop_on_failure=False, workers=3)) == ref_fields(one)
 
 
 def test_the_reference_chunks_run_in_the_worker_processes(small_ref_grid, monkeypatch, tmp_path):
@@ -339,8 +344,7 @@ def test_the_reference_chunks_run_in_the_worker_processes(small_ref_grid, monkey
     monkeypatch.setattr(P, "reference_chunk", logged)
     for name in ("tree ok", "rational"):
         log.write_text("")
-        build, opts = REF_PANEL[name]
-        gc.verify(build(), limit=10**6, workers=2, **opts)
+        ref_verify(name, workers=2)
         pids = set(log.read_text().split())
         assert len(pids) == 2 and str(os.getpid()) not in pids, (name, pids)
 
@@ -348,7 +352,7 @@ def test_the_reference_chunks_run_in_the_worker_processes(small_ref_grid, monkey
 def test_an_interrupted_tree_run_resumes_to_the_same_report(small_ref_grid, tmp_path, monkeypatch):
     build, _ = REF_PANEL["tree failing"]
     code = build()
-    whole = gc.verify(code, stop_on_failure=False, limit=10**6, workers=1)
+    whole = gc.verify(code, stop_on_failure=False, workers=1, **REF_OPTIONS)
     real = P.reference_chunk
     for cut in (1, 7, 40):
         path = tmp_path / f"tree{cut}.ckpt"
@@ -361,10 +365,10 @@ def test_an_interrupted_tree_run_resumes_to_the_same_report(small_ref_grid, tmp_
             return real(*a, **k)
 
         monkeypatch.setattr(P, "reference_chunk", interrupting)
-        part = gc.verify(code, stop_on_failure=False, limit=10**6, workers=1, checkpoint=path, checkpoint_every=0)
+        part = gc.verify(code, stop_on_failure=False, workers=1, checkpoint=path, checkpoint_every=0, **REF_OPTIONS)
         assert part.interrupted and part.patterns_checked < whole.patterns_checked
         monkeypatch.setattr(P, "reference_chunk", real)
-        rest = gc.verify(code, stop_on_failure=False, limit=10**6, workers=2, checkpoint=path)
+        rest = gc.verify(code, stop_on_failure=False, workers=2, checkpoint=path, **REF_OPTIONS)
         assert ref_fields(rest) == ref_fields(whole), cut
         assert not any("not used" in t for t in rest.notes)
 
@@ -376,6 +380,8 @@ def test_bad_reference_checkpoints_are_refused(small_ref_grid, tmp_path):
     assert json.loads(path.read_text())["state"]["prefix"]["hi"] == tree.patterns_total()
     with pytest.raises(gc.CheckpointError, match="another run"):
         gc.verify(tree, limit=10**6, checkpoint=path, stop_on_failure=False)
+    with pytest.raises(gc.CheckpointError, match="another run"):              # other chunks
+        gc.verify(tree, limit=10**6, checkpoint=path, batch_size=100)
     with pytest.raises(gc.CheckpointError, match="another run"):
         gc.verify(_bad_tree(), limit=10**6, checkpoint=path)
     with pytest.raises(gc.CheckpointError, match="another run"):     # a flat code's run, same path
