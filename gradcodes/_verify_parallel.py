@@ -615,6 +615,10 @@ def enumerate_chunks(tracker: Any, compute: Callable[[int, int], Piece], stop_on
     saver = Saver(checkpoint, key, checkpoint_every)
     if prepare is not None:
         prepare(None)
+    if workers > 1 and getattr(model, "ranked", False) and total:
+        # one pattern through the reference evaluation before the workers fork: its lazy imports and the
+        # decoder's memoised set-up happen once, here, not once per worker while the cores should be working
+        tracker.blank(model.fresh()).evaluate(model.patterns(0, 1))
     clock.total = max(1, total - progress.result().checked)
     clock.start = time.perf_counter()
     try:
