@@ -24,7 +24,7 @@ With ``stop_on_failure`` a run stops at the end of the first chunk (in rank orde
 chunks before it are completed, so the counts are those of the one-core run too.
 
 **Checkpoints.** :class:`Progress` holds the folded prefix of the done ranges and the pieces done out of order; it
-is written to a JSON file atomically (a temporary file, ``fsync``, ``os.replace``) at most every
+is written to a JSON file atomically (:mod:`gradcodes._verify_checkpoint`) at most every
 ``checkpoint_every`` seconds and at the end, with a digest of the code and of the arguments that change a
 chunk's result. A later run with the same path continues from it; a file for another code, other arguments, or a
 damaged file is refused with :class:`CheckpointError`. Killing the process loses at most the chunks finished since
@@ -34,11 +34,8 @@ the last write.
 from __future__ import annotations
 
 import concurrent.futures as cf
-import hashlib
-import json
 import math
 import os
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -46,8 +43,9 @@ from typing import Any
 
 import numpy as np
 
-from ._errors import GradcodesTypeError, GradcodesValueError
+from ._errors import GradcodesTypeError
 from ._numerics import unit_roundoff
+from ._verify_checkpoint import CheckpointError, Saver, digest, read_state, write_state
 
 __all__ = ["CheckpointError", "Grid", "Piece", "Progress", "fold", "chunk_start", "chunk_index", "default_workers",
            "screen_chunk", "reference_chunk", "run_local", "enumerate_screened", "enumerate_reference"]
@@ -63,13 +61,6 @@ _MIN_PARALLEL_CHUNKS = 4
 _MIN_PARALLEL_SETS = 1 << 20
 #: the same for the reference evaluation (about a second of it on a float code)
 _MIN_PARALLEL_REF_SETS = 1 << 15
-_FORMAT = "gradcodes-verify-checkpoint"
-_VERSION = 1
-
-
-class CheckpointError(GradcodesValueError):
-    """A verification checkpoint that cannot be used: another code, other arguments, or a damaged file (a
-    :class:`ValueError` and a :class:`gradcodes.GradcodesError`)."""
 
 
 def default_workers() -> int:
@@ -302,16 +293,6 @@ def reference_chunk(template: Any, lo: int, hi: int) -> Piece:
 # progress: the folded prefix, the pieces done out of order, the checkpoint file
 
 
-def digest(code: Any, **args: Any) -> str:
-    """SHA-256 of the code's encoding matrix (values, shape, dtype), its ``s`` and ``m``, and ``args``."""
-    h = hashlib.sha256()
-    B = np.ascontiguousarray(np.asarray(code.B))
-    h.update(repr((B.shape, str(B.dtype), int(code.s), int(code.m), str(code.field))).encode())
-    h.update(B.tobytes() if B.dtype != object else repr(B.tolist()).encode())
-    h.update(json.dumps(args, sort_keys=True, default=str).encode())
-    return h.hexdigest()
-
-
 class Progress:
     """Done ranges of one enumeration: the folded prefix ``[0, prefix.hi)``, pieces done beyond it, and where a
     ``stop_on_failure`` run stops (the end of the first failing chunk known so far)."""
@@ -372,59 +353,15 @@ class Progress:
     # checkpoint file ------------------------------------------------------------------------------------------
 
     def save(self, path: str, key: str) -> None:
-        """Write atomically: a temporary file in the same directory, flushed to disk, then renamed over ``path``."""
-        state = {"format": _FORMAT, "version": _VERSION, "key": key, "total": self.total,
-                 "stop_at": self.stop_at, "prefix": self.prefix.to_json(),
-                 "pending": [p.to_json() for _, p in sorted(self.pending.items())]}
-        body = json.dumps(state, sort_keys=True)
-        state_sum = hashlib.sha256(body.encode()).hexdigest()
-        text = json.dumps({"sha256": state_sum, "state": state}, sort_keys=True)
-        d = os.path.dirname(os.path.abspath(path))
-        fd, tmp = tempfile.mkstemp(prefix=".ckpt-", dir=d)
-        try:
-            with os.fdopen(fd, "w") as f:
-                f.write(text)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
-        try:
-            dfd = os.open(d, os.O_RDONLY)
-            try:
-                os.fsync(dfd)
-            finally:
-                os.close(dfd)
-        except OSError:  # pragma: no cover - directories cannot be fsynced on some systems
-            pass
+        """Write the state to ``path`` atomically (:func:`gradcodes._verify_checkpoint.write_state`)."""
+        write_state(path, {"key": key, "total": self.total, "stop_at": self.stop_at, "prefix": self.prefix.to_json(),
+                           "pending": [p.to_json() for _, p in sorted(self.pending.items())]})
 
     def load(self, path: str, key: str) -> bool:
         """Continue from ``path`` if it exists (False when it does not); refuses a file for another run."""
-        if not os.path.exists(path):
+        state = read_state(path, key, self.total)
+        if state is None:
             return False
-        try:
-            with open(path) as f:
-                text = f.read(1 << 26)
-            outer = json.loads(text)
-            state = outer["state"]
-            body = json.dumps(state, sort_keys=True)
-            intact = hashlib.sha256(body.encode()).hexdigest() == outer["sha256"]
-        except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
-            raise CheckpointError(f"checkpoint {path!r} is damaged or not a gradcodes verify checkpoint ({exc}); "
-                                  f"delete it to start over") from exc
-        if not intact or state.get("format") != _FORMAT:
-            raise CheckpointError(f"checkpoint {path!r} is damaged (its checksum does not match its contents); "
-                                  f"delete it to start over")
-        if state.get("version") != _VERSION:
-            raise CheckpointError(f"checkpoint {path!r} has format version {state.get('version')!r}, this "
-                                  f"gradcodes reads version {_VERSION}")
-        if state["key"] != key or state["total"] != self.total:
-            raise CheckpointError(f"checkpoint {path!r} belongs to another run: the code or the arguments "
-                                  f"(rtol, dtype, decoder, stop_on_failure; for codes enumerated without the "
-                                  f"screen also batch_size and whether a limit or a time budget decided the "
-                                  f"enumeration) differ; use another path or delete it")
         try:
             prefix = Piece.from_json(state["prefix"])
             pending = [Piece.from_json(p) for p in state["pending"]]
@@ -439,24 +376,6 @@ class Progress:
         self.prefix, self.stop_at = prefix, stop_at
         self.pending = {p.lo: p for p in pending}
         return True
-
-
-class Saver:
-    """Writes the checkpoint at most every ``every`` seconds (and on :meth:`final`)."""
-
-    def __init__(self, path: str | None, key: str, every: float) -> None:
-        self.path, self.key, self.every = path, key, every
-        self.last = time.monotonic()
-
-    def maybe(self, progress: Progress) -> None:
-        if self.path is not None and time.monotonic() - self.last >= self.every:
-            progress.save(self.path, self.key)
-            self.last = time.monotonic()
-
-    def final(self, progress: Progress) -> None:
-        if self.path is not None:
-            progress.save(self.path, self.key)
-            self.last = time.monotonic()
 
 
 # ---------------------------------------------------------------------------------------------------------------
