@@ -4,6 +4,7 @@
     python benchmarks/certify_seeds.py NG S EXTRA SEED [SEED ...] [--target T] [--part I --parts K]
     python benchmarks/certify_seeds.py --merge NG S EXTRA SEED --parts K               # combine finished parts
     python benchmarks/certify_seeds.py --check [--max-sets N]                          # re-verify CERTIFIED
+    python benchmarks/certify_seeds.py --verify NG S EXTRA SEED [--workers W] [--checkpoint PATH]  # gc.verify it
     python benchmarks/certify_seeds.py --code N S                # verify recommend(N, S, max_load=S+2) by blocks
     python benchmarks/certify_seeds.py --smoke                   # screen and certify a (10, 3, 1) group, no files
 
@@ -21,7 +22,9 @@ row-space decoder against S stragglers.
   certificate is the combination of the K finished parts (``--merge``; the worst values are maxima, the sets add
   up to C(NG, S) exactly once each).
 * ``--check`` repeats the certification of every stored entry with ``gradcodes.verify(..., limit=C(NG, S))``
-  itself and compares the worst error.
+  itself and compares the worst error. ``--verify`` runs that second evaluation on a seed not stored yet (the
+  entries hold both evaluations), on ``--workers`` local processes (default: every core), saving its progress to
+  ``--checkpoint`` (a stopped run continues from it when given the same path).
 * ``--code N S`` builds ``gradcodes.recommend(N, S, max_load=S + 2)`` and runs ``gradcodes.verify`` on the code it
   returns, enumerating every straggler set of every distinct group (the proof by blocks), and prints the verdict,
   the worst error and the time.
@@ -188,11 +191,13 @@ def merge(ng: int, s: int, extra: int, seed: int, parts: int) -> dict[str, Any] 
             "loadavg": max(r["loadavg"] for r in recs.values()), "parts": parts}
 
 
-def check_entry(ng: int, s: int, extra: int, seed: int) -> dict[str, Any]:
+def check_entry(ng: int, s: int, extra: int, seed: int, workers: int | None = None,
+                checkpoint: str | None = None) -> dict[str, Any]:
     sub = _block_code(ng, s, extra, seed)
     total = math.comb(ng, s)
     t0 = time.perf_counter()
-    rep = gc.verify(sub, limit=total, stop_on_failure=False)
+    rep = gc.verify(sub, limit=total, stop_on_failure=False, workers=workers, checkpoint=checkpoint,
+                    checkpoint_every=60)
     return {"proven": bool(rep), "error_estimate": rep.error_estimate, "worst_residual": rep.worst_residual,
             "worst_cancellation": rep.worst_cancellation, "sets": rep.patterns_checked,
             "seconds": round(time.perf_counter() - t0, 1)}
@@ -221,6 +226,9 @@ def main() -> int:
                     help="with --check: this entry only")
     ap.add_argument("--screen", action="store_true")
     ap.add_argument("--code", action="store_true", help="verify recommend(N, S, max_load=S+2): args N S")
+    ap.add_argument("--verify", action="store_true", help="gc.verify one seed over every set: args NG S EXTRA SEED")
+    ap.add_argument("--workers", type=int, default=None, help="with --verify: local processes (default: all cores)")
+    ap.add_argument("--checkpoint", default=None, help="with --verify: save progress here and continue from it")
     ap.add_argument("--samples", type=int, default=500_000)
     ap.add_argument("--target", type=float, default=None, help="abandon a seed once its worst error exceeds this")
     ap.add_argument("--part", type=int, default=0)
@@ -259,6 +267,14 @@ def main() -> int:
             print(json.dumps({"check": [ng, s, extra], "seed": entry["seed"], "refine": REFINE, **r,
                               "loadavg": os.getloadavg()[0]}), flush=True)
         return 1 if bad else 0
+    if a.verify:
+        if len(a.args) != 4:
+            ap.error("--verify takes NG S EXTRA SEED")
+        ng, s, extra, seed = a.args
+        r = check_entry(ng, s, extra, seed, a.workers, a.checkpoint)
+        print(json.dumps({"verify": [ng, s, extra], "seed": seed, "refine": REFINE, **r,
+                          "workers": a.workers or os.cpu_count(), "loadavg": os.getloadavg()[0]}), flush=True)
+        return 0 if r["proven"] else 1
     if a.code:
         if len(a.args) != 2:
             ap.error("--code takes N S")

@@ -1,7 +1,14 @@
 """Exhaustive verification on 1 and 2 local workers, on 1, 2 and 4 MPI ranks, and a projection for a cluster.
 
-    python benchmarks/verify_scale.py            # full run: cyclic_repetition(60, 5, rng=0), 5.5 million sets
+    python benchmarks/verify_scale.py            # full run: cyclic_repetition(70, 5, rng=0), 12.1 million sets
     python benchmarks/verify_scale.py --smoke    # tiny sizes, seconds, writes nothing (the test suite runs it)
+
+It prints, in one run, the two ratios that measure the split (run it on an otherwise idle machine):
+
+* ``2 local processes vs 1``: wall time of ``workers=1`` over wall time of ``workers=2`` (target on an idle
+  2-core machine: at least 1.8);
+* ``R MPI ranks``: the rate on R ranks as a fraction of linear, ``rate(R) / (R rate(1 rank))``, with the ranks
+  that fit the cores marked (target there: at least 0.85; more ranks than cores are oversubscribed, not a target).
 
 Every rate is the median of ``--repeat`` (default 3) runs of ``gc.verify(code, limit=..., stop_on_failure=False)``
 (sets per second of wall time; the kernel is compiled before the clock starts). The local workers are forked
@@ -140,7 +147,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--smoke", action="store_true")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    ap.add_argument("--n", type=int, default=60)
+    ap.add_argument("--n", type=int, default=70)
     ap.add_argument("--s", type=int, default=5)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--repeat", type=int, default=3)
@@ -203,11 +210,22 @@ def main() -> None:
             note = "ranks > cores: oversubscribed" if ranks > P.default_workers() else \
                 f"{r / (ranks * mpi_rate1):.2f} of linear"
             rows.append((f"{ranks} MPI rank{'s' * (ranks > 1)}", r, r / base, note, cpu_per(("mpi", ranks))))
-    lines.append("wall-time rates are what this (shared) machine gave; CPU s per million sets (all processes) is the "
-                 "work: equal CPU per set means the split adds no work, so free cores scale it linearly")
+    lines.append("wall-time rates are what this machine gave (a shared machine gives only the cores that were free); "
+                 "CPU s per million sets (all processes) is the work: equal CPU per set means the split adds no work")
     lines.append(f"{'run':<14} {'sets/s (wall)':>14} {'vs 1 local':>11} {'CPU s/Mset':>11}  note")
     for name, r, ratio, note, cpu in rows:
         lines.append(f"{name:<14} {r:>14,.0f} {ratio:>11.2f} {cpu:>11.3f}  {note}")
+    cores = P.default_workers()
+    t1, t2 = statistics.median(secs["threads", 1]), statistics.median(secs["threads", 2])
+    lines.append(f"RATIO 2 local {'threads' if args.threads else 'processes'} vs 1 (wall time {t1:.3f} s / "
+                 f"{t2:.3f} s): {t1 / t2:.2f}x  [target >= 1.8 on an idle 2-core machine; cores here: {cores}]")
+    if mpi_rate1 is not None:
+        for ranks in (1, 2, 4):
+            frac = rate["mpi", ranks] / (ranks * mpi_rate1)
+            mark = ("ranks <= cores: target >= 0.85" if ranks <= cores else
+                    f"ranks > cores = {cores}: oversubscribed, not a target")
+            lines.append(f"RATIO {ranks} MPI rank{'s' * (ranks > 1)} as a fraction of linear (rate / ({ranks} x "
+                         f"1-rank rate)): {frac:.2f}  [{mark}]")
     cost, per_task = task_cost(code, max(5, args.repeat))
     r1 = mpi_rate1 or base
     assert r1 is not None

@@ -51,7 +51,7 @@ from ._numerics import tolerance, unit_roundoff
 from ._typing import DTypeLike, FieldLike, RNGLike, Unset
 from ._validate import SEED_UNSET, check_int, check_real, check_rng, check_size, take_rng
 from ._verify_engine import Clock, Outcome, PatternModel, Tracker, run
-from ._verify_fast import NullSpaceScreen, lex_straggler_batches
+from ._verify_fast import NullSpaceScreen, lex_straggler_batches, unrank_lex
 from ._verify_report import VerifyReport
 
 __all__ = ["verify", "VerifyReport", "straggler_batches", "default_rtol"]
@@ -121,15 +121,24 @@ class StragglerSets(PatternModel):
     """The straggler model of a flat code: every set of ``s`` of the ``n`` workers (rows: sorted int sets)."""
 
     noun = "straggler sets"
+    ranked = True
 
     def __init__(self, code: GradientCode, dec: Decoder, search_seconds: float = 1.0) -> None:
         self.code, self.dec, self.search_seconds = code, dec, search_seconds
         self.total = math.comb(code.n, code.s)
-        #: how the exhaustive enumeration runs (gradcodes._verify_parallel.enumerate_screened's keywords)
+        #: how the exhaustive enumeration runs (workers, checkpoint, checkpoint_every, comm)
         self.scale: dict[str, Any] = {}
+        self._table: np.ndarray | None = None
 
     def batches(self, batch: int) -> Iterator[np.ndarray]:
         return lex_straggler_batches(self.code.n, self.code.s, batch)
+
+    def patterns(self, lo: int, hi: int) -> np.ndarray:
+        """The straggler sets of lexicographic ranks ``[lo, hi)``."""
+        n, s = self.code.n, self.code.s
+        if self._table is None:
+            self._table = _verify_fast._binom_table(n, s)
+        return unrank_lex(n, s, np.arange(lo, hi, dtype=np.int64), self._table)
 
     def structured(self, batch: int) -> Iterator[tuple[str, np.ndarray]]:
         n, s = self.code.n, self.code.s
@@ -195,7 +204,10 @@ def _enumerate_screened(tracker: Tracker, screen: NullSpaceScreen, code: Gradien
 
     total = math.comb(code.n, code.s)        # small enumerations skip loading the compiled kernel (cold start)
     use_numba = _USE_NUMBA and (total >= _NUMBA_MIN_SETS or _verify_fast._KERNEL is not None)
-    return enumerate_screened(tracker, screen, stop_on_failure, clock, budget, use_numba, **(scale or {}))
+    keys = ("workers", "checkpoint", "checkpoint_every", "comm")
+    scale = scale or {}
+    return enumerate_screened(tracker, screen, stop_on_failure, clock, budget, use_numba,
+                              **{k: scale[k] for k in keys if k in scale})
 
 
 def verify(code: LinearCode, *, limit: int | None = None, samples: int = 2000, search: bool = True,
@@ -246,8 +258,10 @@ def verify(code: LinearCode, *, limit: int | None = None, samples: int = 2000, s
     search_seconds : float, default 1
         Seconds the restarted search may spend (when not exhaustive).
     workers : int, optional
-        Threads of the exhaustive enumeration (default: every core this process may use,
-        ``os.sched_getaffinity``). The report is the same for every value (:mod:`gradcodes._verify_parallel`).
+        Local processes of the exhaustive enumeration (default: every core this process may use,
+        ``os.sched_getaffinity``; started only for enough work, and threads where ``fork`` does not exist). The
+        report is the same for every value (:mod:`gradcodes._verify_parallel`), for every code: float, exact
+        (rational, GF(p)), any decoder, trees and blocks.
     checkpoint : path, optional
         A file where the exhaustive enumeration saves its progress (atomically, at most every
         ``checkpoint_every`` seconds and at the end); a run given an existing checkpoint continues from it and
@@ -281,7 +295,7 @@ def verify(code: LinearCode, *, limit: int | None = None, samples: int = 2000, s
     >>> bad.verdict, bad.failing_responders
     ('FAILS', (0, 2, 3, 4, 5))
 
-    Threads (``workers``) share the enumeration; the report is the same on any number of them:
+    Local processes (``workers``) share the enumeration; the report is the same on any number of them:
 
     >>> code = gc.cyclic_repetition(30, 5, rng=2)
     >>> one, two = gc.verify(code, workers=1), gc.verify(code, workers=2)
@@ -299,7 +313,8 @@ def verify(code: LinearCode, *, limit: int | None = None, samples: int = 2000, s
     if hook is not None:  # code types with their own straggler model (CodedReduce trees) verify themselves
         return hook(limit=limit, samples=samples, search=search, rng=rng, rtol=rtol, decoder=decoder,
                     field=field, stop_on_failure=stop_on_failure, batch_size=batch_size, progress=progress,
-                    dtype=dtype, time_budget=time_budget, workers=workers, checkpoint=checkpoint, comm=comm)
+                    dtype=dtype, time_budget=time_budget, workers=workers, checkpoint=checkpoint,
+                    checkpoint_every=checkpoint_every, comm=comm)
     if field is not None:
         code = code.in_field(field)
     if not isinstance(code, GradientCode):
@@ -379,8 +394,7 @@ def verify(code: LinearCode, *, limit: int | None = None, samples: int = 2000, s
         theorem = None
     scale = tracker.model.scale
     if (scale["checkpoint"] is not None or (comm is not None and comm.Get_size() > 1)) and not scale.get("used"):
-        notes.append("checkpoint / comm not used: they serve the screened exhaustive enumeration of float codes "
-                     "(this run was sampled, too small, exact, or has another decoder)")
+        notes.append("checkpoint / comm not used: they serve the exhaustive enumeration (this run was sampled)")
     if code.exact:
         notes.append(f"exact arithmetic over {code.field}: no rounding")
     if code.field.startswith("GF("):

@@ -15,6 +15,7 @@ Patterns are rows of an int or bool array (straggler sets for flat codes, respon
 
 from __future__ import annotations
 
+import copy
 import math
 import sys
 import time
@@ -44,6 +45,7 @@ __all__ = ["PatternModel", "Tracker", "Evaluation", "Outcome", "run"]
 
 #: no enumeration of this many patterns could finish (and counts beyond it overflow float rates)
 _HOPELESS = 2**62
+_SCALE_KEYS = ("workers", "checkpoint", "checkpoint_every", "comm")
 
 
 class PatternModel:
@@ -52,11 +54,39 @@ class PatternModel:
     Subclasses set ``code`` (a :class:`~gradcodes.LinearCode`: its ``B``, ``target``, ``k`` and field are used to
     measure decoding matrices), ``total`` (the number of patterns) and ``noun`` (how a pattern is called in
     reports), and implement :meth:`batches`, :meth:`random`, :meth:`decode` and :meth:`responders`.
+
+    A model whose patterns are numbered (``ranked = True``, :meth:`patterns`: the patterns of ranks ``[lo, hi)`` in
+    the order of :meth:`batches`) is enumerated chunk by chunk on a fixed grid of ranks
+    (:mod:`gradcodes._verify_parallel`): on one core, on local processes, on MPI ranks and from checkpoints,
+    always with the same report; ``scale`` holds those options (``workers``, ``checkpoint``,
+    ``checkpoint_every``, ``comm``). Per-run state that a report counts (a tree's distinct decodings) must then
+    be mergeable: :meth:`fresh`, :meth:`distinct_keys` and :meth:`add_distinct`.
     """
 
     code: Any
     total: int
     noun = "straggler patterns"
+    #: :meth:`patterns` exists (chunked enumeration past one core)
+    ranked = False
+    #: dtype of a pattern row (int straggler sets, bool responder masks)
+    pattern_dtype: Any = np.int64
+    #: the enumeration's ``workers``, ``checkpoint``, ``checkpoint_every``, ``comm`` (set by the front end)
+    scale: dict[str, Any] | None = None
+
+    def patterns(self, lo: int, hi: int) -> np.ndarray:
+        """The patterns of ranks ``[lo, hi)`` (``ranked`` models)."""
+        raise NotImplementedError
+
+    def fresh(self) -> PatternModel:
+        """The model with its per-run state (counted in reports) empty: a chunk's own (default: ``self``)."""
+        return self
+
+    def distinct_keys(self) -> set[str] | None:
+        """Keys of the distinct decodings met so far (None: the model does not count them)."""
+        return None
+
+    def add_distinct(self, keys: set[str]) -> None:
+        """Merge distinct-decoding keys met elsewhere (another chunk, process or rank)."""
 
     def batches(self, batch: int) -> Iterator[np.ndarray]:
         """Every pattern once, in a fixed order, in arrays of at most ``batch`` rows."""
@@ -139,6 +169,17 @@ class Tracker:
         self.Bf = code.float_B() if code.field == "rational" else None
         self.load = int(code.load) if load is None else int(load)
         self._B_integral: bool | None = None
+
+    def blank(self, model: PatternModel | None = None) -> Tracker:
+        """An empty tracker with the same settings and caches (on ``model``, default the same model)."""
+        t = copy.copy(self)
+        t.model = self.model if model is None else model
+        t.checked, t.n_failures, t.n_borderline = 0, 0, 0
+        t.worst_res, t.worst_canc = -1.0, -1.0
+        t.worst_res_P = t.worst_canc_P = None
+        t.worst_est = t.worst_hi = t.worst_res_hi = t.worst_res_lo = 0.0
+        t.failures, t.borderline = [], []
+        return t
 
     @property
     def worst_res_S(self) -> tuple[int, ...] | None:
@@ -414,9 +455,11 @@ def _enumerate(tracker: Tracker, batch: int, stop_on_failure: bool, progress: bo
                budget: float | None, desc: str) -> tuple[int, bool, bool]:
     """Enumeration in the model's order; returns ``(patterns checked, stopped at a failure, finished)``.
 
-    With ``budget`` (seconds), gives up as soon as the rate measured so far predicts more than ``budget``; the
-    first batches are split into pieces of 4, 8, 16, ... patterns, so a slow decoder is noticed after a few
-    patterns, not after a whole batch.
+    The model's fast enumeration when it has one; else, for a ranked model, the chunked reference enumeration of
+    :mod:`gradcodes._verify_parallel` (local processes, MPI ranks, checkpoints: ``model.scale``; its chunks are
+    the batches and pieces below); else batches in the model's order. With ``budget`` (seconds), gives
+    up as soon as the rate measured so far predicts more than ``budget``; the first batches are split into pieces
+    of 4, 8, 16, ... patterns, so a slow decoder is noticed after a few patterns, not after a whole batch.
     """
     model = tracker.model
     total = model.total
@@ -427,6 +470,12 @@ def _enumerate(tracker: Tracker, batch: int, stop_on_failure: bool, progress: bo
     try:
         with single_threaded_blas():
             fast = model.fast_enumerate(tracker, clock, stop_on_failure, budget)
+            if fast is None and model.ranked and total < _HOPELESS:
+                from ._verify_parallel import enumerate_reference
+
+                scale = model.scale or {}
+                fast = enumerate_reference(tracker, batch, stop_on_failure, clock, budget,
+                                           **{k: scale[k] for k in _SCALE_KEYS if k in scale})
             if fast is not None:
                 stopped = fast
             else:

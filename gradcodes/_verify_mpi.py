@@ -2,11 +2,12 @@
 
 Imported only when :func:`gradcodes.verify` is given a communicator of more than one rank (mpi4py is never
 imported by ``import gradcodes``). Every rank calls ``verify`` with the same arguments. Rank 0 is the *master* and
-works too: it hands out *tasks* (runs of consecutive chunks of the grid of :mod:`gradcodes._verify_parallel`) on
-request, two per rank ahead so that no rank waits for its next task, and between its own chunks answers the
-requests that arrived. Slow ranges (sets that go to the reference evaluation) therefore only delay the rank that
-holds them. The results come back as one :class:`~gradcodes._verify_parallel.Piece` per chunk and are folded in
-rank order, so the report is the one-core report whatever the number of ranks and the order of arrival.
+works too: it hands out *tasks* (runs of consecutive chunks of the grid of :mod:`gradcodes._verify_parallel`: the
+screened chunks of a float null-space code, or the reference chunks of every other model, exact codes and trees
+included) on request, two per rank ahead so that no rank waits for its next task, and between its own chunks
+answers the requests that arrived. Slow ranges (sets that go to the reference evaluation) therefore only delay the
+rank that holds them. The results come back as one :class:`~gradcodes._verify_parallel.Piece` per chunk and are
+folded in rank order, so the report is the one-core report whatever the number of ranks and the order of arrival.
 
 With ``stop_on_failure`` the master, on the first failing chunk, tells every rank to drop chunks past it and hands
 out no more of them; chunks before it are still completed (they decide the counts of the one-core report).
@@ -19,15 +20,12 @@ holds every machine's estimate, :func:`gradcodes._numerics.judge`).
 
 from __future__ import annotations
 
-import math
 import time
 from typing import Any
 
-import numpy as np
+from ._verify_parallel import CheckpointError, Grid, Piece, Progress, Saver, fold
 
-from ._verify_parallel import CheckpointError, Piece, Progress, Saver, fold, run_key, screen_chunk
-
-__all__ = ["enumerate_screened_mpi"]
+__all__ = ["enumerate_mpi", "share_screen"]
 
 _TASK, _RESULT, _STOP = 2201, 2202, 2203
 #: grid chunks per task (the unit of load balancing)
@@ -36,42 +34,39 @@ _SCREEN_FIELDS = ("k", "C", "K", "KT", "w", "R0", "M", "wmax", "c_canc", "kappa"
                   "ucoef", "const")
 
 
-def enumerate_screened_mpi(tracker: Any, screen: Any, stop_on_failure: bool, clock: Any, budget: float | None,
-                           use_numba: bool, comm: Any, checkpoint: str | None = None,
-                           checkpoint_every: float = 60.0) -> bool:
-    """:func:`gradcodes._verify_parallel.enumerate_screened` on the ranks of ``comm`` (collective)."""
-    from ._verify_fast import screen_range
+def share_screen(comm: Any, screen: Any) -> None:
+    """Every rank screens with rank 0's arrays (collective)."""
+    state = comm.bcast({f: getattr(screen, f) for f in _SCREEN_FIELDS} if comm.Get_rank() == 0 else None, root=0)
+    for f, v in state.items():
+        setattr(screen, f, v)
 
-    tracker.model.scale["used"] = True
+
+def enumerate_mpi(tracker: Any, compute: Any, stop_on_failure: bool, clock: Any, budget: float | None, comm: Any,
+                  *, grid: Grid, key: str, checkpoint: str | None = None, checkpoint_every: float = 60.0,
+                  prepare: Any = None) -> bool:
+    """:func:`gradcodes._verify_parallel.enumerate_chunks` on the ranks of ``comm`` (collective): every rank
+    computes chunks with ``compute`` (after ``prepare(comm)``) and gets the merged result in ``tracker``."""
     comm = comm.Dup()                                  # our messages never meet the caller's
     try:
         rank = comm.Get_rank()
-        state = comm.bcast({f: getattr(screen, f) for f in _SCREEN_FIELDS} if rank == 0 else None, root=0)
-        for f, v in state.items():
-            setattr(screen, f, v)
-        code = tracker.code
-        total = math.comb(code.n, code.s)
+        if prepare is not None:
+            prepare(comm)
+        total = tracker.model.total
         if checkpoint is not None:                     # a bad checkpoint stops every rank with the same error
             err = None
             if rank == 0:
                 try:
-                    Progress(total, tracker.max_failures, stop_on_failure).load(checkpoint,
-                                                                                run_key(tracker, stop_on_failure))
+                    Progress(total, tracker.max_failures, stop_on_failure, grid).load(checkpoint, key)
                 except CheckpointError as exc:
                     err = str(exc)
             err = comm.bcast(err, root=0)
             if err is not None:
                 raise CheckpointError(err)
-        screen_range(screen, code.n, np.arange(code.s, dtype=np.int64), 1, use_numba, best=np.zeros(1))
         comm.Barrier()
-
-        def compute(lo: int, hi: int) -> Piece:
-            return screen_chunk(tracker, screen, lo, hi, use_numba)
-
         if rank == 0:
             try:
                 out = _master(comm, tracker, compute, total, stop_on_failure, clock, budget, checkpoint,
-                              checkpoint_every)
+                              checkpoint_every, grid, key)
             except BaseException:
                 comm.Abort(1)                          # a rank that dies alone would leave the others waiting
                 raise
@@ -86,10 +81,10 @@ def enumerate_screened_mpi(tracker: Any, screen: Any, stop_on_failure: bool, clo
 
 
 def _master(comm: Any, tracker: Any, compute: Any, total: int, stop_on_failure: bool, clock: Any,
-            budget: float | None, checkpoint: str | None, checkpoint_every: float) -> tuple[Piece, bool]:
+            budget: float | None, checkpoint: str | None, checkpoint_every: float, grid: Grid,
+            key: str) -> tuple[Piece, bool]:
     size = comm.Get_size()
-    progress = Progress(total, tracker.max_failures, stop_on_failure)
-    key = run_key(tracker, stop_on_failure)
+    progress = Progress(total, tracker.max_failures, stop_on_failure, grid)
     if checkpoint is not None:
         progress.load(checkpoint, key)
     saver = Saver(checkpoint, key, checkpoint_every)
@@ -177,8 +172,7 @@ def _master(comm: Any, tracker: Any, compute: Any, total: int, stop_on_failure: 
     from mpi4py import MPI
 
     MPI.Request.Waitall(requests)
-    stopped = progress.stop_at is not None and progress.done() and progress.stop_at < total
-    return progress.result(), stopped
+    return progress.result(), progress.stopped()
 
 
 def _worker(comm: Any, compute: Any, stop_on_failure: bool) -> None:

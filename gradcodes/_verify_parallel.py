@@ -1,21 +1,30 @@
-"""Exhaustive verification past one core: rank ranges, threads, checkpoints, and an exact merge.
+"""Exhaustive verification past one core: rank ranges, local processes, MPI ranks, checkpoints, an exact merge.
 
-The ``C(n, s)`` straggler sets are numbered by their lexicographic rank (:mod:`gradcodes._verify_fast`), and the
-ranks are cut into *chunks* on a fixed grid (4,096 sets, then 16,384, then 65,536 each; :func:`chunk_start`) that
-depends on nothing but the rank. Each chunk is screened and its selected sets are re-evaluated by the reference
-rule with no state carried over from other chunks (:func:`screen_chunk`), so a chunk's result is a function of the
-chunk alone. A :class:`Piece` summarises a contiguous range of chunks (sets checked, worst residual,
-cancellation and error estimate with their sets, failures and borderline sets with the first few listed), and
-:func:`fold` merges two adjacent pieces exactly: counts add, a worst value is the larger one and on a tie the
-earlier (lower-ranked) set's, listed sets are the first ones in rank order. Folding the pieces in rank order gives
-bit for bit the report of one core walking the chunks in order, however the chunks were shared among threads,
-processes, MPI ranks or interrupted runs.
+The patterns of a model (the ``C(n, s)`` straggler sets of a flat code in lexicographic order, the tree patterns of
+a CodedReduce code in their mixed-radix order: :meth:`gradcodes._verify_engine.PatternModel.patterns`) are
+numbered by their rank, and the ranks are cut into *chunks* on a fixed grid (:class:`Grid`) that depends on
+nothing but the rank. A chunk is computed with no state carried over from other chunks, so its result is a
+function of the chunk alone; two computations exist:
 
-With ``stop_on_failure`` a run stops at the end of the first chunk (in rank order) that holds a failing set: pieces
-after it are discarded, pieces before it are completed, so the counts are those of the one-core run too.
+* :func:`screen_chunk` (float null-space codes): the screening kernel of :mod:`gradcodes._verify_fast`, and the
+  reference evaluation of the sets it selects; grid of 4,096, 16,384, then 65,536 sets;
+* :func:`reference_chunk` (every other model: exact fields, other decoders, trees): the reference evaluation of
+  every pattern; chunks of the verifier's batch size (under a time budget the first one is cut into 4, 8, 16,
+  ... patterns, so that a slow decoder is noticed after a few patterns: :func:`reference_grid`).
+
+A :class:`Piece` summarises a contiguous range of chunks (patterns checked, worst residual, cancellation and error
+estimate with their patterns, failures and borderline patterns with the first few listed, the distinct decodings
+of models that count them), and :func:`fold` merges two adjacent pieces exactly: counts add, a worst value is the
+larger one and on a tie the earlier (lower-ranked) pattern's, listed patterns are the first ones in rank order.
+Folding the pieces in rank order gives bit for bit the report of one core walking the chunks in order, however the
+chunks were shared among processes, threads, MPI ranks or interrupted runs; one core walks the same chunks.
+
+With ``stop_on_failure`` a run stops at the end of the first chunk (in rank order) that holds a failing pattern
+: chunks after it are discarded,
+chunks before it are completed, so the counts are those of the one-core run too.
 
 **Checkpoints.** :class:`Progress` holds the folded prefix of the done ranges and the pieces done out of order; it
-is written to a JSON file atomically (a temporary file, ``fsync``, ``os.replace``) at most every
+is written to a JSON file atomically (:mod:`gradcodes._verify_checkpoint`) at most every
 ``checkpoint_every`` seconds and at the end, with a digest of the code and of the arguments that change a
 chunk's result. A later run with the same path continues from it; a file for another code, other arguments, or a
 damaged file is refused with :class:`CheckpointError`. Killing the process loses at most the chunks finished since
@@ -25,12 +34,8 @@ the last write.
 from __future__ import annotations
 
 import concurrent.futures as cf
-import hashlib
-import json
 import math
 import os
-import tempfile
-import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -38,13 +43,14 @@ from typing import Any
 
 import numpy as np
 
-from ._errors import GradcodesTypeError, GradcodesValueError
+from ._errors import GradcodesTypeError
 from ._numerics import unit_roundoff
+from ._verify_checkpoint import CheckpointError, Saver, digest, read_state, write_state
 
-__all__ = ["CheckpointError", "Piece", "Progress", "fold", "chunk_start", "chunk_index", "default_workers",
-           "screen_chunk", "run_local"]
+__all__ = ["CheckpointError", "Grid", "Piece", "Progress", "fold", "chunk_start", "chunk_index", "default_workers",
+           "screen_chunk", "reference_chunk", "run_local", "enumerate_screened", "enumerate_reference"]
 
-#: the chunk grid: the first two chunks are small (a slow code is noticed early), then 65,536 sets each
+#: the screened chunk grid: the first two chunks are small (a slow code is noticed early), then 65,536 sets each
 _FIRST = (4096, 16384)
 _CHUNK = 1 << 16
 #: the most sets per chunk whose screened estimate is among the chunk's largest, re-evaluated by the reference
@@ -53,13 +59,8 @@ _TOP = 16
 _MIN_PARALLEL_CHUNKS = 4
 #: and at least this many sets (about a second of screening): below, starting workers costs more than it saves
 _MIN_PARALLEL_SETS = 1 << 20
-_FORMAT = "gradcodes-verify-checkpoint"
-_VERSION = 1
-
-
-class CheckpointError(GradcodesValueError):
-    """A verification checkpoint that cannot be used: another code, other arguments, or a damaged file (a
-    :class:`ValueError` and a :class:`gradcodes.GradcodesError`)."""
+#: the same for the reference evaluation (about a second of it on a float code)
+_MIN_PARALLEL_REF_SETS = 1 << 15
 
 
 def default_workers() -> int:
@@ -70,44 +71,76 @@ def default_workers() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+@dataclass(frozen=True)
+class Grid:
+    """A chunk grid: chunks of ``first[0]``, ``first[1]``, ... patterns, then ``size`` patterns each."""
+
+    first: tuple[int, ...]
+    size: int
+
+    def start(self, i: int) -> int:
+        """First rank of chunk ``i``."""
+        if i <= len(self.first):
+            return sum(self.first[:i])
+        return sum(self.first) + (i - len(self.first)) * self.size
+
+    def index(self, rank: int) -> int:
+        """The chunk holding ``rank`` (inverse of :meth:`start`)."""
+        acc = 0
+        for i, c in enumerate(self.first):
+            if rank < acc + c:
+                return i
+            acc += c
+        return len(self.first) + (rank - acc) // self.size
+
+    def key(self) -> list[int]:
+        return [*self.first, self.size]
+
+
+def screened_grid() -> Grid:
+    """The grid of :func:`screen_chunk` (read when a run starts: tests shrink it)."""
+    return Grid(tuple(_FIRST), _CHUNK)
+
+
+def reference_grid(batch: int, budget: bool) -> Grid:
+    """The grid of :func:`reference_chunk`: chunks of ``batch`` patterns (the verifier's batch size); under a time
+    budget the first batch is cut into pieces of 4, 8, 16, ... patterns, so that a slow decoder is noticed after a
+    few patterns (the pieces the one-core engine always used: reports are unchanged).
+
+    >>> reference_grid(100, True), reference_grid(100, False)
+    (Grid(first=(4, 8, 16, 32, 40), size=100), Grid(first=(), size=100))
+    """
+    first: list[int] = []
+    piece, acc = 4, 0
+    while budget and acc < batch:
+        first.append(min(piece, batch - acc))
+        acc += first[-1]
+        piece *= 2
+    return Grid(tuple(first), batch)
+
+
 def chunk_start(i: int) -> int:
-    """First rank of chunk ``i`` of the fixed grid.
+    """First rank of chunk ``i`` of the screened grid.
 
     >>> [chunk_start(i) for i in range(4)]
     [0, 4096, 20480, 86016]
     """
-    if i <= len(_FIRST):
-        return sum(_FIRST[:i])
-    return sum(_FIRST) + (i - len(_FIRST)) * _CHUNK
+    return screened_grid().start(i)
 
 
 def chunk_index(rank: int) -> int:
-    """The chunk holding ``rank`` (inverse of :func:`chunk_start`).
+    """The chunk of the screened grid holding ``rank`` (inverse of :func:`chunk_start`).
 
     >>> [chunk_index(r) for r in (0, 4095, 4096, 20480, 86015, 86016)]
     [0, 0, 1, 2, 2, 3]
     """
-    acc = 0
-    for i, c in enumerate(_FIRST):
-        if rank < acc + c:
-            return i
-        acc += c
-    return len(_FIRST) + (rank - acc) // _CHUNK
-
-
-def chunks(lo: int, hi: int) -> Iterator[tuple[int, int]]:
-    """The grid chunks of ``[lo, hi)`` (``lo`` on the grid), as ``(start, stop)`` pairs."""
-    i = chunk_index(lo)
-    while lo < hi:
-        stop = min(hi, chunk_start(i + 1))
-        yield lo, stop
-        lo, i = stop, i + 1
+    return screened_grid().index(rank)
 
 
 @dataclass
 class Piece:
-    """What the sets of ranks ``[lo, hi)`` gave: the tracker's fields (:class:`gradcodes._verify_engine.Tracker`)
-    restricted to them."""
+    """What the patterns of ranks ``[lo, hi)`` gave: the tracker's fields (:class:`gradcodes._verify_engine.Tracker`)
+    restricted to them; ``distinct``: keys of the distinct decodings met, for models that count them (trees)."""
 
     lo: int
     hi: int
@@ -124,6 +157,7 @@ class Piece:
     failures: list[Any] = field(default_factory=list)
     n_borderline: int = 0
     borderline: list[Any] = field(default_factory=list)
+    distinct: set[str] | None = None
 
     @classmethod
     def of(cls, tracker: Any, lo: int, hi: int) -> Piece:
@@ -134,19 +168,24 @@ class Piece:
         return cls(lo, hi, tracker.checked, tracker.worst_res, lst(tracker.worst_res_P), tracker.worst_canc,
                    lst(tracker.worst_canc_P), tracker.worst_est, tracker.worst_hi, tracker.worst_res_hi,
                    tracker.worst_res_lo, tracker.n_failures, list(tracker.failures), tracker.n_borderline,
-                   list(tracker.borderline))
+                   list(tracker.borderline), tracker.model.distinct_keys())
 
     def to_json(self) -> dict[str, Any]:
         d = dict(self.__dict__)
-        d["failures"] = [list(x) for x in self.failures]
-        d["borderline"] = [list(x) for x in self.borderline]
+        d["failures"] = [_label_json(x) for x in self.failures]
+        d["borderline"] = [_label_json(x) for x in self.borderline]
+        d["distinct"] = None if self.distinct is None else sorted(self.distinct)
         return d
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Piece:
         p = cls(**d)
-        p.failures = [tuple(int(v) for v in x) for x in p.failures]
-        p.borderline = [tuple(int(v) for v in x) for x in p.borderline]
+        p.failures = [_label_from_json(x) for x in p.failures]
+        p.borderline = [_label_from_json(x) for x in p.borderline]
+        if p.distinct is not None:
+            if not all(isinstance(x, str) for x in p.distinct):
+                raise GradcodesTypeError("distinct")
+            p.distinct = set(p.distinct)
         for name in ("lo", "hi", "checked", "n_failures", "n_borderline"):
             if not isinstance(getattr(p, name), int):
                 raise GradcodesTypeError(name)
@@ -155,9 +194,21 @@ class Piece:
         return p
 
 
+def _label_json(x: Any) -> Any:
+    """A listed pattern as JSON: a responder tuple as a list, a tree pattern's text as is."""
+    return x if isinstance(x, str) else [int(v) for v in x]
+
+
+def _label_from_json(x: Any) -> Any:
+    if isinstance(x, str):
+        return x
+    return tuple(int(v) for v in x)
+
+
 def fold(dst: Any, src: Any, max_failures: int) -> None:
     """Merge ``src`` (a :class:`Piece` of later ranks) into ``dst`` (a Piece or a Tracker) exactly as one tracker
-    walking both in rank order would have recorded them (strict ``>``: ties keep the earlier set)."""
+    walking both in rank order would have recorded them (strict ``>``: ties keep the earlier pattern; the distinct
+    decodings are a union, held by a tracker's model)."""
     dst.checked += src.checked
     if src.worst_res > dst.worst_res:
         dst.worst_res = src.worst_res
@@ -175,20 +226,26 @@ def fold(dst: Any, src: Any, max_failures: int) -> None:
     dst.borderline.extend(src.borderline[: max(0, max_failures - len(dst.borderline))])
     if isinstance(dst, Piece):
         dst.hi = src.hi
+        if src.distinct is not None:
+            if dst.distinct is None:
+                dst.distinct = set(src.distinct)          # a copy: dst owns its set and grows it in place
+            else:
+                dst.distinct.update(src.distinct)
+    elif src.distinct:
+        dst.model.add_distinct(src.distinct)
 
 
 def _like(old: Any, new: list[int] | None, dst: Any) -> Any:
     if new is None or isinstance(dst, Piece):
         return new
-    return np.asarray(new, dtype=np.int64)
+    return np.asarray(new, dtype=getattr(dst.model, "pattern_dtype", np.int64))
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # one chunk
 
 
-def screen_chunk(template: Any, screen: Any, lo: int, hi: int, use_numba: bool,
-                 lock: threading.Lock | None = None) -> Piece:
+def screen_chunk(template: Any, screen: Any, lo: int, hi: int, use_numba: bool) -> Piece:
     """Screen the straggler sets of ranks ``[lo, hi)`` (one grid chunk) and re-evaluate, with the reference rule,
     the sets the kernel cannot clear, the chunk's largest cancellation and the ``_TOP`` largest screened error
     estimates; returns the chunk's :class:`Piece`. Nothing outside the chunk is read, so the result does not depend
@@ -218,11 +275,17 @@ def screen_chunk(template: Any, screen: Any, lo: int, hi: int, use_numba: bool,
         tr.worst_res_hi = tr.worst_hi = screen.rtol / 16
     if ref.size:
         Sr = S[ref]
-        if lock is None:
-            tr.record(Sr, tr.evaluate(Sr), count=False)
-        else:
-            with lock:
-                tr.record(Sr, tr.evaluate(Sr), count=False)
+        tr.record(Sr, tr.evaluate(Sr), count=False)
+    return Piece.of(tr, lo, hi)
+
+
+def reference_chunk(template: Any, lo: int, hi: int) -> Piece:
+    """Every pattern of ranks ``[lo, hi)`` (one grid chunk, at most a batch) through the reference evaluation, as
+    one batch. A fresh tracker and a fresh copy of the model's per-run state (``PatternModel.fresh``): the result
+    is a function of the chunk alone."""
+    model = template.model.fresh()
+    tr = template.blank(model)
+    tr.add(model.patterns(lo, hi))
     return Piece.of(tr, lo, hi)
 
 
@@ -230,22 +293,13 @@ def screen_chunk(template: Any, screen: Any, lo: int, hi: int, use_numba: bool,
 # progress: the folded prefix, the pieces done out of order, the checkpoint file
 
 
-def digest(code: Any, **args: Any) -> str:
-    """SHA-256 of the code's encoding matrix (values, shape, dtype), its ``s`` and ``m``, and ``args``."""
-    h = hashlib.sha256()
-    B = np.ascontiguousarray(np.asarray(code.B))
-    h.update(repr((B.shape, str(B.dtype), int(code.s), int(code.m), str(code.field))).encode())
-    h.update(B.tobytes() if B.dtype != object else repr(B.tolist()).encode())
-    h.update(json.dumps(args, sort_keys=True, default=str).encode())
-    return h.hexdigest()
-
-
 class Progress:
     """Done ranges of one enumeration: the folded prefix ``[0, prefix.hi)``, pieces done beyond it, and where a
     ``stop_on_failure`` run stops (the end of the first failing chunk known so far)."""
 
-    def __init__(self, total: int, max_failures: int, stop_on_failure: bool) -> None:
+    def __init__(self, total: int, max_failures: int, stop_on_failure: bool, grid: Grid | None = None) -> None:
         self.total, self.max_failures, self.stop_on_failure = total, max_failures, stop_on_failure
+        self.grid = screened_grid() if grid is None else grid
         self.prefix = Piece(0, 0)
         self.pending: dict[int, Piece] = {}
         self.stop_at: int | None = None
@@ -268,6 +322,10 @@ class Progress:
     def done(self) -> bool:
         return self.prefix.hi >= self.end
 
+    def stopped(self) -> bool:
+        """The run ended at a failing pattern before the last pattern (``stop_on_failure``)."""
+        return bool(self.stop_at is not None and self.done() and self.prefix.checked < self.total)
+
     def todo(self) -> Iterator[tuple[int, int]]:
         """Chunks not done yet, in rank order (re-reads the state: a stop point found meanwhile ends it)."""
         lo = self.prefix.hi
@@ -279,7 +337,7 @@ class Progress:
             if p is not None:
                 lo = p.hi
                 continue
-            stop = chunk_start(chunk_index(lo) + 1)
+            stop = self.grid.start(self.grid.index(lo) + 1)
             yield lo, min(stop, self.total)
             lo = stop
 
@@ -295,57 +353,15 @@ class Progress:
     # checkpoint file ------------------------------------------------------------------------------------------
 
     def save(self, path: str, key: str) -> None:
-        """Write atomically: a temporary file in the same directory, flushed to disk, then renamed over ``path``."""
-        state = {"format": _FORMAT, "version": _VERSION, "key": key, "total": self.total,
-                 "stop_at": self.stop_at, "prefix": self.prefix.to_json(),
-                 "pending": [p.to_json() for _, p in sorted(self.pending.items())]}
-        body = json.dumps(state, sort_keys=True)
-        state_sum = hashlib.sha256(body.encode()).hexdigest()
-        text = json.dumps({"sha256": state_sum, "state": state}, sort_keys=True)
-        d = os.path.dirname(os.path.abspath(path))
-        fd, tmp = tempfile.mkstemp(prefix=".ckpt-", dir=d)
-        try:
-            with os.fdopen(fd, "w") as f:
-                f.write(text)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
-        try:
-            dfd = os.open(d, os.O_RDONLY)
-            try:
-                os.fsync(dfd)
-            finally:
-                os.close(dfd)
-        except OSError:  # pragma: no cover - directories cannot be fsynced on some systems
-            pass
+        """Write the state to ``path`` atomically (:func:`gradcodes._verify_checkpoint.write_state`)."""
+        write_state(path, {"key": key, "total": self.total, "stop_at": self.stop_at, "prefix": self.prefix.to_json(),
+                           "pending": [p.to_json() for _, p in sorted(self.pending.items())]})
 
     def load(self, path: str, key: str) -> bool:
         """Continue from ``path`` if it exists (False when it does not); refuses a file for another run."""
-        if not os.path.exists(path):
+        state = read_state(path, key, self.total)
+        if state is None:
             return False
-        try:
-            with open(path) as f:
-                text = f.read(1 << 26)
-            outer = json.loads(text)
-            state = outer["state"]
-            body = json.dumps(state, sort_keys=True)
-            intact = hashlib.sha256(body.encode()).hexdigest() == outer["sha256"]
-        except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
-            raise CheckpointError(f"checkpoint {path!r} is damaged or not a gradcodes verify checkpoint ({exc}); "
-                                  f"delete it to start over") from exc
-        if not intact or state.get("format") != _FORMAT:
-            raise CheckpointError(f"checkpoint {path!r} is damaged (its checksum does not match its contents); "
-                                  f"delete it to start over")
-        if state.get("version") != _VERSION:
-            raise CheckpointError(f"checkpoint {path!r} has format version {state.get('version')!r}, this "
-                                  f"gradcodes reads version {_VERSION}")
-        if state["key"] != key or state["total"] != self.total:
-            raise CheckpointError(f"checkpoint {path!r} belongs to another run: the code or the arguments "
-                                  f"(rtol, dtype, decoder, stop_on_failure) differ; use another path or delete it")
         try:
             prefix = Piece.from_json(state["prefix"])
             pending = [Piece.from_json(p) for p in state["pending"]]
@@ -362,70 +378,57 @@ class Progress:
         return True
 
 
-class Saver:
-    """Writes the checkpoint at most every ``every`` seconds (and on :meth:`final`)."""
-
-    def __init__(self, path: str | None, key: str, every: float) -> None:
-        self.path, self.key, self.every = path, key, every
-        self.last = time.monotonic()
-
-    def maybe(self, progress: Progress) -> None:
-        if self.path is not None and time.monotonic() - self.last >= self.every:
-            progress.save(self.path, self.key)
-            self.last = time.monotonic()
-
-    def final(self, progress: Progress) -> None:
-        if self.path is not None:
-            progress.save(self.path, self.key)
-            self.last = time.monotonic()
-
-
 # ---------------------------------------------------------------------------------------------------------------
 # all local cores
 
 
-def run_local(progress: Progress, compute: Callable[[int, int], Piece], workers: int, clock: Any,
-              budget: float | None, saver: Saver) -> bool:
-    """Run the chunks not done on ``workers`` forked processes (or threads: :func:`_pool`), folding the pieces
-    in rank order; returns False when the time budget ran out (the pieces done are kept). Ctrl-C stops handing out
-    chunks, keeps what finished, writes the checkpoint and re-raises."""
-    todo = progress.todo()
-    over = False
-    if workers > 1:
-        # a few chunks or sets: not worth starting workers (about 0.1-0.3 s each; the report is the same)
-        chunks, sets = 0, 0
-        for lo, hi in progress.todo():
-            chunks, sets = chunks + 1, sets + hi - lo
-            if chunks >= _MIN_PARALLEL_CHUNKS and sets >= _MIN_PARALLEL_SETS:
-                break
-        else:
-            workers = 1
-    if workers <= 1:
-        try:
-            for lo, hi in todo:
-                piece = compute(lo, hi)
-                progress.add(piece)
-                clock.update(piece.checked)
-                saver.maybe(progress)
-                if budget is not None and clock.over_budget(budget):
-                    over = True
-                    break
-        finally:
-            saver.final(progress)
-        return not over
-    pool = _pool(workers, compute)
-    compute_: Callable[[int, int], Piece] = _forked_compute if isinstance(pool, cf.ProcessPoolExecutor) else compute
-    running: dict[cf.Future[Piece], int] = {}
-    try:
-        def submit() -> bool:
-            for lo, hi in todo:
-                running[pool.submit(compute_, lo, hi)] = lo
-                return True
-            return False
+class _Inline(cf.Executor):
+    """The executor of a one-worker run: ``submit`` computes the chunk at once, in this process (an exception,
+    Ctrl-C included, propagates from ``submit``)."""
 
-        for _ in range(2 * workers):
-            if not submit():
-                break
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> cf.Future[Any]:
+        fut: cf.Future[Any] = cf.Future()
+        fut.set_result(fn(*args, **kwargs))
+        return fut
+
+
+def _enough_work(progress: Progress, min_sets: int) -> bool:
+    """At least ``_MIN_PARALLEL_CHUNKS`` chunks and ``min_sets`` patterns left: worth starting workers (about
+    0.1-0.3 s each; the report is the same either way)."""
+    chunks, sets = 0, 0
+    for lo, hi in progress.todo():
+        chunks, sets = chunks + 1, sets + hi - lo
+        if chunks >= _MIN_PARALLEL_CHUNKS and sets >= min_sets:
+            return True
+    return False
+
+
+def run_local(progress: Progress, compute: Callable[[int, int], Piece], workers: int, clock: Any,
+              budget: float | None, saver: Saver, min_sets: int = _MIN_PARALLEL_SETS) -> bool:
+    """Run the chunks not done on ``workers`` forked processes (or threads: :func:`_pool`; in this process for one
+    worker or less work than ``min_sets`` patterns), folding the pieces in rank order; returns False when the time
+    budget ran out (the pieces done are kept). Ctrl-C stops handing out chunks, keeps what finished, writes the
+    checkpoint and re-raises.
+
+    The parent process only hands out chunk bounds and folds the pieces (a few microseconds per chunk): the
+    workers' cores do the work. Up to two chunks per worker are queued, so no worker waits for its next chunk.
+    """
+    if workers > 1 and not _enough_work(progress, min_sets):
+        workers = 1
+    pool: cf.Executor = _Inline() if workers <= 1 else _pool(workers, compute)
+    fn: Callable[[int, int], Piece] = _forked_compute if isinstance(pool, cf.ProcessPoolExecutor) else compute
+    ahead = 1 if workers <= 1 else 2 * workers
+    todo = progress.todo()
+    running: dict[cf.Future[Piece], int] = {}
+    over = False
+    try:
+        def fill() -> None:
+            for lo, hi in todo:
+                running[pool.submit(fn, lo, hi)] = lo
+                if len(running) >= ahead:
+                    return
+
+        fill()
         while running:
             finished, _ = cf.wait(list(running), return_when=cf.FIRST_COMPLETED)
             for fut in sorted(finished, key=lambda f: running[f]):
@@ -437,12 +440,11 @@ def run_local(progress: Progress, compute: Callable[[int, int], Piece], workers:
             if budget is not None and clock.over_budget(budget):
                 over = True
                 break
-            while len(running) < 2 * workers and submit():
-                pass
             if progress.stop_at is not None:         # ranges past the first failing chunk are not needed
                 for fut, lo in list(running.items()):
                     if lo >= progress.stop_at and fut.cancel():
                         del running[fut]
+            fill()
     finally:
         for fut in running:
             fut.cancel()
@@ -456,8 +458,9 @@ def run_local(progress: Progress, compute: Callable[[int, int], Piece], workers:
     return not over
 
 
-#: local workers are forked processes where ``fork`` exists (the reference re-check of suspect sets is numpy code
-#: that holds the GIL between its calls, and it dominates codes with many sets near the tolerance); else threads
+#: local workers are forked processes where ``fork`` exists (the reference evaluation is numpy code that holds the
+#: GIL between its calls, and it dominates codes with many sets near the tolerance and unscreened models); else
+#: threads
 _USE_PROCESSES = True
 _FORKED: Callable[[int, int], Piece] | None = None
 
@@ -504,45 +507,88 @@ def check_workers(workers: int | None) -> int:
     return default_workers() if workers is None else check_int("workers", workers, 1)
 
 
+# ---------------------------------------------------------------------------------------------------------------
+# the two enumerations
+
+
+def enumerate_chunks(tracker: Any, compute: Callable[[int, int], Piece], stop_on_failure: bool, clock: Any,
+                     budget: float | None, *, grid: Grid, key: str, min_sets: int, workers: int = 1,
+                     checkpoint: str | None = None, checkpoint_every: float = 60.0, comm: Any = None,
+                     prepare: Callable[[Any], None] | None = None) -> bool:
+    """Every chunk of ``grid`` over ``tracker.model.total`` patterns through ``compute``, on ``workers`` local
+    processes or the ranks of ``comm``, continued from and saved to ``checkpoint`` (whose digest must be ``key``);
+    ``prepare(comm or None)`` runs first on every rank (set-up shared by the chunks). The merged result lands in
+    ``tracker``; returns whether the run stopped at a failing pattern before the last one."""
+    model = tracker.model
+    total = model.total
+    if isinstance(getattr(model, "scale", None), dict):
+        model.scale["used"] = True
+    if comm is not None and comm.Get_size() > 1:
+        from ._verify_mpi import enumerate_mpi
+
+        return enumerate_mpi(tracker, compute, stop_on_failure, clock, budget, comm, grid=grid, key=key,
+                             checkpoint=checkpoint, checkpoint_every=checkpoint_every, prepare=prepare)
+    progress = Progress(total, tracker.max_failures, stop_on_failure, grid)
+    if checkpoint is not None:
+        progress.load(checkpoint, key)
+    saver = Saver(checkpoint, key, checkpoint_every)
+    if prepare is not None:
+        prepare(None)
+    if workers > 1 and getattr(model, "ranked", False) and total:
+        # one pattern through the reference evaluation before the workers fork: its lazy imports and the
+        # decoder's memoised set-up happen once, here, not once per worker while the cores should be working
+        tracker.blank(model.fresh()).evaluate(model.patterns(0, 1))
+    clock.total = max(1, total - progress.result().checked)
+    clock.start = time.perf_counter()
+    try:
+        run_local(progress, compute, workers, clock, budget, saver, min_sets)
+    finally:
+        fold(tracker, progress.result(), tracker.max_failures)
+    return progress.stopped()
+
+
 def enumerate_screened(tracker: Any, screen: Any, stop_on_failure: bool, clock: Any, budget: float | None,
                        use_numba: bool, workers: int = 1, checkpoint: str | None = None,
                        checkpoint_every: float = 60.0, comm: Any = None) -> bool:
-    """The screened exhaustive enumeration of a flat code over the chunk grid, on ``workers`` threads or the
-    ranks of ``comm``, continued from and saved to ``checkpoint``; the merged result lands in ``tracker``.
-    Returns whether it stopped at a failing set before the last set."""
+    """The screened exhaustive enumeration of a flat code (:func:`screen_chunk` on the screened grid)."""
     from ._verify_fast import screen_range
 
     code = tracker.code
     n, s = code.n, code.s
-    total = math.comb(n, s)
-    if comm is not None and comm.Get_size() > 1:
-        from ._verify_mpi import enumerate_screened_mpi
 
-        return enumerate_screened_mpi(tracker, screen, stop_on_failure, clock, budget, use_numba, comm,
-                                      checkpoint, checkpoint_every)
-    progress = Progress(total, tracker.max_failures, stop_on_failure)
-    key = run_key(tracker, stop_on_failure)
-    if checkpoint is not None:
-        progress.load(checkpoint, key)
-    saver = Saver(checkpoint, key, checkpoint_every)
-    tracker.model.scale["used"] = True
-    screen_range(screen, n, np.arange(s, dtype=np.int64), 1, use_numba, best=np.zeros(1))  # compile off the clock
-    # no lock around the reference evaluation: it reads the code's memoised basis (computed above, by the
-    # screen) and numpy releases the GIL in its products and solves, so suspect-heavy chunks run in parallel too
-    lock = None
-    clock.total = max(1, total - progress.result().checked)
-    clock.start = time.perf_counter()
-    try:
-        run_local(progress, lambda lo, hi: screen_chunk(tracker, screen, lo, hi, use_numba, lock), workers, clock,
-                  budget, saver)
-    finally:
-        fold(tracker, progress.result(), tracker.max_failures)
-    return bool(progress.stop_at is not None and progress.done() and progress.stop_at < total)
+    def prepare(comm: Any) -> None:
+        if comm is not None:                            # every rank screens with rank 0's arrays
+            from ._verify_mpi import share_screen
+
+            share_screen(comm, screen)
+        screen_range(screen, n, np.arange(s, dtype=np.int64), 1, use_numba, best=np.zeros(1))  # compile first
+
+    # the reference evaluation of the selected sets reads the code's memoised basis (computed above, by the screen)
+    return enumerate_chunks(tracker, lambda lo, hi: screen_chunk(tracker, screen, lo, hi, use_numba),
+                            stop_on_failure, clock, budget, grid=screened_grid(), key=run_key(tracker, stop_on_failure),
+                            min_sets=_MIN_PARALLEL_SETS, workers=workers, checkpoint=checkpoint,
+                            checkpoint_every=checkpoint_every, comm=comm, prepare=prepare)
 
 
-def run_key(tracker: Any, stop_on_failure: bool) -> str:
+def enumerate_reference(tracker: Any, batch: int, stop_on_failure: bool, clock: Any, budget: float | None,
+                        workers: int = 1, checkpoint: str | None = None, checkpoint_every: float = 60.0,
+                        comm: Any = None) -> bool:
+    """The exhaustive enumeration of any ranked pattern model through the reference evaluation
+    (:func:`reference_chunk` on the reference grid): exact fields, decoders without a screen, trees. The chunks
+    are the batches the one-core engine has always checked, so the report is the one-core report."""
+    grid = reference_grid(batch, budget is not None)
+    key = run_key(tracker, stop_on_failure, evaluation="reference", grid=grid.key(),
+                  model=type(tracker.model).__name__, total=int(tracker.model.total))
+    return enumerate_chunks(tracker, lambda lo, hi: reference_chunk(tracker, lo, hi),
+                            stop_on_failure, clock, budget, grid=grid, key=key, min_sets=_MIN_PARALLEL_REF_SETS,
+                            workers=workers, checkpoint=checkpoint, checkpoint_every=checkpoint_every, comm=comm)
+
+
+def run_key(tracker: Any, stop_on_failure: bool, **extra: Any) -> str:
     """The digest a checkpoint must carry: the code and every argument that changes a chunk's result."""
     dec = getattr(tracker.model, "dec", None)
+    if not extra:
+        extra = {"grid": [*_FIRST, _CHUNK, _TOP]}
     return digest(tracker.code, rtol=repr(float(tracker.rtol)), dtype=str(tracker.dtype), load=tracker.load,
                   decoder=getattr(dec, "name", None), stop_on_failure=bool(stop_on_failure),
-                  max_failures=tracker.max_failures, grid=[*_FIRST, _CHUNK, _TOP])
+                  max_failures=tracker.max_failures, **extra)

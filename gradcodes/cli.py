@@ -191,8 +191,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--gf", action="store_true", help="verify the construction over a finite field GF(p)")
     p.add_argument("--rtol", type=float, help="for a code file: the loosest acceptance tolerance taken from the "
                    "file (default 1e-8: a file can only tighten it)")
-    p.add_argument("--workers", type=int, help="threads of the exhaustive check (default: every core this process "
-                   "may use); under `mpiexec -n R python -m mpi4py -m gradcodes verify ...` the R ranks share it")
+    p.add_argument("--workers", type=int, help="local processes of the exhaustive check (default: every core this "
+                   "process may use); under `mpiexec -n R python -m mpi4py -m gradcodes verify ...` the R ranks "
+                   "share it")
     p.add_argument("--checkpoint", metavar="PATH", help="save the exhaustive check's progress to PATH and continue "
                    "from it when PATH exists (same code and arguments only)")
     p.add_argument("--checkpoint-every", type=float, default=60.0, metavar="SECONDS",

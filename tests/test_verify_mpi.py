@@ -1,6 +1,6 @@
 """gc.verify(code, comm=...) on real MPI jobs: every rank's report equals the one-core report (exact merge),
-including failing codes (with and without stop_on_failure), borderline codes and blocks; and a checkpoint written
-by an MPI run resumes on one core to the same report."""
+including failing codes (with and without stop_on_failure), borderline codes, blocks, exact codes, decoders
+without a screen and trees; and a checkpoint written by an MPI run resumes on one core to the same report."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 import pytest
-from test_verify_scale import PANEL, fields
+from test_verify_scale import PANEL, REF_OPTIONS, REF_PANEL, fields, ref_fields
 
 import gradcodes as gc
 import gradcodes._verify as V
@@ -43,9 +43,13 @@ def _run(ranks: int, name: str, stop: bool, tmp: str, checkpoint: str | None = N
 
 
 def _one_core(name: str, stop: bool) -> dict:
-    build, dtype = PANEL[name]
-    report = gc.verify(build(), dtype=dtype, stop_on_failure=stop, limit=10**6, workers=1)
-    return json.loads(json.dumps(fields(report)))
+    if name in REF_PANEL:
+        build, opts = REF_PANEL[name]
+        got = ref_fields(gc.verify(build(), stop_on_failure=stop, workers=1, **{**REF_OPTIONS, **opts}))
+    else:
+        build, dtype = PANEL[name]
+        got = fields(gc.verify(build(), dtype=dtype, stop_on_failure=stop, limit=10**6, workers=1))
+    return json.loads(json.dumps(got))
 
 
 @pytest.fixture
@@ -57,7 +61,10 @@ def small_grid(monkeypatch):
 
 @pytest.mark.parametrize("name,stop,ranks", [("fails (25, 5)", False, 3), ("fails (25, 5)", True, 2),
                                              ("failing", True, 3), ("borderline", False, 2), ("blocks", False, 2),
-                                             ("good", False, 4)])
+                                             ("good", False, 4), ("tree failing", True, 3),
+                                             ("tree rational failing", False, 2), ("rational failing", True, 2),
+                                             ("lstsq planted", False, 3), ("tree ok", False, 2),
+                                             ("lstsq time budget", True, 2)])
 def test_every_rank_reports_the_one_core_report(small_grid, tmp_path, name, stop, ranks):
     want = _one_core(name, stop)
     for got in _run(ranks, name, stop, str(tmp_path)):
@@ -70,6 +77,14 @@ def test_an_mpi_checkpoint_resumes_on_one_core(small_grid, tmp_path):
     build, dtype = PANEL["borderline"]
     again = gc.verify(build(), dtype=dtype, stop_on_failure=False, limit=10**6, workers=1, checkpoint=path)
     assert json.loads(json.dumps(fields(again))) == got[0] == _one_core("borderline", False)
+
+
+def test_an_mpi_tree_checkpoint_resumes_on_one_core(small_grid, tmp_path):
+    path = str(tmp_path / "tree.ckpt")
+    got = _run(2, "tree failing", False, str(tmp_path), path)
+    build, _ = REF_PANEL["tree failing"]
+    again = gc.verify(build(), stop_on_failure=False, workers=1, checkpoint=path, **REF_OPTIONS)
+    assert json.loads(json.dumps(ref_fields(again))) == got[0] == _one_core("tree failing", False)
 
 
 def test_a_bad_checkpoint_stops_every_rank_with_the_error(small_grid, tmp_path):

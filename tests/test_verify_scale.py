@@ -1,7 +1,9 @@
-"""Verification on several threads, from checkpoints, and its exact merge (gradcodes._verify_parallel).
+"""Verification on several processes or threads, from checkpoints, and its exact merge (gradcodes._verify_parallel).
 
-The report of a run split over threads (or resumed from a checkpoint) must equal the one-thread report on every
-field the acceptance rule produces: counts exactly, worst values and their responder sets bit for bit.
+The report of a run split over workers (or resumed from a checkpoint) must equal the one-worker report on every
+field the acceptance rule produces: counts exactly, worst values and their responder sets bit for bit; for the
+screened float enumeration and for the reference enumeration of every other model (exact fields, decoders without
+a screen, trees, blocks).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ def small_grid(monkeypatch):
     monkeypatch.setattr(V, "_KERNEL_MIN_SETS", 0)
     monkeypatch.setattr(P, "_FIRST", (96, 160))
     monkeypatch.setattr(P, "_CHUNK", 256)
+    monkeypatch.setattr(P, "_MIN_PARALLEL_SETS", 0)           # workers start even for these small runs
 
 
 def _planted(n, s, seed):
@@ -240,3 +243,158 @@ def test_todo_never_hands_out_a_chunk_folded_meanwhile(small_grid):
     prog.add(P.Piece(*a, checked=96))                     # folds b into the prefix too
     assert next(todo) == (256, 512)
     assert prog.prefix.hi == 256 and prog.result().checked == 256
+
+
+# ------------------------------------------------------------------------------------------------------------
+# the reference enumeration: exact fields, decoders without a screen, trees, blocks
+
+
+def _rational(n, s, broken):
+    """fractional_repetition(n, s) over the rationals; ``broken``: partition 0 left on one worker (fails)."""
+    from fractions import Fraction
+
+    R = np.array([[Fraction(int(x)) for x in row] for row in gc.fractional_repetition(n, s).B], dtype=object)
+    if broken:
+        R[1, 0] = R[2, 0] = Fraction(0)
+    return gc.GradientCode(R, s=s)
+
+
+def _bad_tree(field=None):
+    """A CodedReduce tree whose last leaf carries a wrong coefficient (exact: +1, float: +1e-6)."""
+    from gradcodes._families.coded_reduce_code import CodedReduceCode
+
+    code = gc.coded_reduce(3, 2, 1, field=field, rng=0) if field else gc.coded_reduce(4, 2, 1)
+    B = code.B.copy()
+    u = np.flatnonzero(B[code.N - 1] != 0)[0]
+    B[code.N - 1, u] = B[code.N - 1, u] + (1 if field else 1e-6)
+    return CodedReduceCode(B, branching=code.branching, L=2, s=1, inner=code.inner, P=code.P)
+
+
+#: verify options: many chunks (the reference grid's chunks are batches of ``batch_size`` patterns)
+REF_OPTIONS = {"limit": 10**6, "batch_size": 16}
+REF_PANEL = {
+    "lstsq": (lambda: gc.cyclic_repetition(14, 3, rng=0), {"decoder": "lstsq"}),
+    "lstsq time budget": (lambda: _planted(12, 3, 5), {"decoder": "lstsq", "limit": None, "samples": 0,
+                                                        "search": False, "time_budget": 600}),
+    "lstsq planted": (lambda: _planted(12, 3, 5), {"decoder": "lstsq"}),
+    "rational": (lambda: _rational(12, 2, False), {}),
+    "rational failing": (lambda: _rational(12, 2, True), {}),
+    "tree ok": (lambda: gc.coded_reduce(4, 2, 1), {}),
+    "tree failing": (lambda: _bad_tree(), {}),
+    "tree rational failing": (lambda: _bad_tree("rational"), {}),
+    "blocks (12, 3)": (lambda: gc.by_blocks(gc.GradientCode(np.kron(np.eye(2), gc.cyclic_repetition(
+        12, 3, rng=1, refine=0).B), s=3)), {}),
+}
+REF_FIELDS = (*FIELDS, "patterns_total", "distinct_checked")
+
+
+def ref_fields(report):
+    return {f: getattr(report, f) for f in REF_FIELDS if hasattr(report, f)}
+
+
+@pytest.fixture
+def small_ref_grid(monkeypatch):
+    """Workers started for any size."""
+    monkeypatch.setattr(P, "_MIN_PARALLEL_REF_SETS", 0)
+
+
+def ref_verify(name, **kw):
+    build, opts = REF_PANEL[name]
+    return gc.verify(build(), **{**REF_OPTIONS, **opts, **kw})
+
+
+@pytest.mark.parametrize("stop", [False, True])
+@pytest.mark.parametrize("name", list(REF_PANEL))
+def test_reference_enumeration_on_workers_gives_the_one_worker_report(small_ref_grid, name, stop):
+    build, opts = REF_PANEL[name]
+    code = build()
+    opts = {**REF_OPTIONS, **opts}
+    one = gc.verify(code, stop_on_failure=stop, workers=1, **opts)
+    assert one.exhaustive or bool(one) or one.stopped_early or one.n_failures
+    for workers in (2, 3):
+        many = gc.verify(code, stop_on_failure=stop, workers=workers, **opts)
+        assert ref_fields(many) == ref_fields(one), (name, workers)
+
+
+def test_the_reference_panel_covers_every_verdict(small_ref_grid):
+    got = {name: ref_verify(name, stop_on_failure=False, workers=2).verdict for name in REF_PANEL}
+    assert got["rational"] == "exact" and got["tree ok"] == "ok" and got["lstsq"] == "ok"
+    assert got["blocks (12, 3)"] == "ok"
+    assert all(got[k] == "FAILS" for k in ("lstsq planted", "lstsq time budget", "rational failing", "tree failing",
+                                           "tree rational failing")), got
+
+
+def test_threads_give_the_one_worker_report_on_trees(small_ref_grid, monkeypatch):
+    monkeypatch.setattr(P, "_USE_PROCESSES", False)
+    for name in ("tree failing", "rational failing"):
+        one = ref_verify(name, stop_on_failure=False, workers=1)
+        assert ref_fields(ref_verify(name, stop_on_failure=False, workers=3)) == ref_fields(one)
+
+
+def test_the_reference_chunks_run_in_the_worker_processes(small_ref_grid, monkeypatch, tmp_path):
+    """The chunks of a tree and of an exact code are computed by forked workers, not by the parent."""
+    real = P.reference_chunk
+    log = tmp_path / "pids"
+
+    def logged(*a, **k):
+        with open(log, "a") as f:
+            f.write(f"{os.getpid()}\n")
+        return real(*a, **k)
+
+    monkeypatch.setattr(P, "reference_chunk", logged)
+    for name in ("tree ok", "rational"):
+        log.write_text("")
+        ref_verify(name, workers=2)
+        pids = set(log.read_text().split())
+        assert len(pids) == 2 and str(os.getpid()) not in pids, (name, pids)
+
+
+def test_an_interrupted_tree_run_resumes_to_the_same_report(small_ref_grid, tmp_path, monkeypatch):
+    build, _ = REF_PANEL["tree failing"]
+    code = build()
+    whole = gc.verify(code, stop_on_failure=False, workers=1, **REF_OPTIONS)
+    real = P.reference_chunk
+    for cut in (1, 7, 40):
+        path = tmp_path / f"tree{cut}.ckpt"
+        calls = []
+
+        def interrupting(*a, _cut=cut, _calls=calls, **k):
+            _calls.append(1)
+            if len(_calls) == _cut:
+                raise KeyboardInterrupt
+            return real(*a, **k)
+
+        monkeypatch.setattr(P, "reference_chunk", interrupting)
+        part = gc.verify(code, stop_on_failure=False, workers=1, checkpoint=path, checkpoint_every=0, **REF_OPTIONS)
+        assert part.interrupted and part.patterns_checked < whole.patterns_checked
+        monkeypatch.setattr(P, "reference_chunk", real)
+        rest = gc.verify(code, stop_on_failure=False, workers=2, checkpoint=path, **REF_OPTIONS)
+        assert ref_fields(rest) == ref_fields(whole), cut
+        assert not any("not used" in t for t in rest.notes)
+
+
+def test_bad_reference_checkpoints_are_refused(small_ref_grid, tmp_path):
+    tree = gc.coded_reduce(4, 2, 1)
+    path = tmp_path / "t.ckpt"
+    gc.verify(tree, limit=10**6, checkpoint=path)
+    assert json.loads(path.read_text())["state"]["prefix"]["hi"] == tree.patterns_total()
+    with pytest.raises(gc.CheckpointError, match="another run"):
+        gc.verify(tree, limit=10**6, checkpoint=path, stop_on_failure=False)
+    with pytest.raises(gc.CheckpointError, match="another run"):              # other chunks
+        gc.verify(tree, limit=10**6, checkpoint=path, batch_size=100)
+    with pytest.raises(gc.CheckpointError, match="another run"):
+        gc.verify(_bad_tree(), limit=10**6, checkpoint=path)
+    with pytest.raises(gc.CheckpointError, match="another run"):     # a flat code's run, same path
+        gc.verify(gc.cyclic_repetition(14, 3, rng=0), decoder="lstsq", limit=10**6, checkpoint=path)
+    state = json.loads(path.read_text())
+    state["state"]["prefix"]["distinct"] = state["state"]["prefix"]["distinct"][:-1]   # edited: checksum fails
+    path.write_text(json.dumps(state))
+    with pytest.raises(gc.CheckpointError, match="damaged"):
+        gc.verify(tree, limit=10**6, checkpoint=path)
+
+
+def test_piece_json_keeps_tree_labels_and_distinct_keys():
+    p = P.Piece(0, 4, 4, 0.5, [1, 0, 1], 2.0, [1, 1, 0], 1e-9, 2e-9, 0.5, 0.4, 1, ["{master: [2]}"], 1, [(0, 2)],
+                {"0f", "a1"})
+    back = P.Piece.from_json(json.loads(json.dumps(p.to_json())))
+    assert back == p and back.failures == ["{master: [2]}"] and back.borderline == [(0, 2)]

@@ -358,7 +358,9 @@ class CodedReduceCode(LinearCode):
     def _verify_hook(self, *, limit: int | None = None, samples: int = 2000, search: bool = True,
                      rng: RNGLike = None, rtol: float | None = None, decoder: Any = None, field: Any = None,
                      batch_size: int | None = None, dtype: Any = np.float64, stop_on_failure: bool = True,
-                     progress: bool | None = None, time_budget: float = 10.0, **ignored: Any) -> TreeVerifyReport:
+                     progress: bool | None = None, time_budget: float = 10.0, workers: int | None = None,
+                     checkpoint: Any = None, checkpoint_every: float = 60.0, comm: Any = None,
+                     **ignored: Any) -> TreeVerifyReport:
         """``gc.verify(code, ...)`` on a tree code runs :func:`verify_tree`: the verifier's engine on the tree's
         straggler-pattern model."""
         if decoder not in (None, "tree"):
@@ -371,7 +373,8 @@ class CodedReduceCode(LinearCode):
 
         return verify_tree(self, limit=limit, samples=samples, search=search, rng=rng, rtol=rtol,
                            batch_size=4096 if batch_size is None else batch_size, dtype=dtype,
-                           stop_on_failure=stop_on_failure, progress=progress, time_budget=time_budget)
+                           stop_on_failure=stop_on_failure, progress=progress, time_budget=time_budget,
+                           workers=workers, checkpoint=checkpoint, checkpoint_every=checkpoint_every, comm=comm)
 
     # ------------------------------------------------------------------ patterns
     def patterns_total(self) -> int:

@@ -6,7 +6,9 @@ must equal the full gradient sum for every admissible straggler pattern.
 
 from __future__ import annotations
 
+import copy
 import math
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from fractions import Fraction
@@ -118,19 +120,25 @@ class TreeVerifyReport(VerifyReport):
         return "\n".join(lines)
 
 
+def _masks_of_ranks(code: CodedReduceCode, opts: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    """The responder masks of pattern ranks ``[lo, hi)``: the rank's mixed-radix digits (parent 0 the most
+    significant) pick each parent's straggler set among ``opts`` (:meth:`CodedReduceCode.straggler_options`)."""
+    S1 = opts.shape[0]
+    par = code.parents
+    idx = np.arange(lo, hi, dtype=np.int64)
+    digits = np.empty((idx.size, par), dtype=np.int64)
+    rest = idx.copy()
+    for j in range(par - 1, -1, -1):
+        digits[:, j] = rest % S1
+        rest //= S1
+    return ~opts[digits].reshape(idx.size, code.N)
+
+
 def _exhaustive_masks(code: CodedReduceCode, batch: int) -> Iterator[np.ndarray]:
     opts = code.straggler_options()
-    S1 = opts.shape[0]
     total = code.patterns_total()
-    par = code.parents
     for lo in range(0, total, batch):
-        idx = np.arange(lo, min(total, lo + batch), dtype=np.int64)
-        digits = np.empty((idx.size, par), dtype=np.int64)
-        rest = idx.copy()
-        for j in range(par - 1, -1, -1):
-            digits[:, j] = rest % S1
-            rest //= S1
-        yield ~opts[digits].reshape(idx.size, code.N)
+        yield _masks_of_ranks(code, opts, lo, min(total, lo + batch))
 
 
 def _special_masks(code: CodedReduceCode) -> np.ndarray:
@@ -174,14 +182,37 @@ class TreePatterns(PatternModel):
     masks of the ``N`` workers). Patterns with the same used workers decode identically and are measured once."""
 
     noun = "tree patterns"
+    ranked = True
+    pattern_dtype = bool
 
     def __init__(self, code: CodedReduceCode, search_budget: int = 0) -> None:
         self.code, self.search_budget = code, search_budget
         self.total = code.patterns_total()
         self.seen: set[bytes] = set()
+        #: how the exhaustive enumeration runs (workers, checkpoint, checkpoint_every, comm)
+        self.scale: dict[str, Any] = {}
+        self._opts: np.ndarray | None = None
 
     def batches(self, batch: int) -> Iterator[np.ndarray]:
         return _exhaustive_masks(self.code, batch)
+
+    def patterns(self, lo: int, hi: int) -> np.ndarray:
+        """The responder masks of pattern ranks ``[lo, hi)`` (the order of :meth:`batches`)."""
+        if self._opts is None:
+            self._opts = self.code.straggler_options()
+        return _masks_of_ranks(self.code, self._opts, lo, hi)
+
+    def fresh(self) -> TreePatterns:
+        """A copy with no distinct decodings met yet (a chunk's own count)."""
+        other = copy.copy(self)
+        other.seen = set()
+        return other
+
+    def distinct_keys(self) -> set[str]:
+        return {key.hex() for key in self.seen}
+
+    def add_distinct(self, keys: set[str]) -> None:
+        self.seen.update(bytes.fromhex(key) for key in keys)
 
     def structured(self, batch: int) -> Iterator[tuple[str, np.ndarray]]:
         yield "structured", _special_masks(self.code)
@@ -213,8 +244,9 @@ class TreePatterns(PatternModel):
 def verify_tree(code: CodedReduceCode, *, limit: int | None = None, samples: int = 2_000, search: bool = True,
                 rng: RNGLike = None, rtol: float | None = None, batch_size: int = 4096, max_failures: int = 5,
                 search_budget: int | None = None, dtype: DTypeLike = np.float64, stop_on_failure: bool = True,
-                progress: bool | None = None, time_budget: float = 10.0, seed: RNGLike | Unset = SEED_UNSET
-                ) -> TreeVerifyReport:
+                progress: bool | None = None, time_budget: float = 10.0, seed: RNGLike | Unset = SEED_UNSET,
+                workers: int | None = None, checkpoint: str | os.PathLike[str] | None = None,
+                checkpoint_every: float = 60.0, comm: Any = None) -> TreeVerifyReport:
     """Verify a CodedReduce code under its straggler model (at most ``s`` straggling children per parent).
 
     A straggler pattern lets every parent (the master and every internal worker) pick at most ``s`` straggling
@@ -268,6 +300,10 @@ def verify_tree(code: CodedReduceCode, *, limit: int | None = None, samples: int
         Progress on stderr (default: for runs predicted to take more than 10 s).
     time_budget : float, default 10
         Seconds the enumeration may take when ``limit`` is None (0: never enumerate beyond what sampling checks).
+    workers, checkpoint, checkpoint_every, comm
+        The exhaustive enumeration on local processes, MPI ranks, from and to a checkpoint file, as in
+        :func:`gradcodes.verify` (the patterns are numbered in mixed radix, one digit per parent, and cut into
+        chunks of consecutive ranks); the report is the same for every choice.
 
     Returns
     -------
@@ -281,9 +317,10 @@ def verify_tree(code: CodedReduceCode, *, limit: int | None = None, samples: int
     >>> rep.exact, rep.exhaustive, rep.patterns_checked, rep.load_fraction
     (True, True, 256, Fraction(4, 15))
     """
-    from .._verify import borderline_note, default_rtol
+    from .._verify import _scale_options, borderline_note, default_rtol
 
     rng = take_rng(rng, seed)
+    scale = _scale_options(workers, checkpoint, checkpoint_every, comm)        # checked before any work
     if not isinstance(code, CodedReduceCode):
         raise GradcodesTypeError(f"verify_tree takes a CodedReduceCode, got {type(code).__name__}")
     if limit is not None:
@@ -311,12 +348,17 @@ def verify_tree(code: CodedReduceCode, *, limit: int | None = None, samples: int
             return proof
     check_size("batch_size * N (one batch of masks)", batch * code.N, "entries")
     model = TreePatterns(code, search_budget)
+    model.scale = scale
+    if comm is not None and comm.Get_size() > 1:     # every rank samples and searches the same patterns
+        rng = np.random.default_rng(comm.bcast(int(rng.integers(2**63)) if comm.Get_rank() == 0 else None, root=0))
     tr = Tracker(model, rtol, dt, max_failures)
     sampled_size = 1 + code.branching + code.N + samples + (search_budget if search else 0)
     out = run(tr, limit=limit, samples=samples, search=search, rng=rng, batch=batch,
               stop_on_failure=stop_on_failure, progress=progress, time_budget=time_budget,
               sampled_size=sampled_size, desc=f"verify_tree {code.name}")
     notes = out.notes
+    if (scale["checkpoint"] is not None or (comm is not None and comm.Get_size() > 1)) and not scale.get("used"):
+        notes.append("checkpoint / comm not used: they serve the exhaustive enumeration (this run was sampled)")
     loads, loads_equal, allocation_ok = _allocation(code, notes)
     if code.exact:
         notes.append(f"exact arithmetic over {code.field}: no rounding")
