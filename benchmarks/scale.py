@@ -4,7 +4,8 @@
     python benchmarks/scale.py --smoke    # n ~ 200, writes nothing (the test suite runs it)
 
 For each family -- fractional repetition (s = 99), stable binary (s = 100), grouped MDS (s = 100) and CodedReduce
-trees (depth 3, fractional-repetition inner code; plus ``coded_reduce(32, 3, 4)`` with its Ye-Abbe inner code) --
+trees (depth 3, fractional-repetition inner code; ``coded_reduce(32, 3, 4)`` with its Ye-Abbe inner code, which has
+no theorem, and with an exact 0/1 inner code of 6 unequal groups, proven by composition) --
 and each size, one fresh process builds the code, verifies it (``gc.verify`` with its defaults; on the dense path
 with ``samples=100, search=False`` up to n = 2000 and not beyond, since it decodes sets, each a product with the
 dense ``B``, before trying its theorem), decodes one
@@ -37,13 +38,33 @@ FULL = {
     "stable_binary": [(1000, 100), (10_000, 100), (100_000, 100)],
     "grouped_mds": [(1000, 100), (10_000, 100), (100_000, 100)],
     "coded_reduce": [(10, 3, 1), (21, 3, 2), (32, 3, 3), (46, 3, 1), (32, 3, 4)],
+    "coded_reduce_groups": [(32, 3, 4)],
 }
 SMOKE = {
     "fractional_repetition": [(200, 9)],
     "stable_binary": [(203, 10)],
     "grouped_mds": [(203, 10)],
     "coded_reduce": [(5, 3, 1)],
+    "coded_reduce_groups": [(7, 2, 2)],
 }
+
+
+def group_inner(gc: object, b: int, s: int) -> object:
+    """An exact 0/1 inner code for any ``(b, s)``: ``b // (s + 1)`` groups of near-equal sizes (each at least
+    ``s + 1``), one partition per group, decoded by one responder per group (fractional repetition with unequal
+    groups); its proof is the group theorem, so the tree's proof is by composition."""
+    import numpy as np
+
+    from gradcodes._families.repetition import GroupDecoder
+
+    G = b // (s + 1)
+    sizes = [b // G + (1 if g < b % G else 0) for g in range(G)]
+    bounds = np.cumsum([0, *sizes])
+    B = np.zeros((b, G))
+    for g in range(G):
+        B[bounds[g]:bounds[g + 1], g] = 1.0
+    return gc.GradientCode(B, s, decoders=[GroupDecoder(bounds)], default_decoder="group",  # type: ignore[attr-defined]
+                           name=f"groups{tuple(sizes)}")
 
 
 def point(family: str, args: list[int], dense: bool) -> dict:
@@ -59,13 +80,18 @@ def point(family: str, args: list[int], dense: bool) -> dict:
     out: dict = {"family": family, "args": args, "storage": "dense" if dense else "sparse"}
     t = time.perf_counter()
     try:
-        code = getattr(gc, family)(*args)
+        if family == "coded_reduce_groups":
+            code = gc.coded_reduce(*args, inner=group_inner(gc, args[0], args[2]))
+        else:
+            code = getattr(gc, family)(*args)
     except gc.SizeLimitError:
         out["skipped"] = "dense B over gradcodes.limits.entries"
         return out
     out["build"] = time.perf_counter() - t
     out["n"], out["nnz"], out["load"] = code.n, code.nnz, int(code.load)
-    slow_tree = family == "coded_reduce" and code.inner.family != "fractional_repetition" and code.n > 10**4
+    from gradcodes._families.coded_reduce_verify import tree_theorem
+
+    slow_tree = family.startswith("coded_reduce") and code.n > 10**4 and tree_theorem(code, 1e-8) is None
     if slow_tree:
         out["verify"], out["method"] = None, "not run (no theorem; sampling 33,824 targeted patterns)"
     elif dense and code.n > 2000:

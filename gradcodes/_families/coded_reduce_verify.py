@@ -462,7 +462,7 @@ def tree_theorem(code: CodedReduceCode, rtol: float, dtype: Any = np.float64) ->
     terms = sum(K**lev for lev in range(1, code.L + 1)) + int(code.load)
     if not unit_roundoff(dtype) * math.sqrt(terms) <= rtol:
         return None
-    return (f"CodedReduce composition: every parent decodes its first n - s = {K} responding children by the "
+    return (f"CodedReduce composition: every parent decodes its first branching - s = {K} responding children by the "
             f"inner code's theorem ({stmt}); B is the CR.Allocate matrix of that 0/1 code, so every pattern's "
             f"flattened 0/1 decoding vector recovers the sum exactly (residual 0, cancellation 1)")
 
