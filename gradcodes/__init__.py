@@ -59,6 +59,8 @@ from ._families import (
 )
 from ._families.coded_reduce import CodedReduceCode, TreeVerifyReport, coded_reduce, coded_reduce_load, verify_tree
 from ._families.expander import ApproximationReport
+from ._families.partial_stragglers import ChunkDecoder, PartialStragglerCode, chunk_order, partial_straggler_code, q_max
+from ._families.partial_stragglers_verify import verify_partial
 from ._io import CodeFileError, load, load_code, save, save_code
 from ._registry import Scheme, register, schemes
 from ._simulate import (
@@ -91,6 +93,7 @@ __all__ = [
     # exact constructions
     "uncoded", "fractional_repetition", "cyclic_repetition", "cyclic_mds", "stable_binary", "grouped_mds",
     "grouped_random", "recommend", "ye_abbe", "coded_reduce", "CodedReduceCode", "CyclicMDSCode", "YeAbbeCode",
+    "partial_straggler_code", "PartialStragglerCode", "ChunkDecoder", "chunk_order", "q_max", "verify_partial",
     # approximate constructions
     "expander_code", "ExpanderCode", "heterogeneous", "HeterogeneousCode", "optimal_row_sums", "song_choi_allocation",
     "NegativeCoefficientWarning",

@@ -18,6 +18,7 @@ from .expander import (ExpanderCode, approximation_error, expander_code, random_
 from .heterogeneous import (HeterogeneousCode, NegativeCoefficientWarning, heterogeneous, optimal_row_sums,
                             song_choi_allocation)
 from .baselines import bernoulli_gc, erasurehead, ignore_stragglers, optimal_decoding, stochastic_gc
+from .partial_stragglers import ChunkDecoder, PartialStragglerCode, partial_straggler_code
 
 __all__ = [
     "cyclic_repetition", "fractional_repetition", "uncoded",
@@ -26,4 +27,5 @@ __all__ = [
     "approximation_error", "worst_case_error", "expander_code", "ExpanderCode", "HeterogeneousCode",
     "NegativeCoefficientWarning", "heterogeneous", "optimal_row_sums", "song_choi_allocation",
     "bernoulli_gc", "erasurehead", "ignore_stragglers", "optimal_decoding", "random_regular_graph", "stochastic_gc",
+    "partial_straggler_code", "PartialStragglerCode", "ChunkDecoder",
 ]
