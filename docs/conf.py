@@ -95,11 +95,13 @@ of :class:`fractions.Fraction` or a :class:`galois.FieldArray`); the master deco
     ("families", "Families", """\
 Constructors of exact and approximate gradient codes, after the papers in :doc:`../references`, and their code
 types. Narrative: :doc:`../cyclic_mds`, :doc:`../stable_codes`, :doc:`../ye_abbe`, :doc:`../coded_reduce`,
-:doc:`../expander`, :doc:`../heterogeneous`.""", [
+:doc:`../expander`, :doc:`../heterogeneous`, :doc:`../partial_stragglers`.""", [
         ("Exact codes", "gradcodes", ["uncoded", "fractional_repetition", "cyclic_repetition", "cyclic_mds",
                                       "stable_binary", "grouped_mds", "grouped_random", "ye_abbe", "coded_reduce",
                                       "recommend"]),
         ("Family code types", "gradcodes", ["CyclicMDSCode", "YeAbbeCode", "CodedReduceCode"]),
+        ("Partial stragglers (a message per chunk)", "gradcodes", ["partial_straggler_code", "PartialStragglerCode",
+                                                                   "ChunkDecoder", "chunk_order", "q_max"]),
         ("Codes built of blocks", "gradcodes", ["by_blocks", "blocks_of", "BlockDecoder"]),
         ("Approximate codes", "gradcodes", ["expander_code", "ExpanderCode", "random_regular_graph",
                                             "heterogeneous", "HeterogeneousCode", "optimal_row_sums",
@@ -112,7 +114,7 @@ Checking that a code recovers the gradient from every set of :math:`n - s` respo
 approximate codes. A verdict ``ok`` or ``exact`` is a proof. Narrative: :doc:`../index` (section 3),
 :doc:`../numerics`.""", [
         ("Exact codes", "gradcodes", ["verify", "VerifyReport", "verify_tree", "TreeVerifyReport",
-                                      "BlockVerifyReport"]),
+                                      "BlockVerifyReport", "verify_partial"]),
         ("Approximate codes", "gradcodes", ["worst_case_error", "ApproximationReport", "approximation_error",
                                             "evaluate_approximate", "closed_form_error", "ApproxReport",
                                             "FixedWeightDecoder"]),
@@ -126,7 +128,8 @@ et al. 2017; Ye & Abbe 2018), so the average load is at least :math:`k(s + m)/n`
     ("simulation", "Simulation", """\
 The iteration-time simulator and the straggling models. Narrative: :doc:`../simulate`,
 :doc:`../heterogeneous`.""", [
-        ("Iteration time", "gradcodes", ["simulate", "SimulationResult", "SchemeResult"]),
+        ("Iteration time", "gradcodes", ["simulate", "SimulationResult", "SchemeResult", "simulate_partial",
+                                         "PartialSimulation"]),
         ("Worker models", "gradcodes", ["WorkerModel", "ShiftedExponentialWorkers", "PersistentStragglers",
                                         "TraceReplay"]),
         ("Wait policies", "gradcodes", ["WaitPolicy", "EarliestDecodable", "FixedK", "BackupWorkers", "AdaptiveK",

@@ -69,6 +69,7 @@ from ._simulate import (
     EarliestDecodable,
     FixedK,
     KAsync,
+    PartialSimulation,
     PersistentStragglers,
     SchemeResult,
     ShiftedExponentialWorkers,
@@ -78,6 +79,7 @@ from ._simulate import (
     WaitPolicy,
     WorkerModel,
     simulate,
+    simulate_partial,
     simulate_training,
 )
 from ._validate import Limits, SizeLimitError, limits
@@ -94,6 +96,7 @@ __all__ = [
     "uncoded", "fractional_repetition", "cyclic_repetition", "cyclic_mds", "stable_binary", "grouped_mds",
     "grouped_random", "recommend", "ye_abbe", "coded_reduce", "CodedReduceCode", "CyclicMDSCode", "YeAbbeCode",
     "partial_straggler_code", "PartialStragglerCode", "ChunkDecoder", "chunk_order", "q_max", "verify_partial",
+    "simulate_partial", "PartialSimulation",
     # approximate constructions
     "expander_code", "ExpanderCode", "heterogeneous", "HeterogeneousCode", "optimal_row_sums", "song_choi_allocation",
     "NegativeCoefficientWarning",

@@ -159,7 +159,7 @@ def chunk_order(assignment: Any, method: str = "matching") -> tuple[tuple[int, .
         rows, cols = A.sum(axis=1), A.sum(axis=0)
         gamma = int(rows[0])
         if n == k and np.all(rows == gamma) and np.all(cols == gamma):
-            adj = [sorted(np.flatnonzero(A[i]).tolist(), key=lambda j, i=i: (j - i) % k) for i in range(n)]
+            adj = [_from_own(A, i) for i in range(n)]
             out: list[list[int]] = [[] for _ in range(n)]
             for _ in range(gamma):
                 match = _perfect_matching(adj, k)
@@ -167,7 +167,13 @@ def chunk_order(assignment: Any, method: str = "matching") -> tuple[tuple[int, .
                     out[i].append(j)
                     adj[i].remove(j)
             return tuple(tuple(o) for o in out)
-    return tuple(tuple(sorted(np.flatnonzero(A[i]).tolist(), key=lambda j, i=i: (j - i) % k)) for i in range(n))
+    return tuple(tuple(_from_own(A, i)) for i in range(n))
+
+
+def _from_own(A: np.ndarray, i: int) -> list[int]:
+    """Worker i's chunks in increasing index from its own (i, i+1, ... mod k)."""
+    k = A.shape[1]
+    return sorted((int(j) for j in np.flatnonzero(A[i])), key=lambda j: (j - i) % k)
 
 
 def _check_order(A: np.ndarray, order: Any) -> tuple[tuple[int, ...], ...]:
@@ -297,7 +303,7 @@ class ChunkDecoder(Decoder):
             A[...] = Fraction(0)
         else:
             A = np.zeros((b, m, code.n))
-        for j, rows in enumerate(code.holders):
+        for rows in code.holders:
             P = mask[:, rows]
             sel = P & (np.cumsum(P, axis=1) <= m)
             ok = P.sum(axis=1) >= m
