@@ -143,6 +143,7 @@ Running codes across processes with MPI through :mod:`mpi4py` (``pip install 'gr
 Narrative: :doc:`../runtime`.""", [
         ("Training loops", "gradcodes.mpi", ["train", "allreduce_train", "RunResult", "predict"]),
         ("Master and workers", "gradcodes.mpi", ["Master", "Worker", "AggregateInfo", "StragglerTimeout"]),
+        ("Partial stragglers (a message per chunk)", "gradcodes.mpi", ["PartialMaster", "PartialWorker"]),
         ("Straggler injection", "gradcodes.mpi", ["Delay", "NoDelay", "ShiftedExponential", "FixedDelay", "Hang",
                                                   "ModelDelay", "Combined"]),
         ("Layouts", "gradcodes.mpi", ["Layout", "layout_for", "WorkerEncoder"]),

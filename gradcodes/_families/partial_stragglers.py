@@ -41,6 +41,7 @@ from .._code import GradientCode, LinearCode
 from .._decoders import Decoder
 from .._errors import GradcodesTypeError, GradcodesValueError
 from .._numerics import DEFAULT_RTOL
+from .._typing import ArrayLike, MatrixLike
 from .._validate import check_choice, check_entries, check_int, check_real
 
 __all__ = ["PartialStragglerCode", "ChunkDecoder", "partial_straggler_code", "cyclic_assignment", "chunk_order",
@@ -346,7 +347,7 @@ class PartialStragglerCode(GradientCode):
         For every message row: its worker, its chunk and its position in the worker's order.
     """
 
-    def __init__(self, B: Any, *, assignment: np.ndarray, order: tuple[tuple[int, ...], ...], s: int, m: int,
+    def __init__(self, B: MatrixLike, *, assignment: np.ndarray, order: tuple[tuple[int, ...], ...], s: int, m: int,
                  rtol: float = DEFAULT_RTOL, name: str | None = None, params: dict[str, Any] | None = None,
                  field: str | None = None) -> None:
         exact = field == "rational"
@@ -374,7 +375,7 @@ class PartialStragglerCode(GradientCode):
         for arr in (self.offsets, self.message_worker, self.message_chunk, self.message_position, *self.holders):
             arr.flags.writeable = False
 
-    def used_messages(self, mask: Any) -> np.ndarray:
+    def used_messages(self, mask: ArrayLike) -> np.ndarray:
         """The messages :class:`ChunkDecoder` uses from message masks (..., n): the first ``m`` of every chunk."""
         mask = np.asarray(mask, dtype=bool)
         used = np.zeros_like(mask)

@@ -10,7 +10,7 @@ draws of the workers' chunk times, so the ratio of their means is measured witho
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -18,6 +18,9 @@ from .._errors import GradcodesTypeError
 from .._typing import RNGLike
 from .._validate import check_choice, check_int, check_real, check_rng, check_size
 from ._workers import ShiftedExponentialWorkers, WorkerModel
+
+if TYPE_CHECKING:
+    from .._families.partial_stragglers import PartialStragglerCode
 
 __all__ = ["PartialSimulation", "simulate_partial"]
 
@@ -62,7 +65,7 @@ def _finish_times(model: WorkerModel, gen: np.random.Generator, iters: int, work
     return np.cumsum(T, axis=1)
 
 
-def simulate_partial(code: Any, *, model: WorkerModel | None = None, iterations: int = 10_000,
+def simulate_partial(code: PartialStragglerCode, *, model: WorkerModel | None = None, iterations: int = 10_000,
                      chunk_points: float = 1.0, chunk_times: str = "even", latency: float = 0.0,
                      rng: RNGLike = None) -> PartialSimulation:
     """Simulate the iteration time of a partial-straggler protocol and of the classical protocol.
