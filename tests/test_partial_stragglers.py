@@ -264,3 +264,17 @@ def test_bad_simulator_and_progress_input():
         code.progress_mask([3, 0, 0, 0])
     with pytest.raises(gc.GradcodesValueError, match="position"):
         code.message(0, 2)
+
+
+# ---------------------------------------------------------------------------------------------- files
+
+
+@pytest.mark.parametrize("kwargs", [dict(n=5, s=1, m=2), dict(n=4, s=2, field="rational"),
+                                    dict(n=3, assignment=[[1, 1, 0], [0, 1, 1], [1, 0, 1]], order="natural")])
+def test_save_and_load_restore_the_protocol(tmp_path, kwargs):
+    code = gc.partial_straggler_code(**kwargs)
+    path = tmp_path / "code.npz"
+    gc.save_code(code, path)
+    back = gc.load_code(path)
+    assert isinstance(back, gc.PartialStragglerCode) and back == code
+    assert back.default_decoder == "chunks" and back.order == code.order

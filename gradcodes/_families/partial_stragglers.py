@@ -550,3 +550,12 @@ def partial_straggler_code(n: int, s: int | None = None, m: int = 1, *, assignme
         f"partial_straggler_code(n={n}, k={k}, m={m})"
     return PartialStragglerCode(B, assignment=A, order=orders, s=s, m=m, rtol=rtol, name=name, params=params,
                                 field="rational" if exact else "real")
+
+
+def _register() -> None:
+    from .._io import REBUILDERS
+
+    REBUILDERS["partial_straggler_code"] = partial_straggler_code    # gc.load_code restores the class and decoder
+
+
+_register()
