@@ -37,8 +37,8 @@ def test_citation_file_describes_the_software() -> None:
 
 def test_references_page_lists_the_papers() -> None:
     labels = [label for label, _ in _papers()]
-    # the papers whose constructions are implemented (partial stragglers: two papers, added with partial_straggler_code), and
-    # the numerical analysis the rules rest on
+    # the papers whose constructions are implemented (two on partial stragglers, with partial_straggler_code),
+    # and the numerical analysis the rules rest on
     assert len(labels) == 12, labels
 
 

@@ -22,10 +22,51 @@ from .._verify_engine import PatternModel, Tracker, run
 from .._verify_report import VerifyReport
 from .partial_stragglers import PartialStragglerCode
 
-__all__ = ["ProgressPatterns", "verify_partial"]
+__all__ = ["ProgressPatterns", "verify_partial", "chunk_proof"]
 
 #: progress spaces up to this size are counted (and enumerated) exactly
-_COUNT_LIMIT = 1 << 22
+_COUNT_LIMIT = 1 << 20
+#: the proof by chunks checks at most this many (chunk, m holders) selections
+_PROOF_LIMIT = 200_000
+
+
+def chunk_proof(code: PartialStragglerCode) -> tuple[str | None, list[str]]:
+    """Exact proof over every arrival pattern at once, for rational codes: ``(theorem, failures)``.
+
+    :class:`~gradcodes.ChunkDecoder` is block diagonal by chunk: the rows it uses for chunk ``j`` (the first ``m``
+    arrived messages about ``j``) carry only chunk ``j``'s columns of ``B``, and its weights on them depend on that
+    selection alone, so ``A_t B = E`` for a state ``t`` exactly when every chunk's ``m x m`` block is the identity
+    for the selection ``t`` makes. Checking every ``m``-subset of every chunk's holders (each is the selection of
+    some admitted state) therefore proves every admitted state. Returns ``(None, [])`` when the code is not exact
+    or there are more than ``_PROOF_LIMIT`` selections.
+    """
+    from itertools import combinations
+    from math import comb
+
+    if not code.exact:
+        return None, []
+    m = code.m
+    total = sum(comb(int(rows.size), m) for rows in code.holders)
+    if total > _PROOF_LIMIT:
+        return None, []
+    dec = code.decoders["chunks"]
+    B = code.B
+    fails: list[str] = []
+    for j, rows in enumerate(code.holders):
+        subsets = list(combinations(range(rows.size), m))
+        mask = np.zeros((len(subsets), code.n), dtype=bool)
+        for r, sub in enumerate(subsets):
+            mask[r, rows[list(sub)]] = True
+        A = dec.matrices(code, mask)
+        cols = slice(j * m, (j + 1) * m)
+        for r, sub in enumerate(subsets):
+            block = A[r][:, rows].dot(B[rows, cols])
+            if not all(block[u, v] == (1 if u == v else 0) for u in range(m) for v in range(m)):
+                fails.append(f"chunk {j}: messages {rows[list(sub)].tolist()}")
+    if fails:
+        return None, fails
+    return (f"by chunks: the chunk decoder is block diagonal by chunk, and all {total:,} selections of m={m} "
+            f"messages about a chunk recover it exactly (rational arithmetic)"), []
 
 
 def _unrank(radix: np.ndarray, idx: np.ndarray) -> np.ndarray:
@@ -123,9 +164,10 @@ def verify_partial(code: PartialStragglerCode, *, limit: int | None = None, samp
     of :class:`~gradcodes.ChunkDecoder` is computed and ``A_t B = E`` is checked, exactly (integer arithmetic) for
     rational codes, by the acceptance rule of :func:`gradcodes.verify` in ``dtype`` for float codes. Every state
     is checked when the progress space (``prod_i (gamma_i + 1)`` states, of which the admitted ones are counted
-    exactly up to ``2^22``) fits ``limit`` or ``time_budget``; otherwise the structured states (every worker
-    finished; one worker silent), and ``samples`` random admitted states, which is never a proof.
-    ``gc.verify(code)`` dispatches here.
+    exactly up to ``2^20``) fits ``limit`` or ``time_budget``; otherwise the structured states (every worker
+    finished; one worker silent), and ``samples`` random admitted states, which alone is never a proof; rational
+    codes are then proven *by chunks* (:func:`chunk_proof`: the decoder is block diagonal by chunk, so checking
+    every selection of ``m`` messages about every chunk covers every state). ``gc.verify(code)`` dispatches here.
 
     Parameters
     ----------
@@ -163,6 +205,12 @@ def verify_partial(code: PartialStragglerCode, *, limit: int | None = None, samp
     >>> rep = gc.verify(gc.partial_straggler_code(4, 1, 2, field="rational"))
     >>> rep.verdict, rep.exhaustive, rep.patterns_checked, rep.pattern_model
     ('exact', True, 42, 'chunk-arrival patterns')
+
+    Beyond enumeration, rational codes are proven by chunks:
+
+    >>> rep = gc.verify(gc.partial_straggler_code(20, 3, 2, field="rational"), samples=50, rng=0)
+    >>> rep.verdict, rep.exhaustive, rep.theorem.split(":")[0]
+    ('exact', False, 'by chunks')
     """
     from .._verify import borderline_note, default_rtol
 
@@ -188,18 +236,26 @@ def verify_partial(code: PartialStragglerCode, *, limit: int | None = None, samp
     model = ProgressPatterns(code)
     tr = Tracker(model, rtol, dt, max_failures)
     sampled = 1 + code.workers + samples
-    out = run(tr, limit=limit, samples=samples, search=False, rng=gen, batch=batch,
-              stop_on_failure=stop_on_failure, progress=progress, time_budget=time_budget,
+    # a progress space too large to count is sampled: its enumeration would walk mostly inadmissible states
+    out = run(tr, limit=limit if model.counted else 0, samples=samples, search=False, rng=gen, batch=batch,
+              stop_on_failure=stop_on_failure, progress=progress, time_budget=time_budget if model.counted else 0,
               sampled_size=sampled if model.counted else 0, desc=f"verify {code.name}")
-    notes = list(out.notes)
-    if not model.counted:
-        notes.append(f"patterns_total counts all {model.space:,} progress states (admitted ones not counted)")
+    notes = list(out.notes) if model.counted else [
+        f"not exhaustive: {model.space:,} progress states are too many to enumerate (admitted ones not counted; "
+        f"patterns_total counts them all)"]
     if code.exact:
         notes.append("exact rational arithmetic: no rounding")
     notes.append(f"q_max = {code.q_max}: any {code.q_max} processed chunks decode (of {int(model.loads.sum())})")
     if tr.n_borderline:
         notes.append(borderline_note(tr))
-    ok = out.exhaustive and not tr.n_failures and not tr.n_borderline and tr.checked > 0
+    theorem = None
+    if not out.exhaustive and not tr.n_failures:
+        theorem, chunk_fails = chunk_proof(code)
+        if chunk_fails:
+            tr.n_failures += len(chunk_fails)
+            tr.failures.extend(chunk_fails[: max(0, max_failures - len(tr.failures))])
+            tr.worst_res = max(tr.worst_res, 1.0)
+    ok = (out.exhaustive or theorem is not None) and not tr.n_failures and not tr.n_borderline and tr.checked > 0
     loads = model.loads
     bound = Fraction((code.s + code.m) * code.k, code.workers)
     return VerifyReport(
@@ -213,4 +269,4 @@ def verify_partial(code: PartialStragglerCode, *, limit: int | None = None, samp
         seconds=out.seconds, stopped_early=out.stopped, notes=notes, interrupted=out.interrupted, dtype=str(dt),
         pattern_model="chunk-arrival patterns", borderline=tr.borderline, n_borderline=tr.n_borderline,
         worst_residual_bound=max(tr.worst_res_hi, 0.0), worst_residual_lower=None if code.exact else tr.worst_res_lo,
-        error_bound=tr.worst_hi)
+        error_bound=tr.worst_hi, theorem=theorem)
