@@ -303,3 +303,15 @@ def test_proof_by_chunks_catches_a_corrupted_message():
     theorem, fails = chunk_proof(bad)
     assert theorem is None and fails and all(f.startswith(f"chunk {code.message_chunk[30]}:") for f in fails)
     assert chunk_proof(code)[0].startswith("by chunks")
+
+
+def test_flat_simulator_and_runtime_refuse_the_message_rows():
+    """The rows of a PartialStragglerCode are messages: the flat simulator and MPI layout would read them as
+    workers, so they point to the partial-straggler versions instead."""
+    from gradcodes.mpi import layout_for
+
+    code = gc.partial_straggler_code(4, 1)
+    with pytest.raises(gc.GradcodesTypeError, match="simulate_partial"):
+        gc.simulate([code], iters=10, rng=0)
+    with pytest.raises(gc.GradcodesTypeError, match="PartialMaster"):
+        layout_for(code)
