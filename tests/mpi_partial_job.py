@@ -42,6 +42,7 @@ def main() -> None:
         delay = delay + Hang(cfg["hang"])
     if comm.Get_rank() == 0:
         master = PartialMaster(code, comm, p, dtype=dtype)
+        comm.Barrier()                              # every rank set up: iteration 0 does not time the start-up
         errors, used, arrived, waits = [], [], [], []
         w = np.ones(p, dtype=dtype)
         for t in range(iters):
@@ -62,7 +63,9 @@ def main() -> None:
                                       "offsets": code.offsets.tolist(), "order": [list(o) for o in code.order]}),
               flush=True)
     else:
-        PartialWorker(code, comm, p, gradient, dtype=dtype, delay=delay).run()
+        worker = PartialWorker(code, comm, p, gradient, dtype=dtype, delay=delay)
+        comm.Barrier()
+        worker.run()
 
 
 if __name__ == "__main__":

@@ -258,6 +258,8 @@ class PartialWorker:
         self.send_req: list[Any] = [None] * (hi - lo)
         self.param_buf = np.zeros((2, self.p), dtype=self.dtype)
         self.sent = 0
+        # one encode at set-up: its lazy imports and plans are not paid by the first message
+        code.encode_worker(lo, self.param_buf[:1], out=self.send_buf[0])
 
     def run(self) -> int:
         """Serve iterations until STOP; returns the number of messages sent."""
