@@ -176,7 +176,7 @@ def _admitted(code):
 @pytest.mark.parametrize("field", ["rational", "real"])
 def test_verify_exhaustive(n, s, m, field):
     code = gc.partial_straggler_code(n, s, m, field=field)
-    rep = gc.verify(code)
+    rep = gc.verify(code, limit=10_000)           # exhaustive whatever the machine's speed
     assert rep.verdict == ("exact" if field == "rational" else "ok")
     assert rep.exhaustive and rep.pattern_model == "chunk-arrival patterns"
     assert rep.patterns_checked == rep.patterns_total == _admitted(code)

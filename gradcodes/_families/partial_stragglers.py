@@ -7,7 +7,8 @@ holding chunks ``i, i+1, ..., i+s+m-1 mod n``). Each worker processes its chunks
 *order* and, unlike the classical protocols (one message after the whole load), sends a message after **every**
 chunk, so that the work of a slow worker (a *partial straggler*) still counts.
 
-Messages (the rows of ``B``). Every partial gradient ``g_j`` (of chunk ``j``) is cut into ``m`` blocks
+Messages (the rows of ``B``; the paper defines the protocol class, and this is gradcodes' encoding within
+it). Every partial gradient ``g_j`` (of chunk ``j``) is cut into ``m`` blocks
 ``g_j^(0..m-1)`` (communication factor ``m``, the paper's ``l``); the message of worker ``i`` after chunk ``j`` is
 
 .. math::  y_{i,j} = \\sum_{u=0}^{m-1} x_{h}^{u}\\, g_j^{(u)},
@@ -20,12 +21,13 @@ once). The decoder (:class:`ChunkDecoder`) uses, for every chunk, the first ``m`
 order and the exact inverse ``V^{-1}`` (computed in rationals, rounded once to float64 for float codes: the same
 bits on every machine).
 
-Orders. The order in which workers process their chunks changes when the master can decode. The paper (Section
-4) measures it by ``Q_max``: the least number ``Q`` of processed chunks (summed over workers) such that *every*
-progress state with ``Q`` processed chunks is decodable. For a square assignment (``n = k``) in which every worker
-holds ``gamma`` chunks and every chunk has ``gamma`` holders, the bipartite worker-chunk graph is ``gamma``-regular
-and splits into ``gamma`` perfect matchings (Koenig's theorem); processing matching ``r`` at position ``r`` makes
-every chunk appear once at every position, which attains the lower bound on ``Q_max`` for ``m = 1``
+Orders. The order in which workers process their chunks changes when the master can decode. The paper (its Fig. 2
+and the ordering algorithm) measures it by ``Q_max``: the least number ``Q`` of processed chunks (summed over
+workers) such that *every* progress state with ``Q`` processed chunks is decodable. For a square assignment
+(``n = k``) in which every worker holds ``gamma`` chunks and every chunk has ``gamma`` holders, the bipartite
+worker-chunk graph is ``gamma``-regular and splits into ``gamma`` perfect matchings (Koenig's theorem); processing
+matching ``r`` at position ``r`` makes every chunk appear once at every position, which attains the lower bound on
+``Q_max`` for ``m = 1``
 (:func:`chunk_order`, ``"matching"``).
 """
 
@@ -56,7 +58,7 @@ MAX_REPLICATION = 60
 
 
 def cyclic_assignment(n: int, load: int) -> np.ndarray:
-    """The cyclic assignment of Tandon et al. (2017), Section 3: worker ``i`` holds chunks ``i, ..., i+load-1 mod n``.
+    """The cyclic assignment of Tandon et al. (2017): worker ``i`` holds chunks ``i, ..., i+load-1 mod n``.
 
     Parameters
     ----------
@@ -138,7 +140,7 @@ def chunk_order(assignment: Any, method: str = "matching") -> tuple[tuple[int, .
         every chunk is processed at every position by exactly one of its holders; this attains the lower bound
         ``Q_max >= 1 + n gamma - gamma (gamma + 1) / 2`` of :func:`q_max` for ``m = 1`` (the chunks' sums of
         ``gamma - pos`` add up to ``n gamma (gamma + 1) / 2``, so the smallest is at most their mean; Ramamoorthy,
-        Meng & Girimaji 2024, Section 4). Other assignments fall back to ``"natural"``.
+        Meng & Girimaji 2024, the ordering of their Fig. 2). Other assignments fall back to ``"natural"``.
 
     Returns
     -------
@@ -210,9 +212,9 @@ def q_max(assignment: Any, order: Any, m: int = 1) -> int:
     .. math:: Q_{max} = 1 + \\sum_i \\gamma_i - \\min_j \\Big( \\sum_{i \\ni j} (\\gamma_i - pos_i(j))
               - \\text{the } m-1 \\text{ largest of } (\\gamma_i - pos_i(j)) \\Big)
 
-    (Ramamoorthy, Meng & Girimaji 2024, Section 4, for ``m = 1``). The classical protocol (one message per worker
-    after its whole load, any ``n - s`` workers) needs ``1 + (n - s - 1) gamma + (s + 1)(gamma - 1)`` in the worst
-    case for a regular load ``gamma``.
+    (the ``Q_max`` of Ramamoorthy, Meng & Girimaji 2024, Fig. 2, there for ``m = 1``). The classical protocol (one
+    message per worker after its whole load, any ``n - s`` workers) needs
+    ``1 + (n - s - 1) gamma + (s + 1)(gamma - 1)`` in the worst case for a regular load ``gamma``.
 
     Parameters
     ----------

@@ -1,6 +1,6 @@
 """Verification of partial-straggler protocols over every chunk-arrival pattern the protocol admits.
 
-Ramamoorthy, Meng & Girimaji (NeurIPS 2024), Section 3: a worker's messages arrive in its processing order, so an
+Ramamoorthy, Meng & Girimaji (NeurIPS 2024): a worker's messages arrive in its processing order, so an
 arrival pattern is a *progress state* ``t`` (worker ``i`` has sent its first ``t_i`` messages, ``0 <= t_i <=
 gamma_i``), and the protocol promises exact recovery for every state in which each chunk has been processed by at
 least ``m`` workers. The verifier's engine (:mod:`gradcodes._verify_engine`) checks ``A_t B = E`` for these
@@ -159,7 +159,7 @@ def verify_partial(code: PartialStragglerCode, *, limit: int | None = None, samp
     """Verify a partial-straggler protocol over every chunk-arrival pattern it admits.
 
     An arrival pattern is a progress state ``t`` (worker ``i`` has sent the messages of its first ``t_i`` chunks,
-    in its processing order); the protocol (Ramamoorthy, Meng & Girimaji 2024, Section 3) promises exact recovery
+    in its processing order); the protocol (Ramamoorthy, Meng & Girimaji 2024) promises exact recovery
     whenever every chunk has been processed by at least ``m`` workers. For every such state the decoding matrix
     of :class:`~gradcodes.ChunkDecoder` is computed and ``A_t B = E`` is checked, exactly (integer arithmetic) for
     rational codes, by the acceptance rule of :func:`gradcodes.verify` in ``dtype`` for float codes. Every state

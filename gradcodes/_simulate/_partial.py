@@ -1,10 +1,11 @@
 """Iteration time of partial-straggler protocols against the classical protocol on the same assignment.
 
-Ramamoorthy, Meng & Girimaji (NeurIPS 2024), Section 5: every worker processes its chunks one after the other and
-sends a message after each; the master finishes as soon as every chunk has ``m`` messages. The classical protocol
-of the same assignment (one message per worker after its whole load; Tandon et al. 2017 for ``m = 1``, Ye & Abbe
-2018 for ``m > 1``) waits for the ``n - s`` first workers to finish everything. Both are simulated on the *same*
-draws of the workers' chunk times, so the ratio of their means is measured without the noise of two samples.
+Ramamoorthy, Meng & Girimaji (NeurIPS 2024; their exact-recovery experiment, Fig. 3): every worker processes its
+chunks one after the other and sends a message after each; the master finishes as soon as every chunk has ``m``
+messages. The classical protocol of the same assignment (one message per worker after its whole load; Tandon et al.
+2017 for ``m = 1``, Ye & Abbe 2018 for ``m > 1``) waits for the ``n - s`` first workers to finish everything. Both
+are simulated on the *same* draws of the workers' chunk times, so the ratio of their means is measured without the
+noise of two samples.
 """
 
 from __future__ import annotations
