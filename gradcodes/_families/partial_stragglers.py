@@ -42,6 +42,7 @@ import numpy as np
 from .._code import GradientCode, LinearCode
 from .._decoders import Decoder
 from .._errors import GradcodesTypeError, GradcodesValueError
+from .._fields import field_for
 from .._numerics import DEFAULT_RTOL
 from .._typing import ArrayLike, MatrixLike
 from .._validate import check_choice, check_entries, check_int, check_real
@@ -301,11 +302,7 @@ class ChunkDecoder(Decoder):
             raise GradcodesTypeError(f"the chunk decoder needs a PartialStragglerCode, got {type(code).__name__}")
         mask = np.asarray(mask, dtype=bool)
         b, m = mask.shape[0], code.m
-        if self.exact:
-            A = np.empty((b, m, code.n), dtype=object)
-            A[...] = Fraction(0)
-        else:
-            A = np.zeros((b, m, code.n))
+        A = field_for(self.exact).zeros((b, m, code.n))
         for rows in code.holders:
             P = mask[:, rows]
             sel = P & (np.cumsum(P, axis=1) <= m)
@@ -534,9 +531,7 @@ def partial_straggler_code(n: int, s: int | None = None, m: int = 1, *, assignme
         orders = _check_order(A, order)
         order_param = [list(o) for o in orders]
     exact = field == "rational"
-    B = np.empty((rows_total, k * m), dtype=object) if exact else np.zeros((rows_total, k * m))
-    if exact:
-        B[...] = Fraction(0)
+    B = field_for(exact).zeros((rows_total, k * m))
     holders_sorted = [np.flatnonzero(A[:, j]).tolist() for j in range(k)]
     r = 0
     for i, o in enumerate(orders):
