@@ -95,13 +95,16 @@ of :class:`fractions.Fraction` or a :class:`galois.FieldArray`); the master deco
     ("families", "Families", """\
 Constructors of exact and approximate gradient codes, after the papers in :doc:`../references`, and their code
 types. Narrative: :doc:`../cyclic_mds`, :doc:`../stable_codes`, :doc:`../ye_abbe`, :doc:`../coded_reduce`,
-:doc:`../expander`, :doc:`../adversarial`, :doc:`../bibd`, :doc:`../heterogeneous`, :doc:`../heterogeneous_exact`.""", [
+:doc:`../expander`, :doc:`../adversarial`, :doc:`../bibd`, :doc:`../heterogeneous`, :doc:`../heterogeneous_exact`,
+:doc:`../partial_stragglers`.""", [
         ("Exact codes", "gradcodes", ["uncoded", "fractional_repetition", "cyclic_repetition", "cyclic_mds",
                                       "stable_binary", "grouped_mds", "grouped_random", "ye_abbe", "coded_reduce",
                                       "recommend"]),
         ("Workers of unequal speed", "gradcodes", ["heterogeneous_exact", "HeterogeneousExactCode",
                                                    "LagrangeDecoder", "heterogeneous_loads"]),
         ("Family code types", "gradcodes", ["CyclicMDSCode", "YeAbbeCode", "CodedReduceCode"]),
+        ("Partial stragglers (a message per chunk)", "gradcodes", ["partial_straggler_code", "PartialStragglerCode",
+                                                                   "ChunkDecoder", "chunk_order", "q_max"]),
         ("Codes built of blocks", "gradcodes", ["by_blocks", "blocks_of", "BlockDecoder"]),
         ("Approximate codes", "gradcodes", ["expander_code", "ExpanderCode", "random_regular_graph",
                                             "heterogeneous", "HeterogeneousCode", "optimal_row_sums",
@@ -123,7 +126,7 @@ Checking that a code recovers the gradient from every set of :math:`n - s` respo
 approximate codes. A verdict ``ok`` or ``exact`` is a proof. Narrative: :doc:`../index` (section 3),
 :doc:`../numerics`.""", [
         ("Exact codes", "gradcodes", ["verify", "VerifyReport", "verify_tree", "TreeVerifyReport",
-                                      "BlockVerifyReport"]),
+                                      "BlockVerifyReport", "verify_partial"]),
         ("Approximate codes", "gradcodes", ["worst_case_error", "ApproximationReport", "approximation_error",
                                             "evaluate_approximate", "closed_form_error", "ApproxReport",
                                             "FixedWeightDecoder"]),
@@ -138,7 +141,8 @@ et al. 2017; Ye & Abbe 2018), so the average load is at least :math:`k(s + m)/n`
     ("simulation", "Simulation", """\
 The iteration-time simulator and the straggling models. Narrative: :doc:`../simulate`,
 :doc:`../heterogeneous`.""", [
-        ("Iteration time", "gradcodes", ["simulate", "SimulationResult", "SchemeResult"]),
+        ("Iteration time", "gradcodes", ["simulate", "SimulationResult", "SchemeResult", "simulate_partial",
+                                         "PartialSimulation"]),
         ("Worker models", "gradcodes", ["WorkerModel", "ShiftedExponentialWorkers", "PersistentStragglers",
                                         "TraceReplay"]),
         ("Wait policies", "gradcodes", ["WaitPolicy", "EarliestDecodable", "FixedK", "BackupWorkers", "AdaptiveK",
@@ -152,6 +156,7 @@ Running codes across processes with MPI through :mod:`mpi4py` (``pip install 'gr
 Narrative: :doc:`../runtime`.""", [
         ("Training loops", "gradcodes.mpi", ["train", "allreduce_train", "RunResult", "predict"]),
         ("Master and workers", "gradcodes.mpi", ["Master", "Worker", "AggregateInfo", "StragglerTimeout"]),
+        ("Partial stragglers (a message per chunk)", "gradcodes.mpi", ["PartialMaster", "PartialWorker"]),
         ("Straggler injection", "gradcodes.mpi", ["Delay", "NoDelay", "ShiftedExponential", "FixedDelay", "Hang",
                                                   "ModelDelay", "Combined"]),
         ("Layouts", "gradcodes.mpi", ["Layout", "layout_for", "WorkerEncoder"]),

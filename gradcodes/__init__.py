@@ -88,6 +88,8 @@ from ._families.heterogeneous_exact import (
     heterogeneous_loads,
     min_time_heterogeneous,
 )
+from ._families.partial_stragglers import ChunkDecoder, PartialStragglerCode, chunk_order, partial_straggler_code, q_max
+from ._families.partial_stragglers_verify import verify_partial
 from ._io import CodeFileError, load, load_code, save, save_code
 from ._registry import Scheme, register, schemes
 from ._simulate import (
@@ -96,6 +98,7 @@ from ._simulate import (
     EarliestDecodable,
     FixedK,
     KAsync,
+    PartialSimulation,
     PersistentStragglers,
     SchemeResult,
     ShiftedExponentialWorkers,
@@ -105,6 +108,7 @@ from ._simulate import (
     WaitPolicy,
     WorkerModel,
     simulate,
+    simulate_partial,
     simulate_training,
 )
 from ._validate import Limits, SizeLimitError, limits
@@ -122,6 +126,8 @@ __all__ = [
     "grouped_random", "recommend", "ye_abbe", "coded_reduce", "CodedReduceCode", "CyclicMDSCode", "YeAbbeCode",
     "heterogeneous_exact", "HeterogeneousExactCode", "LagrangeDecoder", "heterogeneous_loads",
     "min_time_heterogeneous",
+    "partial_straggler_code", "PartialStragglerCode", "ChunkDecoder", "chunk_order", "q_max", "verify_partial",
+    "simulate_partial", "PartialSimulation",
     # approximate constructions
     "expander_code", "ExpanderCode", "heterogeneous", "HeterogeneousCode", "optimal_row_sums", "song_choi_allocation",
     "NegativeCoefficientWarning",

@@ -446,6 +446,18 @@ def _check_family(where: str, family: Any, params: dict[str, Any], n: int, cols:
         inner = params.get("inner")
         if inner is not None:
             _check_inner(where, inner, b, s)
+    elif family == "partial_straggler_code":                     # rows of B are messages, not workers
+        w, sp, a = params.get("n"), params.get("s"), params.get("assignment")
+        if a is None:
+            ok = (isinstance(w, int) and isinstance(sp, int) and _is_int(w) and _is_int(sp) and w >= 1 and sp >= 0
+                  and w * (sp + m) == n and w == cols // m)
+        else:
+            ok = (_is_int(w) and isinstance(a, list) and len(a) == w and all(isinstance(r, list) for r in a)
+                  and sum(len(r) for r in a) <= n * cols and sum(x == 1 for r in a for x in r) == n)
+        if not ok:
+            raise fail(f"a partial_straggler_code with n={w!r}, s={sp!r} does not send the {n:,} messages of the "
+                       f"saved matrix")
+        expected = {"m": m}
     elif family == "heterogeneous":
         expected = {"k": cols // m}
         if not isinstance(params.get("p"), list) or len(params["p"]) != n:

@@ -29,6 +29,8 @@ _P3 = [0.1, 0.2, 0.3]
 _GA = gc.graph_assignment_code(6, 3, rng=0)
 _PL = [[0, 1, 2], [0, 1, 3], [0, 2, 3], [1, 2, 3], [0, 1, 2, 3]]
 _ADV = gc.adversarial_gc(_PL, 1, 1)
+_PS = gc.partial_straggler_code(5, 1, 2)
+_A4 = [[1, 1, 0, 0], [0, 1, 1, 0], [0, 0, 1, 1], [1, 0, 0, 1]]
 
 #: name -> (callable, valid keyword arguments); every keyword is fuzzed in turn.
 API = {
@@ -97,6 +99,15 @@ API = {
                                          batch_size=64, max_failures=5, search_budget=None, dtype=np.float64,
                                          stop_on_failure=False, progress=False, time_budget=10.0, workers=1,
                                          checkpoint=None, checkpoint_every=60.0, comm=None)),
+    "partial_straggler_code": (gc.partial_straggler_code, dict(n=5, s=1, m=2, assignment=None, order="matching",
+                                                               field="real", rtol=1e-8)),
+    "chunk_order": (gc.chunk_order, dict(assignment=_A4, method="matching")),
+    "q_max": (gc.q_max, dict(assignment=_A4, order=[[0, 1], [1, 2], [2, 3], [3, 0]], m=1)),
+    "verify_partial": (gc.verify_partial, dict(code=_PS, limit=None, samples=20, rng=0, rtol=None, batch_size=64,
+                                               max_failures=5, dtype=np.float64, stop_on_failure=True,
+                                               progress=False, time_budget=10.0)),
+    "simulate_partial": (gc.simulate_partial, dict(code=_PS, model=None, iterations=10, chunk_points=1.0,
+                                                   chunk_times="even", latency=0.0, rng=0)),
     "worst_case_error": (gc.worst_case_error, dict(code=_EX, s=2, decoder=None, limit=30, samples=10, search=False,
                                                    rng=0, batch_size=16, search_steps=1, neighbours=4)),
     "approximation_error": (gc.approximation_error, dict(code=_EX, responders=[0, 1, 2, 3], decoder=None)),

@@ -26,6 +26,7 @@ from .heterogeneous_exact import (HeterogeneousExactCode, LagrangeDecoder, heter
                                   heterogeneous_loads, min_time_heterogeneous)
 from .bibd import BIBDCode, BIBDDecoder, bibd_code, block_design, stochastic_bibd             # Kadhe et al.
 from .baselines import bernoulli_gc, erasurehead, ignore_stragglers, optimal_decoding, stochastic_gc
+from .partial_stragglers import ChunkDecoder, PartialStragglerCode, partial_straggler_code
 
 __all__ = [
     "cyclic_repetition", "fractional_repetition", "uncoded",
@@ -40,4 +41,5 @@ __all__ = [
     "HeterogeneousExactCode", "LagrangeDecoder", "heterogeneous_exact", "heterogeneous_loads", "min_time_heterogeneous",
     "BIBDCode", "BIBDDecoder", "bibd_code", "block_design", "stochastic_bibd",
     "bernoulli_gc", "erasurehead", "ignore_stragglers", "optimal_decoding", "random_regular_graph", "stochastic_gc",
+    "partial_straggler_code", "PartialStragglerCode", "ChunkDecoder",
 ]

@@ -99,7 +99,11 @@ def _code_kind(obj: Any) -> str | None:
     None."""
     from .._code import ApproximateCode, GradientCode
     from .._families.coded_reduce import CodedReduceCode
+    from .._families.partial_stragglers import PartialStragglerCode
 
+    if isinstance(obj, PartialStragglerCode):       # rows are messages, not workers
+        raise GradcodesTypeError("schemes: a PartialStragglerCode sends a message per chunk; simulate it with "
+                                 "gradcodes.simulate_partial")
     if isinstance(obj, CodedReduceCode):
         return "CR"
     if isinstance(obj, GradientCode):

@@ -9,6 +9,8 @@ script.py`` so that an exception on any rank ends the whole job. See ``docs/runt
   callback, measurements in a :class:`RunResult`).
 * :class:`Master` (``broadcast``, ``aggregate(iteration) -> gradient, info``, ``stop``) and :class:`Worker`
   (``step``, ``run``): the pieces for a custom loop.
+* :class:`PartialMaster` and :class:`PartialWorker`: partial-straggler protocols
+  (:func:`gradcodes.partial_straggler_code`), a message after every finished chunk.
 * Straggler injection: :class:`ShiftedExponential`, :class:`FixedDelay`, :class:`Hang`, :class:`ModelDelay` (the
   simulator's worker models: unequal speeds, persistent stragglers, replayed traces).
 """
@@ -16,6 +18,7 @@ script.py`` so that an exception on any rank ends the whole job. See ``docs/runt
 from ._comm import StragglerTimeout
 from ._delays import Combined, Delay, FixedDelay, Hang, ModelDelay, NoDelay, ShiftedExponential
 from ._layout import Layout, WorkerEncoder, layout_for
+from ._partial import PartialMaster, PartialWorker
 from ._result import RunResult, predict
 from ._runtime import AggregateInfo, Master, Worker
 from ._train import allreduce_train, train
@@ -23,4 +26,4 @@ from ._train import allreduce_train, train
 __all__ = ["train", "allreduce_train", "Master", "Worker", "AggregateInfo", "RunResult", "predict",
            "StragglerTimeout", "Delay", "NoDelay", "ShiftedExponential", "FixedDelay", "Hang", "Combined",
            "ModelDelay",
-           "Layout", "layout_for", "WorkerEncoder"]
+           "Layout", "layout_for", "WorkerEncoder", "PartialMaster", "PartialWorker"]

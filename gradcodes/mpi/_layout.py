@@ -83,6 +83,11 @@ def layout_for(code: LinearCode) -> Layout:
         return Layout("tree", code.N + 1, code.N, code.branching)
     if not isinstance(code, LinearCode):
         raise GradcodesTypeError(f"code must be a gradcodes code (LinearCode), got {type(code).__name__}")
+    from .._families.partial_stragglers import PartialStragglerCode
+
+    if isinstance(code, PartialStragglerCode):      # rows are messages, not workers
+        raise GradcodesTypeError("code: a PartialStragglerCode sends a message per chunk; run it with "
+                                 "gradcodes.mpi.PartialMaster and PartialWorker")
     return Layout("flat", code.n + 1, code.n, code.n)
 
 

@@ -1,0 +1,558 @@
+"""Gradient coding with partial stragglers: one message per processed chunk (Ramamoorthy, Meng & Girimaji 2024).
+
+Ramamoorthy, Meng & Girimaji, "Leveraging partial stragglers within gradient coding", NeurIPS 2024
+(arXiv:2405.19509). The data set is split into ``k`` chunks and chunk ``j`` is assigned to ``gamma_j`` workers
+(an ``n x k`` 0/1 *assignment matrix*; the default is the cyclic assignment of Tandon et al. 2017, worker ``i``
+holding chunks ``i, i+1, ..., i+s+m-1 mod n``). Each worker processes its chunks one after the other in a fixed
+*order* and, unlike the classical protocols (one message after the whole load), sends a message after **every**
+chunk, so that the work of a slow worker (a *partial straggler*) still counts.
+
+Messages (the rows of ``B``; the paper defines the protocol class, and this is gradcodes' encoding within
+it). Every partial gradient ``g_j`` (of chunk ``j``) is cut into ``m`` blocks
+``g_j^(0..m-1)`` (communication factor ``m``, the paper's ``l``); the message of worker ``i`` after chunk ``j`` is
+
+.. math::  y_{i,j} = \\sum_{u=0}^{m-1} x_{h}^{u}\\, g_j^{(u)},
+
+a vector of length ``ceil(p/m)``, with ``h`` the rank of worker ``i`` among the holders of chunk ``j`` and the
+integer nodes ``x_h = h - floor((gamma_j - 1)/2)`` (distinct for distinct holders). Any ``m`` messages about
+chunk ``j`` form an invertible Vandermonde system ``V``, so the master recovers ``g_j`` from them and the sum
+``g = sum_j g_j`` as soon as **every chunk has been processed by at least m workers** (for ``m = 1``: processed
+once). The decoder (:class:`ChunkDecoder`) uses, for every chunk, the first ``m`` messages about it in message
+order and the exact inverse ``V^{-1}`` (computed in rationals, rounded once to float64 for float codes: the same
+bits on every machine).
+
+Orders. The order in which workers process their chunks changes when the master can decode. The paper (its Fig. 2
+and the ordering algorithm) measures it by ``Q_max``: the least number ``Q`` of processed chunks (summed over
+workers) such that *every* progress state with ``Q`` processed chunks is decodable. For a square assignment
+(``n = k``) in which every worker holds ``gamma`` chunks and every chunk has ``gamma`` holders, the bipartite
+worker-chunk graph is ``gamma``-regular and splits into ``gamma`` perfect matchings (Koenig's theorem); processing
+matching ``r`` at position ``r`` makes every chunk appear once at every position, which attains the lower bound on
+``Q_max`` for ``m = 1``
+(:func:`chunk_order`, ``"matching"``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from .._code import GradientCode, LinearCode
+from .._decoders import Decoder
+from .._errors import GradcodesTypeError, GradcodesValueError
+from .._fields import field_for
+from .._numerics import DEFAULT_RTOL
+from .._typing import ArrayLike, MatrixLike
+from .._validate import check_choice, check_entries, check_int, check_real
+
+__all__ = ["PartialStragglerCode", "ChunkDecoder", "partial_straggler_code", "cyclic_assignment", "chunk_order",
+           "q_max"]
+
+#: Largest number of holders of one chunk (the decoder indexes subsets of holders by bit masks).
+MAX_REPLICATION = 60
+
+
+# ----------------------------------------------------------------------------------------------------------
+# assignments and orders
+
+
+def cyclic_assignment(n: int, load: int) -> np.ndarray:
+    """The cyclic assignment of Tandon et al. (2017): worker ``i`` holds chunks ``i, ..., i+load-1 mod n``.
+
+    Parameters
+    ----------
+    n : int >= 1
+        Workers (and chunks).
+    load : int in [1, n]
+        Chunks per worker (= holders per chunk).
+
+    Returns
+    -------
+    numpy.ndarray of bool, shape (n, n)
+
+    Examples
+    --------
+    >>> cyclic_assignment(3, 2).astype(int)
+    array([[1, 1, 0],
+           [0, 1, 1],
+           [1, 0, 1]])
+    """
+    n = check_int("n", n, 1)
+    load = check_int("load", load, 1, n)
+    A = np.zeros((n, n), dtype=bool)
+    for r in range(load):
+        A[np.arange(n), (np.arange(n) + r) % n] = True
+    return A
+
+
+def _check_assignment(assignment: Any) -> np.ndarray:
+    try:
+        A = np.asarray(assignment)
+    except (TypeError, ValueError) as exc:
+        raise GradcodesTypeError("assignment must be an n x k array of 0/1 entries") from exc
+    if A.ndim != 2 or A.shape[0] < 1 or A.shape[1] < 1:
+        raise GradcodesValueError(f"assignment must be a 2-D n x k 0/1 array, got shape {A.shape}")
+    if A.dtype == object or A.dtype.kind not in "biuf":
+        raise GradcodesTypeError(f"assignment must hold 0/1 numbers, got dtype {A.dtype}")
+    if not np.all((A == 0) | (A == 1)):
+        raise GradcodesValueError("assignment must contain only 0 and 1 entries")
+    A = A.astype(bool)
+    if not A.any(axis=1).all():
+        raise GradcodesValueError(f"assignment: every worker must hold a chunk; workers "
+                                  f"{np.flatnonzero(~A.any(axis=1)).tolist()} hold none")
+    return A
+
+
+def _perfect_matching(adj: list[list[int]], k: int) -> list[int]:
+    """A perfect matching of a regular bipartite graph (augmenting paths, neighbours in increasing order):
+    ``match[i]`` is worker i's chunk. Deterministic; O(n * edges)."""
+    owner = [-1] * k
+    match = [-1] * len(adj)
+
+    def augment(i: int, seen: list[bool]) -> bool:
+        for j in adj[i]:
+            if not seen[j]:
+                seen[j] = True
+                if owner[j] < 0 or augment(owner[j], seen):
+                    owner[j], match[i] = i, j
+                    return True
+        return False
+
+    for i in range(len(adj)):
+        if not augment(i, [False] * k):      # cannot happen for a regular bipartite graph (Hall's condition)
+            raise GradcodesValueError("assignment has no perfect matching")
+    return match
+
+
+def chunk_order(assignment: Any, method: str = "matching") -> tuple[tuple[int, ...], ...]:
+    """The order in which every worker processes its chunks.
+
+    Parameters
+    ----------
+    assignment : array_like of 0/1, shape (n, k)
+        ``assignment[i, j] = 1`` when worker ``i`` holds chunk ``j``.
+    method : {"matching", "natural"}
+        ``"natural"``: each worker in the order of the cyclic assignment rows, i.e. increasing chunk index starting
+        from its own index (``i, i+1, ...`` mod ``k``; for the cyclic assignment this is "top to bottom").
+        ``"matching"``: for a regular square assignment (``n = k``, every row and column sum equal to ``gamma``),
+        the graph's decomposition into ``gamma`` perfect matchings, matching ``r`` processed at position ``r``, so
+        every chunk is processed at every position by exactly one of its holders; this attains the lower bound
+        ``Q_max >= 1 + n gamma - gamma (gamma + 1) / 2`` of :func:`q_max` for ``m = 1`` (the chunks' sums of
+        ``gamma - pos`` add up to ``n gamma (gamma + 1) / 2``, so the smallest is at most their mean; Ramamoorthy,
+        Meng & Girimaji 2024, the ordering of their Fig. 2). Other assignments fall back to ``"natural"``.
+
+    Returns
+    -------
+    tuple of tuples
+        ``order[i]`` lists worker ``i``'s chunks in processing order.
+
+    Examples
+    --------
+    >>> A = cyclic_assignment(4, 2)
+    >>> chunk_order(A, "natural")
+    ((0, 1), (1, 2), (2, 3), (3, 0))
+    >>> chunk_order(A, "matching")
+    ((0, 1), (1, 2), (2, 3), (3, 0))
+    """
+    A = _check_assignment(assignment)
+    method = check_choice("method", method, ("matching", "natural"))
+    n, k = A.shape
+    if method == "matching":
+        rows, cols = A.sum(axis=1), A.sum(axis=0)
+        gamma = int(rows[0])
+        if n == k and np.all(rows == gamma) and np.all(cols == gamma):
+            adj = [_from_own(A, i) for i in range(n)]
+            out: list[list[int]] = [[] for _ in range(n)]
+            for _ in range(gamma):
+                match = _perfect_matching(adj, k)
+                for i, j in enumerate(match):
+                    out[i].append(j)
+                    adj[i].remove(j)
+            return tuple(tuple(o) for o in out)
+    return tuple(tuple(_from_own(A, i)) for i in range(n))
+
+
+def _from_own(A: np.ndarray, i: int) -> list[int]:
+    """Worker i's chunks in increasing index from its own (i, i+1, ... mod k)."""
+    k = A.shape[1]
+    return sorted((int(j) for j in np.flatnonzero(A[i])), key=lambda j: (j - i) % k)
+
+
+def _check_order(A: np.ndarray, order: Any) -> tuple[tuple[int, ...], ...]:
+    n = A.shape[0]
+    try:
+        rows = [list(o) for o in order]
+    except TypeError as exc:
+        raise GradcodesTypeError("order must be a sequence of n sequences of chunk indices") from exc
+    if len(rows) != n:
+        raise GradcodesValueError(f"order must list the chunks of each of the n={n} workers, got {len(rows)} rows")
+    out = []
+    for i, row in enumerate(rows):
+        for j in row:
+            if isinstance(j, bool) or not isinstance(j, (int, np.integer)):
+                raise GradcodesTypeError(f"order[{i}] must contain integer chunk indices, got {j!r}")
+        want = sorted(np.flatnonzero(A[i]).tolist())
+        if sorted(int(j) for j in row) != want:
+            raise GradcodesValueError(f"order[{i}] must be a permutation of worker {i}'s chunks {want}, got "
+                                      f"{[int(j) for j in row]}")
+        out.append(tuple(int(j) for j in row))
+    return tuple(out)
+
+
+def q_max(assignment: Any, order: Any, m: int = 1) -> int:
+    """``Q_max``: the least ``Q`` such that every progress state with ``Q`` processed chunks decodes.
+
+    A progress state gives every worker ``i`` a number ``t_i`` of finished chunks (a prefix of its order); it
+    decodes when every chunk has been processed by at least ``m`` workers. The largest non-decodable state
+    leaves one chunk ``j`` with ``m - 1`` copies: every worker not holding ``j`` finishes, the ``m - 1`` holders
+    with the most work after ``j`` finish, and the others stop just before ``j``, so (with ``pos_i(j)`` the number of
+    chunks worker ``i`` processes before ``j`` and ``gamma_i`` its load)
+
+    .. math:: Q_{max} = 1 + \\sum_i \\gamma_i - \\min_j \\Big( \\sum_{i \\ni j} (\\gamma_i - pos_i(j))
+              - \\text{the } m-1 \\text{ largest of } (\\gamma_i - pos_i(j)) \\Big)
+
+    (the ``Q_max`` of Ramamoorthy, Meng & Girimaji 2024, Fig. 2, there for ``m = 1``). The classical protocol (one
+    message per worker after its whole load, any ``n - s`` workers) needs
+    ``1 + (n - s - 1) gamma + (s + 1)(gamma - 1)`` in the worst case for a regular load ``gamma``.
+
+    Parameters
+    ----------
+    assignment : array_like of 0/1, shape (n, k)
+    order : sequence of sequences
+        ``order[i]``: worker ``i``'s chunks in processing order (see :func:`chunk_order`).
+    m : int >= 1
+        Copies of each chunk needed (the communication factor).
+
+    Examples
+    --------
+    >>> A = cyclic_assignment(3, 2)
+    >>> q_max(A, chunk_order(A))        # 4 of the 6 chunk computations always suffice
+    4
+    """
+    A = _check_assignment(assignment)
+    order = _check_order(A, order)
+    gam = A.sum(axis=0)
+    m = check_int("m", m, 1, int(gam.min()))
+    total = int(A.sum())
+    best = None
+    for j in range(A.shape[1]):
+        gains = sorted((len(o) - o.index(j) for o in order if j in o), reverse=True)
+        keep = sum(gains) - sum(gains[: m - 1])
+        best = keep if best is None else min(best, keep)
+    assert best is not None
+    return 1 + total - best
+
+
+# ----------------------------------------------------------------------------------------------------------
+# the decoder
+
+
+def _nodes(gamma: int) -> list[int]:
+    return [h - (gamma - 1) // 2 for h in range(gamma)]
+
+
+def _vandermonde_inverse(nodes: Sequence[int], m: int) -> list[list[Fraction]]:
+    """Exact inverse of ``V[r, u] = nodes[r]^u`` (m x m) by Gauss-Jordan elimination over the rationals."""
+    M = [[Fraction(x) ** u for u in range(m)] + [Fraction(int(r == c)) for c in range(m)] for r, x in enumerate(nodes)]
+    for c in range(m):
+        p = next(r for r in range(c, m) if M[r][c] != 0)
+        M[c], M[p] = M[p], M[c]
+        piv = M[c][c]
+        M[c] = [v / piv for v in M[c]]
+        for r in range(m):
+            if r != c and M[r][c] != 0:
+                f = M[r][c]
+                M[r] = [a - f * b for a, b in zip(M[r], M[c], strict=True)]
+    return [row[m:] for row in M]
+
+
+class ChunkDecoder(Decoder):
+    """Chunk by chunk: the first ``m`` messages about every chunk, inverted exactly (closed form, batched).
+
+    For a message mask, every chunk ``j`` with at least ``m`` messages gets the rows of ``V^{-1}`` of its first
+    ``m`` messages (in message order); a chunk with fewer leaves zeros, so the residual ``||A B - E||`` reports the
+    missing chunk. The inverses are exact rationals (rounded once to float64 for float codes).
+    """
+
+    name = "chunks"
+    description = "every chunk from its first m messages (exact Vandermonde inverse)"
+    deterministic = True
+
+    def __init__(self, exact: bool = False) -> None:
+        self.exact = exact
+        self._inv: dict[tuple[int, int, int], Any] = {}
+
+    def _inverse(self, gamma: int, key: int, m: int) -> Any:
+        ck = (gamma, key, m)
+        if ck not in self._inv:
+            nodes = _nodes(gamma)
+            sel = [nodes[h] for h in range(gamma) if key >> h & 1]
+            inv = _vandermonde_inverse(sel, m)
+            arr = np.empty((m, m), dtype=object)
+            for u in range(m):
+                for r in range(m):
+                    arr[u, r] = inv[u][r]
+            self._inv[ck] = arr if self.exact else arr.astype(np.float64)
+        return self._inv[ck]
+
+    def matrices(self, code: LinearCode, mask: np.ndarray) -> Any:
+        if not isinstance(code, PartialStragglerCode):
+            raise GradcodesTypeError(f"the chunk decoder needs a PartialStragglerCode, got {type(code).__name__}")
+        mask = np.asarray(mask, dtype=bool)
+        b, m = mask.shape[0], code.m
+        A = field_for(self.exact).zeros((b, m, code.n))
+        for rows in code.holders:
+            P = mask[:, rows]
+            sel = P & (np.cumsum(P, axis=1) <= m)
+            ok = P.sum(axis=1) >= m
+            weights = np.left_shift(np.int64(1), np.arange(rows.size, dtype=np.int64))
+            keys = np.where(ok, (sel * weights).sum(axis=1), -1)
+            for key in np.unique(keys[ok]):
+                idx = np.flatnonzero(keys == key)
+                cols = rows[[h for h in range(rows.size) if int(key) >> h & 1]]
+                A[np.ix_(idx, np.arange(m), cols)] = self._inverse(rows.size, int(key), m)[None]
+        return A
+
+
+# ----------------------------------------------------------------------------------------------------------
+# the code
+
+
+class PartialStragglerCode(GradientCode):
+    """A partial-straggler protocol (build it with :func:`partial_straggler_code`): one message per processed chunk.
+
+    The flat view is an ordinary :class:`~gradcodes.GradientCode` whose *rows are messages*: ``code.n`` is the
+    number of messages (``sum_i gamma_i``), row :meth:`message` ``(i, t)`` is the message worker ``i`` sends
+    after its ``t``-th chunk (``t = 0, 1, ...`` in its :attr:`order`), supported on one chunk. ``decode`` takes the
+    arrived messages as responders; any ``n - s`` messages decode (each chunk then misses at most ``s`` of its
+    ``gamma_j >= s + m`` messages), and so does every smaller set in which each chunk has ``m`` messages
+    (:meth:`decodable_progress` for prefix states).
+
+    Attributes
+    ----------
+    workers : int
+        Number of workers ``N``.
+    assignment : numpy.ndarray of bool, shape (workers, k)
+        Which worker holds which chunk.
+    order : tuple of tuples
+        ``order[i]``: worker ``i``'s chunks in processing order.
+    holders : tuple of numpy.ndarray
+        ``holders[j]``: the message rows about chunk ``j``, in the order of the holders' worker indices.
+    offsets : numpy.ndarray, shape (workers + 1,)
+        Worker ``i``'s messages are rows ``offsets[i] .. offsets[i+1] - 1``.
+    message_worker, message_chunk, message_position : numpy.ndarray, shape (n,)
+        For every message row: its worker, its chunk and its position in the worker's order.
+    """
+
+    def __init__(self, B: MatrixLike, *, assignment: np.ndarray, order: tuple[tuple[int, ...], ...], s: int, m: int,
+                 rtol: float = DEFAULT_RTOL, name: str | None = None, params: dict[str, Any] | None = None,
+                 field: str | None = None) -> None:
+        exact = field == "rational"
+        super().__init__(B, s, m=m, rtol=rtol, field=field, name=name, family="partial_straggler_code",
+                         params=params, decoders=[ChunkDecoder(exact=exact)], default_decoder="chunks")
+        self.assignment = assignment
+        self.assignment.flags.writeable = False
+        self.order = order
+        self.workers = assignment.shape[0]
+        self.offsets = np.concatenate([[0], np.cumsum([len(o) for o in order])]).astype(np.int64)
+        mw, mc, mp = [], [], []
+        for i, o in enumerate(order):
+            for t, j in enumerate(o):
+                mw.append(i)
+                mc.append(j)
+                mp.append(t)
+        self.message_worker = np.asarray(mw, dtype=np.int64)
+        self.message_chunk = np.asarray(mc, dtype=np.int64)
+        self.message_position = np.asarray(mp, dtype=np.int64)
+        hold = []
+        for j in range(self.k):
+            rows = np.flatnonzero(self.message_chunk == j)
+            hold.append(rows[np.argsort(self.message_worker[rows], kind="stable")])
+        self.holders = tuple(hold)
+        for arr in (self.offsets, self.message_worker, self.message_chunk, self.message_position, *self.holders):
+            arr.flags.writeable = False
+
+    def used_messages(self, mask: ArrayLike) -> np.ndarray:
+        """The messages :class:`ChunkDecoder` uses from message masks (..., n): the first ``m`` of every chunk."""
+        mask = np.asarray(mask, dtype=bool)
+        used = np.zeros_like(mask)
+        for rows in self.holders:
+            P = mask[..., rows]
+            used[..., rows] = P & (np.cumsum(P, axis=-1) <= self.m)
+        return used
+
+    def _min_responders(self) -> int:
+        return 0                        # any message set: the decode's own residual decides (DecodingError)
+
+    @property
+    def replication(self) -> np.ndarray:
+        """Holders per chunk (``gamma_j``)."""
+        return self.assignment.sum(axis=0)
+
+    @property
+    def q_max(self) -> int:
+        """:func:`q_max` of this assignment and order (processed chunks that always suffice)."""
+        return q_max(self.assignment, self.order, self.m)
+
+    def message(self, worker: int, position: int) -> int:
+        """The message row of ``worker``'s chunk number ``position`` (0-based) in its order."""
+        worker = check_int("worker", worker, 0, self.workers - 1)
+        position = check_int("position", position, 0, len(self.order[worker]) - 1)
+        return int(self.offsets[worker] + position)
+
+    def progress_mask(self, progress: Any) -> np.ndarray:
+        """Message masks (shape (..., n)) of progress vectors (shape (..., workers)): worker ``i`` has sent its first
+        ``progress[i]`` messages."""
+        P = np.asarray(progress)
+        if P.dtype.kind not in "iu" or P.shape[-1:] != (self.workers,):
+            raise GradcodesValueError(f"progress must be integers of shape (..., {self.workers}), got "
+                                      f"{P.dtype} {P.shape}")
+        loads = np.diff(self.offsets)
+        if np.any(P < 0) or np.any(P > loads):
+            raise GradcodesValueError(f"progress[i] must be in [0, {loads.tolist()}[i]] (worker i's chunks)")
+        return P[..., self.message_worker] > self.message_position
+
+    def decodable_progress(self, progress: Any) -> np.ndarray | bool:
+        """Whether progress states decode: every chunk processed by at least ``m`` workers (exact criterion)."""
+        M = self.progress_mask(progress)
+        counts = np.stack([M[..., rows].sum(axis=-1) for rows in self.holders], axis=-1)
+        out = np.all(counts >= self.m, axis=-1)
+        return bool(out) if np.ndim(out) == 0 else out
+
+    def _verify_hook(self, *, limit: int | None = None, samples: int = 2000, search: bool = True,
+                     rng: Any = None, rtol: float | None = None, decoder: Any = None, field: Any = None,
+                     batch_size: int | None = None, dtype: Any = np.float64, stop_on_failure: bool = True,
+                     progress: bool | None = None, time_budget: float = 10.0, **ignored: Any) -> Any:
+        """``gc.verify(code, ...)`` runs :func:`verify_partial`: the verifier's engine on the chunk-arrival
+        patterns (progress states) the protocol admits."""
+        if decoder not in (None, "chunks"):
+            raise GradcodesValueError(f"decoder: verify checks the chunk decoder of a partial-straggler code, got "
+                                      f"{decoder!r}")
+        if field is not None:
+            raise GradcodesValueError("field: build the code with field='rational' for an exact proof")
+        from .partial_stragglers_verify import verify_partial
+
+        return verify_partial(self, limit=limit, samples=samples, rng=rng, rtol=rtol,
+                              batch_size=4096 if batch_size is None else batch_size, dtype=dtype,
+                              stop_on_failure=stop_on_failure, progress=progress, time_budget=time_budget)
+
+
+def partial_straggler_code(n: int, s: int | None = None, m: int = 1, *, assignment: Any = None,
+                           order: Any = "matching", field: str = "real",
+                           rtol: float = DEFAULT_RTOL) -> PartialStragglerCode:
+    """The partial-straggler gradient coding protocol of Ramamoorthy, Meng & Girimaji (NeurIPS 2024).
+
+    Every worker sends one message after every chunk it finishes (see the module notes and
+    :class:`PartialStragglerCode`); the master decodes as soon as every chunk has been processed by ``m`` workers,
+    so slow workers' finished chunks count. With the default cyclic assignment (load ``s + m``) the protocol
+    stores the same data as the classical codes with the same parameters (``gc.cyclic_repetition(n, s)`` for
+    ``m = 1``, ``gc.ye_abbe(n, s, m)``), which wait for ``n - s`` workers to finish their whole load.
+
+    Parameters
+    ----------
+    n : int >= 1
+        Number of workers.
+    s : int, optional
+        Full stragglers the assignment tolerates: with the cyclic assignment every worker holds ``s + m``
+        consecutive chunks (``0 <= s <= n - m``). Required without ``assignment``; with one it must be omitted
+        (it is then ``min_j gamma_j - m``).
+    m : int >= 1, default 1
+        Communication factor (the paper's ``l``): messages have length ``ceil(p/m)`` and every chunk must be
+        processed by ``m`` workers; at most the smallest replication ``min_j gamma_j``.
+    assignment : array_like of 0/1, shape (n, k), optional
+        Arbitrary chunk assignment (``k`` chunks, each held by at least ``m`` workers, every worker holding one).
+    order : {"matching", "natural"} or sequence of sequences, default "matching"
+        Processing order of every worker's chunks: a method of :func:`chunk_order`, or explicit permutations.
+    field : {"real", "rational"}, default "real"
+        ``"rational"`` builds ``B`` and the decoder over Fractions (exact decodes and proofs).
+    rtol : float in (0, 1), default 1e-8
+        Acceptance tolerance of float64 decodes (see :class:`~gradcodes.GradientCode`).
+
+    Returns
+    -------
+    PartialStragglerCode
+
+    Examples
+    --------
+    The paper's Figure 1 setting: three workers, three chunks, two chunks each. Worker 2 has failed and worker 0
+    finished only its first chunk; with worker 1's two messages every chunk has been processed once:
+
+    >>> import numpy as np
+    >>> import gradcodes as gc
+    >>> code = gc.partial_straggler_code(3, 1)
+    >>> code.order, code.n
+    (((0, 1), (1, 2), (2, 0)), 6)
+    >>> arrived = [code.message(0, 0), code.message(1, 0), code.message(1, 1)]
+    >>> G = np.arange(12.0).reshape(3, 4)              # the three chunk gradients
+    >>> Y = code.encode(G)                              # every message of every worker
+    >>> code.decode(arrived, Y)
+    array([12., 15., 18., 21.])
+    >>> code.q_max                                      # 4 processed chunks always suffice (the classical: 5)
+    4
+    """
+    n = check_int("n", n, 1)
+    m = check_int("m", m, 1)
+    field = check_choice("field", field, ("real", "rational"))
+    rtol = check_real("rtol", rtol, 0, 1, open_lo=True, open_hi=True)
+    if assignment is None:
+        if s is None:
+            raise GradcodesValueError("s must be given (an integer in [0, n - m]) unless an assignment is")
+        m = check_int("m", m, 1, n)
+        s = check_int("s", s, 0, n - m)
+        check_entries(n, n * m, exact=field == "rational", what="the assignment")
+        A = cyclic_assignment(n, s + m)
+        assign_param = None
+    else:
+        if s is not None:
+            raise GradcodesValueError("s must be omitted with an assignment (it is min_j gamma_j - m)")
+        A = _check_assignment(assignment)
+        if A.shape[0] != n:
+            raise GradcodesValueError(f"assignment must have n={n} rows (one per worker), got {A.shape[0]}")
+        gam = A.sum(axis=0)
+        if gam.min() < m:
+            raise GradcodesValueError(f"m must be at most the smallest replication min_j gamma_j = {int(gam.min())} "
+                                      f"(chunks {np.flatnonzero(gam < m).tolist()} have fewer than m={m} holders)")
+        s = int(gam.min()) - m
+        assign_param = A.astype(int).tolist()
+    gam = A.sum(axis=0)
+    if gam.max() > MAX_REPLICATION:
+        raise GradcodesValueError(f"assignment: a chunk may have at most {MAX_REPLICATION} holders, got "
+                                  f"{int(gam.max())}")
+    k = A.shape[1]
+    rows_total = int(A.sum())
+    check_entries(rows_total, k * m, exact=field == "rational")
+    if isinstance(order, str):
+        method = check_choice("order", order, ("matching", "natural"))
+        orders = chunk_order(A, method)
+        order_param: Any = method
+    else:
+        orders = _check_order(A, order)
+        order_param = [list(o) for o in orders]
+    exact = field == "rational"
+    B = field_for(exact).zeros((rows_total, k * m))
+    holders_sorted = [np.flatnonzero(A[:, j]).tolist() for j in range(k)]
+    r = 0
+    for i, o in enumerate(orders):
+        for j in o:
+            h = holders_sorted[j].index(i)
+            x = _nodes(len(holders_sorted[j]))[h]
+            for u in range(m):
+                B[r, j * m + u] = Fraction(x) ** u if exact else float(x ** u)
+            r += 1
+    params = {"n": n, "s": s if assignment is None else None, "m": m, "assignment": assign_param,
+              "order": order_param, "field": field, "rtol": rtol}
+    name = f"partial_straggler_code(n={n}, s={s}, m={m})" if assignment is None else \
+        f"partial_straggler_code(n={n}, k={k}, m={m})"
+    return PartialStragglerCode(B, assignment=A, order=orders, s=s, m=m, rtol=rtol, name=name, params=params,
+                                field="rational" if exact else "real")
+
+
+def _register() -> None:
+    from .._io import REBUILDERS
+
+    REBUILDERS["partial_straggler_code"] = partial_straggler_code    # gc.load_code restores the class and decoder
+
+
+_register()

@@ -1,0 +1,310 @@
+"""Partial-straggler protocols on MPI: several messages per worker and iteration, one per finished chunk.
+
+Ramamoorthy, Meng & Girimaji (NeurIPS 2024): worker ``i`` processes its chunks in ``code.order[i]`` and sends a
+message after each (:func:`gradcodes.partial_straggler_code`); the master decodes as soon as every chunk has ``m``
+messages, so a slow worker's finished chunks count. Rank 0 is the master, rank ``i + 1`` worker ``i``.
+
+Messages. Everything on the gradient path is a buffer send of a preallocated numpy array (no pickling). The tag of
+worker ``i``'s message after its ``pos``-th chunk of iteration ``t`` is ``FIRST + (t mod W) G + pos`` (``G`` the
+largest load, ``W`` the tag window divided by ``G``), so the tag carries the iteration and the chunk. The master
+keeps one ``Irecv`` posted per worker, into a ring of ``gamma_i`` preallocated rows of that worker: by MPI's
+non-overtaking rule (MPI standard 4.0, section 3.5) a worker's messages arrive in the order it sent them, so the
+messages of one iteration fill consecutive ring rows and never overwrite each other; a message of an older
+iteration is dropped and its row re-used. The master counts, per chunk, the messages of the current iteration
+(O(1) per message) and decodes when every count reaches ``m``: the decoding vector of the arrived messages (the
+code's cached :class:`~gradcodes.ChunkDecoder` matrix) is applied to the rows it uses, one vectorised
+multiply-add per used message. Workers keep ``gamma_i`` send buffers (a buffer is reused once its previous send
+has completed) and two parameter buffers (the next ``Irecv`` is posted while computing, so newer parameters are
+noticed between two chunks and the rest of an old iteration is skipped).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .._errors import GradcodesTypeError, GradcodesValueError
+from .._typing import DTypeLike
+from ._comm import ParamSender, StragglerTimeout, Tags, get_mpi, wait_request
+from ._delays import Delay, NoDelay
+
+if TYPE_CHECKING:
+    from .._families.partial_stragglers import PartialStragglerCode
+
+__all__ = ["ChunkTags", "PartialMaster", "PartialWorker"]
+
+
+class ChunkTags(Tags):
+    """Tags of per-chunk messages: ``FIRST + (t mod W) G + pos`` for chunk position ``pos < G`` of iteration ``t``.
+
+    >>> tags = ChunkTags(G=3, tag_ub=32767)
+    >>> tags.chunk_tag(5, 2), tags.split(tags.chunk_tag(5, 2), near=5)
+    (20, (5, 2))
+    """
+
+    def __init__(self, comm: Any = None, *, G: int, tag_ub: int | None = None) -> None:
+        super().__init__(comm, tag_ub=tag_ub)
+        self.G = int(G)
+        self.chunk_window = self.window // self.G
+
+    def chunk_tag(self, t: int, pos: int) -> int:
+        """The tag of the message after chunk position ``pos`` of iteration ``t``."""
+        return self.FIRST + (t % self.chunk_window) * self.G + pos
+
+    def split(self, tag: int, near: int) -> tuple[int, int]:
+        """``(iteration, position)`` of a chunk tag, the iteration taken nearest to ``near``."""
+        slot, pos = divmod(tag - self.FIRST, self.G)
+        d = (near - slot) % self.chunk_window
+        if d >= self.chunk_window // 2:
+            d -= self.chunk_window
+        return near - d, pos
+
+
+def _check_code(code: Any) -> Any:
+    from .._families.partial_stragglers import PartialStragglerCode
+
+    if not isinstance(code, PartialStragglerCode):
+        raise GradcodesTypeError(f"code must be a PartialStragglerCode (gradcodes.partial_straggler_code), got "
+                                 f"{type(code).__name__}")
+    if code.exact:
+        raise GradcodesValueError("code: the MPI runtime sends float messages; build the code with field='real'")
+    return code
+
+
+def _check_comm(code: Any, comm: Any) -> None:
+    size = comm.Get_size()
+    if size != code.workers + 1:
+        raise GradcodesValueError(f"the partial-straggler runtime needs {code.workers + 1} MPI ranks (1 master + "
+                                  f"{code.workers} workers), this job has {size}: run it with  mpiexec -n "
+                                  f"{code.workers + 1} python -m mpi4py ...")
+
+
+class PartialMaster:
+    """Rank 0 of a partial-straggler job: sends parameters, collects per-chunk messages, decodes.
+
+    Parameters
+    ----------
+    code : PartialStragglerCode
+        The protocol (float, ``field="real"``); every rank must build the same one.
+    comm : mpi4py communicator
+        ``code.workers + 1`` ranks.
+    p : int >= 1
+        Gradient length.
+    dtype : {float64, float32}, default float64
+        Dtype of parameters and messages.
+    poll : float >= 0, default 0
+        Sleep between polls while waiting (0: spin).
+    """
+
+    def __init__(self, code: PartialStragglerCode, comm: Any, p: int, *, dtype: DTypeLike = np.float64,
+                 poll: float = 0.0) -> None:
+        self.MPI = get_mpi()
+        self.code = _check_code(code)
+        _check_comm(code, comm)
+        if isinstance(p, bool) or not isinstance(p, (int, np.integer)) or p < 1:
+            raise GradcodesValueError(f"p must be an integer >= 1 (the gradient length), got {p!r}")
+        self.dtype = np.dtype(dtype)
+        if self.dtype not in (np.dtype(np.float64), np.dtype(np.float32)):
+            raise GradcodesValueError(f"dtype must be float64 or float32, got {self.dtype}")
+        self.comm, self.p, self.poll = comm, int(p), float(poll)
+        self.q = -(-self.p // code.m)
+        loads = np.diff(code.offsets)
+        self.tags = ChunkTags(comm, G=int(loads.max()))
+        self.params = ParamSender(comm, list(range(1, code.workers + 1)), self.p, self.dtype, self.tags)
+        self.ring = np.zeros((code.n, self.q), dtype=self.dtype)     # worker i: rows offsets[i] .. offsets[i+1]-1
+        self.next_row = [int(o) for o in code.offsets[:-1]]            # the row the posted receive fills
+        self.slot = np.full(code.n, -1, dtype=np.int64)               # message -> ring row (current iteration)
+        self.final = [False] * code.workers
+        self.out = np.zeros(code.m * self.q, dtype=self.dtype)
+        self.scratch = np.zeros(self.q, dtype=self.dtype)
+        self._status = self.MPI.Status()
+        self.reqs = [self._post(i) for i in range(code.workers)]
+        self.stale = 0
+
+    def _post(self, i: int) -> Any:
+        return self.comm.Irecv(self.ring[self.next_row[i]], source=i + 1, tag=self.MPI.ANY_TAG)
+
+    def _advance(self, i: int) -> None:
+        lo, hi = int(self.code.offsets[i]), int(self.code.offsets[i + 1])
+        self.next_row[i] = lo + (self.next_row[i] + 1 - lo) % (hi - lo)
+
+    def broadcast(self, params: np.ndarray, t: int) -> None:
+        """Send iteration ``t``'s parameters to every worker (without blocking on stragglers)."""
+        self.params.send(params, t)
+
+    def aggregate(self, t: int, *, timeout: float = math.inf) -> tuple[np.ndarray, dict[str, Any]]:
+        """Wait until every chunk has ``m`` messages of iteration ``t``; return the decoded sum (length ``p``; a
+        view of a buffer reused next iteration) and ``{"messages": rows used, "arrived": per-worker counts,
+        "wait": seconds}``."""
+        code = self.code
+        start = time.perf_counter()
+        self.slot[:] = -1
+        counts = np.zeros(code.k, dtype=np.int64)
+        missing = code.k
+        arrived = np.zeros(code.workers, dtype=np.int64)
+        while missing:
+            idx, flag = self.MPI.Request.Testany(self.reqs, self._status)
+            if not flag or idx == self.MPI.UNDEFINED or idx < 0:
+                self.params.progress()
+                if time.perf_counter() - start > timeout:
+                    late = [j for j in range(code.k) if counts[j] < code.m]
+                    raise StragglerTimeout(f"iteration {t}: chunks {late} have fewer than m={code.m} messages "
+                                           f"after {timeout:g} s")
+                if self.poll:
+                    time.sleep(self.poll)
+                continue
+            tag = self._status.Get_tag()
+            if tag == Tags.FINAL:
+                self.final[idx] = True
+                self.reqs[idx] = self.MPI.REQUEST_NULL
+                continue
+            it, pos = self.tags.split(tag, t)
+            row = self.next_row[idx]
+            if it == t:
+                msg = int(code.offsets[idx]) + pos
+                self.slot[msg] = row
+                arrived[idx] += 1
+                j = int(code.message_chunk[msg])
+                counts[j] += 1
+                if counts[j] == code.m:
+                    missing -= 1
+                self._advance(idx)
+            else:
+                self.stale += 1                     # an older iteration: drop, re-use the row
+            self.reqs[idx] = self._post(idx)
+        waited = time.perf_counter() - start
+        F = np.flatnonzero(self.slot >= 0)
+        A = code.decoding_matrix(F, dtype=self.dtype)
+        used = np.flatnonzero(code.used_messages(self.slot >= 0))
+        out2 = self.out.reshape(code.m, self.q)
+        out2[...] = 0
+        for u in range(code.m):         # one vectorised multiply-add per used message (no temporaries)
+            for r in used:
+                a = float(A[u, r])
+                if a == 1.0:
+                    np.add(out2[u], self.ring[self.slot[r]], out=out2[u])
+                elif a != 0.0:
+                    np.multiply(self.ring[self.slot[r]], a, out=self.scratch)   # a Python float: the dtype stays
+                    np.add(out2[u], self.scratch, out=out2[u])
+        return self.out[: self.p], {"messages": tuple(int(r) for r in used), "arrived": arrived.tolist(),
+                                    "wait": waited, "stale": self.stale}
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Send STOP to every worker and drain their remaining messages until each has said FINAL."""
+        self.params.stop(self.poll, timeout)
+        start = time.perf_counter()
+        while not all(self.final):
+            idx, flag = self.MPI.Request.Testany(self.reqs, self._status)
+            if flag and idx != self.MPI.UNDEFINED and idx >= 0:
+                if self._status.Get_tag() == Tags.FINAL:
+                    self.final[idx] = True
+                    self.reqs[idx] = self.MPI.REQUEST_NULL
+                else:
+                    self.reqs[idx] = self._post(idx)
+                continue
+            if time.perf_counter() - start > timeout:
+                for r in self.reqs:
+                    if r != self.MPI.REQUEST_NULL:
+                        r.Cancel()
+                raise StragglerTimeout(f"workers {[i for i, f in enumerate(self.final) if not f]} did not stop "
+                                       f"within {timeout:g} s")
+            time.sleep(self.poll or 1e-4)
+
+
+class PartialWorker:
+    """Rank ``i + 1`` of a partial-straggler job: worker ``i``.
+
+    Parameters
+    ----------
+    code : PartialStragglerCode
+    comm : mpi4py communicator
+    p : int >= 1
+        Gradient length.
+    gradient : callable
+        ``gradient(chunk, params) -> array of length p``: the partial gradient of one chunk.
+    dtype : {float64, float32}, default float64
+    delay : gradcodes.mpi.Delay, optional
+        Injected straggling: the worker's ``t``-th chunk of an iteration is finished no earlier than
+        ``(t + 1) / gamma_i`` of the model's delay for the iteration (one speed per iteration, as
+        :func:`gradcodes.simulate_partial` with ``chunk_times="even"``).
+    poll : float >= 0, default 1e-4
+        Sleep between polls.
+    """
+
+    def __init__(self, code: PartialStragglerCode, comm: Any, p: int, gradient: Callable[[int, np.ndarray], Any],
+                 *, dtype: DTypeLike = np.float64, delay: Delay | None = None, poll: float = 1e-4) -> None:
+        self.MPI = get_mpi()
+        self.code = _check_code(code)
+        _check_comm(code, comm)
+        if not callable(gradient):
+            raise GradcodesTypeError("gradient must be a callable gradient(chunk, params) -> array of length p")
+        if delay is not None and not isinstance(delay, Delay):
+            raise GradcodesTypeError(f"delay must be a gradcodes.mpi.Delay, got {type(delay).__name__}")
+        self.comm, self.p, self.poll = comm, int(p), float(poll)
+        self.dtype = np.dtype(dtype)
+        self.i = comm.Get_rank() - 1
+        if not 0 <= self.i < code.workers:
+            raise GradcodesValueError(f"rank {comm.Get_rank()} is not a worker rank (1..{code.workers})")
+        self.gradient, self.delay = gradient, delay or NoDelay()
+        self.q = -(-self.p // code.m)
+        lo, hi = int(code.offsets[self.i]), int(code.offsets[self.i + 1])
+        self.rows = list(range(lo, hi))
+        self.tags = ChunkTags(comm, G=int(np.diff(code.offsets).max()))
+        self.send_buf = np.zeros((hi - lo, self.q), dtype=self.dtype)
+        self.send_req: list[Any] = [None] * (hi - lo)
+        self.param_buf = np.zeros((2, self.p), dtype=self.dtype)
+        self.sent = 0
+        # one encode at set-up: its lazy imports and plans are not paid by the first message
+        code.encode_worker(lo, self.param_buf[:1], out=self.send_buf[0])
+
+    def run(self) -> int:
+        """Serve iterations until STOP; returns the number of messages sent."""
+        code, MPI = self.code, self.MPI
+        st = MPI.Status()
+        cur = 0
+        req = self.comm.Irecv(self.param_buf[cur], source=0, tag=MPI.ANY_TAG)
+        done = False                    # req has completed (its status is in st)
+        last = -1
+        load = len(self.rows)
+        while True:
+            while not done and not req.Test(st):
+                time.sleep(self.poll)
+            done = False
+            tag = st.Get_tag()
+            if tag == Tags.STOP:
+                break
+            t = self.tags.iteration(tag, last + 1)
+            last = t
+            params = self.param_buf[cur]
+            cur ^= 1
+            req = self.comm.Irecv(self.param_buf[cur], source=0, tag=MPI.ANY_TAG)   # newer parameters, or STOP
+            total = self.delay.delay(self.i, t, workers=code.workers, load_fraction=load / code.k)
+            begin = time.perf_counter()
+            for pos, row in enumerate(self.rows):
+                if req.Test(st):
+                    done = True
+                    break
+                g = np.asarray(self.gradient(int(code.order[self.i][pos]), params), dtype=self.dtype)
+                due = begin + total * (pos + 1) / load
+                while time.perf_counter() < due:
+                    if req.Test(st):
+                        done = True
+                        break
+                    time.sleep(min(1e-3, max(0.0, due - time.perf_counter())))
+                if done:                # newer parameters (or STOP): the rest of this iteration is stale
+                    break
+                if self.send_req[pos] is not None:
+                    wait_request(self.send_req[pos], self.poll, "previous message")
+                code.encode_worker(row, g[None, :], out=self.send_buf[pos])
+                self.send_req[pos] = self.comm.Isend(self.send_buf[pos], dest=0, tag=self.tags.chunk_tag(t, pos))
+                self.sent += 1
+        for r in self.send_req:
+            if r is not None:
+                wait_request(r, self.poll, "last messages")
+        final = self.comm.Isend(np.empty(0, dtype=self.dtype), dest=0, tag=Tags.FINAL)
+        wait_request(final, self.poll, "FINAL")
+        return self.sent
