@@ -255,8 +255,7 @@ def adversarial_gc(placement: Any, s: int, a: int, *, m: int | None = None, k: i
     if len(set(alpha)) != n:
         raise GradcodesValueError("nodes must be distinct" + (" (default nodes: n too large)" if nodes is None else ""))
     K = n - s - 2 * a
-    B = np.empty((n, kk * m), dtype=object)
-    B[...] = Fraction(0)
+    B = RationalField().zeros((n, kk * m))
     for j in range(kk):
         Wj = np.flatnonzero(S[:, j])
         P = _poly_from_roots([alpha[i] for i in range(n) if not S[i, j]])       # monic, degree n - r_j
