@@ -77,6 +77,19 @@ def default_rtol(dtype: Any, code_rtol: float) -> float:
     return tolerance(code_rtol, dtype)
 
 
+def check_dtype_rtol(dtype: Any, rtol: float | None, code_rtol: float) -> tuple[np.dtype, float]:
+    """The checked message dtype (a numpy float or complex dtype) and acceptance tolerance (``0 < rtol < 1``;
+    default :func:`default_rtol`) of a verification."""
+    try:
+        dt = np.dtype(dtype)
+    except TypeError as exc:
+        raise GradcodesValueError(f"dtype must be a numpy float or complex dtype, got {dtype!r}") from exc
+    if dt.kind not in "fc":
+        raise GradcodesValueError(f"dtype must be a numpy float or complex dtype, got {dt}")
+    return dt, check_real("rtol", default_rtol(dt, code_rtol) if rtol is None else rtol, 0, 1, open_lo=True,
+                          open_hi=True)
+
+
 def straggler_batches(n: int, s: int, batch: int) -> Iterator[np.ndarray]:
     """All ``C(n, s)`` straggler sets in lexicographic order, as (b, s) int arrays of at most ``batch`` rows.
 
@@ -321,14 +334,7 @@ def verify(code: LinearCode, *, limit: int | None = None, samples: int = 2000, s
         raise GradcodesTypeError(f"verify() checks exact gradient codes (GradientCode); got {type(code).__name__}. "
                                  f"Approximate codes are judged by their error, not by exact recovery: use "
                                  f"gradcodes.evaluate_approximate(code) (command line: gradcodes evaluate).")
-    try:
-        dt = np.dtype(dtype)
-    except TypeError as exc:
-        raise GradcodesValueError(f"dtype must be a numpy float or complex dtype, got {dtype!r}") from exc
-    if dt.kind not in "fc":
-        raise GradcodesValueError(f"dtype must be a numpy float or complex dtype, got {dt}")
-    rtol = check_real("rtol", default_rtol(dt, code.rtol) if rtol is None else rtol, 0, 1, open_lo=True,
-                      open_hi=True)
+    dt, rtol = check_dtype_rtol(dtype, rtol, code.rtol)
     samples = check_int("samples", samples, 0)
     time_budget = check_real("time_budget", time_budget, 0)
     search_seconds = check_real("search_seconds", search_seconds, 0)

@@ -204,6 +204,14 @@ def test_extra_2_certificates_prove_97_24_below_1e_12():
     assert proven and not failed and bound <= 1e-12
 
 
+def test_extra_2_certificates_prove_100_25_below_1e_12():
+    # (33, 25, 2) seed 2 and (34, 25, 2) seed 6, each checked over every set by the kernel and by gc.verify
+    code = gc.grouped_random(100, 25, extra=2)
+    assert code.load == 28
+    bound, proven, failed = certified_bound(code)
+    assert proven and not failed and bound <= 1e-12
+
+
 @pytest.mark.parametrize("factor", [0.5, 1.5])
 def test_seed_choice_and_certificates_do_not_hinge_on_rounding_noise(monkeypatch, factor):
     # The verifier's worst residual of a group is rounding noise that changes between BLAS kernels (seed 1 beat

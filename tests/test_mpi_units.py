@@ -165,11 +165,12 @@ def test_worker_encoder_checks_what_the_callbacks_return():
     code = gc.cyclic_repetition(6, 2, rng=1)
     enc = WorkerEncoder(code, 0, 10, np.float32)
     out = np.empty(10, dtype=np.float32)
-    with pytest.raises(ValueError, match="length p=10"):
+    with pytest.raises(ValueError, match="of length 10"):
         enc.encode(None, lambda w, j: np.zeros(9, dtype=np.float32), out)
     with pytest.raises(TypeError, match="returned dtype float64"):
         enc.encode(None, lambda w, j: np.zeros(10), out)
-    with pytest.raises(ValueError, match=r"coded_gradient\(params, weights\) must return .* length ceil\(p/m\)=10"):
+    with pytest.raises(ValueError,
+                       match=r"coded_gradient\(params, weights\) must return .* length ceil\(length/m\)=10"):
         enc.check_message(np.zeros(10))
     with pytest.raises(ValueError, match=r"worker must be in \[0, n - 1\] = \[0, 5\]"):
         WorkerEncoder(code, 6, 10, np.float64)

@@ -320,3 +320,25 @@ def test_dense_file_of_a_code_now_stored_sparse_keeps_its_decoders(tmp_path, mon
         warnings.simplefilter("error")                             # no "differs" warning: the decoders stay
         back = gc.load_code(path)
     assert back.sparse and back == code and back.default_decoder == "blocks" and "group" in back.decoders
+
+
+def test_mpi_set_up_reads_the_non_zeros_only():
+    """An MPI worker's plan and the ranks' code fingerprint come from the non-zeros of a code stored sparse (the
+    set-up densified B on every rank), and equal those of the same code stored dense."""
+    from gradcodes.mpi._layout import WorkerEncoder
+    from gradcodes.mpi._runtime import fingerprint
+
+    dense = gc.fractional_repetition(12, 2)
+    sparse = gc.GradientCode(dense.B_sparse, 2, decoders=dense.decoders.values(), default_decoder="group")
+    assert sparse.sparse and not dense.sparse
+    assert fingerprint(sparse) == fingerprint(dense)
+    for w in range(12):
+        a, b = WorkerEncoder(dense, w, 10, np.float32), WorkerEncoder(sparse, w, 10, np.float32)
+        assert a.weights.dtype == b.weights.dtype == np.float32 and np.array_equal(a.weights, b.weights)
+    big = gc.stable_binary(20_000, 100)                       # 4e8 dense entries: over gradcodes.limits.entries
+    assert big.sparse
+    with pytest.raises(gc.SizeLimitError):
+        _ = big.B
+    enc = WorkerEncoder(big, 7, 10, np.float64)
+    assert np.count_nonzero(enc.weights) == int(big.loads[7])
+    assert len(fingerprint(big)) == 16

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .._errors import GradcodesTypeError, GradcodesValueError
+from .._errors import GradcodesTypeError
 from .._typing import DTypeLike, RNGLike, Unset
 from .._validate import SEED_UNSET, check_int, check_real, check_rng, check_size, renamed_keyword, take_rng
 from .._verify_engine import PatternModel, Tracker, run
@@ -317,7 +317,7 @@ def verify_tree(code: CodedReduceCode, *, limit: int | None = None, samples: int
     >>> rep.exact, rep.exhaustive, rep.patterns_checked, rep.load_fraction
     (True, True, 256, Fraction(4, 15))
     """
-    from .._verify import _scale_options, borderline_note, default_rtol
+    from .._verify import _scale_options, borderline_note, check_dtype_rtol
 
     rng = take_rng(rng, seed)
     scale = _scale_options(workers, checkpoint, checkpoint_every, comm)        # checked before any work
@@ -333,14 +333,7 @@ def verify_tree(code: CodedReduceCode, *, limit: int | None = None, samples: int
     max_failures = check_int("max_failures", max_failures, 0)
     time_budget = check_real("time_budget", time_budget, 0)
     check_size("the sampled and searched patterns times N workers", (samples + search_budget) * code.N, "work")
-    try:
-        dt = np.dtype(dtype)
-    except TypeError as exc:
-        raise GradcodesValueError(f"dtype must be a numpy float or complex dtype, got {dtype!r}") from exc
-    if dt.kind not in "fc":
-        raise GradcodesValueError(f"dtype must be a numpy float or complex dtype, got {dt}")
-    rtol = check_real("rtol", default_rtol(dt, code.rtol) if rtol is None else rtol, 0, 1, open_lo=True,
-                      open_hi=True)
+    dt, rtol = check_dtype_rtol(dtype, rtol, code.rtol)
     rng = check_rng(rng)
     if code.sparse and limit is None:
         proof = _theorem_report(code, rtol, dt)        # large trees: a proof by composition, no enumeration

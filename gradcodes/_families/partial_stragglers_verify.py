@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .._errors import GradcodesTypeError, GradcodesValueError
+from .._errors import GradcodesTypeError
 from .._typing import DTypeLike, RNGLike
 from .._validate import check_int, check_real, check_rng, check_size
 from .._verify_engine import PatternModel, Tracker, run
@@ -212,7 +212,7 @@ def verify_partial(code: PartialStragglerCode, *, limit: int | None = None, samp
     >>> rep.verdict, rep.exhaustive, rep.theorem.split(":")[0]
     ('exact', False, 'by chunks')
     """
-    from .._verify import borderline_note, default_rtol
+    from .._verify import borderline_note, check_dtype_rtol
 
     if not isinstance(code, PartialStragglerCode):
         raise GradcodesTypeError(f"verify_partial takes a PartialStragglerCode, got {type(code).__name__}")
@@ -224,14 +224,7 @@ def verify_partial(code: PartialStragglerCode, *, limit: int | None = None, samp
     time_budget = check_real("time_budget", time_budget, 0)
     check_size("the sampled patterns times the messages", samples * code.n, "work")
     check_size("batch_size * messages (one batch of masks)", batch * code.n, "entries")
-    try:
-        dt = np.dtype(dtype)
-    except TypeError as exc:
-        raise GradcodesValueError(f"dtype must be a numpy float or complex dtype, got {dtype!r}") from exc
-    if dt.kind not in "fc":
-        raise GradcodesValueError(f"dtype must be a numpy float or complex dtype, got {dt}")
-    rtol = check_real("rtol", default_rtol(dt, code.rtol) if rtol is None else rtol, 0, 1, open_lo=True,
-                      open_hi=True)
+    dt, rtol = check_dtype_rtol(dtype, rtol, code.rtol)
     gen = check_rng(rng)
     model = ProgressPatterns(code)
     tr = Tracker(model, rtol, dt, max_failures)

@@ -133,7 +133,14 @@ class WorkerEncoder:
         self.partitions = [int(j) for j in code.supports[worker]]
         self._parts: list[Any] = [None] * len(self.partitions)
         k, m = code.k, self.m
-        row = code.float_B(self.dtype)[self.worker].reshape(k, m)
+        if code.sparse and code._entry_dtype().kind == "f":   # the worker's row from the non-zeros: no dense B
+            indptr, indices, data = code._csr_parts()
+            lo, hi = int(indptr[self.worker]), int(indptr[self.worker + 1])
+            full = np.zeros(k * m, dtype=self.dtype)
+            full[indices[lo:hi]] = data[lo:hi].astype(self.dtype)
+            row = full.reshape(k, m)
+        else:
+            row = code.float_B(self.dtype)[self.worker].reshape(k, m)
         #: ``weights[j, u] = B[i, j m + u]`` in the messages' dtype (shape ``(k,)`` when ``m = 1``), read-only: the
         #: argument of a ``coded_gradient(params, weights)`` callback
         self.weights = np.ascontiguousarray(row[:, 0] if m == 1 else row)

@@ -104,11 +104,11 @@ def check_size(layout: Layout, comm: Any, what: str) -> None:
 
 
 def fingerprint(code: LinearCode) -> str:
-    """A digest of the code's matrix and shape (every rank must run the same code)."""
-    B = code.B
-    data = np.ascontiguousarray(B).tobytes() if isinstance(B, np.ndarray) and B.dtype != object else \
-        repr(np.asarray(B).tolist()).encode()
-    h = hashlib.sha256(data)
+    """A digest of the code's matrix and shape (every rank must run the same code); the matrix's value digest,
+    computed on its non-zeros when it is stored sparse (no dense copy of a large code on any rank)."""
+    from .._code_identity import b_digest
+
+    h = hashlib.sha256(b_digest(code))
     h.update(f"{type(code).__name__}:{code.n}:{code.k}:{code.m}:{getattr(code, 's', None)}".encode())
     return h.hexdigest()[:16]
 
