@@ -142,13 +142,25 @@ class StragglerSets(PatternModel):
         #: how the exhaustive enumeration runs (workers, checkpoint, checkpoint_every, comm)
         self.scale: dict[str, Any] = {}
         self._table: np.ndarray | None = None
+        self._combos: tuple[int, Iterator[tuple[int, ...]]] | None = None
 
     def batches(self, batch: int) -> Iterator[np.ndarray]:
         return lex_straggler_batches(self.code.n, self.code.s, batch)
 
     def patterns(self, lo: int, hi: int) -> np.ndarray:
-        """The straggler sets of lexicographic ranks ``[lo, hi)``."""
+        """The straggler sets of lexicographic ranks ``[lo, hi)``.
+
+        Ranks are unranked with an int64 table when ``C(n, s)`` fits; beyond (a limited enumeration of a code with
+        more sets than int64 counts), the sets come from :func:`itertools.combinations`, continued from the last
+        chunk when the chunks are consecutive."""
         n, s = self.code.n, self.code.s
+        if self.total >= _verify_fast._INT_LIMIT:
+            if self._combos is None or self._combos[0] != lo:
+                self._combos = (lo, itertools.islice(itertools.combinations(range(n), s), lo, None))
+            it = self._combos[1]
+            flat = np.fromiter(itertools.chain.from_iterable(itertools.islice(it, hi - lo)), dtype=np.int64)
+            self._combos = (hi, it)
+            return flat.reshape(-1, s)
         if self._table is None:
             self._table = _verify_fast._binom_table(n, s)
         return unrank_lex(n, s, np.arange(lo, hi, dtype=np.int64), self._table)

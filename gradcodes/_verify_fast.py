@@ -43,11 +43,16 @@ _INT_LIMIT = 2**62
 
 
 def _binom_table(n: int, s: int) -> np.ndarray:
-    """``T[i, c] = C(c, i)`` for ``0 <= i <= s``, ``0 <= c <= n`` as int64 (callers ensure no overflow)."""
+    """``T[i, c] = C(c, i)`` for ``0 <= i <= s``, ``0 <= c <= n`` as int64, saturated at ``_INT_LIMIT``.
+
+    Callers ensure ``C(n, s) < _INT_LIMIT``; entries of the middle rows can still be far larger when ``s > n / 2``
+    (``C(70, 35)`` for ``C(70, 60)``). Unranking only reads entries at most the rank it unranks (below ``C(n, s)``)
+    and searches rows that stay non-decreasing, so the saturated entries leave every result unchanged.
+    """
     T = np.zeros((s + 1, n + 1), dtype=np.int64)
     for i in range(s + 1):
         for c in range(n + 1):
-            T[i, c] = math.comb(c, i)
+            T[i, c] = min(math.comb(c, i), _INT_LIMIT)
     return T
 
 

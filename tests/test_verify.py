@@ -456,3 +456,20 @@ def test_theorem_is_found_without_the_search():
     """search=False still proves a code by its decoder's theorem (the theorem is not part of the search)."""
     report = gc.verify(gc.fractional_repetition(40, 9), search=False, samples=50, rng=0, time_budget=0)
     assert report.verdict == "ok" and report.theorem and not report.exhaustive
+
+
+def test_blocks_with_more_than_half_stragglers_enumerate_without_overflow():
+    """verify crashed with OverflowError on grouped_mds(1000, 100): its blocks of 111 workers have s = 100 > 111 / 2,
+    so the int64 binomial table of the unranking overflowed in its middle rows (C(111, 55)) although C(111, 100)
+    fits. Now the table saturates, the sets come out as itertools orders them, and the verdict is reached."""
+    import itertools
+
+    from gradcodes._verify_fast import unrank_lex
+
+    n, s = 70, 60
+    total = math.comb(n, s)
+    got = unrank_lex(n, s, np.array([0, 1, 2, total - 1], dtype=np.int64))
+    first = [list(c) for c in itertools.islice(itertools.combinations(range(n), s), 3)]
+    assert got[:3].tolist() == first and got[3].tolist() == list(range(n - s, n))
+    report = gc.verify(gc.grouped_mds(1000, 100))
+    assert report.n_failures > 0 and not report        # complex MDS blocks of 111 workers, 100 stragglers: FAILS

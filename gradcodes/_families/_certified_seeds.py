@@ -98,7 +98,8 @@ CERTIFIED: dict[tuple[int, int, int], dict[str, Any]] = {
     # seed 6 of seeds 0-7 and 9 (seeds 0-3 failed 1e-12; 4, 5 and 7 abandoned at 1.1-1.3e-12; 9 stopped at 35.7
     # million sets, running worst 8.1e-13, once 6 had finished): 52,451,256 sets, kernel 1,806 s under nice at load
     # average 14-15; gc.verify re-check over every set on 2 processes (stopped after 452 s and resumed from its
-    # checkpoint: 320 s more): residual 4.01e-13, cancellation 1,142.986 (gc.verify's own estimate with the decode's rounding: 1.15e-12)
+    # checkpoint: 320 s more): residual 4.01e-13, cancellation 1,142.986 (gc.verify's own estimate with the
+    # decode's rounding: 1.15e-12)
     (34, 25, 2): _entry(34, 25, seed=6, seconds=1806.2, seeds_tried=9,
                        kernel=[5.927369474213214e-13, 5.115907697472721e-13, 1142.98584894013],
                        verify=[5.274653879161629e-13, 4.005684672847565e-13, 1142.98584894013],
