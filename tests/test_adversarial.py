@@ -83,8 +83,18 @@ def test_float_decode_with_adversaries():
     res = gc.decode_adversarial(code, R, Yr)
     assert res.corrected and res.adversarial == (4,)
     np.testing.assert_allclose(res.gradient, G.reshape(12, 2, 40).sum(axis=0).ravel(), atol=1e-10)
-    f32 = gc.decode_adversarial(code, R, Yr.astype(np.float32), rtol=1e-4)
+    # float32 messages of this code: predicted error 2.5e-4 over the float32 tolerance 2.4e-4, so the acceptance
+    # rule refuses the decode (the old expectation, a float32 gradient, came from a decode without the rule)
+    with pytest.raises(gc.DecodingError):
+        gc.decode_adversarial(code, R, Yr.astype(np.float32), rtol=1e-4)
+    small = gc.adversarial_gc(_cyclic_placement(8, 4), 1, 1, m=1)    # little cancellation: float32 decodes
+    G8 = rng.standard_normal((small.k, 40))
+    R8 = [0, 1, 2, 3, 4, 6, 7]
+    Y8 = (small.B @ G8)[R8]
+    Y8[4] *= -3.0
+    f32 = gc.decode_adversarial(small, R8, Y8.astype(np.float32), rtol=1e-4)
     assert f32.gradient.dtype == np.float32 and f32.adversarial == (4,)
+    assert np.abs(f32.gradient - G8.sum(axis=0)).max() <= 1e-3
 
 
 def test_verifier_exhaustive_and_can_fail(monkeypatch):
@@ -181,3 +191,20 @@ def test_registered_and_proven():
     assert sch.kind == "exact"
     for row in sch.tour:
         assert gc.verify(sch.build(**row)).proven
+
+
+def test_float_decode_obeys_the_acceptance_rule():
+    """decode_adversarial returned float decodes without the library's acceptance rule: float32 messages of a
+    40-worker code (cancellation 2.6e5, predicted error 0.1) came back as a gradient. Now it raises DecodingError,
+    and the same messages in float64 still decode within 1e-8 relative."""
+    code = gc.adversarial_gc(_cyclic_placement(40, 7), 2, 2, m=1)
+    rng = np.random.default_rng(0)
+    G = rng.standard_normal((code.k, 5))
+    Y = code.B @ G
+    R = list(range(2, 40))
+    Y[5] += 3.0                                                   # worker 5 lies
+    res = gc.decode_adversarial(code, R, Y[R])
+    assert res.adversarial == (5,)
+    assert np.abs(res.gradient - G.sum(axis=0)).max() <= 1e-8 * np.abs(G).sum(axis=0).max()
+    with pytest.raises(gc.DecodingError, match="cancellation"):
+        gc.decode_adversarial(code, R, Y[R].astype(np.float32))

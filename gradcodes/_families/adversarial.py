@@ -482,11 +482,27 @@ def decode_adversarial(code: AdversarialCode, responders: Responders, messages: 
                     g = np.array([[sum((W[u][c] * Y[Q[c], col] for c in range(K)), Fraction(0))
                                    for col in range(Y.shape[1])] for u in range(code.m)], dtype=object).ravel()
                 else:
-                    g = (np.array(W, dtype=np.float64).astype(Y.dtype) @ Y[Q]).ravel()
+                    Wf = np.array(W, dtype=np.float64)                 # (m, K): the decoding vector on Q
+                    _accept(code, np.asarray(R)[Q], Wf, Y.dtype)
+                    g = (Wf.astype(Y.dtype) @ Y[Q]).ravel()
                 if length is not None:
                     g = g[:length]
                 return AdversarialDecodeResult(g, tuple(int(R[i]) for i in T), True, bool(T), tuple(int(i) for i in R))
     return AdversarialDecodeResult(None, (), False, True, tuple(int(i) for i in R))
+
+
+def _accept(code: AdversarialCode, F: np.ndarray, W: np.ndarray, dtype: Any) -> None:
+    """The library's acceptance rule for a float decode with weights ``W`` (m, K) on the workers ``F``: raise
+    :class:`~gradcodes.DecodingError` unless its predicted error meets ``code.rtol`` in the messages' dtype."""
+    from .._acceptance import check_float_decode
+    from .._numerics import cancellation, decode_terms, residuals
+
+    A = np.zeros((code.m, code.n))
+    A[:, F] = W
+    B = code.float_B()
+    res = float(residuals(A[None], B, code.target)[0])
+    canc = float(cancellation(A[None], B, code.k)[0])
+    check_float_decode(code, np.sort(F), res, canc, code.rtol, dtype, decode_terms(A, int(code.load)))
 
 
 # ----------------------------------------------------------------------------------------------- verifier
