@@ -1,9 +1,9 @@
 """An MPI job driven by tests/test_mpi_partial.py (``mpiexec -n N python -m mpi4py tests/mpi_partial_job.py CONFIG``).
 
 CONFIG is JSON: the protocol (``n``, ``s``, ``m``), ``p``, ``iters``, ``dtype``, a slow worker (``slow``: worker and
-seconds per iteration) and hung workers (``hang``). Rank 0 checks every iteration's decoded gradient against the
-uncoded sum of the same chunk gradients and prints one JSON line ``RESULT {...}``; a failed check raises, which
-aborts the job.
+seconds per iteration), hung workers (``hang``) and NaN gradients on every worker (``nan``). Rank 0 checks every
+iteration's decoded gradient against the uncoded sum of the same chunk gradients and prints one JSON line
+``RESULT {...}``; a failed check raises, which aborts the job.
 """
 
 from __future__ import annotations
@@ -29,10 +29,12 @@ def main() -> None:
     C = np.random.default_rng(7).uniform(0.5, 1.5, size=(code.k, p)).astype(dtype)
     out = np.empty((code.k, p), dtype=dtype)
 
+    nan = cfg.get("nan", False)                     # every worker's chunk gradients are NaN
+
     def gradient(j: int, w: np.ndarray) -> np.ndarray:
         # g_j(w) = C_j * w + j: depends on the iteration's parameters, so a stale message would not match
         np.multiply(C[j], w, out=out[j])
-        out[j] += j
+        out[j] += np.nan if nan else j
         return out[j]
 
     delay = NoDelay()
@@ -48,7 +50,12 @@ def main() -> None:
         for t in range(iters):
             w[:] = 1 + t
             master.broadcast(w, t)
-            g, info = master.aggregate(t, timeout=60)
+            try:
+                g, info = master.aggregate(t, timeout=60)
+            except gc.DecodingError as exc:             # NaN messages: named, never a silently wrong sum
+                master.stop()
+                print("RESULT " + json.dumps({"nonfinite": exc.responders, "kind": type(exc).__name__}), flush=True)
+                return
             want = sum(C[j].astype(np.float64) * (1 + t) + j for j in range(code.k))
             err = float(np.max(np.abs(g - want)) / np.max(np.abs(want)))
             unit = np.finfo(dtype).eps

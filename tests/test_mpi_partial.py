@@ -57,3 +57,12 @@ def test_communication_factor_two_with_a_hung_worker():
     for arrived in res["arrived"]:
         assert arrived[1] == 0
     assert len(res["errors"]) == 4
+
+
+@needs_mpi
+def test_nan_messages_are_named_not_decoded():
+    """The partial-straggler master returned the NaN sum of NaN chunk messages as the gradient; now the decode's
+    one finiteness check fails and the error names the senders of the non-finite messages it used."""
+    res = run_job(4, {"n": 3, "s": 1, "m": 1, "p": 20, "iters": 2, "nan": True})
+    assert res["kind"] == "NonFiniteMessageError" and res["nonfinite"]
+    assert set(res["nonfinite"]) <= {0, 1, 2}

@@ -190,6 +190,13 @@ class PartialMaster:
                 elif a != 0.0:
                     np.multiply(self.ring[self.slot[r]], a, out=self.scratch)   # a Python float: the dtype stays
                     np.add(out2[u], self.scratch, out=out2[u])
+        if not np.isfinite(self.out).all():              # one check of the decode; the senders only when it fails
+            bad = sorted({int(code.message_worker[r]) for r in used if not np.isfinite(self.ring[self.slot[r]]).all()})
+            if bad:
+                from .._acceptance import NonFiniteMessageError
+
+                raise NonFiniteMessageError(f"iteration {t}: the chunk messages of workers {bad} hold NaN or inf, "
+                                            f"so the decoded gradient is not finite", responders=bad)
         return self.out[: self.p], {"messages": tuple(int(r) for r in used), "arrived": arrived.tolist(),
                                     "wait": waited, "stale": self.stale}
 
