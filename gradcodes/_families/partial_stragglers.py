@@ -325,7 +325,7 @@ class PartialStragglerCode(GradientCode):
 
     The flat view is an ordinary :class:`~gradcodes.GradientCode` whose *rows are messages*: ``code.n`` is the
     number of messages (``sum_i gamma_i``), row :meth:`message` ``(i, t)`` is the message worker ``i`` sends
-    after its ``t``-th chunk (``t = 0, 1, ...`` in its :attr:`order`), supported on one chunk. ``decode`` takes the
+    after its ``t``-th chunk (``t = 0, 1, ...`` in its ``order``), supported on one chunk. ``decode`` takes the
     arrived messages as responders; any ``n - s`` messages decode (each chunk then misses at most ``s`` of its
     ``gamma_j >= s + m`` messages), and so does every smaller set in which each chunk has ``m`` messages
     (:meth:`decodable_progress` for prefix states).

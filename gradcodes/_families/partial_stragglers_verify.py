@@ -166,7 +166,7 @@ def verify_partial(code: PartialStragglerCode, *, limit: int | None = None, samp
     is checked when the progress space (``prod_i (gamma_i + 1)`` states, of which the admitted ones are counted
     exactly up to ``2^20``) fits ``limit`` or ``time_budget``; otherwise the structured states (every worker
     finished; one worker silent), and ``samples`` random admitted states, which alone is never a proof; rational
-    codes are then proven *by chunks* (:func:`chunk_proof`: the decoder is block diagonal by chunk, so checking
+    codes are then proven *by chunks* (``chunk_proof``: the decoder is block diagonal by chunk, so checking
     every selection of ``m`` messages about every chunk covers every state). ``gc.verify(code)`` dispatches here.
 
     Parameters
