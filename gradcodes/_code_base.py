@@ -224,11 +224,18 @@ class CodeBase:
 
     @property
     def supports(self) -> list[np.ndarray]:
-        """The partitions stored by each worker."""
-        if self._csr is not None:
-            ip, part = row_supports(self._csr, self._n, self._m)
-            return [part[ip[i]:ip[i + 1]] for i in range(self._n)]
-        return [np.flatnonzero(row) for row in self.support_matrix]
+        """The partitions stored by each worker (read-only arrays; computed once per code, so indexing
+        ``code.supports[i]`` in a loop costs a list copy, not a pass over ``B``)."""
+        if "supports" not in self._memo:
+            if self._csr is not None:
+                ip, part = row_supports(self._csr, self._n, self._m)
+                rows = [part[ip[i]:ip[i + 1]] for i in range(self._n)]
+            else:
+                rows = [np.flatnonzero(row) for row in self.support_matrix]
+            for r in rows:
+                r.flags.writeable = False
+            self._memo["supports"] = rows
+        return list(self._memo["supports"])
 
     @property
     def loads(self) -> np.ndarray:
