@@ -68,6 +68,7 @@ from ._families.adversarial import (
     verify_adversarial,
 )
 from ._families.bibd import BIBDCode, BIBDDecoder, bibd_code, block_design, stochastic_bibd
+from ._families.product import ProductCode, product_code
 from ._families.coded_reduce import CodedReduceCode, TreeVerifyReport, coded_reduce, coded_reduce_load, verify_tree
 from ._families.expander import ApproximationReport
 from ._families.expander_graphs import (
@@ -138,7 +139,7 @@ __all__ = [
     "graph_assignment_error",
     "adversarial_gc", "AdversarialCode", "adversarial_comm_cost", "decode_adversarial", "AdversarialDecodeResult",
     "verify_adversarial", "AdversarialVerifyReport", "InterpolationDecoder",
-    "bibd_code", "BIBDCode", "BIBDDecoder", "block_design", "stochastic_bibd",
+    "bibd_code", "BIBDCode", "BIBDDecoder", "block_design", "stochastic_bibd", "product_code", "ProductCode",
     # verification, evaluation and bounds
     "verify", "VerifyReport", "verify_tree", "TreeVerifyReport", "min_load", "coded_reduce_load",
     "by_blocks", "blocks_of", "BlockDecoder", "BlockVerifyReport",
