@@ -68,7 +68,6 @@ from ._families.adversarial import (
     verify_adversarial,
 )
 from ._families.bibd import BIBDCode, BIBDDecoder, bibd_code, block_design, stochastic_bibd
-from ._families.product import ProductCode, product_code
 from ._families.coded_reduce import CodedReduceCode, TreeVerifyReport, coded_reduce, coded_reduce_load, verify_tree
 from ._families.expander import ApproximationReport
 from ._families.expander_graphs import (
@@ -91,6 +90,7 @@ from ._families.heterogeneous_exact import (
 )
 from ._families.partial_stragglers import ChunkDecoder, PartialStragglerCode, chunk_order, partial_straggler_code, q_max
 from ._families.partial_stragglers_verify import verify_partial
+from ._families.product import ProductCode, product_code
 from ._io import CodeFileError, load, load_code, save, save_code
 from ._registry import Scheme, register, schemes
 from ._simulate import (

@@ -90,7 +90,7 @@ def _factor_bound(code: LinearCode, s: int) -> float | None:
     if s > code.n - 1:
         return None
     if not isinstance(code, ApproximateCode):        # an exact code: error 0 within its straggler tolerance
-        tol = code.s
+        tol = getattr(code, "s", None)
         return 0.0 if s == 0 or (tol is not None and s <= tol) else None
     bound = getattr(code, "spectral_bound", None)
     if not callable(bound):
