@@ -4,6 +4,7 @@ the worst-case bound from the factors, validation, save/load."""
 from __future__ import annotations
 
 import itertools
+import math
 from fractions import Fraction
 
 import numpy as np
@@ -105,3 +106,19 @@ def test_save_load_keeps_the_decoder(tmp_path) -> None:
     back = gc.load_code(path)
     assert isinstance(back, gc.ProductCode) and back.default_decoder == "optimal" and back.s == 3
     assert np.array_equal(back.float_B(), code.float_B())
+
+
+def test_sparse_factor_gives_the_same_matrix_as_dense() -> None:
+    from scipy import sparse
+
+    dense = gc.bibd_code("affine_plane", 3)
+    as_sparse = gc.ApproximateCode(sparse.csr_array(dense.float_B()))
+    fano = gc.bibd_code("projective_plane", 2)
+    a, b = gc.product_code(as_sparse, fano), gc.product_code(dense, fano)
+    assert np.array_equal(a.float_B(), b.float_B())
+    assert a.default_decoder == "optimal"
+    # a plain matrix has no bound of its own: only the role "Fano straggles, the matrix (columns sum to 1) is whole"
+    assert a.spectral_bound(1) == pytest.approx(math.sqrt(12 * 0.25))     # k_1 e_Fano(1) = 12 * 1/4
+    assert b.spectral_bound(1) ** 2 == pytest.approx(min(7 * float(dense.squared_error(1)),
+                                                         12 * float(gc.bibd_code("projective_plane", 2,
+                                                                                 field="rational").squared_error(1))))
