@@ -117,7 +117,7 @@ types. Narrative: :doc:`../cyclic_mds`, :doc:`../stable_codes`, :doc:`../ye_abbe
             "adversarial_gc", "AdversarialCode", "adversarial_comm_cost", "decode_adversarial",
             "AdversarialDecodeResult", "verify_adversarial", "AdversarialVerifyReport", "InterpolationDecoder"]),
         ("Block designs", "gradcodes", ["bibd_code", "BIBDCode", "BIBDDecoder", "block_design",
-                                         "stochastic_bibd"]),
+                                         "stochastic_bibd", "product_code", "ProductCode"]),
         ("Approximate baselines", "gradcodes", ["ignore_stragglers", "stochastic_gc", "bernoulli_gc", "erasurehead",
                                                 "optimal_decoding"]),
     ]),

@@ -90,6 +90,7 @@ from ._families.heterogeneous_exact import (
 )
 from ._families.partial_stragglers import ChunkDecoder, PartialStragglerCode, chunk_order, partial_straggler_code, q_max
 from ._families.partial_stragglers_verify import verify_partial
+from ._families.product import ProductCode, product_code
 from ._io import CodeFileError, load, load_code, save, save_code
 from ._registry import Scheme, register, schemes
 from ._simulate import (
@@ -138,7 +139,7 @@ __all__ = [
     "graph_assignment_error",
     "adversarial_gc", "AdversarialCode", "adversarial_comm_cost", "decode_adversarial", "AdversarialDecodeResult",
     "verify_adversarial", "AdversarialVerifyReport", "InterpolationDecoder",
-    "bibd_code", "BIBDCode", "BIBDDecoder", "block_design", "stochastic_bibd",
+    "bibd_code", "BIBDCode", "BIBDDecoder", "block_design", "stochastic_bibd", "product_code", "ProductCode",
     # verification, evaluation and bounds
     "verify", "VerifyReport", "verify_tree", "TreeVerifyReport", "min_load", "coded_reduce_load",
     "by_blocks", "blocks_of", "BlockDecoder", "BlockVerifyReport",

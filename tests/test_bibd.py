@@ -207,3 +207,26 @@ def test_stochastic_bibd_save_load_and_bad_input(tmp_path):
         gc.stochastic_bibd("projective_plane", 3, p=1.5)
     with pytest.raises(gc.GradcodesValueError, match="q"):
         gc.stochastic_bibd("projective_plane", p=0.1)
+
+
+@pytest.mark.parametrize("design, q, p, s, want", [
+    ("projective_plane", 2, Fr(1, 4), 2, Fr(47, 81)),      # w = 4/9, f = 5: (16*35 - 1080 + 567)/81
+    ("projective_plane", 2, Fr(1, 4), 0, Fr(7, 9)),         # no stragglers: every partition 4/3, 7 (1/3)^2
+    ("affine_plane", 2, Fr(1, 3), 1, None),
+])
+def test_stochastic_bibd_sum_error_depends_only_on_s(design, q, p, s, want):
+    """The sum decoder's ||u B - 1||^2 = w^2 (f r + f(f-1) λ) - 2 w f r + b on every set of f = n - s responders
+    (w = 1/((1-p)K)): the same for all sets, exactly."""
+    code = gc.stochastic_bibd(design, q, p=p)
+    bibd = gc.bibd_code(design, q)
+    v, b, r, K, lam = bibd.v, bibd.b, bibd.r, bibd.block_size, bibd.lam
+    f = v - s
+    w = 1 / ((1 - p) * K)
+    formula = w * w * (f * r + f * (f - 1) * lam) - 2 * w * f * r + b
+    if want is not None:
+        assert formula == want
+    for S in itertools.combinations(range(v), s):
+        alive = np.ones(v, dtype=bool)
+        alive[list(S)] = False
+        resid = code.B[alive].sum(axis=0) - 1
+        assert sum(x * x for x in resid) == formula

@@ -144,6 +144,34 @@ def test_graph_assignment_triangle_worked_example():
     assert A.tolist() == [[Fraction(4, 3), Fraction(4, 3), 0]]
 
 
+def _cycle(k):
+    return [[1 if (i - j) % k in (1, k - 1) else 0 for j in range(k)] for i in range(k)]
+
+
+@pytest.mark.parametrize("k, dead, want", [
+    (6, [], 0),                                   # even cycle: bipartite, |L| = |R| = 3
+    (6, [(0, 1)], 0),                             # path on 6 vertices: 3 / 3
+    (6, [(0, 1), (1, 2)], Fraction(6, 5)),        # vertex 1 isolated (1) + path on 5 vertices: (3-2)^2/5
+    (6, [(0, 1), (3, 4)], Fraction(2, 3)),        # two paths on 3 vertices: 2 * (2-1)^2/3
+    (6, [(0, 1), (2, 3), (4, 5)], 0),             # three single edges: L = R = 1 each
+    (5, [], 0),                                   # odd cycle: α = 1 everywhere (Lemma: odd cycle)
+    (5, [(0, 1)], Fraction(1, 5)),                # path on 5 vertices: (3-2)^2/5
+    (5, [(0, 1), (2, 3)], Fraction(1, 3)),        # edge 1-2 (L = R = 1: 0) and path 3-4-0 ((2-1)^2/3)
+    (5, [(0, 1), (1, 2), (3, 4)], Fraction(1)),   # vertex 1 isolated (1), edges 2-3 and 4-0 (0 each)
+])
+def test_graph_assignment_cycle_vectors(k, dead, want):
+    """Glasgow & Wootters' characterisation (2021, §IV: α_u + α_v = 2 on every surviving edge; α = 1 on a
+    component with an odd cycle; 1 ∓ (|L|-|R|)/|C| on a bipartite one; 0 on an isolated partition) on cycles,
+    hand-computed, exactly; the components decoder and exact least squares agree."""
+    code = gc.graph_assignment_code(k, 2, graph=_cycle(k), field="rational")
+    edges = [tuple(sorted(e)) for e in code.edges.tolist()]
+    alive = [i for i, e in enumerate(edges) if e not in {tuple(sorted(d)) for d in dead}]
+    assert len(alive) == k - len(dead)
+    assert gc.graph_assignment_error(code, alive) == want
+    assert _exact_sq_error(code, alive, "components") == want
+    assert _exact_sq_error(code, alive, "optimal") == want
+
+
 @pytest.mark.parametrize("graph,k,d", [(K4, 4, 3), ("margulis", 4, 8), ("margulis", 9, 8)])
 def test_components_decoder_is_optimal_exactly(graph, k, d):
     """Every responder set (K4: all 2^6; Margulis: 300 random ones): the closed-form decoder's exact error equals

@@ -28,6 +28,7 @@ _HET = gc.heterogeneous([0.1, 0.2, 0.3], 3)
 _P3 = [0.1, 0.2, 0.3]
 _GA = gc.graph_assignment_code(6, 3, rng=0)
 _PL = [[0, 1, 2], [0, 1, 3], [0, 2, 3], [1, 2, 3], [0, 1, 2, 3]]
+_FANO = gc.bibd_code("projective_plane", 2)
 _ADV = gc.adversarial_gc(_PL, 1, 1)
 _PS = gc.partial_straggler_code(5, 1, 2)
 _A4 = [[1, 1, 0, 0], [0, 1, 1, 0], [0, 0, 1, 1], [1, 0, 0, 1]]
@@ -80,6 +81,7 @@ API = {
     "bibd_code": (gc.bibd_code, dict(design="projective_plane", q=3, s=None, field="real")),
     "block_design": (gc.block_design, dict(design="affine_plane", q=3)),
     "stochastic_bibd": (gc.stochastic_bibd, dict(design="projective_plane", q=2, p=0.2)),
+    "product_code": (gc.product_code, dict(first=_FANO, second=_FANO, s=None)),
     "min_load": (gc.min_load, dict(n=7, s=2, m=1, k=None)),
     "min_load_heterogeneous": (gc.min_load_heterogeneous, dict(n=4, k=4)),
     "straggle_probabilities": (gc.straggle_probabilities, dict(p=0.2, n=4, exact=None, name="p")),
