@@ -314,7 +314,7 @@ def _repetition_report(sub: GradientCode, dtype: Any = np.float64) -> BlockVerif
     responder with weight 1 needs no enumeration: any ``s <= n_b - 1`` stragglers leave a first responder, and
     ``e_i B_b = 1`` exactly (residual 0, cancellation factor 1; Tandon et al. 2017, fractional repetition)."""
     from ._bounds import min_load
-    from ._families.repetition import GroupDecoder
+    from ._group_decoder import GroupDecoder
 
     dec = sub.decoders[sub.default_decoder]
     B = np.asarray(sub.B)

@@ -67,7 +67,7 @@ class DecodableMixin(CodeBase):
         """Group boundaries when the fast group rule applies (module docstring), else None; memoised."""
         if "decodable_groups" in self._memo:
             return self._memo["decodable_groups"]
-        from ._families.repetition import GroupDecoder
+        from ._group_decoder import GroupDecoder
 
         out = None
         dec = self.decoders[self.default_decoder]

@@ -36,7 +36,8 @@ def _launches_ranks(item) -> bool:  # noqa: ANN001 - a pytest Item
         return False
     path = Path(target)
     if not path.is_absolute():
-        path = Path(__file__).resolve().parent.parent / ("benchmarks" if name == "test_benchmarks.py" else "docs") / path
+        folder = "benchmarks" if name == "test_benchmarks.py" else "docs"
+        path = Path(__file__).resolve().parent.parent / folder / path
     try:
         text = path.read_text(encoding="utf-8")
     except OSError:
