@@ -306,16 +306,70 @@ def test_proof_by_chunks_catches_a_corrupted_message():
     assert chunk_proof(code)[0].startswith("by chunks")
 
 
-def test_flat_simulator_and_runtime_refuse_the_message_rows():
-    """The rows of a PartialStragglerCode are messages: the flat simulator and MPI layout would read them as
-    workers, so they point to the partial-straggler versions instead."""
+def test_flat_runtime_refuses_the_message_rows():
+    """The rows of a PartialStragglerCode are messages: the flat MPI layout would read them as workers, so it
+    points to the partial-straggler runtime instead (gc.simulate runs the per-chunk model: tests below)."""
     from gradcodes.mpi import layout_for
 
     code = gc.partial_straggler_code(4, 1)
-    with pytest.raises(gc.GradcodesTypeError, match="simulate_partial"):
-        gc.simulate([code], iters=10, rng=0)
     with pytest.raises(gc.GradcodesTypeError, match="PartialMaster"):
         layout_for(code)
+
+
+# ---------------------------------------------------------------------------------------------- gc.simulate
+
+
+def test_simulate_runs_the_per_chunk_model_like_simulate_partial():
+    """gc.simulate(code) of a partial-straggler protocol used to raise; it now runs the per-chunk model, and with
+    free communication (t_c = 0) its iteration times are those of simulate_partial on the same chunk times."""
+    code = gc.partial_straggler_code(6, 1, 2)
+    times = np.random.default_rng(5).exponential(size=(7, 6)) + 0.1
+    res = gc.simulate(code, model=gc.TraceReplay(times), iters=7, t_c=0.0, m_data=6.0, rng=0, return_samples=True)
+    (label,) = list(res.schemes)
+    sim = gc.simulate_partial(code, model=gc.TraceReplay(times), iterations=7)
+    assert label == f"PS[{code.name}]"
+    assert res[label].times.tolist() == sim.partial.tolist()
+    assert res[label].details["classical_mean"] == pytest.approx(float(sim.classical.mean()), rel=1e-15)
+    assert res[label].workers == 6 and res[label].load == pytest.approx(3.0)
+
+
+def test_simulate_single_port_master_deterministic():
+    """Equal deterministic speeds, n = 4, s = 1, m = 1 (load 2), chunk time 1, t_c = 0.25: the four first-round
+    messages (one per chunk under the matching order) are received at 1.25, 1.5, 1.75, 2.0; the classical
+    protocol receives 3 whole loads (ready at 2) at 2.25, 2.5, 2.75."""
+    code = gc.partial_straggler_code(4, 1)
+    res = gc.simulate([code], a=1.0, mu=float("inf"), m_data=4.0, t_c=0.25, iters=3, rng=0, return_samples=True,
+                      return_responders=True)
+    r = res[f"PS[{code.name}]"]
+    assert r.times.tolist() == [2.0] * 3 and r.details["classical_mean"] == 2.75
+    first_round = np.zeros(code.n, dtype=bool)
+    first_round[code.offsets[:-1]] = True
+    assert r.responders.shape == (3, code.n) and (r.responders == first_round).all() and r.messages == 4
+
+
+def test_simulate_partial_protocol_against_classical_codes():
+    """In gc.simulate, beside the classical codes of the same data (cyclic repetition, m = 1; Ye-Abbe, m = 2):
+    the partial protocol is never slower on the same draws, and its mean is below the classical codes' means."""
+    for s, m, classical in [(1, 1, gc.cyclic_repetition(10, 1, rng=0)), (2, 2, gc.ye_abbe(10, 2, 2))]:
+        code = gc.partial_straggler_code(10, s, m)
+        res = gc.simulate([code, classical], iters=400, rng=1, t_c=0.001)
+        r = res[f"PS[{code.name}]"]
+        assert r.details["speedup_over_classical"] > 1.2
+        assert r.mean < res[f"GC[{classical.name}]"].mean
+        assert r.details["mean_messages"] <= code.n
+
+
+def test_simulate_partial_bad_options():
+    code = gc.partial_straggler_code(4, 1)
+    with pytest.raises(gc.GradcodesValueError, match="policy"):
+        gc.simulate(code, policy="first", iters=10, rng=0)
+    with pytest.raises(gc.GradcodesValueError, match="deadline"):
+        gc.simulate(code, deadline=1.0, iters=10, rng=0)
+    with pytest.raises(gc.GradcodesValueError, match="a"):
+        gc.simulate(code, a=[1.0, 1.0, 1.0], mu=1.0, iters=10, rng=0)          # 3 speeds for 4 workers
+    res = gc.simulate(code, a=[1e-4, 1e-4, 1e-4, 1e-3], mu=float("inf"), m_data=4000, t_c=0.0, iters=2, rng=0)
+    # worker 3 (10x slower) would finish chunk 3 at 1.0; worker 2 processes it second, at 0.2
+    assert res[f"PS[{code.name}]"].mean == pytest.approx(0.2)
 
 
 # ---------------------------------------------------------------------------------------------- registry, tour
