@@ -188,6 +188,18 @@ def run(quick: bool, seed: int = 0, smoke: bool = False) -> list[dict]:
 PARTIAL = ((1, 1), (2, 2), (1, 3), (3, 5))
 
 
+def _partial_errors(mask: np.ndarray, code: gc.LinearCode, Y64: np.ndarray, Y32: np.ndarray, true: np.ndarray,
+                    row_l1: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(float64 error, float32 error, cancellation) of the chunk decoder per message mask."""
+    A = code.decoding_matrices(mask)                                   # (b, m, n)
+    with np.errstate(all="ignore"):
+        g64 = np.einsum("bun,np->bup", A, Y64).reshape(len(mask), -1)
+        g32 = np.einsum("bun,np->bup", A.astype(np.float32), Y32).astype(np.float64).reshape(len(mask), -1)
+    scale = np.abs(true).max()
+    canc = (np.abs(A) @ row_l1).max(axis=1) / code.k
+    return np.abs(g64 - true).max(axis=1) / scale, np.abs(g32 - true).max(axis=1) / scale, canc
+
+
 def partial_rows(quick: bool, seed: int = 0, smoke: bool = False) -> list[dict]:
     """The chunk decoder of :func:`gradcodes.partial_straggler_code` (Ramamoorthy, Meng & Girimaji 2024) at
     ``n`` in {20, 50, 100}: the same columns as the exact families, on *arrival patterns* instead of straggler sets.
@@ -233,18 +245,10 @@ def partial_rows(quick: bool, seed: int = 0, smoke: bool = False) -> list[dict]:
         uni = np.array([np.isin(rank, sub) for sub in subsets])
         row_l1 = np.abs(code.float_B()).sum(axis=1)
 
-        def errors(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-            A = code.decoding_matrices(mask)                                   # (b, m, n)
-            with np.errstate(all="ignore"):
-                g64 = np.einsum("bun,np->bup", A, Y64).reshape(len(mask), -1)
-                g32 = np.einsum("bun,np->bup", A.astype(np.float32), Y32).astype(np.float64).reshape(len(mask), -1)
-            scale = np.abs(true).max()
-            canc = (np.abs(A) @ row_l1).max(axis=1) / code.k
-            return (np.abs(g64 - true).max(axis=1) / scale, np.abs(g32 - true).max(axis=1) / scale, canc)
-
-        c64, c32, cc = errors(code.progress_mask(cons))
-        r64, r32, rc = errors(code.progress_mask(rnd))
-        u64, u32, uc = errors(uni)
+        args = (code, Y64, Y32, true, row_l1)
+        c64, c32, cc = _partial_errors(code.progress_mask(cons), *args)
+        r64, r32, rc = _partial_errors(code.progress_mask(rnd), *args)
+        u64, u32, uc = _partial_errors(uni, *args)
         mask = code.progress_mask(rnd[:16])
         code.decoding_matrices(mask[:2])
         B, E = code.float_B(), np.asarray(code.target, dtype=float)

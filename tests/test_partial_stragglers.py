@@ -363,6 +363,9 @@ def test_simulate_partial_bad_options():
     code = gc.partial_straggler_code(4, 1)
     with pytest.raises(gc.GradcodesValueError, match="policy"):
         gc.simulate(code, policy="first", iters=10, rng=0)
+    same = [gc.simulate(code, policy=p, iters=20, rng=3)[f"PS[{code.name}]"].mean
+            for p in (None, "earliest", gc.EarliestDecodable())]
+    assert same[0] == same[1] == same[2]
     with pytest.raises(gc.GradcodesValueError, match="deadline"):
         gc.simulate(code, deadline=1.0, iters=10, rng=0)
     with pytest.raises(gc.GradcodesValueError, match="a"):

@@ -195,8 +195,8 @@ def simulate(
         :class:`~gradcodes.PartialStragglerCode` as ``"PS[name]"``, a message per chunk (the model of
         :func:`gradcodes.simulate_partial` for ``m_data / k`` points per chunk, every message ``t_c / m``, received
         one at a time), ending when every chunk has ``m`` messages; ``details["classical_mean"]`` is the classical
-        protocol of the same assignment on the same draws. Codes with equal names get labels
-        ``"GC[name]"``, ``"GC[name]#2"``, ...
+        protocol of the same assignment on the same draws, and its ``responders`` mark received *messages*.
+        Codes with equal names get labels ``"GC[name]"``, ``"GC[name]#2"``, ...
     branching, L, s : int
         The tree for ``"CR"``: ``branching = n >= 2`` children per node, ``L >= 1`` levels, ``0 <= s <= n-1``
         stragglers per parent (CodedReduce's notation, where ``n`` is the branching factor; ``n=`` is a deprecated
@@ -372,8 +372,8 @@ def simulate(
             from ._partial import _sim_partial_scheme
 
             workers = int(item.workers)
-            wm = worker_model(workers) or ShiftedExponentialWorkers(a, mu)
-            times, resp, msgs, details = _sim_partial_scheme(rng, iters, item, m_data, wm, t_c / int(item.m),
+            chunk_model = worker_model(workers) or ShiftedExponentialWorkers(a, mu)
+            times, resp, msgs, details = _sim_partial_scheme(rng, iters, item, m_data, chunk_model, t_c / int(item.m),
                                                              return_responders, policy, deadline)
             points = float(details["load_fraction"] * Fraction(m_data))
         elif kind in ("GC", "AC") or label in ("GC", "UMW", "SGD"):

@@ -164,7 +164,10 @@ def _sim_partial_scheme(rng: np.random.Generator, iters: int, code: PartialStrag
     Returns ``(times, received, messages, details)``: ``received`` (iters, messages) marks the messages received
     by the end of the iteration (``None`` unless ``want_resp``), ``messages`` the most received in an iteration.
     """
-    if policy not in (None, "earliest"):
+    from ._policies import EarliestDecodable
+
+    if not (policy is None or isinstance(policy, EarliestDecodable) or (isinstance(policy, str) and
+                                                                        policy == "earliest")):
         raise GradcodesValueError(f"policy: a partial-straggler protocol ends when every chunk has m messages "
                                   f"(policy 'earliest'), got {policy!r}")
     if deadline is not None:
