@@ -19,9 +19,11 @@ Run from the repository root::
 
     PYTHONPATH=. python benchmarks/decode_numerics.py           # full grid up to n = 500 (a few minutes)
     PYTHONPATH=. python benchmarks/decode_numerics.py --quick   # n <= 100
+    PYTHONPATH=. python benchmarks/decode_numerics.py --partial # partial-straggler protocol only, n <= 100
 
 Writes ``benchmarks/results/decode_numerics.txt`` (the table) and ``decode_numerics.png`` (worst float64 error
-against ``n``, one line per family, one panel per ``s`` rule).
+against ``n``, one line per family, one panel per ``s`` rule); ``--partial`` writes the rows of the partial-straggler
+protocol (:func:`partial_rows`) to ``decode_numerics_partial.txt``.
 """
 
 from __future__ import annotations
@@ -182,6 +184,92 @@ def run(quick: bool, seed: int = 0, smoke: bool = False) -> list[dict]:
     return rows
 
 
+#: the partial-straggler protocol's (s, m): load gamma = s + m, as in benchmarks/partial_stragglers.py
+PARTIAL = ((1, 1), (2, 2), (1, 3), (3, 5))
+
+
+def _partial_errors(mask: np.ndarray, code: gc.LinearCode, Y64: np.ndarray, Y32: np.ndarray, true: np.ndarray,
+                    row_l1: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(float64 error, float32 error, cancellation) of the chunk decoder per message mask."""
+    A = code.decoding_matrices(mask)                                   # (b, m, n)
+    with np.errstate(all="ignore"):
+        g64 = np.einsum("bun,np->bup", A, Y64).reshape(len(mask), -1)
+        g32 = np.einsum("bun,np->bup", A.astype(np.float32), Y32).astype(np.float64).reshape(len(mask), -1)
+    scale = np.abs(true).max()
+    canc = (np.abs(A) @ row_l1).max(axis=1) / code.k
+    return np.abs(g64 - true).max(axis=1) / scale, np.abs(g32 - true).max(axis=1) / scale, canc
+
+
+def partial_rows(quick: bool, seed: int = 0, smoke: bool = False) -> list[dict]:
+    """The chunk decoder of :func:`gradcodes.partial_straggler_code` (Ramamoorthy, Meng & Girimaji 2024) at
+    ``n`` in {20, 50, 100}: the same columns as the exact families, on *arrival patterns* instead of straggler sets.
+
+    * ``consec``: progress states in which ``s`` consecutive workers have sent nothing and the others everything
+      (the classical protocol's sets, every window, at most 60);
+    * ``random``: 60 random admitted progress states, each grown chunk by chunk from a uniform state until every
+      chunk has ``m`` messages (the verifier's sampler: minimal, hardest states);
+    * ``searched``: every *uniform selection* (each chunk decoded from the holders of the same ranks, one of the
+      ``C(gamma, m)`` subsets of its ``gamma`` holders), which covers every ``m x m`` Vandermonde block the decoder
+      can invert, exhaustively.
+
+    Partial gradients ``g_j = 1 + 0.1 N(0, 1)`` (``k = n`` chunks, 256 coordinates, so ``256 m`` per chunk before
+    the split into ``m`` blocks), float64 and float32 messages; time per decoding matrix against ``np.linalg.lstsq``
+    of ``B_F^T X = E^T`` on the same patterns.
+    """
+    from itertools import combinations
+
+    from gradcodes._families.partial_stragglers_verify import ProgressPatterns
+
+    ns = (20,) if smoke else (20, 50, 100)
+    params = ((2, 2),) if smoke else PARTIAL
+    rows = []
+    for n, (s, m) in itertools.product(ns, params):
+        t0 = time.perf_counter()
+        code = gc.partial_straggler_code(n, s, m)
+        rng = np.random.default_rng(seed)
+        G = 1 + 0.1 * rng.standard_normal((code.k, 256 * m))
+        true = G.sum(axis=0)
+        Y64, Y32 = code.encode(G), code.encode(G.astype(np.float32))
+        loads = np.diff(code.offsets)
+        model = ProgressPatterns(code)
+        wins = np.unique(np.linspace(0, n - 1, min(n, 60)).astype(int))
+        cons = np.tile(loads, (wins.size, 1))
+        for r, t in enumerate(wins):
+            cons[r, (t + np.arange(s)) % n] = 0
+        rnd = model.random(60, rng)
+        gamma = s + m
+        rank = np.empty(code.n, dtype=np.int64)
+        for rows_j in code.holders:
+            rank[rows_j] = np.arange(rows_j.size)
+        subsets = list(combinations(range(gamma), m))
+        uni = np.array([np.isin(rank, sub) for sub in subsets])
+        row_l1 = np.abs(code.float_B()).sum(axis=1)
+
+        args = (code, Y64, Y32, true, row_l1)
+        c64, c32, cc = _partial_errors(code.progress_mask(cons), *args)
+        r64, r32, rc = _partial_errors(code.progress_mask(rnd), *args)
+        u64, u32, uc = _partial_errors(uni, *args)
+        mask = code.progress_mask(rnd[:16])
+        code.decoding_matrices(mask[:2])
+        B, E = code.float_B(), np.asarray(code.target, dtype=float)
+        t_dec = t_ls = np.inf                     # best of 3 repeats each (the machine is shared)
+        for _ in range(3):
+            t1 = time.perf_counter()
+            code.decoding_matrices(mask)
+            t_dec = min(t_dec, (time.perf_counter() - t1) / len(mask))
+            t1 = time.perf_counter()
+            for row in mask[:4]:
+                np.linalg.lstsq(B[row].T, E.T, rcond=None)
+            t_ls = min(t_ls, (time.perf_counter() - t1) / 4)
+        rows.append({"family": f"partial_straggler[m={m}]", "n": n, "s": s, "load": gamma, "decoder": "chunks",
+                     "consec": c64.max(), "random": r64.max(), "searched": u64.max(),
+                     "worst64": max(c64.max(), r64.max(), u64.max()), "worst32": max(c32.max(), r32.max(), u32.max()),
+                     "canc": max(cc.max(), rc.max(), uc.max()), "t_dec": t_dec, "t_lstsq": t_ls,
+                     "seconds": time.perf_counter() - t0})
+        print(_fmt_row(rows[-1]), flush=True)
+    return rows
+
+
 def latency(n: int = 500, s: int = 50, sets: int = 20, seed: int = 0) -> list[str]:
     """Decoding-vector latency and residual of the cyclic-MDS decoders against ``np.linalg.lstsq`` (same sets).
 
@@ -283,6 +371,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="tiny sizes (seconds) and no output files: checks that the script still runs")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-plot", action="store_true")
+    ap.add_argument("--partial", action="store_true",
+                    help="only the partial-straggler rows, written to results/decode_numerics_partial.txt")
     ap.add_argument("--replot", action="store_true",
                     help="only redraw the plot from the saved results/decode_numerics[_quick].json")
     args = ap.parse_args(argv)
@@ -298,11 +388,29 @@ def main(argv: list[str] | None = None) -> int:
         print(HEADER)
         for r in run(False, args.seed, smoke=True):
             print(_fmt_row(r))
+        partial_rows(False, args.seed, smoke=True)
+        return 0
+    if args.partial:
+        print(HEADER)
+        prow = partial_rows(args.quick, args.seed)
+        os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
+        with open(os.path.join(HERE, "results", "decode_numerics_partial.txt"), "w") as fh:
+            fh.write("# PYTHONPATH=. python benchmarks/decode_numerics.py --partial\n")
+            fh.write("# partial_straggler_code, chunk decoder: worst relative error of the decoded sum (float64 / "
+                     "float32 messages)\n# over arrival patterns (consec: s consecutive silent workers; random: 60 "
+                     "minimal admitted states;\n# searched: every uniform selection of m of the gamma holders), "
+                     "cancellation, time per decoding\n# matrix (best of 3) and np.linalg.lstsq time / that time, "
+                     "same run\n")
+            fh.write(f"# load average (1 min) at the end: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores\n")
+            fh.write(HEADER + "\n" + "\n".join(_fmt_row(r) for r in prow) + "\n")
         return 0
     lat = latency(100, 10) if args.quick else latency(100, 10) + [""] + latency()
     print("\n".join(lat) + "\n")
     print(HEADER)
     rows = run(args.quick, args.seed)
+    print("# partial-straggler protocol: arrival patterns (consec: s consecutive silent workers; random: minimal "
+          "admitted states; searched: every uniform selection of m holders)")
+    rows += partial_rows(args.quick, args.seed)
     os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
     suffix = "_quick" if args.quick else ""
     with open(os.path.join(HERE, "results", f"decode_numerics{suffix}.txt"), "w") as fh:

@@ -16,7 +16,8 @@ A worker keeps one speed within an iteration (``chunk_times="even"``: slow worke
 last columns repeat the ratio with an independent draw per chunk. Both protocols run on the same draws
 (``gc.simulate_partial``), and the table prints the mean iteration times, their ratio, and ``gamma / m`` (the
 ratio with equal deterministic speeds). The protocol's exactness on these parameters is proven separately by
-``gc.verify`` for small n (tests/test_partial_stragglers.py).
+``gc.verify`` for small n (tests/test_partial_stragglers.py). A last table runs the protocol in ``gc.simulate``,
+where messages cost communication time (:func:`communication`).
 """
 
 from __future__ import annotations
@@ -56,6 +57,29 @@ def table(gc, sizes, loads, iters):
     return lines, ratios
 
 
+def communication(gc, n, s, m, iters):
+    """The same protocols in ``gc.simulate`` (label ``PS[...]``), whose master receives one message at a time:
+    the per-chunk protocol sends ``gamma`` messages per worker instead of one, each taking ``t_c / m``. Chunk
+    times as in the *exponential* rows (``a = 1``, ``mu = 1`` per chunk: one data point per chunk); ``t_c`` is
+    given in units of the mean chunk time (2 s). The classical protocol runs on the same draws (``details``); the
+    Ye-Abbe code of the same data is simulated beside it (its own draws, the earliest decodable set)."""
+    code = gc.partial_straggler_code(n, s, m)
+    classical_code = gc.ye_abbe(n, s, m) if m > 1 else gc.cyclic_repetition(n, s, rng=0)
+    lines = [f"gc.simulate, n = {n}, s = {s}, m = {m} (gamma = {s + m}), exponential workers, single-port master, "
+             f"{iters} iterations",
+             f"{'t_c/chunk':>9} {'E[T] partial':>13} {'messages':>9} {'E[T] classical':>15} {'ratio':>6} "
+             f"{'E[T] ' + classical_code.name:>34}"]
+    for frac in (0.0, 0.01, 0.05, 0.1, 0.25):
+        res = gc.simulate([code, classical_code], a=1.0, mu=1.0, m_data=float(code.k), t_c=2.0 * frac,
+                          iters=iters, rng=2)
+        r = res[f"PS[{code.name}]"]
+        other = next(v for k, v in res.schemes.items() if k.startswith("GC["))
+        lines.append(f"{frac:>9.2f} {r.mean:>13.3f} {r.details['mean_messages']:>9.1f} "
+                     f"{r.details['classical_mean']:>15.3f} {r.details['speedup_over_classical']:>6.2f} "
+                     f"{other.mean:>34.3f}")
+    return lines
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--smoke", action="store_true", help="tiny sizes, no files (the test suite's run)")
@@ -72,7 +96,9 @@ def main() -> None:
         r1 = [ratios[(n, 2, 1, w)] for n in sizes for w in ("exponential", "heavy", "persistent")]
         head.append(f"headline (gamma=4, m=2): speedup {min(r):.2f}x .. {max(r):.2f}x; (gamma=2, m=1): "
                     f"{min(r1):.2f}x .. {max(r1):.2f}x  -- the paper reports about 2x")
-    lines = head + [""] + lines + ["", f"time: {time.perf_counter() - t0:.1f} s"]
+    comm = communication(gc, 8, 2, 2, iters) if args.smoke else communication(gc, 20, 2, 2, iters)
+    lines = head + [""] + lines + [""] + comm + ["", f"time: {time.perf_counter() - t0:.1f} s, load average "
+                                                     f"{os.getloadavg()[0]:.2f} on {os.cpu_count()} cores"]
     print("\n".join(lines))
     if not args.smoke:
         out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "partial_stragglers.txt")

@@ -549,10 +549,27 @@ def partial_straggler_code(n: int, s: int | None = None, m: int = 1, *, assignme
                                 field="rational" if exact else "real")
 
 
+def _tour_evaluate(code: PartialStragglerCode) -> Any:
+    """The tour's check: :func:`gradcodes.verify` over the chunk-arrival patterns, every one of them up to 10,000
+    (a fixed limit, not a time budget: the verdict does not depend on the machine's load), else 50 random
+    patterns (rational codes are then proven by chunks)."""
+    from .._verify import verify
+
+    return verify(code, rng=0, samples=50, limit=10_000)
+
+
 def _register() -> None:
     from .._io import REBUILDERS
+    from .._registry import Scheme, register
 
     REBUILDERS["partial_straggler_code"] = partial_straggler_code    # gc.load_code restores the class and decoder
+    register(Scheme(
+        "partial_straggler_code", partial_straggler_code,
+        "Ramamoorthy-Meng-Girimaji partial stragglers: a message after every chunk (load s + m, messages 1/m of a "
+        "gradient), decodable once every chunk has m messages; proven over every chunk-arrival pattern",
+        tour=({"n": 3, "s": 1}, {"n": 6, "s": 2, "m": 2}, {"n": 20, "s": 3, "m": 2, "field": "rational"},
+              {"n": 40, "s": 2, "m": 2, "field": "rational"}),
+        evaluate=_tour_evaluate))
 
 
 _register()

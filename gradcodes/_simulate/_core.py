@@ -95,15 +95,14 @@ def _seed_entropy(rng: Any) -> int | None:
 
 
 def _code_kind(obj: Any) -> str | None:
-    """'CR' for a CodedReduce tree code, 'GC' for an exact master-worker code, 'AC' for an approximate code, else
-    None."""
+    """'CR' for a CodedReduce tree code, 'PS' for a partial-straggler protocol, 'GC' for an exact master-worker code,
+    'AC' for an approximate code, else None."""
     from .._code import ApproximateCode, GradientCode
     from .._families.coded_reduce import CodedReduceCode
     from .._families.partial_stragglers import PartialStragglerCode
 
-    if isinstance(obj, PartialStragglerCode):       # rows are messages, not workers
-        raise GradcodesTypeError("schemes: a PartialStragglerCode sends a message per chunk; simulate it with "
-                                 "gradcodes.simulate_partial")
+    if isinstance(obj, PartialStragglerCode):       # rows are messages, not workers: the per-chunk model
+        return "PS"
     if isinstance(obj, CodedReduceCode):
         return "CR"
     if isinstance(obj, GradientCode):
@@ -192,8 +191,12 @@ def simulate(
         :class:`~gradcodes.CodedReduceCode` is simulated as CR with its own ``(branching, L, s)`` and load; an
         exact :class:`~gradcodes.GradientCode` as master--worker GC with its own ``n``, ``s``, load
         fraction ``load/k`` and message time ``t_c/m`` (a code with ``m > 1``, e.g. :func:`gradcodes.ye_abbe`,
-        sends ``1/m`` of a gradient), so any code can be compared. Codes with equal names get labels
-        ``"GC[name]"``, ``"GC[name]#2"``, ...
+        sends ``1/m`` of a gradient), so any code can be compared; a
+        :class:`~gradcodes.PartialStragglerCode` as ``"PS[name]"``, a message per chunk (the model of
+        :func:`gradcodes.simulate_partial` for ``m_data / k`` points per chunk, every message ``t_c / m``, received
+        one at a time), ending when every chunk has ``m`` messages; ``details["classical_mean"]`` is the classical
+        protocol of the same assignment on the same draws, and its ``responders`` mark received *messages*.
+        Codes with equal names get labels ``"GC[name]"``, ``"GC[name]#2"``, ...
     branching, L, s : int
         The tree for ``"CR"``: ``branching = n >= 2`` children per node, ``L >= 1`` levels, ``0 <= s <= n-1``
         stragglers per parent (CodedReduce's notation, where ``n`` is the branching factor; ``n=`` is a deprecated
@@ -365,6 +368,14 @@ def simulate(
             times, resp = _sim_tree(rng, iters, tn, tL, ts, points, a, mu, t_c, overlap, return_responders)
             msgs = tn - ts
             details = {"n": tn, "L": tL, "s": ts, "r": frac, "overlap": overlap}
+        elif kind == "PS":                      # a message per chunk (gradcodes._simulate._partial)
+            from ._partial import _sim_partial_scheme
+
+            workers = int(item.workers)
+            chunk_model = worker_model(workers) or ShiftedExponentialWorkers(a, mu)
+            times, resp, msgs, details = _sim_partial_scheme(rng, iters, item, m_data, chunk_model, t_c / int(item.m),
+                                                             return_responders, policy, deadline)
+            points = float(details["load_fraction"] * Fraction(m_data))
         elif kind in ("GC", "AC") or label in ("GC", "UMW", "SGD"):
             comm = 1
             if kind in ("GC", "AC"):

@@ -11,13 +11,15 @@ noise of two samples.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._errors import GradcodesTypeError
+from .._errors import GradcodesTypeError, GradcodesValueError
 from .._typing import RNGLike
 from .._validate import check_choice, check_int, check_real, check_rng, check_size
+from ._models import _chunks, _reception, _reception_times
 from ._workers import ShiftedExponentialWorkers, WorkerModel
 
 if TYPE_CHECKING:
@@ -146,3 +148,60 @@ def simulate_partial(code: PartialStragglerCode, *, model: WorkerModel | None = 
                              details={"workers": N, "s": code.s, "m": m, "model": repr(model),
                                       "chunk_points": points, "chunk_times": chunk_times, "latency": latency,
                                       "iterations": iters, "q_max": code.q_max})
+
+
+def _sim_partial_scheme(rng: np.random.Generator, iters: int, code: PartialStragglerCode, m_data: float,
+                        model: WorkerModel, t_c: float, want_resp: bool, policy: Any,
+                        deadline: float | None) -> tuple[np.ndarray, np.ndarray | None, int, dict[str, Any]]:
+    """:func:`gradcodes.simulate` of a partial-straggler protocol: the model of :func:`simulate_partial`
+    (``chunk_times="even"``: worker ``i`` finishes its ``t``-th chunk at ``(t + 1) c_i``, ``c_i`` one draw of
+    ``model`` for the ``m_data / k`` points of a chunk) with the simulator's single-port master: every message
+    takes ``t_c`` (already divided by ``m``) and messages are received one at a time in the order they are sent,
+    so the ``j``-th is received at ``R_j = j t_c + max_{i <= j} (c_(i) - (i-1) t_c)``. The iteration ends when
+    every chunk has ``m`` received messages. The classical protocol of the same assignment on the same draws
+    (the first ``n - s`` whole loads, one message each) is reported in ``details``.
+
+    Returns ``(times, received, messages, details)``: ``received`` (iters, messages) marks the messages received
+    by the end of the iteration (``None`` unless ``want_resp``), ``messages`` the most received in an iteration.
+    """
+    from ._policies import EarliestDecodable
+
+    if not (policy is None or isinstance(policy, EarliestDecodable) or (isinstance(policy, str) and
+                                                                        policy == "earliest")):
+        raise GradcodesValueError(f"policy: a partial-straggler protocol ends when every chunk has m messages "
+                                  f"(policy 'earliest'), got {policy!r}")
+    if deadline is not None:
+        raise GradcodesValueError("deadline: only approximate codes may stop before they can decode")
+    N, n, m = code.workers, code.n, code.m
+    loads = np.diff(code.offsets)
+    G = int(loads.max())
+    points = float(m_data) / code.k
+    check_size("the simulated chunk times (iters x max load x workers)", iters * G * N, "entries")
+    times = np.empty(iters)
+    classical = np.empty(iters)
+    count = np.empty(iters, dtype=np.int64)
+    received = np.zeros((iters, n), dtype=bool) if want_resp else None
+    need = N - code.s
+    for lo, hi in _chunks(iters, n + G * N):
+        b = hi - lo
+        F = _finish_times(model, rng, b, N, G, points, "even")                       # (b, G, N)
+        ready = F[:, code.message_position, code.message_worker]                    # (b, n) messages sent
+        order = np.argsort(ready, axis=1, kind="stable")
+        R = np.empty_like(ready)
+        np.put_along_axis(R, order, _reception_times(np.take_along_axis(ready, order, axis=1), t_c), axis=1)
+        T = np.zeros(b)
+        for rows in code.holders:
+            T = np.maximum(T, np.partition(R[:, rows], m - 1, axis=1)[:, m - 1])
+        times[lo:hi] = T
+        got = R <= T[:, None]
+        count[lo:hi] = got.sum(axis=1)
+        if received is not None:
+            received[lo:hi] = got
+        full = F[:, loads - 1, np.arange(N)]                                        # whole loads finished
+        classical[lo:hi] = _reception(full, need, t_c)[0]
+    details = {"s": code.s, "m": m, "workers": N, "chunk_points": points, "chunk_times": "even",
+               "load_fraction": Fraction(int(loads.max()), code.k), "policy": "earliest (every chunk m messages)",
+               "mean_messages": float(count.mean()), "model": model.label, "q_max": code.q_max,
+               "classical_mean": float(classical.mean()),
+               "speedup_over_classical": float(classical.mean() / times.mean())}
+    return times, received, int(count.max()), details
