@@ -388,6 +388,12 @@ def test_simulate_partial_bad_options():
     assert res[f"PS[{code.name}]"].mean == pytest.approx(0.2)
 
 
+def test_simulate_training_refuses_a_per_chunk_protocol():
+    """Its rows are chunk messages: simulate_training (one message per worker) read them as workers, silently."""
+    with pytest.raises(gc.GradcodesTypeError, match="message per chunk"):
+        gc.simulate_training(gc.EarliestDecodable(), code=gc.partial_straggler_code(4, 1), updates=5, rng=0)
+
+
 # ---------------------------------------------------------------------------------------------- registry, tour
 
 

@@ -132,6 +132,12 @@ def simulate_training(policy: WaitPolicy, *, n: int = 8, code: LinearCode | None
         if not isinstance(code, LinearCode):
             raise GradcodesTypeError(f"code must be a gradcodes code (GradientCode or ApproximateCode), got "
                             f"{type(code).__name__}")
+        from .._families.partial_stragglers import PartialStragglerCode
+
+        if isinstance(code, PartialStragglerCode):      # its rows are chunk messages, not workers
+            raise GradcodesTypeError("code: a PartialStragglerCode sends a message per chunk; simulate_training "
+                                     "models one message per worker (time it with gradcodes.simulate or "
+                                     "gradcodes.simulate_partial)")
         n = code.n
     n = check_int("n", n, 1)
     updates = check_int("updates", updates, 1)
