@@ -384,3 +384,20 @@ def test_combine_onto_a_base_equals_copy_then_accumulate(tree, rows):
     out = np.full(q, np.nan)
     comb.combine(rows, Y, out, base=base)
     assert np.array_equal(out, ref) and np.array_equal(base, keep)
+
+
+def test_combiner_single_names_the_message_that_is_the_decode():
+    """The master returns a message as the gradient (no pass over it but the NaN/inf check) exactly when the
+    decode is that message with coefficient 1: a CodedReduce parent's one child, a fractional repetition group;
+    not a coefficient 1 - 2 ulp (a float solve), a combination, or m > 1."""
+    tree = Combiner(gc.coded_reduce(2, 2, 1).inner)
+    assert [tree.single([r], np.float64) for r in (0, 1)] == [0, 1]
+    assert tree.single([1], np.float32) == 1
+    assert Combiner(gc.fractional_repetition(2, 1)).single([1], np.float64) == 1     # one group
+    frc = Combiner(gc.fractional_repetition(4, 1))
+    assert frc.single([0, 2], np.float64) is None                 # one message from each group: two terms
+    cyc = Combiner(gc.cyclic_repetition(2, 1, rng=0))
+    (c,) = cyc.plan([0], np.float64)[0][1]                        # 1 exactly or 1 - 2 ulp, by the float solve
+    assert (cyc.single([0], np.float64) == 0) is (c == 1)
+    assert Combiner(gc.coded_reduce(3, 2, 1).inner).single([0, 1], np.float64) is None
+    assert Combiner(gc.ye_abbe(6, 2, 2)).single([0, 1, 2, 3], np.float64) is None

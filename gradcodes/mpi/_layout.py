@@ -271,6 +271,14 @@ class Combiner:
             self._remember(self._plans, key, plan)
         return plan
 
+    def single(self, rows: list[int], dtype: DTypeLike) -> int | None:
+        """The row whose message is the decode itself (``m = 1``, one non-zero coefficient, exactly 1, as the
+        0/1 decodes of fractional repetition or a CodedReduce parent's ``n - s = 1`` child), else None."""
+        if self.m != 1:
+            return None
+        idx, cs = self.plan(rows, dtype)[0]
+        return idx[0] if len(idx) == 1 and cs[0] == 1 else None
+
     def error_estimate(self, rows: list[int], dtype: DTypeLike) -> float:
         """The code's predicted relative error of this decode (:meth:`gradcodes.LinearCode.error_estimate`),
         cached per responder set and dtype."""

@@ -248,7 +248,9 @@ class Master:
     Per iteration the master combines the messages with the coefficients cached for their responder set (one
     multiply-add pass per message), then checks the decoded gradient for NaN/inf once; only when that check
     fails does it look at the individual messages, treat the non-finite ones' senders as stragglers and wait
-    for others. The error estimate is computed once per responder set and cached.
+    for others. The error estimate is computed once per responder set and cached. A decode that is one message
+    with coefficient exactly 1 (``Combiner.single``) is returned as that received message (checked, not
+    copied; its receive is posted again at the next :meth:`aggregate`).
     """
 
     @renamed_keyword("p", "length")
@@ -291,6 +293,7 @@ class Master:
         self.sender = ParamSender(self.comm, list(range(1, self.layout.size)), self.p, self.dtype, self.tags)
         self.out = np.zeros(self.m * self.q, dtype=self.dtype)
         self._grad = self.out[: self.p]
+        self._lent = -1                                         # an inbox row returned as the gradient
         self._kid_workers = tuple(r - 1 for r in self.layout.children(0))   # children's worker indices
         self._inner_est: float | None = None
         if tree:
@@ -330,6 +333,10 @@ class Master:
         start = time.perf_counter()
         bad: list[int] = []
         buf, waited = self.inbox.buf, 0.0
+        if self._lent >= 0:                                  # the previous gradient was a message: receive again
+            self.inbox.release([self._lent])
+            self._lent = -1
+        grad = self._grad
         while True:
             if self.tracker is not None:
                 self.tracker.reset()
@@ -356,19 +363,24 @@ class Master:
                 adversaries = res.adversarial
                 break
             adversaries = ()
-            if self.combiner.combine_finite(rows, buf, self.out):    # the decode and its one check
+            one = self.combiner.single(rows, buf.dtype)
+            if one is not None:                                   # the decode is one message as it is: no pass
+                if finite(buf[one]):                              # over it but its check, lent until the next call
+                    grad, self._lent = buf[one, : self.p], one
+                    break
+            elif self.combiner.combine_finite(rows, buf, self.out):    # the decode and its one check
                 break
             culprits = [i for i in rows if not finite(buf[i])]   # only now: who sent the NaN/inf
             if not culprits:                                      # finite messages, overflowing sum: as decoded
                 break
             bad += culprits
-        self.inbox.release(rows)
+        self.inbox.release([i for i in rows if i != self._lent])
         dt = time.perf_counter() - t0
         kw = self._kid_workers
         est = self.combiner.error_estimate(rows, self.dtype)
         if self._inner_est is not None:                        # a CodedReduce tree: the levels below
             est += (self.code.L - 1) * self._inner_est         # type: ignore[attr-defined]
-        return self._grad, AggregateInfo(iteration, tuple(kw[i] for i in rows), tuple(kw[i] for i in bad), waited,
+        return grad, AggregateInfo(iteration, tuple(kw[i] for i in rows), tuple(kw[i] for i in bad), waited,
                                          dt, est, self.inbox.dropped, adversaries)
 
     def _inner_worst(self) -> float:
