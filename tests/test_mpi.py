@@ -161,6 +161,16 @@ def test_nan_from_a_worker_makes_it_a_straggler():
 
 
 @needs_mpi
+def test_nan_from_a_child_of_the_tree_master_makes_it_a_straggler():
+    """coded_reduce(2, 2, 1): the master's decode is one child's message as it is (returned without a pass over
+    it, only checked); worker 0 (rank 1, a parent) sends NaN, so the master never uses it and decodes from rank 2."""
+    cfg = {"family": "coded_reduce", "kwargs": {"branching": 2, "L": 2, "s": 1}, "iters": 8, "nan_workers": [0]}
+    _, res, _ = run_job(7, cfg)
+    check_exact(res, U64, 4)
+    assert all(u == [1] for u in res["used"])
+
+
+@needs_mpi
 def test_nan_from_too_many_workers_is_a_clear_error():
     cfg = {"family": "cyclic_repetition", "kwargs": {"n": 6, "s": 2, "rng": 1}, "iters": 4, "timeout": 300,
            "nan_workers": [0, 1, 2]}

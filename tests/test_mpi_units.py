@@ -296,3 +296,108 @@ def test_earliest_decodable_tracker_is_decided_once_per_set(make):
     assert first > 0
     run(1)                                          # the same responder sets again: no decodability work
     assert calls["n"] == first
+
+
+class _Req:
+    """A send request of :class:`_Comm`: complete once ``done`` is set (the receiver took the message)."""
+
+    def __init__(self) -> None:
+        self.done = False
+
+    def Test(self) -> bool:
+        return self.done
+
+
+class _Comm:
+    """Records the ``Isend`` calls of a :class:`ParamSender` (no MPI)."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[int, np.ndarray, _Req]] = []
+
+    def Isend(self, buf: np.ndarray, dest: int, tag: int) -> _Req:
+        req = _Req()
+        self.sent.append((dest, buf, req))
+        return req
+
+    def complete(self, dest: int) -> None:
+        for d, _, req in self.sent:
+            if d == dest:
+                req.done = True
+
+
+def test_param_sender_copies_for_a_slow_worker_while_the_master_waits(monkeypatch):
+    """A slow worker still receiving the parameters when the iteration ends: the parameters must not change under
+    its pending send (MPI), so the train loop's ``writable`` needs them in another buffer. The first time that
+    copy is made on the critical path; from then on :meth:`ParamSender.idle` (called while the master polls its
+    receives) prepares it chunk by chunk, and ``writable`` copies nothing (the old sender copied the parameters
+    on the critical path in every such iteration). Values stay exact, a short wait finishes the spare in
+    ``writable``, and without a pending send ``writable`` returns the same array."""
+    import gradcodes.mpi._comm as cm
+
+    monkeypatch.setattr(cm, "get_mpi", lambda: None)
+    comm = _Comm()
+    p = 3 * cm.CHUNK + 5                                     # four chunks, the last one short
+    ps = cm.ParamSender(comm, [1, 2], p, np.float64, Tags(tag_ub=32767))
+    w = ps.writable(np.arange(p, dtype=np.float64))         # the initial parameters into a sender buffer
+    assert (ps.copies, ps.copied) == (1, p)
+    for t in range(6):
+        comm.complete(2)                                     # the slow worker took the previous parameters late
+        ps.send(w, t)
+        assert ps.copies == (1 if t == 0 else 2)             # sent without a copy
+        comm.complete(1)                                     # the fast worker answers; worker 2 still receiving
+        waits = 2 if t == 4 else 5                           # iteration 4: too short a wait for the whole copy
+        prepared = ps.prepared
+        for _ in range(waits):
+            ps.idle()
+        copied = ps.copied
+        new = ps.writable(w)
+        assert new is not w and np.array_equal(new, w)       # never the buffer worker 2 is receiving
+        if t == 0:
+            assert (ps.copies, ps.copied - copied) == (2, p)            # the first time: on the critical path
+        elif t == 4:
+            assert (ps.copies, ps.copied - copied) == (2, p - 2 * cm.CHUNK)   # finishes the spare
+        else:
+            assert (ps.copies, ps.copied - copied, ps.prepared - prepared) == (2, 0, 1)
+        new += 1.0                                           # the step, in place
+        w = new
+    comm.complete(2)
+    ps.progress()
+    assert ps.writable(w) is w                               # no pending send: the same array, no copy
+    assert ps.copies == 2 and np.array_equal(w, np.arange(p) + 6.0)
+
+
+@pytest.mark.parametrize(("tree", "rows"), [((2, 2, 1), [0]), ((2, 2, 1), [1]), ((3, 2, 1), [0, 1]),
+                                           ((3, 2, 1), [2, 0])])
+def test_combine_onto_a_base_equals_copy_then_accumulate(tree, rows):
+    """A tree parent's ``coded_gradient`` message plus its children's decode, in one pass into a send buffer:
+    the same values as copying the message and accumulating (a coefficient 1: one add; others: BLAS axpy), the
+    message unchanged."""
+    code = gc.coded_reduce(*tree).inner
+    q = 11
+    rng = np.random.default_rng(1)
+    Y = rng.normal(size=(code.n, q))
+    base = rng.normal(size=q)
+    keep = base.copy()
+    comb = Combiner(code)
+    ref = base.copy()
+    comb.combine(rows, Y, ref, accumulate=True)
+    out = np.full(q, np.nan)
+    comb.combine(rows, Y, out, base=base)
+    assert np.array_equal(out, ref) and np.array_equal(base, keep)
+
+
+def test_combiner_single_names_the_message_that_is_the_decode():
+    """The master returns a message as the gradient (no pass over it but the NaN/inf check) exactly when the
+    decode is that message with coefficient 1: a CodedReduce parent's one child, a fractional repetition group;
+    not a coefficient 1 - 2 ulp (a float solve), a combination, or m > 1."""
+    tree = Combiner(gc.coded_reduce(2, 2, 1).inner)
+    assert [tree.single([r], np.float64) for r in (0, 1)] == [0, 1]
+    assert tree.single([1], np.float32) == 1
+    assert Combiner(gc.fractional_repetition(2, 1)).single([1], np.float64) == 1     # one group
+    frc = Combiner(gc.fractional_repetition(4, 1))
+    assert frc.single([0, 2], np.float64) is None                 # one message from each group: two terms
+    cyc = Combiner(gc.cyclic_repetition(2, 1, rng=0))
+    (c,) = cyc.plan([0], np.float64)[0][1]                        # 1 exactly or 1 - 2 ulp, by the float solve
+    assert (cyc.single([0], np.float64) == 0) is (c == 1)
+    assert Combiner(gc.coded_reduce(3, 2, 1).inner).single([0, 1], np.float64) is None
+    assert Combiner(gc.ye_abbe(6, 2, 2)).single([0, 1, 2, 3], np.float64) is None

@@ -28,7 +28,8 @@ import numpy as np
 
 from .._errors import GradcodesError, GradcodesValueError
 
-__all__ = ["StragglerTimeout", "get_mpi", "Tags", "Inbox", "ParamSender", "wait_request", "finite"]
+__all__ = ["StragglerTimeout", "get_mpi", "Tags", "Inbox", "ParamSender", "wait_request", "finite", "CHUNK",
+           "RECENT"]
 
 
 class StragglerTimeout(GradcodesError, RuntimeError):
@@ -294,6 +295,13 @@ class Inbox:
                 r.Cancel()
 
 
+#: Elements of the parameters copied per :meth:`ParamSender.idle` call while a spare copy is prepared (2**16
+#: float64: 512 KiB, tens of microseconds between two polls of the master's receives).
+CHUNK = 1 << 16
+#: After a copy was needed, :meth:`ParamSender.idle` prepares spare copies for this many iterations.
+RECENT = 8
+
+
 class ParamSender:
     """The master's parameter broadcast to every worker without collectives (stragglers must not block it).
 
@@ -304,6 +312,15 @@ class ParamSender:
     (a worker that never receives pins at most one buffer). A caller that owns its loop can skip the copy:
     :meth:`writable` returns the current parameters in one of these buffers, which no pending send reads, and
     :meth:`send` of that very array sends it as it is.
+
+    When a slow worker is still receiving the current parameters at the end of an iteration, :meth:`writable`
+    needs a copy (MPI forbids changing a buffer that a pending send reads: MPI standard 4.0, section 3.7.2).
+    That copy is taken off the critical path: while the master waits for its messages it calls :meth:`idle`,
+    which copies the current parameters into a spare buffer :data:`CHUNK` elements at a time (between two polls),
+    as long as a copy was needed in the last :data:`RECENT` iterations; :meth:`writable` then returns the spare
+    (finishing its copy if the wait was too short). :attr:`copies` counts the copies :meth:`writable` and
+    :meth:`send` made on the critical path, :attr:`copied` the elements they copied, :attr:`prepared` the spare
+    copies made while waiting.
     """
 
     def __init__(self, comm: Any, dests: list[int], p: int, dtype: Any, tags: Tags) -> None:
@@ -317,6 +334,13 @@ class ParamSender:
         self.want = [False] * len(self.dests)
         self.current = -1
         self.t = -1
+        self.copies = 0                     # parameter copies made on the critical path (writable, send)
+        self.copied = 0                     # elements those copies (and finished spares) copied on it
+        self.prepared = 0                   # spare copies made while waiting (idle)
+        self._spare = -1                    # the buffer being prepared as a copy of buffers[_spare_of]
+        self._spare_of = -1
+        self._spare_done = 0                # elements of the spare copied so far
+        self._recent = 0                    # iterations left in which idle() prepares spares
 
     def _free_buffer(self) -> int:
         for b, r in enumerate(self.refs):
@@ -342,6 +366,33 @@ class ParamSender:
                 if self.want[w]:
                     self._send(w)
 
+    def idle(self) -> None:
+        """Called while the master waits for messages: :meth:`progress`, then, when a copy of the current
+        parameters was needed recently and a pending send still reads them, copy the next :data:`CHUNK` elements
+        of them into a spare buffer (which :meth:`writable` returns instead of copying on the critical path)."""
+        self.progress()
+        b = self.current
+        if self._recent <= 0 or b < 0 or not self.refs[b]:
+            return
+        if self._spare_of != b:
+            self._spare_of, self._spare_done = b, 0
+            self._spare = self._free_buffer()
+        a = self._spare_done
+        if a < self.p:
+            e = min(self.p, a + CHUNK)
+            np.copyto(self.buffers[self._spare][a:e], self.buffers[b][a:e])
+            self._spare_done = e
+            if e == self.p:
+                self.prepared += 1
+
+    def _copy(self, params: np.ndarray) -> np.ndarray:
+        """``params`` copied into a free buffer on the critical path (counted)."""
+        nb = self._free_buffer()
+        np.copyto(self.buffers[nb], params)
+        self.copies += 1
+        self.copied += self.p
+        return self.buffers[nb]
+
     def _check(self, params: Any) -> None:
         if not isinstance(params, np.ndarray) or params.shape != (self.p,) or params.dtype != self.dtype:
             raise GradcodesValueError(f"params must keep shape ({self.p},) and dtype {self.dtype}; got "
@@ -350,27 +401,37 @@ class ParamSender:
     def writable(self, params: np.ndarray) -> np.ndarray:
         """The parameters ``params`` in a buffer of this sender that the caller may change until it passes it to
         :meth:`send` (which then sends it without a copy): ``params`` itself when it is such a buffer and no
-        pending send reads it, else a copy in a free buffer (only while a slow worker is still receiving)."""
+        pending send reads it, else a copy in another buffer (only while a slow worker is still receiving): the
+        spare prepared by :meth:`idle` while the master waited (finished here if the wait was too short), or a
+        copy made now."""
         self._check(params)
         self.progress()
+        spare, of, done = self._spare, self._spare_of, self._spare_done
+        self._spare_of = -1
         for b, buf in enumerate(self.buffers):
             if buf is params:
                 if self.refs[b] == 0:
+                    self._recent = max(0, self._recent - 1)
                     return buf
+                self._recent = RECENT                     # a slow worker: prepare the next copies while waiting
+                if of == b:
+                    if done < self.p:
+                        np.copyto(self.buffers[spare][done:], buf[done:])
+                        self.copied += self.p - done
+                    return self.buffers[spare]
                 break
-        nb = self._free_buffer()
-        np.copyto(self.buffers[nb], params)
-        return self.buffers[nb]
+        return self._copy(params)
 
     def send(self, params: np.ndarray, t: int) -> None:
         """Send iteration ``t``'s parameters: copied, so the caller may change ``params`` right away, unless
         ``params`` is an array returned by :meth:`writable` (sent as it is; change it only through
         :meth:`writable` again)."""
         self._check(params)
+        self._spare_of = -1
         b = next((i for i, buf in enumerate(self.buffers) if buf is params), -1)
         if b < 0 or self.refs[b]:
-            b = self._free_buffer()
-            np.copyto(self.buffers[b], params)
+            params = self._copy(params)
+            b = next(i for i, buf in enumerate(self.buffers) if buf is params)
         self.current, self.t = b, t
         self.progress()                   # finished sends; workers that were busy get these parameters now
         for w in range(len(self.dests)):

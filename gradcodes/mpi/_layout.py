@@ -271,6 +271,14 @@ class Combiner:
             self._remember(self._plans, key, plan)
         return plan
 
+    def single(self, rows: list[int], dtype: DTypeLike) -> int | None:
+        """The row whose message is the decode itself (``m = 1``, one non-zero coefficient, exactly 1, as the
+        0/1 decodes of fractional repetition or a CodedReduce parent's ``n - s = 1`` child), else None."""
+        if self.m != 1:
+            return None
+        idx, cs = self.plan(rows, dtype)[0]
+        return idx[0] if len(idx) == 1 and cs[0] == 1 else None
+
     def error_estimate(self, rows: list[int], dtype: DTypeLike) -> float:
         """The code's predicted relative error of this decode (:meth:`gradcodes.LinearCode.error_estimate`),
         cached per responder set and dtype."""
@@ -287,32 +295,56 @@ class Combiner:
         return est
 
     def combine(self, rows: list[int], buf: np.ndarray, out: np.ndarray, tmp: np.ndarray | None = None,
-                accumulate: bool = False) -> None:
+                accumulate: bool = False, base: np.ndarray | None = None) -> None:
         """``out`` (length ``m q``) = [``out`` +] the combination of ``buf[rows]`` (each of length ``q``).
 
+        ``base`` (same length as ``out``, another array): ``out = base +`` the combination, in one pass over
+        ``base`` (a tree parent adds its children's decode to a ``coded_gradient`` message without copying it
+        first: the first message's add or subtract reads ``base`` and writes ``out``).
         ``tmp`` is not needed any more (kept for callers of the earlier signature)."""
         q = buf.shape[1]
         for u, (idx, cs) in enumerate(self.plan(rows, buf.dtype)):
-            combine_rows(out[u * q:(u + 1) * q], cs, buf, idx, accumulate=accumulate)
+            o = out[u * q:(u + 1) * q]
+            if base is not None:
+                b = base[u * q:(u + 1) * q]
+                if idx and cs[0] in (1, -1):
+                    (np.add if cs[0] == 1 else np.subtract)(b, buf[idx[0]], out=o)
+                    idx, cs = idx[1:], cs[1:]
+                else:
+                    np.copyto(o, b)
+                combine_rows(o, cs, buf, idx, accumulate=True)
+                continue
+            combine_rows(o, cs, buf, idx, accumulate=accumulate)
 
     def combine_finite(self, rows: list[int], buf: np.ndarray, out: np.ndarray) -> bool:
         """``out`` (length ``m q``, C-contiguous) = the combination of ``buf[rows]``; returns whether every entry of
         ``out`` is finite.
 
-        The same multiply-adds as :meth:`combine`, done in blocks of :data:`BLOCK` columns, each block checked
-        for NaN/inf (its sum of squares, one BLAS ``dot``; the exact check only when that sum is not finite)
-        right after it is written, while it is still in cache: the check reads no memory, so the decode and its
-        check cost one pass over the messages (Williams, Waterman & Patterson, *Roofline*, CACM 2009: the
-        combine is bound by its memory traffic)."""
+        The same multiply-adds as :meth:`combine`. An output block made of one message (one pass: a copy or a
+        multiply) is written whole and then checked for NaN/inf once (its sum of squares, one BLAS ``dot``; the
+        exact check only when that sum is not finite, :func:`gradcodes.mpi._comm.finite`); a block made of
+        several messages is done in blocks of :data:`BLOCK` columns, each block checked right after it is
+        written, while it is still in cache, so that its passes and its check read the block from cache
+        (Williams, Waterman & Patterson, *Roofline*, CACM 2009: the combine is bound by its memory traffic).
+        One message gains nothing from blocks (its output is written once and read once either way), while the
+        calls per block cost more than they save."""
+        from ._comm import finite
+
         q = buf.shape[1]
         ok = True
         dot, isfinite, fin = np.dot, np.isfinite, math.isfinite
         with np.errstate(over="ignore", invalid="ignore"):
             for u, (idx, cs) in enumerate(self.plan(rows, buf.dtype)):
+                o_u = out[u * q:(u + 1) * q]
+                if len(idx) < 2:
+                    combine_rows(o_u, cs, buf, idx)
+                    if ok and not finite(o_u):
+                        ok = False
+                    continue
                 rows_u = [buf[i] for i in idx]
                 for a in range(0, q, BLOCK):
                     b = min(q, a + BLOCK)
-                    o = out[u * q + a:u * q + b]
+                    o = o_u[a:b]
                     combine_rows(o, cs, [r[a:b] for r in rows_u], range(len(idx)))
                     if ok and not fin(float(abs(dot(o, o)))):
                         ok = bool(isfinite(o).all())

@@ -248,7 +248,9 @@ class Master:
     Per iteration the master combines the messages with the coefficients cached for their responder set (one
     multiply-add pass per message), then checks the decoded gradient for NaN/inf once; only when that check
     fails does it look at the individual messages, treat the non-finite ones' senders as stragglers and wait
-    for others. The error estimate is computed once per responder set and cached.
+    for others. The error estimate is computed once per responder set and cached. A decode that is one message
+    with coefficient exactly 1 (``Combiner.single``) is returned as that received message (checked, not
+    copied; its receive is posted again at the next :meth:`aggregate`).
     """
 
     @renamed_keyword("p", "length")
@@ -290,6 +292,9 @@ class Master:
         self.inbox = Inbox(self.comm, self.layout.children(0), self.q, self.dtype, self.tags, self.poll)
         self.sender = ParamSender(self.comm, list(range(1, self.layout.size)), self.p, self.dtype, self.tags)
         self.out = np.zeros(self.m * self.q, dtype=self.dtype)
+        self._grad = self.out[: self.p]
+        self._lent = -1                                         # an inbox row returned as the gradient
+        self._kid_workers = tuple(r - 1 for r in self.layout.children(0))   # children's worker indices
         self._inner_est: float | None = None
         if tree:
             self._inner_worst()                                 # at set-up, not on the first iteration's clock
@@ -328,12 +333,16 @@ class Master:
         start = time.perf_counter()
         bad: list[int] = []
         buf, waited = self.inbox.buf, 0.0
+        if self._lent >= 0:                                  # the previous gradient was a message: receive again
+            self.inbox.release([self._lent])
+            self._lent = -1
+        grad = self._grad
         while True:
             if self.tracker is not None:
                 self.tracker.reset()
             left = self.timeout if not bad else self.timeout - (time.perf_counter() - start)
             rows, info = self.inbox.collect(iteration, self.need, timeout=left,
-                                            deadline=deadline, progress=self.sender.progress,
+                                            deadline=deadline, progress=self.sender.idle,
                                             stop=None if self.tracker is None else self.tracker.add,
                                             check_finite=False, bad=bad)
             assert rows is not None
@@ -354,21 +363,25 @@ class Master:
                 adversaries = res.adversarial
                 break
             adversaries = ()
-            if self.combiner.combine_finite(rows, buf, self.out):    # the decode and its one check
+            one = self.combiner.single(rows, buf.dtype)
+            if one is not None:                                   # the decode is one message as it is: no pass
+                if finite(buf[one]):                              # over it but its check, lent until the next call
+                    grad, self._lent = buf[one, : self.p], one
+                    break
+            elif self.combiner.combine_finite(rows, buf, self.out):    # the decode and its one check
                 break
             culprits = [i for i in rows if not finite(buf[i])]   # only now: who sent the NaN/inf
             if not culprits:                                      # finite messages, overflowing sum: as decoded
                 break
             bad += culprits
-        self.inbox.release(rows)
+        self.inbox.release([i for i in rows if i != self._lent])
         dt = time.perf_counter() - t0
-        kids = self.layout.children(0)
+        kw = self._kid_workers
         est = self.combiner.error_estimate(rows, self.dtype)
-        if isinstance(self.code, CodedReduceCode):
-            est += (self.code.L - 1) * self._inner_worst()
-        return self.out[: self.p], AggregateInfo(iteration, tuple(kids[i] - 1 for i in rows),
-                                                 tuple(kids[i] - 1 for i in bad), waited, dt, est,
-                                                 self.inbox.dropped, adversaries)
+        if self._inner_est is not None:                        # a CodedReduce tree: the levels below
+            est += (self.code.L - 1) * self._inner_est         # type: ignore[attr-defined]
+        return grad, AggregateInfo(iteration, tuple(kw[i] for i in rows), tuple(kw[i] for i in bad), waited,
+                                         dt, est, self.inbox.dropped, adversaries)
 
     def _inner_worst(self) -> float:
         """The inner code's worst error estimate over its responder sets in the messages' dtype (computed once)."""
@@ -424,7 +437,8 @@ class Worker:
         loss is a sum over samples computes it in one backward pass of the loss with sample weights
         ``weights[j]`` on partition ``j``, so the message costs no more than one gradient (Tandon et al. 2017,
         Section 2: worker ``i`` sends ``b_i G``). The returned array is sent as it is (no copy; a tree parent
-        copies it to add its children's decode), and is not read after the next call.
+        adds its children's decode to it in one pass into its own send buffer, never writing the callback's
+        array), and is not read after the next call.
     blas_threads : int or None, default 1
         BLAS threads of this process, set once (``gradcodes.mpi._runtime.limit_blas``); None leaves BLAS alone.
 
@@ -536,7 +550,9 @@ class Worker:
             y = self.coded_gradient(params, self.encoder.weights)
             if not isinstance(y, np.ndarray) or y.shape != (self.q,) or y.dtype != self.dtype:
                 self.encoder.check_message(y)
-            if self.inbox is None and y.flags.c_contiguous:
+            if self.inbox is not None:                        # a parent: step() adds the children's decode to
+                return y                                      # it into a send buffer (no copy of it first)
+            if y.flags.c_contiguous:
                 return y
             buf = self.sendbufs[self._cur]
             np.copyto(buf, y)
@@ -570,7 +586,12 @@ class Worker:
                 return True
             if rows is None:                                # the master moved on: skip ahead
                 return True
-            self.combiner.combine(rows, self.inbox.buf, y, accumulate=True)
+            if self.coded_gradient is not None:             # y is the callback's array: sum into a send buffer
+                buf = self.sendbufs[self._cur]
+                self.combiner.combine(rows, self.inbox.buf, buf, base=y)
+                y = buf
+            else:
+                self.combiner.combine(rows, self.inbox.buf, y, accumulate=True)
             self.inbox.release(rows)
         if d:
             while True:                   # the injected delay; newer parameters (or STOP) abandon this iteration

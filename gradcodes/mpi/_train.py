@@ -136,6 +136,7 @@ def train(code: LinearCode | str, params: np.ndarray,
     times, waits, decs, ests = (np.zeros(iterations) for _ in range(4))
     used = np.zeros((iterations, K), dtype=bool)
     losses = np.zeros(iterations) if loss is not None else None
+    pos = {r - 1: i for i, r in enumerate(master.layout.children(0))}   # a responder's column of `used`
     w = master.writable_params(params)                 # sent without copies (copied only for a slow receiver)
     for t in range(iterations):     # on an exception the job aborts (python -m mpi4py): no stop handshake
         t0 = time.perf_counter()
@@ -147,8 +148,7 @@ def train(code: LinearCode | str, params: np.ndarray,
             w = master.writable_params(_check_params(new))   # one copy into the sender's buffers
         times[t] = time.perf_counter() - t0
         waits[t], decs[t], ests[t] = info.wait, info.decode, info.error_estimate
-        kids = master.layout.children(0)
-        used[t, [kids.index(r + 1) for r in info.responders]] = True
+        used[t, [pos[r] for r in info.responders]] = True
         if losses is not None and loss is not None:
             losses[t] = float(loss(w))
         if callback is not None:
