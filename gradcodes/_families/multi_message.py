@@ -36,6 +36,7 @@ decodable set ends when every group of ``r`` workers has one finished worker, ``
 from __future__ import annotations
 
 from fractions import Fraction
+
 import numpy as np
 
 from .._errors import GradcodesValueError
