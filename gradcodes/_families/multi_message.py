@@ -35,7 +35,7 @@ decodable set ends when every group of ``r`` workers has one finished worker, ``
 
 from __future__ import annotations
 
-from fractions import Fraction
+import math
 
 import numpy as np
 
@@ -45,6 +45,9 @@ from .._validate import check_choice, check_int, check_real
 from .partial_stragglers import PartialStragglerCode, partial_straggler_code
 
 __all__ = ["multi_message_code", "multi_message_time"]
+
+#: Largest ``n`` of :func:`multi_message_time` (its harmonic sums take O(n) time).
+MAX_WORKERS = 10**6
 
 
 def multi_message_code(n: int, r: int, *, field: str = "real", rtol: float = DEFAULT_RTOL) -> PartialStragglerCode:
@@ -141,7 +144,7 @@ def multi_message_time(n: int, r: int, *, a: float = 1.0, mu: float = 1.0, proto
 
     Parameters
     ----------
-    n : int >= 1
+    n : int in [1, 10**6]
         Workers (and partitions).
     r : int in [1, n]
         Computation load (partitions per worker).
@@ -165,7 +168,7 @@ def multi_message_time(n: int, r: int, *, a: float = 1.0, mu: float = 1.0, proto
     >>> round(gc.multi_message_time(2, 2, a=0.0), 12), gc.multi_message_time(2, 2, a=0.0, protocol="single")
     (0.833333333333, 1.0)
     """
-    n = check_int("n", n, 1)
+    n = check_int("n", n, 1, MAX_WORKERS)
     r = check_int("r", r, 1, n)
     a = check_real("a", a, 0)
     if isinstance(mu, bool) or not isinstance(mu, (int, float, np.integer, np.floating)):
@@ -176,11 +179,11 @@ def multi_message_time(n: int, r: int, *, a: float = 1.0, mu: float = 1.0, proto
     protocol = check_choice("protocol", protocol, ("multi", "single", "fractional"))
     inv_mu = 0.0 if mu == np.inf else 1.0 / mu
     if protocol == "single":
-        return r * (a + float(sum(Fraction(1, i) for i in range(r, n + 1))) * inv_mu)
+        return r * (a + math.fsum(1.0 / i for i in range(r, n + 1)) * inv_mu)
     if protocol == "fractional":
         if n % r:
             raise GradcodesValueError(f"r must divide n for fractional repetition, got n={n}, r={r}")
-        return r * a + float(sum(Fraction(1, i) for i in range(1, n // r + 1))) * inv_mu
+        return r * a + math.fsum(1.0 / i for i in range(1, n // r + 1)) * inv_mu
     if mu == np.inf:
         return a                            # every worker's first partition arrives at a
     from scipy.integrate import quad
