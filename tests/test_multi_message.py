@@ -119,3 +119,13 @@ def test_bad_time_arguments(kwargs, match):
 def test_bad_code_arguments(kwargs, match):
     with pytest.raises(gc.GradcodesError, match=match):
         gc.multi_message_code(**kwargs)
+
+
+@pytest.mark.parametrize(("n", "r"), [(1, 1), (4, 2), (5, 3), (6, 2), (6, 4)])
+def test_verified_exactly_and_q_max(n, r):
+    code = gc.multi_message_code(n, r, field="rational")
+    rep = gc.verify(code)
+    assert (rep.verdict, rep.exhaustive, rep.pattern_model) == ("exact", True, "chunk-arrival patterns")
+    # every partition sits at every position 0..r-1 exactly once, so the worst undecodable state keeps all but
+    # the r(r+1)/2 computations at and after one partition: the lower bound of q_max for m = 1 is attained
+    assert code.q_max == 1 + n * r - r * (r + 1) // 2
