@@ -96,7 +96,7 @@ of :class:`fractions.Fraction` or a :class:`galois.FieldArray`); the master deco
 Constructors of exact and approximate gradient codes, after the papers in :doc:`../references`, and their code
 types. Narrative: :doc:`../cyclic_mds`, :doc:`../stable_codes`, :doc:`../ye_abbe`, :doc:`../coded_reduce`,
 :doc:`../expander`, :doc:`../adversarial`, :doc:`../bibd`, :doc:`../heterogeneous`, :doc:`../heterogeneous_exact`,
-:doc:`../partial_stragglers`.""", [
+:doc:`../partial_stragglers`, :doc:`../multi_message`.""", [
         ("Exact codes", "gradcodes", ["uncoded", "fractional_repetition", "cyclic_repetition", "cyclic_mds",
                                       "stable_binary", "grouped_mds", "grouped_random", "ye_abbe", "coded_reduce",
                                       "recommend"]),
@@ -105,6 +105,7 @@ types. Narrative: :doc:`../cyclic_mds`, :doc:`../stable_codes`, :doc:`../ye_abbe
         ("Family code types", "gradcodes", ["CyclicMDSCode", "YeAbbeCode", "CodedReduceCode"]),
         ("Partial stragglers (a message per chunk)", "gradcodes", ["partial_straggler_code", "PartialStragglerCode",
                                                                    "ChunkDecoder", "chunk_order", "q_max"]),
+        ("Multi-message communication (uncoded)", "gradcodes", ["multi_message_code", "multi_message_time"]),
         ("Codes built of blocks", "gradcodes", ["by_blocks", "blocks_of", "BlockDecoder"]),
         ("Approximate codes", "gradcodes", ["expander_code", "ExpanderCode", "random_regular_graph",
                                             "heterogeneous", "HeterogeneousCode", "optimal_row_sums",

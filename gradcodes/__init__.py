@@ -88,6 +88,7 @@ from ._families.heterogeneous_exact import (
     heterogeneous_loads,
     min_time_heterogeneous,
 )
+from ._families.multi_message import multi_message_code, multi_message_time
 from ._families.partial_stragglers import ChunkDecoder, PartialStragglerCode, chunk_order, partial_straggler_code, q_max
 from ._families.partial_stragglers_verify import verify_partial
 from ._families.product import ProductCode, product_code
@@ -128,7 +129,7 @@ __all__ = [
     "heterogeneous_exact", "HeterogeneousExactCode", "LagrangeDecoder", "heterogeneous_loads",
     "min_time_heterogeneous",
     "partial_straggler_code", "PartialStragglerCode", "ChunkDecoder", "chunk_order", "q_max", "verify_partial",
-    "simulate_partial", "PartialSimulation",
+    "simulate_partial", "PartialSimulation", "multi_message_code", "multi_message_time",
     # approximate constructions
     "expander_code", "ExpanderCode", "heterogeneous", "HeterogeneousCode", "optimal_row_sums", "song_choi_allocation",
     "NegativeCoefficientWarning",

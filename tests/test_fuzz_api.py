@@ -101,6 +101,8 @@ API = {
                                          batch_size=64, max_failures=5, search_budget=None, dtype=np.float64,
                                          stop_on_failure=False, progress=False, time_budget=10.0, workers=1,
                                          checkpoint=None, checkpoint_every=60.0, comm=None)),
+    "multi_message_code": (gc.multi_message_code, dict(n=5, r=2, field="real", rtol=1e-8)),
+    "multi_message_time": (gc.multi_message_time, dict(n=5, r=2, a=1.0, mu=1.0, protocol="multi")),
     "partial_straggler_code": (gc.partial_straggler_code, dict(n=5, s=1, m=2, assignment=None, order="matching",
                                                                field="real", rtol=1e-8)),
     "chunk_order": (gc.chunk_order, dict(assignment=_A4, method="matching")),

@@ -28,6 +28,7 @@ from .bibd import BIBDCode, BIBDDecoder, bibd_code, block_design, stochastic_bib
 from .product import ProductCode, product_code                                               # Sakorikar & Wang
 from .baselines import bernoulli_gc, erasurehead, ignore_stragglers, optimal_decoding, stochastic_gc
 from .partial_stragglers import ChunkDecoder, PartialStragglerCode, partial_straggler_code
+from .multi_message import multi_message_code, multi_message_time                            # Ozfatura et al.
 
 __all__ = [
     "cyclic_repetition", "fractional_repetition", "uncoded",
@@ -42,5 +43,5 @@ __all__ = [
     "HeterogeneousExactCode", "LagrangeDecoder", "heterogeneous_exact", "heterogeneous_loads", "min_time_heterogeneous",
     "BIBDCode", "BIBDDecoder", "bibd_code", "block_design", "stochastic_bibd", "ProductCode", "product_code",
     "bernoulli_gc", "erasurehead", "ignore_stragglers", "optimal_decoding", "random_regular_graph", "stochastic_gc",
-    "partial_straggler_code", "PartialStragglerCode", "ChunkDecoder",
+    "partial_straggler_code", "PartialStragglerCode", "ChunkDecoder", "multi_message_code", "multi_message_time",
 ]
