@@ -41,8 +41,16 @@ from .._errors import GradcodesTypeError, GradcodesValueError
 from .._io import REBUILDERS
 from .._registry import Scheme, register
 from .._validate import check_int
-from .heterogeneous_exact import (HeterogeneousExactCode, _check_k, _check_s, _in_gf, _loads, _speeds,
-                                  _spread_speeds, heterogeneous_exact)
+from .heterogeneous_exact import (
+    HeterogeneousExactCode,
+    _check_k,
+    _check_s,
+    _in_gf,
+    _loads,
+    _speeds,
+    _spread_speeds,
+    heterogeneous_exact,
+)
 
 __all__ = ["robust_heterogeneous_exact", "RobustHeterogeneousCode", "worst_time_heterogeneous"]
 
@@ -51,7 +59,7 @@ def _slowdown(rho: Any) -> Fraction:
     if isinstance(rho, bool) or not isinstance(rho, (int, float, Fraction, str)) and not hasattr(rho, "__index__"):
         raise GradcodesTypeError(f"slowdown must be a real number >= 1, got {rho!r} of type {type(rho).__name__}")
     try:
-        f = Fraction(rho)  # type: ignore[arg-type]
+        f = Fraction(rho)
     except (ValueError, ZeroDivisionError, OverflowError, TypeError):
         raise GradcodesValueError(f"slowdown must be a finite real number >= 1, got {rho!r}") from None
     if f < 1:

@@ -375,7 +375,7 @@ def simulate(
                     # a code correcting `adversaries` wrong messages (gc.adversarial_gc) waits for n - stragglers,
                     # as the MPI master does: any n - s responders with a wrong ones decode (K + 2a of them)
                     sg = int(item.stragglers)
-                    pol = FixedK(workers - sg)
+                    pol: WaitPolicy = FixedK(workers - sg)
                 else:
                     pol = as_policy(policy, item)
                 target: Any = item
@@ -387,14 +387,14 @@ def simulate(
                 target = _Workers(N, sg)
             if kind == "AC" and deadline is None and policy is None and getattr(item, "s", None) is None:
                 pol = FixedK(workers)
-            points: Any = float(frac * Fraction(m_data))
+            points = float(frac * Fraction(m_data))
             own = None
             if kind in ("GC", "AC"):
                 own = _own_points(item, m_data)           # each worker computes its own load (row support)
                 if own is not None:
                     details["loads"] = np.asarray(item.loads).tolist()
             wm = worker_model(workers)
-            pts = points if own is None else own
+            pts: Any = points if own is None else own
             # a code with communication factor m sends 1/m of a gradient: t_c / m per message (Ye & Abbe 2018)
             if isinstance(pol, FixedK) and type(pol) is FixedK and pol.k is None and wm is None and deadline is None:
                 msgs = workers - sg                                  # the classical first n - s: unchanged draws
