@@ -6,9 +6,9 @@ partitions. Both are exact and send one gradient-sized message per worker, so th
 how much. The model is the simulator's (``gc.simulate``; Reisizadeh et al., CodedReduce): worker ``i`` with
 ``l_i`` data points finishes at ``a_i l_i + Exp(mean l_i / mu_i)`` with ``a_i = a / c_i`` and ``a_i mu_i = 1``
 (speed ``c_i``), and the master receives one message at a time (``t_c`` each) until it holds ``n - s``
-(``gradcodes._simulate._models._reception``). ``gc.simulate`` itself charges every worker of a code its maximum
-load, which is exact for cyclic repetition but not for unequal loads, so this script draws the per-worker times
-itself with the same formulas; the cyclic rows agree with ``gc.simulate(code, a=..., mu=...)``, checked below.
+(``gradcodes._simulate._models._reception``). This first table draws the per-worker times itself with the same
+formulas (written before ``gc.simulate`` charged each worker its own load; its cyclic rows agree with
+``gc.simulate(code, a=..., mu=...)``, checked below).
 
 Speeds ``c_i = 1 + (spread - 1) i / (n - 1)`` (linear between 1 and ``spread``), ``m = 49,920`` points per
 iteration, ``a = 5e-5`` s per point at speed 1, ``t_c = 5`` ms, ``k = n`` partitions (``k = 4n`` too, which lets
@@ -19,10 +19,13 @@ loads' advantage is not diluted by the exponential part.
 
 Run from the repository root::
 
-    PYTHONPATH=. python benchmarks/heterogeneous_exact.py            # ~20 s
+    PYTHONPATH=. python benchmarks/heterogeneous_exact.py            # ~2 min
     PYTHONPATH=. python benchmarks/heterogeneous_exact.py --smoke    # one row, seconds, no files
 
-Writes ``benchmarks/results/heterogeneous_exact.txt`` (the printed table).
+A second table (:func:`misestimated`, through ``gc.simulate``) compares ``gc.robust_heterogeneous_exact`` with the
+non-robust code and cyclic repetition when the fastest-estimated workers are slower than estimated.
+
+Writes ``benchmarks/results/heterogeneous_exact.txt`` (the printed tables).
 """
 
 from __future__ import annotations
