@@ -101,7 +101,8 @@ types. Narrative: :doc:`../cyclic_mds`, :doc:`../stable_codes`, :doc:`../ye_abbe
                                       "stable_binary", "grouped_mds", "grouped_random", "ye_abbe", "coded_reduce",
                                       "recommend"]),
         ("Workers of unequal speed", "gradcodes", ["heterogeneous_exact", "HeterogeneousExactCode",
-                                                   "LagrangeDecoder", "heterogeneous_loads"]),
+                                                   "LagrangeDecoder", "heterogeneous_loads",
+                                                   "robust_heterogeneous_exact", "RobustHeterogeneousCode"]),
         ("Family code types", "gradcodes", ["CyclicMDSCode", "YeAbbeCode", "CodedReduceCode"]),
         ("Partial stragglers (a message per chunk)", "gradcodes", ["partial_straggler_code", "PartialStragglerCode",
                                                                    "ChunkDecoder", "chunk_order", "q_max"]),
@@ -137,7 +138,7 @@ Lower bounds on the computation load: every partition must be stored on at least
 et al. 2017; Ye & Abbe 2018), so the average load is at least :math:`k(s + m)/n`. Narrative: :doc:`../index`
 (section 4), :doc:`../coded_reduce`.""", [
         ("Bounds", "gradcodes", ["min_load", "coded_reduce_load", "min_load_heterogeneous",
-                                 "min_time_heterogeneous"]),
+                                 "min_time_heterogeneous", "worst_time_heterogeneous"]),
     ]),
     ("simulation", "Simulation", """\
 The iteration-time simulator and the straggling models. Narrative: :doc:`../simulate`,

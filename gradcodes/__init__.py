@@ -88,6 +88,11 @@ from ._families.heterogeneous_exact import (
     heterogeneous_loads,
     min_time_heterogeneous,
 )
+from ._families.heterogeneous_robust import (
+    RobustHeterogeneousCode,
+    robust_heterogeneous_exact,
+    worst_time_heterogeneous,
+)
 from ._families.multi_message import multi_message_code, multi_message_time
 from ._families.partial_stragglers import ChunkDecoder, PartialStragglerCode, chunk_order, partial_straggler_code, q_max
 from ._families.partial_stragglers_verify import verify_partial
@@ -127,7 +132,7 @@ __all__ = [
     "uncoded", "fractional_repetition", "cyclic_repetition", "cyclic_mds", "stable_binary", "grouped_mds",
     "grouped_random", "recommend", "ye_abbe", "coded_reduce", "CodedReduceCode", "CyclicMDSCode", "YeAbbeCode",
     "heterogeneous_exact", "HeterogeneousExactCode", "LagrangeDecoder", "heterogeneous_loads",
-    "min_time_heterogeneous",
+    "min_time_heterogeneous", "robust_heterogeneous_exact", "RobustHeterogeneousCode", "worst_time_heterogeneous",
     "partial_straggler_code", "PartialStragglerCode", "ChunkDecoder", "chunk_order", "q_max", "verify_partial",
     "simulate_partial", "PartialSimulation", "multi_message_code", "multi_message_time",
     # approximate constructions

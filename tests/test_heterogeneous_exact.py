@@ -20,18 +20,18 @@ def spread(n, width=4):
 # ------------------------------------------------------------------------------------------------------------
 # the worked example (n = 4 workers, two twice as fast, k = 6 partitions, s = 1), every value by hand:
 # loads 2, 2, 4, 4 (time 2 = (s+1) k / sum c = 12 / 6); the sequence 0..5 0..5 split into runs 2, 2, 4, 4 gives
-# worker 0 {0, 1}, worker 1 {2, 3}, worker 2 {4, 5, 0, 1}, worker 3 {2, 3, 4, 5}; nodes x = 4, 5, 6, 7;
-# partition 0 on workers {0, 2}: B_00 = x_2/(x_2 - x_0) = 6/2 = 3, B_20 = x_0/(x_0 - x_2) = 4/(-2) = -2, ...
+# worker 0 {0, 1}, worker 1 {2, 3}, worker 2 {4, 5, 0, 1}, worker 3 {2, 3, 4, 5}; nodes x = 20n + i = 80, ..., 83;
+# partition 0 on workers {0, 2}: B_00 = x_2/(x_2 - x_0) = 82/2 = 41, B_20 = x_0/(x_0 - x_2) = 80/(-2) = -40, ...
 # ------------------------------------------------------------------------------------------------------------
 
-EXAMPLE_B = [[3, 3, 0, 0, 0, 0],
-             [0, 0, Fr(7, 2), Fr(7, 2), 0, 0],
-             [-2, -2, 0, 0, 7, 7],
-             [0, 0, Fr(-5, 2), Fr(-5, 2), -6, -6]]
-# straggler {1}: a_i = 1 - x_i/x_1 = 1 - x_i/5
-EXAMPLE_DECODE = {(0, 2, 3): [Fr(1, 5), 0, Fr(-1, 5), Fr(-2, 5)],
-                  (1, 2, 3): [0, Fr(-1, 4), Fr(-1, 2), Fr(-3, 4)],       # straggler {0}: 1 - x_i/4
-                  (0, 1, 3): [Fr(1, 3), Fr(1, 6), 0, Fr(-1, 6)]}         # straggler {2}: 1 - x_i/6
+EXAMPLE_B = [[41, 41, 0, 0, 0, 0],
+             [0, 0, Fr(83, 2), Fr(83, 2), 0, 0],
+             [-40, -40, 0, 0, 83, 83],
+             [0, 0, Fr(-81, 2), Fr(-81, 2), -82, -82]]
+# straggler {1}: a_i = 1 - x_i/x_1 = 1 - x_i/81
+EXAMPLE_DECODE = {(0, 2, 3): [Fr(1, 81), 0, Fr(-1, 81), Fr(-2, 81)],
+                  (1, 2, 3): [0, Fr(-1, 80), Fr(-1, 40), Fr(-3, 80)],    # straggler {0}: 1 - x_i/80
+                  (0, 1, 3): [Fr(1, 41), Fr(1, 82), 0, Fr(-1, 82)]}      # straggler {2}: 1 - x_i/82
 
 
 def test_worked_example_exact():
@@ -155,7 +155,7 @@ def test_equal_speeds_give_cyclic_repetition_supports():
 
 def test_decoder_is_the_product_formula_and_deterministic():
     code = gc.heterogeneous_exact(spread(12), 4)
-    x = [12 + i for i in range(12)]
+    x = [20 * 12 + i for i in range(12)]                                 # nodes 20n + i (weights <= 2^100)
     patterns = [(1, 5, 6, 11), (), (3,), (0, 11), (2, 3, 4, 7)]          # sizes differ within one batch
     mask = np.ones((len(patterns), 12), dtype=bool)
     for r, S in enumerate(patterns):
@@ -248,7 +248,7 @@ def test_verify_over_gf_p(speeds, s, k):
     report = gc.verify(code, field="GF")
     assert report.verdict == "exact" and report.exhaustive
     p = int(report.field[3:-1])
-    assert p > 2 * code.n
+    assert p > int(code.nodes.max()) == 21 * code.n - 1            # nodes 20n .. 21n - 1
     gf = code.in_field("GF")
     assert gf.loads.tolist() == code.loads.tolist()
 
@@ -257,9 +257,29 @@ def test_gf_field_bad_input():
     import galois
 
     code = gc.heterogeneous_exact([1, 2, 3], 1)
-    with pytest.raises(gc.GradcodesValueError, match="p > 2n"):
+    with pytest.raises(gc.GradcodesValueError, match="p > 62"):
         code.in_field(galois.GF(5))
     with pytest.raises(gc.GradcodesValueError, match="field"):
         code.in_field("GF(7)")
     with pytest.raises(gc.GradcodesTypeError, match="field"):
         code.in_field(7)
+
+
+def test_nodes_far_from_zero_lower_the_cancellation():
+    # nodes 20n + i instead of n + i: the worst cancellation max_j sum_i |a_i| |B_ij| over every third consecutive
+    # straggler window at (40, 6) is 529 (it was 3462 with the nodes n + i); at (100, 10) 9.9e4 instead of 2.8e6
+    n, s = 40, 6
+    code = gc.heterogeneous_exact(spread(n), s)
+    assert code.nodes.tolist() == list(range(20 * n, 21 * n))
+    B = np.abs(np.asarray(code.B))
+    worst = max(float((np.abs(code.decoding_matrix([i for i in range(n) if not t <= i < t + s])[0]) @ B).max())
+                for t in range(0, n - s + 1, 3))
+    assert 500 < worst < 560
+
+
+def test_weights_over_2_to_the_100_fall_back_to_the_near_nodes():
+    big = gc.heterogeneous_exact(spread(24), 20, field="rational")      # far nodes would give weights > 2^100
+    assert big.nodes.tolist() == list(range(24, 48)) and max(abs(v) for v in big.B.ravel()) <= Fr(2) ** 100
+    F = list(range(4, 24))
+    assert (big.decoding_matrix(F) @ big.B == big.target).all()         # exact recovery, in Fractions
+    assert np.isfinite(gc.heterogeneous_exact(spread(24), 20).B.astype(np.float32)).all()

@@ -24,6 +24,8 @@ from .adversarial import (AdversarialCode, adversarial_comm_cost, adversarial_gc
                           decode_adversarial, verify_adversarial)
 from .heterogeneous_exact import (HeterogeneousExactCode, LagrangeDecoder, heterogeneous_exact,  # Wang et al.
                                   heterogeneous_loads, min_time_heterogeneous)
+from .heterogeneous_robust import (RobustHeterogeneousCode, robust_heterogeneous_exact,  # robust variant
+                                   worst_time_heterogeneous)
 from .bibd import BIBDCode, BIBDDecoder, bibd_code, block_design, stochastic_bibd             # Kadhe et al.
 from .product import ProductCode, product_code                                               # Sakorikar & Wang
 from .baselines import bernoulli_gc, erasurehead, ignore_stragglers, optimal_decoding, stochastic_gc
@@ -41,6 +43,7 @@ __all__ = [
     "graph_assignment_error",
     "adversarial_gc", "AdversarialCode", "adversarial_comm_cost", "decode_adversarial", "verify_adversarial",
     "HeterogeneousExactCode", "LagrangeDecoder", "heterogeneous_exact", "heterogeneous_loads", "min_time_heterogeneous",
+    "RobustHeterogeneousCode", "robust_heterogeneous_exact", "worst_time_heterogeneous",
     "BIBDCode", "BIBDDecoder", "bibd_code", "block_design", "stochastic_bibd", "ProductCode", "product_code",
     "bernoulli_gc", "erasurehead", "ignore_stragglers", "optimal_decoding", "random_regular_graph", "stochastic_gc",
     "partial_straggler_code", "PartialStragglerCode", "ChunkDecoder", "multi_message_code", "multi_message_time",

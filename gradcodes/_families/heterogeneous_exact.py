@@ -19,8 +19,9 @@ construction here:
    and each partition is stored on exactly ``s + 1`` distinct workers.
 3. **Coefficients**. Random coefficients on this support, in the manner of Tandon, Lei, Dimakis &
    Karampatziakis (2017, Algorithm 2), work with probability 1; here they are fixed and exact instead: worker
-   ``i`` gets the integer node ``x_i = n + i``, and partition ``j``, stored on the workers ``T_j``, gets the
-   Lagrange weights of extrapolation to 0 over their nodes,
+   ``i`` gets the integer node ``x_i = f n + i`` (``f = 20``, or 1 when that makes a weight exceed ``2^100``;
+   below), and
+   partition ``j``, stored on the workers ``T_j``, gets the Lagrange weights of extrapolation to 0 over their nodes,
 
    .. math:: B_{tj} = \ell^{(T_j)}_t(0) = \prod_{u \in T_j,\, u \ne t} \frac{x_u}{x_u - x_t}, \qquad t \in T_j.
 
@@ -31,11 +32,15 @@ construction here:
 ``q_S(x) = prod_{l in S} (1 - x / x_l)``: degree ``|S| <= s``, ``q_S(0) = 1`` and ``q_S(x_l) = 0`` on the stragglers.
 The decoding vector ``a_i = q_S(x_i)`` is zero on ``S`` and ``(a B)_j = sum_{t in T_j} q_S(x_t) B_tj = q_S(0) = 1``
 for every ``j``, whatever the placement: the code tolerates any ``s`` stragglers, exactly. With the nodes in
-``[n, 2n)`` every ``|1 - x_i / x_l| < 1``, so ``|a_i| <= 1``.
+``[f n, (f + 1) n)`` every ``|1 - x_i / x_l| < 1/f``, so ``|a_i| <= 1``.
 
-Arithmetic: ``B`` is computed in Fractions and rounded once (``field="real"``) or kept exact
-(``field="rational"``); the decoder multiplies correctly rounded quotients of integers in a fixed order. Both are
-the same bits on every machine.
+**Nodes.** The float decode's cancellation ``sum_t |B_tj| |a_t|`` depends on where the nodes sit relative to the
+extrapolation point 0: moving them from ``[n, 2n)`` to ``[20n, 21n)`` lowers the worst searched float64 error 25x at
+``(n, s) = (100, 10)`` (``1.5e-10`` to ``6e-12``; ``benchmarks/decode_numerics.py``); farther nodes gain nothing more
+(the limit is the leading-coefficient functional, whose worst case grows like ``4^s`` for real nodes). The weights
+grow like ``(f (s + 1))^s``, so ``f = 20`` is used when every weight is at most ``2^100`` (exact comparison; ``B``
+then fits float32 too) and ``f = 1`` otherwise (large ``s``, where float decodes are inaccurate either way and
+``gc.verify`` says so).
 """
 
 from __future__ import annotations
@@ -232,10 +237,11 @@ def min_time_heterogeneous(speeds: Any, s: int, k: int | None = None, *, integra
 class LagrangeDecoder(Decoder):
     r"""Closed-form decoder of :func:`heterogeneous_exact`: ``a_i = prod_{l in S} (1 - x_i / x_l)``.
 
-    ``S`` are the stragglers, ``x_i = n + i`` the workers' nodes. For ``|S| <= s`` the vector ``a`` is zero on
-    ``S`` and ``a B = 1`` exactly (interpolation of a polynomial of degree at most ``s`` at the ``s + 1`` nodes of
-    each partition; Wang et al. 2019 with exact Lagrange coefficients). Each factor ``(x_l - x_i) / x_l`` is a
-    correctly rounded quotient of integers, multiplied in the order of the stragglers: the same bits everywhere.
+    ``S`` are the stragglers, ``x_i = f n + i`` the workers' nodes (module docstring). For ``|S| <= s`` the vector
+    ``a`` is zero on ``S`` and ``a B = 1`` exactly (interpolation of a polynomial of degree at most ``s`` at the
+    ``s + 1`` nodes of each partition; Wang et al. 2019 with exact Lagrange coefficients). Each factor
+    ``(x_l - x_i) / x_l`` is a correctly rounded quotient of integers, multiplied in the order of the stragglers: the
+    same bits everywhere.
     Batched over patterns: ``O(b n |S|)``.
     """
 
@@ -283,6 +289,28 @@ class LagrangeDecoder(Decoder):
 # --------------------------------------------------------------------------------------------------------
 
 
+_FAR = 20            # nodes x_i = 20 n + i: 25x smaller worst float64 error at (100, 10) than n + i
+_BIG = Fraction(2) ** 100                                   # largest weight allowed with the far nodes
+
+
+def _weights(holders: list[list[int]], n: int, f: int) -> tuple[list[int], list[int], list[int], list[Fraction]]:
+    """Nodes ``x_i = f n + i`` and the Lagrange weights ``B_tj = prod_{u != t} x_u / (x_u - x_t)`` (exact)."""
+    x = [f * n + i for i in range(n)]
+    rows: list[int] = []
+    cols: list[int] = []
+    vals: list[Fraction] = []
+    for j, T in enumerate(holders):
+        for t in T:
+            w = Fraction(1)
+            for u in T:
+                if u != t:
+                    w *= Fraction(x[u], x[u] - x[t])
+            rows.append(t)
+            cols.append(j)
+            vals.append(w)
+    return x, rows, cols, vals
+
+
 def _placement(L: list[int], k: int) -> list[list[int]]:
     """Holders of each partition: worker ``i`` takes positions ``P_i .. P_i + L_i - 1`` of ``(0..k-1)`` x (s+1)."""
     holders: list[list[int]] = [[] for _ in range(k)]
@@ -302,7 +330,12 @@ def _assemble(rows: list[int], cols: list[int], vals: list[Fraction], n: int, k:
         return B
     from scipy import sparse
 
-    csr = sparse.csr_array((np.array([float(v) for v in vals]), (rows, cols)), shape=(n, k))
+    try:
+        data = np.array([float(v) for v in vals])
+    except OverflowError:
+        raise GradcodesValueError(f"s is too large for field='real' at n = {n}: the Lagrange weights exceed the "
+                                  f"float64 range; use field='rational'") from None
+    csr = sparse.csr_array((data, (rows, cols)), shape=(n, k))
     return owned(csr) if use_sparse(n, k) else csr.toarray()       # stored sparse at scale, as the other families
 
 
@@ -314,7 +347,8 @@ class HeterogeneousExactCode(GradientCode):
     speeds : list of fractions.Fraction
         The workers' speeds ``c_i``, exactly.
     nodes : numpy.ndarray
-        The integer nodes ``x_i = n + i`` of the Lagrange coefficients and of the decoder.
+        The integer nodes ``x_i = f n + i`` of the Lagrange coefficients and of the decoder (``f = 20``, or 1
+        when a weight would exceed ``2^100``).
     time : fractions.Fraction
         The computation time ``max_i L_i / c_i``, equal to :func:`min_time_heterogeneous`.
     """
@@ -334,7 +368,7 @@ def heterogeneous_exact(speeds: Any, s: int, k: int | None = None, *, field: str
     the optimal integer loads for its speed ``c_i`` (:func:`heterogeneous_loads`), laid out by the paper's
     placement (the partitions written ``s + 1`` times in a row, consecutive runs to consecutive workers), so
     every partition is on ``s + 1`` distinct workers. Its coefficients are exact Lagrange weights
-    ``B_tj = prod_{u in T_j, u != t} x_u / (x_u - x_t)`` over the nodes ``x_i = n + i`` of the partition's
+    ``B_tj = prod_{u in T_j, u != t} x_u / (x_u - x_t)`` over the nodes ``x_i = f n + i`` of the partition's
     holders ``T_j``, and the closed-form decoder ``a_i = prod_{l in S} (1 - x_i / x_l)`` recovers ``1`` from any
     ``n - s`` responders (module docstring: ``a B = q_S(0) = 1``). The computation time
     ``max_i L_i / c_i`` equals :func:`min_time_heterogeneous` exactly (attribute ``time``). With equal speeds
@@ -379,12 +413,12 @@ def heterogeneous_exact(speeds: Any, s: int, k: int | None = None, *, field: str
     ([2, 2, 4, 4], Fraction(2, 1))
     >>> for row in code.B:
     ...     print([str(v) for v in row])
-    ['3', '3', '0', '0', '0', '0']
-    ['0', '0', '7/2', '7/2', '0', '0']
-    ['-2', '-2', '0', '0', '7', '7']
-    ['0', '0', '-5/2', '-5/2', '-6', '-6']
+    ['41', '41', '0', '0', '0', '0']
+    ['0', '0', '83/2', '83/2', '0', '0']
+    ['-40', '-40', '0', '0', '83', '83']
+    ['0', '0', '-81/2', '-81/2', '-82', '-82']
     >>> [str(v) for v in code.decoding_matrix([0, 2, 3])[0]]           # worker 1 straggles
-    ['1/5', '0', '-1/5', '-2/5']
+    ['1/81', '0', '-1/81', '-2/81']
     >>> gc.verify(code).verdict
     'exact'
     """
@@ -398,19 +432,9 @@ def heterogeneous_exact(speeds: Any, s: int, k: int | None = None, *, field: str
     check_size("the Lagrange weights (s+1)^2 k", (s + 1) ** 2 * k, "work")
     L, time = _loads(c, s, k)
     holders = _placement(L, k)
-    x = [n + i for i in range(n)]
-    rows: list[int] = []
-    cols: list[int] = []
-    vals: list[Fraction] = []
-    for j, T in enumerate(holders):
-        for t in T:
-            w = Fraction(1)
-            for u in T:
-                if u != t:
-                    w *= Fraction(x[u], x[u] - x[t])
-            rows.append(t)
-            cols.append(j)
-            vals.append(w)
+    x, rows, cols, vals = _weights(holders, n, _FAR)
+    if any(abs(v) > _BIG for v in vals):                    # exact comparison: keep B within the float32 range
+        x, rows, cols, vals = _weights(holders, n, 1)
     B = _assemble(rows, cols, vals, n, k, exact)
     nodes = np.array(x, dtype=np.int64)
     params = {"speeds": [str(v) for v in c], "s": s, "k": k, "field": field}
@@ -421,31 +445,33 @@ def heterogeneous_exact(speeds: Any, s: int, k: int | None = None, *, field: str
 
 
 def _in_gf(speeds: list[Fraction], s: int, k: int, field: Any) -> HeterogeneousExactCode:
-    """``code.in_field(field)``: the same construction over GF(p), ``p > 2n`` prime (``"GF"``: the smallest).
+    """``code.in_field(field)``: the same construction over GF(p), ``p > x_max`` prime (``"GF"``: the smallest).
 
-    The nodes ``n .. 2n-1`` are then non-zero and distinct mod ``p``, so every Lagrange weight and decoding
+    The nodes ``f n .. (f + 1) n - 1`` are then non-zero and distinct mod ``p``, so every Lagrange weight and decoding
     coefficient exists mod ``p`` and the identity ``a B = 1`` holds there too: ``gc.verify(code, field="GF")``
     checks the algebra with no rounding at all.
     """
     import galois
 
     n = len(speeds)
+    exact = heterogeneous_exact(speeds, s, k, field="rational")
+    top = int(exact.nodes.max())                            # the largest node
     if isinstance(field, str):
         if field != "GF":
-            raise GradcodesValueError(f"field must be 'GF' (the smallest prime p > 2n) or a galois.GF(p) class, "
-                                      f"got {field!r}")
-        p = 2 * n + 1
+            raise GradcodesValueError(f"field must be 'GF' (the smallest prime p > the largest node) or a "
+                                      f"galois.GF(p) class, got {field!r}")
+        p = top + 1
         while not galois.is_prime(p):
             p += 1
         GF = galois.GF(p)
     elif isinstance(field, type) and hasattr(field, "characteristic") and hasattr(field, "degree"):
-        if field.degree != 1 or field.characteristic <= 2 * n:
-            raise GradcodesValueError(f"field must be a prime field GF(p) with p > 2n = {2 * n} (distinct non-zero "
-                                      f"nodes n..2n-1), got GF({field.characteristic}^{field.degree})")
+        if field.degree != 1 or field.characteristic <= top:
+            raise GradcodesValueError(f"field must be a prime field GF(p) with p > {top}, the largest node (distinct "
+                                      f"non-zero nodes {top - n + 1}..{top}), got GF({field.characteristic}^"
+                                      f"{field.degree})")
         GF = field
     else:
         raise GradcodesTypeError(f"field must be 'GF' or a galois.GF(p) class, got {field!r}")
-    exact = heterogeneous_exact(speeds, s, k, field="rational")
     B = PrimeField(GF).const(exact.B)
     return HeterogeneousExactCode(
         B, s, speeds=exact.speeds, nodes=exact.nodes, time=exact.time,

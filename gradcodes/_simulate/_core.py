@@ -382,7 +382,13 @@ def simulate(
                 workers, comm = int(item.n), int(item.m)
                 sg = int(item.s) if getattr(item, "s", None) is not None else 0
                 frac = Fraction(int(item.load), int(item.k))
-                pol = as_policy(policy, item)
+                if policy is None and int(getattr(item, "adversaries", 0) or 0) > 0:
+                    # a code correcting `adversaries` wrong messages (gc.adversarial_gc) waits for n - stragglers,
+                    # as the MPI master does: any n - s responders with a wrong ones decode (K + 2a of them)
+                    sg = int(item.stragglers)
+                    pol: WaitPolicy = FixedK(workers - sg)
+                else:
+                    pol = as_policy(policy, item)
                 target: Any = item
             else:
                 workers = N
@@ -393,16 +399,22 @@ def simulate(
             if kind == "AC" and deadline is None and policy is None and getattr(item, "s", None) is None:
                 pol = FixedK(workers)
             points = float(frac * Fraction(m_data))
+            own = None
+            if kind in ("GC", "AC"):
+                own = _own_points(item, m_data)           # each worker computes its own load (row support)
+                if own is not None:
+                    details["loads"] = np.asarray(item.loads).tolist()
             wm = worker_model(workers)
+            pts: Any = points if own is None else own
             # a code with communication factor m sends 1/m of a gradient: t_c / m per message (Ye & Abbe 2018)
             if isinstance(pol, FixedK) and type(pol) is FixedK and pol.k is None and wm is None and deadline is None:
                 msgs = workers - sg                                  # the classical first n - s: unchanged draws
-                times, resp = _sim_master_worker(rng, iters, workers, msgs, points, a, mu, t_c / comm,
+                times, resp = _sim_master_worker(rng, iters, workers, msgs, pts, a, mu, t_c / comm,
                                                  return_responders or kind == "AC")
             else:
                 if deadline is not None and kind != "AC":
                     raise GradcodesValueError("deadline: only approximate codes may stop before they can decode")
-                times, resp, counts = _sim_policy(rng, iters, target, pol, points, a, mu, wm, t_c / comm,
+                times, resp, counts = _sim_policy(rng, iters, target, pol, pts, a, mu, wm, t_c / comm,
                                                   return_responders or kind == "AC", deadline)
                 msgs = int(np.max(counts))
                 details["mean_messages"] = float(np.mean(counts))
@@ -442,6 +454,16 @@ def simulate(
               "policy": None if policy is None else str(policy), "model": None if model is None else model.label,
               "deadline": deadline}
     return SimulationResult(out, params)
+
+
+def _own_points(code: Any, m_data: float) -> np.ndarray | None:
+    """Each worker's data points ``(L_i / k) m_data`` (``L_i`` its row support), or None when every worker stores
+    the same number of partitions (then the scalar ``(load / k) m_data`` is used, the same draws as always)."""
+    loads = np.asarray(code.loads)
+    if loads.size == 0 or loads.min() == loads.max():
+        return None
+    k = int(code.k)
+    return np.array([float(Fraction(int(li), k) * Fraction(m_data)) for li in loads.tolist()])
 
 
 def _expected_error(code: Any, resp: np.ndarray) -> float:

@@ -16,9 +16,15 @@ import numpy as np
 _CHUNK_ELEMENTS = 2_000_000
 
 
-def _computation(rng: np.random.Generator, shape: tuple[int, ...], points: float, a: float,
+def _computation(rng: np.random.Generator, shape: tuple[int, ...], points: float | np.ndarray, a: float,
                  mu: float) -> np.ndarray:
-    """Shifted exponential computation times ``a*l + Exp(mean l/mu)``."""
+    """Shifted exponential computation times ``a*l + Exp(mean l/mu)`` (``points``: a scalar, or one entry per
+    worker, the last axis of ``shape``)."""
+    if np.ndim(points):
+        l_ = np.asarray(points, dtype=float)
+        if math.isinf(mu) or not l_.any():
+            return np.broadcast_to(a * l_, shape).copy()
+        return a * l_ + rng.exponential(1.0, size=shape) * (l_ / mu)
     base = a * points
     if math.isinf(mu) or points == 0:
         return np.full(shape, base)

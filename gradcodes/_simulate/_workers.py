@@ -13,7 +13,8 @@
   per-worker times of a :class:`gradcodes.mpi.RunResult`), replayed in order (cyclically when more iterations are
   simulated than the trace has).
 
-A model answers ``times(generator, iters, workers, points)``: an ``(iters, workers)`` array of seconds.
+A model answers ``times(generator, iters, workers, points)``: an ``(iters, workers)`` array of seconds; ``points``
+is a scalar or, for a code whose workers store different numbers of partitions, one entry per worker.
 """
 
 from __future__ import annotations
@@ -59,7 +60,8 @@ class WorkerModel:
     #: Label shown in results.
     label = "model"
 
-    def times(self, generator: np.random.Generator, iters: int, workers: int, points: float) -> np.ndarray:
+    def times(self, generator: np.random.Generator, iters: int, workers: int,
+              points: float | np.ndarray) -> np.ndarray:
         """``(iters, workers)`` computation times (seconds) of workers processing ``points`` data points each."""
         raise NotImplementedError
 
@@ -99,10 +101,11 @@ class ShiftedExponentialWorkers(WorkerModel):
             return a, 1.0 / a
         return a, _per_worker("mu", self.mu, workers, positive=True, allow_inf=True)
 
-    def times(self, generator: np.random.Generator, iters: int, workers: int, points: float) -> np.ndarray:
+    def times(self, generator: np.random.Generator, iters: int, workers: int,
+              points: float | np.ndarray) -> np.ndarray:
         a, mu = self.params(workers)
-        base = a * points
-        if points == 0 or np.all(np.isinf(mu)):
+        base = a * points                                   # points: a scalar or one entry per worker
+        if not np.any(points) or np.all(np.isinf(mu)):
             return np.broadcast_to(base, (iters, workers)).copy()
         scale = np.where(np.isinf(mu), 0.0, points / mu)
         return base + generator.exponential(1.0, size=(iters, workers)) * scale
@@ -157,7 +160,8 @@ class PersistentStragglers(WorkerModel):
             slow[t] = np.where(slow[t - 1], u[t] >= self.p_recover, u[t] < self.p_slow)
         return slow
 
-    def times(self, generator: np.random.Generator, iters: int, workers: int, points: float) -> np.ndarray:
+    def times(self, generator: np.random.Generator, iters: int, workers: int,
+              points: float | np.ndarray) -> np.ndarray:
         if self.base is None:
             raise GradcodesValueError("PersistentStragglers needs a base model (gradcodes.simulate supplies its a "
                                       "and mu)")
@@ -196,7 +200,8 @@ class TraceReplay(WorkerModel):
         self.trace.flags.writeable = False
         self.label = f"trace({T.shape[0]} iterations x {T.shape[1]} workers)"
 
-    def times(self, generator: np.random.Generator, iters: int, workers: int, points: float) -> np.ndarray:
+    def times(self, generator: np.random.Generator, iters: int, workers: int,
+              points: float | np.ndarray) -> np.ndarray:
         if workers != self.trace.shape[1]:
             raise GradcodesValueError(f"the trace has {self.trace.shape[1]} workers, the scheme has {workers}")
         idx = np.arange(iters) % self.trace.shape[0]
