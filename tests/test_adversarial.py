@@ -204,7 +204,7 @@ def test_float_decode_obeys_the_acceptance_rule():
     """decode_adversarial returned float decodes without the library's acceptance rule: float32 messages of a
     40-worker code (cancellation 2.6e5, predicted error 0.1) came back as a gradient. Now it raises DecodingError,
     and the same messages in float64 still decode within 1e-8 relative. (The Chebyshev-node code: the default
-    Fourier code decodes both, see test_default_nodes_decode_float32.)"""
+    Fourier code decodes both, see test_float_decode_with_adversaries.)"""
     code = gc.adversarial_gc(_cyclic_placement(40, 7), 2, 2, m=1, nodes="chebyshev")
     rng = np.random.default_rng(0)
     G = rng.standard_normal((code.k, 5))
@@ -214,5 +214,5 @@ def test_float_decode_obeys_the_acceptance_rule():
     res = gc.decode_adversarial(code, R, Y[R])
     assert res.adversarial == (5,)
     assert np.abs(res.gradient - G.sum(axis=0)).max() <= 1e-8 * np.abs(G).sum(axis=0).max()
-    with pytest.raises(gc.DecodingError, match="cancellation"):
-        gc.decode_adversarial(code, R, Y[R].astype(np.float32))
+    with pytest.raises(gc.DecodingError, match="cancellation"):      # rtol: float32 messages pass the consistency
+        gc.decode_adversarial(code, R, Y[R].astype(np.float32), rtol=1e-4)

@@ -284,7 +284,7 @@ def adversarial_gc(placement: Any, s: int, a: int, *, m: int | None = None, k: i
                               "nodes": node_param, "field": field}
     if node_param == "unity":
         exps = _fourier.scale_exponents(alpha, K)
-        rows, rho = _fourier.construct(S, m, K, tuple(alpha), exps)
+        rows, rho = _fourier.construct(_fourier.thin_placement(S, s + 2 * a + m), m, K, tuple(alpha), exps)
         Bu: Any = RationalField().zeros((n, kk * m))
         for i, row in enumerate(rows):
             Bu[i, :] = row
@@ -424,8 +424,9 @@ def decode_adversarial(code: AdversarialCode, responders: Responders, messages: 
     r"""Decode with up to ``code.adversaries`` wrong messages: find them, correct them, or report that it can't.
 
     Searches the sets ``T`` of responders in order of size (then lexicographically) for the smallest one whose
-    removal leaves messages that one polynomial of degree ``< K`` explains (exactly for rational codes; within
-    ``rtol`` of the messages' scale for floats), up to ``|T| <= min(a, (|R| - K) // 2)``; the proof in the module
+    removal leaves messages that one polynomial of degree ``< K`` explains (exactly for rational codes; for floats,
+    every message within ``rtol (sum_c |M_lc| |y_c| + |y_l|)`` of its prediction ``sum_c M_lc y_c`` from ``K`` others,
+    the discrepancy a relative error ``rtol`` in every message can explain), up to ``|T| <= min(a, (|R| - K) // 2)``; the proof in the module
     docstring shows ``T`` is then exactly the set of wrong workers. Cost ``sum_{t <= a} C(|R|, t)`` small
     consistency checks (on two fixed combinations of the columns, then confirmed on all of them).
 
@@ -492,8 +493,11 @@ def decode_adversarial(code: AdversarialCode, responders: Responders, messages: 
     check_size("the adversarial sets searched", sum(math.comb(N, t) for t in range(tmax + 1)) * N * K, "work")
     probe = Y[:, :1] if Y.shape[1] == 1 else np.stack([Y.sum(axis=1), Y[:, ::2].sum(axis=1) - Y[:, 1::2].sum(axis=1)],
                                                       axis=1)
+    if not code.exact:
+        absY = np.abs(Y).astype(np.float64)
+        absP = absY[:, :1] if Y.shape[1] == 1 else np.repeat(absY.sum(axis=1)[:, None], 2, axis=1)
 
-    def consistent(keep: list[int], Z: np.ndarray) -> bool:
+    def consistent(keep: list[int], Z: np.ndarray, Zabs: Any = None) -> bool:
         Q, rest = keep[:K], keep[K:]
         if not rest:
             return True
@@ -508,13 +512,16 @@ def decode_adversarial(code: AdversarialCode, responders: Responders, messages: 
         exa = np.asarray(ex, dtype=np.int64)
         Mf = _fourier.interp_float(np.asarray(alpha)[Q], exa[Q], np.asarray(alpha)[rest], exa[rest])
         pred = Mf @ Z[Q].astype(np.float64)
-        scale = max(1.0, float(np.abs(Z[keep]).max())) * max(1.0, float(np.abs(Mf).sum(axis=1).max()))
-        return bool(np.abs(pred - Z[rest]).max() <= rtol * scale)
+        # per message and column: the discrepancy an error of rtol relative in every message (and the rounding
+        # of this prediction) can explain, sum_c |M_lc| |Z_c| + |Z_l| (Zabs: magnitudes before the probe's sums)
+        bound = rtol * (np.abs(Mf) @ Zabs[Q] + Zabs[rest])
+        return bool((np.abs(pred - Z[rest]) <= bound).all())
 
     for t in range(tmax + 1):
         for T in itertools.combinations(range(N), t):
             keep = [i for i in range(N) if i not in T]
-            if consistent(keep, probe) and consistent(keep, Y):
+            if code.exact and consistent(keep, probe) and consistent(keep, Y) or \
+                    not code.exact and consistent(keep, probe, absP) and consistent(keep, Y, absY):
                 Q = keep[:K]
                 if code.exact:
                     W = _code_weights(code, [int(R[i]) for i in Q])

@@ -97,6 +97,39 @@ def unity_nodes(n: int) -> tuple[Fraction, ...]:
     return tuple(out)
 
 
+def thin_placement(S: np.ndarray, need: int) -> np.ndarray:
+    """The holders the code uses: ``need = s + 2a + m`` of each partition's ``r_j`` holders, the most spread out on
+    the circle.
+
+    The Cayley image of ``P_j h`` vanishes at the unused holders too, so ``B``'s column is the tight-case polynomial
+    of the kept holders; a partition's value at a kept holder is about ``n / prod |z_i - z_l|`` over the other kept
+    holders, so clustered holders make ``B`` large. Rule (integer angle indices ``q i mod n``, exact): while more
+    than ``need`` remain, drop the holder with the smallest gap to a circular neighbour (ties: smaller sum of its
+    two gaps, then the larger worker index).
+    """
+    n, k = S.shape
+    q = stride(n)
+    ang = (q * np.arange(n)) % n
+    out = S.copy()
+    for j in range(k):
+        hold = [int(i) for i in np.flatnonzero(S[:, j])]
+        if len(hold) <= need:
+            continue
+        hold.sort(key=lambda i: int(ang[i]))
+        while len(hold) > need:
+            L = len(hold)
+            best, key = 0, None
+            for c in range(L):
+                prev = (int(ang[hold[c]]) - int(ang[hold[c - 1]])) % n
+                nxt = (int(ang[hold[(c + 1) % L]]) - int(ang[hold[c]])) % n
+                kk = (min(prev, nxt), prev + nxt, -hold[c])
+                if key is None or kk < key:
+                    best, key = c, kk
+            out[hold[best], j] = False
+            del hold[best]
+    return out
+
+
 def _floor_log2(f: Fraction) -> int:
     a, b = f.numerator, f.denominator
     t = a.bit_length() - b.bit_length()
@@ -110,119 +143,138 @@ def scale_exponents(x: tuple[Fraction, ...] | list[Fraction], K: int) -> tuple[i
     return tuple(_floor_log2((1 + v * v) ** (K - 1)) // 2 for v in x)
 
 
-def circle_point(x: Fraction) -> Gauss:
-    """``z = (1 + ix)/(1 - ix)``, exactly on the unit circle."""
-    d = 1 + x * x
-    return (1 - x * x) / d, 2 * x / d
+GInt = tuple[int, int]
 
 
-def lam(x: Fraction) -> Gauss:
-    """``λ = (-i - x)/2``: ``((1 + z)/2)(x(z) - x) = λ (z - z(x))``."""
-    return -x / 2, Fraction(-1, 2)
+def _gi_mul(a: GInt, b: GInt) -> GInt:
+    return a[0] * b[0] - a[1] * b[1], a[0] * b[1] + a[1] * b[0]
 
 
-def _top_elementary(zs: list[Gauss], T: int) -> list[Gauss]:
-    """Top ``T`` coefficients (highest first) of the monic ``prod (z - z_l)``: ``(-1)^t e_t``."""
-    c = [_ONE] + [_ZERO] * (T - 1)
-    for zl in zs:
-        for t in range(T - 1, 0, -1):
-            c[t] = gsub(c[t], gmul(zl, c[t - 1]))
-    return c
-
-
-def _rho_candidates() -> list[Gauss]:
-    out = [(Fraction(1), Fraction(0)), (Fraction(0), Fraction(1))]
-    for a in range(1, 6):
-        for b in range(1, 6):
-            if math.gcd(a, b) == 1:
-                out += [(Fraction(a), Fraction(b)), (Fraction(a), Fraction(-b))]
+def _ints(x: Any) -> list[int]:
+    """The numerators of dyadic nodes over ``2^24`` (exact)."""
+    out = []
+    for v in x:
+        v = Fraction(v)
+        if (1 << _NODE_BITS) % v.denominator:
+            raise ValueError("the Fourier form needs dyadic nodes with denominators dividing 2^24")
+        out.append(int(v * (1 << _NODE_BITS)))
     return out
 
 
-def choose_rho(lams: list[Gauss]) -> Gauss:
-    """A fixed Gaussian rational ``ρ`` with ``Re(ρ Λ) ≠ 0`` for every ``Λ`` given, maximising the worst
-    ``Re(ρ Λ)^2 / |ρ Λ|^2`` over the candidates (exact comparison; first maximum in a fixed order)."""
+def _top_linear_product(factors: list[tuple[GInt, GInt]], T: int) -> list[GInt]:
+    """Top ``T`` coefficients (highest first) of ``prod (a z + b)`` over Gaussian integers."""
+    c: list[GInt] = [(1, 0)] + [(0, 0)] * (T - 1)
+    for a_, b_ in factors:
+        for t in range(T - 1, -1, -1):
+            v = _gi_mul(a_, c[t])
+            if t:
+                w = _gi_mul(b_, c[t - 1])
+                v = (v[0] + w[0], v[1] + w[1])
+            c[t] = v
+    return c
+
+
+def _rho_candidates() -> list[GInt]:
+    out = [(1, 0), (0, 1)]
+    for a in range(1, 6):
+        for b in range(1, 6):
+            if math.gcd(a, b) == 1:
+                out += [(a, b), (a, -b)]
+    return out
+
+
+def choose_rho(lams: list[GInt]) -> GInt:
+    """A fixed Gaussian integer ``ρ`` with ``Re(ρ Λ) ≠ 0`` for every ``Λ`` given, maximising the worst
+    ``Re(ρ Λ)^2 / |ρ Λ|^2`` over the candidates (exact comparison; the first maximum in a fixed order)."""
     if not lams:
-        return _ONE
-    best, best_score = _ONE, Fraction(-1)
+        return (1, 0)
+
+    def score(rho: GInt) -> Fraction:
+        return min(Fraction(_gi_mul(rho, L)[0] ** 2, _gi_mul(rho, L)[0] ** 2 + _gi_mul(rho, L)[1] ** 2)
+                   for L in lams)
+
+    best, best_score = (1, 0), Fraction(-1)
     for rho in _rho_candidates():
-        score = min((gmul(rho, L)[0] ** 2) / (gmul(rho, L)[0] ** 2 + gmul(rho, L)[1] ** 2) for L in lams)
-        if score > best_score:
-            best, best_score = rho, score
-    if best_score == 0:                                     # every candidate orthogonal to some Λ: search further
-        a = 6
-        while best_score == 0:
-            best = (Fraction(a), Fraction(1))
-            best_score = min(gmul(best, L)[0] ** 2 for L in lams)
-            a += 1
+        sc = score(rho)
+        if sc > best_score:
+            best, best_score = rho, sc
+    a = 6
+    while best_score == 0:                                  # every candidate orthogonal to some Λ: search further
+        best = (a, 1)
+        best_score = score(best)
+        a += 1
     return best
 
 
 def construct(S: np.ndarray, m: int, K: int, x: tuple[Fraction, ...], exps: tuple[int, ...]
-              ) -> tuple[list[list[Fraction]], Gauss]:
-    """The exact encoding matrix (rows of Fractions) and ``ρ``: see the module docstring."""
+              ) -> tuple[list[list[Fraction]], GInt]:
+    """The exact encoding matrix (rows of Fractions) and ``ρ``: see the module docstring.
+
+    Integer arithmetic throughout (nodes ``X_i / 2^24``): ``P_j(x_i) = prod (X_i - X_l) / 2^{24 |N_j|}``, the Cayley
+    image of ``P_j`` is ``prod ((-X_l - 2^24 i) z + (2^24 i - X_l)) / (2^25)^{|N_j|}`` and ``b_t(x_i) =
+    (2^24 + i X_i)^{D-t} (2^24 - i X_i)^t / 2^{24 D}``.
+    """
     n, k = S.shape
+    X = _ints(x)
+    s0 = 1 << _NODE_BITS
     T = (m + 1) // 2
     odd = m % 2 == 1
-    zs = [circle_point(v) for v in x]
-    lm = [lam(v) for v in x]
     r_j = S.sum(axis=0)
-    Lam = []
+    Pz = []                                                  # top T coefficients of the Cayley image of P_j
     for j in range(k):
-        L = _ONE
-        for i in np.flatnonzero(~S[:, j]):
-            L = gmul(L, lm[int(i)])
-        Lam.append(L)
+        non = [int(i) for i in np.flatnonzero(~S[:, j])]
+        top = _top_linear_product([((-X[l_], -s0), (-X[l_], s0)) for l_ in non], T)
+        den = Fraction(1, (2 * s0) ** len(non))
+        Pz.append([(Fraction(c[0]) * den, Fraction(c[1]) * den) for c in top])
     middle = [odd and int(K - 1 - (n - r_j[j])) == m - 1 for j in range(k)]
-    rho = choose_rho([Lam[j] for j in range(k) if middle[j]]) if odd else _ONE
+    rho_i = choose_rho([_top_linear_product([((-X[int(l_)], -s0), (-X[int(l_)], s0))
+                                             for l_ in np.flatnonzero(~S[:, j])], 1)[0]
+                        for j in range(k) if middle[j]]) if odd else (1, 0)
+    rho: Gauss = (Fraction(rho_i[0]), Fraction(rho_i[1]))
     B = [[Fraction(0)] * (k * m) for _ in range(n)]
     for j in range(k):
         non = [int(i) for i in np.flatnonzero(~S[:, j])]
         hold = [int(i) for i in np.flatnonzero(S[:, j])]
         D = K - 1 - len(non)
-        pi = _top_elementary([zs[i] for i in non], T)
+        Pi = Pz[j]
         Pval = {}
         for i in hold:
-            v = Fraction(1)
+            v = 1
             for l_ in non:
-                v *= x[i] - x[l_]
-            Pval[i] = v
-        # b_t(x_i) = (1 + i x)^{D-t} (1 - i x)^t for the holders
+                v *= X[i] - X[l_]
+            Pval[i] = Fraction(v, s0 ** len(non))
         bvals = {}
         for i in hold:
-            w_p: Gauss = (Fraction(1), x[i])
-            w_m: Gauss = (Fraction(1), -x[i])
             row = []
             for t in range(T):
-                v = _ONE
+                v: GInt = (1, 0)
                 for _ in range(D - t):
-                    v = gmul(v, w_p)
+                    v = _gi_mul(v, (s0, X[i]))
                 for _ in range(t):
-                    v = gmul(v, w_m)
-                row.append(v)
+                    v = _gi_mul(v, (s0, -X[i]))
+                row.append((Fraction(v[0], s0 ** D), Fraction(v[1], s0 ** D)))
             bvals[i] = row
         for u in range(m):
             eta: list[Gauss] = []
             coef: list[tuple[Fraction, Fraction]] = []      # (α_t, β_t)
             for t in range(T):
-                R = _ZERO                                   # Σ_{t2 < t} π_{t-t2} η_{t2}
+                R = _ZERO                                   # Σ_{t2 < t} Π_{t-t2} η_{t2}
                 for t2 in range(t):
-                    p_ = gmul(pi[t - t2], eta[t2])
+                    p_ = gmul(Pi[t - t2], eta[t2])
                     R = (R[0] + p_[0], R[1] + p_[1])
                 last = odd and t == T - 1
                 if last and middle[j]:
-                    # c = Λ (α + R) with α real; need Re(ρ c) = δ
-                    rl = gmul(rho, Lam[j])
-                    rlR = gmul(rl, R)
-                    alpha = (Fraction(int(u == m - 1)) - rlR[0]) / rl[0]
+                    # c = Π_0 α + R with α real; need Re(ρ c) = δ
+                    rl = gmul(rho, Pi[0])
+                    alpha = (Fraction(int(u == m - 1)) - gmul(rho, R)[0]) / rl[0]
                     eta.append((alpha, Fraction(0)))
                     coef.append((alpha, Fraction(0)))
                     continue
                 if last:
                     target = gdiv((Fraction(int(u == m - 1)), Fraction(0)), rho)
                 else:
-                    target = ((Fraction(int(u == 2 * t)), Fraction(int(u == 2 * t + 1))))
-                e = gsub(gdiv(target, Lam[j]), R)
+                    target = (Fraction(int(u == 2 * t)), Fraction(int(u == 2 * t + 1)))
+                e = gdiv(gsub(target, R), Pi[0])
                 eta.append(e)
                 coef.append((2 * e[0], -2 * e[1]))
             for i in hold:
@@ -236,24 +288,30 @@ def construct(S: np.ndarray, m: int, K: int, x: tuple[Fraction, ...], exps: tupl
 
 
 def weights_exact(xQ: list[Fraction], eQ: list[int], m: int, rho: Gauss) -> list[list[Fraction]]:
-    """``A[u][c]``: the ``u``-th real functional of the Lagrange basis polynomial of ``xQ[c]``, times ``2^{e_c}``."""
+    """``A[u][c]``: the ``u``-th real functional of the Lagrange basis polynomial of ``xQ[c]``, times ``2^{e_c}``.
+
+    The Cayley image of ``L_c`` is ``prod_{l≠c} ((-X_l - 2^24 i) z + (2^24 i - X_l)) / (2^{K-1} prod_{l≠c}
+    (X_c - X_l))``: Gaussian integers, one division per weight.
+    """
     K = len(xQ)
+    X = _ints(xQ)
+    s0 = 1 << _NODE_BITS
     T = (m + 1) // 2
-    zs = [circle_point(v) for v in xQ]
-    lm = [lam(v) for v in xQ]
     out = [[Fraction(0)] * K for _ in range(m)]
     for c in range(K):
-        pre = _ONE
+        top = _top_linear_product([((-X[l_], -s0), (-X[l_], s0)) for l_ in range(K) if l_ != c], T)
+        den = 1 << (K - 1)
         for l_ in range(K):
             if l_ != c:
-                pre = gmul(pre, (lm[l_][0] / (xQ[c] - xQ[l_]), lm[l_][1] / (xQ[c] - xQ[l_])))
-        top = _top_elementary([zs[l_] for l_ in range(K) if l_ != c], T)
-        sc = Fraction(2) ** eQ[c]
+                den *= X[c] - X[l_]
+        sc = Fraction(2) ** eQ[c] / den
         for u in range(m):
-            w = gmul(pre, top[u // 2])
+            w = top[u // 2]
             if m % 2 == 1 and u == m - 1:
-                w = gmul(rho, w)
-            out[u][c] = (w[1] if u % 2 == 1 and not (m % 2 == 1 and u == m - 1) else w[0]) * sc
+                wf = gmul(rho, (Fraction(w[0]), Fraction(w[1])))
+                out[u][c] = wf[0] * sc
+            else:
+                out[u][c] = (w[1] if u % 2 == 1 else w[0]) * sc
     return out
 
 
@@ -301,17 +359,19 @@ def weights_float(xQ: np.ndarray, eQ: np.ndarray, m: int, rho: Gauss) -> np.ndar
 
 
 def interp_exact(xQ: list[Fraction], eQ: list[int], xt: list[Fraction], et: list[int]) -> list[list[Fraction]]:
-    """``M[l][c] = L_c(xt_l) 2^{eQ_c - et_l}``: the scaled messages at ``xt`` predicted from those at ``xQ``."""
+    """``M[l][c] = L_c(xt_l) 2^{eQ_c - et_l}``: the scaled messages at ``xt`` predicted from those at ``xQ``
+    (integer products of the dyadic numerators, one division per entry; any rational nodes work)."""
     K = len(xQ)
     M = []
     for xl, el in zip(xt, et, strict=True):
         row = []
         for c in range(K):
-            v = Fraction(2) ** (eQ[c] - el)
+            num, den = Fraction(1), Fraction(1)
             for k2 in range(K):
                 if k2 != c:
-                    v = v * (xl - xQ[k2]) / (xQ[c] - xQ[k2])
-            row.append(v)
+                    num *= xl - xQ[k2]
+                    den *= xQ[c] - xQ[k2]
+            row.append(num / den * Fraction(2) ** (eQ[c] - el))
         M.append(row)
     return M
 
