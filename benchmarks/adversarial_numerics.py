@@ -140,8 +140,8 @@ def main(argv: list[str] | None = None) -> int:
         fh.write("# worst float64 relative error of the decoded sum: erasure decodes (n windows of s + 2a consecutive\n"
                  "# workers + 60 random sets) and adversarial decodes (a liars among n - s responders); 'refused':\n"
                  "# the acceptance rule raised DecodingError. nodes=chebyshev: the paper's monomial functionals (the\n"
-                 f"# construction before); nodes=unity: the Fourier real form (default). {time.perf_counter() - t0:.0f} s"
-                 f", load average {load:.2f}\n")
+                 "# construction before); nodes=unity: the Fourier real form (default). "
+                 f"{time.perf_counter() - t0:.0f} s, load average {load:.2f}\n")
         fh.write(HEADER + "\n" + "\n".join(lines) + "\n")
     return 0
 

@@ -32,10 +32,14 @@ wrong message is then in ``T``, so the smallest consistent ``T`` is exactly the 
 ``T`` of size ``<= min(a, (|R| - K) // 2)`` is consistent, more than ``a`` messages are wrong: detected, not
 corrected.
 
-**Nodes.** By default the Chebyshev points ``cos(π (2i + 1) / (2n))`` rounded to multiples of ``2^-24`` (dyadic
-rationals, computed from correctly rounded cosines): the construction runs in exact rational arithmetic and the
-float code is its correctly rounded image, so ``B`` is the same on every machine; differences of nodes are exact in
-floating point, so the float decoder's products of differences are accurate to a few units in the last place.
+**Nodes.** ``nodes="chebyshev"``: the Chebyshev points ``cos(π (2i + 1) / (2n))`` rounded to multiples of
+``2^-24`` (dyadic rationals, computed from correctly rounded cosines) with the top monomial coefficients above; the
+construction runs in exact rational arithmetic and the float code is its correctly rounded image, so ``B`` is the
+same on every machine. Its float decode loses about a digit per few workers (the weights are divided differences).
+The default ``nodes="unity"`` is the same construction in its real Fourier form (the top Fourier coefficients of
+the Cayley image as the functionals, nodes ``tan(θ_i/2)`` of golden-stride roots of unity; see
+``gradcodes._families.adversarial_fourier``), exact and deterministic the same way and accurate to rounding
+level at ``n = 100`` (``benchmarks/adversarial_numerics.py``).
 """
 
 from __future__ import annotations
@@ -286,8 +290,8 @@ def adversarial_gc(placement: Any, s: int, a: int, *, m: int | None = None, k: i
         exps = _fourier.scale_exponents(alpha, K)
         rows, rho = _fourier.construct(_fourier.thin_placement(S, s + 2 * a + m), m, K, tuple(alpha), exps)
         Bu: Any = RationalField().zeros((n, kk * m))
-        for i, row in enumerate(rows):
-            Bu[i, :] = row
+        for i_, row in enumerate(rows):
+            Bu[i_, :] = row
         Bfu = Bu if field == "rational" else np.array([[float(v) for v in row] for row in rows], dtype=np.float64)
         return AdversarialCode(Bfu, s + 2 * a, m=m, stragglers=s, adversaries=a, nodes=alpha, K=K, placement=S,
                                functionals="fourier", scale_exponents=exps, rho=rho, node_kind="unity",
@@ -310,7 +314,8 @@ def adversarial_gc(placement: Any, s: int, a: int, *, m: int | None = None, k: i
                 B[i, j * m + u] = _horner(P, alpha[i]) * _horner(h, alpha[i])
     Bf = B if field == "rational" else np.array([[float(v) for v in row] for row in B], dtype=np.float64)
     return AdversarialCode(Bf, s + 2 * a, m=m, stragglers=s, adversaries=a, nodes=alpha, K=K, placement=S,
-                           node_kind="chebyshev" if node_param == "chebyshev" else "given", field=field, name=f"adversarial_gc[s={s},a={a},m={m}]", family="adversarial_gc",
+                           node_kind="chebyshev" if node_param == "chebyshev" else "given", field=field,
+                           name=f"adversarial_gc[s={s},a={a},m={m}]", family="adversarial_gc",
                            params=params, decoders=[InterpolationDecoder()], default_decoder="interpolation")
 
 
@@ -337,9 +342,9 @@ def _weights(alpha: list[Any], m: int) -> list[list[Any]]:
 def _code_weights(code: AdversarialCode, Q: list[int]) -> list[list[Any]]:
     """Exact decoding weights (m x K) of ``code`` on the responders ``Q`` (rational codes)."""
     if code.functionals == "fourier":
-        return _fourier.weights_exact([code.nodes[i] for i in Q], [code.scale_exponents[i] for i in Q], code.m,
-                                      code.rho)
-    return _weights([code.nodes[i] for i in Q], code.m)
+        return _fourier.weights_exact([Fraction(code.nodes[i]) for i in Q], [code.scale_exponents[i] for i in Q],
+                                      code.m, code.rho)
+    return _weights([Fraction(code.nodes[i]) for i in Q], code.m)
 
 
 def _float_weights(code: AdversarialCode, idx: np.ndarray) -> np.ndarray:
@@ -425,9 +430,10 @@ def decode_adversarial(code: AdversarialCode, responders: Responders, messages: 
 
     Searches the sets ``T`` of responders in order of size (then lexicographically) for the smallest one whose
     removal leaves messages that one polynomial of degree ``< K`` explains (exactly for rational codes; for floats,
-    every message within ``rtol (sum_c |M_lc| |y_c| + |y_l|)`` of its prediction ``sum_c M_lc y_c`` from ``K`` others,
-    the discrepancy a relative error ``rtol`` in every message can explain), up to ``|T| <= min(a, (|R| - K) // 2)``; the proof in the module
-    docstring shows ``T`` is then exactly the set of wrong workers. Cost ``sum_{t <= a} C(|R|, t)`` small
+    every message within ``rtol (sum_c |M_lc| |y_c| + |y_l|)`` of its prediction ``sum_c M_lc y_c`` from ``K``
+    others, the discrepancy a relative error ``rtol`` in every message can explain), up to
+    ``|T| <= min(a, (|R| - K) // 2)``; the proof in the module docstring shows ``T`` is then exactly the set of wrong
+    workers. Cost ``sum_{t <= a} C(|R|, t)`` small
     consistency checks (on two fixed combinations of the columns, then confirmed on all of them).
 
     Parameters

@@ -207,7 +207,7 @@ def choose_rho(lams: list[GInt]) -> GInt:
 
 
 def construct(S: np.ndarray, m: int, K: int, x: tuple[Fraction, ...], exps: tuple[int, ...]
-              ) -> tuple[list[list[Fraction]], GInt]:
+              ) -> tuple[list[list[Fraction]], Gauss]:
     """The exact encoding matrix (rows of Fractions) and ``ρ``: see the module docstring.
 
     Integer arithmetic throughout (nodes ``X_i / 2^24``): ``P_j(x_i) = prod (X_i - X_l) / 2^{24 |N_j|}``, the Cayley
@@ -239,10 +239,10 @@ def construct(S: np.ndarray, m: int, K: int, x: tuple[Fraction, ...], exps: tupl
         Pi = Pz[j]
         Pval = {}
         for i in hold:
-            v = 1
+            prod = 1
             for l_ in non:
-                v *= X[i] - X[l_]
-            Pval[i] = Fraction(v, s0 ** len(non))
+                prod *= X[i] - X[l_]
+            Pval[i] = Fraction(prod, s0 ** len(non))
         bvals = {}
         for i in hold:
             row = []
@@ -358,7 +358,7 @@ def weights_float(xQ: np.ndarray, eQ: np.ndarray, m: int, rho: Gauss) -> np.ndar
     return out
 
 
-def interp_exact(xQ: list[Fraction], eQ: list[int], xt: list[Fraction], et: list[int]) -> list[list[Fraction]]:
+def interp_exact(xQ: list[Any], eQ: list[int], xt: list[Any], et: list[int]) -> list[list[Fraction]]:
     """``M[l][c] = L_c(xt_l) 2^{eQ_c - et_l}``: the scaled messages at ``xt`` predicted from those at ``xQ``
     (integer products of the dyadic numerators, one division per entry; any rational nodes work)."""
     K = len(xQ)
