@@ -83,10 +83,17 @@ def test_float_decode_with_adversaries():
     res = gc.decode_adversarial(code, R, Yr)
     assert res.corrected and res.adversarial == (4,)
     np.testing.assert_allclose(res.gradient, G.reshape(12, 2, 40).sum(axis=0).ravel(), atol=1e-10)
-    # float32 messages of this code: predicted error 2.5e-4 over the float32 tolerance 2.4e-4, so the acceptance
-    # rule refuses the decode (the old expectation, a float32 gradient, came from a decode without the rule)
+    # float32 messages: the default (Fourier) code decodes them within float32 accuracy; the Chebyshev-node code
+    # of the paper's monomial functionals has predicted error 2.5e-4 over the float32 tolerance 2.4e-4, so the
+    # acceptance rule refuses its decode
+    f32 = gc.decode_adversarial(code, R, Yr.astype(np.float32), rtol=1e-4)
+    assert f32.gradient.dtype == np.float32 and f32.adversarial == (4,)
+    assert np.abs(f32.gradient - G.reshape(12, 2, 40).sum(axis=0).ravel()).max() <= 1e-4
+    cheb = gc.adversarial_gc(_cyclic_placement(12, 6), 2, 1, m=2, nodes="chebyshev")
+    Yc = (cheb.B @ G)[R]
+    Yc[4] *= -3.0
     with pytest.raises(gc.DecodingError):
-        gc.decode_adversarial(code, R, Yr.astype(np.float32), rtol=1e-4)
+        gc.decode_adversarial(cheb, R, Yc.astype(np.float32), rtol=1e-4)
     small = gc.adversarial_gc(_cyclic_placement(8, 4), 1, 1, m=1)    # little cancellation: float32 decodes
     G8 = rng.standard_normal((small.k, 40))
     R8 = [0, 1, 2, 3, 4, 6, 7]
@@ -196,8 +203,9 @@ def test_registered_and_proven():
 def test_float_decode_obeys_the_acceptance_rule():
     """decode_adversarial returned float decodes without the library's acceptance rule: float32 messages of a
     40-worker code (cancellation 2.6e5, predicted error 0.1) came back as a gradient. Now it raises DecodingError,
-    and the same messages in float64 still decode within 1e-8 relative."""
-    code = gc.adversarial_gc(_cyclic_placement(40, 7), 2, 2, m=1)
+    and the same messages in float64 still decode within 1e-8 relative. (The Chebyshev-node code: the default
+    Fourier code decodes both, see test_float_decode_with_adversaries.)"""
+    code = gc.adversarial_gc(_cyclic_placement(40, 7), 2, 2, m=1, nodes="chebyshev")
     rng = np.random.default_rng(0)
     G = rng.standard_normal((code.k, 5))
     Y = code.B @ G
@@ -206,5 +214,5 @@ def test_float_decode_obeys_the_acceptance_rule():
     res = gc.decode_adversarial(code, R, Y[R])
     assert res.adversarial == (5,)
     assert np.abs(res.gradient - G.sum(axis=0)).max() <= 1e-8 * np.abs(G).sum(axis=0).max()
-    with pytest.raises(gc.DecodingError, match="cancellation"):
-        gc.decode_adversarial(code, R, Y[R].astype(np.float32))
+    with pytest.raises(gc.DecodingError, match="cancellation"):      # rtol: float32 messages pass the consistency
+        gc.decode_adversarial(code, R, Y[R].astype(np.float32), rtol=1e-4)

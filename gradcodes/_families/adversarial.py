@@ -32,10 +32,14 @@ wrong message is then in ``T``, so the smallest consistent ``T`` is exactly the 
 ``T`` of size ``<= min(a, (|R| - K) // 2)`` is consistent, more than ``a`` messages are wrong: detected, not
 corrected.
 
-**Nodes.** By default the Chebyshev points ``cos(π (2i + 1) / (2n))`` rounded to multiples of ``2^-24`` (dyadic
-rationals, computed from correctly rounded cosines): the construction runs in exact rational arithmetic and the
-float code is its correctly rounded image, so ``B`` is the same on every machine; differences of nodes are exact in
-floating point, so the float decoder's products of differences are accurate to a few units in the last place.
+**Nodes.** ``nodes="chebyshev"``: the Chebyshev points ``cos(π (2i + 1) / (2n))`` rounded to multiples of
+``2^-24`` (dyadic rationals, computed from correctly rounded cosines) with the top monomial coefficients above; the
+construction runs in exact rational arithmetic and the float code is its correctly rounded image, so ``B`` is the
+same on every machine. Its float decode loses about a digit per few workers (the weights are divided differences).
+The default ``nodes="unity"`` is the same construction in its real Fourier form (the top Fourier coefficients of
+the Cayley image as the functionals, nodes ``tan(θ_i/2)`` of golden-stride roots of unity; see
+``gradcodes._families.adversarial_fourier``), exact and deterministic the same way and accurate to rounding
+level at ``n = 100`` (``benchmarks/adversarial_numerics.py``).
 """
 
 from __future__ import annotations
@@ -57,6 +61,7 @@ from .._io import REBUILDERS
 from .._registry import Scheme, register
 from .._typing import MatrixLike, Responders, RNGLike
 from .._validate import check_entries, check_int, check_real, check_responders, check_rng, check_size
+from . import adversarial_fourier as _fourier
 
 __all__ = ["adversarial_gc", "AdversarialCode", "adversarial_comm_cost", "AdversarialDecodeResult",
            "decode_adversarial", "verify_adversarial", "AdversarialVerifyReport", "InterpolationDecoder"]
@@ -165,21 +170,35 @@ class AdversarialCode(GradientCode):
         ``n - s - 2a``: the polynomial has degree ``< K``.
     placement : numpy.ndarray
         (n, k) bool, the given placement.
+    functionals : {"fourier", "monomial"}
+        The decoded functionals: top Fourier coefficients of the Cayley image (default nodes ``"unity"``) or the
+        top monomial coefficients (``"chebyshev"`` and given nodes).
+    scale_exponents : tuple of int
+        Worker ``i`` sends ``2^{-e_i} f(x_i)`` (all 0 for monomial functionals).
+    node_kind : {"unity", "chebyshev", "given"}
     """
 
     def __init__(self, B: MatrixLike, s: int, *, stragglers: int, adversaries: int,
-                 nodes: Iterable[Fraction | int | float], K: int, placement: Any,
-                 **kwargs: Any) -> None:
+                 nodes: Iterable[Fraction | int | float], K: int, placement: Any, functionals: str = "monomial",
+                 scale_exponents: Iterable[int] | None = None, rho: tuple[Fraction, Fraction] = (Fraction(1),
+                                                                                                 Fraction(0)),
+                 node_kind: str = "given", **kwargs: Any) -> None:
         super().__init__(B, s, **kwargs)
         self.stragglers = int(stragglers)
         self.adversaries = int(adversaries)
         self.nodes = tuple(nodes)
         self.K = int(K)
         self.placement = np.asarray(placement, dtype=bool)
+        self.functionals = functionals
+        self.scale_exponents = tuple(int(v) for v in scale_exponents) if scale_exponents is not None else \
+            (0,) * len(self.nodes)
+        self.rho = rho
+        self.node_kind = node_kind
 
 
 def adversarial_gc(placement: Any, s: int, a: int, *, m: int | None = None, k: int | None = None,
-                   nodes: Iterable[Fraction | int | float] | None = None, field: str = "real") -> AdversarialCode:
+                   nodes: Iterable[Fraction | int | float] | str | None = None,
+                   field: str = "real") -> AdversarialCode:
     r"""The universal polynomial gradient code for a given placement, ``s`` stragglers and ``a`` adversaries.
 
     Parameters
@@ -197,8 +216,12 @@ def adversarial_gc(placement: Any, s: int, a: int, *, m: int | None = None, k: i
         ``r - s - 2a``.
     k : int, optional
         Number of partitions when ``placement`` is given as lists (default: largest index + 1).
-    nodes : sequence of n distinct rationals, optional
-        Evaluation points (ints, Fractions or floats, taken exactly); default dyadic Chebyshev points.
+    nodes : {"unity", "chebyshev"} or sequence of n distinct rationals, optional
+        ``"unity"`` (default, ``None``): dyadic Cayley images ``tan(θ_i/2)`` of stride-permuted roots of unity
+        with the top *Fourier* coefficients as the decoded functionals (the well-conditioned real form, see
+        ``gradcodes._families.adversarial_fourier``); ``"chebyshev"``: dyadic Chebyshev points with the paper's top
+        monomial coefficients (ill-conditioned from ``n ≈ 20``, kept for comparison); or your own evaluation
+        points (ints, Fractions or floats, taken exactly; top monomial coefficients).
     field : {"real", "rational"}
         Floats (the correctly rounded image of the exact construction) or Fractions.
 
@@ -240,9 +263,16 @@ def adversarial_gc(placement: Any, s: int, a: int, *, m: int | None = None, k: i
     check_size("the exact construction work n^2 k m", n * n * kk * m, "work")
     check_size(f"the entries of the encoding matrix ({n:,} x {kk * m:,})", n * kk * m,
                "exact_entries" if field == "rational" else "entries")
+    K = n - s - 2 * a
     if nodes is None:
-        alpha = _default_nodes(n)
-        node_param = None
+        nodes = "unity"
+    node_param: Any
+    if isinstance(nodes, str):
+        if nodes not in ("unity", "chebyshev"):
+            raise GradcodesValueError(f"nodes must be 'unity', 'chebyshev' or a sequence of n rationals, got "
+                                      f"{nodes!r}")
+        alpha = list(_fourier.unity_nodes(n)) if nodes == "unity" else _default_nodes(n)
+        node_param = nodes
     else:
         vals = list(nodes)
         if len(vals) != n:
@@ -254,7 +284,19 @@ def adversarial_gc(placement: Any, s: int, a: int, *, m: int | None = None, k: i
         node_param = [str(v) for v in alpha]
     if len(set(alpha)) != n:
         raise GradcodesValueError("nodes must be distinct" + (" (default nodes: n too large)" if nodes is None else ""))
-    K = n - s - 2 * a
+    params: dict[str, Any] = {"placement": S.astype(int).tolist(), "stragglers": s, "adversaries": a, "m": m,
+                              "nodes": node_param, "field": field}
+    if node_param == "unity":
+        exps = _fourier.scale_exponents(alpha, K)
+        rows, rho = _fourier.construct(_fourier.thin_placement(S, s + 2 * a + m), m, K, tuple(alpha), exps)
+        Bu: Any = RationalField().zeros((n, kk * m))
+        for i_, row in enumerate(rows):
+            Bu[i_, :] = row
+        Bfu = Bu if field == "rational" else np.array([[float(v) for v in row] for row in rows], dtype=np.float64)
+        return AdversarialCode(Bfu, s + 2 * a, m=m, stragglers=s, adversaries=a, nodes=alpha, K=K, placement=S,
+                               functionals="fourier", scale_exponents=exps, rho=rho, node_kind="unity",
+                               field=field, name=f"adversarial_gc[s={s},a={a},m={m}]", family="adversarial_gc",
+                               params=params, decoders=[InterpolationDecoder()], default_decoder="interpolation")
     B = RationalField().zeros((n, kk * m))
     for j in range(kk):
         Wj = np.flatnonzero(S[:, j])
@@ -270,11 +312,10 @@ def adversarial_gc(placement: Any, s: int, a: int, *, m: int | None = None, k: i
             h = h_top + [Fraction(0)] * (D + 1 - m)                            # highest first, degree D
             for i in Wj:
                 B[i, j * m + u] = _horner(P, alpha[i]) * _horner(h, alpha[i])
-    params: dict[str, Any] = {"placement": S.astype(int).tolist(), "stragglers": s, "adversaries": a, "m": m,
-                              "nodes": node_param, "field": field}
     Bf = B if field == "rational" else np.array([[float(v) for v in row] for row in B], dtype=np.float64)
     return AdversarialCode(Bf, s + 2 * a, m=m, stragglers=s, adversaries=a, nodes=alpha, K=K, placement=S,
-                           field=field, name=f"adversarial_gc[s={s},a={a},m={m}]", family="adversarial_gc",
+                           node_kind="chebyshev" if node_param == "chebyshev" else "given", field=field,
+                           name=f"adversarial_gc[s={s},a={a},m={m}]", family="adversarial_gc",
                            params=params, decoders=[InterpolationDecoder()], default_decoder="interpolation")
 
 
@@ -298,11 +339,31 @@ def _weights(alpha: list[Any], m: int) -> list[list[Any]]:
     return out
 
 
-class InterpolationDecoder(Decoder):
-    """Top ``m`` coefficients of the Lagrange interpolant on the first ``K`` responders (in index order).
+def _code_weights(code: AdversarialCode, Q: list[int]) -> list[list[Any]]:
+    """Exact decoding weights (m x K) of ``code`` on the responders ``Q`` (rational codes)."""
+    if code.functionals == "fourier":
+        return _fourier.weights_exact([Fraction(code.nodes[i]) for i in Q], [code.scale_exponents[i] for i in Q],
+                                      code.m, code.rho)
+    return _weights([Fraction(code.nodes[i]) for i in Q], code.m)
 
-    Rational codes: exact Fractions. Float codes: the same formula in floats, elementwise in a fixed order over the
-    batch (differences of the dyadic default nodes are exact). Fewer than ``K`` responders: zero rows.
+
+def _float_weights(code: AdversarialCode, idx: np.ndarray) -> np.ndarray:
+    """Float decoding weights (b, m, K) on the responder index sets ``idx`` (b, K)."""
+    nodes = np.array([float(v) for v in code.nodes])
+    al = nodes[idx]
+    if code.functionals == "fourier":
+        return _fourier.weights_float(al, np.asarray(code.scale_exponents, dtype=np.int64)[idx], code.m, code.rho)
+    W = _weights([al[:, c] for c in range(idx.shape[1])], code.m)          # elementwise over the batch
+    return np.stack([np.stack(W[u], axis=1) for u in range(code.m)], axis=1)
+
+
+class InterpolationDecoder(Decoder):
+    """The decoded functionals of the interpolant on the first ``K`` responders (in index order).
+
+    Default (``"unity"``) codes: real and imaginary parts of the top Fourier coefficients, weights ``2^{e_i}
+    prod_l λ_l/(x_i - x_l)`` times short elementary symmetric sums of circle points; ``"chebyshev"`` and given
+    nodes: the top ``m`` monomial coefficients. Rational codes: exact Fractions. Float codes: the same formulas in
+    floats over the batch (differences of the dyadic nodes are exact). Fewer than ``K`` responders: zero rows.
     """
 
     name = "interpolation"
@@ -320,7 +381,7 @@ class InterpolationDecoder(Decoder):
                 Q = np.flatnonzero(mask[t])[:K]
                 if Q.size < K:
                     continue
-                w = _weights([code.nodes[i] for i in Q], m)
+                w = _code_weights(code, [int(i) for i in Q])
                 for u in range(m):
                     for c, i in enumerate(Q):
                         out[t, u, i] = w[u][c]
@@ -330,14 +391,10 @@ class InterpolationDecoder(Decoder):
         if not ok.any():
             return out
         idx = np.argsort(~mask[ok], axis=1, kind="stable")[:, :K]              # first K responders, in order
-        nodes = np.array([float(v) for v in code.nodes])
-        al = nodes[idx]                                                        # (b', K)
-        cols = [al[:, c] for c in range(K)]
-        W = _weights(cols, m)                                                  # elementwise over the batch
+        W = _float_weights(code, idx)                                          # (b', m, K)
         rows = np.flatnonzero(ok)
         for u in range(m):
-            for c in range(K):
-                out[rows, u, idx[:, c]] = W[u][c]
+            out[rows[:, None], u, idx] = W[:, u, :]
         return out
 
 
@@ -367,30 +424,16 @@ class AdversarialDecodeResult:
     responders: tuple[int, ...] = field(default_factory=tuple)
 
 
-def _interp_matrix(alpha: list[Any], targets: list[Any]) -> list[list[Any]]:
-    """``M[l][i] = L_i(target_l)``: evaluation of the interpolant through ``alpha`` at ``targets``."""
-    K = len(alpha)
-    M = []
-    for x in targets:
-        row = []
-        for i in range(K):
-            v = alpha[0] * 0 + 1
-            for l_ in range(K):
-                if l_ != i:
-                    v = v * (x - alpha[l_]) / (alpha[i] - alpha[l_])
-            row.append(v)
-        M.append(row)
-    return M
-
-
 def decode_adversarial(code: AdversarialCode, responders: Responders, messages: MatrixLike, *, rtol: float = 1e-8,
                        length: int | None = None) -> AdversarialDecodeResult:
     r"""Decode with up to ``code.adversaries`` wrong messages: find them, correct them, or report that it can't.
 
     Searches the sets ``T`` of responders in order of size (then lexicographically) for the smallest one whose
-    removal leaves messages that one polynomial of degree ``< K`` explains (exactly for rational codes; within
-    ``rtol`` of the messages' scale for floats), up to ``|T| <= min(a, (|R| - K) // 2)``; the proof in the module
-    docstring shows ``T`` is then exactly the set of wrong workers. Cost ``sum_{t <= a} C(|R|, t)`` small
+    removal leaves messages that one polynomial of degree ``< K`` explains (exactly for rational codes; for floats,
+    every message within ``rtol (sum_c |M_lc| |y_c| + |y_l|)`` of its prediction ``sum_c M_lc y_c`` from ``K``
+    others, the discrepancy a relative error ``rtol`` in every message can explain), up to
+    ``|T| <= min(a, (|R| - K) // 2)``; the proof in the module docstring shows ``T`` is then exactly the set of wrong
+    workers. Cost ``sum_{t <= a} C(|R|, t)`` small
     consistency checks (on two fixed combinations of the columns, then confirmed on all of them).
 
     Parameters
@@ -451,38 +494,47 @@ def decode_adversarial(code: AdversarialCode, responders: Responders, messages: 
             raise GradcodesValueError("messages must be finite (a NaN or inf message: drop that worker)")
     N, K = len(R), code.K
     alpha = [code.nodes[i] if code.exact else float(code.nodes[i]) for i in R]
+    ex = [code.scale_exponents[i] for i in R]
     tmax = min(code.adversaries, (N - K) // 2)
     check_size("the adversarial sets searched", sum(math.comb(N, t) for t in range(tmax + 1)) * N * K, "work")
     probe = Y[:, :1] if Y.shape[1] == 1 else np.stack([Y.sum(axis=1), Y[:, ::2].sum(axis=1) - Y[:, 1::2].sum(axis=1)],
                                                       axis=1)
+    if not code.exact:
+        absY = np.abs(Y).astype(np.float64)
+        absP = absY[:, :1] if Y.shape[1] == 1 else np.repeat(absY.sum(axis=1)[:, None], 2, axis=1)
 
-    def consistent(keep: list[int], Z: np.ndarray) -> bool:
+    def consistent(keep: list[int], Z: np.ndarray, Zabs: Any = None) -> bool:
         Q, rest = keep[:K], keep[K:]
         if not rest:
             return True
-        M = _interp_matrix([alpha[i] for i in Q], [alpha[i] for i in rest])
         if code.exact:
+            M = _fourier.interp_exact([alpha[i] for i in Q], [ex[i] for i in Q], [alpha[i] for i in rest],
+                                      [ex[i] for i in rest])
             for l_, row in enumerate(M):
                 pred = sum((row[i] * Z[Q[i]] for i in range(K)), Z[Q[0]] * 0)
                 if any(pred[c] != Z[rest[l_], c] for c in range(Z.shape[1])):
                     return False
             return True
-        Mf = np.array(M, dtype=np.float64)
+        exa = np.asarray(ex, dtype=np.int64)
+        Mf = _fourier.interp_float(np.asarray(alpha)[Q], exa[Q], np.asarray(alpha)[rest], exa[rest])
         pred = Mf @ Z[Q].astype(np.float64)
-        scale = max(1.0, float(np.abs(Z[keep]).max())) * max(1.0, float(np.abs(Mf).sum(axis=1).max()))
-        return bool(np.abs(pred - Z[rest]).max() <= rtol * scale)
+        # per message and column: the discrepancy an error of rtol relative in every message (and the rounding
+        # of this prediction) can explain, sum_c |M_lc| |Z_c| + |Z_l| (Zabs: magnitudes before the probe's sums)
+        bound = rtol * (np.abs(Mf) @ Zabs[Q] + Zabs[rest])
+        return bool((np.abs(pred - Z[rest]) <= bound).all())
 
     for t in range(tmax + 1):
         for T in itertools.combinations(range(N), t):
             keep = [i for i in range(N) if i not in T]
-            if consistent(keep, probe) and consistent(keep, Y):
+            if code.exact and consistent(keep, probe) and consistent(keep, Y) or \
+                    not code.exact and consistent(keep, probe, absP) and consistent(keep, Y, absY):
                 Q = keep[:K]
-                W = _weights([alpha[i] for i in Q], code.m)
                 if code.exact:
+                    W = _code_weights(code, [int(R[i]) for i in Q])
                     g = np.array([[sum((W[u][c] * Y[Q[c], col] for c in range(K)), Fraction(0))
                                    for col in range(Y.shape[1])] for u in range(code.m)], dtype=object).ravel()
                 else:
-                    Wf = np.array(W, dtype=np.float64)                 # (m, K): the decoding vector on Q
+                    Wf = _float_weights(code, np.asarray(R)[Q][None, :])[0]  # (m, K): the decoding vector on Q
                     _accept(code, np.asarray(R)[Q], Wf, Y.dtype)
                     g = (Wf.astype(Y.dtype) @ Y[Q]).ravel()
                 if length is not None:
@@ -559,8 +611,9 @@ def verify_adversarial(code: AdversarialCode, *, limit: int = 20_000, rng: RNGLi
         raise GradcodesTypeError(f"code must be an adversarial_gc code, got {type(code).__name__}")
     limit = check_int("limit", limit, 1)
     gen = check_rng(rng)
-    exact = code if code.exact else adversarial_gc(code.placement.astype(np.int64), code.stragglers,
-                                                   code.adversaries, m=code.m, nodes=code.nodes, field="rational")
+    exact = code if code.exact else adversarial_gc(
+        code.placement.astype(np.int64), code.stragglers, code.adversaries, m=code.m,
+        nodes=code.node_kind if code.node_kind != "given" else code.nodes, field="rational")
     n, s, a = code.n, code.stragglers, code.adversaries
     total = math.comb(n, s) * sum(math.comb(n - s, t) for t in range(a + 1))
     check_size("the (straggler set, adversary set) pairs checked times n", min(total, limit) * n, "work")
@@ -590,8 +643,10 @@ def verify_adversarial(code: AdversarialCode, *, limit: int = 20_000, rng: RNGLi
 # ----------------------------------------------------------------------------------------------- registration
 def _rebuild(placement: Any, stragglers: int, adversaries: int, m: int, nodes: Any = None, field: str = "real",
              **_: Any) -> AdversarialCode:
-    return adversarial_gc(np.asarray(placement, dtype=np.int64), stragglers, adversaries, m=m,
-                          nodes=None if nodes is None else [Fraction(v) for v in nodes], field=field)
+    # files written before the "unity" default stored nodes=None for the (then default) Chebyshev nodes
+    kind = "chebyshev" if nodes is None else nodes if isinstance(nodes, str) else [Fraction(v) for v in nodes]
+    return adversarial_gc(np.asarray(placement, dtype=np.int64), stragglers, adversaries, m=m, nodes=kind,
+                          field=field)
 
 
 def _cyclic_placement(n: int, load: int) -> np.ndarray:
