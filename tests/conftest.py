@@ -46,8 +46,12 @@ def _launches_ranks(item) -> bool:  # noqa: ANN001 - a pytest Item
 
 
 def pytest_collection_modifyitems(config, items) -> None:  # noqa: ANN001 - pytest's hook signature
+    """Mark the rank-launching tests and move them to the front (stable order otherwise): the group is the longest
+    unit of work, so it starts first and the other worker fills the time beside it."""
     import pytest
 
-    for item in items:
-        if _launches_ranks(item):
-            item.add_marker(pytest.mark.xdist_group("ranks"))
+    ranks = [item for item in items if _launches_ranks(item)]
+    for item in ranks:
+        item.add_marker(pytest.mark.xdist_group("ranks"))
+    chosen = {id(item) for item in ranks}
+    items[:] = ranks + [item for item in items if id(item) not in chosen]
