@@ -53,6 +53,7 @@ class Expect:
 DEFAULT_EXPECT: dict[str, Expect] = {
     "exact": Expect(frozenset({"ok", "exact"}), "a proven exact code"),
     "tree": Expect(frozenset({"ok", "exact"}), "a proven tree code"),
+    "partial": Expect(frozenset({"ok", "exact"}), "a per-chunk protocol proven over every chunk-arrival pattern"),
     "adversarial": Expect(frozenset({"within bound", "measured"}), "worst error within the code's own bound"),
     "approximate": Expect(frozenset({"unbiased"}), "an unbiased approximate code"),
 }
@@ -78,8 +79,9 @@ class Scheme:
     evaluate : callable, optional
         ``evaluate(code) -> report`` with a ``tour_row()`` method; defaults to :func:`gradcodes.verify`.
     kind : str
-        ``"exact"``, ``"tree"``, ``"adversarial"`` (approximate, judged by the worst set of ``s`` stragglers) or
-        ``"approximate"`` (judged by expected error and bias under random stragglers).
+        ``"exact"``, ``"tree"``, ``"partial"`` (several messages per worker: its rows are messages, so a set of
+        ``n - s`` rows is not the recovery condition), ``"adversarial"`` (approximate, judged by the worst set of
+        ``s`` stragglers) or ``"approximate"`` (judged by expected error and bias under random stragglers).
     expect : sequence of Expect or None
         The expected outcome of each tour row, in the order of ``tour`` (empty, or one entry per row; ``None``
         takes the kind's default from ``DEFAULT_EXPECT``).

@@ -193,6 +193,8 @@ _KIND_TITLES = {
              "checked or a theorem; unproven = sampled, not a proof)",
     "tree": "Tree codes: straggler patterns with at most s stragglers per parent (ok/exact = every pattern checked; "
             "unproven = sampled, not a proof)",
+    "partial": "Partial-straggler protocols: a message per finished chunk (rows are messages), recovery from every "
+               "admitted chunk-arrival pattern (ok/exact = proven)",
     "adversarial": "Approximate codes: worst-case and mean error over every set of s stragglers",
     "approximate": "Approximate codes: expected error and bias under random stragglers",
 }

@@ -48,6 +48,8 @@ from typing import Any
 
 import numpy as np
 
+from .._errors import GradcodesValueError
+
 Gauss = tuple[Fraction, Fraction]
 
 _NODE_BITS = 24
@@ -156,7 +158,7 @@ def _ints(x: Any) -> list[int]:
     for v in x:
         v = Fraction(v)
         if (1 << _NODE_BITS) % v.denominator:
-            raise ValueError("the Fourier form needs dyadic nodes with denominators dividing 2^24")
+            raise GradcodesValueError("nodes: the Fourier form needs dyadic nodes with denominators dividing 2^24")
         out.append(int(v * (1 << _NODE_BITS)))
     return out
 

@@ -96,8 +96,10 @@ def scheme_parameters(name: str, *, max_n: int = 30) -> st.SearchStrategy[dict[s
 
 def codes(kind: str | None = "exact", *, names: list[str] | None = None,
           max_n: int = 30) -> st.SearchStrategy[LinearCode]:
-    """Codes built from the registry: every family of ``kind`` (``"exact"``, ``"tree"``, ``"adversarial"``,
-    ``"approximate"`` or None for all), or the families ``names``, at registered parameters with ``n <= max_n``."""
+    """Codes built from the registry: every family of ``kind`` (``"exact"``, ``"tree"``, ``"partial"``,
+    ``"adversarial"``, ``"approximate"`` or None for all), or the families ``names``, at registered parameters with
+    ``n <= max_n``. The ``"exact"`` codes recover from every set of ``n - s`` responders; ``"partial"`` ones (a
+    message per finished chunk) from every admitted chunk-arrival pattern."""
     reg = schemes()
     chosen = sorted(names) if names is not None else sorted(k for k, v in reg.items() if kind is None or v.kind == kind)
     if not chosen:
