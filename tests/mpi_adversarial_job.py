@@ -2,7 +2,8 @@
 (``mpiexec -n N python -m mpi4py tests/mpi_adversarial_job.py CONFIG``).
 
 CONFIG (JSON): ``n`` workers on a cyclic placement of ``load`` partitions, ``s``, ``a``, ``p``, ``iters``, ``liars``
-(workers that add ``shift`` to their message). Rank 0 checks each decoded gradient against the uncoded sum and
+(workers that add ``shift`` to their message), ``slow`` (workers that sleep ``slow_seconds`` before each message,
+so that the master's first ``n - s`` are the others). Rank 0 checks each decoded gradient against the uncoded sum and
 that the liars were named, and prints ``RESULT {...}``; a failed check raises, which aborts the job.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 
 import numpy as np
 
@@ -29,6 +31,7 @@ def main() -> None:
     p, iters = cfg.get("p", 16), cfg.get("iters", 4)
     C = np.random.default_rng(3).uniform(0.5, 1.5, size=(n, p))
     liars = set(cfg.get("liars", []))
+    slow = set(cfg.get("slow", []))
     rank = MPI.COMM_WORLD.Get_rank()
 
     def partial_gradient(w: np.ndarray, j: int) -> np.ndarray:
@@ -57,6 +60,8 @@ def main() -> None:
         me = rank - 1
 
         def coded(w: np.ndarray, weights: np.ndarray) -> np.ndarray:
+            if me in slow:
+                time.sleep(cfg.get("slow_seconds", 1.0))
             y = sum(weights[j] * partial_gradient(w, j) for j in range(n) if weights[j] != 0)
             y = np.asarray(y, dtype=np.float64)
             return y + cfg.get("shift", 5.0) if me in liars else y

@@ -27,12 +27,14 @@ def _run(ranks: int, cfg: dict) -> tuple[subprocess.CompletedProcess, dict | Non
 @needs_mpi
 @pytest.mark.parametrize("liars", [[], [2]])
 def test_master_corrects_an_adversarial_worker(liars):
-    cfg = {"n": 6, "load": 4, "s": 1, "a": 1, "p": 16, "iters": 4, "liars": liars, "shift": 5.0}
+    # worker 5 answers a second late, so the first n - s = 5 messages are the others' and include the liar's (when
+    # the liar could be the one left out, a run of 4 iterations on a loaded machine sometimes never used it)
+    cfg = {"n": 6, "load": 4, "s": 1, "a": 1, "p": 16, "iters": 4, "liars": liars, "shift": 5.0, "slow": [5]}
     proc, res = _run(7, cfg)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert res is not None and res["responders"] == 5
     if liars:
-        assert any(f == liars for f in res["found"])     # named whenever its message was among the first n - s
+        assert sum(f == liars for f in res["found"]) >= 3    # named whenever its message was among the first n - s
 
 
 @needs_mpi
