@@ -44,6 +44,10 @@ from ._validate import check_int, check_responders
 __all__ = ["DecodableMixin", "Decodability"]
 
 
+#: bytes of responder masks kept as keys of a code's cache of verdicts (per dtype); cleared when full
+_DECIDED_BYTES = 1 << 23
+
+
 def _float_dtype(dtype: Any) -> np.dtype[Any]:
     dt = np.dtype(dtype)
     if dt.kind not in "fc":
@@ -213,7 +217,9 @@ class DecodableMixin(CodeBase):
         responders so far are :meth:`decodable`.
 
         Cheap enough to call per message: a counter per group for group codes, a count of uncovered partitions
-        for every code (the decoder runs only once every partition is covered), the pattern rule for trees.
+        for every code (the decoder runs only once every partition is covered), the pattern rule for trees. The
+        verdict of a covered set is kept with the code (per dtype, shared by every tracker of the code in the
+        process; bounded memory), so a set seen before costs one dictionary look-up.
 
         Examples
         --------
@@ -255,10 +261,16 @@ class Decodability:
             self._missing_groups = self._bounds.size - 1
             self._accepts = code._groups_accept(self.dtype)
         else:
-            S = np.asarray(code.support_matrix)
-            self._supports = [np.flatnonzero(row) for row in S]
-            self._cover = np.zeros(code.k, dtype=np.int64)
+            # per worker its partitions as Python ints (a count per partition, updated in Python: a few
+            # partitions per message cost less than the numpy calls; the counts touched are reset one by one)
+            self._supports = [[int(j) for j in sup] for sup in code.supports]
+            self._cover = [0] * int(code.k)
             self._uncovered = int(code.k)
+        # the verdict of each covered set, shared by every tracker of this code and dtype: whether a set decodes
+        # is a function of the set (not of the arrival order), so each is decided once per process
+        self._bits = 0
+        self._decided: dict[int, bool] = code._memo.setdefault(f"decided {self.dtype.str}", {})
+        self._limit = max(64, _DECIDED_BYTES // (n // 8 + 64))
 
     def add(self, worker: int) -> bool:
         """Record that ``worker``'s message arrived; return whether the responders so far are decodable."""
@@ -275,26 +287,39 @@ class Decodability:
             self._hits[g] += 1
             self.done = self._missing_groups == 0 and self._accepts
             return self.done
-        sup = self._supports[w]
-        self._uncovered -= int(np.count_nonzero(self._cover[sup] == 0))
-        self._cover[sup] += 1
+        self._bits |= 1 << w
+        cover = self._cover
+        for j in self._supports[w]:
+            if not cover[j]:
+                self._uncovered -= 1
+            cover[j] += 1
         if self._uncovered > 0:
             self.done = False
             return False
-        self.done = self.code._decodable_set(np.flatnonzero(self._mask), self._mask.copy(), self.dtype)
-        return self.done
+        done = self._decided.get(self._bits)
+        if done is None:
+            done = bool(self.code._decodable_set(np.flatnonzero(self._mask), self._mask.copy(), self.dtype))
+            if len(self._decided) >= self._limit:
+                self._decided.clear()
+            self._decided[self._bits] = done
+        self.done = done
+        return done
 
     def reset(self) -> None:
         """Forget every responder (for the next iteration)."""
-        self._mask[:] = False
-        self.responders = []
-        self.done = False
         if self._bounds is not None:
             self._hits[:] = 0
             self._missing_groups = self._bounds.size - 1
         else:
-            self._cover[:] = 0
-            self._uncovered = int(self.code.k)
+            cover = self._cover
+            for w in self.responders:
+                for j in self._supports[w]:
+                    cover[j] = 0
+            self._uncovered = len(cover)
+        self._mask[:] = False
+        self.responders = []
+        self._bits = 0
+        self.done = False
 
     @property
     def mask(self) -> np.ndarray:

@@ -115,6 +115,8 @@ def check_int(name: str, value: object, lo: int | None = None, hi: int | None = 
     Booleans and floats are rejected (``n=2.5`` and ``n=True`` are mistakes, not integers); a float that is an
     exact integer (``n=10.0``) is rejected too, to keep the API strict and predictable.
     """
+    if type(value) is int and (lo is None or value >= lo) and (hi is None or value <= hi):
+        return value                                    # the common case, without building the message
     rng = _range_text(lo, hi)
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise GradcodesTypeError(f"{name} must be an integer{rng}, got {value!r} of type {type(value).__name__}")

@@ -26,6 +26,7 @@ from .._apply import combine_rows
 from .._decoders import Decoder
 from .._errors import GradcodesTypeError, GradcodesValueError
 from .._typing import ArrayLike, DTypeLike
+from ._comm import finite
 
 __all__ = ["Layout", "layout_for", "WorkerEncoder", "Combiner", "BLOCK"]
 
@@ -328,15 +329,13 @@ class Combiner:
         (Williams, Waterman & Patterson, *Roofline*, CACM 2009: the combine is bound by its memory traffic).
         One message gains nothing from blocks (its output is written once and read once either way), while the
         calls per block cost more than they save."""
-        from ._comm import finite
-
         q = buf.shape[1]
         ok = True
         dot, isfinite, fin = np.dot, np.isfinite, math.isfinite
         with np.errstate(over="ignore", invalid="ignore"):
             for u, (idx, cs) in enumerate(self.plan(rows, buf.dtype)):
                 o_u = out[u * q:(u + 1) * q]
-                if len(idx) < 2:
+                if len(idx) < 2 or q <= BLOCK:                 # one pass, or one block: no slicing
                     combine_rows(o_u, cs, buf, idx)
                     if ok and not finite(o_u):
                         ok = False

@@ -20,7 +20,6 @@ from typing import Any
 import numpy as np
 
 from .. import ApproximateCode, CodedReduceCode, GradientCode, LinearCode
-from .._decodable import Decodability
 from .._decoders import Decoder
 from .._errors import GradcodesRuntimeError, GradcodesTypeError, GradcodesValueError
 from .._families.adversarial import AdversarialCode, decode_adversarial
@@ -164,43 +163,7 @@ def _policy(code: LinearCode, policy: str | WaitPolicy | None, wait_for: int | N
         if wait_for is not None:
             raise GradcodesValueError("give either wait_for or a count policy, not both")
         return None, pol.need(code)
-    tracker = pol.tracker(code, dtype)
-    if isinstance(tracker, Decodability):                   # a function of the set: decided once per set
-        tracker = _SetCache(tracker)
-    return tracker, wait_for
-
-
-class _SetCache:
-    """A decodability tracker whose answers are cached per responder set.
-
-    Whether the responders so far can decode is a property of the set, not of the arrival order
-    (:meth:`gradcodes.LinearCode.decodable`), so each set is decided once by the wrapped tracker (replaying the
-    set's workers) and later iterations reaching the same set pay one dictionary look-up per message.
-    """
-
-    def __init__(self, tracker: Any, size: int = 1 << 14) -> None:
-        self.tracker = tracker
-        self.rows: list[int] = []
-        self.mask = 0
-        self.cache: dict[int, bool] = {}
-        self.size = size
-
-    def reset(self) -> None:
-        self.rows = []
-        self.mask = 0
-
-    def add(self, row: int) -> bool:
-        self.rows.append(row)
-        self.mask |= 1 << row
-        done = self.cache.get(self.mask)
-        if done is None:
-            self.tracker.reset()
-            for r in self.rows:
-                done = bool(self.tracker.add(r))
-            if len(self.cache) >= self.size:
-                self.cache.clear()
-            self.cache[self.mask] = bool(done)
-        return bool(done)
+    return pol.tracker(code, dtype), wait_for
 
 
 def _comm(comm: Any) -> Any:
@@ -481,6 +444,7 @@ class Worker:
         self.partial_gradient = partial_gradient
         self.coded_gradient = coded_gradient
         self.delay = delay if delay is not None else NoDelay()
+        self._delayed = type(self.delay) not in (Delay, NoDelay)      # no call per iteration without a model
         self.poll = float(poll)
         self.tags = Tags(self.comm)
         self.encoder = WorkerEncoder(code, self.worker, self.p, self.dtype)
@@ -569,9 +533,12 @@ class Worker:
         if t is None:
             self._finish()
             return False
-        start = time.perf_counter()
-        d = self.delay.delay(self.worker, t, workers=self.layout.workers, load_fraction=self.load_fraction)
-        if math.isinf(d):                                   # hung: never answers (children are drained)
+        if self._delayed:
+            start = time.perf_counter()
+            d = self.delay.delay(self.worker, t, workers=self.layout.workers, load_fraction=self.load_fraction)
+        else:
+            start, d = 0.0, 0.0
+        if d == math.inf:                                   # hung: never answers (children are drained)
             if self.inbox is not None:
                 self.inbox.discard(self._master_waiting)
             return True
