@@ -59,11 +59,13 @@ from ._families import (
 )
 from ._families.adversarial import (
     AdversarialCode,
-    AdversarialDecodeResult,
-    AdversarialVerifyReport,
     InterpolationDecoder,
     adversarial_comm_cost,
     adversarial_gc,
+)
+from ._families.adversarial_decode import (
+    AdversarialDecodeResult,
+    AdversarialVerifyReport,
     decode_adversarial,
     verify_adversarial,
 )

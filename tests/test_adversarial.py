@@ -112,7 +112,7 @@ def test_verifier_exhaustive_and_can_fail(monkeypatch):
     rep = gc.verify_adversarial(big, limit=50)
     assert rep.ok and not rep.exhaustive and rep.checked == 50
     # mutation: a decoder that never looks for adversaries (a = 0) must be caught by the verifier
-    import gradcodes._families.adversarial as adv
+    import gradcodes._families.adversarial_decode as adv
 
     orig = adv.decode_adversarial
     blind = gc.adversarial_gc(PLACEMENT, 1, 0, m=1, nodes=range(5), field="rational")

@@ -20,8 +20,8 @@ from .expander_graphs import (BipartiteExpanderCode, ComponentDecoder, GraphAssi
                               margulis_code, margulis_gabber_galil_graph, random_biregular_graph)  # Wootters
 from .heterogeneous import (HeterogeneousCode, NegativeCoefficientWarning, heterogeneous, optimal_row_sums,
                             song_choi_allocation)
-from .adversarial import (AdversarialCode, adversarial_comm_cost, adversarial_gc,  # Jahani-Nezhad & Maddah-Ali
-                          decode_adversarial, verify_adversarial)
+from .adversarial import AdversarialCode, adversarial_comm_cost, adversarial_gc  # Jahani-Nezhad & Maddah-Ali
+from .adversarial_decode import decode_adversarial, verify_adversarial
 from .heterogeneous_exact import (HeterogeneousExactCode, LagrangeDecoder, heterogeneous_exact,  # Wang et al.
                                   heterogeneous_loads, min_time_heterogeneous)
 from .heterogeneous_robust import (RobustHeterogeneousCode, robust_heterogeneous_exact,  # robust variant

@@ -22,7 +22,8 @@ import numpy as np
 from .. import ApproximateCode, CodedReduceCode, GradientCode, LinearCode
 from .._decoders import Decoder
 from .._errors import GradcodesRuntimeError, GradcodesTypeError, GradcodesValueError
-from .._families.adversarial import AdversarialCode, decode_adversarial
+from .._families.adversarial import AdversarialCode
+from .._families.adversarial_decode import decode_adversarial
 from .._simulate._policies import BackupWorkers, FixedK, WaitPolicy, as_policy
 from .._typing import DTypeLike
 from .._validate import renamed_keyword
