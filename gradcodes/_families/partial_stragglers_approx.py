@@ -107,7 +107,8 @@ def check_classical(code: PartialStragglerCode, classical: Any) -> LinearCode:
         raise GradcodesValueError(f"classical must have one row per worker and the same chunks (n={code.workers}, "
                                   f"k={code.k}), got n={classical.n}, k={classical.k}")
     if "lstsq" not in classical.decoders:
-        raise GradcodesValueError(f"classical: needs the least-squares decoder 'lstsq', has {sorted(classical.decoders)}")
+        raise GradcodesValueError(f"classical: needs the least-squares decoder 'lstsq', has "
+                                  f"{sorted(classical.decoders)}")
     B = np.asarray(classical.B)
     support = (B != 0).reshape(classical.n, classical.k, classical.m).any(axis=2)
     if np.any(support & ~code.assignment):
