@@ -295,7 +295,7 @@ class ChunkDecoder(Decoder):
     missing chunk. The inverses are exact rationals (rounded once to float64 for float codes).
 
     With ``approximate=True`` (name ``"chunks_lstsq"``, used by
-    :meth:`PartialStragglerCode.estimate`) a chunk with ``0 < c < m`` messages gets the exact pseudo-inverse
+    :meth:`~gradcodes.PartialStragglerCode.estimate`) a chunk with ``0 < c < m`` messages gets the exact pseudo-inverse
     ``V^+ = V^T (V V^T)^{-1}`` of its ``c x m`` Vandermonde rows instead of zeros: the least-squares choice,
     which leaves ``m - c`` in ``||A B - E||_F^2`` for that chunk (``V^+ V`` projects onto a ``c``-dimensional
     row space). Chunks with ``m`` or more messages are decoded exactly as above, so both decoders agree on every
@@ -460,7 +460,7 @@ class PartialStragglerCode(GradientCode):
 
         Equal to ``sum_j max(0, m - c_j)`` with ``c_j`` the messages about chunk ``j`` (an integer: the gradient
         blocks the messages leave undetermined; 0 exactly when the set decodes). Divide by ``k * m`` for the
-        normalised error. See :mod:`gradcodes._families.partial_stragglers_approx`.
+        normalised error (docs: "Partial stragglers", section 7).
         """
         from .partial_stragglers_approx import squared_error
 
