@@ -154,6 +154,20 @@ def test_custom_classical_code():
     assert sim.details["classical_code"] == rep.name and sim.classical_error.shape == (50, 1)
 
 
+def test_simulate_stops_a_partial_protocol_at_a_deadline():
+    # equal speeds, free messages: chunk t of every worker arrives at t + 1 (chunk_points = m_data / k = 1)
+    code = gc.partial_straggler_code(6, 1, 2)
+    kw = dict(iters=3, rng=0, t_c=0.0, a=1.0, mu=float("inf"), m_data=6.0)
+    r = gc.simulate(code, deadline=1.0, **kw)[f"PS[{code.name}]"]
+    assert r.mean == 1.0 and r.error == pytest.approx(np.sqrt(6))          # one of two blocks of 6 chunks
+    assert r.details["mse"] == 0.5 and r.details["p_exact"] == 0.0 and r.details["exact"] is False
+    r = gc.simulate(code, deadline=5.0, **kw)[f"PS[{code.name}]"]
+    assert r.mean == 2.0 and r.error == 0.0 and r.details["p_exact"] == 1.0  # decodes at 2 s, before the deadline
+    # with a message cost the stop keeps what the single-port master has received by the deadline
+    res = gc.simulate(code, deadline=4.0, iters=400, rng=1, t_c=0.5)[f"PS[{code.name}]"]
+    assert res.mean <= 4.0 and 0.0 < res.details["mse"] < 1.0
+
+
 # ---------------------------------------------------------------------------------------------- bad input
 
 
