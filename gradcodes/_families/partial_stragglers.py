@@ -46,6 +46,7 @@ from .._fields import field_for
 from .._numerics import DEFAULT_RTOL
 from .._typing import ArrayLike, MatrixLike
 from .._validate import check_choice, check_entries, check_int, check_real
+from .partial_stragglers_approx import vandermonde_pinv
 
 __all__ = ["PartialStragglerCode", "ChunkDecoder", "partial_straggler_code", "cyclic_assignment", "chunk_order",
            "q_max"]
@@ -268,25 +269,6 @@ def _vandermonde_inverse(nodes: Sequence[int], m: int) -> list[list[Fraction]]:
     return [row[m:] for row in M]
 
 
-def _vandermonde_pinv(nodes: Sequence[int], m: int) -> list[list[Fraction]]:
-    """Exact pseudo-inverse ``V^T (V V^T)^{-1}`` (m x c) of ``V[r, u] = nodes[r]^u`` (c x m, ``c < m`` distinct
-    nodes: full row rank), so that ``V^+ V`` is the orthogonal projection onto the row space of ``V``."""
-    c = len(nodes)
-    V = [[Fraction(x) ** u for u in range(m)] for x in nodes]
-    G = [[sum((V[a][u] * V[b][u] for u in range(m)), Fraction(0)) for b in range(c)] + [Fraction(int(a == b))
-                                                                                        for b in range(c)]
-         for a in range(c)]
-    for col in range(c):                # Gauss-Jordan on the positive definite Gram matrix: pivots are nonzero
-        piv = G[col][col]
-        G[col] = [v / piv for v in G[col]]
-        for r in range(c):
-            if r != col and G[r][col] != 0:
-                f = G[r][col]
-                G[r] = [a - f * b for a, b in zip(G[r], G[col], strict=True)]
-    Ginv = [row[c:] for row in G]
-    return [[sum((V[a][u] * Ginv[a][r] for a in range(c)), Fraction(0)) for r in range(c)] for u in range(m)]
-
-
 class ChunkDecoder(Decoder):
     """Chunk by chunk: the first ``m`` messages about every chunk, inverted exactly (closed form, batched).
 
@@ -320,7 +302,7 @@ class ChunkDecoder(Decoder):
         if ck not in self._inv:
             nodes = _nodes(gamma)
             sel = [nodes[h] for h in range(gamma) if key >> h & 1]
-            inv = _vandermonde_inverse(sel, m) if len(sel) == m else _vandermonde_pinv(sel, m)
+            inv = _vandermonde_inverse(sel, m) if len(sel) == m else vandermonde_pinv(sel, m)
             arr = np.empty((m, len(sel)), dtype=object)
             for u in range(m):
                 for r in range(len(sel)):

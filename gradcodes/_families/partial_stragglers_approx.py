@@ -26,6 +26,8 @@ use the workers that have finished: its error at a stop is ``min_a ||a B^cl_F - 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -40,7 +42,27 @@ from .._validate import check_int
 if TYPE_CHECKING:
     from .partial_stragglers import PartialStragglerCode
 
-__all__ = ["squared_error", "estimate", "classical_code", "check_classical", "classical_squared_error"]
+__all__ = ["vandermonde_pinv", "squared_error", "estimate", "classical_code", "check_classical",
+           "classical_squared_error"]
+
+
+def vandermonde_pinv(nodes: Sequence[int], m: int) -> list[list[Fraction]]:
+    """Exact pseudo-inverse ``V^T (V V^T)^{-1}`` (m x c) of ``V[r, u] = nodes[r]^u`` (c x m, ``c < m`` distinct
+    nodes: full row rank), so that ``V^+ V`` is the orthogonal projection onto the row space of ``V``."""
+    c = len(nodes)
+    V = [[Fraction(x) ** u for u in range(m)] for x in nodes]
+    G = [[sum((V[a][u] * V[b][u] for u in range(m)), Fraction(0)) for b in range(c)] + [Fraction(int(a == b))
+                                                                                        for b in range(c)]
+         for a in range(c)]
+    for col in range(c):                # Gauss-Jordan on the positive definite Gram matrix: pivots are nonzero
+        piv = G[col][col]
+        G[col] = [v / piv for v in G[col]]
+        for r in range(c):
+            if r != col and G[r][col] != 0:
+                f = G[r][col]
+                G[r] = [a - f * b for a, b in zip(G[r], G[col], strict=True)]
+    Ginv = [row[c:] for row in G]
+    return [[sum((V[a][u] * Ginv[a][r] for a in range(c)), Fraction(0)) for r in range(c)] for u in range(m)]
 
 
 def squared_error(code: PartialStragglerCode, mask: Any) -> Any:
