@@ -380,7 +380,7 @@ def test_simulate_partial_bad_options():
             for p in (None, "earliest", gc.EarliestDecodable())]
     assert same[0] == same[1] == same[2]
     with pytest.raises(gc.GradcodesValueError, match="deadline"):
-        gc.simulate(code, deadline=1.0, iters=10, rng=0)
+        gc.simulate(code, deadline=-1.0, iters=10, rng=0)
     with pytest.raises(gc.GradcodesValueError, match="a"):
         gc.simulate(code, a=[1.0, 1.0, 1.0], mu=1.0, iters=10, rng=0)          # 3 speeds for 4 workers
     res = gc.simulate(code, a=[1e-4, 1e-4, 1e-4, 1e-3], mu=float("inf"), m_data=4000, t_c=0.0, iters=2, rng=0)

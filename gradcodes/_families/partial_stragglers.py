@@ -46,6 +46,7 @@ from .._fields import field_for
 from .._numerics import DEFAULT_RTOL
 from .._typing import ArrayLike, MatrixLike
 from .._validate import check_choice, check_entries, check_int, check_real
+from .partial_stragglers_approx import vandermonde_pinv
 
 __all__ = ["PartialStragglerCode", "ChunkDecoder", "partial_straggler_code", "cyclic_assignment", "chunk_order",
            "q_max"]
@@ -274,14 +275,26 @@ class ChunkDecoder(Decoder):
     For a message mask, every chunk ``j`` with at least ``m`` messages gets the rows of ``V^{-1}`` of its first
     ``m`` messages (in message order); a chunk with fewer leaves zeros, so the residual ``||A B - E||`` reports the
     missing chunk. The inverses are exact rationals (rounded once to float64 for float codes).
+
+    With ``approximate=True`` (name ``"chunks_lstsq"``, used by
+    :meth:`~gradcodes.PartialStragglerCode.estimate`) a chunk with ``0 < c < m`` messages gets the exact pseudo-inverse
+    ``V^+ = V^T (V V^T)^{-1}`` of its ``c x m`` Vandermonde rows instead of zeros: the least-squares choice,
+    which leaves ``m - c`` in ``||A B - E||_F^2`` for that chunk (``V^+ V`` projects onto a ``c``-dimensional
+    row space). Chunks with ``m`` or more messages are decoded exactly as above, so both decoders agree on every
+    decodable set.
     """
 
     name = "chunks"
     description = "every chunk from its first m messages (exact Vandermonde inverse)"
     deterministic = True
 
-    def __init__(self, exact: bool = False) -> None:
+    def __init__(self, exact: bool = False, approximate: bool = False) -> None:
         self.exact = exact
+        self.approximate = approximate
+        if approximate:
+            self.name = "chunks_lstsq"
+            self.description = ("least squares chunk by chunk: first m messages inverted, fewer messages "
+                                "pseudo-inverted (exact)")
         self._inv: dict[tuple[int, int, int], Any] = {}
 
     def _inverse(self, gamma: int, key: int, m: int) -> Any:
@@ -289,10 +302,10 @@ class ChunkDecoder(Decoder):
         if ck not in self._inv:
             nodes = _nodes(gamma)
             sel = [nodes[h] for h in range(gamma) if key >> h & 1]
-            inv = _vandermonde_inverse(sel, m)
-            arr = np.empty((m, m), dtype=object)
+            inv = _vandermonde_inverse(sel, m) if len(sel) == m else vandermonde_pinv(sel, m)
+            arr = np.empty((m, len(sel)), dtype=object)
             for u in range(m):
-                for r in range(m):
+                for r in range(len(sel)):
                     arr[u, r] = inv[u][r]
             self._inv[ck] = arr if self.exact else arr.astype(np.float64)
         return self._inv[ck]
@@ -303,10 +316,11 @@ class ChunkDecoder(Decoder):
         mask = np.asarray(mask, dtype=bool)
         b, m = mask.shape[0], code.m
         A = field_for(self.exact).zeros((b, m, code.n))
+        least = 1 if self.approximate else m
         for rows in code.holders:
             P = mask[:, rows]
             sel = P & (np.cumsum(P, axis=1) <= m)
-            ok = P.sum(axis=1) >= m
+            ok = P.sum(axis=1) >= least
             weights = np.left_shift(np.int64(1), np.arange(rows.size, dtype=np.int64))
             keys = np.where(ok, (sel * weights).sum(axis=1), -1)
             for key in np.unique(keys[ok]):
@@ -351,7 +365,8 @@ class PartialStragglerCode(GradientCode):
                  field: str | None = None) -> None:
         exact = field == "rational"
         super().__init__(B, s, m=m, rtol=rtol, field=field, name=name, family="partial_straggler_code",
-                         params=params, decoders=[ChunkDecoder(exact=exact)], default_decoder="chunks")
+                         params=params, default_decoder="chunks",
+                         decoders=[ChunkDecoder(exact=exact), ChunkDecoder(exact=exact, approximate=True)])
         self.assignment = assignment
         self.assignment.flags.writeable = False
         self.order = order
@@ -420,6 +435,80 @@ class PartialStragglerCode(GradientCode):
         counts = np.stack([M[..., rows].sum(axis=-1) for rows in self.holders], axis=-1)
         out = np.all(counts >= self.m, axis=-1)
         return bool(out) if np.ndim(out) == 0 else out
+
+    # ------------------------------------------------------------------ approximate recovery
+    def squared_error(self, mask: ArrayLike) -> Any:
+        """Least-squares error ``min_A ||A B_F - E||_F^2`` of message masks (shape (..., n), booleans).
+
+        Equal to ``sum_j max(0, m - c_j)`` with ``c_j`` the messages about chunk ``j`` (an integer: the gradient
+        blocks the messages leave undetermined; 0 exactly when the set decodes). Divide by ``k * m`` for the
+        normalised error (docs: "Partial stragglers", section 7).
+        """
+        from .partial_stragglers_approx import squared_error
+
+        return squared_error(self, mask)
+
+    def approximation_error(self, responders: Any) -> float:
+        """``||A_F B - E||_F`` of the least-squares estimate from these messages (as for approximate codes)."""
+        _, mask = self._mask(responders)
+        return float(np.sqrt(self.squared_error(mask)))
+
+    def estimate(self, responders: Any, messages: MatrixLike, *, length: int | None = None,
+                 return_error: bool = False) -> Any:
+        """The least-squares estimate of the sum from whatever messages have arrived (approximate recovery).
+
+        A chunk with ``m`` or more messages is recovered exactly (the same coefficients as :meth:`decode`); one
+        with ``0 < c < m`` messages contributes the pseudo-inverse estimate of its ``m`` blocks, and a chunk
+        without messages contributes zero. The coefficients are exact rationals rounded once (the same bits on
+        every machine); nothing is refused for being inexact: ``return_error=True`` also returns
+        :meth:`squared_error`, the estimate's error ``||A B - E||_F^2`` in units of block energy.
+
+        Parameters
+        ----------
+        responders : sequence of int, or boolean mask of length n
+            The message rows that have arrived (as in :meth:`decode`).
+        messages : ndarray, shape (n, q) or (len(responders), q)
+            The full receive buffer or the arrived rows in the order of ``responders`` (as in :meth:`decode`).
+        length : int, optional
+            Length of the gradient (drops the zero padding).
+        return_error : bool, default False
+            Also return the integer squared error.
+
+        Returns
+        -------
+        g : ndarray, shape (length,)
+            In the messages' dtype (float32 stays float32, Fractions stay exact).
+        error : int
+            Only with ``return_error``.
+
+        Examples
+        --------
+        Three chunks, ``m = 2``, no straggler tolerance (every chunk held by two workers, nodes 0 and 1): message
+        ``(i, 0)`` of node 0 is chunk ``i``'s first block; message ``(2, 1)`` of node 1 is the sum of chunk 0's two
+        blocks, which least squares splits evenly:
+
+        >>> import numpy as np, gradcodes as gc
+        >>> from fractions import Fraction as F
+        >>> code = gc.partial_straggler_code(3, 0, 2, field="rational")
+        >>> G = np.array([[F(1), F(2)], [F(3), F(4)], [F(5), F(6)]], dtype=object)   # the sum is (9, 12)
+        >>> Y = code.encode(G)
+        >>> code.estimate([code.message(0, 0)], Y, return_error=True)   # chunk 0's first block only
+        (array([Fraction(1, 1), Fraction(0, 1)], dtype=object), 5)
+        >>> code.estimate([code.message(2, 1)], Y, return_error=True)   # 1 + 2 = 3, split as (3/2, 3/2)
+        (array([Fraction(3, 2), Fraction(3, 2)], dtype=object), 5)
+        >>> code.estimate([code.message(0, 0), code.message(2, 1)], Y, return_error=True)   # chunk 0 exactly
+        (array([Fraction(1, 1), Fraction(2, 1)], dtype=object), 4)
+        """
+        from .partial_stragglers_approx import estimate
+
+        return estimate(self, responders, messages, length, return_error)
+
+    def classical_code(self) -> GradientCode:
+        """The classical code storing the same data (cyclic assignment): ``gc.ye_abbe(workers, s, m)``, whose
+        workers send one message after their whole load (used by :func:`gradcodes.simulate_partial`)."""
+        from .partial_stragglers_approx import classical_code
+
+        return classical_code(self)
 
     def _verify_hook(self, *, limit: int | None = None, samples: int = 2000, search: bool = True,
                      rng: Any = None, rtol: float | None = None, decoder: Any = None, field: Any = None,

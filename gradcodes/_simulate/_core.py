@@ -246,7 +246,9 @@ def simulate(
         ``mu`` may also be sequences, one entry per worker (unequal speeds).
     deadline : float, optional
         Approximate codes: the master stops at this time (s) with the messages received by then, if that
-        comes before its count; ``res[label].error`` is the mean of ``||A_F B - E||`` over the iterations.
+        comes before its count; ``res[label].error`` is the mean of ``||A_F B - E||`` over the iterations. A
+        partial-straggler protocol (``PS[...]``) stops at ``min(decode time, deadline)`` with the least-squares
+        estimate of its received chunk messages (``PartialStragglerCode.estimate``), reported the same way.
 
     Returns
     -------
@@ -376,6 +378,7 @@ def simulate(
             times, resp, msgs, details = _sim_partial_scheme(rng, iters, item, m_data, chunk_model, t_c / int(item.m),
                                                              return_responders, policy, deadline)
             points = float(details["load_fraction"] * Fraction(m_data))
+            error = details.get("expected_error")
         elif kind in ("GC", "AC") or label in ("GC", "UMW", "SGD"):
             comm = 1
             if kind in ("GC", "AC"):

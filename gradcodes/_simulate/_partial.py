@@ -41,12 +41,29 @@ class PartialSimulation:
         Chunks processed by all workers together when the partial protocol decodes (at most ``code.q_max``).
     details : dict
         The parameters of the run.
+    deadlines : numpy.ndarray, shape (D,), or None
+        The stopping times given to :func:`gradcodes.simulate_partial` (approximate recovery).
+    partial_error, classical_error : numpy.ndarray, shape (iterations, D), or None
+        Normalised squared error ``min ||A B_F - E||_F^2 / (k m)`` of the least-squares estimate when the master
+        stops at each deadline: from the messages arrived by then (partial protocol), and from the workers that
+        have finished their whole load by then (classical protocol, ``details["classical_code"]``). 0 means an
+        exact decode, 1 that nothing is known.
     """
 
     partial: np.ndarray
     classical: np.ndarray
     chunks_used: np.ndarray
     details: dict[str, Any] = field(default_factory=dict)
+    deadlines: np.ndarray | None = None
+    partial_error: np.ndarray | None = None
+    classical_error: np.ndarray | None = None
+
+    @property
+    def mse(self) -> tuple[np.ndarray, np.ndarray]:
+        """Mean normalised squared errors ``(partial, classical)`` at every deadline (arrays of shape (D,))."""
+        if self.partial_error is None or self.classical_error is None:
+            raise GradcodesValueError("mse: the simulation was run without deadlines (pass deadlines=)")
+        return self.partial_error.mean(axis=0), self.classical_error.mean(axis=0)
 
     @property
     def speedup(self) -> float:
@@ -70,7 +87,7 @@ def _finish_times(model: WorkerModel, gen: np.random.Generator, iters: int, work
 
 def simulate_partial(code: PartialStragglerCode, *, model: WorkerModel | None = None, iterations: int = 10_000,
                      chunk_points: float = 1.0, chunk_times: str = "even", latency: float = 0.0,
-                     rng: RNGLike = None) -> PartialSimulation:
+                     rng: RNGLike = None, deadlines: Any = None, classical: Any = None) -> PartialSimulation:
     """Simulate the iteration time of a partial-straggler protocol and of the classical protocol.
 
     Worker ``i`` processes its chunks in ``code.order[i]``; its ``t``-th chunk is finished at ``F_i(t)`` and the
@@ -99,6 +116,13 @@ def simulate_partial(code: PartialStragglerCode, *, model: WorkerModel | None = 
         Seconds between finishing a chunk and its message's arrival.
     rng : None, int, numpy.random.SeedSequence or numpy.random.Generator, optional
         Random state (SPEC 7).
+    deadlines : sequence of float > 0, optional
+        Approximate recovery: stopping times at which the master forms the least-squares estimate from what it
+        has (``PartialStragglerCode.squared_error`` of the messages arrived; the classical code's ``"lstsq"``
+        decoder on the workers finished). Fills ``partial_error`` and ``classical_error``.
+    classical : LinearCode, optional
+        The classical protocol's code for the deadline comparison: one row per worker, supported on that
+        worker's chunks. Default ``code.classical_code()`` (``gc.ye_abbe(n, s, m)``, cyclic assignments only).
 
     Returns
     -------
@@ -114,6 +138,15 @@ def simulate_partial(code: PartialStragglerCode, *, model: WorkerModel | None = 
     >>> sim = gc.simulate_partial(code, model=gc.ShiftedExponentialWorkers(1.0, float("inf")), iterations=5)
     >>> sim.partial.tolist(), sim.classical.tolist(), sim.speedup
     ([1.0, 1.0, 1.0, 1.0, 1.0], [4.0, 4.0, 4.0, 4.0, 4.0], 4.0)
+
+    Stopping early: at ``t = 1`` every chunk has one message, so with ``m = 2`` half of every chunk's blocks are
+    known (error 1/2), while no worker has finished its load (error 1); at ``t = 2`` the partial protocol decodes:
+
+    >>> code = gc.partial_straggler_code(6, 1, 2)
+    >>> sim = gc.simulate_partial(code, model=gc.ShiftedExponentialWorkers(1.0, float("inf")), iterations=3,
+    ...                           deadlines=[1.0, 2.0])
+    >>> [v.tolist() for v in sim.mse]
+    [[0.5, 0.0], [1.0, 1.0]]
     """
     from .._families.partial_stragglers import PartialStragglerCode
 
@@ -128,6 +161,13 @@ def simulate_partial(code: PartialStragglerCode, *, model: WorkerModel | None = 
     points = check_real("chunk_points", chunk_points, 0, open_lo=True)
     chunk_times = check_choice("chunk_times", chunk_times, ("even", "independent"))
     latency = check_real("latency", latency, 0)
+    D = None if deadlines is None else _check_deadlines(deadlines)
+    if D is not None:
+        from .._families.partial_stragglers_approx import check_classical
+
+        cl = code.classical_code() if classical is None else check_classical(code, classical)
+    elif classical is not None:
+        raise GradcodesValueError("classical: only used with deadlines= (approximate recovery)")
     gen = check_rng(rng)
     N = code.workers
     loads = np.diff(code.offsets)
@@ -144,10 +184,31 @@ def simulate_partial(code: PartialStragglerCode, *, model: WorkerModel | None = 
     classical = np.partition(full, need - 1, axis=1)[:, need - 1]
     done = (F <= (T - latency)[:, None, None]) & (np.arange(G)[None, :, None] < loads[None, None, :])
     used = done.sum(axis=(1, 2))
-    return PartialSimulation(partial=T, classical=classical, chunks_used=used,
-                             details={"workers": N, "s": code.s, "m": m, "model": repr(model),
-                                      "chunk_points": points, "chunk_times": chunk_times, "latency": latency,
-                                      "iterations": iters, "q_max": code.q_max})
+    details = {"workers": N, "s": code.s, "m": m, "model": repr(model), "chunk_points": points,
+               "chunk_times": chunk_times, "latency": latency, "iterations": iters, "q_max": code.q_max}
+    if D is None:
+        return PartialSimulation(partial=T, classical=classical, chunks_used=used, details=details)
+    from .._families.partial_stragglers_approx import classical_squared_error
+
+    pe = np.empty((iters, D.size))
+    ce = np.empty((iters, D.size))
+    for c, d in enumerate(D.tolist()):                 # deadlines x chunks work, never per gradient coordinate
+        pe[:, c] = code.squared_error(arrive <= d) / (code.k * m)
+        ce[:, c] = classical_squared_error(cl, full <= d)
+    details["classical_code"] = cl.name
+    return PartialSimulation(partial=T, classical=classical, chunks_used=used, details=details, deadlines=D,
+                             partial_error=pe, classical_error=ce)
+
+
+def _check_deadlines(deadlines: Any) -> np.ndarray:
+    """Deadlines: a non-empty 1-D sequence of finite positive reals (float64)."""
+    if isinstance(deadlines, (str, bytes)) or not hasattr(deadlines, "__iter__"):
+        raise GradcodesTypeError(f"deadlines must be a sequence of positive real numbers, got "
+                                 f"{type(deadlines).__name__}")
+    vals = list(deadlines)
+    if not vals:
+        raise GradcodesValueError("deadlines must hold at least one time")
+    return np.array([check_real(f"deadlines[{i}]", v, 0, open_lo=True) for i, v in enumerate(vals)])
 
 
 def _sim_partial_scheme(rng: np.random.Generator, iters: int, code: PartialStragglerCode, m_data: float,
@@ -159,7 +220,10 @@ def _sim_partial_scheme(rng: np.random.Generator, iters: int, code: PartialStrag
     takes ``t_c`` (already divided by ``m``) and messages are received one at a time in the order they are sent,
     so the ``j``-th is received at ``R_j = j t_c + max_{i <= j} (c_(i) - (i-1) t_c)``. The iteration ends when
     every chunk has ``m`` received messages. The classical protocol of the same assignment on the same draws
-    (the first ``n - s`` whole loads, one message each) is reported in ``details``.
+    (the first ``n - s`` whole loads, one message each) is reported in ``details``. With a ``deadline`` the master
+    stops at ``min(decode time, deadline)`` with the least-squares estimate of the messages received by then:
+    ``details["expected_error"]`` is the mean of ``||A B_F - E||_F`` (the approximate codes' ``error``),
+    ``details["mse"]`` the mean of its square over ``k m``, ``details["p_exact"]`` the fraction of exact decodes.
 
     Returns ``(times, received, messages, details)``: ``received`` (iters, messages) marks the messages received
     by the end of the iteration (``None`` unless ``want_resp``), ``messages`` the most received in an iteration.
@@ -170,8 +234,6 @@ def _sim_partial_scheme(rng: np.random.Generator, iters: int, code: PartialStrag
                                                                         policy == "earliest")):
         raise GradcodesValueError(f"policy: a partial-straggler protocol ends when every chunk has m messages "
                                   f"(policy 'earliest'), got {policy!r}")
-    if deadline is not None:
-        raise GradcodesValueError("deadline: only approximate codes may stop before they can decode")
     N, n, m = code.workers, code.n, code.m
     loads = np.diff(code.offsets)
     G = int(loads.max())
@@ -181,6 +243,7 @@ def _sim_partial_scheme(rng: np.random.Generator, iters: int, code: PartialStrag
     classical = np.empty(iters)
     count = np.empty(iters, dtype=np.int64)
     received = np.zeros((iters, n), dtype=bool) if want_resp else None
+    err = np.zeros(iters, dtype=np.int64)
     need = N - code.s
     for lo, hi in _chunks(iters, n + G * N):
         b = hi - lo
@@ -192,9 +255,13 @@ def _sim_partial_scheme(rng: np.random.Generator, iters: int, code: PartialStrag
         T = np.zeros(b)
         for rows in code.holders:
             T = np.maximum(T, np.partition(R[:, rows], m - 1, axis=1)[:, m - 1])
+        if deadline is not None:
+            T = np.minimum(T, deadline)             # stop early: the least-squares estimate from what has arrived
         times[lo:hi] = T
         got = R <= T[:, None]
         count[lo:hi] = got.sum(axis=1)
+        if deadline is not None:
+            err[lo:hi] = code.squared_error(got)
         if received is not None:
             received[lo:hi] = got
         full = F[:, loads - 1, np.arange(N)]                                        # whole loads finished
@@ -204,4 +271,7 @@ def _sim_partial_scheme(rng: np.random.Generator, iters: int, code: PartialStrag
                "mean_messages": float(count.mean()), "model": model.label, "q_max": code.q_max,
                "classical_mean": float(classical.mean()),
                "speedup_over_classical": float(classical.mean() / times.mean())}
+    if deadline is not None:
+        details.update({"exact": False, "deadline": deadline, "expected_error": float(np.sqrt(err).mean()),
+                        "mse": float(err.mean() / (code.k * m)), "p_exact": float((err == 0).mean())})
     return times, received, int(count.max()), details
