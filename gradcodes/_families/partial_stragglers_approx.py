@@ -110,7 +110,7 @@ def estimate(code: PartialStragglerCode, responders: Any, messages: Any, length:
 
 def classical_code(code: PartialStragglerCode) -> GradientCode:
     """The classical code of a cyclic assignment: ``gc.ye_abbe(workers, s, m)`` (the same data per worker)."""
-    from .partial_stragglers import cyclic_assignment
+    from .partial_stragglers_order import cyclic_assignment
     from .ye_abbe import ye_abbe
 
     N = code.workers
