@@ -469,6 +469,9 @@ class Worker:
         self.iterations_done = 0
         # parameters: one Irecv always posted into the buffer not in use
         self._pbufs = np.zeros((2, self.p), dtype=self.dtype)
+        self._pviews = [self._pbufs[0], self._pbufs[1]]         # views made once, not per iteration
+        self._sviews = [self.sendbufs[0], self.sendbufs[1]]
+        self._any_tag = self.MPI.ANY_TAG
         self._pcur = 0
         self._preq = self.comm.Irecv(self._pbufs[1], source=0, tag=self.MPI.ANY_TAG)
         self._ptag: int | None = None                        # tag of a completed, not yet taken, message
@@ -476,7 +479,7 @@ class Worker:
     @property
     def params(self) -> np.ndarray:
         """The parameters of the iteration being computed (a buffer the runtime reuses)."""
-        return self._pbufs[self._pcur]
+        return self._pviews[self._pcur]
 
     def _master_waiting(self) -> bool:
         """Newer parameters (or STOP) have arrived."""
@@ -489,16 +492,19 @@ class Worker:
 
     def _recv_params(self) -> int | None:
         """Wait (polling) for the master's next message; take the newest parameters. ``None`` = STOP."""
-        while not self._master_waiting():
-            if self.poll:
-                time.sleep(self.poll)
+        if self._ptag is None:                                # the wait: one Test and one sleep per poll
+            req, status, poll, sleep = self._preq, self._status, self.poll, time.sleep
+            while not req.Test(status):
+                if poll:
+                    sleep(poll)
+            self._ptag = status.Get_tag()
         while True:
             tag, self._ptag = self._ptag, None
             if tag == Tags.STOP:
                 self._preq = self.MPI.REQUEST_NULL
                 return None
             self._pcur ^= 1                                   # the buffer just filled
-            self._preq = self.comm.Irecv(self._pbufs[self._pcur ^ 1], source=0, tag=self.MPI.ANY_TAG)
+            self._preq = self.comm.Irecv(self._pviews[self._pcur ^ 1], source=0, tag=self._any_tag)
             if not self._master_waiting():                    # no newer message: this is the newest
                 break
         assert tag is not None
@@ -522,8 +528,10 @@ class Worker:
             buf = self.sendbufs[self._cur]
             np.copyto(buf, y)
             return buf
-        buf = self.sendbufs[self._cur]
-        wait_request(self.sendreqs[self._cur], self.poll, "the previous send")
+        buf = self._sviews[self._cur]
+        req = self.sendreqs[self._cur]
+        if not req.Test():                                    # the send of two iterations ago, normally done
+            wait_request(req, self.poll, "the previous send")
         assert self.partial_gradient is not None
         self.encoder.encode(params, self.partial_gradient, buf)
         return buf
