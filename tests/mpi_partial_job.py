@@ -1,7 +1,8 @@
 """An MPI job driven by tests/test_mpi_partial.py (``mpiexec -n N python -m mpi4py tests/mpi_partial_job.py CONFIG``).
 
 CONFIG is JSON: the protocol (``n``, ``s``, ``m``), ``p``, ``iters``, ``dtype``, a slow worker (``slow``: worker and
-seconds per iteration), hung workers (``hang``) and NaN gradients on every worker (``nan``). Rank 0 checks every
+seconds per iteration), hung workers (``hang``), NaN gradients on every worker (``nan``) and a ``deadline``
+(seconds after the broadcast: the master's least-squares estimate, checked against ``code.estimate``). Rank 0 checks every
 iteration's decoded gradient against the uncoded sum of the same chunk gradients and prints one JSON line
 ``RESULT {...}``; a failed check raises, which aborts the job.
 """
@@ -45,18 +46,24 @@ def main() -> None:
     if comm.Get_rank() == 0:
         master = PartialMaster(code, comm, p, dtype=dtype)
         comm.Barrier()                              # every rank set up: iteration 0 does not time the start-up
-        errors, used, arrived, waits = [], [], [], []
+        errors, used, arrived, waits, sq = [], [], [], [], []
         w = np.ones(p, dtype=dtype)
         for t in range(iters):
             w[:] = 1 + t
             master.broadcast(w, t)
             try:
-                g, info = master.aggregate(t, timeout=60)
+                g, info = master.aggregate(t, timeout=60, deadline=cfg.get("deadline"))
             except gc.DecodingError as exc:             # NaN messages: named, never a silently wrong sum
                 master.stop()
                 print("RESULT " + json.dumps({"nonfinite": exc.responders, "kind": type(exc).__name__}), flush=True)
                 return
-            want = sum(C[j].astype(np.float64) * (1 + t) + j for j in range(code.k))
+            G = np.stack([C[j].astype(np.float64) * (1 + t) + j for j in range(code.k)])
+            want = G.sum(axis=0)
+            if info["squared_error"]:               # stopped at the deadline: the code's own estimate
+                used_rows = list(info["messages"])
+                Y = (np.asarray(code.B, dtype=np.float64) @ G.reshape(code.k * code.m, -1))[used_rows]
+                want = code.estimate(used_rows, Y, length=p)
+                sq.append(info["squared_error"])
             err = float(np.max(np.abs(g - want)) / np.max(np.abs(want)))
             unit = np.finfo(dtype).eps
             if err > 8 * code.k * unit:
@@ -66,7 +73,7 @@ def main() -> None:
             arrived.append(info["arrived"])
             waits.append(info["wait"])
         master.stop()
-        print("RESULT " + json.dumps({"errors": errors, "used": used, "arrived": arrived, "waits": waits,
+        print("RESULT " + json.dumps({"errors": errors, "used": used, "arrived": arrived, "waits": waits, "sq": sq,
                                       "offsets": code.offsets.tolist(), "order": [list(o) for o in code.order]}),
               flush=True)
     else:

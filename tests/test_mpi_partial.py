@@ -66,3 +66,16 @@ def test_nan_messages_are_named_not_decoded():
     res = run_job(4, {"n": 3, "s": 1, "m": 1, "p": 20, "iters": 2, "nan": True})
     assert res["kind"] == "NonFiniteMessageError" and res["nonfinite"]
     assert set(res["nonfinite"]) <= {0, 1, 2}
+
+
+@needs_mpi
+def test_deadline_returns_the_least_squares_estimate():
+    """Two of four workers hang (more than s = 1): no iteration can decode exactly. With a deadline the master
+    stops at it and returns the estimate from the chunk messages that arrived (workers 2 and 3 hold chunks 2, 3
+    and 3, 0: chunk 1 is unknown, squared error m - c_1 = 1), equal to ``code.estimate`` of the same messages."""
+    res = run_job(5, {"n": 4, "s": 1, "p": 23, "iters": 3, "hang": [0, 1], "deadline": 0.4})
+    assert res["sq"] == [1, 1, 1]
+    for arrived in res["arrived"]:
+        assert arrived[0] == arrived[1] == 0 and arrived[2] == arrived[3] == 2
+    assert max(res["errors"]) < 1e-12
+    assert min(res["waits"]) > 0.3                  # it waited for the deadline (the hung workers never answer)

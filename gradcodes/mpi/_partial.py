@@ -15,7 +15,8 @@ iteration is dropped and its row re-used. The master counts, per chunk, the mess
 code's cached :class:`~gradcodes.ChunkDecoder` matrix) is applied to the rows it uses, one vectorised
 multiply-add per used message. Workers keep ``gamma_i`` send buffers (a buffer is reused once its previous send
 has completed) and two parameter buffers (the next ``Irecv`` is posted while computing, so newer parameters are
-noticed between two chunks and the rest of an old iteration is skipped).
+noticed between two chunks and the rest of an old iteration is skipped). With a ``deadline`` the master stops
+waiting then and returns the least-squares estimate from the messages that arrived (approximate recovery).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import numpy as np
 
 from .._errors import GradcodesTypeError, GradcodesValueError
 from .._typing import DTypeLike
+from .._validate import check_real
 from ._comm import ParamSender, StragglerTimeout, Tags, get_mpi, wait_request
 from ._delays import Delay, NoDelay
 
@@ -124,6 +126,7 @@ class PartialMaster:
         self._status = self.MPI.Status()
         self.reqs = [self._post(i) for i in range(code.workers)]
         self.stale = 0
+        self._sent = -math.inf                          # time of the last broadcast (for a deadline)
 
     def _post(self, i: int) -> Any:
         return self.comm.Irecv(self.ring[self.next_row[i]], source=i + 1, tag=self.MPI.ANY_TAG)
@@ -134,14 +137,26 @@ class PartialMaster:
 
     def broadcast(self, params: np.ndarray, t: int) -> None:
         """Send iteration ``t``'s parameters to every worker (without blocking on stragglers)."""
+        self._sent = time.perf_counter()
         self.params.send(params, t)
 
-    def aggregate(self, t: int, *, timeout: float = math.inf) -> tuple[np.ndarray, dict[str, Any]]:
+    def aggregate(self, t: int, *, timeout: float = math.inf,
+                  deadline: float | None = None) -> tuple[np.ndarray, dict[str, Any]]:
         """Wait until every chunk has ``m`` messages of iteration ``t``; return the decoded sum (length ``p``; a
         view of a buffer reused next iteration) and ``{"messages": rows used, "arrived": per-worker counts,
-        "wait": seconds}``."""
+        "wait": seconds, "squared_error": 0}``.
+
+        ``deadline`` (seconds after :meth:`broadcast`): stop waiting then, with the messages that arrived, and
+        return the least-squares estimate of the sum (:meth:`gradcodes.PartialStragglerCode.estimate`, the
+        ``"chunks_lstsq"`` decoder: exact on every chunk with ``m`` messages, the orthogonal projection on the
+        others) with ``info["squared_error"] = sum_j max(0, m - c_j)`` (``c_j`` messages about chunk ``j``; 0 when
+        every chunk was complete: then the decode is the exact one). Not a proof of exactness when positive.
+        """
         code = self.code
         start = time.perf_counter()
+        stop_at = math.inf
+        if deadline is not None:
+            stop_at = self._sent + check_real("deadline", deadline, 0.0)
         self.slot[:] = -1
         counts = np.zeros(code.k, dtype=np.int64)
         missing = code.k
@@ -150,7 +165,10 @@ class PartialMaster:
             idx, flag = self.MPI.Request.Testany(self.reqs, self._status)
             if not flag or idx == self.MPI.UNDEFINED or idx < 0:
                 self.params.progress()
-                if time.perf_counter() - start > timeout:
+                now = time.perf_counter()
+                if now >= stop_at:
+                    break
+                if now - start > timeout:
                     late = [j for j in range(code.k) if counts[j] < code.m]
                     raise StragglerTimeout(f"iteration {t}: chunks {late} have fewer than m={code.m} messages "
                                            f"after {timeout:g} s")
@@ -177,9 +195,16 @@ class PartialMaster:
                 self.stale += 1                     # an older iteration: drop, re-use the row
             self.reqs[idx] = self._post(idx)
         waited = time.perf_counter() - start
-        F = np.flatnonzero(self.slot >= 0)
-        A = code.decoding_matrix(F, dtype=self.dtype)
-        used = np.flatnonzero(code.used_messages(self.slot >= 0))
+        mask = self.slot >= 0
+        F = np.flatnonzero(mask)
+        if missing:                                     # stopped at the deadline: the least-squares estimate
+            A = np.asarray(code._raw_decoding_matrix(F, mask, code.decoders["chunks_lstsq"])[0], dtype=np.float64)
+            used = np.flatnonzero((A != 0).any(axis=0))
+            sq = int(code.squared_error(mask))
+        else:
+            A = code.decoding_matrix(F, dtype=self.dtype)
+            used = np.flatnonzero(code.used_messages(mask))
+            sq = 0
         out2 = self.out.reshape(code.m, self.q)
         out2[...] = 0
         for u in range(code.m):         # one vectorised multiply-add per used message (no temporaries)
@@ -198,7 +223,7 @@ class PartialMaster:
                 raise NonFiniteMessageError(f"iteration {t}: the chunk messages of workers {bad} hold NaN or inf, "
                                             f"so the decoded gradient is not finite", responders=bad)
         return self.out[: self.p], {"messages": tuple(int(r) for r in used), "arrived": arrived.tolist(),
-                                    "wait": waited, "stale": self.stale}
+                                    "wait": waited, "stale": self.stale, "squared_error": sq}
 
     def stop(self, timeout: float = 30.0) -> None:
         """Send STOP to every worker and drain their remaining messages until each has said FINAL."""
