@@ -472,6 +472,7 @@ class Worker:
         self._pviews = [self._pbufs[0], self._pbufs[1]]         # views made once, not per iteration
         self._sviews = [self.sendbufs[0], self.sendbufs[1]]
         self._any_tag = self.MPI.ANY_TAG
+        self._window = self.tags.window
         self._pcur = 0
         self._preq = self.comm.Irecv(self._pbufs[1], source=0, tag=self.MPI.ANY_TAG)
         self._ptag: int | None = None                        # tag of a completed, not yet taken, message
@@ -542,6 +543,24 @@ class Worker:
         if t is None:
             self._finish()
             return False
+        if self._delayed or self.inbox is not None or self.coded_gradient is not None:
+            return self._step(t)
+        # the common path (a flat layout's worker, no injected delay): the message built into the send buffer
+        # whose previous send (two iterations ago) has completed, and sent; a few Python calls per iteration
+        cur = self._cur
+        req = self.sendreqs[cur]
+        if not req.Test():
+            wait_request(req, self.poll, "the previous send")
+        y = self._sviews[cur]
+        assert self.partial_gradient is not None                   # given when coded_gradient is not
+        self.encoder.encode(self._pviews[self._pcur], self.partial_gradient, y)
+        self.sendreqs[cur] = self.comm.Isend(y, dest=self.parent, tag=Tags.FIRST + t % self._window)
+        self._cur = cur ^ 1
+        self.iterations_done += 1
+        return True
+
+    def _step(self, t: int) -> bool:
+        """The rest of :meth:`step` with an injected delay, children to combine or a ``coded_gradient``."""
         if self._delayed:
             start = time.perf_counter()
             d = self.delay.delay(self.worker, t, workers=self.layout.workers, load_fraction=self.load_fraction)
