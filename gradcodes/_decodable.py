@@ -259,7 +259,6 @@ class Decodability:
             self._group_of = np.repeat(np.arange(self._bounds.size - 1), np.diff(self._bounds))
             self._hits = np.zeros(self._bounds.size - 1, dtype=np.int64)
             self._missing_groups = self._bounds.size - 1
-            self._accepts = code._groups_accept(self.dtype)
         else:
             # per worker its partitions as Python ints (a count per partition, updated in Python: a few
             # partitions per message cost less than the numpy calls; the counts touched are reset one by one)
@@ -269,8 +268,17 @@ class Decodability:
         # the verdict of each covered set, shared by every tracker of this code and dtype: whether a set decodes
         # is a function of the set (not of the arrival order), so each is decided once per process
         self._bits = 0
-        self._decided: dict[int, bool] = code._memo.setdefault(f"decided {self.dtype.str}", {})
+        self._rtol = -1.0
+        self._decided: dict[int, bool] = {}
         self._limit = max(64, _DECIDED_BYTES // (n // 8 + 64))
+
+    def _verdicts(self) -> dict[int, bool]:
+        """The code's verdicts for this dtype at its current ``rtol`` (a code's ``rtol`` may be changed)."""
+        rtol = self.code._rtol()
+        if rtol != self._rtol:
+            self._rtol = rtol
+            self._decided = self.code._memo.setdefault(f"decided {self.dtype.str} {rtol!r}", {})
+        return self._decided
 
     def add(self, worker: int) -> bool:
         """Record that ``worker``'s message arrived; return whether the responders so far are decodable."""
@@ -285,7 +293,7 @@ class Decodability:
             if self._hits[g] == 0:
                 self._missing_groups -= 1
             self._hits[g] += 1
-            self.done = self._missing_groups == 0 and self._accepts
+            self.done = self._missing_groups == 0 and self.code._groups_accept(self.dtype)   # at today's rtol
             return self.done
         self._bits |= 1 << w
         cover = self._cover
@@ -296,12 +304,13 @@ class Decodability:
         if self._uncovered > 0:
             self.done = False
             return False
-        done = self._decided.get(self._bits)
+        decided = self._verdicts()
+        done = decided.get(self._bits)
         if done is None:
             done = bool(self.code._decodable_set(np.flatnonzero(self._mask), self._mask.copy(), self.dtype))
-            if len(self._decided) >= self._limit:
-                self._decided.clear()
-            self._decided[self._bits] = done
+            if len(decided) >= self._limit:
+                decided.clear()
+            decided[self._bits] = done
         self.done = done
         return done
 

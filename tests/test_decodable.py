@@ -125,3 +125,21 @@ def test_tracker_bad_input():
         t.add(3)
     with pytest.raises(ValueError, match="worker"):
         t.add(8)
+
+
+@pytest.mark.parametrize("make", [lambda: gc.cyclic_repetition(8, 2, rng=0), lambda: gc.fractional_repetition(6, 2)])
+def test_tracker_follows_a_changed_rtol(make):
+    """The tracker's verdicts are kept with the code per dtype *and* rtol: after ``code.rtol`` is tightened below
+    what the decode can meet, the same tracker (and a new one) refuse the set, as ``code.decodable`` does, and
+    loosening it back restores the verdict (a cache keyed by dtype alone kept answering True)."""
+    code = make()
+    F = [0, 1, 2, 3, 4, 5] if code.n == 8 else [0, 2, 4]
+    tracker = code.decodability()
+    assert [tracker.add(w) for w in F][-1] is True
+    for rtol, want in ((1e-16, False), (1e-8, True)):
+        code.rtol = rtol
+        assert code.decodable(F) is want
+        tracker.reset()
+        assert bool([tracker.add(w) for w in F][-1]) is want
+        fresh = code.decodability()
+        assert bool([fresh.add(w) for w in F][-1]) is want
