@@ -2,9 +2,9 @@
 
 CONFIG is JSON: the protocol (``n``, ``s``, ``m``), ``p``, ``iters``, ``dtype``, a slow worker (``slow``: worker and
 seconds per iteration), hung workers (``hang``), NaN gradients on every worker (``nan``) and a ``deadline``
-(seconds after the broadcast: the master's least-squares estimate, checked against ``code.estimate``). Rank 0 checks every
-iteration's decoded gradient against the uncoded sum of the same chunk gradients and prints one JSON line
-``RESULT {...}``; a failed check raises, which aborts the job.
+(seconds after the broadcast: the master's least-squares estimate, checked against ``code.estimate``). Rank 0
+checks every iteration's decoded gradient against the uncoded sum of the same chunk gradients (or that estimate)
+and prints one JSON line ``RESULT {...}``; a failed check raises, which aborts the job.
 """
 
 from __future__ import annotations
