@@ -251,7 +251,6 @@ class Decodability:
         self.code = code
         self.dtype = _float_dtype(dtype)
         n = code.n
-        self._mask = np.zeros(n, dtype=bool)
         self.responders: list[int] = []
         self.done = False
         self._bounds = code._group_bounds()
@@ -284,9 +283,10 @@ class Decodability:
         """Record that ``worker``'s message arrived; return whether the responders so far are decodable."""
         n = self.code.n
         w = check_int("worker", worker, 0, n - 1)
-        if self._mask[w]:
+        bit = 1 << w
+        if self._bits & bit:
             raise GradcodesValueError(f"worker {w} was already added")
-        self._mask[w] = True
+        self._bits |= bit
         self.responders.append(w)
         if self._bounds is not None:
             g = self._group_of[w]
@@ -295,7 +295,6 @@ class Decodability:
             self._hits[g] += 1
             self.done = self._missing_groups == 0 and self.code._groups_accept(self.dtype)   # at today's rtol
             return self.done
-        self._bits |= 1 << w
         cover = self._cover
         for j in self._supports[w]:
             if not cover[j]:
@@ -304,10 +303,11 @@ class Decodability:
         if self._uncovered > 0:
             self.done = False
             return False
-        decided = self._verdicts()
+        decided = self._decided if getattr(self.code, "rtol", DEFAULT_RTOL) == self._rtol else self._verdicts()
         done = decided.get(self._bits)
         if done is None:
-            done = bool(self.code._decodable_set(np.flatnonzero(self._mask), self._mask.copy(), self.dtype))
+            mask = self.mask
+            done = bool(self.code._decodable_set(np.flatnonzero(mask), mask, self.dtype))
             if len(decided) >= self._limit:
                 decided.clear()
             decided[self._bits] = done
@@ -325,7 +325,6 @@ class Decodability:
                 for j in self._supports[w]:
                     cover[j] = 0
             self._uncovered = len(cover)
-        self._mask[:] = False
         self.responders = []
         self._bits = 0
         self.done = False
@@ -333,7 +332,9 @@ class Decodability:
     @property
     def mask(self) -> np.ndarray:
         """Boolean (n,): the responders so far (a copy)."""
-        return self._mask.copy()
+        mask = np.zeros(self.code.n, dtype=bool)
+        mask[self.responders] = True
+        return mask
 
     def __repr__(self) -> str:
         return f"Decodability({self.code.name!r}, responders={self.responders}, done={self.done})"
