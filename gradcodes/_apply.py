@@ -58,6 +58,21 @@ def _axpy(dtype: np.dtype[Any]) -> Any:
     return _AXPY.get(dtype)
 
 
+#: dtype -> BLAS dot (real dtypes), filled on first use
+_DOT: dict[np.dtype[Any], Any] = {}
+
+
+def _dot(dtype: np.dtype[Any]) -> Any:
+    """The BLAS dot routine for a real ``dtype`` (None for other dtypes). Called directly it raises none of
+    numpy's floating-point warnings (``np.dot`` checks the FPU flags: a NaN check under ``np.errstate`` costs
+    about 1.5 microseconds more per call)."""
+    if not _DOT:
+        from scipy.linalg import blas
+
+        _DOT.update({np.dtype(np.float32): blas.sdot, np.dtype(np.float64): blas.ddot})
+    return _DOT.get(dtype)
+
+
 def csr(M: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(indptr, indices, data)`` of a dense 2-D array: row ``i``'s non-zeros are
     ``data[indptr[i]:indptr[i+1]]`` in columns ``indices[...]`` (ascending).

@@ -267,7 +267,8 @@ class Decodability:
         # the verdict of each covered set, shared by every tracker of this code and dtype: whether a set decodes
         # is a function of the set (not of the arrival order), so each is decided once per process
         self._bits = 0
-        self._rtol = -1.0
+        self._rtol = self._group_rtol = -1.0
+        self._group_ok = False
         self._decided: dict[int, bool] = {}
         self._limit = max(64, _DECIDED_BYTES // (n // 8 + 64))
 
@@ -278,6 +279,13 @@ class Decodability:
             self._rtol = rtol
             self._decided = self.code._memo.setdefault(f"decided {self.dtype.str} {rtol!r}", {})
         return self._decided
+
+    def _groups_accept(self) -> bool:
+        """The group rule's verdict at the code's current ``rtol`` (decided again only when it changes)."""
+        rtol = getattr(self.code, "rtol", DEFAULT_RTOL)
+        if rtol != self._group_rtol:
+            self._group_rtol, self._group_ok = rtol, self.code._groups_accept(self.dtype)
+        return self._group_ok
 
     def add(self, worker: int) -> bool:
         """Record that ``worker``'s message arrived; return whether the responders so far are decodable."""
@@ -293,7 +301,7 @@ class Decodability:
             if self._hits[g] == 0:
                 self._missing_groups -= 1
             self._hits[g] += 1
-            self.done = self._missing_groups == 0 and self.code._groups_accept(self.dtype)   # at today's rtol
+            self.done = self._missing_groups == 0 and self._groups_accept()
             return self.done
         cover = self._cover
         for j in self._supports[w]:

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from .._apply import _dot
 from .._errors import GradcodesError, GradcodesValueError
 
 __all__ = ["StragglerTimeout", "get_mpi", "Tags", "Inbox", "ParamSender", "wait_request", "finite", "CHUNK",
@@ -98,8 +99,12 @@ def finite(row: np.ndarray) -> bool:
     """All entries finite, in one pass and without a gradient-sized temporary: a NaN or inf makes the sum of
     squares (one BLAS ``dot``) non-finite; a finite sum that overflows (entries above about ``sqrt(max / p)``)
     falls back to the exact check."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        total = np.dot(row, row) if row.dtype.kind == "f" and row.flags.c_contiguous else np.add.reduce(row)
+    dot = _dot(row.dtype) if row.flags.c_contiguous and row.size else None
+    if dot is not None:
+        total = dot(row, row)
+    else:
+        with np.errstate(over="ignore", invalid="ignore"):
+            total = np.add.reduce(row)
     if math.isfinite(float(np.abs(total))):
         return True
     return bool(np.isfinite(row).all())

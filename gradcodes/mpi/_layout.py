@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from .. import ApproximateCode, CodedReduceCode, LinearCode
-from .._apply import combine_rows
+from .._apply import _dot, combine_rows
 from .._decoders import Decoder
 from .._errors import GradcodesTypeError, GradcodesValueError
 from .._typing import ArrayLike, DTypeLike
@@ -332,6 +332,7 @@ class Combiner:
         q = buf.shape[1]
         ok = True
         dot, isfinite, fin = np.dot, np.isfinite, math.isfinite
+        sdot = _dot(out.dtype) if out.flags.c_contiguous else None
         with np.errstate(over="ignore", invalid="ignore"):
             for u, (idx, cs) in enumerate(self.plan(rows, buf.dtype)):
                 o_u = out[u * q:(u + 1) * q]
@@ -345,6 +346,6 @@ class Combiner:
                     b = min(q, a + BLOCK)
                     o = o_u[a:b]
                     combine_rows(o, cs, [r[a:b] for r in rows_u], range(len(idx)))
-                    if ok and not fin(float(abs(dot(o, o)))):
+                    if ok and not fin(float(abs(dot(o, o) if sdot is None else sdot(o, o)))):
                         ok = bool(isfinite(o).all())
         return ok
