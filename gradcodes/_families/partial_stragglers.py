@@ -44,7 +44,7 @@ from .._decoders import Decoder
 from .._errors import GradcodesTypeError, GradcodesValueError
 from .._fields import field_for
 from .._numerics import DEFAULT_RTOL
-from .._typing import ArrayLike, MatrixLike
+from .._typing import ArrayLike, MatrixLike, Responders
 from .._validate import check_choice, check_entries, check_int, check_real
 from .partial_stragglers_approx import vandermonde_pinv
 from .partial_stragglers_order import _check_assignment, _check_order, chunk_order, cyclic_assignment, q_max
@@ -258,12 +258,12 @@ class PartialStragglerCode(GradientCode):
 
         return squared_error(self, mask)
 
-    def approximation_error(self, responders: Any) -> float:
+    def approximation_error(self, responders: Responders) -> float:
         """``||A_F B - E||_F`` of the least-squares estimate from these messages (as for approximate codes)."""
         _, mask = self._mask(responders)
         return float(np.sqrt(self.squared_error(mask)))
 
-    def estimate(self, responders: Any, messages: MatrixLike, *, length: int | None = None,
+    def estimate(self, responders: Responders, messages: MatrixLike, *, length: int | None = None,
                  return_error: bool = False) -> Any:
         """The least-squares estimate of the sum from whatever messages have arrived (approximate recovery).
 
