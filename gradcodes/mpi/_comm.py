@@ -377,7 +377,9 @@ class ParamSender:
         of them into a spare buffer (which :meth:`writable` returns instead of copying on the critical path)."""
         self.progress()
         b = self.current
-        if self._recent <= 0 or b < 0 or not self.refs[b]:
+        # a copy will be needed when a pending send reads the buffer, or a deferred one will (a worker still
+        # receiving older parameters gets these once that completes)
+        if self._recent <= 0 or b < 0 or not (self.refs[b] or True in self.want):
             return
         if self._spare_of != b:
             self._spare_of, self._spare_done = b, 0
