@@ -55,6 +55,39 @@ def blocked(comb: Combiner, rows: list[int], buf: np.ndarray, out: np.ndarray, b
     return ok
 
 
+def measure(comb: Combiner, idx: list[int], cs: list[float], n: int, q: int, repeats: int) -> str:
+    """One line of the table: every method's median time at message length ``q``."""
+    buf = np.random.default_rng(0).normal(size=(n, q))
+    out = np.empty(q)
+    calls = max(3, min(2000, 2_000_000 // q))
+
+    def floor() -> None:
+        for a, (i, c) in enumerate(zip(idx, cs, strict=True)):
+            if a == 0:
+                np.multiply(buf[i], c, out=out)
+            else:
+                combine_rows(out, [c], buf, [i], accumulate=True)
+
+    methods = {"floor": floor, "whole + check": lambda: comb.combine_finite(ROWS, buf, out)}
+    for b in (14, 16):
+        methods[f"blocks of 2^{b} + check"] = lambda b=b: blocked(comb, ROWS, buf, out, 1 << b)
+    ref = np.empty(q)
+    comb.combine(ROWS, buf, ref)
+    for name, fn in methods.items():                       # every method computes the same decode
+        fn()
+        assert np.allclose(out, ref, rtol=1e-12, atol=1e-12), name
+    times: dict[str, list[float]] = {k: [] for k in methods}
+    for _ in range(repeats):
+        for name, fn in methods.items():
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            times[name].append((time.perf_counter() - t0) / calls)
+    med = {k: float(np.median(v)) * 1e6 for k, v in times.items()}
+    return (f"q = {q:>8}: " + ", ".join(f"{k} {v:.1f}" for k, v in med.items())
+            + f"; whole + check / floor = {med['whole + check'] / med['floor']:.2f}")
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--smoke", action="store_true")
@@ -69,35 +102,7 @@ def main(argv: list[str]) -> int:
     lines = [f"combine + NaN/inf check, {time.strftime('%Y-%m-%d %H:%M')}, load average {la[0]:.2f}; "
              f"cyclic_repetition(8, 2), 6 float64 messages; microseconds per decode, median of {repeats} runs"]
     for q in qs:
-        buf = np.random.default_rng(0).normal(size=(code.n, q))
-        out = np.empty(q)
-        calls = max(3, min(2000, 2_000_000 // q))
-
-        def floor() -> None:
-            for a, (i, c) in enumerate(zip(idx, cs, strict=True)):
-                if a == 0:
-                    np.multiply(buf[i], c, out=out)
-                else:
-                    combine_rows(out, [c], buf, [i], accumulate=True)
-
-        methods = {"floor": floor, "whole + check": lambda: comb.combine_finite(ROWS, buf, out)}
-        for b in (14, 16):
-            methods[f"blocks of 2^{b} + check"] = lambda b=b: blocked(comb, ROWS, buf, out, 1 << b)
-        ref = np.empty(q)
-        comb.combine(ROWS, buf, ref)
-        for name, fn in methods.items():                   # every method computes the same decode
-            fn()
-            assert np.allclose(out, ref, rtol=1e-12, atol=1e-12), name
-        times: dict[str, list[float]] = {k: [] for k in methods}
-        for _ in range(repeats):
-            for name, fn in methods.items():
-                t0 = time.perf_counter()
-                for _ in range(calls):
-                    fn()
-                times[name].append((time.perf_counter() - t0) / calls)
-        med = {k: float(np.median(v)) * 1e6 for k, v in times.items()}
-        lines.append(f"q = {q:>8}: " + ", ".join(f"{k} {v:.1f}" for k, v in med.items())
-                     + f"; whole + check / floor = {med['whole + check'] / med['floor']:.2f}")
+        lines.append(measure(comb, idx, cs, code.n, q, repeats))
     print("\n".join(lines))
     if not args.smoke:
         out_path = Path(__file__).parent / "results" / "combine_check.txt"
