@@ -63,6 +63,7 @@ from .._registry import Scheme, register
 from .._sparse import owned, use_sparse
 from .._typing import MatrixLike
 from .._validate import check_choice, check_entries, check_int, check_size
+from . import adversarial_fourier as _fourier
 
 __all__ = ["HeterogeneousExactCode", "heterogeneous_exact", "min_time_heterogeneous", "heterogeneous_loads",
            "LagrangeDecoder"]
@@ -235,53 +236,84 @@ def min_time_heterogeneous(speeds: Any, s: int, k: int | None = None, *, integra
 
 
 class LagrangeDecoder(Decoder):
-    r"""Closed-form decoder of :func:`heterogeneous_exact`: ``a_i = prod_{l in S} (1 - x_i / x_l)``.
+    r"""Closed-form decoder of :func:`heterogeneous_exact`: the top Fourier functional of the Lagrange interpolant.
 
-    ``S`` are the stragglers, ``x_i = f n + i`` the workers' nodes (module docstring). For ``|S| <= s`` the vector
-    ``a`` is zero on ``S`` and ``a B = 1`` exactly (interpolation of a polynomial of degree at most ``s`` at the
-    ``s + 1`` nodes of each partition; Wang et al. 2019 with exact Lagrange coefficients). Each factor
-    ``(x_l - x_i) / x_l`` is a correctly rounded quotient of integers, multiplied in the order of the stragglers: the
-    same bits everywhere.
-    Batched over patterns: ``O(b n |S|)``.
+    On the first ``K = n - s`` responders ``Q`` (in index order; ``E`` the other ``s`` workers, ascending) worker
+    ``i`` gets
+
+    .. math:: a_i = 2^{e_i} \operatorname{Re}\Big(ρ \prod_{l \in Q,\, l \ne i} \frac{λ_l}{x_i - x_l}\Big)
+              = 2^{e_i - e'_i} \operatorname{Re}\Big(ρ\, C_i \prod_{l \in E} \frac{x_i - x_l}{λ_l}\Big),
+
+    ``λ_l = (-i - x_l)/2``: the functional ``Re(ρ c_{K-1})`` of the Cayley image of the Lagrange basis polynomial
+    ``L_i`` (module docstring), so ``a B = 1`` exactly. ``C_i = 2^{e'_i} prod_{l != i} λ_l / (x_i - x_l)`` is
+    computed once, exactly (``e'_i`` the scale exponents for ``n`` points, so ``|C_i|`` is about ``1/n``): a
+    pattern costs ``O(n s)``. Float codes: ``C_i`` and ``1/λ_l`` correctly rounded, the ``s`` factors multiplied in
+    the order of ``E`` with ``2^{e_i - e'_i}`` applied in exact steps; rational codes: Fractions; GF(p) codes: the
+    rational weights reduced mod ``p``. Fewer than ``K`` responders: zero rows.
     """
 
     name = "lagrange"
-    description = "closed form: a_i = prod over stragglers l of (1 - x_i/x_l), no solve"
+    description = "closed form: the top Fourier coefficient of the interpolant on the first n - s responders, O(n s)"
     deterministic = True
 
-    def __init__(self, nodes: np.ndarray, exact: bool = False, gf: Any = None) -> None:
-        self.nodes = np.asarray(nodes, dtype=np.int64)
+    def __init__(self, nodes: Any, scale_exponents: Any, rho: tuple[Fraction, Fraction], s: int,
+                 consts: Any, base_exponents: Any, exact: bool = False, gf: Any = None) -> None:
+        self.nodes = tuple(Fraction(v) for v in nodes)
+        self.s = int(s)
+        self.rho = rho
+        self.consts = tuple((Fraction(a), Fraction(b)) for a, b in consts)
+        self.shift = np.asarray(scale_exponents, dtype=np.int64) - np.asarray(base_exponents, dtype=np.int64)
         self.exact = exact or gf is not None
-        self.gf = gf                              # a galois GF(p) class: the same products mod p
+        self.gf = gf                              # a galois GF(p) class: the rational weights mod p
+        self.inv_lam = tuple((-2 * v / (1 + v * v), 2 / (1 + v * v)) for v in self.nodes)      # 1/λ_l, exactly
+
+    def _exact_row(self, E: list[int], n: int) -> list[Fraction]:
+        x, out = self.nodes, []
+        for i in range(n):
+            if i in E:
+                out.append(Fraction(0))
+                continue
+            pr, pi = self.consts[i]
+            for l_ in E:
+                d = x[i] - x[l_]
+                fr, fi = d * self.inv_lam[l_][0], d * self.inv_lam[l_][1]
+                pr, pi = pr * fr - pi * fi, pr * fi + pi * fr
+            out.append((self.rho[0] * pr - self.rho[1] * pi) * Fraction(2) ** int(self.shift[i]))
+        return out
 
     def matrices(self, code: LinearCode, mask: np.ndarray) -> Any:
         mask = np.asarray(mask, dtype=bool)
         b, n = mask.shape
-        x = self.nodes
+        s = self.s
+        ok = mask.sum(axis=1) >= n - s
+        # E: the workers after the first n - s responders are dropped with the stragglers (s of them, ascending)
+        order = np.argsort(~mask, axis=1, kind="stable")
+        E = np.sort(order[:, n - s:], axis=1)
         if self.exact:
-            out = np.empty((b, 1, n), dtype=object)
-            for r in range(b):
-                ar = [Fraction(1)] * n
-                for lo in np.flatnonzero(~mask[r]).tolist():
-                    xl = int(x[lo])
-                    ar = [ai * Fraction(xl - int(xi), xl) for ai, xi in zip(ar, x.tolist(), strict=True)]
-                out[r, 0, :] = ar
+            out = RationalField().zeros((b, 1, n))
+            for r in np.flatnonzero(ok):
+                out[r, 0, :] = self._exact_row([int(v) for v in E[r]], n)
             return out if self.gf is None else PrimeField(self.gf).const(out)
-        strag = ~mask
-        smax = int(strag.sum(axis=1).max()) if b else 0
-        a = np.ones((b, n))
-        if smax:
-            # each pattern's stragglers in increasing order (padded with -1): the products run in that fixed order
-            order = np.argsort(mask, axis=1, kind="stable")[:, :smax]
-            order = np.where(np.take_along_axis(strag, order, axis=1), order, -1)
-            xf = x.astype(np.float64)
-            for t in range(smax):
-                col = order[:, t]
-                xs = xf[col][:, None]
-                f = (xs - xf[None, :]) / xs              # (x_l - x_i) / x_l: exact integers, one rounding each
-                a *= np.where((col < 0)[:, None], 1.0, f)
-        a[strag] = 0.0
-        return a[:, None, :].astype(code.B.dtype, copy=False)
+        out = np.zeros((b, 1, n))
+        rows = np.flatnonzero(ok)
+        if rows.size:
+            x = np.array([float(v) for v in self.nodes])
+            ir = np.array([float(v[0]) for v in self.inv_lam])
+            ii = np.array([float(v[1]) for v in self.inv_lam])
+            pr = np.tile(np.array([float(c[0]) for c in self.consts]), (rows.size, 1))
+            pi = np.tile(np.array([float(c[1]) for c in self.consts]), (rows.size, 1))
+            Er = E[rows]
+            for t in range(s):
+                col = Er[:, t]
+                d = x[None, :] - x[col][:, None]                      # exact: differences of dyadic nodes
+                fr, fi = d * ir[col][:, None], d * ii[col][:, None]
+                pr, pi = pr * fr - pi * fi, pr * fi + pi * fr
+                inc = _fourier._spread_ldexp(t, s, self.shift)[None, :]
+                pr, pi = np.ldexp(pr, inc), np.ldexp(pi, inc)
+            a = float(self.rho[0]) * pr - float(self.rho[1]) * pi
+            np.put_along_axis(a, Er, 0.0, axis=1)
+            out[rows, 0, :] = a
+        return out.astype(code.B.dtype, copy=False)
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -289,26 +321,87 @@ class LagrangeDecoder(Decoder):
 # --------------------------------------------------------------------------------------------------------
 
 
-_FAR = 20            # nodes x_i = 20 n + i: 25x smaller worst float64 error at (100, 10) than n + i
-_BIG = Fraction(2) ** 100                                   # largest weight allowed with the far nodes
+def _angles(L: list[int], s: int, k: int) -> tuple[tuple[int, ...], int]:
+    """Worker ``i``'s half-angle ``θ_i / 2 = π nums_i / den``: the middle of its run in the placement sequence.
+
+    ``θ_i = 2π (2 P_i + L_i + (2 i + 1)/(2 n)) / (2 (s + 1) k)`` with ``P_i`` the start of its run: integers
+    ``nums_i`` strictly increasing in ``i`` (workers with no load are told apart by the ``(2 i + 1)/(2 n)`` term),
+    never ``den / 2`` (no node at ``θ = π``).
+    """
+    n = len(L)
+    nums, pos = [], 0
+    for i, li in enumerate(L):
+        nums.append((2 * pos + li) * 2 * n + 2 * i + 1)
+        pos += li
+    return tuple(nums), 4 * (s + 1) * k * n
 
 
-def _weights(holders: list[list[int]], n: int, f: int) -> tuple[list[int], list[int], list[int], list[Fraction]]:
-    """Nodes ``x_i = f n + i`` and the Lagrange weights ``B_tj = prod_{u != t} x_u / (x_u - x_t)`` (exact)."""
-    x = [f * n + i for i in range(n)]
+def _gauss_factor(X: int) -> tuple[int, int]:
+    """``-X - i 2^24``: the top coefficient of the Cayley image of ``x - X/2^24``, times ``2^25``."""
+    return -X, -(1 << _fourier._NODE_BITS)
+
+
+def _weights(holders: list[list[int]], x: tuple[Fraction, ...], K: int, exps: tuple[int, ...]
+             ) -> tuple[list[int], list[int], list[tuple[int, int, int]], tuple[Fraction, Fraction]]:
+    r"""Exact non-zeros of ``B`` and ``ρ`` (module docstring): ``B_tj = 2^{n-s-1-e_t} prod_{l ∉ T_j} (X_t - X_l) /
+    Re(ρ G_j)`` with ``X = 2^24 x`` and ``G_j = prod_{l ∉ T_j} (-X_l - 2^24 i)``.
+
+    ``prod_{l ∉ T_j} (X_t - X_l)`` is ``W_t = prod_{l != t} (X_t - X_l)`` divided by the holders' factors and
+    ``G_j`` the product over every worker divided by the holders' (exact integer divisions): ``O(n^2 + k s^2)``
+    integer products instead of ``O(k n s)``. The same values as ``adversarial_fourier.construct`` with ``m = 1``.
+    """
+    X = _fourier._ints(x)
+    n = len(X)
+    W = []
+    for t in range(n):
+        w = 1
+        for l_ in range(n):
+            if l_ != t:
+                w *= X[t] - X[l_]
+        W.append(w)
+    g_all = (1, 0)
+    for l_ in range(n):
+        g_all = _fourier._gi_mul(g_all, _gauss_factor(X[l_]))
+    G = []
+    for T in holders:
+        d = (1, 0)
+        for u in T:
+            d = _fourier._gi_mul(d, _gauss_factor(X[u]))
+        norm = d[0] * d[0] + d[1] * d[1]
+        num = _fourier._gi_mul(g_all, (d[0], -d[1]))
+        G.append((num[0] // norm, num[1] // norm))           # exact: d divides g_all
+    # ρ from the top 64 bits of each G_j (the score is scale-invariant; exact integer shifts), then checked exactly
+    short = []
+    for g in G:
+        sh = max(0, max(abs(g[0]), abs(g[1])).bit_length() - 64)
+        short.append((g[0] >> sh, g[1] >> sh))
+    rho_i = _fourier.choose_rho(short)
+    if any(rho_i[0] * g[0] == rho_i[1] * g[1] for g in G):     # some Re(ρ G_j) = 0: decide on the full values
+        rho_i = _fourier.choose_rho(G)
     rows: list[int] = []
     cols: list[int] = []
-    vals: list[Fraction] = []
+    vals: list[tuple[int, int, int]] = []
     for j, T in enumerate(holders):
+        R = rho_i[0] * G[j][0] - rho_i[1] * G[j][1]           # Re(ρ G_j) != 0 (checked above)
         for t in T:
-            w = Fraction(1)
+            d = 1
             for u in T:
                 if u != t:
-                    w *= Fraction(x[u], x[u] - x[t])
+                    d *= X[t] - X[u]
             rows.append(t)
             cols.append(j)
-            vals.append(w)
-    return x, rows, cols, vals
+            vals.append((W[t] // d, R, K - 1 - exps[t]))       # B_tj = num / den * 2^exp
+    # the decoder's per-worker constants C_i = 2^{e'_i} prod_{l != i} λ_l / (x_i - x_l) = 2^{e'_i - n + 1} g_i / W_i,
+    # g_i = prod_{l != i} (-X_l - 2^24 i), e'_i the scale exponents for n (|C_i| is about 1/n)
+    e_all = _fourier.scale_exponents(x, n)
+    consts = []
+    for i in range(n):
+        d = _gauss_factor(X[i])
+        norm = d[0] * d[0] + d[1] * d[1]
+        g = _fourier._gi_mul(g_all, (d[0], -d[1]))
+        sh = e_all[i] - n + 1
+        consts.append((Fraction(g[0] // norm, W[i]) * Fraction(2) ** sh, Fraction(g[1] // norm, W[i]) * Fraction(2) ** sh))
+    return rows, cols, vals, (Fraction(rho_i[0]), Fraction(rho_i[1])), consts, e_all
 
 
 def _placement(L: list[int], k: int) -> list[list[int]]:
@@ -322,19 +415,25 @@ def _placement(L: list[int], k: int) -> list[list[int]]:
     return holders
 
 
-def _assemble(rows: list[int], cols: list[int], vals: list[Fraction], n: int, k: int, exact: bool) -> Any:
+def _float(num: int, den: int, e: int) -> float:
+    """``num / den * 2^e`` correctly rounded (Python's ``int / int`` is, for integers of any size)."""
+    return (num << e) / den if e >= 0 else num / (den << -e)
+
+
+def _assemble(rows: list[int], cols: list[int], vals: list[tuple[int, int, int]], n: int, k: int,
+              exact: bool) -> Any:
     """The encoding matrix from its non-zeros (at most ``(s + 1) k`` of ``n k``)."""
     if exact:
         B = RationalField().zeros((n, k))
-        B[rows, cols] = vals
+        B[rows, cols] = [Fraction(a, b) * Fraction(2) ** e for a, b, e in vals]
         return B
     from scipy import sparse
 
     try:
-        data = np.array([float(v) for v in vals])
+        data = np.array([_float(a, b, e) for a, b, e in vals])
     except OverflowError:
-        raise GradcodesValueError(f"s is too large for field='real' at n = {n}: the Lagrange weights exceed the "
-                                  f"float64 range; use field='rational'") from None
+        raise GradcodesValueError(f"s is too large for field='real' at n = {n}: the weights exceed the float64 "
+                                  f"range; use field='rational'") from None
     csr = sparse.csr_array((data, (rows, cols)), shape=(n, k))
     return owned(csr) if use_sparse(n, k) else csr.toarray()       # stored sparse at scale, as the other families
 
@@ -346,18 +445,27 @@ class HeterogeneousExactCode(GradientCode):
     ----------
     speeds : list of fractions.Fraction
         The workers' speeds ``c_i``, exactly.
-    nodes : numpy.ndarray
-        The integer nodes ``x_i = f n + i`` of the Lagrange coefficients and of the decoder (``f = 20``, or 1
-        when a weight would exceed ``2^100``).
+    nodes : tuple of fractions.Fraction
+        The dyadic nodes ``x_i = tan(θ_i / 2)`` (multiples of ``2^-24``) of the coefficients and of the decoder.
+    scale_exponents : tuple of int
+        ``e_i``: row ``i`` of ``B`` carries the factor ``2^{-e_i}`` (module docstring).
+    rho : tuple of two Fractions
+        The Gaussian integer ``ρ`` of the decoded functional ``Re(ρ c_{K-1})`` (real and imaginary part).
     time : fractions.Fraction
         The computation time ``max_i L_i / c_i``, equal to :func:`min_time_heterogeneous`.
     """
 
-    def __init__(self, B: MatrixLike, s: int, *, speeds: list[Fraction], nodes: np.ndarray, time: Fraction,
-                 **kwargs: Any) -> None:
+    def __init__(self, B: MatrixLike, s: int, *, speeds: list[Fraction], nodes: Any, time: Fraction,
+                 scale_exponents: Any = None, rho: tuple[Fraction, Fraction] = (Fraction(1), Fraction(0)),
+                 consts: Any = (), base_exponents: Any = (), **kwargs: Any) -> None:
         super().__init__(B, s, **kwargs)
         self.speeds: list[Fraction] = list(speeds)
-        self.nodes: np.ndarray = np.asarray(nodes)
+        self.nodes: tuple[Fraction, ...] = tuple(Fraction(v) for v in nodes)
+        self.scale_exponents: tuple[int, ...] = tuple(int(v) for v in scale_exponents) \
+            if scale_exponents is not None else (0,) * len(self.nodes)
+        self.rho: tuple[Fraction, Fraction] = rho
+        self.consts: tuple[tuple[Fraction, Fraction], ...] = tuple(consts)   # the decoder's C_i (exact)
+        self.base_exponents: tuple[int, ...] = tuple(int(v) for v in base_exponents)
         self.time: Fraction = time
 
 
@@ -429,55 +537,74 @@ def heterogeneous_exact(speeds: Any, s: int, k: int | None = None, *, field: str
     check_choice("field", field, ("real", "rational"))
     exact = field == "rational"
     check_entries(n, k, exact=exact)
-    check_size("the Lagrange weights (s+1)^2 k", (s + 1) ** 2 * k, "work")
+    check_size("the exact weights n^2 + (s+1)^2 k", n * n + (s + 1) ** 2 * k, "work")
     L, time = _loads(c, s, k)
     holders = _placement(L, k)
-    x, rows, cols, vals = _weights(holders, n, _FAR)
-    if any(abs(v) > _BIG for v in vals):                    # exact comparison: keep B within the float32 range
-        x, rows, cols, vals = _weights(holders, n, 1)
+    x = _fourier.cayley_nodes(*_angles(L, s, k))
+    if len(set(x)) != n:
+        raise GradcodesValueError(f"(s + 1) k n = {(s + 1) * k * n:,} is too large: two nodes coincide at the "
+                                  f"2^-{_fourier._NODE_BITS} resolution of the dyadic nodes; use fewer partitions k")
+    K = n - s
+    exps = _fourier.scale_exponents(x, K)
+    rows, cols, vals, rho, consts, base = _weights(holders, x, K, exps)
     B = _assemble(rows, cols, vals, n, k, exact)
-    nodes = np.array(x, dtype=np.int64)
     params = {"speeds": [str(v) for v in c], "s": s, "k": k, "field": field}
     return HeterogeneousExactCode(
-        B, s, speeds=c, nodes=nodes, time=time, field=field, name=f"heterogeneous_exact(n={n}, s={s}, k={k})",
-        family="heterogeneous_exact", params=params, decoders=[LagrangeDecoder(nodes, exact)],
-        default_decoder="lagrange", field_builder=partial(_in_gf, c, s, k))
+        B, s, speeds=c, nodes=x, scale_exponents=exps, rho=rho, time=time, field=field, consts=consts,
+        base_exponents=base,
+        name=f"heterogeneous_exact(n={n}, s={s}, k={k})", family="heterogeneous_exact", params=params,
+        decoders=[LagrangeDecoder(x, exps, rho, s, consts, base, exact)], default_decoder="lagrange",
+        field_builder=partial(_in_gf, c, s, k))
+
+
+def _gf_ok(p: int, code: HeterogeneousExactCode) -> bool:
+    """``p`` odd and coprime to every denominator of ``B`` and of every decoding weight (exact integer checks)."""
+    if p == 2:
+        return False
+    X = _fourier._ints(code.nodes)
+    if any((X[i] - X[j]) % p == 0 for i in range(len(X)) for j in range(i)):
+        return False
+    return all(Fraction(v).denominator % p for v in np.asarray(code.B).ravel())
 
 
 def _in_gf(speeds: list[Fraction], s: int, k: int, field: Any) -> HeterogeneousExactCode:
-    """``code.in_field(field)``: the same construction over GF(p), ``p > x_max`` prime (``"GF"``: the smallest).
+    """``code.in_field(field)``: the rational code reduced mod ``p`` (``"GF"``: the smallest suitable prime).
 
-    The nodes ``f n .. (f + 1) n - 1`` are then non-zero and distinct mod ``p``, so every Lagrange weight and decoding
-    coefficient exists mod ``p`` and the identity ``a B = 1`` holds there too: ``gc.verify(code, field="GF")``
-    checks the algebra with no rounding at all.
+    A prime ``p`` is suitable when it is odd and divides no difference of the nodes' numerators ``X_i - X_l`` and no
+    denominator of ``B`` (the ``Re(ρ G_j)``): then every entry of ``B`` and every decoding weight (denominators
+    ``2^{K-1} prod (X_i - X_l)``, module docstring) exists mod ``p`` and the identity ``a B = 1``, a polynomial
+    identity over the integers localised at ``p``, holds there too: ``gc.verify(code, field="GF")`` checks it with
+    no rounding at all.
     """
     import galois
 
     n = len(speeds)
     exact = heterogeneous_exact(speeds, s, k, field="rational")
-    top = int(exact.nodes.max())                            # the largest node
     if isinstance(field, str):
         if field != "GF":
-            raise GradcodesValueError(f"field must be 'GF' (the smallest prime p > the largest node) or a "
-                                      f"galois.GF(p) class, got {field!r}")
-        p = top + 1
-        while not galois.is_prime(p):
+            raise GradcodesValueError(f"field must be 'GF' (the smallest suitable prime) or a galois.GF(p) class, "
+                                      f"got {field!r}")
+        p = max(3, n)
+        while not (galois.is_prime(p) and _gf_ok(p, exact)):
             p += 1
         GF = galois.GF(p)
     elif isinstance(field, type) and hasattr(field, "characteristic") and hasattr(field, "degree"):
-        if field.degree != 1 or field.characteristic <= top:
-            raise GradcodesValueError(f"field must be a prime field GF(p) with p > {top}, the largest node (distinct "
-                                      f"non-zero nodes {top - n + 1}..{top}), got GF({field.characteristic}^"
-                                      f"{field.degree})")
+        if field.degree != 1 or not _gf_ok(int(field.characteristic), exact):
+            raise GradcodesValueError(f"field must be a prime field GF(p) with p odd and coprime to the node "
+                                      f"differences and the denominators of B (code.in_field('GF') finds one), got "
+                                      f"GF({field.characteristic}^{field.degree})")
         GF = field
     else:
         raise GradcodesTypeError(f"field must be 'GF' or a galois.GF(p) class, got {field!r}")
     B = PrimeField(GF).const(exact.B)
     return HeterogeneousExactCode(
-        B, s, speeds=exact.speeds, nodes=exact.nodes, time=exact.time,
-        name=f"heterogeneous_exact[GF({GF.characteristic})](n={n}, s={s}, k={k})", family="heterogeneous_exact_gf",
-        params={**exact.params, "field": f"GF({GF.characteristic})"},
-        decoders=[LagrangeDecoder(exact.nodes, gf=GF)], default_decoder="lagrange")
+        B, s, speeds=exact.speeds, nodes=exact.nodes, scale_exponents=exact.scale_exponents, rho=exact.rho,
+        time=exact.time, name=f"heterogeneous_exact[GF({GF.characteristic})](n={n}, s={s}, k={k})",
+        family="heterogeneous_exact_gf", params={**exact.params, "field": f"GF({GF.characteristic})"},
+        consts=exact.consts, base_exponents=exact.base_exponents,
+        decoders=[LagrangeDecoder(exact.nodes, exact.scale_exponents, exact.rho, s, exact.consts,
+                                  exact.base_exponents, gf=GF)],
+        default_decoder="lagrange")
 
 
 def _spread_speeds(n: int, spread: int) -> list[int]:
