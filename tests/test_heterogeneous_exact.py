@@ -10,7 +10,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import gradcodes as gc
-from gradcodes._families.heterogeneous_exact import LagrangeDecoder
 
 
 def spread(n, width=4):
@@ -240,6 +239,20 @@ def test_save_load_restores_the_family_decoder(tmp_path):
     back = gc.load_code(path)
     assert back == code and back.default_decoder == "lagrange" and back.time == code.time
     assert back.params["speeds"] == ["1", "5/2", "3", "3/4", "2"]
+
+
+def test_a_file_saved_by_the_old_construction_loads_its_own_matrix(tmp_path):
+    # the worked example as saved before the Fourier form (Lagrange weights over the nodes 20n + i): same params,
+    # another B; it loads its own matrix with the generic decoders and a warning, as any edited file does
+    old_B = [[41, 41, 0, 0, 0, 0], [0, 0, 41.5, 41.5, 0, 0], [-40, -40, 0, 0, 83, 83], [0, 0, -40.5, -40.5, -82, -82]]
+    new = gc.heterogeneous_exact([1, 1, 2, 2], 1, 6)
+    old = gc.GradientCode(np.array(old_B, dtype=float), 1, name=new.name, family=new.family, params=new.params)
+    path = tmp_path / "old.npz"
+    gc.save_code(old, path)
+    with pytest.warns(RuntimeWarning, match="differs"):
+        back = gc.load_code(path)
+    assert np.array_equal(back.B, old.B) and "lagrange" not in back.decoders
+    np.testing.assert_allclose(back.decode([0, 2, 3], back.encode(np.eye(6))), np.ones(6), rtol=1e-12)
 
 
 def test_registry_builder():

@@ -17,30 +17,41 @@ construction here:
    and give worker ``i`` the next ``L_i`` positions of that sequence. The copies of partition ``j`` sit at
    positions ``j, j + k, ..., j + s k``; a worker's run has at most ``k`` positions, so it never holds two copies,
    and each partition is stored on exactly ``s + 1`` distinct workers.
-3. **Coefficients**. Random coefficients on this support, in the manner of Tandon, Lei, Dimakis &
-   Karampatziakis (2017, Algorithm 2), work with probability 1; here they are fixed and exact instead: worker
-   ``i`` gets the integer node ``x_i = f n + i`` (``f = 20``, or 1 when that makes a weight exceed ``2^100``;
-   below), and
-   partition ``j``, stored on the workers ``T_j``, gets the Lagrange weights of extrapolation to 0 over their nodes,
+3. **Coefficients** (the universal polynomial construction of Jahani-Nezhad & Maddah-Ali 2021, §IV, with
+   ``a = 0`` and ``m = 1``, in the real Fourier form of ``gradcodes._families.adversarial_fourier``). Random
+   coefficients on this support, in the manner of Tandon, Lei, Dimakis & Karampatziakis (2017, Algorithm 2), work
+   with probability 1; here they are fixed and exact. Worker ``i`` gets the angle ``θ_i = 2π (2 P_i + L_i +
+   (2i+1)/(2n)) / (2 (s+1) k)`` (``P_i`` the start of its run: the middle of its run in the placement sequence)
+   and the dyadic node ``x_i = tan(θ_i / 2)`` (113-bit :mod:`mpmath`, rounded to a multiple of ``2^-24``). The
+   copies of partition ``j`` sit ``k`` positions apart, so its holders ``T_j`` sit about ``2π/(s+1)`` apart on the
+   circle: spread out, whatever the speeds. With ``K = n - s``, ``P_j(x) = prod_{l ∉ T_j} (x - x_l)`` (degree
+   ``K - 1``) and ``λ_l = (-i - x_l)/2``,
 
-   .. math:: B_{tj} = \ell^{(T_j)}_t(0) = \prod_{u \in T_j,\, u \ne t} \frac{x_u}{x_u - x_t}, \qquad t \in T_j.
+   .. math:: B_{tj} = \frac{2^{-e_t} P_j(x_t)}{\operatorname{Re}(ρ Λ_j)}, \qquad
+             Λ_j = \prod_{l \notin T_j} λ_l, \qquad t \in T_j,
 
-   For every polynomial ``q`` of degree at most ``s``, ``sum_{t in T_j} q(x_t) B_tj = q(0)`` (interpolation at
-   ``s + 1`` nodes is exact).
+   ``2^{e_t}`` a power of two within a factor 2 of ``(1 + x_t^2)^{(K-1)/2}`` and ``ρ`` a fixed Gaussian integer
+   with ``Re(ρ Λ_j) ≠ 0`` for every ``j`` (``adversarial_fourier.choose_rho``, exact). Under the Cayley map
+   ``z = (1 + ix)/(1 - ix)`` a real polynomial ``p`` of degree ``< K`` becomes ``P(z) = ((1+z)/2)^{K-1} p(x(z))``,
+   of degree ``< K`` in ``z``, and ``P_j`` has top coefficient ``Λ_j``; so the messages ``y_t = sum_j B_tj g_j``
+   are ``2^{-e_t} p(x_t)`` with ``p = sum_j g_j P_j / Re(ρ Λ_j)`` and the functional ``Re(ρ c_{K-1})`` of
+   ``p``'s Cayley image is ``sum_j g_j``. Exact rational arithmetic throughout: ``B`` is the correctly rounded
+   image of the rational code, the same bits everywhere.
 
-**Decoder** (``"lagrange"``, closed form, no solve). For stragglers ``S`` (``|S| <= s``) let
-``q_S(x) = prod_{l in S} (1 - x / x_l)``: degree ``|S| <= s``, ``q_S(0) = 1`` and ``q_S(x_l) = 0`` on the stragglers.
-The decoding vector ``a_i = q_S(x_i)`` is zero on ``S`` and ``(a B)_j = sum_{t in T_j} q_S(x_t) B_tj = q_S(0) = 1``
-for every ``j``, whatever the placement: the code tolerates any ``s`` stragglers, exactly. With the nodes in
-``[f n, (f + 1) n)`` every ``|1 - x_i / x_l| < 1/f``, so ``|a_i| <= 1``.
+**Decoder** (``"lagrange"``, closed form, no solve). From any ``K`` responders ``Q`` (the first ``n - s``), ``p``
+is their Lagrange interpolant, and the functional of the Cayley image of the basis polynomial ``L_i`` is
+``a_i = 2^{e_i} Re(ρ prod_{l ∈ Q∖i} λ_l / (x_i - x_l))`` (Jahani-Nezhad & Maddah-Ali 2021; the algebra of
+``adversarial_fourier``): ``a`` is zero off ``Q`` and ``a B = 1`` exactly, whatever the placement, so the code
+tolerates any ``s`` stragglers. :class:`LagrangeDecoder` evaluates it in ``O(n s)`` per pattern.
 
-**Nodes.** The float decode's cancellation ``sum_t |B_tj| |a_t|`` depends on where the nodes sit relative to the
-extrapolation point 0: moving them from ``[n, 2n)`` to ``[20n, 21n)`` lowers the worst searched float64 error 25x at
-``(n, s) = (100, 10)`` (``1.5e-10`` to ``6e-12``; ``benchmarks/decode_numerics.py``); farther nodes gain nothing more
-(the limit is the leading-coefficient functional, whose worst case grows like ``4^s`` for real nodes). The weights
-grow like ``(f (s + 1))^s``, so ``f = 20`` is used when every weight is at most ``2^100`` (exact comparison; ``B``
-then fits float32 too) and ``f = 1`` otherwise (large ``s``, where float decodes are inaccurate either way and
-``gc.verify`` says so).
+**Numerics.** ``|λ_l / (x_i - x_l)| = cos(θ_i/2) / |z_i - z_l|``, so ``|a_i| ≈ 1 / prod_{l ∈ Q∖i} |z_i - z_l|``
+and ``|B_tj| ≈ n / (prod_{u ∈ T_j∖t} |z_t - z_u| |cos arg(ρ Λ_j)|)``: products of chords of nearly equally spaced
+circle points, no divided differences of real nodes. The float decode's cancellation ``sum_t |a_t B_tj|`` is then
+about the mean of ``prod_{l ∈ S} |z - z_l|`` over the holders' points ``z``, largest when the stragglers ``S``
+cluster on one arc (``s`` consecutive workers): it grows like about ``1.9^s`` at ``s = n/4`` (``2^s`` at most)
+instead of the ``4^s`` of real nodes. The worst searched float64 error is within ``1e-10`` up to ``n = 100``
+for ``s`` up to about ``n/5`` and about ``2e-9`` at ``s = n/4`` (``benchmarks/heterogeneous_numerics.py``; the
+extrapolation to 0 over the real nodes ``20 n + i`` of earlier versions gave ``2.3e-2`` there).
 """
 
 from __future__ import annotations
@@ -342,7 +353,8 @@ def _gauss_factor(X: int) -> tuple[int, int]:
 
 
 def _weights(holders: list[list[int]], x: tuple[Fraction, ...], K: int, exps: tuple[int, ...]
-             ) -> tuple[list[int], list[int], list[tuple[int, int, int]], tuple[Fraction, Fraction]]:
+             ) -> tuple[list[int], list[int], list[tuple[int, int, int]], tuple[Fraction, Fraction],
+                        list[tuple[Fraction, Fraction]], tuple[int, ...]]:
     r"""Exact non-zeros of ``B`` and ``ρ`` (module docstring): ``B_tj = 2^{n-s-1-e_t} prod_{l ∉ T_j} (X_t - X_l) /
     Re(ρ G_j)`` with ``X = 2^24 x`` and ``G_j = prod_{l ∉ T_j} (-X_l - 2^24 i)``.
 
@@ -384,23 +396,24 @@ def _weights(holders: list[list[int]], x: tuple[Fraction, ...], K: int, exps: tu
     for j, T in enumerate(holders):
         R = rho_i[0] * G[j][0] - rho_i[1] * G[j][1]           # Re(ρ G_j) != 0 (checked above)
         for t in T:
-            d = 1
+            dt = 1
             for u in T:
                 if u != t:
-                    d *= X[t] - X[u]
+                    dt *= X[t] - X[u]
             rows.append(t)
             cols.append(j)
-            vals.append((W[t] // d, R, K - 1 - exps[t]))       # B_tj = num / den * 2^exp
+            vals.append((W[t] // dt, R, K - 1 - exps[t]))       # B_tj = num / den * 2^exp
     # the decoder's per-worker constants C_i = 2^{e'_i} prod_{l != i} λ_l / (x_i - x_l) = 2^{e'_i - n + 1} g_i / W_i,
     # g_i = prod_{l != i} (-X_l - 2^24 i), e'_i the scale exponents for n (|C_i| is about 1/n)
     e_all = _fourier.scale_exponents(x, n)
     consts = []
     for i in range(n):
-        d = _gauss_factor(X[i])
-        norm = d[0] * d[0] + d[1] * d[1]
-        g = _fourier._gi_mul(g_all, (d[0], -d[1]))
+        fi = _gauss_factor(X[i])
+        norm = fi[0] * fi[0] + fi[1] * fi[1]
+        g = _fourier._gi_mul(g_all, (fi[0], -fi[1]))
         sh = e_all[i] - n + 1
-        consts.append((Fraction(g[0] // norm, W[i]) * Fraction(2) ** sh, Fraction(g[1] // norm, W[i]) * Fraction(2) ** sh))
+        p2 = Fraction(2) ** sh
+        consts.append((Fraction(g[0] // norm, W[i]) * p2, Fraction(g[1] // norm, W[i]) * p2))
     return rows, cols, vals, (Fraction(rho_i[0]), Fraction(rho_i[1])), consts, e_all
 
 
@@ -475,10 +488,12 @@ def heterogeneous_exact(speeds: Any, s: int, k: int | None = None, *, field: str
     ``n = len(speeds)`` workers, ``k`` partitions, any ``s`` stragglers. Worker ``i`` stores ``L_i`` partitions,
     the optimal integer loads for its speed ``c_i`` (:func:`heterogeneous_loads`), laid out by the paper's
     placement (the partitions written ``s + 1`` times in a row, consecutive runs to consecutive workers), so
-    every partition is on ``s + 1`` distinct workers. Its coefficients are exact Lagrange weights
-    ``B_tj = prod_{u in T_j, u != t} x_u / (x_u - x_t)`` over the nodes ``x_i = f n + i`` of the partition's
-    holders ``T_j``, and the closed-form decoder ``a_i = prod_{l in S} (1 - x_i / x_l)`` recovers ``1`` from any
-    ``n - s`` responders (module docstring: ``a B = q_S(0) = 1``). The computation time
+    every partition is on ``s + 1`` distinct workers. Its coefficients are exact: the universal polynomial
+    construction (Jahani-Nezhad & Maddah-Ali 2021) in its real Fourier form, ``B_tj = 2^{-e_t} P_j(x_t) /
+    Re(ρ Λ_j)`` with ``P_j`` vanishing at the workers that do not hold partition ``j``, over the dyadic Cayley
+    nodes ``x_i = tan(θ_i/2)`` of angles at the middles of the workers' runs (module docstring), and the
+    closed-form decoder (the top Fourier functional of the Lagrange interpolant on the first ``n - s``
+    responders) recovers ``1`` from any ``n - s`` responders. The computation time
     ``max_i L_i / c_i`` equals :func:`min_time_heterogeneous` exactly (attribute ``time``). With equal speeds
     and ``k = n`` the loads are ``s + 1``: the placement is cyclic repetition's.
 
@@ -501,7 +516,7 @@ def heterogeneous_exact(speeds: Any, s: int, k: int | None = None, *, field: str
     HeterogeneousExactCode
         A :class:`~gradcodes.GradientCode` with ``params = {"speeds", "s", "k", "field"}`` (speeds as exact
         strings), the decoders ``"lagrange"`` (default) and the generic ones, and the attributes ``speeds``
-        (Fractions), ``nodes`` and ``time`` (the Fraction ``max_i L_i / c_i``).
+        (Fractions), ``nodes``, ``scale_exponents``, ``rho`` and ``time`` (the Fraction ``max_i L_i / c_i``).
 
     Raises
     ------
@@ -519,14 +534,15 @@ def heterogeneous_exact(speeds: Any, s: int, k: int | None = None, *, field: str
     >>> code = gc.heterogeneous_exact([1, 1, 2, 2], 1, 6, field="rational")
     >>> code.loads.tolist(), code.time
     ([2, 2, 4, 4], Fraction(2, 1))
-    >>> for row in code.B:
-    ...     print([str(v) for v in row])
-    ['41', '41', '0', '0', '0', '0']
-    ['0', '0', '83/2', '83/2', '0', '0']
-    ['-40', '-40', '0', '0', '83', '83']
-    ['0', '0', '-81/2', '-81/2', '-82', '-82']
-    >>> [str(v) for v in code.decoding_matrix([0, 2, 3])[0]]           # worker 1 straggles
-    ['1/81', '0', '-1/81', '-2/81']
+    >>> for row in code.B:                                  # exact Fractions, shown to 4 digits
+    ...     print([round(float(v), 4) for v in row])
+    [0.373, 0.373, 0.0, 0.0, 0.0, 0.0]
+    [0.0, 0.0, 0.43, 0.43, 0.0, 0.0]
+    [-0.7752, -0.7752, 0.0, 0.0, -0.6239, -0.6239]
+    [0.0, 0.0, -0.6688, -0.6688, -0.5317, -0.5317]
+    >>> a = code.decoding_matrix([0, 2, 3])                 # worker 1 straggles
+    >>> [round(float(v), 4) for v in a[0]], (a @ code.B).tolist() == [[1] * 6]
+    ([1.9978, 0.0, -0.3287, -1.4952], True)
     >>> gc.verify(code).verdict
     'exact'
     """
