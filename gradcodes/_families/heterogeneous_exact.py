@@ -317,10 +317,11 @@ class LagrangeDecoder(Decoder):
             for t in range(s):
                 col = Er[:, t]
                 d = x[None, :] - x[col][:, None]                      # exact: differences of dyadic nodes
+                inc = _fourier._spread_ldexp(t, s, self.shift)
+                if inc.any():
+                    d *= np.ldexp(1.0, inc)[None, :]                  # exact: a power of two per worker
                 fr, fi = d * ir[col][:, None], d * ii[col][:, None]
                 pr, pi = pr * fr - pi * fi, pr * fi + pi * fr
-                inc = _fourier._spread_ldexp(t, s, self.shift)[None, :]
-                pr, pi = np.ldexp(pr, inc), np.ldexp(pi, inc)
             a = float(self.rho[0]) * pr - float(self.rho[1]) * pi
             np.put_along_axis(a, Er, 0.0, axis=1)
             out[rows, 0, :] = a
