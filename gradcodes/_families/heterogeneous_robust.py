@@ -19,7 +19,7 @@ keeps one among the ``n - s`` it needs: ``W`` is about ``rho T*(s)``. Extra redu
 ``e'`` slowed workers at the price of the loads for ``s + e'`` stragglers (about ``T*(s+e') ~ (s+e'+1)/(s+1) T*(s)``).
 
 **Construction.** For every ``e' = 0, ..., min(e, n - 1 - s)`` take :func:`gradcodes.heterogeneous_exact` with
-``s + e'`` stragglers (optimal loads for the estimates, the paper's placement, exact Lagrange coefficients),
+``s + e'`` stragglers (optimal loads for the estimates, the paper's placement, exact Fourier-form coefficients),
 compute ``W`` exactly (below) and keep the smallest (ties to the smaller ``e'``). Everything is a Fraction: the
 choice never compares rounding noise, and the code is the same on every machine.
 
