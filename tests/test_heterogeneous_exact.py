@@ -19,8 +19,8 @@ def spread(n, width=4):
 # ------------------------------------------------------------------------------------------------------------
 # the worked example (n = 4 workers, two twice as fast, k = 6 partitions, s = 1): loads 2, 2, 4, 4 (time 2 =
 # (s+1) k / sum c = 12 / 6); the sequence 0..5 0..5 split into runs 2, 2, 4, 4 gives worker 0 {0, 1}, worker 1
-# {2, 3}, worker 2 {4, 5, 0, 1}, worker 3 {2, 3, 4, 5}; run middles 1, 3, 7, 10 of 12 give the half-angles
-# θ_i/2 = π (2 P_i + L_i + (2i+1)/8) / 24 and the nodes tan(θ_i/2); the coefficients are recomputed here from the
+# {2, 3}, worker 2 {4, 5, 0, 1}, worker 3 {2, 3, 4, 5}; run middles M = 1, 3, 6, 10 of 12 give the angles
+# θ_i = 2π (M_i - (M_i mod 6)/2 + (2i+1)/32) / 12 and the nodes tan(θ_i/2); the coefficients are recomputed from the
 # module docstring's formula with plain integers.
 # ------------------------------------------------------------------------------------------------------------
 
@@ -49,10 +49,11 @@ def test_worked_example_exact():
     assert code.loads.tolist() == [2, 2, 4, 4]
     assert code.time == Fr(2) == gc.min_time_heterogeneous([1, 1, 2, 2], 1, 6)
     assert [sorted(x.tolist()) for x in code.supports] == [[0, 1], [2, 3], [0, 1, 4, 5], [2, 3, 4, 5]]
-    half = [(2 * p + L + Fr(2 * i + 1, 8)) / 24 for i, (p, L) in enumerate([(0, 2), (2, 2), (4, 4), (8, 4)])]
+    mid = [Fr(1), Fr(3), Fr(6), Fr(10)]                             # P_i + L_i / 2
+    half = [(m - (m % 6) / 2 + Fr(2 * i + 1, 32)) / 12 for i, m in enumerate(mid)]   # θ_i / (2π) = half-angle / π
     for x, h in zip(code.nodes, half, strict=True):
         assert x.denominator <= 2**24 and abs(float(x) - math.tan(math.pi * h)) < 2**-24
-    assert code.scale_exponents == (0, 1, 7, 0)                  # floor(log2(1 + x^2) / 2), K = 3
+    assert code.scale_exponents == (-1, -1, 9, 1)                # row scales 2^-e_t (module docstring)
     assert code.B.tolist() == _by_formula(code)
     for F in [(0, 2, 3), (1, 2, 3), (0, 1, 3), (0, 1, 2)]:
         a = code.decoding_matrix(F)[0]

@@ -20,20 +20,32 @@ construction here:
 3. **Coefficients** (the universal polynomial construction of Jahani-Nezhad & Maddah-Ali 2021, §IV, with
    ``a = 0`` and ``m = 1``, in the real Fourier form of ``gradcodes._families.adversarial_fourier``). Random
    coefficients on this support, in the manner of Tandon, Lei, Dimakis & Karampatziakis (2017, Algorithm 2), work
-   with probability 1; here they are fixed and exact. Worker ``i`` gets the angle ``θ_i = 2π (2 P_i + L_i +
-   (2i+1)/(2n)) / (2 (s+1) k)`` (``P_i`` the start of its run: the middle of its run in the placement sequence)
-   and the dyadic node ``x_i = tan(θ_i / 2)`` (113-bit :mod:`mpmath`, rounded to a multiple of ``2^-24``). The
-   copies of partition ``j`` sit ``k`` positions apart, so its holders ``T_j`` sit about ``2π/(s+1)`` apart on the
-   circle: spread out, whatever the speeds. With ``K = n - s``, ``P_j(x) = prod_{l ∉ T_j} (x - x_l)`` (degree
-   ``K - 1``) and ``λ_l = (-i - x_l)/2``,
+   with probability 1; here they are fixed and exact. Worker ``i``, whose run has its middle at position
+   ``M_i = P_i + L_i/2`` (``P_i`` its start), gets the angle
+
+   .. math:: θ_i = 2π \, \frac{M_i - (M_i \bmod k)/2 + (2i + 1)/(8n)}{(s + 1) k}
+
+   and the dyadic node ``x_i = tan(θ_i / 2)`` (113-bit :mod:`mpmath`, rounded to a multiple of ``2^-24``). A
+   position ``p`` maps to ``2π (p - (p mod k)/2) / ((s+1) k)``: the copies ``p = j + mk`` of partition ``j`` all
+   have ``p mod k = j``, so its holders ``T_j`` sit ``2π/(s+1)`` apart on the circle (up to the offsets of the run
+   middles), spread out whatever the speeds; and the sum of their angles, which sets the phase of ``Λ_j`` below,
+   moves over a quarter turn only as ``j`` runs over the partitions (without the ``- (p mod k)/2`` twist, over a
+   half turn: some ``Re(ρ Λ_j)`` would be near 0). With ``K = n - s``, ``P_j(x) = prod_{l ∉ T_j} (x - x_l)``
+   (degree ``K - 1``) and ``λ_l = (-i - x_l)/2``,
 
    .. math:: B_{tj} = \frac{2^{-e_t} P_j(x_t)}{\operatorname{Re}(ρ Λ_j)}, \qquad
              Λ_j = \prod_{l \notin T_j} λ_l, \qquad t \in T_j,
 
-   ``2^{e_t}`` a power of two within a factor 2 of ``(1 + x_t^2)^{(K-1)/2}`` and ``ρ`` a fixed Gaussian integer
-   with ``Re(ρ Λ_j) ≠ 0`` for every ``j`` (``adversarial_fourier.choose_rho``, exact). Under the Cayley map
-   ``z = (1 + ix)/(1 - ix)`` a real polynomial ``p`` of degree ``< K`` becomes ``P(z) = ((1+z)/2)^{K-1} p(x(z))``,
-   of degree ``< K`` in ``z``, and ``P_j`` has top coefficient ``Λ_j``; so the messages ``y_t = sum_j B_tj g_j``
+   ``ρ`` a fixed Gaussian integer with ``Re(ρ Λ_j) ≠ 0`` for every ``j`` (``adversarial_fourier.choose_rho``,
+   exact) and the row scales (any powers of two would do; these keep ``B`` and the decoding weights near 1 in size)
+
+   .. math:: e_t = \Big\lfloor \tfrac12 \log_2 \frac{W_t^2 \, (1 + x_t^2)^{1-s} \, 4^{n-1}}
+             {n^2 \prod_l (1 + x_l^2)} \Big\rfloor, \qquad W_t = \prod_{l \ne t} (x_t - x_l),
+
+   so that ``2^{e_t}`` is within a factor 2 of ``cos(θ_t/2)^{1-K} prod_{l != t} |z_t - z_l| / n`` (the chord
+   product is ``n`` for equally spaced points, but varies exponentially in ``n`` with the workers' density).
+   Under the Cayley map ``z = (1 + ix)/(1 - ix)`` a real polynomial ``p`` of degree ``< K`` becomes
+   ``P(z) = ((1+z)/2)^{K-1} p(x(z))``, of degree ``< K`` in ``z``, and ``P_j`` has top coefficient ``Λ_j``; so the messages ``y_t = sum_j B_tj g_j``
    are ``2^{-e_t} p(x_t)`` with ``p = sum_j g_j P_j / Re(ρ Λ_j)`` and the functional ``Re(ρ c_{K-1})`` of
    ``p``'s Cayley image is ``sum_j g_j``. Exact rational arithmetic throughout: ``B`` is the correctly rounded
    image of the rational code, the same bits everywhere.
@@ -44,13 +56,13 @@ is their Lagrange interpolant, and the functional of the Cayley image of the bas
 ``adversarial_fourier``): ``a`` is zero off ``Q`` and ``a B = 1`` exactly, whatever the placement, so the code
 tolerates any ``s`` stragglers. :class:`LagrangeDecoder` evaluates it in ``O(n s)`` per pattern.
 
-**Numerics.** ``|λ_l / (x_i - x_l)| = cos(θ_i/2) / |z_i - z_l|``, so ``|a_i| ≈ 1 / prod_{l ∈ Q∖i} |z_i - z_l|``
-and ``|B_tj| ≈ n / (prod_{u ∈ T_j∖t} |z_t - z_u| |cos arg(ρ Λ_j)|)``: products of chords of nearly equally spaced
-circle points, no divided differences of real nodes. The float decode's cancellation ``sum_t |a_t B_tj|`` is then
+**Numerics.** ``|λ_l / (x_i - x_l)| = cos(θ_i/2) / |z_i - z_l|``, so ``a_t B_tj`` is about
+``prod_{l ∈ S} |z_t - z_l| / (prod_{u ∈ T_j∖t} |z_t - z_u| |cos arg(ρ Λ_j)|)``: products of chords of circle
+points, no divided differences of real nodes. The float decode's cancellation ``sum_t |a_t B_tj|`` is then
 about the mean of ``prod_{l ∈ S} |z - z_l|`` over the holders' points ``z``, largest when the stragglers ``S``
-cluster on one arc (``s`` consecutive workers): it grows like about ``1.9^s`` at ``s = n/4`` (``2^s`` at most)
+cluster on one arc (``s`` consecutive workers): it grows like about ``1.9^s`` at ``s = n/4`` (each chord is at most 2)
 instead of the ``4^s`` of real nodes. The worst searched float64 error at ``n = 100`` is within ``1e-10`` for
-``s <= 19`` and ``1.7e-9`` to ``4.8e-9`` at ``s = n/4 = 25`` under equal speeds and 2x / 4x spreads
+``s <= 20 = n/5`` and ``1.3e-9`` to ``2.3e-9`` at ``s = n/4 = 25`` under equal speeds and 2x / 4x spreads
 (``benchmarks/heterogeneous_numerics.py``; the extrapolation to 0 over the real nodes ``20 n + i`` of earlier
 versions gave ``2.3e-2`` there). The exact construction costs ``n`` products of ``n`` integers of about ``25 n``
 bits (seconds at ``n = 1000``).
@@ -255,14 +267,14 @@ class LagrangeDecoder(Decoder):
     ``i`` gets
 
     .. math:: a_i = 2^{e_i} \operatorname{Re}\Big(ρ \prod_{l \in Q,\, l \ne i} \frac{λ_l}{x_i - x_l}\Big)
-              = 2^{e_i - e'_i} \operatorname{Re}\Big(ρ\, C_i \prod_{l \in E} \frac{x_i - x_l}{λ_l}\Big),
+              = 2^{-h_i} \operatorname{Re}\Big(ρ\, C_i \prod_{l \in E} \frac{x_i - x_l}{λ_l}\Big),
 
     ``λ_l = (-i - x_l)/2``: the functional ``Re(ρ c_{K-1})`` of the Cayley image of the Lagrange basis polynomial
-    ``L_i`` (module docstring), so ``a B = 1`` exactly. ``C_i = 2^{e'_i} prod_{l != i} λ_l / (x_i - x_l)`` is
-    computed once, exactly (``e'_i`` the scale exponents for ``n`` points, so ``|C_i|`` is about ``1/n``): a
-    pattern costs ``O(n s)``. Float codes: ``C_i`` and ``1/λ_l`` correctly rounded, the ``s`` factors multiplied in
-    the order of ``E`` with ``2^{e_i - e'_i}`` applied in exact steps; rational codes: Fractions; GF(p) codes: the
-    rational weights reduced mod ``p``. Fewer than ``K`` responders: zero rows.
+    ``L_i`` (module docstring), so ``a B = 1`` exactly. ``C_i = 2^{e_i + h_i} prod_{l != i} λ_l / (x_i - x_l)``
+    is computed once, exactly (``h_i = ⌊log2((1 + x_i^2)^s)/2⌋``, so ``|C_i|`` is about ``1/n``): a pattern costs
+    ``O(n s)``. Float codes: ``C_i`` and ``1/λ_l`` correctly rounded, the ``s`` factors multiplied in the order of
+    ``E`` with ``2^{-h_i}`` applied in exact steps (folded into the exact node differences); rational codes:
+    Fractions; GF(p) codes: the rational weights reduced mod ``p``. Fewer than ``K`` responders: zero rows.
     """
 
     name = "lagrange"
@@ -336,18 +348,20 @@ class LagrangeDecoder(Decoder):
 
 
 def _angles(L: list[int], s: int, k: int) -> tuple[tuple[int, ...], int]:
-    """Worker ``i``'s half-angle ``θ_i / 2 = π nums_i / den``: the middle of its run in the placement sequence.
+    """Worker ``i``'s half-angle ``θ_i / 2 = π nums_i / den`` (module docstring).
 
-    ``θ_i = 2π (2 P_i + L_i + (2 i + 1)/(2 n)) / (2 (s + 1) k)`` with ``P_i`` the start of its run: integers
-    ``nums_i`` strictly increasing in ``i`` (workers with no load are told apart by the ``(2 i + 1)/(2 n)`` term),
-    never ``den / 2`` (no node at ``θ = π``).
+    ``θ_i = 2π (M_i - (M_i mod k)/2 + (2i + 1)/(8n)) / ((s + 1) k)`` with ``M_i = P_i + L_i/2`` the middle of its
+    run: with ``u = 2 M_i``, ``nums_i = (2u - (u mod 2k)) 2n + 2i + 1`` and ``den = 8 (s + 1) k n``. The integers
+    ``nums_i`` are strictly increasing in ``i`` (workers with no load are told apart by the ``2i + 1``), odd, so
+    never ``den / 2`` (no node at ``θ = π``), and distinct mod ``den``.
     """
     n = len(L)
     nums, pos = [], 0
     for i, li in enumerate(L):
-        nums.append((2 * pos + li) * 2 * n + 2 * i + 1)
+        u = 2 * pos + li
+        nums.append((2 * u - u % (2 * k)) * 2 * n + 2 * i + 1)
         pos += li
-    return tuple(nums), 4 * (s + 1) * k * n
+    return tuple(nums), 8 * (s + 1) * k * n
 
 
 def _gauss_factor(X: int) -> tuple[int, int]:
@@ -355,15 +369,17 @@ def _gauss_factor(X: int) -> tuple[int, int]:
     return -X, -(1 << _fourier._NODE_BITS)
 
 
-def _weights(holders: list[list[int]], x: tuple[Fraction, ...], K: int, exps: tuple[int, ...]
+def _weights(holders: list[list[int]], x: tuple[Fraction, ...], K: int
              ) -> tuple[list[int], list[int], list[tuple[int, int, int]], tuple[Fraction, Fraction],
-                        list[tuple[Fraction, Fraction]], tuple[int, ...]]:
+                        list[tuple[Fraction, Fraction]], tuple[int, ...], tuple[int, ...]]:
     r"""Exact non-zeros of ``B`` and ``ρ`` (module docstring): ``B_tj = 2^{n-s-1-e_t} prod_{l ∉ T_j} (X_t - X_l) /
     Re(ρ G_j)`` with ``X = 2^24 x`` and ``G_j = prod_{l ∉ T_j} (-X_l - 2^24 i)``.
 
     ``prod_{l ∉ T_j} (X_t - X_l)`` is ``W_t = prod_{l != t} (X_t - X_l)`` divided by the holders' factors and
     ``G_j`` the product over every worker divided by the holders' (exact integer divisions): ``O(n^2 + k s^2)``
-    integer products instead of ``O(k n s)``. The same values as ``adversarial_fourier.construct`` with ``m = 1``.
+    integer products instead of ``O(k n s)``. The same values as ``adversarial_fourier.construct`` with ``m = 1`` and
+    these row scales. Also returns the decoder's constants ``C_t`` and exponents ``c_t`` (:class:`LagrangeDecoder`)
+    and the row scales ``e_t``.
     """
     X = _fourier._ints(x)
     n = len(X)
@@ -374,6 +390,14 @@ def _weights(holders: list[list[int]], x: tuple[Fraction, ...], K: int, exps: tu
             if l_ != t:
                 w *= X[t] - X[l_]
         W.append(w)
+    # row scales (module docstring), in the integers X = s0 x:
+    # 2^{2 e_t} ≈ W_t^2 (s0^2/(s0^2 + X_t^2))^{s-1} 4^{n-1} s0^2 / (n^2 prod (s0^2 + X_l^2))
+    s0sq = 1 << (2 * _fourier._NODE_BITS)
+    s = n - K
+    norms = [s0sq + v * v for v in X]
+    gamma = Fraction(4 ** (n - 1) * s0sq, n * n * math.prod(norms))
+    exps = tuple(_fourier._floor_log2(Fraction(W[t] * W[t]) * Fraction(s0sq, norms[t]) ** (s - 1) * gamma) // 2
+                 for t in range(n))
     g_all = (1, 0)
     for l_ in range(n):
         g_all = _fourier._gi_mul(g_all, _gauss_factor(X[l_]))
@@ -406,9 +430,10 @@ def _weights(holders: list[list[int]], x: tuple[Fraction, ...], K: int, exps: tu
             rows.append(t)
             cols.append(j)
             vals.append((W[t] // dt, R, K - 1 - exps[t]))       # B_tj = num / den * 2^exp
-    # the decoder's per-worker constants C_i = 2^{e'_i} prod_{l != i} λ_l / (x_i - x_l) = 2^{e'_i - n + 1} g_i / W_i,
-    # g_i = prod_{l != i} (-X_l - 2^24 i), e'_i the scale exponents for n (|C_i| is about 1/n)
-    e_all = _fourier.scale_exponents(x, n)
+    # the decoder's per-worker constants C_i = 2^{c_i} prod_{l != i} λ_l / (x_i - x_l) = 2^{c_i - n + 1} g_i / W_i,
+    # g_i = prod_{l != i} (-X_l - 2^24 i), c_i = e_i + h_i (|C_i| is about 1/n)
+    h = _fourier.scale_exponents(x, s + 1)                     # ⌊log2((1 + x_t^2)^s) / 2⌋
+    e_all = tuple(e + hh for e, hh in zip(exps, h, strict=True))
     consts = []
     for i in range(n):
         fi = _gauss_factor(X[i])
@@ -417,7 +442,7 @@ def _weights(holders: list[list[int]], x: tuple[Fraction, ...], K: int, exps: tu
         sh = e_all[i] - n + 1
         p2 = Fraction(2) ** sh
         consts.append((Fraction(g[0] // norm, W[i]) * p2, Fraction(g[1] // norm, W[i]) * p2))
-    return rows, cols, vals, (Fraction(rho_i[0]), Fraction(rho_i[1])), consts, e_all
+    return rows, cols, vals, (Fraction(rho_i[0]), Fraction(rho_i[1])), consts, e_all, exps
 
 
 def _placement(L: list[int], k: int) -> list[list[int]]:
@@ -464,7 +489,7 @@ class HeterogeneousExactCode(GradientCode):
     nodes : tuple of fractions.Fraction
         The dyadic nodes ``x_i = tan(θ_i / 2)`` (multiples of ``2^-24``) of the coefficients and of the decoder.
     scale_exponents : tuple of int
-        ``e_i``: row ``i`` of ``B`` carries the factor ``2^{-e_i}`` (module docstring).
+        The row scales ``e_i``: row ``i`` of ``B`` carries the factor ``2^{-e_i}`` (module docstring).
     rho : tuple of two Fractions
         The Gaussian integer ``ρ`` of the decoded functional ``Re(ρ c_{K-1})`` (real and imaginary part).
     time : fractions.Fraction
@@ -539,13 +564,13 @@ def heterogeneous_exact(speeds: Any, s: int, k: int | None = None, *, field: str
     ([2, 2, 4, 4], Fraction(2, 1))
     >>> for row in code.B:                                  # exact Fractions, shown to 4 digits
     ...     print([round(float(v), 4) for v in row])
-    [0.373, 0.373, 0.0, 0.0, 0.0, 0.0]
-    [0.0, 0.0, 0.43, 0.43, 0.0, 0.0]
-    [-0.7752, -0.7752, 0.0, 0.0, -0.6239, -0.6239]
-    [0.0, 0.0, -0.6688, -0.6688, -0.5317, -0.5317]
+    [0.383, 0.383, 0.0, 0.0, 0.0, 0.0]
+    [0.0, 0.0, -0.8539, -0.8539, 0.0, 0.0]
+    [-0.4225, -0.4225, 0.0, 0.0, -1.3554, -1.3554]
+    [0.0, 0.0, 1.0782, 1.0782, -1.8571, -1.8571]
     >>> a = code.decoding_matrix([0, 2, 3])                 # worker 1 straggles
     >>> [round(float(v), 4) for v in a[0]], (a @ code.B).tolist() == [[1] * 6]
-    ([1.9978, 0.0, -0.3287, -1.4952], True)
+    ([0.3951, 0.0, -2.0085, 0.9275], True)
     >>> gc.verify(code).verdict
     'exact'
     """
@@ -565,8 +590,7 @@ def heterogeneous_exact(speeds: Any, s: int, k: int | None = None, *, field: str
         raise GradcodesValueError(f"(s + 1) k n = {(s + 1) * k * n:,} is too large: two nodes coincide at the "
                                   f"2^-{_fourier._NODE_BITS} resolution of the dyadic nodes; use fewer partitions k")
     K = n - s
-    exps = _fourier.scale_exponents(x, K)
-    rows, cols, vals, rho, consts, base = _weights(holders, x, K, exps)
+    rows, cols, vals, rho, consts, base, exps = _weights(holders, x, K)
     B = _assemble(rows, cols, vals, n, k, exact)
     params = {"speeds": [str(v) for v in c], "s": s, "k": k, "field": field}
     return HeterogeneousExactCode(
