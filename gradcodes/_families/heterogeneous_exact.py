@@ -45,10 +45,10 @@ construction here:
    so that ``2^{e_t}`` is within a factor 2 of ``cos(θ_t/2)^{1-K} prod_{l != t} |z_t - z_l| / n`` (the chord
    product is ``n`` for equally spaced points, but varies exponentially in ``n`` with the workers' density).
    Under the Cayley map ``z = (1 + ix)/(1 - ix)`` a real polynomial ``p`` of degree ``< K`` becomes
-   ``P(z) = ((1+z)/2)^{K-1} p(x(z))``, of degree ``< K`` in ``z``, and ``P_j`` has top coefficient ``Λ_j``; so the messages ``y_t = sum_j B_tj g_j``
-   are ``2^{-e_t} p(x_t)`` with ``p = sum_j g_j P_j / Re(ρ Λ_j)`` and the functional ``Re(ρ c_{K-1})`` of
-   ``p``'s Cayley image is ``sum_j g_j``. Exact rational arithmetic throughout: ``B`` is the correctly rounded
-   image of the rational code, the same bits everywhere.
+   ``P(z) = ((1+z)/2)^{K-1} p(x(z))``, of degree ``< K`` in ``z``, and ``P_j`` has top coefficient ``Λ_j``; so
+   the messages ``y_t = sum_j B_tj g_j`` are ``2^{-e_t} p(x_t)`` with ``p = sum_j g_j P_j / Re(ρ Λ_j)``, and the
+   functional ``Re(ρ c_{K-1})`` of ``p``'s Cayley image is ``sum_j g_j``. Exact rational arithmetic throughout:
+   ``B`` is the correctly rounded image of the rational code, the same bits everywhere.
 
 **Decoder** (``"lagrange"``, closed form, no solve). From any ``K`` responders ``Q`` (the first ``n - s``), ``p``
 is their Lagrange interpolant, and the functional of the Cayley image of the basis polynomial ``L_i`` is
