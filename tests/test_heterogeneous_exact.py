@@ -346,6 +346,7 @@ def test_clustered_stragglers_decode_accurately_in_float64():
     # the old real integer nodes 20n + i (extrapolation to 0): 2.3e-2 at (100, 25) and 1.9e-11 at (50, 12), the worst
     # case growing like 4^s; the Cayley nodes and the top Fourier functional grow like ~1.9^s
     assert _worst_window_error(gc.heterogeneous_exact(spread(60), 15)) <= 1e-10        # old: 5.9e-10
+    assert _worst_window_error(gc.heterogeneous_exact(spread(100), 20)) <= 1e-10       # old: 6.0e-5
     assert _worst_window_error(gc.heterogeneous_exact(spread(100), 25)) <= 1e-8        # old: 2.3e-2
 
 
