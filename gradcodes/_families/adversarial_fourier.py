@@ -85,16 +85,27 @@ def stride(n: int) -> int:
 @functools.lru_cache(maxsize=16)
 def unity_nodes(n: int) -> tuple[Fraction, ...]:
     """The dyadic nodes ``x_i = tan(θ_i/2)`` rounded to multiples of ``2^-24`` (see the module docstring)."""
-    import mpmath
-
     q = stride(n)
     half = 1 if n % 2 == 0 else 0
+    return cayley_nodes(tuple(2 * ((q * i) % n) + half for i in range(n)), 2 * n)
+
+
+@functools.lru_cache(maxsize=16)
+def cayley_nodes(nums: tuple[int, ...], den: int) -> tuple[Fraction, ...]:
+    """``x_i = tan(π nums_i / den)`` (the Cayley image of the angle ``θ_i = 2π nums_i / den``) evaluated with
+    :mod:`mpmath` at 113 bits and rounded to the nearest multiple of ``2^-24``: exact dyadic rationals, the same on
+    every machine (shared by :func:`unity_nodes` and ``heterogeneous_exact``).
+
+    >>> cayley_nodes((1, 3), 8)
+    (Fraction(3474675, 8388608), Fraction(20251891, 8388608))
+    """
+    import mpmath
+
     out = []
     with mpmath.workprec(113):
         scale = mpmath.mpf(2) ** _NODE_BITS
-        for i in range(n):
-            a = (q * i) % n
-            v = mpmath.tan(mpmath.pi * (2 * a + half) / (2 * n)) * scale
+        for a in nums:
+            v = mpmath.tan(mpmath.pi * a / den) * scale
             out.append(Fraction(int(mpmath.nint(v)), 1 << _NODE_BITS))
     return tuple(out)
 

@@ -17,30 +17,55 @@ construction here:
    and give worker ``i`` the next ``L_i`` positions of that sequence. The copies of partition ``j`` sit at
    positions ``j, j + k, ..., j + s k``; a worker's run has at most ``k`` positions, so it never holds two copies,
    and each partition is stored on exactly ``s + 1`` distinct workers.
-3. **Coefficients**. Random coefficients on this support, in the manner of Tandon, Lei, Dimakis &
-   Karampatziakis (2017, Algorithm 2), work with probability 1; here they are fixed and exact instead: worker
-   ``i`` gets the integer node ``x_i = f n + i`` (``f = 20``, or 1 when that makes a weight exceed ``2^100``;
-   below), and
-   partition ``j``, stored on the workers ``T_j``, gets the Lagrange weights of extrapolation to 0 over their nodes,
+3. **Coefficients** (the universal polynomial construction of Jahani-Nezhad & Maddah-Ali 2021, §IV, with
+   ``a = 0`` and ``m = 1``, in the real Fourier form of ``gradcodes._families.adversarial_fourier``). Random
+   coefficients on this support, in the manner of Tandon, Lei, Dimakis & Karampatziakis (2017, Algorithm 2), work
+   with probability 1; here they are fixed and exact. Worker ``i``, whose run has its middle at position
+   ``M_i = P_i + L_i/2`` (``P_i`` its start), gets the angle
 
-   .. math:: B_{tj} = \ell^{(T_j)}_t(0) = \prod_{u \in T_j,\, u \ne t} \frac{x_u}{x_u - x_t}, \qquad t \in T_j.
+   .. math:: θ_i = 2π \, \frac{M_i - (M_i \bmod k)/2 + (2i + 1)/(8n)}{(s + 1) k}
 
-   For every polynomial ``q`` of degree at most ``s``, ``sum_{t in T_j} q(x_t) B_tj = q(0)`` (interpolation at
-   ``s + 1`` nodes is exact).
+   and the dyadic node ``x_i = tan(θ_i / 2)`` (113-bit :mod:`mpmath`, rounded to a multiple of ``2^-24``). A
+   position ``p`` maps to ``2π (p - (p mod k)/2) / ((s+1) k)``: the copies ``p = j + mk`` of partition ``j`` all
+   have ``p mod k = j``, so its holders ``T_j`` sit ``2π/(s+1)`` apart on the circle (up to the offsets of the run
+   middles), spread out whatever the speeds; and the sum of their angles, which sets the phase of ``Λ_j`` below,
+   moves over a quarter turn only as ``j`` runs over the partitions (without the ``- (p mod k)/2`` twist, over a
+   half turn: some ``Re(ρ Λ_j)`` would be near 0). With ``K = n - s``, ``P_j(x) = prod_{l ∉ T_j} (x - x_l)``
+   (degree ``K - 1``) and ``λ_l = (-i - x_l)/2``,
 
-**Decoder** (``"lagrange"``, closed form, no solve). For stragglers ``S`` (``|S| <= s``) let
-``q_S(x) = prod_{l in S} (1 - x / x_l)``: degree ``|S| <= s``, ``q_S(0) = 1`` and ``q_S(x_l) = 0`` on the stragglers.
-The decoding vector ``a_i = q_S(x_i)`` is zero on ``S`` and ``(a B)_j = sum_{t in T_j} q_S(x_t) B_tj = q_S(0) = 1``
-for every ``j``, whatever the placement: the code tolerates any ``s`` stragglers, exactly. With the nodes in
-``[f n, (f + 1) n)`` every ``|1 - x_i / x_l| < 1/f``, so ``|a_i| <= 1``.
+   .. math:: B_{tj} = \frac{2^{-e_t} P_j(x_t)}{\operatorname{Re}(ρ Λ_j)}, \qquad
+             Λ_j = \prod_{l \notin T_j} λ_l, \qquad t \in T_j,
 
-**Nodes.** The float decode's cancellation ``sum_t |B_tj| |a_t|`` depends on where the nodes sit relative to the
-extrapolation point 0: moving them from ``[n, 2n)`` to ``[20n, 21n)`` lowers the worst searched float64 error 25x at
-``(n, s) = (100, 10)`` (``1.5e-10`` to ``6e-12``; ``benchmarks/decode_numerics.py``); farther nodes gain nothing more
-(the limit is the leading-coefficient functional, whose worst case grows like ``4^s`` for real nodes). The weights
-grow like ``(f (s + 1))^s``, so ``f = 20`` is used when every weight is at most ``2^100`` (exact comparison; ``B``
-then fits float32 too) and ``f = 1`` otherwise (large ``s``, where float decodes are inaccurate either way and
-``gc.verify`` says so).
+   ``ρ`` a fixed Gaussian integer with ``Re(ρ Λ_j) ≠ 0`` for every ``j`` (``adversarial_fourier.choose_rho``,
+   exact) and the row scales (any powers of two would do; these keep ``B`` and the decoding weights near 1 in size)
+
+   .. math:: e_t = \Big\lfloor \tfrac12 \log_2 \frac{W_t^2 \, (1 + x_t^2)^{1-s} \, 4^{n-1}}
+             {n^2 \prod_l (1 + x_l^2)} \Big\rfloor, \qquad W_t = \prod_{l \ne t} (x_t - x_l),
+
+   so that ``2^{e_t}`` is within a factor 2 of ``cos(θ_t/2)^{1-K} prod_{l != t} |z_t - z_l| / n`` (the chord
+   product is ``n`` for equally spaced points, but varies exponentially in ``n`` with the workers' density).
+   Under the Cayley map ``z = (1 + ix)/(1 - ix)`` a real polynomial ``p`` of degree ``< K`` becomes
+   ``P(z) = ((1+z)/2)^{K-1} p(x(z))``, of degree ``< K`` in ``z``, and ``P_j`` has top coefficient ``Λ_j``; so
+   the messages ``y_t = sum_j B_tj g_j`` are ``2^{-e_t} p(x_t)`` with ``p = sum_j g_j P_j / Re(ρ Λ_j)``, and the
+   functional ``Re(ρ c_{K-1})`` of ``p``'s Cayley image is ``sum_j g_j``. Exact rational arithmetic throughout:
+   ``B`` is the correctly rounded image of the rational code, the same bits everywhere.
+
+**Decoder** (``"lagrange"``, closed form, no solve). From any ``K`` responders ``Q`` (the first ``n - s``), ``p``
+is their Lagrange interpolant, and the functional of the Cayley image of the basis polynomial ``L_i`` is
+``a_i = 2^{e_i} Re(ρ prod_{l ∈ Q∖i} λ_l / (x_i - x_l))`` (Jahani-Nezhad & Maddah-Ali 2021; the algebra of
+``adversarial_fourier``): ``a`` is zero off ``Q`` and ``a B = 1`` exactly, whatever the placement, so the code
+tolerates any ``s`` stragglers. :class:`LagrangeDecoder` evaluates it in ``O(n s)`` per pattern.
+
+**Numerics.** ``|λ_l / (x_i - x_l)| = cos(θ_i/2) / |z_i - z_l|``, so ``a_t B_tj`` is about
+``prod_{l ∈ S} |z_t - z_l| / (prod_{u ∈ T_j∖t} |z_t - z_u| |cos arg(ρ Λ_j)|)``: products of chords of circle
+points, no divided differences of real nodes. The float decode's cancellation ``sum_t |a_t B_tj|`` is then
+about the mean of ``prod_{l ∈ S} |z - z_l|`` over the holders' points ``z``, largest when the stragglers ``S``
+cluster on one arc (``s`` consecutive workers): it grows like about ``1.9^s`` at ``s = n/4`` (each chord is at most 2)
+instead of the ``4^s`` of real nodes. The worst searched float64 error at ``n = 100`` is within ``1e-10`` for
+``s <= 20 = n/5`` and ``1.3e-9`` to ``2.3e-9`` at ``s = n/4 = 25`` under equal speeds and 2x / 4x spreads
+(``benchmarks/heterogeneous_numerics.py``; the extrapolation to 0 over the real nodes ``20 n + i`` of earlier
+versions gave ``2.3e-2`` there). The exact construction costs ``n`` products of ``n`` integers of about ``25 n``
+bits (seconds at ``n = 1000``).
 """
 
 from __future__ import annotations
@@ -63,6 +88,8 @@ from .._registry import Scheme, register
 from .._sparse import owned, use_sparse
 from .._typing import MatrixLike
 from .._validate import check_choice, check_entries, check_int, check_size
+from . import adversarial_fourier as _fourier
+from .heterogeneous_fourier import _angles, _weights
 
 __all__ = ["HeterogeneousExactCode", "heterogeneous_exact", "min_time_heterogeneous", "heterogeneous_loads",
            "LagrangeDecoder"]
@@ -235,80 +262,90 @@ def min_time_heterogeneous(speeds: Any, s: int, k: int | None = None, *, integra
 
 
 class LagrangeDecoder(Decoder):
-    r"""Closed-form decoder of :func:`heterogeneous_exact`: ``a_i = prod_{l in S} (1 - x_i / x_l)``.
+    r"""Closed-form decoder of :func:`heterogeneous_exact`: the top Fourier functional of the Lagrange interpolant.
 
-    ``S`` are the stragglers, ``x_i = f n + i`` the workers' nodes (module docstring). For ``|S| <= s`` the vector
-    ``a`` is zero on ``S`` and ``a B = 1`` exactly (interpolation of a polynomial of degree at most ``s`` at the
-    ``s + 1`` nodes of each partition; Wang et al. 2019 with exact Lagrange coefficients). Each factor
-    ``(x_l - x_i) / x_l`` is a correctly rounded quotient of integers, multiplied in the order of the stragglers: the
-    same bits everywhere.
-    Batched over patterns: ``O(b n |S|)``.
+    On the first ``K = n - s`` responders ``Q`` (in index order; ``E`` the other ``s`` workers, ascending) worker
+    ``i`` gets
+
+    .. math:: a_i = 2^{e_i} \operatorname{Re}\Big(ρ \prod_{l \in Q,\, l \ne i} \frac{λ_l}{x_i - x_l}\Big)
+              = 2^{-h_i} \operatorname{Re}\Big(ρ\, C_i \prod_{l \in E} \frac{x_i - x_l}{λ_l}\Big),
+
+    ``λ_l = (-i - x_l)/2``: the functional ``Re(ρ c_{K-1})`` of the Cayley image of the Lagrange basis polynomial
+    ``L_i`` (module docstring), so ``a B = 1`` exactly. ``C_i = 2^{e_i + h_i} prod_{l != i} λ_l / (x_i - x_l)``
+    is computed once, exactly (``h_i = ⌊log2((1 + x_i^2)^s)/2⌋``, so ``|C_i|`` is about ``1/n``): a pattern costs
+    ``O(n s)``. Float codes: ``C_i`` and ``1/λ_l`` correctly rounded, the ``s`` factors multiplied in the order of
+    ``E`` with ``2^{-h_i}`` applied in exact steps (folded into the exact node differences); rational codes:
+    Fractions; GF(p) codes: the rational weights reduced mod ``p``. Fewer than ``K`` responders: zero rows.
     """
 
     name = "lagrange"
-    description = "closed form: a_i = prod over stragglers l of (1 - x_i/x_l), no solve"
+    description = "closed form: the top Fourier coefficient of the interpolant on the first n - s responders, O(n s)"
     deterministic = True
 
-    def __init__(self, nodes: np.ndarray, exact: bool = False, gf: Any = None) -> None:
-        self.nodes = np.asarray(nodes, dtype=np.int64)
+    def __init__(self, nodes: Any, scale_exponents: Any, rho: tuple[Fraction, Fraction], s: int,
+                 consts: Any, base_exponents: Any, exact: bool = False, gf: Any = None) -> None:
+        self.nodes = tuple(Fraction(v) for v in nodes)
+        self.s = int(s)
+        self.rho = rho
+        self.consts = tuple((Fraction(a), Fraction(b)) for a, b in consts)
+        self.shift = np.asarray(scale_exponents, dtype=np.int64) - np.asarray(base_exponents, dtype=np.int64)
         self.exact = exact or gf is not None
-        self.gf = gf                              # a galois GF(p) class: the same products mod p
+        self.gf = gf                              # a galois GF(p) class: the rational weights mod p
+        self.inv_lam = tuple((-2 * v / (1 + v * v), 2 / (1 + v * v)) for v in self.nodes)      # 1/λ_l, exactly
+
+    def _exact_row(self, E: list[int], n: int) -> list[Fraction]:
+        x, out = self.nodes, []
+        for i in range(n):
+            if i in E:
+                out.append(Fraction(0))
+                continue
+            pr, pi = self.consts[i]
+            for l_ in E:
+                d = x[i] - x[l_]
+                fr, fi = d * self.inv_lam[l_][0], d * self.inv_lam[l_][1]
+                pr, pi = pr * fr - pi * fi, pr * fi + pi * fr
+            out.append((self.rho[0] * pr - self.rho[1] * pi) * Fraction(2) ** int(self.shift[i]))
+        return out
 
     def matrices(self, code: LinearCode, mask: np.ndarray) -> Any:
         mask = np.asarray(mask, dtype=bool)
         b, n = mask.shape
-        x = self.nodes
+        s = self.s
+        ok = mask.sum(axis=1) >= n - s
+        # E: the workers after the first n - s responders are dropped with the stragglers (s of them, ascending)
+        order = np.argsort(~mask, axis=1, kind="stable")
+        E = np.sort(order[:, n - s:], axis=1)
         if self.exact:
-            out = np.empty((b, 1, n), dtype=object)
-            for r in range(b):
-                ar = [Fraction(1)] * n
-                for lo in np.flatnonzero(~mask[r]).tolist():
-                    xl = int(x[lo])
-                    ar = [ai * Fraction(xl - int(xi), xl) for ai, xi in zip(ar, x.tolist(), strict=True)]
-                out[r, 0, :] = ar
+            out = RationalField().zeros((b, 1, n))
+            for r in np.flatnonzero(ok):
+                out[r, 0, :] = self._exact_row([int(v) for v in E[r]], n)
             return out if self.gf is None else PrimeField(self.gf).const(out)
-        strag = ~mask
-        smax = int(strag.sum(axis=1).max()) if b else 0
-        a = np.ones((b, n))
-        if smax:
-            # each pattern's stragglers in increasing order (padded with -1): the products run in that fixed order
-            order = np.argsort(mask, axis=1, kind="stable")[:, :smax]
-            order = np.where(np.take_along_axis(strag, order, axis=1), order, -1)
-            xf = x.astype(np.float64)
-            for t in range(smax):
-                col = order[:, t]
-                xs = xf[col][:, None]
-                f = (xs - xf[None, :]) / xs              # (x_l - x_i) / x_l: exact integers, one rounding each
-                a *= np.where((col < 0)[:, None], 1.0, f)
-        a[strag] = 0.0
-        return a[:, None, :].astype(code.B.dtype, copy=False)
+        out = np.zeros((b, 1, n))
+        rows = np.flatnonzero(ok)
+        if rows.size:
+            x = np.array([float(v) for v in self.nodes])
+            ir = np.array([float(v[0]) for v in self.inv_lam])
+            ii = np.array([float(v[1]) for v in self.inv_lam])
+            pr = np.tile(np.array([float(c[0]) for c in self.consts]), (rows.size, 1))
+            pi = np.tile(np.array([float(c[1]) for c in self.consts]), (rows.size, 1))
+            Er = E[rows]
+            for t in range(s):
+                col = Er[:, t]
+                d = x[None, :] - x[col][:, None]                      # exact: differences of dyadic nodes
+                inc = _fourier._spread_ldexp(t, s, self.shift)
+                if inc.any():
+                    d *= np.ldexp(1.0, inc)[None, :]                  # exact: a power of two per worker
+                fr, fi = d * ir[col][:, None], d * ii[col][:, None]
+                pr, pi = pr * fr - pi * fi, pr * fi + pi * fr
+            a = float(self.rho[0]) * pr - float(self.rho[1]) * pi
+            np.put_along_axis(a, Er, 0.0, axis=1)
+            out[rows, 0, :] = a
+        return out.astype(code.B.dtype, copy=False)
 
 
 # --------------------------------------------------------------------------------------------------------
 # the code
 # --------------------------------------------------------------------------------------------------------
-
-
-_FAR = 20            # nodes x_i = 20 n + i: 25x smaller worst float64 error at (100, 10) than n + i
-_BIG = Fraction(2) ** 100                                   # largest weight allowed with the far nodes
-
-
-def _weights(holders: list[list[int]], n: int, f: int) -> tuple[list[int], list[int], list[int], list[Fraction]]:
-    """Nodes ``x_i = f n + i`` and the Lagrange weights ``B_tj = prod_{u != t} x_u / (x_u - x_t)`` (exact)."""
-    x = [f * n + i for i in range(n)]
-    rows: list[int] = []
-    cols: list[int] = []
-    vals: list[Fraction] = []
-    for j, T in enumerate(holders):
-        for t in T:
-            w = Fraction(1)
-            for u in T:
-                if u != t:
-                    w *= Fraction(x[u], x[u] - x[t])
-            rows.append(t)
-            cols.append(j)
-            vals.append(w)
-    return x, rows, cols, vals
 
 
 def _placement(L: list[int], k: int) -> list[list[int]]:
@@ -322,19 +359,25 @@ def _placement(L: list[int], k: int) -> list[list[int]]:
     return holders
 
 
-def _assemble(rows: list[int], cols: list[int], vals: list[Fraction], n: int, k: int, exact: bool) -> Any:
+def _float(num: int, den: int, e: int) -> float:
+    """``num / den * 2^e`` correctly rounded (Python's ``int / int`` is, for integers of any size)."""
+    return (num << e) / den if e >= 0 else num / (den << -e)
+
+
+def _assemble(rows: list[int], cols: list[int], vals: list[tuple[int, int, int]], n: int, k: int,
+              exact: bool) -> Any:
     """The encoding matrix from its non-zeros (at most ``(s + 1) k`` of ``n k``)."""
     if exact:
         B = RationalField().zeros((n, k))
-        B[rows, cols] = vals
+        B[rows, cols] = [Fraction(a, b) * Fraction(2) ** e for a, b, e in vals]
         return B
     from scipy import sparse
 
     try:
-        data = np.array([float(v) for v in vals])
+        data = np.array([_float(a, b, e) for a, b, e in vals])
     except OverflowError:
-        raise GradcodesValueError(f"s is too large for field='real' at n = {n}: the Lagrange weights exceed the "
-                                  f"float64 range; use field='rational'") from None
+        raise GradcodesValueError(f"s is too large for field='real' at n = {n}: the weights exceed the float64 "
+                                  f"range; use field='rational'") from None
     csr = sparse.csr_array((data, (rows, cols)), shape=(n, k))
     return owned(csr) if use_sparse(n, k) else csr.toarray()       # stored sparse at scale, as the other families
 
@@ -346,18 +389,27 @@ class HeterogeneousExactCode(GradientCode):
     ----------
     speeds : list of fractions.Fraction
         The workers' speeds ``c_i``, exactly.
-    nodes : numpy.ndarray
-        The integer nodes ``x_i = f n + i`` of the Lagrange coefficients and of the decoder (``f = 20``, or 1
-        when a weight would exceed ``2^100``).
+    nodes : tuple of fractions.Fraction
+        The dyadic nodes ``x_i = tan(θ_i / 2)`` (multiples of ``2^-24``) of the coefficients and of the decoder.
+    scale_exponents : tuple of int
+        The row scales ``e_i``: row ``i`` of ``B`` carries the factor ``2^{-e_i}`` (module docstring).
+    rho : tuple of two Fractions
+        The Gaussian integer ``ρ`` of the decoded functional ``Re(ρ c_{K-1})`` (real and imaginary part).
     time : fractions.Fraction
         The computation time ``max_i L_i / c_i``, equal to :func:`min_time_heterogeneous`.
     """
 
-    def __init__(self, B: MatrixLike, s: int, *, speeds: list[Fraction], nodes: np.ndarray, time: Fraction,
-                 **kwargs: Any) -> None:
+    def __init__(self, B: MatrixLike, s: int, *, speeds: list[Fraction], nodes: Any, time: Fraction,
+                 scale_exponents: Any = None, rho: tuple[Fraction, Fraction] = (Fraction(1), Fraction(0)),
+                 consts: Any = (), base_exponents: Any = (), **kwargs: Any) -> None:
         super().__init__(B, s, **kwargs)
         self.speeds: list[Fraction] = list(speeds)
-        self.nodes: np.ndarray = np.asarray(nodes)
+        self.nodes: tuple[Fraction, ...] = tuple(Fraction(v) for v in nodes)
+        self.scale_exponents: tuple[int, ...] = tuple(int(v) for v in scale_exponents) \
+            if scale_exponents is not None else (0,) * len(self.nodes)
+        self.rho: tuple[Fraction, Fraction] = rho
+        self.consts: tuple[tuple[Fraction, Fraction], ...] = tuple(consts)   # the decoder's C_i (exact)
+        self.base_exponents: tuple[int, ...] = tuple(int(v) for v in base_exponents)
         self.time: Fraction = time
 
 
@@ -367,10 +419,12 @@ def heterogeneous_exact(speeds: Any, s: int, k: int | None = None, *, field: str
     ``n = len(speeds)`` workers, ``k`` partitions, any ``s`` stragglers. Worker ``i`` stores ``L_i`` partitions,
     the optimal integer loads for its speed ``c_i`` (:func:`heterogeneous_loads`), laid out by the paper's
     placement (the partitions written ``s + 1`` times in a row, consecutive runs to consecutive workers), so
-    every partition is on ``s + 1`` distinct workers. Its coefficients are exact Lagrange weights
-    ``B_tj = prod_{u in T_j, u != t} x_u / (x_u - x_t)`` over the nodes ``x_i = f n + i`` of the partition's
-    holders ``T_j``, and the closed-form decoder ``a_i = prod_{l in S} (1 - x_i / x_l)`` recovers ``1`` from any
-    ``n - s`` responders (module docstring: ``a B = q_S(0) = 1``). The computation time
+    every partition is on ``s + 1`` distinct workers. Its coefficients are exact: the universal polynomial
+    construction (Jahani-Nezhad & Maddah-Ali 2021) in its real Fourier form, ``B_tj = 2^{-e_t} P_j(x_t) /
+    Re(ρ Λ_j)`` with ``P_j`` vanishing at the workers that do not hold partition ``j``, over the dyadic Cayley
+    nodes ``x_i = tan(θ_i/2)`` of angles at the middles of the workers' runs (module docstring), and the
+    closed-form decoder (the top Fourier functional of the Lagrange interpolant on the first ``n - s``
+    responders) recovers ``1`` from any ``n - s`` responders. The computation time
     ``max_i L_i / c_i`` equals :func:`min_time_heterogeneous` exactly (attribute ``time``). With equal speeds
     and ``k = n`` the loads are ``s + 1``: the placement is cyclic repetition's.
 
@@ -393,7 +447,7 @@ def heterogeneous_exact(speeds: Any, s: int, k: int | None = None, *, field: str
     HeterogeneousExactCode
         A :class:`~gradcodes.GradientCode` with ``params = {"speeds", "s", "k", "field"}`` (speeds as exact
         strings), the decoders ``"lagrange"`` (default) and the generic ones, and the attributes ``speeds``
-        (Fractions), ``nodes`` and ``time`` (the Fraction ``max_i L_i / c_i``).
+        (Fractions), ``nodes``, ``scale_exponents``, ``rho`` and ``time`` (the Fraction ``max_i L_i / c_i``).
 
     Raises
     ------
@@ -411,14 +465,15 @@ def heterogeneous_exact(speeds: Any, s: int, k: int | None = None, *, field: str
     >>> code = gc.heterogeneous_exact([1, 1, 2, 2], 1, 6, field="rational")
     >>> code.loads.tolist(), code.time
     ([2, 2, 4, 4], Fraction(2, 1))
-    >>> for row in code.B:
-    ...     print([str(v) for v in row])
-    ['41', '41', '0', '0', '0', '0']
-    ['0', '0', '83/2', '83/2', '0', '0']
-    ['-40', '-40', '0', '0', '83', '83']
-    ['0', '0', '-81/2', '-81/2', '-82', '-82']
-    >>> [str(v) for v in code.decoding_matrix([0, 2, 3])[0]]           # worker 1 straggles
-    ['1/81', '0', '-1/81', '-2/81']
+    >>> for row in code.B:                                  # exact Fractions, shown to 4 digits
+    ...     print([round(float(v), 4) for v in row])
+    [0.383, 0.383, 0.0, 0.0, 0.0, 0.0]
+    [0.0, 0.0, -0.8539, -0.8539, 0.0, 0.0]
+    [-0.4225, -0.4225, 0.0, 0.0, -1.3554, -1.3554]
+    [0.0, 0.0, 1.0782, 1.0782, -1.8571, -1.8571]
+    >>> a = code.decoding_matrix([0, 2, 3])                 # worker 1 straggles
+    >>> [round(float(v), 4) for v in a[0]], (a @ code.B).tolist() == [[1] * 6]
+    ([0.3951, 0.0, -2.0085, 0.9275], True)
     >>> gc.verify(code).verdict
     'exact'
     """
@@ -429,55 +484,74 @@ def heterogeneous_exact(speeds: Any, s: int, k: int | None = None, *, field: str
     check_choice("field", field, ("real", "rational"))
     exact = field == "rational"
     check_entries(n, k, exact=exact)
-    check_size("the Lagrange weights (s+1)^2 k", (s + 1) ** 2 * k, "work")
+    # n products of n node differences (integers of about 25 n bits), then (s+1)^2 k small ones
+    check_size("the exact construction n^3 + (s+1)^2 k", n ** 3 + (s + 1) ** 2 * k, "work")
     L, time = _loads(c, s, k)
     holders = _placement(L, k)
-    x, rows, cols, vals = _weights(holders, n, _FAR)
-    if any(abs(v) > _BIG for v in vals):                    # exact comparison: keep B within the float32 range
-        x, rows, cols, vals = _weights(holders, n, 1)
+    x = _fourier.cayley_nodes(*_angles(L, s, k))
+    if len(set(x)) != n:
+        raise GradcodesValueError(f"(s + 1) k n = {(s + 1) * k * n:,} is too large: two nodes coincide at the "
+                                  f"2^-{_fourier._NODE_BITS} resolution of the dyadic nodes; use fewer partitions k")
+    K = n - s
+    rows, cols, vals, rho, consts, base, exps = _weights(holders, x, K)
     B = _assemble(rows, cols, vals, n, k, exact)
-    nodes = np.array(x, dtype=np.int64)
     params = {"speeds": [str(v) for v in c], "s": s, "k": k, "field": field}
     return HeterogeneousExactCode(
-        B, s, speeds=c, nodes=nodes, time=time, field=field, name=f"heterogeneous_exact(n={n}, s={s}, k={k})",
-        family="heterogeneous_exact", params=params, decoders=[LagrangeDecoder(nodes, exact)],
-        default_decoder="lagrange", field_builder=partial(_in_gf, c, s, k))
+        B, s, speeds=c, nodes=x, scale_exponents=exps, rho=rho, time=time, field=field, consts=consts,
+        base_exponents=base,
+        name=f"heterogeneous_exact(n={n}, s={s}, k={k})", family="heterogeneous_exact", params=params,
+        decoders=[LagrangeDecoder(x, exps, rho, s, consts, base, exact)], default_decoder="lagrange",
+        field_builder=partial(_in_gf, c, s, k))
+
+
+def _gf_ok(p: int, code: HeterogeneousExactCode) -> bool:
+    """``p`` odd and coprime to every denominator of ``B`` and of every decoding weight (exact integer checks)."""
+    if p == 2:
+        return False
+    X = _fourier._ints(code.nodes)
+    if any((X[i] - X[j]) % p == 0 for i in range(len(X)) for j in range(i)):
+        return False
+    return all(Fraction(v).denominator % p for v in np.asarray(code.B).ravel())
 
 
 def _in_gf(speeds: list[Fraction], s: int, k: int, field: Any) -> HeterogeneousExactCode:
-    """``code.in_field(field)``: the same construction over GF(p), ``p > x_max`` prime (``"GF"``: the smallest).
+    """``code.in_field(field)``: the rational code reduced mod ``p`` (``"GF"``: the smallest suitable prime).
 
-    The nodes ``f n .. (f + 1) n - 1`` are then non-zero and distinct mod ``p``, so every Lagrange weight and decoding
-    coefficient exists mod ``p`` and the identity ``a B = 1`` holds there too: ``gc.verify(code, field="GF")``
-    checks the algebra with no rounding at all.
+    A prime ``p`` is suitable when it is odd and divides no difference of the nodes' numerators ``X_i - X_l`` and no
+    denominator of ``B`` (the ``Re(ρ G_j)``): then every entry of ``B`` and every decoding weight (denominators
+    ``2^{K-1} prod (X_i - X_l)``, module docstring) exists mod ``p`` and the identity ``a B = 1``, a polynomial
+    identity over the integers localised at ``p``, holds there too: ``gc.verify(code, field="GF")`` checks it with
+    no rounding at all.
     """
     import galois
 
     n = len(speeds)
     exact = heterogeneous_exact(speeds, s, k, field="rational")
-    top = int(exact.nodes.max())                            # the largest node
     if isinstance(field, str):
         if field != "GF":
-            raise GradcodesValueError(f"field must be 'GF' (the smallest prime p > the largest node) or a "
-                                      f"galois.GF(p) class, got {field!r}")
-        p = top + 1
-        while not galois.is_prime(p):
+            raise GradcodesValueError(f"field must be 'GF' (the smallest suitable prime) or a galois.GF(p) class, "
+                                      f"got {field!r}")
+        p = max(3, n)
+        while not (galois.is_prime(p) and _gf_ok(p, exact)):
             p += 1
         GF = galois.GF(p)
     elif isinstance(field, type) and hasattr(field, "characteristic") and hasattr(field, "degree"):
-        if field.degree != 1 or field.characteristic <= top:
-            raise GradcodesValueError(f"field must be a prime field GF(p) with p > {top}, the largest node (distinct "
-                                      f"non-zero nodes {top - n + 1}..{top}), got GF({field.characteristic}^"
-                                      f"{field.degree})")
+        if field.degree != 1 or not _gf_ok(int(field.characteristic), exact):
+            raise GradcodesValueError(f"field must be a prime field GF(p) with p odd and coprime to the node "
+                                      f"differences and the denominators of B (code.in_field('GF') finds one), got "
+                                      f"GF({field.characteristic}^{field.degree})")
         GF = field
     else:
         raise GradcodesTypeError(f"field must be 'GF' or a galois.GF(p) class, got {field!r}")
     B = PrimeField(GF).const(exact.B)
     return HeterogeneousExactCode(
-        B, s, speeds=exact.speeds, nodes=exact.nodes, time=exact.time,
-        name=f"heterogeneous_exact[GF({GF.characteristic})](n={n}, s={s}, k={k})", family="heterogeneous_exact_gf",
-        params={**exact.params, "field": f"GF({GF.characteristic})"},
-        decoders=[LagrangeDecoder(exact.nodes, gf=GF)], default_decoder="lagrange")
+        B, s, speeds=exact.speeds, nodes=exact.nodes, scale_exponents=exact.scale_exponents, rho=exact.rho,
+        time=exact.time, name=f"heterogeneous_exact[GF({GF.characteristic})](n={n}, s={s}, k={k})",
+        family="heterogeneous_exact_gf", params={**exact.params, "field": f"GF({GF.characteristic})"},
+        consts=exact.consts, base_exponents=exact.base_exponents,
+        decoders=[LagrangeDecoder(exact.nodes, exact.scale_exponents, exact.rho, s, exact.consts,
+                                  exact.base_exponents, gf=GF)],
+        default_decoder="lagrange")
 
 
 def _spread_speeds(n: int, spread: int) -> list[int]:
@@ -499,5 +573,5 @@ REBUILDERS.update(heterogeneous_exact=heterogeneous_exact)
 register(Scheme(
     "heterogeneous_exact", _build,
     "Wang et al. heterogeneity-aware exact code: optimal loads for the workers' speeds, any s stragglers, exact "
-    "Lagrange coefficients and closed-form decoder",
+    "Fourier-form coefficients (universal polynomial code, Cayley nodes) and closed-form decoder",
     tour=({"speeds": [1, 1, 2, 2], "s": 1, "k": 6}, {"n": 20, "s": 3, "k": 40}, {"n": 100, "s": 2})))

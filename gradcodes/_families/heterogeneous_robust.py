@@ -19,7 +19,7 @@ keeps one among the ``n - s`` it needs: ``W`` is about ``rho T*(s)``. Extra redu
 ``e'`` slowed workers at the price of the loads for ``s + e'`` stragglers (about ``T*(s+e') ~ (s+e'+1)/(s+1) T*(s)``).
 
 **Construction.** For every ``e' = 0, ..., min(e, n - 1 - s)`` take :func:`gradcodes.heterogeneous_exact` with
-``s + e'`` stragglers (optimal loads for the estimates, the paper's placement, exact Lagrange coefficients),
+``s + e'`` stragglers (optimal loads for the estimates, the paper's placement, exact Fourier-form coefficients),
 compute ``W`` exactly (below) and keep the smallest (ties to the smaller ``e'``). Everything is a Fraction: the
 choice never compares rounding noise, and the code is the same on every machine.
 
@@ -246,7 +246,8 @@ def robust_heterogeneous_exact(speeds: Any, s: int, k: int | None = None, *, mis
     params = {"speeds": [str(v) for v in c], "stragglers": s, "k": k, "misestimated": e, "slowdown": str(rho),
               "field": field}                      # "stragglers": the code's own s is stragglers + extra
     return RobustHeterogeneousCode(
-        base.B, base.s, speeds=base.speeds, nodes=base.nodes, time=base.time, stragglers=s, misestimated=e,
+        base.B, base.s, speeds=base.speeds, nodes=base.nodes, scale_exponents=base.scale_exponents, rho=base.rho,
+        consts=base.consts, base_exponents=base.base_exponents, time=base.time, stragglers=s, misestimated=e,
         slowdown=rho, extra=extra, worst_time=worst, field=field,
         name=f"robust_heterogeneous_exact(n={n}, s={s}, e={e}, rho={rho}, k={k})", family="robust_heterogeneous_exact",
         params=params, decoders=[base.decoders["lagrange"]], default_decoder="lagrange",
