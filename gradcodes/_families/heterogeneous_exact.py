@@ -73,6 +73,7 @@ from __future__ import annotations
 import heapq
 import math
 import numbers
+from collections.abc import Iterable
 from fractions import Fraction
 from functools import partial
 from typing import Any
@@ -282,7 +283,7 @@ class LagrangeDecoder(Decoder):
     description = "closed form: the top Fourier coefficient of the interpolant on the first n - s responders, O(n s)"
     deterministic = True
 
-    def __init__(self, nodes: Any, scale_exponents: Any, rho: tuple[Fraction, Fraction], s: int,
+    def __init__(self, nodes: Iterable[Fraction | int], scale_exponents: Any, rho: tuple[Fraction, Fraction], s: int,
                  consts: Any, base_exponents: Any, exact: bool = False, gf: Any = None) -> None:
         self.nodes = tuple(Fraction(v) for v in nodes)
         self.s = int(s)
@@ -399,8 +400,8 @@ class HeterogeneousExactCode(GradientCode):
         The computation time ``max_i L_i / c_i``, equal to :func:`min_time_heterogeneous`.
     """
 
-    def __init__(self, B: MatrixLike, s: int, *, speeds: list[Fraction], nodes: Any, time: Fraction,
-                 scale_exponents: Any = None, rho: tuple[Fraction, Fraction] = (Fraction(1), Fraction(0)),
+    def __init__(self, B: MatrixLike, s: int, *, speeds: list[Fraction], nodes: Iterable[Fraction | int],
+                 time: Fraction, scale_exponents: Any = None, rho: tuple[Fraction, Fraction] = (Fraction(1), Fraction(0)),
                  consts: Any = (), base_exponents: Any = (), **kwargs: Any) -> None:
         super().__init__(B, s, **kwargs)
         self.speeds: list[Fraction] = list(speeds)
