@@ -401,8 +401,9 @@ class HeterogeneousExactCode(GradientCode):
     """
 
     def __init__(self, B: MatrixLike, s: int, *, speeds: list[Fraction], nodes: Iterable[Fraction | int],
-                 time: Fraction, scale_exponents: Any = None, rho: tuple[Fraction, Fraction] = (Fraction(1), Fraction(0)),
-                 consts: Any = (), base_exponents: Any = (), **kwargs: Any) -> None:
+                 time: Fraction, scale_exponents: Any = None,
+                 rho: tuple[Fraction, Fraction] = (Fraction(1), Fraction(0)), consts: Any = (),
+                 base_exponents: Any = (), **kwargs: Any) -> None:
         super().__init__(B, s, **kwargs)
         self.speeds: list[Fraction] = list(speeds)
         self.nodes: tuple[Fraction, ...] = tuple(Fraction(v) for v in nodes)
