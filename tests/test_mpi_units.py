@@ -368,33 +368,6 @@ def test_param_sender_copies_for_a_slow_worker_while_the_master_waits(monkeypatc
     assert ps.copies == 2 and np.array_equal(w, np.arange(p) + 6.0)
 
 
-def test_param_sender_prepares_the_copy_for_a_deferred_send(monkeypatch):
-    """A worker still receiving *older* parameters gets the current ones only once that completes (a deferred
-    send): no pending send reads the current buffer while the master waits, but one will by the end of the
-    iteration, so :meth:`ParamSender.idle` prepares the spare then too (it waited for a pending send on the
-    buffer itself, and ``writable`` then copied on the critical path)."""
-    import gradcodes.mpi._comm as cm
-
-    monkeypatch.setattr(cm, "get_mpi", lambda: None)
-    comm = _Comm()
-    p = 2 * cm.CHUNK + 3
-    ps = cm.ParamSender(comm, [1, 2], p, np.float64, Tags(tag_ub=32767))
-    w = ps.writable(np.arange(p, dtype=np.float64))
-    ps.send(w, 0)
-    comm.complete(1)                                         # worker 2 still receiving iteration 0's parameters
-    w = ps.writable(w)                                       # a copy (the first time: on the critical path)
-    w += 1.0
-    copies = ps.copies
-    ps.send(w, 1)                                            # worker 2: deferred (its previous send is pending)
-    assert ps.want == [False, True]
-    comm.complete(1)                                         # worker 1 took iteration 1's parameters
-    for _ in range(4):
-        ps.idle()                                            # no pending send reads w, a deferred one will
-    comm.complete(2)                                         # worker 2 finishes iteration 0's: w goes to it
-    new = ps.writable(w)
-    assert new is not w and np.array_equal(new, w) and ps.copies == copies and ps.prepared == 1
-
-
 @pytest.mark.parametrize(("tree", "rows"), [((2, 2, 1), [0]), ((2, 2, 1), [1]), ((3, 2, 1), [0, 1]),
                                            ((3, 2, 1), [2, 0])])
 def test_combine_onto_a_base_equals_copy_then_accumulate(tree, rows):

@@ -377,9 +377,9 @@ class ParamSender:
         of them into a spare buffer (which :meth:`writable` returns instead of copying on the critical path)."""
         self.progress()
         b = self.current
-        # a copy will be needed when a pending send reads the buffer, or a deferred one will (a worker still
-        # receiving older parameters gets these once that completes)
-        if self._recent <= 0 or b < 0 or not (self.refs[b] or True in self.want):
+        # only while a pending send reads the buffer (preparing a copy also for a deferred send, to a worker
+        # still receiving older parameters, was tried and was slower: that send usually completes in time)
+        if self._recent <= 0 or b < 0 or not self.refs[b]:
             return
         if self._spare_of != b:
             self._spare_of, self._spare_done = b, 0
