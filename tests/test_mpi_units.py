@@ -263,8 +263,7 @@ def test_earliest_decodable_tracker_is_decided_once_per_set(make, monkeypatch):
     """The runtime's tracker answers as ``code.decodable`` for every arrival prefix, and decides each covered
     responder set once per process: not again for a later prefix or iteration, nor for another tracker (another
     Master) of the same code. (The runtime's earlier cache replayed every arrival of a new set through the
-    tracker, deciding the covered prefixes again: 0.16-0.36 ms per iteration of cyclic_repetition(8, 2) over its
-    first 70 iterations, on the master's critical path.)"""
+    tracker, deciding the covered prefixes again, on the master's critical path.)"""
     from gradcodes.mpi._runtime import _policy
 
     code, ref = make(), make()
