@@ -42,7 +42,7 @@ import numpy as np
 from .._code import GradientCode, LinearCode
 from .._decoders import Decoder
 from .._errors import GradcodesTypeError, GradcodesValueError
-from .._fields import field_for
+from .._fields import field_for, solve_left
 from .._numerics import DEFAULT_RTOL
 from .._typing import ArrayLike, MatrixLike, Responders
 from .._validate import check_choice, check_entries, check_int, check_real
@@ -65,18 +65,11 @@ def _nodes(gamma: int) -> list[int]:
 
 
 def _vandermonde_inverse(nodes: Sequence[int], m: int) -> list[list[Fraction]]:
-    """Exact inverse of ``V[r, u] = nodes[r]^u`` (m x m) by Gauss-Jordan elimination over the rationals."""
-    M = [[Fraction(x) ** u for u in range(m)] + [Fraction(int(r == c)) for c in range(m)] for r, x in enumerate(nodes)]
-    for c in range(m):
-        p = next(r for r in range(c, m) if M[r][c] != 0)
-        M[c], M[p] = M[p], M[c]
-        piv = M[c][c]
-        M[c] = [v / piv for v in M[c]]
-        for r in range(m):
-            if r != c and M[r][c] != 0:
-                f = M[r][c]
-                M[r] = [a - f * b for a, b in zip(M[r], M[c], strict=True)]
-    return [row[m:] for row in M]
+    """Exact inverse of ``V[r, u] = nodes[r]^u`` (m x m, distinct nodes) by the field layer's elimination."""
+    V = np.array([[Fraction(x) ** u for u in range(m)] for x in nodes], dtype=object)
+    X = solve_left(V, np.array([[Fraction(int(r == c)) for c in range(m)] for r in range(m)], dtype=object))
+    assert X is not None                                     # distinct nodes: V is invertible
+    return [list(row) for row in X]
 
 
 class ChunkDecoder(Decoder):

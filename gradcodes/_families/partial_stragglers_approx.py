@@ -36,7 +36,7 @@ from .._acceptance import NonFiniteMessageError
 from .._apply import apply_rows
 from .._code import GradientCode, LinearCode
 from .._errors import GradcodesTypeError, GradcodesValueError
-from .._fields import to_fraction
+from .._fields import solve_left, to_fraction
 from .._validate import check_int
 
 if TYPE_CHECKING:
@@ -50,19 +50,11 @@ def vandermonde_pinv(nodes: Sequence[int], m: int) -> list[list[Fraction]]:
     """Exact pseudo-inverse ``V^T (V V^T)^{-1}`` (m x c) of ``V[r, u] = nodes[r]^u`` (c x m, ``c < m`` distinct
     nodes: full row rank), so that ``V^+ V`` is the orthogonal projection onto the row space of ``V``."""
     c = len(nodes)
-    V = [[Fraction(x) ** u for u in range(m)] for x in nodes]
-    G = [[sum((V[a][u] * V[b][u] for u in range(m)), Fraction(0)) for b in range(c)] + [Fraction(int(a == b))
-                                                                                        for b in range(c)]
-         for a in range(c)]
-    for col in range(c):                # Gauss-Jordan on the positive definite Gram matrix: pivots are nonzero
-        piv = G[col][col]
-        G[col] = [v / piv for v in G[col]]
-        for r in range(c):
-            if r != col and G[r][col] != 0:
-                f = G[r][col]
-                G[r] = [a - f * b for a, b in zip(G[r], G[col], strict=True)]
-    Ginv = [row[c:] for row in G]
-    return [[sum((V[a][u] * Ginv[a][r] for a in range(c)), Fraction(0)) for r in range(c)] for u in range(m)]
+    V = np.array([[Fraction(x) ** u for u in range(m)] for x in nodes], dtype=object)
+    eye = np.array([[Fraction(int(a == b)) for b in range(c)] for a in range(c)], dtype=object)
+    Ginv = solve_left(V @ V.T, eye)                         # the Gram matrix is positive definite
+    assert Ginv is not None
+    return [list(row) for row in V.T @ Ginv]
 
 
 def squared_error(code: PartialStragglerCode, mask: Any) -> Any:
