@@ -209,7 +209,7 @@ def test_combiner_caches_the_error_estimate_and_plan_per_responder_set(monkeypat
 
 
 def test_limit_blas_validates_its_argument():
-    from gradcodes.mpi._runtime import limit_blas
+    from gradcodes.mpi._setup import limit_blas
 
     limit_blas(None)                                               # leaves BLAS alone
     with pytest.raises(ValueError, match="blas_threads must be an integer >= 1 or None"):
@@ -264,7 +264,7 @@ def test_earliest_decodable_tracker_is_decided_once_per_set(make, monkeypatch):
     responder set once per process: not again for a later prefix or iteration, nor for another tracker (another
     Master) of the same code. (The runtime's earlier cache replayed every arrival of a new set through the
     tracker, deciding the covered prefixes again, on the master's critical path.)"""
-    from gradcodes.mpi._runtime import _policy
+    from gradcodes.mpi._setup import _policy
 
     code, ref = make(), make()
     calls: list[tuple[int, ...]] = []

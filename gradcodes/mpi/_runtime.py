@@ -10,7 +10,6 @@ compute their own message from their own partial gradients, a CodedReduce parent
 
 from __future__ import annotations
 
-import hashlib
 import math
 import time
 from collections.abc import Callable
@@ -19,43 +18,23 @@ from typing import Any
 
 import numpy as np
 
-from .. import ApproximateCode, CodedReduceCode, GradientCode, LinearCode
+from .. import ApproximateCode, CodedReduceCode, LinearCode
 from .._decoders import Decoder
 from .._errors import GradcodesRuntimeError, GradcodesTypeError, GradcodesValueError
 from .._families.adversarial import AdversarialCode
 from .._families.adversarial_decode import decode_adversarial
-from .._simulate._policies import BackupWorkers, FixedK, WaitPolicy, as_policy
+from .._simulate._policies import WaitPolicy
 from .._typing import DTypeLike
 from .._validate import renamed_keyword
 from ._comm import Inbox, ParamSender, StragglerTimeout, Tags, finite, get_mpi, wait_request
 from ._delays import Delay, NoDelay
-from ._layout import Combiner, Layout, WorkerEncoder, layout_for
+from ._layout import Combiner, WorkerEncoder, layout_for
+from ._setup import _need, _policy, check_same_code, check_size, limit_blas
 
 __all__ = ["Master", "Worker", "AggregateInfo", "check_size", "limit_blas"]
 
 #: Sleep granularity of an injected delay: a worker checks for newer parameters this often while it "computes".
 NAP = 1e-3
-
-_BLAS_THREADS: int | None = None
-
-
-def limit_blas(threads: int | None) -> None:
-    """Limit BLAS to ``threads`` threads in this process, once (``None``: leave BLAS alone).
-
-    A rank of an MPI job normally owns one core; a multithreaded BLAS in every rank oversubscribes the cores and
-    its spinning threads slow the messages' ``axpy`` passes many times over. Set once per process (threadpoolctl),
-    not around every call, so the per-iteration path enters no context.
-    """
-    global _BLAS_THREADS
-    if threads is None or _BLAS_THREADS == threads:
-        return
-    if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 1:
-        raise GradcodesValueError(f"blas_threads must be an integer >= 1 or None, got {threads!r}")
-    from threadpoolctl import threadpool_limits
-
-    threadpool_limits(limits=int(threads), user_api="blas")
-    _BLAS_THREADS = int(threads)
-
 
 @dataclass(frozen=True)
 class AggregateInfo:
@@ -92,79 +71,6 @@ class AggregateInfo:
     error_estimate: float
     stale: int = 0
     adversaries: tuple[int, ...] = ()
-
-
-def check_size(layout: Layout, comm: Any, what: str) -> None:
-    """Raise a clear error when the job has the wrong number of ranks."""
-    size = comm.Get_size()
-    if size != layout.size:
-        raise GradcodesValueError(f"{what} needs {layout.size} MPI ranks (1 master + {layout.workers} workers), this "
-                                  f"job has "
-                         f"{size}: run it with  mpiexec -n {layout.size} python -m mpi4py ...")
-
-
-def fingerprint(code: LinearCode) -> str:
-    """A digest of the code's matrix and shape (every rank must run the same code); the matrix's value digest,
-    computed on its non-zeros when it is stored sparse (no dense copy of a large code on any rank)."""
-    from .._code_identity import b_digest
-
-    h = hashlib.sha256(b_digest(code))
-    h.update(f"{type(code).__name__}:{code.n}:{code.k}:{code.m}:{getattr(code, 's', None)}".encode())
-    return h.hexdigest()[:16]
-
-
-def check_same_code(code: LinearCode, comm: Any) -> None:
-    """Collective (once, at set-up): raise when the ranks built different codes (e.g. random codes without a
-    seed)."""
-    prints = comm.allgather(fingerprint(code))
-    differ = [r for r, f in enumerate(prints) if f != prints[0]]
-    if differ:
-        raise GradcodesValueError(f"ranks {differ} built a different code than rank 0 ({code.name!r}): every rank must "
-                         "construct the same code (give random constructions a fixed seed)")
-
-
-def _need(code: LinearCode, wait_for: int | None) -> int:
-    if isinstance(code, CodedReduceCode):
-        need = code.branching - code.s
-        if wait_for is not None and wait_for != need:
-            raise GradcodesValueError(f"wait_for: a CodedReduce parent waits for n - s = {need} children, got "
-                                      f"{wait_for}")
-        return need
-    if isinstance(code, GradientCode):
-        need = code.n - code.s
-        if wait_for is not None and not need <= wait_for <= code.n:
-            raise GradcodesValueError(f"wait_for must be in [n - s, n] = [{need}, {code.n}] for an exact code, got "
-                                      f"{wait_for}")
-        return need if wait_for is None else int(wait_for)
-    if wait_for is None:
-        s = getattr(code, "s", None)
-        return code.n - s if s is not None else code.n
-    if isinstance(wait_for, bool) or not isinstance(wait_for, (int, np.integer)) or not 0 <= wait_for <= code.n:
-        raise GradcodesValueError(f"wait_for must be an integer in [0, n={code.n}], got {wait_for!r}")
-    return int(wait_for)
-
-
-def _policy(code: LinearCode, policy: str | WaitPolicy | None, wait_for: int | None,
-            dtype: Any) -> tuple[Any, int | None]:
-    """``(tracker, wait_for)`` for a wait policy over the messages of ``code``'s workers.
-
-    The tracker (``add(row) -> bool``, ``reset()``) ends the wait early, None waits for the fixed count; a count
-    policy (:class:`~gradcodes.FixedK`, :class:`~gradcodes.BackupWorkers`, ``"all"``) becomes ``wait_for``.
-    Default: the earliest decodable set for exact codes (:meth:`gradcodes.LinearCode.decodable`), unless a count
-    ``wait_for`` is given.
-    """
-    if policy is None:
-        if wait_for is not None or not isinstance(code, GradientCode):
-            return None, wait_for
-        policy = "earliest"
-    pol = as_policy(policy, code)
-    if isinstance(pol, FixedK):
-        if pol.k is None and not isinstance(pol, BackupWorkers):
-            return None, wait_for                                # "first": n - s (or wait_for)
-        if wait_for is not None:
-            raise GradcodesValueError("give either wait_for or a count policy, not both")
-        return None, pol.need(code)
-    return pol.tracker(code, dtype), wait_for
 
 
 def _comm(comm: Any) -> Any:
@@ -205,7 +111,7 @@ class Master:
         (:meth:`gradcodes.LinearCode.decodable`; e.g. one worker per group of fractional repetition), at most
         ``n - s`` messages; ``"first"``: the first ``n - s`` (or ``wait_for``) messages.
     blas_threads : int or None, default 1
-        BLAS threads of this process, set once here (``gradcodes.mpi._runtime.limit_blas``); None leaves BLAS alone.
+        BLAS threads of this process, set once here (``gradcodes.mpi._setup.limit_blas``); None leaves BLAS alone.
 
     Notes
     -----
@@ -404,7 +310,7 @@ class Worker:
         adds its children's decode to it in one pass into its own send buffer, never writing the callback's
         array), and is not read after the next call.
     blas_threads : int or None, default 1
-        BLAS threads of this process, set once (``gradcodes.mpi._runtime.limit_blas``); None leaves BLAS alone.
+        BLAS threads of this process, set once (``gradcodes.mpi._setup.limit_blas``); None leaves BLAS alone.
 
     Notes
     -----

@@ -17,7 +17,8 @@ from .._validate import renamed_keyword
 from ._comm import StragglerTimeout, get_mpi
 from ._delays import Delay, NoDelay
 from ._result import RunResult, predict
-from ._runtime import Master, Worker, limit_blas
+from ._runtime import Master, Worker
+from ._setup import limit_blas
 
 __all__ = ["train", "allreduce_train"]
 
