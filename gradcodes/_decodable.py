@@ -44,7 +44,7 @@ from ._validate import check_int, check_responders
 __all__ = ["DecodableMixin", "Decodability"]
 
 
-#: bytes of responder masks kept as keys of a code's cache of verdicts (per dtype); cleared when full
+#: bytes of responder masks kept as keys of a code's cache of verdicts (per dtype and rtol); cleared when full
 _DECIDED_BYTES = 1 << 23
 
 
