@@ -31,15 +31,13 @@ DELAY = 0.3
 A = 1e-3                      # shifted exponential: seconds per sample
 ITERS, TARGET, BATCH, LR = 80, 0.85, 240, 0.1
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_PORT = [29500 + os.getpid() % 3000]
 
 
 def launch(procs: int, args: list[str]) -> list[dict]:
-    _PORT[0] += 1
     env = dict(os.environ, OMP_NUM_THREADS="1")
     env["PYTHONPATH"] = os.pathsep.join([ROOT, env.get("PYTHONPATH", "")])
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(procs), "--master-addr",
-           "127.0.0.1", "--master-port", str(_PORT[0]), "-m", "gradcodes.torch", "--json", *args]
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(procs), "-m",
+           "gradcodes.torch", "--json", *args]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1800, env=env)
     if proc.returncode != 0:
         raise RuntimeError(f"job failed: {' '.join(cmd)}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")

@@ -49,7 +49,7 @@ def blocks(text: str) -> list[tuple[str, str, str | None, int]]:
         if named and f"python -m mpi4py {named.group(1)}" in text:
             out.append(("mpi", body, None, line))
             continue
-        if named and re.search(rf"torchrun --nproc-per-node \d+ {re.escape(named.group(1))}", text):
+        if named and re.search(rf"torchrun (?:--standalone )?--nproc-per-node \d+ {re.escape(named.group(1))}", text):
             out.append(("torchrun", body, None, line))
             continue
         expected = None
@@ -108,14 +108,13 @@ def run_mpi_program(page: str, src: str, where: str) -> None:
 def run_torchrun_program(page: str, src: str, where: str) -> None:
     """Write the program to its file and launch it with ``torchrun`` (Gloo on localhost) as the page says."""
     name = src.lstrip().splitlines()[0].lstrip("#").strip()
-    launch = re.search(rf"torchrun --nproc-per-node (\d+) {re.escape(name)}", page)
+    launch = re.search(rf"torchrun (?:--standalone )?--nproc-per-node (\d+) {re.escape(name)}", page)
     assert launch, f"{where}: the page never shows how {name} is launched (torchrun --nproc-per-node N {name})"
     Path(name).write_text(src, encoding="utf-8")
     env = dict(os.environ, OMP_NUM_THREADS="1")
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
-    port = str(29500 + os.getpid() % 4000 + 4001)
-    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", launch.group(1),
-                           "--master-addr", "127.0.0.1", "--master-port", port, name],
+    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node",
+                           launch.group(1), name],
                           capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 0, f"{where}: {name} failed under torchrun\n{proc.stdout}\n{proc.stderr}"
 

@@ -10,7 +10,6 @@ Skipped when torch is not installed (the ``torch`` extra).
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import subprocess
@@ -24,14 +23,15 @@ torch = pytest.importorskip("torch")
 ROOT = Path(__file__).resolve().parent.parent
 JOB = ROOT / "tests" / "torch_job.py"
 ENDED = [0.0]
-_port = itertools.count(29500 + os.getpid() % 4000)
 
 
 def run_job(scenarios: list[dict], *, timeout: float = 240,
             ranks: int = 4) -> tuple[subprocess.CompletedProcess, dict, float]:
     env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(ranks), "--master-addr", "127.0.0.1",
-           "--master-port", str(next(_port)), str(JOB), json.dumps(scenarios)]
+    # --standalone: torchrun's own single-node launch, its rendezvous store on a port the OS picks (fixed ports
+    # derived from the test process's pid collided between the two xdist workers: EADDRINUSE in a CI run)
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(ranks), str(JOB),
+           json.dumps(scenarios)]
     t0 = time.monotonic()
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT)
     ENDED[0] = time.time()

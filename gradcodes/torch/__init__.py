@@ -1,9 +1,9 @@
 """gradcodes.torch: coded data-parallel training of PyTorch models on ``torch.distributed`` (Gloo on CPU).
 
 Install with ``pip install 'gradcodes[torch]'``. ``import gradcodes`` never imports torch; this package does
-when its functions run. Launch with ``torchrun --nproc-per-node N+1 script.py`` (rank 0 is the master, rank
-``i + 1`` worker ``i``); ``torchrun ... -m gradcodes.torch`` runs the built-in job (a small CNN on scikit-learn's
-8x8 digits, time to accuracy per scheme against DDP). See ``docs/torch.md``.
+when its functions run. Launch with ``torchrun --standalone --nproc-per-node N+1 script.py`` (rank 0 is the
+master, rank ``i + 1`` worker ``i``); ``torchrun ... -m gradcodes.torch`` runs the built-in job (a small CNN on
+scikit-learn's 8x8 digits, time to accuracy per scheme against DDP). See ``docs/torch.md``.
 
 * Data and loss: :class:`CodedSampler` (each worker's samples of each global batch, per partition),
   :func:`loss_weights` and :func:`coded_loss` (the message as the gradient of one weighted loss),

@@ -1,4 +1,4 @@
-"""The built-in job: ``torchrun --nproc-per-node N+1 -m gradcodes.torch``.
+"""The built-in job: ``torchrun --standalone --nproc-per-node N+1 -m gradcodes.torch``.
 
 Trains a small CNN (or a linear model) on scikit-learn's 8x8 handwritten digits (1797 images shipped with
 scikit-learn, no download) with each scheme in turn, the same initial weights and batches for all, and prints
@@ -173,7 +173,8 @@ def table(rows: list[dict[str, Any]], target: float) -> str:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="torchrun --nproc-per-node N+1 -m gradcodes.torch", description=__doc__,
+    p = argparse.ArgumentParser(prog="torchrun --standalone --nproc-per-node N+1 -m gradcodes.torch",
+                                description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--schemes", default="cyclic_repetition,ddp,all,ignore",
                    help="comma-separated schemes (default: %(default)s)")
@@ -201,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     dist.init_process_group("gloo")
     try:
         if dist.get_world_size() < 3:
-            raise SystemExit("run with torchrun --nproc-per-node N+1, N >= 2 workers")
+            raise SystemExit("run with torchrun --standalone --nproc-per-node N+1, N >= 2 workers")
         rows = run(args)
         if dist.get_rank() == 0:
             print(f"digits, {args.model}, {dist.get_world_size() - 1} workers, s={args.stragglers}, "
