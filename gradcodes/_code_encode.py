@@ -19,7 +19,7 @@ from ._decoders import single_threaded_blas
 from ._errors import GradcodesTypeError, GradcodesValueError
 from ._fields import to_fraction
 from ._typing import Array, ArrayLike, MatrixLike
-from ._validate import check_int
+from ._validate import check_int, limits
 
 __all__ = ["EncodeMixin"]
 
@@ -34,11 +34,20 @@ class EncodeMixin(CodeBase):
 
     def _sparse_B(self, like: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         """CSR form of ``B`` in the dtype used with data ``like``; None when ``B`` is dense (more than half
-        non-zero) and float, where one BLAS product is faster than a loop over the non-zeros."""
+        non-zero) and float, where one BLAS product is faster than a loop over the non-zeros.
+
+        The rule reads the non-zeros, not the storage: a code stored sparse takes the dense product exactly when
+        the same code stored dense does (and its dense form fits ``gradcodes.limits.entries``), so that the two
+        give the same bits on one machine (the BLAS product and the sparse sum add in different orders).
+        """
         key = f"csr:{like.dtype}"
         if key not in self._memo and self._csr is not None:
             indptr, indices, data = self._csr
-            self._memo[key] = (indptr, indices, self._cast_entries(like, data))
+            cells = self._n * self._k * self._m
+            if like.dtype != object and len(data) > cells // 2 and cells <= limits.entries:
+                self._memo[key] = None
+            else:
+                self._memo[key] = (indptr, indices, self._cast_entries(like, data))
         if key not in self._memo:
             Bm = self._matrix_for(like, self._B)
             nnz = int(np.count_nonzero(np.asarray(Bm != 0)))

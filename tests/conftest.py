@@ -1,7 +1,10 @@
 """Shared test configuration: a deterministic hypothesis profile sized for a 2-core CI machine."""
 
+import functools
 import os
+from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile("ci", max_examples=40, deadline=None, derandomize=True,
@@ -15,43 +18,53 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 # ---- parallel runs (pytest-xdist, ``-n 2 --dist loadgroup`` in the README's test command) ----
 # Tests that launch MPI or torch.distributed jobs (several ranks each, on a 2-core machine) run one after another on
-# one xdist worker, the "ranks" group, while the other worker takes the single-process tests; without xdist the
-# marker does nothing.
+# one xdist worker, the "ranks" group, while the other worker takes the single-process tests. The group is made by
+# the scheduler below from the node ids, not by ``xdist_group`` markers: pytest-xdist 3.8 writes a marker's group
+# into ``item._nodeid``, which pytest 9.2 no longer reads, so under that pair the markers grouped nothing and the
+# rank-launching tests ran on both workers at once (two 4-rank torch jobs side by side on two cores: a CI run lost
+# one job's later scenarios and another job's port). Without xdist none of this runs.
+ROOT = Path(__file__).resolve().parent.parent
 _RANK_FILES = {"test_mpi.py", "test_mpi_adversarial.py", "test_mpi_partial.py", "test_torch.py", "test_verify_mpi.py",
                "test_verify_scale.py"}
 _RANK_WORDS = ("mpiexec", "torchrun", "gradcodes.torch", "gradcodes.mpi")
+_PARAM_FILES = {"test_benchmark_smoke": "benchmarks", "test_page_examples_run_and_match": "docs"}
 
 
-def _launches_ranks(item) -> bool:  # noqa: ANN001 - a pytest Item
-    from pathlib import Path
-
-    name = Path(str(item.fspath)).name
-    if name in _RANK_FILES:
+@functools.cache
+def launches_ranks(nodeid: str) -> bool:
+    """Whether the test ``nodeid`` launches MPI or torch.distributed ranks: every test of a rank file, and the
+    benchmark smoke runs and docs-page runs whose script or page mentions a launcher."""
+    path, _, name = nodeid.partition("::")
+    if Path(path).name in _RANK_FILES:
         return True
-    spec = getattr(item, "callspec", None)
-    if spec is None or item.originalname not in {"test_benchmark_smoke", "test_page_examples_run_and_match"}:
+    func, _, param = name.partition("[")
+    folder = _PARAM_FILES.get(func)
+    if folder is None or not param.endswith("]"):
         return False
-    target = next((v for v in spec.params.values() if isinstance(v, (str, Path))), None)
-    if target is None:
-        return False
-    path = Path(target)
-    if not path.is_absolute():
-        folder = "benchmarks" if name == "test_benchmarks.py" else "docs"
-        path = Path(__file__).resolve().parent.parent / folder / path
+    target = ROOT / param[:-1] if param[:-1] == "README.md" else ROOT / folder / param[:-1]
     try:
-        text = path.read_text(encoding="utf-8")
+        text = target.read_text(encoding="utf-8")
     except OSError:
         return False
     return any(word in text for word in _RANK_WORDS)
 
 
-def pytest_collection_modifyitems(config, items) -> None:  # noqa: ANN001 - pytest's hook signature
-    """Mark the rank-launching tests and move them to the front (stable order otherwise): the group is the longest
-    unit of work, so it starts first and the other worker fills the time beside it."""
-    import pytest
-
-    ranks = [item for item in items if _launches_ranks(item)]
-    for item in ranks:
-        item.add_marker(pytest.mark.xdist_group("ranks"))
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Move the rank-launching tests to the front (stable order otherwise): their group is the longest unit of work,
+    so it starts first and the other worker fills the time beside it."""
+    ranks = [item for item in items if launches_ranks(item.nodeid)]
     chosen = {id(item) for item in ranks}
     items[:] = ranks + [item for item in items if id(item) not in chosen]
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log):  # noqa: ANN001, ANN201 - xdist's hook signature
+    """``--dist loadgroup``: xdist's group scheduling with every rank-launching test in one group, "ranks"."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    class RankGroupScheduling(LoadGroupScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return "ranks" if launches_ranks(nodeid.split("@")[0]) else super()._split_scope(nodeid)
+
+    return RankGroupScheduling(config, log)

@@ -48,6 +48,9 @@ def _assert_same(dense, sparse, rng_seed=0):
     assert all(np.array_equal(a, b) for a, b in zip(dense.supports, sparse.supports, strict=True))
     rng = np.random.default_rng(rng_seed)
     G = rng.standard_normal((dense.k, 7)).astype(np.float32)
+    # the same product path whatever the storage (a BLAS product for more than half non-zeros, else the sparse
+    # sum): the two paths add in different orders, equal bits on one OpenBLAS kernel and not on another (SkylakeX)
+    assert (dense._sparse_B(G) is None) == (sparse._sparse_B(G) is None)
     Y = dense.encode(G)
     assert Y.tobytes() == sparse.encode(G).tobytes()
     i = int(rng.integers(dense.n))
@@ -185,7 +188,9 @@ def test_sparse_custom_code_verifies_like_the_dense_one():
     sparse = gc.GradientCode(dense.B_sparse, s=2)
     d, s = gc.verify(gc.GradientCode(dense.B, s=2)), gc.verify(sparse)
     assert d.verdict == s.verdict == "ok" and d.patterns_checked == s.patterns_checked
-    assert d.worst_residual == pytest.approx(s.worst_residual, abs=1e-15)
+    # the dense screen's BLAS products and the sparse residual on the non-zeros round differently: the reported
+    # residuals agree on some OpenBLAS kernels (Haswell) and not on others (SkylakeX); both are rounding-sized
+    assert max(d.worst_residual, s.worst_residual) < 1e-12
 
 
 # ------------------------------------------------------------------ verification by theorem at scale

@@ -270,3 +270,56 @@ def test_float32_decode_of_a_cancelling_code_is_within_1e_6_of_the_single_proces
             for p in model.parameters():
                 p.mul_(1.5)
     assert worst <= 1e-6, worst
+
+
+def test_a_busy_worker_gets_its_stop_message_once_it_takes_its_last_parameters():
+    """The master's stop skipped a worker whose previous parameters were still in flight (a worker blocked in its
+    own send to a busy parent): that worker never stopped and its tree parent waited for it, so a torch job hung
+    at the end (seen in a CI-like run). Now its sender delivers the stop message right after the message in
+    flight, however late."""
+    import threading
+
+    from gradcodes.torch._runtime import _STOP, _Sender
+
+    taken = threading.Event()
+    sent = []
+
+    class _Dist:
+        def isend(self, buf, dst, tag):
+            class _Req:
+                def wait(self):
+                    if not sent:
+                        taken.wait(30)            # the receiver takes the first message only when the test says
+                    sent.append(float(buf[0]))
+
+            return _Req()
+
+    buf = torch.zeros(3, dtype=torch.float64)
+    th = _Sender(_Dist(), buf, 1, 72)
+    th.start()
+    buf[0] = 7.0
+    th.send()
+    th.stop()                                     # while busy: the old stop skipped this worker
+    assert th.busy and th.is_alive()
+    taken.set()
+    th.join(10)
+    assert not th.is_alive() and sent == [7.0, _STOP]
+    idle = _Sender(_Dist(), torch.zeros(3, dtype=torch.float64), 2, 72)
+    sent.append(0.0)                              # (its sends are taken at once)
+    idle.start()
+    idle.stop()
+    idle.join(10)
+    assert not idle.is_alive() and sent[-1] == _STOP
+
+
+def test_drain_deadlines_leave_each_parent_time_for_its_childrens_goodbyes():
+    from gradcodes.mpi import layout_for
+    from gradcodes.torch._runtime import drain_deadline, height
+
+    tree = layout_for(gc.coded_reduce(2, 2, 1))               # master, 2 parents, 4 leaves
+    assert [height(tree, r) for r in range(7)] == [2, 1, 1, 0, 0, 0, 0]
+    assert height(layout_for(gc.cyclic_repetition(4, 1, rng=0)), 0) == 1
+    # a parent that got its stop message at 0 gives up at 20; its leaves say goodbye at once; the master
+    # (stop messages sent at 0) waits until 30, after a parent that took its stop message up to 10 s late
+    assert drain_deadline(tree, 1, 0.0, 10.0) == 20.0 and drain_deadline(tree, 0, 0.0, 10.0) == 30.0
+    assert drain_deadline(tree, 1, 10.0, 10.0) <= drain_deadline(tree, 0, 0.0, 10.0)

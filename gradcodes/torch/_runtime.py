@@ -46,6 +46,8 @@ from ._children import BYE, GRAD_TAG, WRAP, Children, Receiver, as_np_dtype, che
 __all__ = ["FlatParams", "Master", "Worker", "AggregateInfo", "StragglerTimeout", "GRAD_TAG", "PARAM_TAG"]
 
 PARAM_TAG = 72
+#: seconds the master allows for delivering the stop messages, and every node per tree level for the goodbyes
+STOP_WAIT = 10.0
 _STOP = -1.0
 _BYE = BYE
 _WRAP = WRAP
@@ -117,7 +119,8 @@ class AggregateInfo:
 
 
 class _Sender(threading.Thread):
-    """Sends ``buf`` to ``dst`` each time :meth:`send` is called; :attr:`busy` until the receiver took it."""
+    """Sends ``buf`` to ``dst`` each time :meth:`send` is called; :attr:`busy` until the receiver took it.
+    :meth:`stop` sends the stop message (``buf[0] = _STOP``) once the send in flight, if any, is taken."""
 
     def __init__(self, dist: Any, buf: Any, dst: int, tag: int) -> None:
         super().__init__(daemon=True, name=f"gradcodes-send-{dst}-{tag}")
@@ -126,6 +129,8 @@ class _Sender(threading.Thread):
         self.idle = threading.Event()
         self.idle.set()
         self.closing = False
+        self.stopping = False
+        self.lock = threading.Lock()
 
     @property
     def busy(self) -> bool:
@@ -136,16 +141,28 @@ class _Sender(threading.Thread):
         self.closing = last
         self.go.set()
 
+    def stop(self) -> None:
+        """Send the stop message now, or as soon as the receiver took the message in flight (a worker skipped at
+        the stop because it was busy would never stop, and its parent would wait for it)."""
+        with self.lock:
+            self.stopping = True
+            if not self.busy:
+                self.buf[0] = _STOP
+                self.send(last=True)
+
     def run(self) -> None:
         while True:
             self.go.wait()
             self.go.clear()
             self.dist.isend(self.buf, self.dst, tag=self.tag).wait()
-            self.idle.set()
+            with self.lock:
+                if self.stopping and not self.closing:       # stop() came while this send was in flight
+                    self.buf[0] = _STOP
+                    self.send(last=True)
+                    continue
+                self.idle.set()
             if self.closing:
                 return
-
-
 
 
 def _layout(code: Any, dist: Any) -> Layout:
@@ -157,6 +174,26 @@ def _layout(code: Any, dist: Any) -> Layout:
         raise GradcodesValueError(f"{what}, so the job needs {layout.size} ranks (1 master + {layout.workers} "
                                   f"workers); it has {dist.get_world_size()}")
     return layout
+
+
+def height(layout: Layout, rank: int) -> int:
+    """Levels of the tree below ``rank`` (0 for a leaf; 1 for a flat master)."""
+    h = 0
+    while kids := layout.children(rank):
+        rank, h = kids[0], h + 1        # the first child's subtree is the deepest (levels fill left to right)
+    return h
+
+
+def drain_deadline(layout: Layout, rank: int, start: float, wait: float = STOP_WAIT) -> float:
+    """When a node that got the stop message at ``start`` (the master: began sending them) gives up on its
+    children's goodbyes: ``wait`` seconds per level below it, plus ``wait`` for the stop messages to reach every
+    worker (a worker busy with its previous parameters takes its stop message when it is done with them).
+
+    A child at height ``h - 1`` says goodbye within ``wait * h`` of its own stop message; the master posts all stop
+    messages at once, so unless a child takes its stop message more than ``wait`` seconds after its parent, the
+    goodbye comes before the parent's deadline.
+    """
+    return start + wait * (height(layout, rank) + 1)
 
 
 def _combined(code: Any, layout: Layout) -> Any:
@@ -241,16 +278,18 @@ class Master:
         return AggregateInfo(iteration, [kids[i] - 1 for i in rows], stale, [kids[i] - 1 for i in bad],
                              time.monotonic() - start)
 
-    def stop(self, timeout: float = 10.0) -> list[int]:
+    def stop(self, timeout: float = STOP_WAIT) -> list[int]:
         """Send every worker the stop message and drain the children's last messages; the ranks that did not
-        answer."""
-        deadline = time.monotonic() + timeout
-        for w in range(self.n):
-            self._send[w].idle.wait(max(deadline - time.monotonic(), 0.0))
-            if self._send[w].busy:
-                continue
-            self.outbox[w, 0] = _STOP
-            self._send[w].send(last=True)
+        answer.
+
+        Each worker gets its stop message as soon as its previous parameters are delivered (:meth:`_Sender.stop`);
+        the drain waits for the goodbyes as long as :func:`drain_deadline` says with ``timeout`` seconds per
+        step, since a parent says goodbye only after draining its own children.
+        """
+        start = time.monotonic()
+        for th in self._send:
+            th.stop()
+        deadline = drain_deadline(self.layout, 0, start, timeout)
         missing = self.children.drain(deadline)
         # let the communication threads finish their last requests before the caller tears the process group down
         # (a thread still inside a Gloo wait at interpreter exit aborts the process)
@@ -397,7 +436,7 @@ class Worker:
             count += 1
             cur = self._next(threads, t)
         if kids is not None:
-            missing = kids.drain(time.monotonic() + 10.0, threads=threads)
+            missing = kids.drain(drain_deadline(self.layout, self.rank, time.monotonic()), threads=threads)
             if missing:
                 print(f"gradcodes.torch: rank {self.rank}: children {missing} did not finish", flush=True)
         self.outbox[0] = _BYE
