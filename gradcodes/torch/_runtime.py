@@ -282,8 +282,8 @@ class Master:
         """Send every worker the stop message and drain the children's last messages; the ranks that did not
         answer.
 
-        Each worker gets its stop message as soon as its previous parameters are delivered (:meth:`_Sender.stop`);
-        the drain waits for the goodbyes as long as :func:`drain_deadline` says with ``timeout`` seconds per
+        Each worker gets its stop message as soon as its previous parameters are delivered (``_Sender.stop``);
+        the drain waits for the goodbyes as long as ``drain_deadline`` says with ``timeout`` seconds per
         step, since a parent says goodbye only after draining its own children.
         """
         start = time.monotonic()
