@@ -57,6 +57,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items[:] = ranks + [item for item in items if id(item) not in chosen]
 
 
+@pytest.hookimpl(optionalhook=True)          # an xdist hook: without xdist installed, pytest ignores it
 def pytest_xdist_make_scheduler(config: pytest.Config, log):  # noqa: ANN001, ANN201 - xdist's hook signature
     """``--dist loadgroup``: xdist's group scheduling with every rank-launching test in one group, "ranks"."""
     if config.getvalue("dist") != "loadgroup":
