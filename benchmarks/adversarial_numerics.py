@@ -21,8 +21,10 @@ Run from the repository root::
 
     PYTHONPATH=. python benchmarks/adversarial_numerics.py           # n = 20, 50, 100 (a few minutes)
     PYTHONPATH=. python benchmarks/adversarial_numerics.py --smoke   # seconds, no output file
+    PYTHONPATH=. python benchmarks/adversarial_numerics.py --spread  # unity against spread nodes (minutes)
 
-Writes ``benchmarks/results/adversarial_numerics.txt``.
+Writes ``benchmarks/results/adversarial_numerics.txt`` (``--spread``: ``adversarial_spread.txt``, the default
+``nodes="unity"`` against ``nodes="spread"``, whose worker angles are assigned for the placement).
 """
 
 from __future__ import annotations
@@ -103,13 +105,13 @@ HEADER = (f"{'n':>4} {'placement':<14} {'s':>3} {'a':>2} {'m':>2} {'nodes':<10} 
 
 
 def run(ns: tuple[int, ...], kinds: tuple[str, ...], params: list[tuple[int, int, int]],
-        large: list[tuple[int, int, int]]) -> list[str]:
+        large: list[tuple[int, int, int]], node_kinds: tuple[str, ...] = ("chebyshev", "unity")) -> list[str]:
     lines = []
     for n in ns:
         for kind in kinds:
             for s, a, m in params + (large if n == max(ns) and kind == "cyclic" else []):
                 S = placement(kind, n, s + 2 * a + m)
-                for nodes in ("chebyshev", "unity"):
+                for nodes in node_kinds:
                     t0 = time.perf_counter()
                     code = gc.adversarial_gc(S, s, a, m=m, nodes=nodes)
                     t_b = time.perf_counter() - t0
@@ -126,12 +128,27 @@ def run(ns: tuple[int, ...], kinds: tuple[str, ...], params: list[tuple[int, int
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--smoke", action="store_true", help="n = 12 only, no output file")
+    ap.add_argument("--spread", action="store_true",
+                    help="nodes='unity' against nodes='spread' on the heterogeneous and random placements only; "
+                         "writes results/adversarial_spread.txt")
     args = ap.parse_args(argv)
     print(HEADER)
     if args.smoke:
-        run((12,), ("cyclic", "random"), [(1, 1, 1), (1, 1, 2)], [])
+        run((12,), ("cyclic", "random"), [(1, 1, 1), (1, 1, 2)], [], ("chebyshev", "unity", "spread"))
         return 0
     t0 = time.perf_counter()
+    if args.spread:
+        lines = run((20, 50, 100), ("heterogeneous", "random"), PARAMS, [], ("unity", "spread"))
+        load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+        os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
+        with open(os.path.join(HERE, "results", "adversarial_spread.txt"), "w") as fh:
+            fh.write("# PYTHONPATH=. python benchmarks/adversarial_numerics.py --spread\n")
+            fh.write("# worst float64 relative error of the decoded sum (as in adversarial_numerics.txt) on the same\n"
+                     "# placements: nodes=unity, the workers' angles by the golden-ratio stride (default), against\n"
+                     "# nodes=spread, the angles assigned for the placement by spread_angles (build includes that\n"
+                     f"# search). {time.perf_counter() - t0:.0f} s, load average {load:.2f}\n")
+            fh.write(HEADER + "\n" + "\n".join(lines) + "\n")
+        return 0
     lines = run((20, 50, 100), ("cyclic", "heterogeneous", "random"), PARAMS, LARGE)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     os.makedirs(os.path.join(HERE, "results"), exist_ok=True)

@@ -102,5 +102,70 @@ def test_old_files_rebuild_with_chebyshev_nodes_and_bad_nodes():
     old = _rebuild(P, 1, 1, 1, nodes=None)                          # params written before the unity default
     assert old == gc.adversarial_gc(np.array(P), 1, 1, m=1, nodes="chebyshev") and old.functionals == "monomial"
     assert _rebuild(P, 1, 1, 1, nodes="unity") == gc.adversarial_gc(np.array(P), 1, 1, m=1)
-    with pytest.raises(gc.GradcodesValueError, match="'unity', 'chebyshev'"):
+    with pytest.raises(gc.GradcodesValueError, match="'unity', 'spread', 'chebyshev'"):
         gc.adversarial_gc(P, 1, 1, nodes="roots")
+
+
+def _random_placement(n: int, r: int) -> np.ndarray:
+    """benchmarks/adversarial_numerics.py's random placement: partition j on r + U{0..3} random workers (seed 0)."""
+    S = np.zeros((n, n), dtype=np.int64)
+    rng = np.random.default_rng(0)
+    for j in range(n):
+        S[rng.permutation(n)[:min(n, r + int(rng.integers(0, 4)))], j] = 1
+    return S
+
+
+def _chord_score(S: np.ndarray, ang: np.ndarray) -> float:
+    """Largest over partitions and holders of sum_l -log|z_i - z_l| (straightforward float64 reference)."""
+    n = S.shape[0]
+    worst = -np.inf
+    for j in range(S.shape[1]):
+        A = ang[np.flatnonzero(S[:, j])]
+        D = (A[:, None] - A[None, :]) % n
+        with np.errstate(divide="ignore"):
+            L = np.where(D > 0, -np.log(2 * np.sin(np.pi * D / n)), 0.0)
+        worst = max(worst, float(L.sum(axis=1).max()))
+    return worst
+
+
+def test_spread_angles_is_a_deterministic_permutation_that_lowers_the_worst_bunching():
+    S = _random_placement(40, 9).astype(bool)
+    ang = af.spread_angles(S)
+    assert sorted(ang.tolist()) == list(range(40))
+    assert np.array_equal(ang, af.spread_angles(S.copy()))
+    stride = af.stride_angles(40)
+    assert _chord_score(S, ang) < _chord_score(S, stride) - 1.0       # e^1: the largest column entry shrinks
+    assert np.array_equal(af.spread_angles(S, sweeps=0), stride)       # the search starts from the stride
+    # a pass changes nothing on a placement that is already as spread as it gets: every worker stores everything
+    assert np.array_equal(af.spread_angles(np.ones((7, 3), dtype=bool)), af.stride_angles(7))
+
+
+def test_spread_nodes_decode_exactly_and_rebuild():
+    S = _random_placement(9, 5)
+    code = gc.adversarial_gc(S, 1, 1, nodes="spread", field="rational")
+    assert code.node_kind == "spread" and code.functionals == "fourier" and code.params["nodes"] == "spread"
+    for F in itertools.combinations(range(9), code.K):
+        assert (code.decoding_matrix(list(F)) @ code.B == code.target).all()
+    assert (code.B[:, 0::code.m][~code.placement] == 0).all()
+    flt = gc.adversarial_gc(S, 1, 1, nodes="spread")
+    assert _rebuild(**flt.params) == flt
+    assert gc.verify_adversarial(flt).ok
+
+
+def test_spread_nodes_decode_a_random_placement_within_1e_10_where_the_stride_does_not():
+    """n = 50, (s, a, m) = (5, 2, 5) on benchmarks/adversarial_numerics.py's random placement (r_j = 14..17): the
+    stride bunches some partition's holders on the circle; the assigned angles spread them."""
+    S = _random_placement(50, 14)
+    rng = np.random.default_rng(1)
+    sets = [(t + np.arange(9)) % 50 for t in range(50)] + [rng.choice(50, 9, replace=False) for _ in range(30)]
+    mask = np.ones((len(sets), 50), dtype=bool)
+    for row, Z in enumerate(sets):
+        mask[row, Z] = False
+    errs = {}
+    for nodes in ("unity", "spread"):
+        code = gc.adversarial_gc(S, 5, 2, m=5, nodes=nodes)
+        G = 1 + 0.1 * np.random.default_rng(2).standard_normal((code.k * code.m, 16))
+        Y, true = code.B @ G, code.target @ G
+        A = code.decoding_matrices(mask)
+        errs[nodes] = max(np.abs(A[b] @ Y - true).max() for b in range(len(sets))) / np.abs(true).max()
+    assert errs["spread"] < 1e-10 and errs["spread"] * 4 < errs["unity"], errs

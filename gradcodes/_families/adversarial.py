@@ -39,7 +39,9 @@ same on every machine. Its float decode loses about a digit per few workers (the
 The default ``nodes="unity"`` is the same construction in its real Fourier form (the top Fourier coefficients of
 the Cayley image as the functionals, nodes ``tan(θ_i/2)`` of golden-stride roots of unity; see
 ``gradcodes._families.adversarial_fourier``), exact and deterministic the same way and accurate to rounding
-level at ``n = 100`` (``benchmarks/adversarial_numerics.py``).
+level at ``n = 100`` (``benchmarks/adversarial_numerics.py``). ``nodes="spread"`` assigns the workers' angles for
+the given placement (a deterministic local search), for arbitrary placements whose holders the stride leaves
+bunched on the circle.
 """
 
 from __future__ import annotations
@@ -167,11 +169,11 @@ class AdversarialCode(GradientCode):
     placement : numpy.ndarray
         (n, k) bool, the given placement.
     functionals : {"fourier", "monomial"}
-        The decoded functionals: top Fourier coefficients of the Cayley image (default nodes ``"unity"``) or the
-        top monomial coefficients (``"chebyshev"`` and given nodes).
+        The decoded functionals: top Fourier coefficients of the Cayley image (nodes ``"unity"`` and
+        ``"spread"``) or the top monomial coefficients (``"chebyshev"`` and given nodes).
     scale_exponents : tuple of int
         Worker ``i`` sends ``2^{-e_i} f(x_i)`` (all 0 for monomial functionals).
-    node_kind : {"unity", "chebyshev", "given"}
+    node_kind : {"unity", "spread", "chebyshev", "given"}
     """
 
     def __init__(self, B: MatrixLike, s: int, *, stragglers: int, adversaries: int,
@@ -212,12 +214,16 @@ def adversarial_gc(placement: Any, s: int, a: int, *, m: int | None = None, k: i
         ``r - s - 2a``.
     k : int, optional
         Number of partitions when ``placement`` is given as lists (default: largest index + 1).
-    nodes : {"unity", "chebyshev"} or sequence of n distinct rationals, optional
+    nodes : {"unity", "spread", "chebyshev"} or sequence of n distinct rationals, optional
         ``"unity"`` (default, ``None``): dyadic Cayley images ``tan(θ_i/2)`` of stride-permuted roots of unity
         with the top *Fourier* coefficients as the decoded functionals (the well-conditioned real form, see
-        ``gradcodes._families.adversarial_fourier``); ``"chebyshev"``: dyadic Chebyshev points with the paper's top
-        monomial coefficients (ill-conditioned from ``n ≈ 20``, kept for comparison); or your own evaluation
-        points (ints, Fractions or floats, taken exactly; top monomial coefficients).
+        ``gradcodes._families.adversarial_fourier``); ``"spread"``: the same form with the workers' angles
+        assigned for this placement, so that every partition's holders are spread around the circle (a
+        deterministic local search, ``gradcodes._families.adversarial_fourier.spread_angles``: seconds at
+        ``n = 100``; for arbitrary placements, where the stride leaves some holders bunched); ``"chebyshev"``:
+        dyadic Chebyshev points with the paper's top monomial coefficients (ill-conditioned from ``n ≈ 20``, kept
+        for comparison); or your own evaluation points (ints, Fractions or floats, taken exactly; top monomial
+        coefficients).
     field : {"real", "rational"}
         Floats (the correctly rounded image of the exact construction) or Fractions.
 
@@ -264,10 +270,11 @@ def adversarial_gc(placement: Any, s: int, a: int, *, m: int | None = None, k: i
         nodes = "unity"
     node_param: Any
     if isinstance(nodes, str):
-        if nodes not in ("unity", "chebyshev"):
-            raise GradcodesValueError(f"nodes must be 'unity', 'chebyshev' or a sequence of n rationals, got "
-                                      f"{nodes!r}")
-        alpha = list(_fourier.unity_nodes(n)) if nodes == "unity" else _default_nodes(n)
+        if nodes not in ("unity", "spread", "chebyshev"):
+            raise GradcodesValueError(f"nodes must be 'unity', 'spread', 'chebyshev' or a sequence of n rationals, "
+                                      f"got {nodes!r}")
+        angles = _fourier.spread_angles(S.astype(bool)) if nodes == "spread" else None
+        alpha = list(_fourier.unity_nodes(n, angles)) if nodes != "chebyshev" else _default_nodes(n)
         node_param = nodes
     else:
         vals = list(nodes)
@@ -282,15 +289,15 @@ def adversarial_gc(placement: Any, s: int, a: int, *, m: int | None = None, k: i
         raise GradcodesValueError("nodes must be distinct" + (" (default nodes: n too large)" if nodes is None else ""))
     params: dict[str, Any] = {"placement": S.astype(int).tolist(), "stragglers": s, "adversaries": a, "m": m,
                               "nodes": node_param, "field": field}
-    if node_param == "unity":
+    if node_param in ("unity", "spread"):
         exps = _fourier.scale_exponents(alpha, K)
-        rows, rho = _fourier.construct(_fourier.thin_placement(S, s + 2 * a + m), m, K, tuple(alpha), exps)
+        rows, rho = _fourier.construct(_fourier.thin_placement(S, s + 2 * a + m, angles), m, K, tuple(alpha), exps)
         Bu: Any = RationalField().zeros((n, kk * m))
         for i_, row in enumerate(rows):
             Bu[i_, :] = row
         Bfu = Bu if field == "rational" else np.array([[float(v) for v in row] for row in rows], dtype=np.float64)
         return AdversarialCode(Bfu, s + 2 * a, m=m, stragglers=s, adversaries=a, nodes=alpha, K=K, placement=S,
-                               functionals="fourier", scale_exponents=exps, rho=rho, node_kind="unity",
+                               functionals="fourier", scale_exponents=exps, rho=rho, node_kind=node_param,
                                field=field, name=f"adversarial_gc[s={s},a={a},m={m}]", family="adversarial_gc",
                                params=params, decoders=[InterpolationDecoder()], default_decoder="interpolation")
     B = RationalField().zeros((n, kk * m))

@@ -48,6 +48,7 @@ from typing import Any
 
 import numpy as np
 
+from .._detlinalg import log_two_sin_pi
 from .._errors import GradcodesValueError
 
 Gauss = tuple[Fraction, Fraction]
@@ -82,12 +83,81 @@ def stride(n: int) -> int:
     return q
 
 
-@functools.lru_cache(maxsize=16)
-def unity_nodes(n: int) -> tuple[Fraction, ...]:
-    """The dyadic nodes ``x_i = tan(θ_i/2)`` rounded to multiples of ``2^-24`` (see the module docstring)."""
-    q = stride(n)
+def stride_angles(n: int) -> np.ndarray:
+    """Worker ``i``'s angle index ``q i mod n`` (angle ``2π(index + δ)/n``), ``q`` the golden-ratio stride."""
+    return (stride(n) * np.arange(n, dtype=np.int64)) % n
+
+
+def unity_nodes(n: int, angles: np.ndarray | None = None) -> tuple[Fraction, ...]:
+    """The dyadic nodes ``x_i = tan(θ_i/2)`` rounded to multiples of ``2^-24`` (see the module docstring); worker
+    ``i`` at angle index ``angles[i]`` (default :func:`stride_angles`)."""
+    ang = stride_angles(n) if angles is None else angles
     half = 1 if n % 2 == 0 else 0
-    return cayley_nodes(tuple(2 * ((q * i) % n) + half for i in range(n)), 2 * n)
+    return cayley_nodes(tuple(2 * int(ang[i]) + half for i in range(n)), 2 * n)
+
+
+#: most passes over all worker pairs made by :func:`spread_angles`
+SPREAD_SWEEPS = 8
+
+
+def spread_angles(S: np.ndarray, sweeps: int = SPREAD_SWEEPS) -> np.ndarray:
+    r"""A worker-to-angle assignment for the placement ``S`` (n x k, bool) that spreads every partition's holders
+    around the circle (``nodes="spread"`` of :func:`~gradcodes.adversarial_gc`).
+
+    A partition's column of ``B`` is a polynomial that vanishes at the workers that do not store it; its value at
+    a holder ``i`` is about ``n / prod_l |z_i - z_l|`` over the other holders ``l``, so holders bunched on the circle
+    make ``B`` large and the decode inaccurate. The golden-ratio stride spreads cyclic windows, not arbitrary sets.
+    Score of partition ``j``: ``max_i sum_{l != i} -log|z_i - z_l|`` over its holders, with the chords
+    ``|z_i - z_l| = 2 sin(π d / n)`` read from a table computed with :mod:`mpmath` and rounded once
+    (:func:`gradcodes._detlinalg.log_two_sin_pi`) and summed elementwise in a fixed order. Starting from the stride,
+    swaps of two workers' angles are tried in a fixed order (all pairs ``i < i'``, at most ``sweeps`` passes, until a
+    pass changes nothing) and kept when they lower (largest score, exact sum of the scores). Every operation is
+    an IEEE basic operation in a fixed order or a comparison of such results, so the assignment is the same on
+    every machine; no random numbers.
+    """
+    n, k = S.shape
+    table = -np.array(log_two_sin_pi(n))
+    table[0] = 0.0
+    holders = [np.flatnonzero(S[:, j]) for j in range(k)]
+    width = max((len(h) for h in holders), default=0)
+    idx = np.zeros((k, width), dtype=np.int64)
+    mask = np.zeros((k, width), dtype=bool)
+    for j, h in enumerate(holders):
+        idx[j, :len(h)] = h
+        mask[j, :len(h)] = True
+    pair = (mask[:, :, None] & mask[:, None, :]).astype(np.float64)
+    parts = [np.flatnonzero(S[w]) for w in range(n)]
+    ang = stride_angles(n)
+
+    def scores(js: np.ndarray) -> np.ndarray:
+        A = ang[idx[js]]
+        terms = table[(A[:, :, None] - A[:, None, :]) % n] * pair[js]
+        acc = terms[:, :, 0].copy()
+        for c in range(1, width):
+            acc += terms[:, :, c]
+        return np.where(mask[js], acc, -np.inf).max(axis=1)
+
+    V = scores(np.arange(k))
+    best = (float(V.max()), math.fsum(V.tolist()))
+    for _ in range(sweeps):
+        changed = False
+        for i in range(n):
+            for i2 in range(i + 1, n):
+                aff = np.union1d(parts[i], parts[i2])
+                if aff.size == 0:
+                    continue
+                ang[i], ang[i2] = ang[i2], ang[i]
+                old = V[aff]
+                V[aff] = scores(aff)
+                key = (float(V.max()), math.fsum(V.tolist()))
+                if key < best:
+                    best, changed = key, True
+                else:
+                    V[aff] = old
+                    ang[i], ang[i2] = ang[i2], ang[i]
+        if not changed:
+            break
+    return ang
 
 
 @functools.lru_cache(maxsize=16)
@@ -110,9 +180,9 @@ def cayley_nodes(nums: tuple[int, ...], den: int) -> tuple[Fraction, ...]:
     return tuple(out)
 
 
-def thin_placement(S: np.ndarray, need: int) -> np.ndarray:
+def thin_placement(S: np.ndarray, need: int, angles: np.ndarray | None = None) -> np.ndarray:
     """The holders the code uses: ``need = s + 2a + m`` of each partition's ``r_j`` holders, the most spread out on
-    the circle.
+    the circle (worker ``i`` at angle index ``angles[i]``, default :func:`stride_angles`).
 
     The Cayley image of ``P_j h`` vanishes at the unused holders too, so ``B``'s column is the tight-case polynomial
     of the kept holders; a partition's value at a kept holder is about ``n / prod |z_i - z_l|`` over the other kept
@@ -121,8 +191,7 @@ def thin_placement(S: np.ndarray, need: int) -> np.ndarray:
     two gaps, then the larger worker index).
     """
     n, k = S.shape
-    q = stride(n)
-    ang = (q * np.arange(n)) % n
+    ang = stride_angles(n) if angles is None else angles
     out = S.copy()
     for j in range(k):
         hold = [int(i) for i in np.flatnonzero(S[:, j])]
