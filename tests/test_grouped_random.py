@@ -34,8 +34,8 @@ def test_structure_load_and_proof(n, s, extra):
     assert full.error_estimate <= rep.error_estimate * (1 + 1e-9)
     bound, proven, failed = certified_bound(code)
     assert proven and not failed
-    # the certificates hold reproducible upper bounds (rounded up, residual raised to its evaluation's rounding
-    # floor 2 n_g u canc), so the bound they give is at least the verifier's estimate and within that floor of it
+    # the certificates hold reproducible upper bounds (rounded up, residual raised to the floor 4 n_g u canc), so
+    # the bound they give is at least the verifier's estimate and within that floor of it
     assert rep.error_estimate * (1 - 1e-9) <= bound <= 3 * int(sizes.max()) * rep.error_estimate
     G = np.random.default_rng(1).normal(size=(n, 7))
     F = np.arange(s, n)                                     # the first s workers straggle
