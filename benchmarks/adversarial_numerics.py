@@ -139,29 +139,29 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     if args.spread:
         lines = run((20, 50, 100), ("heterogeneous", "random"), PARAMS, [], ("unity", "spread"))
-        load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-        os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
-        with open(os.path.join(HERE, "results", "adversarial_spread.txt"), "w") as fh:
-            fh.write("# PYTHONPATH=. python benchmarks/adversarial_numerics.py --spread\n")
-            fh.write("# worst float64 relative error of the decoded sum (as in adversarial_numerics.txt) on the same\n"
-                     "# placements: nodes=unity, the workers' angles by the golden-ratio stride (default), against\n"
-                     "# nodes=spread, the angles assigned for the placement by spread_angles (build includes that\n"
-                     f"# search). {time.perf_counter() - t0:.0f} s, load average {load:.2f}\n")
-            fh.write(HEADER + "\n" + "\n".join(lines) + "\n")
+        write("adversarial_spread.txt", "--spread",
+              "# worst float64 relative error of the decoded sum (as in adversarial_numerics.txt) on the same\n"
+              "# placements: nodes=unity, the workers' angles by the golden-ratio stride (default), against\n"
+              "# nodes=spread, the angles assigned for the placement by spread_angles (build includes that\n"
+              "# search).", lines, t0)
         return 0
     lines = run((20, 50, 100), ("cyclic", "heterogeneous", "random"), PARAMS, LARGE)
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
-    with open(os.path.join(HERE, "results", "adversarial_numerics.txt"), "w") as fh:
-        fh.write("# PYTHONPATH=. python benchmarks/adversarial_numerics.py\n")
-        fh.write("# worst float64 relative error of the decoded sum: erasure decodes (n windows of s + 2a consecutive\n"
-                 "# workers + 60 random sets) and adversarial decodes (a liars among n - s responders); 'refused':\n"
-                 "# the acceptance rule raised DecodingError. nodes=chebyshev: the paper's monomial functionals (the\n"
-                 "# construction before); nodes=unity: the Fourier real form (default). "
-                 f"{time.perf_counter() - t0:.0f} s, load average {load:.2f}\n")
-        fh.write(HEADER + "\n" + "\n".join(lines) + "\n")
+    write("adversarial_numerics.txt", "",
+          "# worst float64 relative error of the decoded sum: erasure decodes (n windows of s + 2a consecutive\n"
+          "# workers + 60 random sets) and adversarial decodes (a liars among n - s responders); 'refused':\n"
+          "# the acceptance rule raised DecodingError. nodes=chebyshev: the paper's monomial functionals (the\n"
+          "# construction before); nodes=unity: the Fourier real form (default).", lines, t0)
     return 0
 
+
+def write(name: str, flags: str, about: str, lines: list[str], t0: float) -> None:
+    """``benchmarks/results/NAME``: the command, ``about``, the time and load, then the table."""
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
+    with open(os.path.join(HERE, "results", name), "w") as fh:
+        fh.write(f"# PYTHONPATH=. python benchmarks/adversarial_numerics.py{' ' + flags if flags else ''}\n")
+        fh.write(f"{about} {time.perf_counter() - t0:.0f} s, load average {load:.2f}\n")
+        fh.write(HEADER + "\n" + "\n".join(lines) + "\n")
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -218,8 +218,8 @@ def _certify(sub: GradientCode, limit: int) -> dict[str, Any]:
     A verifier's worst residual for rows rounded from exact values is rounding noise (it changes by a factor of
     order one between BLAS kernels), so the certificate keeps reproducible upper bounds instead (each rounded to
     the nearest decimal of a few digits, plus one unit of the last: :func:`_ceil_digits`): the worst
-    cancellation (3 digits); the residual raised to the rounding floor ``4 n_g u canc`` (2 digits); and
-    ``error_estimate = u canc + residual`` (2 digits). The floor is twice ``2 n_g u canc``, the rounding of the
+    cancellation (3 digits); the residual raised to the floor ``4 n_g u canc`` (2 digits); and
+    ``error_estimate = u canc + residual`` (2 digits). The floor is twice ``2 n_g u canc``: the rounding of the
     residual's own evaluation (Higham 2002, §3.1: an ``n_g``-term dot product is computed to within
     ``gamma_{n_g} |a|^T |b|``) plus a least-squares solve's backward error of the same order. The verifier's
     residual reached ``1.55 n_g u canc`` on OpenBLAS's Prescott, Nehalem and Sandybridge kernels (candidate seed 2
