@@ -21,8 +21,8 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 # one xdist worker, the "ranks" group, while the other worker takes the single-process tests. The group is made by
 # the scheduler below from the node ids, not by ``xdist_group`` markers: pytest-xdist 3.8 writes a marker's group
 # into ``item._nodeid``, which pytest 9.2 no longer reads, so under that pair the markers grouped nothing and the
-# rank-launching tests ran on both workers at once (two 4-rank torch jobs side by side on two cores: a CI run lost
-# one job's later scenarios and another job's port). Without xdist none of this runs.
+# rank-launching tests ran on both workers at once (two 4-rank torch jobs side by side on two cores: a CI run failed
+# on a port collision and on a job missing its later scenarios). Without xdist none of this runs.
 ROOT = Path(__file__).resolve().parent.parent
 _RANK_FILES = {"test_mpi.py", "test_mpi_adversarial.py", "test_mpi_partial.py", "test_torch.py", "test_verify_mpi.py",
                "test_verify_scale.py"}
