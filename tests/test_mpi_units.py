@@ -264,7 +264,7 @@ def test_earliest_decodable_tracker_is_decided_once_per_set(make, monkeypatch):
     responder set once per process: not again for a later prefix or iteration, nor for another tracker (another
     Master) of the same code. (The runtime's earlier cache replayed every arrival of a new set through the
     tracker, deciding the covered prefixes again, on the master's critical path.)"""
-    from gradcodes.mpi._setup import _policy
+    from gradcodes.mpi._setup import wait_tracker
 
     code, ref = make(), make()
     calls: list[tuple[int, ...]] = []
@@ -278,7 +278,7 @@ def test_earliest_decodable_tracker_is_decided_once_per_set(make, monkeypatch):
     monkeypatch.setattr(type(code), "_decodable_set", counted)
 
     def run(seed: int) -> None:
-        tracker, _ = _policy(code, None, None, np.float64)       # a new tracker (Master) each time
+        tracker, _ = wait_tracker(code, None, None, np.float64)       # a new tracker (Master) each time
         rng = np.random.default_rng(seed)
         for _ in range(100):
             tracker.reset()

@@ -29,7 +29,7 @@ from .._validate import renamed_keyword
 from ._comm import Inbox, ParamSender, StragglerTimeout, Tags, finite, get_mpi, wait_request
 from ._delays import Delay, NoDelay
 from ._layout import Combiner, WorkerEncoder, layout_for
-from ._setup import _need, _policy, check_same_code, check_size, limit_blas
+from ._setup import check_same_code, check_size, limit_blas, wait_count, wait_tracker
 
 __all__ = ["Master", "Worker", "AggregateInfo", "check_size", "limit_blas"]
 
@@ -145,9 +145,9 @@ class Master:
         self._adversarial = isinstance(code, AdversarialCode)
         if isinstance(code, AdversarialCode) and policy is None and wait_for is None:
             policy, wait_for = "first", code.n - code.stragglers   # n - s messages: a wrong ones can be corrected
-        self.tracker, wait_for = _policy(code.inner if isinstance(code, CodedReduceCode) else code, policy, wait_for,
-                                         self.dtype)
-        self.need = _need(code, wait_for)
+        decoded = code.inner if isinstance(code, CodedReduceCode) else code
+        self.tracker, wait_for = wait_tracker(decoded, policy, wait_for, self.dtype)
+        self.need = wait_count(code, wait_for)
         if deadline is not None and not isinstance(code, ApproximateCode):
             raise GradcodesValueError("deadline: only approximate codes may stop before n - s messages")
         self.deadline = None if deadline is None else float(deadline)
@@ -365,7 +365,7 @@ class Worker:
             self.inbox = Inbox(self.comm, kids, self.q, self.dtype, self.tags, self.poll)
             self.combiner = Combiner(code.inner)
             self.need = code.branching - code.s
-            self.tracker, _ = _policy(code.inner, policy, None, self.dtype)
+            self.tracker, _ = wait_tracker(code.inner, policy, None, self.dtype)
         self.sendbufs = np.zeros((2, self.q), dtype=self.dtype)
         self.sendreqs: list[Any] = [self.MPI.REQUEST_NULL, self.MPI.REQUEST_NULL]
         self._cur = 0

@@ -15,7 +15,7 @@ from .._errors import GradcodesValueError
 from .._simulate._policies import BackupWorkers, FixedK, WaitPolicy, as_policy
 from ._layout import Layout
 
-__all__ = ["limit_blas", "check_size", "fingerprint", "check_same_code"]
+__all__ = ["limit_blas", "check_size", "fingerprint", "check_same_code", "wait_count", "wait_tracker"]
 
 _BLAS_THREADS: int | None = None
 
@@ -43,8 +43,7 @@ def check_size(layout: Layout, comm: Any, what: str) -> None:
     size = comm.Get_size()
     if size != layout.size:
         raise GradcodesValueError(f"{what} needs {layout.size} MPI ranks (1 master + {layout.workers} workers), this "
-                                  f"job has "
-                         f"{size}: run it with  mpiexec -n {layout.size} python -m mpi4py ...")
+                                  f"job has {size}: run it with  mpiexec -n {layout.size} python -m mpi4py ...")
 
 
 def fingerprint(code: LinearCode) -> str:
@@ -63,11 +62,12 @@ def check_same_code(code: LinearCode, comm: Any) -> None:
     prints = comm.allgather(fingerprint(code))
     differ = [r for r, f in enumerate(prints) if f != prints[0]]
     if differ:
-        raise GradcodesValueError(f"ranks {differ} built a different code than rank 0 ({code.name!r}): every rank must "
-                         "construct the same code (give random constructions a fixed seed)")
+        raise GradcodesValueError(f"ranks {differ} built a different code than rank 0 ({code.name!r}): every rank "
+                                  "must construct the same code (give random constructions a fixed seed)")
 
 
-def _need(code: LinearCode, wait_for: int | None) -> int:
+def wait_count(code: LinearCode, wait_for: int | None) -> int:
+    """The number of messages a master (or tree parent) waits for, ``wait_for`` checked against the code."""
     if isinstance(code, CodedReduceCode):
         need = code.branching - code.s
         if wait_for is not None and wait_for != need:
@@ -88,7 +88,7 @@ def _need(code: LinearCode, wait_for: int | None) -> int:
     return int(wait_for)
 
 
-def _policy(code: LinearCode, policy: str | WaitPolicy | None, wait_for: int | None,
+def wait_tracker(code: LinearCode, policy: str | WaitPolicy | None, wait_for: int | None,
             dtype: Any) -> tuple[Any, int | None]:
     """``(tracker, wait_for)`` for a wait policy over the messages of ``code``'s workers.
 
