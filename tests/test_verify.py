@@ -109,10 +109,9 @@ def test_exhaustive_counts_and_streaming_batches():
 
 
 def test_non_exhaustive_search_reports_it():
-    """A code whose worst set is far inside the tolerance (worst cancellation about 1.4e5 in float64), so the
-    time-limited searches cannot end the run with a failure. (cyclic_repetition(30, 6, rng=0) has a set with
-    cancellation 1.7e7 that fails the float64 rule: whether the 1 s restart search reached it, skipping the local
-    search, depended on the machine's speed, and a CI run failed on it.)"""
+    """A code with no set that fails the float64 rule, so the time-limited searches cannot end the run with a
+    failure. (cyclic_repetition(30, 6, rng=0) has such a set: whether the 1 s restart search reached it, skipping
+    the local search, depended on the machine's speed, and a CI run failed on it.)"""
     code = gc.cyclic_repetition(24, 4, rng=0)
     report = gc.verify(code, samples=200, limit=1000, rng=0)
     assert not report.exhaustive and report.patterns_total == math.comb(24, 4)
