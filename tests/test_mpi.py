@@ -171,6 +171,22 @@ def test_nan_from_a_child_of_the_tree_master_makes_it_a_straggler():
 
 
 @needs_mpi
+@pytest.mark.parametrize("coded", [False, True])
+def test_nan_from_a_leaf_is_dropped_by_its_parent(coded):
+    """coded_reduce(2, 2, 1): worker 2 (rank 3, a leaf under rank 1) sends NaN before its sibling (rank 4, 0.05 s
+    late) and the other parent (rank 2) is 0.2 s late, so the master decodes from rank 1 alone: exact only because
+    rank 1 drops its NaN child and waits for the other one. Both parent paths: the message built by the encoder
+    (each child checked on arrival) and the ``coded_gradient`` one (the sum checked once, the children only when
+    it fails)."""
+    cfg = {"family": "coded_reduce", "kwargs": {"branching": 2, "L": 2, "s": 1}, "iters": 6, "nan_workers": [2],
+           "coded": coded, "delays": [{"kind": "fixed", "seconds": 0.2, "workers": [1]},
+                                      {"kind": "fixed", "seconds": 0.05, "workers": [3]}]}
+    _, res, _ = run_job(7, cfg)
+    check_exact(res, U64, 4)
+    assert all(u == [0] for u in res["used"][1:])
+
+
+@needs_mpi
 def test_nan_from_too_many_workers_is_a_clear_error():
     cfg = {"family": "cyclic_repetition", "kwargs": {"n": 6, "s": 2, "rng": 1}, "iters": 4, "timeout": 300,
            "nan_workers": [0, 1, 2]}

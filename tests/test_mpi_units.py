@@ -387,6 +387,28 @@ def test_combine_onto_a_base_equals_copy_then_accumulate(tree, rows):
     assert np.array_equal(out, ref) and np.array_equal(base, keep)
 
 
+@pytest.mark.parametrize("bad", [None, "child", "base"])
+def test_combine_finite_onto_a_base_checks_the_sum_once(bad):
+    """``combine_finite`` with ``base``: the same sum as :meth:`Combiner.combine` and its verdict, False when a
+    used child or the base holds a NaN, the base never written."""
+    code = gc.coded_reduce(3, 2, 1).inner
+    q, rows = 13, [2, 0]
+    rng = np.random.default_rng(2)
+    Y = rng.normal(size=(code.n, q))
+    base = rng.normal(size=q)
+    if bad == "child":
+        Y[0, 5] = np.nan
+    elif bad == "base":
+        base[7] = np.inf
+    keep = base.copy()
+    comb = Combiner(code)
+    ref = np.empty(q)
+    comb.combine(rows, Y, ref, base=base)
+    out = np.empty(q)
+    assert comb.combine_finite(rows, Y, out, base=base) is (bad is None)
+    assert np.array_equal(out, ref, equal_nan=True) and np.array_equal(base, keep)
+
+
 def test_combiner_single_names_the_message_that_is_the_decode():
     """The master returns a message as the gradient (no pass over it but the NaN/inf check) exactly when the
     decode is that message with coefficient 1: a CodedReduce parent's one child, a fractional repetition group;

@@ -300,26 +300,34 @@ class Combiner:
         ``tmp`` is not needed any more (kept for callers of the earlier signature)."""
         q = buf.shape[1]
         for u, (idx, cs) in enumerate(self.plan(rows, buf.dtype)):
-            o = out[u * q:(u + 1) * q]
-            if base is not None:
-                b = base[u * q:(u + 1) * q]
-                if idx and cs[0] in (1, -1):
-                    (np.add if cs[0] == 1 else np.subtract)(b, buf[idx[0]], out=o)
-                    idx, cs = idx[1:], cs[1:]
-                else:
-                    np.copyto(o, b)
-                combine_rows(o, cs, buf, idx, accumulate=True)
-                continue
-            combine_rows(o, cs, buf, idx, accumulate=accumulate)
+            self._block(out[u * q:(u + 1) * q], idx, cs, buf, accumulate,
+                        None if base is None else base[u * q:(u + 1) * q])
 
-    def combine_finite(self, rows: list[int], buf: np.ndarray, out: np.ndarray) -> bool:
-        """``out`` (length ``m q``, C-contiguous) = the combination of ``buf[rows]``; returns whether every entry of
-        ``out`` is finite.
+    @staticmethod
+    def _block(o: np.ndarray, idx: list[int], cs: list[Any], buf: np.ndarray, accumulate: bool,
+               b: np.ndarray | None) -> None:
+        """One output block: ``o = [o +] sum cs[a] buf[idx[a]]``, or ``o = b + ...`` (one pass over ``b``)."""
+        if b is None:
+            combine_rows(o, cs, buf, idx, accumulate=accumulate)
+            return
+        if idx and cs[0] in (1, -1):
+            (np.add if cs[0] == 1 else np.subtract)(b, buf[idx[0]], out=o)
+            idx, cs = idx[1:], cs[1:]
+        else:
+            np.copyto(o, b)
+        combine_rows(o, cs, buf, idx, accumulate=True)
+
+    def combine_finite(self, rows: list[int], buf: np.ndarray, out: np.ndarray,
+                       base: np.ndarray | None = None) -> bool:
+        """``out`` (length ``m q``, C-contiguous) = [``base`` +] the combination of ``buf[rows]``; returns whether
+        every entry of ``out`` is finite.
 
         The same multiply-adds as :meth:`combine` (one pass per message: a copy, add or BLAS ``axpy``), then one
         check of each output block for NaN/inf (its sum of squares, one BLAS ``dot``; the exact check only when
-        that sum is not finite, :func:`gradcodes.mpi._comm.finite`). Checking cache-sized pieces of the result
-        right after writing them (the previous way) was slower on the project's 2-core test machine: six float64
+        that sum is not finite, :func:`gradcodes.mpi._comm.finite`): one check of the result in place of one check
+        per message, the messages inspected one by one only when it fails (a NaN in ``base``, the parent's own
+        message, fails it too: the caller tells the two apart). Checking cache-sized pieces of the result
+        right after writing them (an earlier way) was slower on the project's 2-core test machine: six float64
         messages 125 against 116 microseconds at ``q = 10^5`` and 1.88 against 1.62 ms at ``10^6``
         (``benchmarks/combine_check.py``, medians of 7 runs; the combine alone, as the floor program does it,
         106 and 1,521): the per-piece calls cost more than the memory traffic they save."""
@@ -328,7 +336,7 @@ class Combiner:
         with np.errstate(over="ignore", invalid="ignore"):
             for u, (idx, cs) in enumerate(self.plan(rows, buf.dtype)):
                 o_u = out[u * q:(u + 1) * q]
-                combine_rows(o_u, cs, buf, idx)
+                self._block(o_u, idx, cs, buf, False, None if base is None else base[u * q:(u + 1) * q])
                 if ok and not finite(o_u):
                     ok = False
         return ok

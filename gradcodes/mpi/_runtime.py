@@ -478,22 +478,10 @@ class Worker:
             return True
         y = self._message(self.params)
         if self.inbox is not None:
-            try:
-                if self.tracker is not None:
-                    self.tracker.reset()
-                rows, _ = self.inbox.collect(t, self.need, interrupt=self._master_waiting,
-                                             stop=None if self.tracker is None else self.tracker.add)
-            except StragglerTimeout:                        # too many NaN children: straggle this iteration
+            out = self._children(t, y)
+            if out is None:                                 # the master moved on, or too many NaN children
                 return True
-            if rows is None:                                # the master moved on: skip ahead
-                return True
-            if self.coded_gradient is not None:             # y is the callback's array: sum into a send buffer
-                buf = self.sendbufs[self._cur]
-                self.combiner.combine(rows, self.inbox.buf, buf, base=y)
-                y = buf
-            else:
-                self.combiner.combine(rows, self.inbox.buf, y, accumulate=True)
-            self.inbox.release(rows)
+            y = out
         if d:
             while True:                   # the injected delay; newer parameters (or STOP) abandon this iteration
                 rest = start + d - time.perf_counter()
@@ -506,6 +494,45 @@ class Worker:
         self._cur ^= 1
         self.iterations_done += 1
         return True
+
+    def _children(self, t: int, y: np.ndarray) -> np.ndarray | None:
+        """A parent's message: its own ``y`` plus the decode of its first decodable children of iteration ``t``
+        (``None``: the master moved on, or too many children sent NaN/inf to decode; this iteration straggles).
+
+        ``y`` built by the encoder is summed into in place, each child's message checked for NaN/inf on arrival
+        (a bad child's message must not reach ``y``, which cannot be rebuilt without recomputing). ``y`` from
+        ``coded_gradient`` is left as it is: the sum goes into a send buffer and only that sum is checked (one
+        pass in place of one per child); the children are inspected one by one only when the check fails, a
+        non-finite child is then dropped as a straggler and the wait resumes, exactly as with the check on
+        arrival. A sum that fails with every used child finite (the parent's own message is not, or the sum
+        overflows) is sent as it is, as the parent's own message would be."""
+        assert self.inbox is not None
+        inbox, fused = self.inbox, self.coded_gradient is not None
+        bad: list[int] = []
+        while True:
+            if self.tracker is not None:
+                self.tracker.reset()
+            try:
+                rows, _ = inbox.collect(t, self.need, interrupt=self._master_waiting, check_finite=not fused,
+                                        stop=None if self.tracker is None else self.tracker.add, bad=bad)
+            except StragglerTimeout:
+                return None
+            if rows is None:
+                return None
+            if not fused:
+                self.combiner.combine(rows, inbox.buf, y, accumulate=True)
+                break
+            out = self.sendbufs[self._cur]
+            if self.combiner.combine_finite(rows, inbox.buf, out, base=y):
+                y = out
+                break
+            culprits = [i for i in rows if not finite(inbox.buf[i])]
+            if not culprits:
+                y = out
+                break
+            bad += culprits
+        inbox.release(rows)
+        return y
 
     def run(self) -> int:
         """Run until STOP; returns the number of iterations this worker answered."""
