@@ -28,10 +28,12 @@ construction here:
    and the dyadic node ``x_i = tan(θ_i / 2)`` (113-bit :mod:`mpmath`, rounded to a multiple of ``2^-24``). A
    position ``p`` maps to ``2π (p - (p mod k)/2) / ((s+1) k)``: the copies ``p = j + mk`` of partition ``j`` all
    have ``p mod k = j``, so its holders ``T_j`` sit ``2π/(s+1)`` apart on the circle (up to the offsets of the run
-   middles), spread out whatever the speeds; and the sum of their angles, which sets the phase of ``Λ_j`` below,
-   moves over a quarter turn only as ``j`` runs over the partitions (without the ``- (p mod k)/2`` twist, over a
-   half turn: some ``Re(ρ Λ_j)`` would be near 0). With ``K = n - s``, ``P_j(x) = prod_{l ∉ T_j} (x - x_l)``
-   (degree ``K - 1``) and ``λ_l = (-i - x_l)/2``,
+   middles), spread out whatever the speeds. Half the sum of their angles sets the phase of ``Λ_j`` below; the
+   twist ``- (p mod k)/2`` keeps it within a quarter turn (mod a half turn), away from ``Re(ρ Λ_j) = 0``, only
+   where every run lies inside one block of ``k`` positions: a run straddling a multiple of ``k`` has one angle for
+   both sides, and the partitions near the block boundaries fill in the rest of the half turn (their small
+   ``|cos arg(ρ Λ_j)|`` sets the worst cancellation, ``benchmarks/heterogeneous_phases.py``). With ``K = n - s``,
+   ``P_j(x) = prod_{l ∉ T_j} (x - x_l)`` (degree ``K - 1``) and ``λ_l = (-i - x_l)/2``,
 
    .. math:: B_{tj} = \frac{2^{-e_t} P_j(x_t)}{\operatorname{Re}(ρ Λ_j)}, \qquad
              Λ_j = \prod_{l \notin T_j} λ_l, \qquad t \in T_j,
