@@ -65,7 +65,7 @@ intersphinx_timeout = 1
 # behind a public object): shown as code, not links. Anything else unresolved fails the nitpicky build.
 nitpick_ignore_regex = [(r"py:.*", r"gradcodes\._.*")]
 nitpick_ignore = [(role, name) for role, names in {
-    "py:class": ["TreeDecoder", "YeAbbeDecoder", "Recommendation"],
+    "py:class": ["TreeDecoder", "YeAbbeDecoder"],
     "py:func": ["min_norm_solve", "default_rtol", "add_candidate", "enumeration_seconds"],
     "py:data": ["CERTIFIED", "CANDIDATES", "TIE_BAND", "DEFAULT_RNG"],
 }.items() for name in names]
@@ -99,7 +99,7 @@ types. Narrative: :doc:`../cyclic_mds`, :doc:`../stable_codes`, :doc:`../ye_abbe
 :doc:`../partial_stragglers`, :doc:`../multi_message`.""", [
         ("Exact codes", "gradcodes", ["uncoded", "fractional_repetition", "cyclic_repetition", "cyclic_mds",
                                       "stable_binary", "grouped_mds", "grouped_random", "ye_abbe", "coded_reduce",
-                                      "recommend"]),
+                                      "recommend", "Recommendation"]),
         ("Workers of unequal speed", "gradcodes", ["heterogeneous_exact", "HeterogeneousExactCode",
                                                    "LagrangeDecoder", "heterogeneous_loads",
                                                    "robust_heterogeneous_exact", "RobustHeterogeneousCode"]),

@@ -25,7 +25,7 @@ from ._approx_eval import (
 )
 from ._blocks import BlockDecoder, BlockVerifyReport, blocks_of, by_blocks
 from ._bounds import min_load
-from ._code import ApproximateCode, DecodeInfo, DecodingError, GradientCode, LinearCode
+from ._code import ApproximateCode, DecodeInfo, DecodingError, GradientCode, LinearCode, Recommendation
 from ._decodable import Decodability
 from ._decoders import Decoder, ExactDecoder, LeastSquaresDecoder, NullSpaceDecoder
 from ._errors import GradcodesError, GradcodesRuntimeError, GradcodesTypeError, GradcodesValueError
@@ -132,7 +132,8 @@ __all__ = [
     "Decoder", "NullSpaceDecoder", "LeastSquaresDecoder", "ExactDecoder",
     # exact constructions
     "uncoded", "fractional_repetition", "cyclic_repetition", "cyclic_mds", "stable_binary", "grouped_mds",
-    "grouped_random", "recommend", "ye_abbe", "coded_reduce", "CodedReduceCode", "CyclicMDSCode", "YeAbbeCode",
+    "grouped_random", "recommend", "Recommendation", "ye_abbe", "coded_reduce", "CodedReduceCode", "CyclicMDSCode",
+    "YeAbbeCode",
     "heterogeneous_exact", "HeterogeneousExactCode", "LagrangeDecoder", "heterogeneous_loads",
     "min_time_heterogeneous", "robust_heterogeneous_exact", "RobustHeterogeneousCode", "worst_time_heterogeneous",
     "partial_straggler_code", "PartialStragglerCode", "ChunkDecoder", "chunk_order", "q_max", "verify_partial",

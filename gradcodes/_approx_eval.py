@@ -475,11 +475,12 @@ def evaluate_approximate(code: LinearCode, gradients: MatrixLike | None = None, 
 
 def _cli_evaluate(args: Any) -> int:
     from . import cli
+    from ._cli_output import emit
 
     code = cli._load_target(args)
     report = evaluate_approximate(code, args.gradients, p=args.p, decoder=args.decoder, method=args.method,
                                   samples=args.samples, rng=args.mc_seed)
-    cli._emit(args, report)
+    emit(args, report)
     return 0
 
 

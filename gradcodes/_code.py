@@ -15,8 +15,9 @@ and the acceptance of floating-point decodes (:class:`DecodingError`, :class:`De
 from __future__ import annotations
 
 import numbers
+from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -31,11 +32,63 @@ from ._numerics import DEFAULT_RTOL, unit_roundoff
 from ._typing import MatrixLike, ProbabilitiesLike, Responders
 from ._validate import check_int, check_real
 
-if TYPE_CHECKING:
-    from ._families.binary import Recommendation
+__all__ = ["LinearCode", "GradientCode", "ApproximateCode", "DecodeInfo", "DecodingError", "Recommendation",
+           "check_float_decode", "check_underflow"]
 
-__all__ = ["LinearCode", "GradientCode", "ApproximateCode", "DecodeInfo", "DecodingError", "check_float_decode",
-           "check_underflow"]
+#: :func:`gradcodes.recommend`'s default ``certify_seconds`` (with ``quick=True``: 1)
+CERTIFY_SECONDS = 10.0
+
+
+@dataclass
+class Recommendation:
+    """Why :func:`gradcodes.recommend` chose its code (its :attr:`GradientCode.recommendation`): the candidate
+    table with loads, errors and how each was judged; ``str()`` prints it.
+
+    ``error_estimate`` is the chosen code's proven worst float64 error estimate when ``proven``, else the worst
+    over the sets checked (a lower bound). ``meets_tol`` is True only for a proven error ``<= tol``. Each row of
+    ``rows`` has ``name``, ``status`` and, when built, ``load``, ``error``, ``proven``, ``how`` (the proof, or why
+    there is none) and ``meets_tol``. ``n``, ``s``, ``m``, ``max_load``, ``tol`` and ``certify_seconds`` are the
+    arguments of the call; ``chosen`` and ``load`` name the chosen candidate and its load; ``reason`` says why.
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> rec = gc.recommend(12, 2, quick=True).recommendation
+    >>> rec.chosen, rec.load, rec.proven, rec.meets_tol
+    ('fractional_repetition', 3, True, True)
+    """
+
+    n: int
+    s: int
+    m: int
+    max_load: int | None
+    tol: float
+    chosen: str
+    load: int
+    error_estimate: float
+    meets_tol: bool
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    reason: str = ""
+    proven: bool = False
+    certify_seconds: float = CERTIFY_SECONDS
+
+    def __str__(self) -> str:
+        budget = "none" if self.max_load is None else str(self.max_load)
+        kind = "proven" if self.proven else "not proven"
+        lines = [f"recommend(n={self.n}, s={self.s}, m={self.m}, max_load={budget}, tol={self.tol:.0e}) -> "
+                 f"{self.chosen} (load {self.load}, worst float64 error estimate {self.error_estimate:.1e}, {kind})",
+                 f"  {self.reason}", "  candidates:"]
+        for row in self.rows:
+            err = row.get("error")
+            if err is None:
+                err_s = "-"
+            elif not np.isfinite(err):
+                err_s = "fails"
+            else:
+                err_s = f"{err:.1e}" if row.get("proven") else f">={err:.1e}"
+            lines.append(f"    {row['name']:<22} load {str(row.get('load', '-')):>4}  error {err_s:>9}  "
+                         f"{row['status']}")
+        return "\n".join(lines)
 
 
 class LinearCode(DecodeMixin, EncodeMixin, DecodableMixin):

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 import gradcodes as gc
 from gradcodes._blocks import is_proof
-from gradcodes._families.binary import CANDIDATES, Candidate, add_candidate, stable_binary_load
+from gradcodes._families.binary import stable_binary_load
+from gradcodes._families.recommend import CANDIDATES, Candidate, add_candidate
 
 
 def _ns(max_n: int):

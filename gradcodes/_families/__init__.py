@@ -9,7 +9,8 @@ constructor from ``gradcodes/__init__.py``. The import order below is the order 
 # ruff: noqa: I001  (import order = registration order = tour order: from the simplest code up)
 from .repetition import cyclic_repetition, fractional_repetition, uncoded                     # Tandon et al.
 from .cyclic_mds import CyclicMDSCode, cyclic_mds                                             # Raviv et al.
-from .binary import grouped_mds, recommend, stable_binary                                     # stable codes
+from .binary import grouped_mds, stable_binary                                                # stable codes
+from .recommend import recommend                                                              # lowest proven load
 from .grouped_random import grouped_random                                                    # proven by blocks
 from .ye_abbe import YeAbbeCode, ye_abbe                                                      # Ye & Abbe
 from . import coded_reduce as _coded_reduce  # noqa: F401  (registers the "coded_reduce" tree scheme)

@@ -29,9 +29,9 @@ both searches). So a load of ``s + 2``
 for every ``(n, s)`` is out of reach of binary codes; where ``r > q`` the stable choice costs load, and
 :func:`recommend` weighs it against real-valued codes of load ``s + 1``.
 
-**recommend()** (in :mod:`gradcodes._families.recommend`, re-exported here with its candidate table
-:data:`CANDIDATES`, :class:`Candidate` and :func:`add_candidate`) returns the lowest-load code within a budget that
-is *proven* to meet a tolerance, with the reasoning attached as ``code.recommendation``.
+**recommend()** (:mod:`gradcodes._families.recommend`, with its candidate table ``CANDIDATES``, ``Candidate`` and
+``add_candidate``) returns the lowest-load code within a budget that is *proven* to meet a tolerance, with the
+reasoning attached as ``code.recommendation``.
 """
 
 from __future__ import annotations
@@ -49,8 +49,7 @@ from .._sparse import csr_from_rows, owned, use_sparse
 from .._validate import check_choice, check_entries, check_int, check_ns, check_size
 from .repetition import GroupDecoder
 
-__all__ = ["stable_binary", "stable_binary_load", "grouped_mds", "GroupedDecoder", "recommend", "Recommendation",
-           "Candidate", "CANDIDATES", "add_candidate"]
+__all__ = ["stable_binary", "stable_binary_load", "grouped_mds", "GroupedDecoder"]
 
 
 def _split(total: int, parts: int) -> np.ndarray:
@@ -267,6 +266,3 @@ REBUILDERS.update(grouped_mds=grouped_mds)
 register(Scheme("grouped_mds", grouped_mds,
                 "fractional-repetition groups with small cyclic-MDS blocks inside: load s+1 (s+2), any (n, s)",
                 tour=({"n": 23, "s": 4}, {"n": 200, "s": 20})))
-
-# recommend() and its candidate table live in .recommend; importable from here as before
-from .recommend import CANDIDATES, Candidate, Recommendation, add_candidate, recommend  # noqa: E402

@@ -31,12 +31,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from .._code import GradientCode, LinearCode
+from .._code import CERTIFY_SECONDS, GradientCode, LinearCode, Recommendation
 from .._decoders import single_threaded_blas
 from .._errors import GradcodesTypeError, GradcodesValueError
 from .._typing import RNGLike, Unset
@@ -49,8 +49,6 @@ __all__ = ["recommend", "Recommendation", "Candidate", "CANDIDATES", "add_candid
 TIE_BAND = 4.0
 #: the seed of the random straggler sets when ``rng`` is None (so that the answer is a function of the arguments)
 DEFAULT_RNG = 0
-#: default ``certify_seconds`` (``quick=True``: :data:`QUICK_CERTIFY_SECONDS`)
-CERTIFY_SECONDS = 10.0
 QUICK_CERTIFY_SECONDS = 1.0
 
 
@@ -232,49 +230,6 @@ def add_candidate(candidate: Candidate, *, before: str | None = None) -> None:
             f"before must be the name of a candidate ({', '.join(names)}) or None, got {before!r}")
     CANDIDATES[:] = [c for c in CANDIDATES if c.name != candidate.name]
     CANDIDATES.insert(names.index(before) if before is not None else len(CANDIDATES), candidate)
-
-
-@dataclass
-class Recommendation:
-    """Why :func:`recommend` chose its code: the candidate table with loads, errors and how each was judged.
-
-    ``error_estimate`` is the chosen code's proven worst float64 error estimate when ``proven``, else the worst
-    over the sets checked (a lower bound). ``meets_tol`` is True only for a proven error ``<= tol``. Each row of
-    ``rows`` has ``name``, ``status`` and, when built, ``load``, ``error``, ``proven``, ``how`` (the proof, or why
-    there is none) and ``meets_tol``.
-    """
-
-    n: int
-    s: int
-    m: int
-    max_load: int | None
-    tol: float
-    chosen: str
-    load: int
-    error_estimate: float
-    meets_tol: bool
-    rows: list[dict[str, Any]] = field(default_factory=list)
-    reason: str = ""
-    proven: bool = False
-    certify_seconds: float = CERTIFY_SECONDS
-
-    def __str__(self) -> str:
-        budget = "none" if self.max_load is None else str(self.max_load)
-        kind = "proven" if self.proven else "not proven"
-        lines = [f"recommend(n={self.n}, s={self.s}, m={self.m}, max_load={budget}, tol={self.tol:.0e}) -> "
-                 f"{self.chosen} (load {self.load}, worst float64 error estimate {self.error_estimate:.1e}, {kind})",
-                 f"  {self.reason}", "  candidates:"]
-        for row in self.rows:
-            err = row.get("error")
-            if err is None:
-                err_s = "-"
-            elif not np.isfinite(err):
-                err_s = "fails"
-            else:
-                err_s = f"{err:.1e}" if row.get("proven") else f">={err:.1e}"
-            lines.append(f"    {row['name']:<22} load {str(row.get('load', '-')):>4}  error {err_s:>9}  "
-                         f"{row['status']}")
-        return "\n".join(lines)
 
 
 def _screen_sets(n: int, s: int) -> np.ndarray:

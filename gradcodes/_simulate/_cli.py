@@ -48,9 +48,9 @@ def run_simulate_cli(args: argparse.Namespace) -> int:
                    mu=args.mu, t_c=args.t_c, t_step=args.t_step, overlap=not args.no_overlap,
                    iters=args.iters, rng=args.seed)
     if getattr(args, "json", False):
-        from ..cli import _emit
+        from .._cli_output import emit
 
-        _emit(args, res)
+        emit(args, res)
         return 0
     p = res.params
     print(f"tree n={p['n']} L={p['L']} s={p['s']} (N={p['N']}), s_gc={p['s_gc']}, m_data={p['m_data']:g}, "

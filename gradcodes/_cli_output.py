@@ -1,0 +1,60 @@
+"""The command line's output: JSON forms of reports and one printer for every subcommand (``gradcodes``,
+``gradcodes simulate``, ``gradcodes evaluate``), so that subcommands living beside their subject need not import
+:mod:`gradcodes.cli`."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+__all__ = ["to_json", "emit"]
+
+
+def to_json(obj: Any) -> Any:
+    """A JSON-ready form of a report, typed: dataclasses become objects, Fractions numbers (an int when integral,
+    else the nearest float; reports that need the exact value carry it as a ``"p/q"`` string in a field of its
+    own), numpy values numbers or lists, non-finite floats the strings ``"inf"``, ``"-inf"``, ``"nan"`` (JSON has
+    no such numbers).
+
+    >>> to_json({"a": Fraction(1, 4), "b": Fraction(6, 3), "c": float("inf"), "d": np.arange(2)})
+    {'a': 0.25, 'b': 2, 'c': 'inf', 'd': [0, 1]}
+    """
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        out = {f.name: to_json(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+        for extra in ("verdict",):
+            if hasattr(type(obj), extra):
+                out[extra] = to_json(getattr(obj, extra))
+        if hasattr(type(obj), "__bool__"):
+            out["ok"] = bool(obj)
+        return out
+    if isinstance(obj, dict):
+        return {str(k): to_json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple, set, frozenset)):
+        return [to_json(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return [to_json(v) for v in obj.tolist()] if obj.dtype == object else to_json(obj.tolist())
+    if isinstance(obj, np.generic):
+        return to_json(obj.item())
+    if isinstance(obj, bool) or obj is None or isinstance(obj, (int, str)):
+        return obj
+    if isinstance(obj, Fraction):
+        return int(obj) if obj.denominator == 1 else to_json(float(obj))
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else ("nan" if math.isnan(obj) else ("inf" if obj > 0 else "-inf"))
+    if isinstance(obj, complex):
+        return {"real": to_json(obj.real), "imag": to_json(obj.imag)}
+    return str(obj)
+
+
+def emit(args: argparse.Namespace, result: Any, text: str | None = None) -> None:
+    """Print a command's result: its JSON form (:func:`to_json`) with ``--json``, else ``text`` or ``str(result)``."""
+    if getattr(args, "json", False):
+        print(json.dumps(to_json(result), indent=1))
+    else:
+        print(text if text is not None else result)
