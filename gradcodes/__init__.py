@@ -23,6 +23,7 @@ from ._approx_eval import (
     min_load_heterogeneous,
     straggle_probabilities,
 )
+from ._approx_worst import ApproximationReport
 from ._blocks import BlockDecoder, BlockVerifyReport, blocks_of, by_blocks
 from ._bounds import min_load
 from ._code import ApproximateCode, DecodeInfo, DecodingError, GradientCode, LinearCode, Recommendation
@@ -71,7 +72,6 @@ from ._families.adversarial_decode import (
 )
 from ._families.bibd import BIBDCode, BIBDDecoder, bibd_code, block_design, stochastic_bibd
 from ._families.coded_reduce import CodedReduceCode, TreeVerifyReport, coded_reduce, coded_reduce_load, verify_tree
-from ._families.expander import ApproximationReport
 from ._families.expander_graphs import (
     BipartiteExpanderCode,
     ComponentDecoder,

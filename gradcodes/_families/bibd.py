@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from .._approx_eval import FixedWeightDecoder, evaluate_approximate, probability_list, straggle_probabilities
+from .._approx_worst import worst_case_error
 from .._code import ApproximateCode, LinearCode
 from .._decoders import Decoder
 from .._errors import GradcodesTypeError, GradcodesValueError
@@ -45,7 +46,6 @@ from .._registry import Scheme, register
 from .._sparse import owned, use_sparse
 from .._typing import MatrixLike, ProbabilitiesLike
 from .._validate import check_choice, check_entries, check_int, check_size
-from .expander import worst_case_error
 
 __all__ = ["BIBDCode", "BIBDDecoder", "bibd_code", "block_design", "stochastic_bibd"]
 

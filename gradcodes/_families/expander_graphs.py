@@ -45,6 +45,7 @@ from typing import Any
 
 import numpy as np
 
+from .._approx_worst import FixedDecoder, OptimalDecoder, worst_case_error
 from .._code import ApproximateCode, LinearCode
 from .._decoders import Decoder
 from .._errors import GradcodesRuntimeError, GradcodesTypeError, GradcodesValueError
@@ -53,7 +54,7 @@ from .._io import REBUILDERS
 from .._registry import Scheme, register
 from .._typing import MatrixLike, Responders, RNGLike
 from .._validate import check_entries, check_int, check_rng, rng_param
-from .expander import ExpanderCode, FixedDecoder, OptimalDecoder, random_regular_graph, worst_case_error
+from .expander import ExpanderCode, random_regular_graph
 
 __all__ = ["margulis_gabber_galil_graph", "margulis_code", "random_biregular_graph", "bipartite_expander_code",
            "BipartiteExpanderCode", "graph_assignment_code", "GraphAssignmentCode", "ComponentDecoder",

@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from .._approx_worst import OptimalDecoder, worst_case_error
 from .._code import ApproximateCode, LinearCode
 from .._errors import GradcodesTypeError, GradcodesValueError
 from .._io import REBUILDERS
@@ -43,7 +44,6 @@ from .._registry import Scheme, register
 from .._sparse import is_scipy_sparse, owned, use_sparse
 from .._typing import MatrixLike
 from .._validate import check_entries, check_int
-from .expander import OptimalDecoder, worst_case_error
 
 __all__ = ["ProductCode", "product_code"]
 
