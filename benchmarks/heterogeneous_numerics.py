@@ -47,8 +47,8 @@ PROFILES = {
     "linear 4x": lambda n: [1 + Fraction(3 * i, n - 1) for i in range(n)],
     "interleaved 4x": lambda n: [1 + i % 4 for i in range(n)],
 }
-#: extra s at n = 100, around where the worst error crosses 1e-10
-EXTRA_S = {15, 18, 19, 22}
+#: extra s at n = 100: around where the worst error crosses 1e-10, and 9, 19, 24 (s + 1 divides n)
+EXTRA_S = {9, 15, 18, 19, 22, 24}
 HEADER = (f"{'speeds':<15}{'n':>4}{'s':>4}{'load':>5} | {'windows':>9}{'random':>9}{'searched':>9}{'worst':>9}"
           f"{'canc':>9} {'<=1e-10':>8}")
 

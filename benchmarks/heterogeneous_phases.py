@@ -41,7 +41,7 @@ PROFILES = {
     "linear 4x": lambda n: [1 + 3 * i / (n - 1) for i in range(n)],
     "interleaved 4x": lambda n: [1 + i % 4 for i in range(n)],
 }
-SIZES = [(20, 1), (20, 5), (50, 5), (50, 12), (100, 10), (100, 20), (100, 25)]
+SIZES = [(20, 1), (20, 5), (50, 5), (50, 12), (100, 9), (100, 10), (100, 19), (100, 20), (100, 24), (100, 25)]
 HEADER = (f"{'speeds':<15}{'n':>4}{'s':>4} | {'span':>6}{'min|cos|':>9} | {'window':>6}{'canc':>10}"
           f"{'its |cos|':>10}{'corr':>6}")
 
