@@ -355,3 +355,16 @@ def test_b_fits_float32_at_large_s():
     F = list(range(4, 24))
     assert (big.decoding_matrix(F) @ big.B == big.target).all()         # exact recovery, in Fractions
     assert np.isfinite(gc.heterogeneous_exact(spread(24), 20).B.astype(np.float32)).all()
+
+
+@pytest.mark.parametrize(("n", "s"), [(12, 2), (20, 4), (100, 24), (100, 9)])
+def test_equal_speeds_with_s_plus_1_dividing_n_is_fractional_repetitions_placement(n, s):
+    """docs/heterogeneous_exact.md: with equal speeds, k = n and (s + 1) | n, workers i and i' with
+    i (s + 1) = i' (s + 1) (mod n) store the same s + 1 partitions, and the support sets are exactly those of
+    fractional repetition (which decodes them with 0/1 coefficients)."""
+    code = gc.heterogeneous_exact([1] * n, s)
+    sup = [tuple(int(j) for j in row) for row in code.supports]
+    assert set(sup) == {tuple(int(j) for j in row) for row in gc.fractional_repetition(n, s).supports}
+    for i in range(n):
+        for i2 in range(n):
+            assert (sup[i] == sup[i2]) == (i * (s + 1) % n == i2 * (s + 1) % n)
