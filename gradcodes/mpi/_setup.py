@@ -89,7 +89,7 @@ def wait_count(code: LinearCode, wait_for: int | None) -> int:
 
 
 def wait_tracker(code: LinearCode, policy: str | WaitPolicy | None, wait_for: int | None,
-            dtype: Any) -> tuple[Any, int | None]:
+                 dtype: Any) -> tuple[Any, int | None]:
     """``(tracker, wait_for)`` for a wait policy over the messages of ``code``'s workers.
 
     The tracker (``add(row) -> bool``, ``reset()``) ends the wait early, None waits for the fixed count; a count
