@@ -3,6 +3,7 @@ including their subclasses SizeLimitError, CodeFileError, DecodingError) quickly
 a MemoryError or a hang."""
 
 import math
+import os
 import signal
 import warnings
 
@@ -135,7 +136,23 @@ API = {
     "load_code": (gc.load_code, dict(path="/nonexistent/x.npz", max_entries=None, rtol=None, kind=None)),
 }
 DOCUMENTED = (ValueError, TypeError, FileNotFoundError, NotADirectoryError)
+#: What the directory the suite started in held before this module ran (see ``_in_a_scratch_directory``).
+_STARTED_IN: dict[str, object] = {}
 SECONDS = 20                                    # per call: generous on a loaded machine; a hang is far longer
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _in_a_scratch_directory(tmp_path_factory):
+    """Fuzzed path-like values (``checkpoint="x"``, ``"3"``) are legal paths: the calls that take them write files
+    relative to the working directory. The module runs in a scratch directory so they never land in the checkout
+    (a verify checkpoint named ``x`` was once committed at the project's root this way)."""
+    start = os.getcwd()
+    _STARTED_IN.update(path=start, names=set(os.listdir(start)))
+    os.chdir(tmp_path_factory.mktemp("fuzz_cwd"))
+    try:
+        yield
+    finally:
+        os.chdir(start)
 
 
 class _Timeout(BaseException):
@@ -206,3 +223,10 @@ def test_huge_update_count_is_refused_not_run():
     """simulate_training(updates=10**18) ran until killed; it is refused by the work bound now."""
     with pytest.raises(gc.SizeLimitError, match="updates"):
         gc.simulate_training(gc.FixedK(2), n=4, updates=10**18, rng=0)
+
+
+def test_path_like_fuzz_values_write_into_the_scratch_directory():
+    """The values above that are legal file names write there, not into the directory the suite started in."""
+    _call("verify", "checkpoint", "x")
+    assert os.path.exists("x") and os.getcwd() != _STARTED_IN["path"]
+    assert set(os.listdir(_STARTED_IN["path"])) - _STARTED_IN["names"] <= {".pytest_cache", ".hypothesis"}
