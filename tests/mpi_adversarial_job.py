@@ -3,8 +3,9 @@
 
 CONFIG (JSON): ``n`` workers on a cyclic placement of ``load`` partitions, ``s``, ``a``, ``p``, ``iters``, ``liars``
 (workers that add ``shift`` to their message), ``slow`` (workers that sleep ``slow_seconds`` before each message,
-so that the master's first ``n - s`` are the others). Rank 0 checks each decoded gradient against the uncoded sum and
-that the liars were named, and prints ``RESULT {...}``; a failed check raises, which aborts the job.
+so that the master's first ``n - s`` are the others), ``dtype`` (of parameters and messages, default float64).
+Rank 0 checks each decoded gradient against the uncoded sum and that the liars were named, and prints
+``RESULT {...}``; a failed check raises, which aborts the job.
 """
 
 from __future__ import annotations
@@ -33,27 +34,31 @@ def main() -> None:
     liars = set(cfg.get("liars", []))
     slow = set(cfg.get("slow", []))
     rank = MPI.COMM_WORLD.Get_rank()
+    dtype = np.dtype(cfg.get("dtype", "float64"))
+    tol = 1e-9 if dtype == np.float64 else 1e-5
 
     def partial_gradient(w: np.ndarray, j: int) -> np.ndarray:
         return C[j] * w + j
 
     if rank == 0:
-        master = Master(code, p, timeout=60)
-        w = np.linspace(1.0, 2.0, p)
+        master = Master(code, p, dtype, timeout=60)
+        w = np.linspace(1.0, 2.0, p, dtype=dtype)
         found = []
         for t in range(iters):
             master.broadcast(w, t)
             g, info = master.aggregate(t)
             want = sum(partial_gradient(w, j) for j in range(n))
+            if g.dtype != dtype:
+                raise AssertionError(f"iteration {t}: decoded a {g.dtype} gradient from {dtype} messages")
             err = float(np.abs(g - want).max() / np.abs(want).max())
-            if err > 1e-9:
+            if err > tol:
                 raise AssertionError(f"iteration {t}: relative error {err:.2e}")
             wrong = set(info.adversaries)
             if not wrong <= liars or not (liars & set(info.responders)) <= wrong:
                 raise AssertionError(f"iteration {t}: named {sorted(wrong)}, liars among responders "
                                      f"{sorted(liars & set(info.responders))}")
             found.append(sorted(wrong))
-            w = w * 0.9
+            w = (w * 0.9).astype(dtype)
         master.stop()
         print("RESULT " + json.dumps({"found": found, "responders": len(info.responders)}), flush=True)
     else:
@@ -63,10 +68,10 @@ def main() -> None:
             if me in slow:
                 time.sleep(cfg.get("slow_seconds", 1.0))
             y = sum(weights[j] * partial_gradient(w, j) for j in range(n) if weights[j] != 0)
-            y = np.asarray(y, dtype=np.float64)
+            y = np.asarray(y, dtype=dtype)
             return y + cfg.get("shift", 5.0) if me in liars else y
 
-        Worker(code, p, None, coded_gradient=coded).run()
+        Worker(code, p, None, dtype, coded_gradient=coded).run()
 
 
 if __name__ == "__main__":

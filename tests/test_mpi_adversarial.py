@@ -38,6 +38,18 @@ def test_master_corrects_an_adversarial_worker(liars):
 
 
 @needs_mpi
+def test_float32_master_corrects_an_adversarial_worker():
+    """With float32 messages the consistency check used float64's 1e-8 and found honest workers inconsistent: the
+    master raised 'inconsistent beyond 1 wrong ones' on its first iteration. Now it decodes within float32
+    accuracy and names the liar."""
+    cfg = {"n": 6, "load": 4, "s": 1, "a": 1, "p": 16, "iters": 4, "liars": [2], "shift": 5.0, "slow": [5],
+           "dtype": "float32"}
+    proc, res = _run(7, cfg)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert res is not None and sum(f == [2] for f in res["found"]) >= 3
+
+
+@needs_mpi
 def test_two_liars_beyond_a_fail_loudly():
     cfg = {"n": 6, "load": 4, "s": 0, "a": 1, "m": 1, "p": 8, "iters": 2, "liars": [1, 3], "shift": 5.0}
     proc, _ = _run(7, cfg)

@@ -14,13 +14,19 @@ from typing import Any
 
 import numpy as np
 
+from .._acceptance import DecodingError
 from .._errors import GradcodesTypeError, GradcodesValueError
+from .._numerics import tolerance, unit_roundoff
 from .._typing import MatrixLike, Responders, RNGLike
 from .._validate import check_int, check_real, check_responders, check_rng, check_size
 from . import adversarial_fourier as _fourier
 from .adversarial import AdversarialCode, _code_weights, _float_weights, adversarial_gc
 
 __all__ = ["AdversarialDecodeResult", "decode_adversarial", "verify_adversarial", "AdversarialVerifyReport"]
+
+#: The consistency check must let honest messages through: their discrepancies measure up to ~9 unit roundoffs of
+#: their dtype (benchmarks/adversarial_consistency.py); a check tighter than this cannot tell rounding from a lie.
+_HONEST = 16
 
 
 # ----------------------------------------------------------------------------------------------- decoding
@@ -36,7 +42,8 @@ class AdversarialDecodeResult:
         The workers whose messages were found wrong (empty when all agree).
     corrected : bool
         True when a consistent decoding was found (then ``gradient`` is the exact sum whenever at most
-        ``code.adversaries`` messages were wrong).
+        ``code.adversaries`` messages were wrong; for float codes, within the tolerance every decode is held to,
+        for one wrong message among those used: see ``rtol`` of :func:`decode_adversarial`).
     detected : bool
         True when some message was inconsistent (wrong messages were detected, corrected or not).
     responders : tuple of int
@@ -50,14 +57,15 @@ class AdversarialDecodeResult:
     responders: tuple[int, ...] = field(default_factory=tuple)
 
 
-def decode_adversarial(code: AdversarialCode, responders: Responders, messages: MatrixLike, *, rtol: float = 1e-8,
-                       length: int | None = None) -> AdversarialDecodeResult:
+def decode_adversarial(code: AdversarialCode, responders: Responders, messages: MatrixLike, *,
+                       rtol: float | None = None, length: int | None = None) -> AdversarialDecodeResult:
     r"""Decode with up to ``code.adversaries`` wrong messages: find them, correct them, or report that it can't.
 
     Searches the sets ``T`` of responders in order of size (then lexicographically) for the smallest one whose
     removal leaves messages that one polynomial of degree ``< K`` explains (exactly for rational codes; for floats,
-    every message within ``rtol (sum_c |M_lc| |y_c| + |y_l|)`` of its prediction ``sum_c M_lc y_c`` from ``K``
-    others, the discrepancy a relative error ``rtol`` in every message can explain), up to
+    every message within ``tol (sum_c |M_lc| |y_c| + |y_l|)`` of its prediction ``sum_c M_lc y_c`` from ``K``
+    others, the discrepancy a relative error ``tol`` in every message can explain, with ``tol`` the tolerance of
+    the library's acceptance rule for the messages' dtype), up to
     ``|T| <= min(a, (|R| - K) // 2)``; the proof in the module docstring shows ``T`` is then exactly the set of wrong
     workers. Cost ``sum_{t <= a} C(|R|, t)`` small
     consistency checks (on two fixed combinations of the columns, then confirmed on all of them).
@@ -69,8 +77,17 @@ def decode_adversarial(code: AdversarialCode, responders: Responders, messages: 
         The workers whose messages arrived (at least ``K``).
     messages : array_like, (len(responders), q) or (n, q)
         Their messages (rows in the order of ``responders``), or the full buffer (row ``i`` = worker ``i``).
-    rtol : float
-        Float codes: relative tolerance of the consistency check.
+    rtol : float, optional
+        Float codes: relative tolerance of the consistency check, stated for float64 like every ``rtol`` of the
+        library (default ``code.rtol``, 1e-8); messages of another dtype keep the same share of their digits, as
+        in the acceptance rule (2.4e-4 for float32 messages at the default). Each column's checks are tightened
+        until a wrong message among those the decode uses can move the decoded sum by at most ``tol k max_j
+        |g_j|``, the scale every decode is held to (a bound for one wrong message; several that cancel each
+        other's discrepancies are not covered by it); where that leaves less room than honest rounding needs,
+        the decode raises :class:`~gradcodes.DecodingError`. Honest float64 messages measure a few unit
+        roundoffs; the rest of the margin is for partial gradients that honest workers compute with different
+        rounding (another BLAS kernel or machine). A wrong message near the tolerance may go unnamed or be
+        ascribed to another worker; the sum still meets the bound.
     length : int, optional
         Trim the decoded sum to this length.
 
@@ -93,7 +110,7 @@ def decode_adversarial(code: AdversarialCode, responders: Responders, messages: 
     if not isinstance(code, AdversarialCode):
         raise GradcodesTypeError(f"code must be an adversarial_gc code, got {type(code).__name__}")
     R = check_responders(responders, code.n, min_size=code.K)
-    rtol = check_real("rtol", rtol, 0, 1, open_lo=True, open_hi=True)
+    rtol = code.rtol if rtol is None else check_real("rtol", rtol, 0, 1, open_lo=True, open_hi=True)
     if length is not None:
         length = check_int("length", length, 0)
     order = list(responders) if not isinstance(responders, np.ndarray) or responders.dtype != bool else list(R)
@@ -126,7 +143,9 @@ def decode_adversarial(code: AdversarialCode, responders: Responders, messages: 
     probe = Y[:, :1] if Y.shape[1] == 1 else np.stack([Y.sum(axis=1), Y[:, ::2].sum(axis=1) - Y[:, 1::2].sum(axis=1)],
                                                       axis=1)
     if not code.exact:
+        tol = tolerance(rtol, Y.dtype)                    # stated for float64: the same share of Y's digits
         absY = np.abs(Y).astype(np.float64)
+        ref_floor = _scale_floor(code, R, absY)
         absP = absY[:, :1] if Y.shape[1] == 1 else np.repeat(absY.sum(axis=1)[:, None], 2, axis=1)
 
     def consistent(keep: list[int], Z: np.ndarray, Zabs: Any = None) -> bool:
@@ -144,10 +163,18 @@ def decode_adversarial(code: AdversarialCode, responders: Responders, messages: 
         exa = np.asarray(ex, dtype=np.int64)
         Mf = _fourier.interp_float(np.asarray(alpha)[Q], exa[Q], np.asarray(alpha)[rest], exa[rest])
         pred = Mf @ Z[Q].astype(np.float64)
-        # per message and column: the discrepancy an error of rtol relative in every message (and the rounding
-        # of this prediction) can explain, sum_c |M_lc| |Z_c| + |Z_l| (Zabs: magnitudes before the probe's sums)
-        bound = rtol * (np.abs(Mf) @ Zabs[Q] + Zabs[rest])
-        return bool((np.abs(pred - Z[rest]) <= bound).all())
+        sigma = np.abs(Mf) @ Zabs[Q] + Zabs[rest]
+        if Z is Y:                          # the confirming check on every column; the probe's is looser
+            factor = _shrink(code, np.asarray(R)[Q], Mf, Y[Q], sigma, ref_floor)
+            if tol * factor.min() < _HONEST * unit_roundoff(Y.dtype):
+                F = np.asarray(R)[Q]
+                raise DecodingError(
+                    f"responders {F.tolist()}: with {Y.dtype} messages a wrong message could move the decoded sum "
+                    f"by {1 / factor.min():.3g} times the tolerance {tol:.3g} and still pass checks that honest "
+                    f"rounding ({_HONEST} unit roundoffs) must pass: the decode cancels too much to tell them apart; "
+                    f"decode float64 messages, or use a code with less cancellation", F)
+            sigma = sigma * factor[None, :]
+        return bool((np.abs(pred - Z[rest]) <= tol * sigma).all())
 
     for t in range(tmax + 1):
         for T in itertools.combinations(range(N), t):
@@ -167,6 +194,39 @@ def decode_adversarial(code: AdversarialCode, responders: Responders, messages: 
                     g = g[:length]
                 return AdversarialDecodeResult(g, tuple(int(R[i]) for i in T), True, bool(T), tuple(int(i) for i in R))
     return AdversarialDecodeResult(None, (), False, True, tuple(int(i) for i in R))
+
+
+def _scale_floor(code: AdversarialCode, R: np.ndarray, absY: np.ndarray) -> np.ndarray:
+    """A lower bound of ``k max_j |g_j|`` per column that at most ``a`` wrong messages cannot raise: ``k`` times the
+    ``(a+1)``-th largest ``|y_i| / ||B_i||_1`` over the responders ``R`` (a correct message has
+    ``|y_i| <= ||B_i||_1 max_j |g_j|``)."""
+    ratio = absY / np.maximum(np.abs(code.float_B()[R]).sum(axis=1), np.finfo(np.float64).tiny)[:, None]
+    rank = min(code.adversaries, len(R) - 1)
+    return code.k * -np.partition(-ratio, rank, axis=0)[rank]
+
+
+def _shrink(code: AdversarialCode, F: np.ndarray, M: np.ndarray, YF: np.ndarray, sigma: np.ndarray,
+            ref_floor: np.ndarray) -> np.ndarray:
+    r"""How much the consistency checks of each column must tighten so that one hidden wrong message stays harmless.
+
+    A check ``l`` (a responder outside the decoding set ``F``, predicted as ``sum_c M_lc y_c``) lets through
+    ``tol sigma_l``, ``sigma_l = sum_c |M_lc| |y_c| + |y_l|``: what a relative error ``tol`` in every message can
+    explain. A shift ``delta`` of the message ``c`` in ``F`` passes every check when ``|M_lc delta| <= tol
+    sigma_l`` for all ``l``, and moves the decoded sum by ``|W_uc delta|`` (``W``: the decoding weights on ``F``):
+    at most ``tol H``, ``H = max_{u,c} |W_uc| min_l sigma_l / |M_lc|`` per column, which exceeds the acceptance
+    rule's scale of the column, ``k max_j |g_j|``, wherever the decode cancels (up to ~1e5 times, measured). The
+    returned factor ``min(1, ref / H)`` per column, with ``ref`` a lower bound of that scale (the largest decoded
+    entry ``|(W y_F)_u|``, or ``ref_floor`` from the messages' sizes), makes what any one wrong message in ``F``
+    can hide move the decoded sum by at most ``tol k max_j |g_j|``: the tolerance every decode is held to.
+    """
+    W = _float_weights(code, F[None, :])[0]                               # (m, K)
+    YF = YF.astype(np.float64)
+    ref = np.maximum(np.abs(W @ YF).max(axis=0), ref_floor)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        room = np.min(sigma[:, None, :] / np.abs(M)[:, :, None], axis=0)  # (K, columns): hidden shift per unit tol
+        hidden = np.max(np.abs(W)[:, :, None] * room[None], axis=(0, 1))    # (columns,)
+        factor = np.where(hidden > ref, ref / hidden, 1.0)
+    return np.nan_to_num(factor, nan=1.0)
 
 
 def _accept(code: AdversarialCode, F: np.ndarray, W: np.ndarray, dtype: Any) -> None:
