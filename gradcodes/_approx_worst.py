@@ -23,7 +23,8 @@ from ._errors import GradcodesTypeError, GradcodesValueError
 from ._fields import RationalField, solve_left
 from ._typing import Responders, RNGLike, Unset
 from ._validate import SEED_UNSET, check_int, check_rng, check_size
-from ._verify import random_straggler_sets, swap_neighbours
+from ._verify import random_straggler_sets
+from ._verify_search import swap_neighbours
 
 __all__ = ["OptimalDecoder", "FixedDecoder", "approximation_error", "worst_case_error", "ApproximationReport"]
 

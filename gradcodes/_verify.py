@@ -116,20 +116,6 @@ def random_straggler_sets(n: int, s: int, count: int, rng: np.random.Generator) 
     return np.sort(np.argsort(rng.random((count, n)), axis=1)[:, :s], axis=1)
 
 
-def swap_neighbours(S: np.ndarray, n: int, rng: np.random.Generator, limit: int) -> np.ndarray:
-    """The straggler sets one swap away from ``S`` (one straggler for one responder), at most ``limit`` of them
-    drawn at random; a sorted (count, s) int array. The move of every local search for a worst set."""
-    s = S.size
-    outside = np.setdiff1d(np.arange(n), S)
-    pairs = np.array(list(itertools.product(range(s), range(outside.size))))
-    if pairs.shape[0] > limit:
-        pairs = pairs[rng.choice(pairs.shape[0], limit, replace=False)]
-    cand = np.repeat(S[None], pairs.shape[0], axis=0)
-    cand[np.arange(pairs.shape[0]), pairs[:, 0]] = outside[pairs[:, 1]]
-    cand.sort(axis=1)
-    return cand
-
-
 class StragglerSets(PatternModel):
     """The straggler model of a flat code: every set of ``s`` of the ``n`` workers (rows: sorted int sets)."""
 

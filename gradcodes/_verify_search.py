@@ -16,12 +16,27 @@ is a search over *full* sets: coordinate ascent on ``|z|`` (replace one straggle
 
 from __future__ import annotations
 
+import itertools
 import time
 from typing import Any
 
 import numpy as np
 
-__all__ = ["restart_search", "local_search"]
+__all__ = ["restart_search", "local_search", "swap_neighbours"]
+
+
+def swap_neighbours(S: np.ndarray, n: int, rng: np.random.Generator, limit: int) -> np.ndarray:
+    """The straggler sets one swap away from ``S`` (one straggler for one responder), at most ``limit`` of them
+    drawn at random; a sorted (count, s) int array. The move of every local search for a worst set."""
+    s = S.size
+    outside = np.setdiff1d(np.arange(n), S)
+    pairs = np.array(list(itertools.product(range(s), range(outside.size))))
+    if pairs.shape[0] > limit:
+        pairs = pairs[rng.choice(pairs.shape[0], limit, replace=False)]
+    cand = np.repeat(S[None], pairs.shape[0], axis=0)
+    cand[np.arange(pairs.shape[0]), pairs[:, 0]] = outside[pairs[:, 1]]
+    cand.sort(axis=1)
+    return cand
 
 
 def restart_search(tracker: Any, code: Any, rng: np.random.Generator, seconds: float = 1.0,
@@ -85,7 +100,6 @@ def restart_search(tracker: Any, code: Any, rng: np.random.Generator, seconds: f
 def local_search(tracker: Any, parts: list[tuple[np.ndarray, np.ndarray]], rng: np.random.Generator,
                  batch_size: int, starts: int = 3, steps: int = 15, neighbours: int = 256) -> int:
     """Greedy swaps (one straggler for one responder) from the worst sets found; returns sets evaluated."""
-    from ._verify import swap_neighbours
 
     n = tracker.code.n
     S_all = np.concatenate([p[0] for p in parts])
