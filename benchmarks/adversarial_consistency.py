@@ -15,7 +15,11 @@ straggler sets each, partial gradients ``1 + 0.1 N(0, 1)`` (16 coordinates), see
   default ``tol = 1e-8``;
 * ``hidden``: the same under today's rule (each column's ``sigma_l`` shrunk so that what one wrong message hides
   moves the sum by at most ``tol k max_j |g_j|``, the acceptance rule's scale; ``adversarial_decode._shrink``);
-* ``sum error``, ``outcome``: the largest such lie (0.99 of the room) injected and decoded by
+* ``hidden 2`` (rows with ``a >= 2``): the same for two wrong messages among those used, shifted together so
+  that their discrepancies partly cancel (the worst column of each set, pairs among the 12 messages with the
+  largest single effect; the exact maximum over the polygon of accepted shifts); today's rule bounds one wrong
+  message, this column measures how far two get;
+* ``sum error``, ``outcome``: the largest such (single) lie (0.99 of the room) injected and decoded by
   ``gc.decode_adversarial`` with default arguments: the relative error of the returned sum, and whether the liar
   was named, another worker was named, nothing was seen, or the decode refused.
 
@@ -51,7 +55,7 @@ from gradcodes._numerics import tolerance, unit_roundoff  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 HEADER = (f"{'n':>4} {'placement':<14}{'(s, a, m)':<11}{'honest f32':>11}{'honest f64':>11}{'flags':>12}"
           f"{'hidden raw':>11}"
-          f"{'hidden':>11}{'sum error':>11}  outcome")
+          f"{'hidden':>11}{'hidden 2':>11}{'sum error':>11}  outcome")
 
 
 def _checks(code: gc.AdversarialCode, R: np.ndarray, Z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -64,6 +68,28 @@ def _checks(code: gc.AdversarialCode, R: np.ndarray, Z: np.ndarray) -> tuple[np.
     disc = np.abs(M @ Zf[:K] - Zf[K:])
     scale = np.abs(M) @ np.abs(Zf[:K]) + np.abs(Zf[K:])
     return M, disc, scale
+
+
+def _pair_hidden(M: np.ndarray, bound: np.ndarray, W: np.ndarray, cands: np.ndarray) -> float:
+    """The largest ``|W[:, c1] d1 + W[:, c2] d2|`` over pairs of messages ``c1 < c2`` in ``cands`` and shifts that pass
+    every check, ``|M[:, c1] d1 + M[:, c2] d2| <= bound`` (a polygon: its vertices are where two check lines meet;
+    inf when the two columns of ``M`` are parallel, so the polygon is unbounded)."""
+    rows = M.shape[0]
+    best = 0.0
+    lines = [(i, j, si, sj) for i in range(rows) for j in range(i + 1, rows) for si in (1, -1) for sj in (1, -1)]
+    for x in range(len(cands)):
+        for y in range(x + 1, len(cands)):
+            A = M[:, [cands[x], cands[y]]]
+            if np.linalg.matrix_rank(A) < 2:
+                return float("inf")
+            for i, j, si, sj in lines:
+                sub = A[[i, j]]
+                if abs(np.linalg.det(sub)) < 1e-300:
+                    continue
+                d = np.linalg.solve(sub, np.array([si * bound[i], sj * bound[j]]))
+                if (np.abs(A @ d) <= bound * (1 + 1e-9)).all():
+                    best = max(best, float(np.abs(W[:, [cands[x], cands[y]]] @ d).max()))
+    return best
 
 
 def row(n: int, kind: str, s: int, a: int, m: int, rng: np.random.Generator, sets: int = 20) -> str:
@@ -86,7 +112,7 @@ def row(n: int, kind: str, s: int, a: int, m: int, rng: np.random.Generator, set
         flags[dt] = f"{flagged}/{refused}"
     Y = code.float_B() @ G
     tol = tolerance(code.rtol, np.float64)
-    worst = {"raw": 0.0, "rule": 0.0}
+    worst = {"raw": 0.0, "rule": 0.0, "pair": 0.0}
     lie = None
     for _ in range(sets):
         R = np.sort(rng.permutation(n)[:n - s])
@@ -103,6 +129,10 @@ def row(n: int, kind: str, s: int, a: int, m: int, rng: np.random.Generator, set
                 worst[rule] = float(effect[c, col])
                 if rule == "rule":
                     lie = (R, int(c), int(col), float(room[c, col]))
+            if rule == "rule" and a >= 2:                  # two wrong messages among those used, worst column
+                cands = np.argsort(-effect[:, col], kind="stable")[:12]
+                Ws = _float_weights(code, F[None, :])[0]
+                worst["pair"] = max(worst["pair"], _pair_hidden(M, tol * scale[:, col], Ws, cands))
     assert lie is not None
     R, c, col, shift = lie
     Yr = Y[R].copy()
@@ -115,9 +145,11 @@ def row(n: int, kind: str, s: int, a: int, m: int, rng: np.random.Generator, set
     except gc.DecodingError:
         err, outcome = np.inf, "refused"
     big = np.abs(true).max()
+    pair = f"{worst['pair'] / big:.1e}" if a >= 2 else "-"
     return (f"{n:>4} {kind:<14}{str((s, a, m)):<11}{honest[np.float32]:>11.2f}{honest[np.float64]:>11.2f}"
             f"{flags[np.float32]:>6}{flags[np.float64]:>6}"
-            f"{worst['raw'] / big:>11.1e}{worst['rule'] / big:>11.1e}{err:>11.1e}  {outcome}")
+            f"{worst['raw'] / big:>11.1e}{worst['rule'] / big:>11.1e}"
+            f"{pair:>11}{err:>11.1e}  {outcome}")
 
 
 def main(argv: list[str] | None = None) -> int:
