@@ -118,8 +118,9 @@ def row(n: int, kind: str, s: int, a: int, m: int, rng: np.random.Generator, set
         R = np.sort(rng.permutation(n)[:n - s])
         M, _, sigma = _checks(code, R, Y[R])
         F = R[: code.K]
-        W = np.abs(_float_weights(code, F[None, :])[0])                        # (m, K)
-        rule_scale = sigma * _shrink(code, F, M, Y[F], sigma, _scale_floor(code, R, np.abs(Y[R])))[None, :]
+        Ws = _float_weights(code, F[None, :])[0]                                # (m, K)
+        W = np.abs(Ws)
+        rule_scale = sigma * _shrink(Ws, M, Ws @ Y[F], sigma, _scale_floor(code, R, np.abs(Y[R])))[None, :]
         for rule, scale in (("raw", sigma), ("rule", rule_scale)):
             with np.errstate(divide="ignore"):
                 room = np.min(tol * scale[:, None, :] / np.abs(M)[:, :, None], axis=0)   # (K, columns)
@@ -131,7 +132,6 @@ def row(n: int, kind: str, s: int, a: int, m: int, rng: np.random.Generator, set
                     lie = (R, int(c), int(col), float(room[c, col]))
             if rule == "rule" and a >= 2:                  # two wrong messages among those used, worst column
                 cands = np.argsort(-effect[:, col], kind="stable")[:12]
-                Ws = _float_weights(code, F[None, :])[0]
                 worst["pair"] = max(worst["pair"], _pair_hidden(M, tol * scale[:, col], Ws, cands))
     assert lie is not None
     R, c, col, shift = lie
