@@ -44,7 +44,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from adversarial_numerics import LARGE, PARAMS, placement  # noqa: E402
+from adversarial_numerics import LARGE, PARAMS, placement, write  # noqa: E402
 
 import gradcodes as gc  # noqa: E402
 from gradcodes._families import adversarial_fourier as _fourier  # noqa: E402
@@ -52,7 +52,6 @@ from gradcodes._families.adversarial import _float_weights  # noqa: E402
 from gradcodes._families.adversarial_decode import _scale_floor, _shrink  # noqa: E402
 from gradcodes._numerics import tolerance, unit_roundoff  # noqa: E402
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 HEADER = (f"{'n':>4} {'placement':<14}{'(s, a, m)':<11}{'honest f32':>11}{'honest f64':>11}{'flags':>12}"
           f"{'hidden raw':>11}"
           f"{'hidden':>11}{'hidden 2':>11}{'sum error':>11}  outcome")
@@ -162,27 +161,21 @@ def main(argv: list[str] | None = None) -> int:
         print(row(20, "cyclic", 1, 1, 2, rng, sets=3))
         return 0
     t0 = time.perf_counter()
-    lines = [HEADER, "-" * len(HEADER)]
+    lines = ["-" * len(HEADER)]
     print(HEADER, flush=True)
     for n in (20, 50, 100):
         for kind in ("cyclic", "heterogeneous", "random"):
             for s, a, m in PARAMS + (LARGE if n == 100 and kind == "cyclic" else []):
                 lines.append(row(n, kind, s, a, m, rng))
                 print(lines[-1], flush=True)
-    head = ["# PYTHONPATH=. python benchmarks/adversarial_consistency.py",
-            "# honest f32/f64: worst discrepancy / scale of an honest check, in unit roundoffs of the messages' dtype; "
-            "flags: honest decodes (of 20) reported",
-            "# as holding a wrong message / refused, float32 then float64; hidden raw / hidden: the largest effect on "
-            "the decoded sum (relative to",
-            "# max|g|) of one shifted coordinate of one message used that every check accepts at the default "
-            "tolerance (1e-8), before / with",
-            "# the columns' checks tightened; sum error / outcome: the largest such lie under today's rule decoded by "
-            "gc.decode_adversarial. Seed 0.",
-            f"# {time.perf_counter() - t0:.0f} s; load average (1 min) at the end: {os.getloadavg()[0]:.2f} on "
-            f"{os.cpu_count()} cores"]
-    os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
-    with open(os.path.join(HERE, "results", "adversarial_consistency.txt"), "w") as fh:
-        fh.write("\n".join(head + lines) + "\n")
+    write("adversarial_consistency.txt", "",
+          "# honest f32/f64: worst discrepancy / scale of an honest check, in unit roundoffs of the messages' dtype;\n"
+          "# flags: honest decodes (of 20) reported as holding a wrong message / refused, float32 then float64;\n"
+          "# hidden raw / hidden: the largest effect on the decoded sum (relative to max|g|) of one shifted\n"
+          "# coordinate of one message used that every check accepts at the default tolerance (1e-8), before /\n"
+          "# with the columns' checks tightened; hidden 2: the same for two wrong messages; sum error / outcome:\n"
+          "# the largest single lie under today's rule decoded by gc.decode_adversarial. Seed 0.",
+          lines, t0, script="adversarial_consistency.py", header=HEADER)
     return 0
 
 

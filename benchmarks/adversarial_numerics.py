@@ -154,14 +154,16 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def write(name: str, flags: str, about: str, lines: list[str], t0: float) -> None:
-    """``benchmarks/results/NAME``: the command, ``about``, the time and load, then the table."""
+def write(name: str, flags: str, about: str, lines: list[str], t0: float, *, script: str = "adversarial_numerics.py",
+          header: str = HEADER) -> None:
+    """``benchmarks/results/NAME``: the command (``script`` and ``flags``), ``about``, the time and load, then the
+    table (``header`` and ``lines``)."""
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
     with open(os.path.join(HERE, "results", name), "w") as fh:
-        fh.write(f"# PYTHONPATH=. python benchmarks/adversarial_numerics.py{' ' + flags if flags else ''}\n")
+        fh.write(f"# PYTHONPATH=. python benchmarks/{script}{' ' + flags if flags else ''}\n")
         fh.write(f"{about} {time.perf_counter() - t0:.0f} s, load average {load:.2f}\n")
-        fh.write(HEADER + "\n" + "\n".join(lines) + "\n")
+        fh.write(header + "\n" + "\n".join(lines) + "\n")
 
 if __name__ == "__main__":
     raise SystemExit(main())
