@@ -160,6 +160,25 @@ def test_a_hidden_wrong_message_moves_the_sum_at_most_by_the_tolerance(s, a, m):
             assert np.abs(res.gradient - want).max() <= 1.5 * code.rtol * scale
 
 
+@pytest.mark.parametrize("a", [1, 2])
+def test_scale_floor_is_the_a_plus_first_largest_ratio(monkeypatch, a):
+    """The lower bound of k max|g_j| that a wrong messages cannot raise: k times the (a+1)-th largest |y_i| / ||B_i||_1
+    of each column, computed over blocks of columns (a block of 7 columns here, so the blocks' edges are crossed)."""
+    from gradcodes._families import adversarial_decode as ad
+
+    code = gc.adversarial_gc(_cyclic_placement(12, 2 * a + 3), 1, a, m=2)
+    rng = np.random.default_rng(a)
+    R = np.arange(1, 12)
+    absY = np.abs(rng.standard_normal((11, 30)))
+    absY[3, 4] = 1e6                                              # a liar's huge message cannot raise the floor
+    monkeypatch.setattr(ad, "_FLOOR_CHUNK", 7 * 11)
+    got = ad._scale_floor(code, R, absY.copy())
+    ratio = absY / np.abs(code.float_B()[R]).sum(axis=1)[:, None]
+    want = code.k * -np.partition(-ratio, a, axis=0)[a]
+    np.testing.assert_array_equal(got, want)
+    assert got[4] < 1e6 / np.abs(code.float_B()[4]).sum()
+
+
 def test_verifier_exhaustive_and_can_fail(monkeypatch):
     code = gc.adversarial_gc(PLACEMENT, 1, 1, nodes=range(5), field="rational")
     rep = gc.verify_adversarial(code)

@@ -27,6 +27,8 @@ __all__ = ["AdversarialDecodeResult", "decode_adversarial", "verify_adversarial"
 #: The consistency check must let honest messages through: their discrepancies measure up to ~9 unit roundoffs of
 #: their dtype (benchmarks/adversarial_consistency.py); a check tighter than this cannot tell rounding from a lie.
 _HONEST = 16
+#: Entries of :func:`_scale_floor`'s work array (32 MB of float64): it runs over blocks of columns.
+_FLOOR_CHUNK = 1 << 22
 
 
 # ----------------------------------------------------------------------------------------------- decoding
@@ -203,11 +205,17 @@ def _scale_floor(code: AdversarialCode, R: np.ndarray, absY: np.ndarray) -> np.n
     """A lower bound of ``k max_j |g_j|`` per column that at most ``a`` wrong messages cannot raise: ``k`` times the
     ``(a+1)``-th largest ``|y_i| / ||B_i||_1`` over the responders ``R`` (a correct message has
     ``|y_i| <= ||B_i||_1 max_j |g_j|``)."""
-    ratio = absY / np.maximum(np.abs(code.float_B()[R]).sum(axis=1), np.finfo(np.float64).tiny)[:, None]
-    cols = np.arange(ratio.shape[1])
-    for _ in range(min(code.adversaries, len(R) - 1)):       # drop the a largest of each column (a is small)
-        ratio[ratio.argmax(axis=0), cols] = -np.inf
-    return code.k * ratio.max(axis=0)
+    norms = np.maximum(np.abs(code.float_B()[R]).sum(axis=1), np.finfo(np.float64).tiny)[:, None]
+    q = absY.shape[1]
+    out = np.empty(q)
+    step = max(1, _FLOOR_CHUNK // max(1, len(R)))            # columns at a time: a bounded work array
+    for lo in range(0, q, step):
+        ratio = absY[:, lo:lo + step] / norms
+        cols = np.arange(ratio.shape[1])
+        for _ in range(min(code.adversaries, len(R) - 1)):   # drop the a largest of each column (a is small)
+            ratio[ratio.argmax(axis=0), cols] = -np.inf
+        out[lo:lo + step] = ratio.max(axis=0)
+    return code.k * out
 
 
 def _shrink(W: np.ndarray, M: np.ndarray, decoded: np.ndarray, sigma: np.ndarray, ref_floor: np.ndarray) -> np.ndarray:
