@@ -3,9 +3,9 @@
 
 CONFIG (JSON): ``n`` workers on a cyclic placement of ``load`` partitions, ``s``, ``a``, ``p``, ``iters``, ``liars``
 (workers that add ``shift`` to their message), ``slow`` (workers that sleep ``slow_seconds`` before each message,
-so that the master's first ``n - s`` are the others), ``dtype`` (of parameters and messages, default float64).
-Rank 0 checks each decoded gradient against the uncoded sum and that the liars were named, and prints
-``RESULT {...}``; a failed check raises, which aborts the job.
+so that the master's first ``n - s`` are the others), ``dtype`` (of parameters and messages, default float64),
+``wait_for`` (the master's). Rank 0 checks each decoded gradient against the uncoded sum and that the liars were
+named, and prints ``RESULT {...}``; a failed check raises, which aborts the job.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def main() -> None:
         return C[j] * w + j
 
     if rank == 0:
-        master = Master(code, p, dtype, timeout=60)
+        master = Master(code, p, dtype, timeout=60, wait_for=cfg.get("wait_for"))
         w = np.linspace(1.0, 2.0, p, dtype=dtype)
         found = []
         for t in range(iters):

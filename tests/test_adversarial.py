@@ -160,6 +160,32 @@ def test_a_hidden_wrong_message_moves_the_sum_at_most_by_the_tolerance(s, a, m):
             assert np.abs(res.gradient - want).max() <= 1.5 * code.rtol * scale
 
 
+def test_fewer_responders_than_the_code_is_built_for_never_miscorrect():
+    """With |R| = K + 2 responders and a = 2, the search tried |T| <= (|R| - K) // 2 = 1, which the proof does not
+    cover (it needs |T| + a <= |R| - K): two wrong messages were 'corrected' by blaming an honest worker, and the
+    exact code returned 37 for the sum 36. Now they are detected, not corrected; and K responders (which cannot
+    detect a wrong message at all: one came back as the 'corrected' sum) raise."""
+    from fractions import Fraction
+
+    code = gc.adversarial_gc(_cyclic_placement(8, 5), 0, 2, m=1, nodes=range(8), field="rational")
+    assert code.K == 4
+    g = np.array([[Fraction(j + 1)] for j in range(code.k)], dtype=object)
+    Y = code.B @ g
+    R = [0, 1, 2, 3, 4, 5]
+    # the messages are values f(x_i) of a polynomial of degree < K at x_i = i; d vanishes at workers 0, 1, 2, so
+    # adding d at workers 3 and 4 leaves messages that f + d explains everywhere except at (honest) worker 5
+    d = [Fraction((i - 0) * (i - 1) * (i - 2)) for i in range(8)]
+    Yr = Y[R].copy()
+    for i in (3, 4):
+        Yr[i, 0] += d[i]
+    res = gc.decode_adversarial(code, R, Yr)
+    assert res.detected and not res.corrected and res.gradient is None
+    res = gc.decode_adversarial(code, range(8), np.vstack([Yr, Y[6:]]))      # all n = K + 2a: corrected
+    assert res.corrected and res.adversarial == (3, 4) and res.gradient.tolist() == [Fraction(36)]
+    with pytest.raises(gc.DecodingError, match="K \\+ a = 6"):
+        gc.decode_adversarial(code, [0, 1, 2, 3, 4], Yr[:5])
+
+
 @pytest.mark.parametrize("a", [1, 2])
 def test_scale_floor_is_the_a_plus_first_largest_ratio(monkeypatch, a):
     """The lower bound of k max|g_j| that a wrong messages cannot raise: k times the (a+1)-th largest |y_i| / ||B_i||_1

@@ -54,3 +54,12 @@ def test_two_liars_beyond_a_fail_loudly():
     cfg = {"n": 6, "load": 4, "s": 0, "a": 1, "m": 1, "p": 8, "iters": 2, "liars": [1, 3], "shift": 5.0}
     proc, _ = _run(7, cfg)
     assert proc.returncode != 0 and "inconsistent beyond 1 wrong ones" in proc.stdout + proc.stderr
+
+
+@needs_mpi
+def test_a_master_waiting_for_too_few_messages_is_refused():
+    """wait_for = K let the master decode K messages, which cannot show a wrong one: decode_adversarial returned the
+    liar's sum as 'corrected'. The master now refuses fewer than K + a messages (and early-stopping policies)."""
+    cfg = {"n": 6, "load": 4, "s": 1, "a": 1, "p": 8, "iters": 1, "liars": [2], "wait_for": 3}
+    proc, _ = _run(7, cfg)
+    assert proc.returncode != 0 and "at least K + a = 4" in proc.stdout + proc.stderr

@@ -26,11 +26,13 @@ minimum distance ``2a + 1``: from any ``K`` correct ones the master interpolates
 decoder: the top ``m`` coefficients of the Lagrange interpolant on the first ``K`` responders, so the code is an
 exact :class:`~gradcodes.GradientCode` for ``s + 2a`` stragglers), and with up to ``a`` wrong messages
 :func:`decode_adversarial` finds the smallest set ``T`` of responders whose removal leaves messages consistent with
-one polynomial of degree ``< K``. *Proof of correctness:* if at most ``a`` messages are wrong and ``|T| <= a``,
-the consistent polynomial agrees with ``f`` on at least ``|R| - |T| - a >= K`` points, so it is ``f``; and every
-wrong message is then in ``T``, so the smallest consistent ``T`` is exactly the set of wrong workers. When no
-``T`` of size ``<= min(a, (|R| - K) // 2)`` is consistent, more than ``a`` messages are wrong: detected, not
-corrected.
+one polynomial of degree ``< K``. *Proof of correctness:* if at most ``a`` messages are wrong and
+``|T| + a <= |R| - K``, the consistent polynomial agrees with ``f`` on at least ``|R| - |T| - a >= K`` points, so it
+is ``f``; and every wrong message is then in ``T``, so the smallest consistent ``T`` is exactly the set of wrong
+workers. With the ``|R| = n - s = K + 2a`` responders the code is built for, every ``|T| <= a`` qualifies; with
+fewer, the search stops at ``|T| <= |R| - K - a`` (and needs ``|R| >= K + a`` to detect anything: below that,
+``a`` wrong messages can agree with one wrong polynomial). When no such ``T`` is consistent, more wrong messages
+than the responders can correct arrived: detected, not corrected.
 
 **Nodes.** ``nodes="chebyshev"``: the Chebyshev points ``cos(π (2i + 1) / (2n))`` rounded to multiples of
 ``2^-24`` (dyadic rationals, computed from correctly rounded cosines) with the top monomial coefficients above; the

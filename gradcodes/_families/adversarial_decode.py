@@ -68,15 +68,18 @@ def decode_adversarial(code: AdversarialCode, responders: Responders, messages: 
     every message within ``tol (sum_c |M_lc| |y_c| + |y_l|)`` of its prediction ``sum_c M_lc y_c`` from ``K``
     others, the discrepancy a relative error ``tol`` in every message can explain, with ``tol`` the tolerance of
     the library's acceptance rule for the messages' dtype), up to
-    ``|T| <= min(a, (|R| - K) // 2)``; the proof in the module docstring shows ``T`` is then exactly the set of wrong
-    workers. Cost ``sum_{t <= a} C(|R|, t)`` small
-    consistency checks (on two fixed combinations of the columns, then confirmed on all of them).
+    ``|T| <= min(a, |R| - K - a)``; the proof in the module docstring shows ``T`` is then exactly the set of wrong
+    workers. ``|R| >= K + a`` responders are needed to detect up to ``a`` wrong messages (fewer raise
+    :class:`~gradcodes.DecodingError`), ``K + 2a`` (the ``n - s`` the code is built for) to correct them; in
+    between, the search stops at ``|R| - K - a`` and reports more wrong messages as detected, not corrected.
+    Cost ``sum_{t <= a} C(|R|, t)`` small consistency checks (on two fixed combinations of the columns, then
+    confirmed on all of them).
 
     Parameters
     ----------
     code : AdversarialCode
     responders : iterable of int
-        The workers whose messages arrived (at least ``K``).
+        The workers whose messages arrived (at least ``K + a``; ``K + 2a`` to correct ``a`` wrong messages).
     messages : array_like, (len(responders), q) or (n, q)
         Their messages (rows in the order of ``responders``), or the full buffer (row ``i`` = worker ``i``).
     rtol : float, optional
@@ -137,10 +140,14 @@ def decode_adversarial(code: AdversarialCode, responders: Responders, messages: 
         Y = np.asarray(Y, dtype=np.result_type(Y.dtype, np.float32))
         if not np.isfinite(Y).all():
             raise GradcodesValueError("messages must be finite (a NaN or inf message: drop that worker)")
-    N, K = len(R), code.K
+    N, K, a = len(R), code.K, code.adversaries
+    if N - K < a:
+        raise DecodingError(f"responders {R.tolist()}: detecting up to a = {a} wrong messages needs at least K + a = "
+                            f"{K + a} of them (K + 2a = {K + 2 * a} to correct them), got {N}; code.decode decodes "
+                            f"them without that protection", R)
     alpha = [code.nodes[i] if code.exact else float(code.nodes[i]) for i in R]
     ex = [code.scale_exponents[i] for i in R]
-    tmax = min(code.adversaries, (N - K) // 2)
+    tmax = min(a, N - K - a)              # every T searched has |T| + a <= N - K: the proof's condition
     check_size("the adversarial sets searched", sum(math.comb(N, t) for t in range(tmax + 1)) * N * K, "work")
     probe = Y[:, :1] if Y.shape[1] == 1 else np.stack([Y.sum(axis=1), Y[:, ::2].sum(axis=1) - Y[:, 1::2].sum(axis=1)],
                                                       axis=1)

@@ -148,6 +148,14 @@ class Master:
         decoded = code.inner if isinstance(code, CodedReduceCode) else code
         self.tracker, wait_for = wait_tracker(decoded, policy, wait_for, self.dtype)
         self.need = wait_count(code, wait_for)
+        if isinstance(code, AdversarialCode) and (self.tracker is not None
+                                                  or self.need < code.K + code.adversaries):
+            raise GradcodesValueError(
+                f"policy / wait_for: an adversarial_gc code's master waits for a count of messages, at least K + a = "
+                f"{code.K + code.adversaries} to detect a = {code.adversaries} wrong ones (the default, n - s = "
+                f"{code.n - code.stragglers}, also corrects them); got "
+                + ("a policy that stops at the first decodable set" if self.tracker is not None
+                   else f"{self.need}"))
         if deadline is not None and not isinstance(code, ApproximateCode):
             raise GradcodesValueError("deadline: only approximate codes may stop before n - s messages")
         self.deadline = None if deadline is None else float(deadline)
