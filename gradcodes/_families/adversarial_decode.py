@@ -156,7 +156,7 @@ def decode_adversarial(code: AdversarialCode, responders: Responders, messages: 
         absY = np.abs(Y).astype(np.float64)
         ref_floor = _scale_floor(code, R, absY)
         absP = absY[:, :1] if Y.shape[1] == 1 else np.repeat(absY.sum(axis=1)[:, None], 2, axis=1)
-    decoded: dict[tuple[int, ...], np.ndarray] = {}         # the float decodes the confirming checks computed
+    decoded: dict[tuple[int, ...], np.ndarray] = {}         # the float decode the last confirming check computed
 
     def consistent(keep: list[int], Z: np.ndarray, Zabs: Any = None) -> bool:
         Q, rest = keep[:K], keep[K:]
@@ -176,6 +176,7 @@ def decode_adversarial(code: AdversarialCode, responders: Responders, messages: 
         sigma = np.abs(Mf) @ Zabs[Q] + Zabs[rest]
         if Z is Y:                          # the confirming check on every column; the probe's is looser
             W = _float_weights(code, np.asarray(R)[Q][None, :])[0]      # (m, K): the decoding vector on Q
+            decoded.clear()                                                 # one slot: the latest decoding set
             decoded[tuple(Q)] = W.astype(Y.dtype) @ Y[Q]                   # the decode itself, kept for the return
             factor = _shrink(W, Mf, decoded[tuple(Q)], sigma, ref_floor)
             if tol * factor.min() < _HONEST * unit_roundoff(Y.dtype):
