@@ -69,3 +69,29 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):  # noqa: ANN001, AN
             return "ranks" if launches_ranks(nodeid.split("@")[0]) else super()._split_scope(nodeid)
 
     return RankGroupScheduling(config, log)
+
+
+# ---- the suite leaves the checkout as it found it ----
+# A test once wrote a verify checkpoint named after a fuzzed path ("x") into the directory the suite ran in, and it
+# was committed at the project's root. The run that started the session (the xdist controller, or the only process)
+# lists the root before and after; a new entry there fails the run. Hidden entries (.pytest_cache, .hypothesis) are
+# the tools' own.
+_ROOT_BEFORE: set[str] = set()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if not hasattr(session.config, "workerinput"):
+        _ROOT_BEFORE.update(os.listdir(ROOT))
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if hasattr(session.config, "workerinput") or not _ROOT_BEFORE:
+        return
+    left = sorted(name for name in set(os.listdir(ROOT)) - _ROOT_BEFORE if not name.startswith("."))
+    if left:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.ensure_newline()
+            reporter.write_line(f"the tests left new entries in {ROOT}: {left} (write into tmp_path instead)",
+                                red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
