@@ -100,7 +100,6 @@ def restart_search(tracker: Any, code: Any, rng: np.random.Generator, seconds: f
 def local_search(tracker: Any, parts: list[tuple[np.ndarray, np.ndarray]], rng: np.random.Generator,
                  batch_size: int, starts: int = 3, steps: int = 15, neighbours: int = 256) -> int:
     """Greedy swaps (one straggler for one responder) from the worst sets found; returns sets evaluated."""
-
     n = tracker.code.n
     S_all = np.concatenate([p[0] for p in parts])
     e_all = np.concatenate([p[1] for p in parts])

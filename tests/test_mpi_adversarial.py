@@ -62,4 +62,5 @@ def test_a_master_waiting_for_too_few_messages_is_refused():
     liar's sum as 'corrected'. The master now refuses fewer than K + a messages (and early-stopping policies)."""
     cfg = {"n": 6, "load": 4, "s": 1, "a": 1, "p": 8, "iters": 1, "liars": [2], "wait_for": 3}
     proc, _ = _run(7, cfg)
-    assert proc.returncode != 0 and "at least K + a = 4" in proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "policy / wait_for: an adversarial_gc code's master" in proc.stdout + proc.stderr
+    assert "at least K + a = 4" in proc.stdout + proc.stderr

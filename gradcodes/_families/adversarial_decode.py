@@ -156,7 +156,7 @@ def decode_adversarial(code: AdversarialCode, responders: Responders, messages: 
         absY = np.abs(Y).astype(np.float64)
         ref_floor = _scale_floor(code, R, absY)
         absP = absY[:, :1] if Y.shape[1] == 1 else np.repeat(absY.sum(axis=1)[:, None], 2, axis=1)
-    decoded: dict[tuple[int, ...], np.ndarray] = {}         # the float decode the last confirming check computed
+    last: list[tuple[tuple[int, ...], np.ndarray, np.ndarray]] = []   # (Q, weights, decode) of the last float check
 
     def consistent(keep: list[int], Z: np.ndarray, Zabs: Any = None) -> bool:
         Q, rest = keep[:K], keep[K:]
@@ -176,9 +176,8 @@ def decode_adversarial(code: AdversarialCode, responders: Responders, messages: 
         sigma = np.abs(Mf) @ Zabs[Q] + Zabs[rest]
         if Z is Y:                          # the confirming check on every column; the probe's is looser
             W = _float_weights(code, np.asarray(R)[Q][None, :])[0]      # (m, K): the decoding vector on Q
-            decoded.clear()                                                 # one slot: the latest decoding set
-            decoded[tuple(Q)] = W.astype(Y.dtype) @ Y[Q]                   # the decode itself, kept for the return
-            factor = _shrink(W, Mf, decoded[tuple(Q)], sigma, ref_floor)
+            last[:] = [(tuple(Q), W, W.astype(Y.dtype) @ Y[Q])]             # the decode itself, kept for the return
+            factor = _shrink(W, Mf, last[0][2], sigma, ref_floor)
             if tol * factor.min() < _HONEST * unit_roundoff(Y.dtype):
                 F = np.asarray(R)[Q]
                 raise DecodingError(
@@ -200,9 +199,13 @@ def decode_adversarial(code: AdversarialCode, responders: Responders, messages: 
                     g = np.array([[sum((W[u][c] * Y[Q[c], col] for c in range(K)), Fraction(0))
                                    for col in range(Y.shape[1])] for u in range(code.m)], dtype=object).ravel()
                 else:
-                    Wf = _float_weights(code, np.asarray(R)[Q][None, :])[0]  # (m, K): the decoding vector on Q
+                    if last and last[0][0] == tuple(Q):                     # computed by the confirming check
+                        _, Wf, gQ = last[0]
+                    else:                                                   # no check ran (a = 0, nothing left over)
+                        Wf = _float_weights(code, np.asarray(R)[Q][None, :])[0]
+                        gQ = Wf.astype(Y.dtype) @ Y[Q]
                     _accept(code, np.asarray(R)[Q], Wf, Y.dtype)
-                    g = decoded[tuple(Q)].ravel() if tuple(Q) in decoded else (Wf.astype(Y.dtype) @ Y[Q]).ravel()
+                    g = gQ.ravel()
                 if length is not None:
                     g = g[:length]
                 return AdversarialDecodeResult(g, tuple(int(R[i]) for i in T), True, bool(T), tuple(int(i) for i in R))
