@@ -19,11 +19,12 @@ of the blocks' matrices (zero on workers storing nothing).
    every block with ``k_b > 0`` has ``n_b >= s + 1`` workers and ``B_b`` recovers ``E_b`` from every set of ``s``
    stragglers inside ``W_b``.
 2. *Accuracy of the block decoder.* For every ``S`` (``|S| = s``) the block decoder's matrix ``A`` satisfies
-   ``||A B - E||_inf = max_b res_b`` and ``canc(A) <= sum_b (k_b / k) canc_b``, where ``res_b``, ``canc_b`` are the
-   residual and cancellation factor (``max_u sum_{i ∈ W_b} |A_ui| ||B_i||_1 / k_b``) of block ``b``'s decode at a
-   set of exactly ``s`` stragglers inside ``W_b``. Hence, with ``res*_b``, ``canc*_b`` the worst values over all
-   ``C(n_b, s)`` such sets, the predicted error ``u canc + res`` of every decode is at most
-   ``u sum_b (k_b/k) canc*_b + max_b res*_b``.
+   ``||A B - E||_inf = max_b res_b`` and ``canc(A) = max_b canc_b``, where ``res_b``, ``canc_b`` are the
+   residual and cancellation factor (the worst column of ``|A_{W_b}| |B_b|``, :func:`gradcodes._numerics.cancellation`)
+   of block ``b``'s decode at a set of exactly ``s`` stragglers inside ``W_b``. Hence, with ``res*_b``, ``canc*_b``
+   the worst values over all ``C(n_b, s)`` such sets, the error bound ``c_t canc + res`` of every decode
+   (:func:`gradcodes._numerics.error_estimate`, ``t`` the whole decode's terms) is at most
+   ``c_t max_b canc*_b + max_b res*_b``.
 
 *Proof.* ``B`` is block-diagonal, so ``(A B)`` restricted to the columns of block ``b`` is ``A_{W_b} B_b`` and
 ``A B = E`` splits into ``A_{W_b} B_b = E_b`` for every ``b``. (1, "if") ``S ∩ W_b`` has at most ``s`` workers and,
@@ -32,13 +33,13 @@ set (zero on the added stragglers) decodes the larger one. (1, "only if") If ``n
 ``k_b > 0``, a set ``S ⊇ W_b`` exists (``s <= n - 1``) and leaves ``A_{W_b} = 0 != E_b``; if ``B_b`` fails at
 ``S_b ⊆ W_b``, ``|S_b| = s``, the global set ``S = S_b`` fails. (2) The block decoder's part on ``W_b`` is block
 ``b``'s decode at an ``s``-subset of ``W_b`` (the actual stragglers of the block plus its last responders), so the
-residual is the largest block residual; and ``sum_i |A_ui| ||B_i||_1 / k`` splits into the blocks' sums, each
-``k_b/k`` times the block's cancellation factor. ∎ (The identities hold in real arithmetic; a residual evaluated
-in floating point carries its own rounding, of order ``n_b u canc``, the size of the ``u canc`` term.)
+residual is the largest block residual; and a column of block ``b`` meets only the rows ``W_b``, so the columns of
+``|A| |B|`` are those of the blocks' ``|A_{W_b}| |B_b|``. ∎ (The identities hold in real arithmetic; a residual
+evaluated in floating point carries its own rounding, of order ``n_b u canc``, which the rule's interval covers.)
 
 Hence :func:`gradcodes.verify` proves a block-decoded code when (a) every block with partitions has at least
 ``s + 1`` workers, (b) every distinct block is proven by ``verify`` (exhaustively, or by a decoder's theorem), with
-every block decode accepted (``u canc_b + res_b <= rtol``), and (c) the combined bound of part 2 is at most
+every block decode accepted, and (c) the combined bound of part 2 (with the whole decode's terms) is at most
 ``rtol``. (b) alone does not imply (c): one block may reach its worst cancellation while another reaches its worst
 residual, so (c) is checked from the blocks' worst values. Blocks with equal ``B_b`` (and equal decoders) have the
 same worst values, so each is checked once. The work is ``sum over distinct blocks of C(n_b, s)`` straggler sets
@@ -352,7 +353,7 @@ def verify_blocks(code: GradientCode, dec: BlockDecoder, **options: Any) -> Veri
     """Proof by blocks (module docstring): verify each distinct block once and combine the reports. When
     ``code.B`` is not exactly the decoder's blocks (or the field is exact), the decoder is checked set by set."""
     from ._bounds import meets_min_load, min_load
-    from ._numerics import CANC_ALLOWANCE, tolerance, unit_roundoff
+    from ._numerics import CANC_ALLOWANCE, error_estimate, tolerance
     from ._verify import verify
 
     if not _matches(code, dec):
@@ -413,20 +414,19 @@ def verify_blocks(code: GradientCode, dec: BlockDecoder, **options: Any) -> Veri
 
     checked = sum(r["report"].patterns_checked for r in rows if r["report"] is not None and r["same_as"] is None)
     n_fail = len(failures)
-    # a block's failing set fails the whole code only if the whole decode of the lifted set fails too (the
-    # cancellation of the whole decode is the blocks' average, weighted by k_b / k): judge each by the full rule
+    # a block's failing set fails the whole code only if the whole decode of the lifted set fails too: judge each by
+    # the full rule
     lifted = [F for blk, rep in reports for F in (lift(blk, F) for F in rep.failures[:10]) if F is not None]
     if lifted:
         confirmed = _confirm_failures(code, dec, lifted, rtol, dtype)
         if len(confirmed) < len(lifted):
             notes.append(f"{len(lifted) - len(confirmed)} failing sets of single blocks are not failures of the "
-                         f"whole code's decode (their cancellation is averaged over the blocks): not a proof either")
+                         f"whole code's decode: not a proof either")
         failures.extend(confirmed)
         n_fail += len(confirmed)
     proven = not failures and n_fail == 0 and all(is_proof(rep) for _, rep in reports)
     # the whole decode: terms = the non-zeros of the block decoder's row (n_b - s per block) plus the load
     terms = sum(len(blk.workers) - s for blk, _ in reports) + int(code.loads.max())
-    u_t = 0.0 if code.exact else unit_roundoff(dtype) * math.sqrt(max(terms, 1))
     worst_res = max((rep.worst_residual for _, rep in reports), default=0.0)
     res_hi = max((max(rep.worst_residual_bound, rep.worst_residual) for _, rep in reports), default=0.0)
     res_lo = max((rep.worst_residual if rep.worst_residual_lower is None else rep.worst_residual_lower
@@ -434,21 +434,24 @@ def verify_blocks(code: GradientCode, dec: BlockDecoder, **options: Any) -> Veri
     if missing or dead is not None:
         worst_res = res_hi = res_lo = max(worst_res, 1.0)        # a whole block of the target undecoded
     res_pair = max(reports, key=lambda br: br[1].worst_residual) if reports else None
-    cancs = [(len(blk.partitions) / k) * rep.worst_cancellation for blk, rep in reports
-             if np.isfinite(rep.worst_cancellation)]
-    canc_bound = float(sum(cancs)) if cancs else float("nan")
-    canc_term = u_t * (canc_bound if cancs else 0.0)
-    bound = 0.0 if code.exact else canc_term + worst_res
-    upper = 0.0 if code.exact else canc_term * (1 + CANC_ALLOWANCE) + res_hi
+    cancs = [rep.worst_cancellation for blk, rep in reports if np.isfinite(rep.worst_cancellation)]
+    canc_bound = float(max(cancs)) if cancs else float("nan")
+    if code.exact:
+        bound = upper = 0.0
+    else:
+        # the rule at the blocks' worst values; the upper end with the residual's slack (in res_hi) and eta
+        c = canc_bound if cancs else 0.0
+        bound = float(error_estimate(c, worst_res, dtype, terms))
+        upper = float(error_estimate(c * (1 + CANC_ALLOWANCE), res_hi, dtype, terms))
     if proven and not code.exact and not upper <= rtol:
         proven = False
-        notes.append(f"combined bound u sqrt(t) (1 + eta) sum_b (k_b/k) canc_b + max_b (res_b + delta_b) = "
+        notes.append(f"combined bound (c_t max_b canc_b)(1 + eta) + max_b (res_b + delta_b) = "
                      f"{upper:.3g} > rtol={rtol:g} ({dtype}; gradcodes._numerics.error_bounds)")
     unproven = [i for i, r in enumerate(rows) if r["report"] is not None and r["same_as"] is None
                 and not is_proof(r["report"]) and r["report"].n_failures == 0]
     distinct = sum(1 for r in rows if r["report"] is not None and r["same_as"] is None)
     notes.insert(0, f"proof by blocks: {len(rows)} blocks, {distinct} distinct checked "
-                    f"(theorem in gradcodes._blocks); error estimate = u sqrt(t) sum_b (k_b/k) canc_b + max_b res_b")
+                    f"(theorem in gradcodes._blocks); error bound = c_t max_b canc_b + max_b res_b")
     if unproven:
         notes.append(f"blocks {unproven} were searched, not enumerated: their worst case is not proven")
     canc_blk = max(reports, key=lambda br: np.nan_to_num(br[1].worst_cancellation, nan=-1.0)) if reports else None

@@ -1,22 +1,36 @@
-"""Batched numerical diagnostics of decoding matrices (see ``docs/numerics.md``).
+"""Batched numerical diagnostics of decoding matrices and the acceptance rule (see ``docs/acceptance.md``).
 
 For a decoding matrix ``A_F`` (m x n) of a code with encoding matrix ``B`` (n x k*m) and target
 ``E = 1_k^T (x) I_m``:
 
 * **residual** ``||A_F B - E||_inf`` — how far the decoder is from exact recovery;
-* **cancellation factor** ``canc(A_F) = max_u sum_i |A_F[u, i]| * ||B_i||_1 / k`` — row-scale invariant, >= 1,
-  exactly 1 for fractional repetition; rounding in the decoded sum grows like ``u * canc``;
-* **error estimate** ``eps * canc * sqrt(terms) + residual`` — the predicted relative error of the decoded sum,
-  with ``eps`` the unit roundoff of the message dtype and ``terms`` the rounded additions per coordinate;
-* **acceptance** ``error estimate <= tolerance(rtol, dtype)``: the float64 tolerance ``rtol`` keeps the same share
+* **cancellation factor** ``canc(A_F) = max_u sum_v max_j (|A_F| |B|)[u, j*m + v]`` — the worst column of
+  ``|A_F| |B|`` (summed over the ``m`` pieces of a partition when ``m > 1``); row-scale invariant, >= 1 for an
+  exact decode, exactly 1 for non-negative decodes such as fractional repetition's (:func:`cancellation`);
+* **error bound** ``c_t canc + residual + gamma64_{t+1} (canc + 1)`` with ``c_t = gamma_{t+2}`` in the unit
+  roundoff of the messages' dtype (:func:`rounding_factor`) and ``t`` the decoding vector's non-zeros plus the
+  encoding load (:func:`error_estimate`);
+* **acceptance** ``error bound <= tolerance(rtol, dtype)``: the float64 tolerance ``rtol`` keeps the same share
   of the digits of other dtypes (:func:`tolerance`), so float32 decodes are judged by float32's unit roundoff.
 
+**Why it is a bound for every gradient** (Higham, *Accuracy and Stability of Numerical Algorithms*, 2nd ed. 2002,
+§3.1 and Lemma 3.3; one coordinate, ``m = 1``). A worker's message ``y_i = fl(sum_j B_ij g_j)`` over its ``t_i <=
+load`` partitions, with ``B`` rounded to the dtype, is within ``gamma_{t_i+1} sum_j |B_ij| |g_j|`` of the exact
+combination; the decode ``fl(sum_i a_i y_i)`` of ``w`` terms, with ``a`` rounded to the dtype, is within
+``gamma_{w+1} sum_i |a_i| |y_i|``. With ``r = a B - 1`` and ``M_j = sum_i |a_i| |B_ij|`` these give
+``|g_hat - sum_j g_j| <= sum_j (|r_j| + gamma_{t+2} M_j) |g_j| <= (residual + gamma_{t+2} canc) sum_j |g_j|``
+whatever the gradient: the rounding follows the column the gradient sits in, so the factor is the *worst*
+column, not the average (a gradient concentrated in one partition reaches it). For ``m > 1`` the pieces ``v`` of
+the same coordinate add up, hence the sum over ``v``. The residual itself is evaluated in float64, within
+``gamma64_{w+1} (canc + 1)`` of the exact one (§3.1, (3.5)), and that is added. Complex arithmetic multiplies with
+``sqrt(2) gamma_2`` (Lemma 3.5): ``c_t = sqrt(2) gamma_{t+6}``. The bound is relative to ``||sum_j |g_j| ||_inf``;
+subnormal data adds :func:`underflow_error`.
+
 **The acceptance rule, in one place.** A decode computes its own decoding matrix and accepts it when its error
-estimate is within the tolerance (:func:`accepts`). A verdict must hold for every machine's decode, so the verifier
-judges an *interval* that contains every machine's estimate (:func:`error_bounds`, :func:`judge`): a set is **ok**
+bound is within the tolerance (:func:`accepts`). A verdict must hold for every machine's decode, so the verifier
+judges an *interval* that contains every machine's bound (:func:`error_bounds`, :func:`judge`): a set is **ok**
 when the upper end clears the tolerance, **fails** when even the lower end misses it, and is **borderline**
-otherwise. The interval's half-width has two parts (Higham, *Accuracy and Stability of Numerical Algorithms*, 2nd
-ed. 2002):
+otherwise. The interval's half-width has two parts (Higham 2002):
 
 * the residual: a computed inner product of ``w`` non-zero terms is within ``gamma_w |a|^T |b|`` of the exact one
   (section 3.1, (3.5); ``gamma_w = w u / (1 - w u)``, ``u`` float64's unit roundoff), so the residual evaluated
@@ -47,8 +61,9 @@ import numpy as np
 from ._fields import exact_zeros, is_galois_array
 
 __all__ = ["target_matrix", "residuals", "cancellation", "magnitude", "widths", "accepts", "error_estimate",
-           "error_bounds", "residual_slack", "judge", "exact_residual_ok", "unit_roundoff", "tolerance", "decode_terms",
-           "underflow_error", "OK", "BORDERLINE", "FAILS"]
+           "error_bounds", "residual_slack", "judge", "rounding_factor", "column_factor", "outward", "residual_upper",
+           "GRID_BITS", "exact_residual_ok", "unit_roundoff", "tolerance", "decode_terms", "underflow_error", "OK",
+           "BORDERLINE", "FAILS"]
 
 #: Relative factor of the default float64 acceptance tolerance.
 DEFAULT_RTOL = 1e-8
@@ -96,10 +111,44 @@ def exact_residual_ok(A: Any, B: Any, E: Any) -> np.ndarray:
     return ok
 
 
+#: Entries of one (b, m, k m) block of ``|A| |B|`` formed at a time by :func:`cancellation` (32 MB of float64).
+_CANC_BLOCK = 1 << 22
+
+
+def column_factor(M: np.ndarray, m: int) -> np.ndarray:
+    """``max_u sum_v max_j M[..., u, j m + v]`` of a batch of non-negative (b, m, k m) arrays: the worst column of
+    each output row, summed over the ``m`` pieces (module docstring). For ``m = 1``, ``max_j M[..., 0, j]``."""
+    b = M.shape[0]
+    return np.asarray(M.reshape(b, m, -1, m).max(axis=2, initial=0.0).sum(axis=2).max(axis=1, initial=0.0))
+
+
 def cancellation(A: np.ndarray, B: np.ndarray, k: int) -> np.ndarray:
-    """Cancellation factor ``max_u sum_i |A[u, i]| ||B_i||_1 / k`` for each matrix of the batch."""
-    row_l1 = np.asarray(abs(B).sum(axis=1)).reshape(-1)               # B may be a scipy.sparse array
-    return (np.abs(A) @ row_l1).max(axis=1) / k
+    """Cancellation factor ``canc = max_u sum_v max_j (|A| |B|)[u, j m + v]`` for each matrix of the batch.
+
+    The worst column of ``|A_F| |B|`` (for ``m = 1``: ``max_j sum_i |a_i| |B_ij|``): the factor by which the decode
+    amplifies the rounding of the messages when the gradient sits in that column's partition. It is at least 1
+    when ``A_F B = E`` (and exactly 1 for non-negative decodes such as fractional repetition's), row-scale
+    invariant, and it bounds the error of every decode (module docstring). ``k`` is kept for the signature (the
+    pieces per partition are ``m = A.shape[1]``). Formed in blocks of at most :data:`_CANC_BLOCK` entries.
+
+    >>> B = np.array([[1.0, 1.0, 0.0], [0.0, 1.0, 1.0], [1.0, 0.0, 1.0]])
+    >>> A = np.array([[[0.5, 0.5, 0.5]]])           # a B = 1 with every column covered twice at weight 1/2
+    >>> cancellation(A, B, 3).tolist()
+    [1.0]
+    >>> cancellation(np.array([[[1.0, -1.0, 1.0]]]), B, 3).tolist()   # same sum, weights that cancel
+    [2.0]
+    """
+    A = np.asarray(A)
+    b, m, n = A.shape
+    absB = abs(B)                                                      # B may be a scipy.sparse array
+    cols = int(absB.shape[1])
+    out = np.empty(b)
+    step = max(1, _CANC_BLOCK // max(1, m * cols))
+    for lo in range(0, b, step):
+        blk = np.abs(A[lo:lo + step])
+        M = np.asarray(blk.reshape(-1, n) @ absB).reshape(blk.shape[0], m, cols)
+        out[lo:lo + step] = column_factor(M, m)
+    return out
 
 
 def magnitude(A: np.ndarray, B: np.ndarray) -> np.ndarray:
@@ -128,6 +177,44 @@ def residual_slack(mag: Any, width: Any, exact_eval: Any = False) -> Any:
                     (_gamma(w + 1) + 2 * _gamma(w)) * (np.asarray(mag, dtype=float) + 1.0))
 
 
+#: Significant bits of the verifier's interval ends (:func:`outward`): the ends are rounded outward to this grid.
+GRID_BITS = 12
+
+
+def outward(x: Any, up: bool = True) -> Any:
+    """``x`` rounded up (``up``) or down to :data:`GRID_BITS` significant bits, elementwise and exactly (``frexp``,
+    ``ceil``/``floor`` and ``ldexp`` round nothing), so a value that varies between machines in its last digits
+    gives the same grid value everywhere unless a grid point lies inside that variation (a relative ``2^-12``
+    grid against variations of ``1e-9`` relative: module docstring). Zero, infinities and NaN are kept.
+
+    >>> float(outward(1.0 + 2.0**-30)), float(outward(1.0 + 2.0**-30, up=False))
+    (1.00048828125, 1.0)
+    """
+    x = np.asarray(x, dtype=float)
+    mant, ex = np.frexp(x)
+    scaled = np.ldexp(mant, GRID_BITS)
+    r = np.ceil(scaled) if up else np.floor(scaled)
+    with np.errstate(invalid="ignore", over="ignore"):
+        out = np.ldexp(r, ex - GRID_BITS)
+    return np.where(np.isfinite(x) & (x != 0), out, x)
+
+
+def residual_upper(residual: Any, mag: Any, width: Any, exact_eval: Any = False) -> Any:
+    """The largest residual any machine computes for a set: ``max(r, delta) + delta`` (``r`` where ``exact_eval``).
+
+    A set the code recovers exactly has, on every machine, a computed residual of at most ``delta`` (the rounding
+    of a backward-stable solve and of the residual's own evaluation, :func:`residual_slack`), so its measured
+    residual, rounding noise that differs by kernel, is replaced by ``delta``, a function of the magnitude alone;
+    a larger residual is the set's own, within ``delta`` on every machine. Rounded up to the grid of
+    :func:`outward`.
+    """
+    exact_eval = np.asarray(exact_eval, dtype=bool)
+    delta = residual_slack(mag, width, exact_eval)
+    res = np.asarray(residual, dtype=float)
+    with np.errstate(invalid="ignore"):
+        return np.where(exact_eval, res, outward(np.maximum(res, delta) + delta))
+
+
 def error_bounds(canc: Any, residual: Any, mag: Any, width: Any, dtype: Any = np.float64, terms: Any = 1,
                  exact_eval: Any = False) -> tuple[Any, Any, Any]:
     """``(lo, est, hi)``: the error estimate of a decode (:func:`error_estimate`) and an interval that holds every
@@ -146,12 +233,16 @@ def error_bounds(canc: Any, residual: Any, mag: Any, width: Any, dtype: Any = np
     delta = residual_slack(mag, width, exact_eval)
     eta = np.where(exact_eval, 0.0, CANC_ALLOWANCE)
     res = np.asarray(residual, dtype=float)
-    u_canc = unit_roundoff(dtype) * np.asarray(canc, dtype=float) * np.sqrt(
-        np.maximum(np.asarray(terms, dtype=float), 1.0))
+    c = np.asarray(canc, dtype=float)
+    t = np.maximum(np.asarray(terms, dtype=float), 1.0)
     with np.errstate(invalid="ignore", over="ignore"):
-        est = u_canc + res
-        lo = u_canc * (1 - eta) + np.maximum(res - delta, 0.0)
-        hi = u_canc * (1 + eta) + res + delta
+        coef = rounding_factor(dtype, t) + _gamma(t + 1)
+        est = coef * c + _gamma(t + 1) + res
+        lo = coef * c * (1 - eta) + _gamma(t + 1) + np.maximum(res - delta, 0.0)
+        hi = coef * c * (1 + eta) + _gamma(t + 1) + residual_upper(res, mag, width, exact_eval)
+        # the ends on a fixed grid (outward), so that they are the same on every machine
+        lo = np.where(exact_eval, lo, outward(lo, up=False))
+        hi = np.where(exact_eval, hi, outward(hi))
     return lo, est, hi
 
 
@@ -218,17 +309,49 @@ def unit_roundoff(dtype: Any) -> float:
     return float(np.finfo(np.float64).eps) / 2
 
 
-def error_estimate(canc: Any, residual: Any, dtype: Any = np.float64, terms: Any = 1) -> Any:
-    """Predicted relative error of a decoded sum: ``u * canc * sqrt(terms) + residual``.
+def rounding_factor(dtype: Any = np.float64, terms: Any = 1) -> Any:
+    """The factor of the cancellation in :func:`error_estimate`: ``gamma_{t+2}`` in the unit roundoff of ``dtype``
+    (``sqrt(2) gamma_{t+6}`` for complex dtypes), with ``t = max(terms, 1)``.
 
-    ``u`` is the unit roundoff of ``dtype`` and ``terms`` the number of rounded additions along one coordinate
-    (the decoding vector's non-zeros plus the encoding load): rounding errors of a sum of ``t`` terms grow like
-    ``sqrt(t) u`` (Higham, *Accuracy and Stability of Numerical Algorithms*, 2nd ed. 2002, section 4.2), and
-    each term is amplified by the cancellation factor. The error is relative to ``||sum_j |g_j| ||_inf``; for
-    data near the underflow threshold add :func:`underflow_error`.
+    ``t + 2`` roundings reach one decoded coordinate: the encoding sums ``load`` products with ``B`` rounded to the
+    dtype (``load + 1``), the decode ``w`` products with the decoding vector rounded to the dtype (``w + 1``), and
+    ``(1 + gamma_a)(1 + gamma_b) <= 1 + gamma_{a+b}`` (Higham 2002, Lemma 3.3); complex products carry ``sqrt(2)
+    gamma_2`` (Higham 2002, Lemma 3.5), hence the four more roundings and the factor ``sqrt(2)``.
+
+    >>> float(rounding_factor(np.float64, 8)) == 10 * 2.0**-53 / (1 - 10 * 2.0**-53)
+    True
     """
-    return unit_roundoff(dtype) * np.asarray(canc) * np.sqrt(np.maximum(np.asarray(terms, dtype=float), 1.0)) \
-        + np.asarray(residual)
+    dt = np.dtype(dtype) if np.dtype(dtype).kind in "fc" else np.dtype(np.float64)
+    u = unit_roundoff(dt)
+    t = np.maximum(np.asarray(terms, dtype=float), 1.0)
+    if dt.kind == "c":
+        tu = (t + 6) * u
+        return np.sqrt(2.0) * tu / (1.0 - tu)
+    tu = (t + 2) * u
+    return tu / (1.0 - tu)
+
+
+def error_estimate(canc: Any, residual: Any, dtype: Any = np.float64, terms: Any = 1) -> Any:
+    """A bound on the relative error of a decoded sum, for every gradient:
+    ``rounding_factor(dtype, t) canc + residual + gamma_{t+1} (canc + 1)``.
+
+    With ``canc`` the worst column of ``|A_F| |B|`` (:func:`cancellation`), ``residual`` the largest entry of
+    ``|A_F B - E|`` and ``t = terms`` the decoding vector's non-zeros plus the encoding load, the decoded sum
+    ``g_hat`` of messages computed in ``dtype`` satisfies, coordinate by coordinate,
+    ``|g_hat - sum_j g_j| <= bound * sum_j |g_j|`` whatever the gradient, the summation order and the kernel
+    (module docstring; Higham, *Accuracy and Stability of Numerical Algorithms*, 2nd ed. 2002, §3.1). The last term
+    (``gamma`` in float64's unit roundoff) covers the rounding of the residual's own evaluation in float64. The
+    error is relative to ``||sum_j |g_j| ||_inf``; for data near the underflow threshold add
+    :func:`underflow_error`.
+
+    >>> b = float(error_estimate(1.0, 0.0, np.float32, 3))         # a 0/1 decode of 3 float32 terms
+    >>> 5 * 2.0**-24 < b < 5.01 * 2.0**-24
+    True
+    """
+    c = np.asarray(canc, dtype=float)
+    t = np.maximum(np.asarray(terms, dtype=float), 1.0)
+    with np.errstate(invalid="ignore", over="ignore"):
+        return rounding_factor(dtype, t) * c + np.asarray(residual) + _gamma(t + 1) * (c + 1.0)
 
 
 def decode_terms(A: np.ndarray, load: int) -> int:

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ._errors import GradcodesTypeError, GradcodesValueError
+from ._numerics import column_factor
 from ._validate import check_entries, check_size
 
 __all__ = ["SPARSE_FROM", "use_sparse", "csr_from_rows", "owned", "is_scipy_sparse", "canonical_csr", "csr_of_dense",
@@ -158,8 +159,9 @@ def row_supports(parts: CSR, n: int, m: int) -> tuple[np.ndarray, np.ndarray]:
 
 def residual_cancellation(A: np.ndarray, parts: CSR, shape: tuple[int, int], E: np.ndarray,
                           k: int) -> tuple[float, float]:
-    """``(max |A B - E|, max_u sum_i |A[u, i]| ||B_i||_1 / k)`` for one decoding matrix ``A`` (m, n) and ``B`` in
-    compressed-row form, at a cost proportional to the non-zeros of ``B`` in the rows ``A`` uses."""
+    """``(max |A B - E|, cancellation factor)`` (:func:`gradcodes._numerics.cancellation`) for one decoding
+    matrix ``A`` (m, n) and ``B`` in compressed-row form, at a cost proportional to the non-zeros of ``B`` in the
+    rows ``A`` uses."""
     indptr, indices, data = parts
     n, cols = shape
     used = np.flatnonzero(np.any(A != 0, axis=0))
@@ -169,12 +171,14 @@ def residual_cancellation(A: np.ndarray, parts: CSR, shape: tuple[int, int], E: 
     rows = np.repeat(np.arange(used.size), cnt)
     vals, cidx = data[pos], indices[pos]
     Au = A[:, used]
-    R = np.zeros((A.shape[0], cols), dtype=np.result_type(A.dtype, data.dtype))
-    for u in range(A.shape[0]):
+    m = A.shape[0]
+    R = np.zeros((m, cols), dtype=np.result_type(A.dtype, data.dtype))
+    Mabs = np.zeros((m, cols))
+    avals = np.abs(vals)
+    for u in range(m):
         np.add.at(R[u], cidx, Au[u, rows] * vals)
+        np.add.at(Mabs[u], cidx, np.abs(Au[u, rows]) * avals)
     R -= E
     res = float(np.abs(R).max(initial=0.0))
-    row_l1 = np.zeros(used.size)
-    np.add.at(row_l1, rows, np.abs(vals))
-    canc = float((np.abs(Au) @ row_l1).max(initial=0.0)) / k
+    canc = float(column_factor(Mabs[None], m)[0])
     return res, canc

@@ -36,6 +36,7 @@ from ._numerics import (
     judge,
     magnitude,
     residual_slack,
+    residual_upper,
     residuals,
     widths,
 )
@@ -232,7 +233,8 @@ class Tracker:
         verdict[bad] = FAILS
         _, est, hi = error_bounds(canc, res, mag, width, self.dtype, terms, exact_eval)
         delta = residual_slack(mag, width, exact_eval)
-        self.worst_res_hi = max(self.worst_res_hi, float(np.max(res + delta, initial=0.0)))
+        self.worst_res_hi = max(self.worst_res_hi, float(np.max(residual_upper(res, mag, width, exact_eval),
+                                                                initial=0.0)))
         return Evaluation(res, canc, verdict, est, hi, np.maximum(res - delta, 0.0))
 
     def _measure_exact(self, A: Any) -> tuple[np.ndarray, np.ndarray]:

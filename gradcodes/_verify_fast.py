@@ -10,18 +10,21 @@ Python loop runs per set.
 solution, ``K`` an orthonormal basis of the left null space, ``d`` columns). When ``d = s`` a straggler set ``S``
 determines ``z`` by the s x s system ``K_S z = -c_S`` and then
 
-* the cancellation factor ``canc = max_u sum_i |a_ui| ||B_i||_1 / k`` costs one (n x d) product, and
+* the cancellation factor ``canc = max_u sum_v max_j (|a_u| |B|)_(j,v)`` (the worst column,
+  :func:`gradcodes._numerics.cancellation`) has the cheap upper bound ``max_u sum_i |a_ui| omega_i`` with
+  ``omega_i = sum_v max_j |B_i,(j,v)|``, one (n x d) product, and
 * the residual is ``c B - E + z^T (K^T B)``: the k-vector ``c B - E`` and the d x k matrix ``K^T B`` are computed
   once, so the residual costs O(d k) instead of the O(n k) product ``a B``.
 
 The kernel only *screens*: a set is accepted here when its upper bound
-``u (k + 2) canc + u sqrt(t) (1 + eta) canc + residual + |K_S z + c_S| max ||B_i||_1 + delta`` is at most
-``rtol / 16`` (``u`` the unit roundoff of the message dtype, ``t = n - s + load`` the most terms of a decode,
-``eta`` and ``delta = (gamma_{w+1} + 2 gamma_w)(mag + 1)`` the allowances of the acceptance rule,
-:func:`gradcodes._numerics.error_bounds`, with ``w = n - s`` and ``mag <= rho k canc``, ``rho = max_i max_j
-|B_ij| / ||B_i||_1``), i.e. far inside the upper end of the rule's interval whatever the rounding of the decoder's
-own computation (bounded by ``u k canc``). Every other set (near the threshold, failing, singular ``K_S``,
-non-finite values) is handed back
+``u (k + 2) canc + (gamma_{t+2} + gamma64_{t+1}) (1 + eta) canc + residual + |K_S z + c_S| max ||B_i||_1 + delta
++ gamma64_{t+1}`` is at most ``rtol / 16`` (``u`` the unit roundoff of the message dtype, ``gamma`` in that unit
+roundoff, ``gamma64`` in float64's, ``t = n - s + load`` the most terms of a decode, ``eta`` and ``delta =
+(gamma_{w+1} + 2 gamma_w)(mag + 1)`` the allowances of the acceptance rule,
+:func:`gradcodes._numerics.error_bounds`, with ``w = n - s`` and ``mag <= canc``), i.e. far inside the upper end of
+the rule's interval whatever the rounding of the decoder's own computation (bounded by ``u k canc``). The exact
+factor is computed (one ``|a| |B|`` product) only for sets whose cheap bound may beat the running worst or clear
+no screen. Every other set (near the threshold, failing, singular ``K_S``, non-finite values) is handed back
 to the reference evaluation (the code's decoder and the batched residual), so verdicts and failing sets are those
 of the reference rule.
 """
@@ -36,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from ._decoders import NullSpaceDecoder, row_scaled
+from ._numerics import column_factor
 
 __all__ = ["lex_straggler_batches", "NullSpaceScreen"]
 
@@ -141,7 +145,7 @@ class NullSpaceScreen:
     """
 
     def __init__(self, code: Any, u: float, rtol: float, load: int | None = None) -> None:
-        from ._numerics import CANC_ALLOWANCE, residual_slack
+        from ._numerics import CANC_ALLOWANCE, _gamma, residual_slack
 
         C, K, _ = NullSpaceDecoder.basis(code)
         Bs, _ = row_scaled(code)
@@ -150,13 +154,17 @@ class NullSpaceScreen:
         self.C = np.ascontiguousarray(C)                                       # (m, n)
         self.K = np.ascontiguousarray(K)                                       # (n, d)
         self.KT = np.ascontiguousarray(K.T)
-        self.w = np.abs(Bs).sum(axis=1)                                        # ||(diag(d) B)_i||_1
+        m = E.shape[0]
+        self.absB = np.ascontiguousarray(np.abs(Bs))                           # (n, k m)
+        # omega_i = sum_v max_j |B_i,(j,v)|: canc(a) <= max_u sum_i |a_ui| omega_i (module docstring)
+        self.w = self.absB.reshape(Bs.shape[0], -1, m).max(axis=1, initial=0.0).sum(axis=1)
+        self.m = m
         self.R0 = C @ Bs - E                                                   # (m, k m)
         self.M = K.T @ Bs                                                      # (d, k m)
-        self.wmax = float(self.w.max(initial=0.0))
+        self.wmax = float(self.absB.sum(axis=1).max(initial=0.0))             # max_i ||(diag(d) B)_i||_1
         # bounds of the compiled kernel: canc(a) <= canc(c) + sum_j |z_j| kappa_j; res <= max|R0| + sum |z_j| mmax_j
-        self.c_canc = (np.abs(self.C) @ self.w) / self.k
-        self.kappa = (np.abs(self.K) * self.w[:, None]).sum(axis=0) / self.k
+        self.c_canc = np.abs(self.C) @ self.w
+        self.kappa = (np.abs(self.K) * self.w[:, None]).sum(axis=0)
         self.r0max = float(np.abs(self.R0).max(initial=0.0))
         self.mmax = np.abs(self.M).max(axis=1, initial=0.0)
         #: running largest exact cancellation (the kernel computes exact values only for sets that may beat it)
@@ -166,11 +174,12 @@ class NullSpaceScreen:
         # the upper end of the acceptance rule's interval, linear in canc: ucoef * canc + const (module docstring)
         width = code.n - code.s
         terms = width + (int(code.load) if load is None else int(load))
-        w_safe = np.where(self.w > 0, self.w, 1.0)
-        rho = float((np.abs(Bs).max(axis=1, initial=0.0) / w_safe).max(initial=0.0))
         slope = float(residual_slack(1.0, width)) / 2                  # (gamma_{w+1} + 2 gamma_w) per unit of mag
-        self.ucoef = u * (self.k + 2) + u * math.sqrt(terms) * (1 + CANC_ALLOWANCE) + slope * rho * self.k
-        self.const = slope
+        g64 = float(_gamma(terms + 1))
+        coef = (terms + 2) * u / (1 - (terms + 2) * u)                   # rounding_factor of a real dtype
+        # mag <= canc (the largest entry of |A||B| is at most its worst column), so the slack is slope (canc + 1)
+        self.ucoef = u * (self.k + 2) + (coef + g64) * (1 + CANC_ALLOWANCE) + slope
+        self.const = slope + g64
 
     @staticmethod
     def applies(code: Any, decoder: object) -> bool:
@@ -196,7 +205,7 @@ class NullSpaceScreen:
             A = (Zt @ self.KT).reshape(b, m, n)
             A += C
             np.abs(A, out=A)
-            canc = (A @ self.w).max(axis=1) / self.k
+            canc = column_factor(np.asarray(A.reshape(b * m, n) @ self.absB).reshape(b, m, -1), m)
             R = (Zt @ self.M).reshape(b, m, -1)
             R += self.R0
             res = np.abs(R).reshape(b, -1).max(axis=1)
@@ -215,13 +224,15 @@ def _build_kernel() -> object:
     import numba
 
     @numba.njit(cache=True, nogil=True)
-    def kernel(n, first, count, C, K, w, R0, M, c_canc, kappa, r0max, mmax, wmax, ucoef, const, k, thresh, best,
+    def kernel(n, first, count, C, K, absB, R0, M, c_canc, kappa, r0max, mmax, wmax, ucoef, const, k, thresh, best,
                out_S, out_canc, out_res, out_flag):
         s = first.shape[0]
         m = C.shape[0]
         d = K.shape[1]
         km = M.shape[1]
         comb = first.copy()
+        arow = np.empty(n)
+        pmax = np.empty(m)
         KS = np.empty((s, s))
         X = np.empty((s, m))
         Z = np.empty((s, m))
@@ -292,16 +303,26 @@ def _build_kernel() -> object:
                 exact = canc > best[0]
                 bound = ucoef * canc + res + serr * wmax + const
                 if exact or not (bound <= thresh):
+                    # the exact factor: the worst column of |a_u| |B|, summed over the m pieces, largest over u
                     canc = 0.0
                     for v in range(m):
-                        tot = 0.0
                         for i in range(n):
                             acc = C[v, i]
                             for j in range(d):
                                 acc += K[i, j] * Z[j, v]
-                            tot += abs(acc) * w[i]
+                            arow[i] = abs(acc)
+                        for p in range(m):
+                            pmax[p] = 0.0
+                        for c in range(km):
+                            col = 0.0
+                            for i in range(n):
+                                col += arow[i] * absB[i, c]
+                            if col > pmax[c % m]:
+                                pmax[c % m] = col
+                        tot = 0.0
+                        for p in range(m):
+                            tot += pmax[p]
                         canc = max(canc, tot)
-                    canc /= k
                     res = 0.0
                     for v in range(m):
                         for c in range(km):
@@ -365,7 +386,7 @@ def screen_range(screen: NullSpaceScreen, n: int, first: np.ndarray, count: int,
     canc = np.empty(count)
     res = np.empty(count)
     flag = np.empty(count, dtype=np.bool_)
-    kern(n, first.astype(np.int64), count, screen.C, screen.K, screen.w, screen.R0, screen.M,  # type: ignore[operator]
+    kern(n, first.astype(np.int64), count, screen.C, screen.K, screen.absB, screen.R0, screen.M,  # type: ignore[operator]
          screen.c_canc, screen.kappa, screen.r0max, screen.mmax, screen.wmax, screen.ucoef, screen.const,
          float(screen.k),
          screen.rtol / 16, screen.best if best is None else best, S, canc, res, flag)

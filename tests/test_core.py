@@ -93,8 +93,9 @@ def test_float32_decode_error_matches_estimate():
     G = np.random.default_rng(0).normal(1, 0.1, size=(12, 256)).astype(np.float32)
     g, info = code.decode([0, 5, 6, 7, 8, 9, 10, 11, 4], code.encode(G), return_info=True)
     assert info.cancellation == 1.0
-    # u * canc * sqrt(t): t = 3 groups read + load 4 rounded additions per coordinate
-    assert info.error_estimate == pytest.approx(np.finfo(np.float32).eps / 2 * np.sqrt(3 + 4))
+    # the bound gamma_{t+2} canc (float32) + gamma64_{t+1} (canc + 1): t = 3 groups read + load 4 roundings
+    u32, u64 = 2.0**-24, 2.0**-53
+    assert info.error_estimate == pytest.approx(9 * u32 / (1 - 9 * u32) + 2 * 8 * u64 / (1 - 8 * u64), rel=1e-12)
     assert rel_err(g.astype(np.float64), G.astype(np.float64)) < 1e-6
 
 

@@ -70,3 +70,21 @@ def test_the_verdict_is_the_committed_one_on_this_kernel(name):
         for S in itertools.islice(sets, 5000):
             F = [i for i in range(n) if i not in S]
             assert _decodes(code, F, dtype), f"{name}: ok, but responders {F} are refused here"
+
+
+#: ``gc.verify(gc.cyclic_mds(29, 4, field="real")).error_bound``, committed: the reported bound is the same on every
+#: kernel (the verifier's interval ends lie on a fixed grid and the residual's rounding noise is replaced by its
+#: bound), so a tolerance at the bound is proven everywhere and one ulp below it nowhere. Before, the bound's last
+#: digits followed the kernel (1.24707e-11 Haswell, 1.25040e-11 SkylakeX) and so did verify and recommend.
+BOUND_29_4 = 2.439293211864424e-11
+
+
+def test_the_reported_bound_and_thresholds_are_the_same_on_every_kernel():
+    code = gc.cyclic_mds(29, 4, field="real")
+    rep = gc.verify(code, limit=10**6)
+    assert rep.error_bound == BOUND_29_4 and rep.verdict == "ok"
+    below = float(np.nextafter(BOUND_29_4, 0))
+    assert gc.verify(code, limit=10**6, rtol=BOUND_29_4).verdict == "ok"
+    assert gc.verify(code, limit=10**6, rtol=below).verdict != "ok"
+    assert gc.recommend(29, 4, tol=BOUND_29_4).name == "cyclic_mds[real]"
+    assert gc.recommend(29, 4, tol=below).name != "cyclic_mds[real]"

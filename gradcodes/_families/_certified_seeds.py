@@ -25,12 +25,19 @@ from typing import Any
 
 
 def _entry(ng: int, s: int, *, seed: int, kernel: list[float], verify: list[float], seconds: float,
-           candidates: dict[str, float], seeds_tried: int | None = None) -> dict[str, Any]:
+           candidates: dict[str, float], seeds_tried: int | None = None,
+           cancellation: str = "mean column") -> dict[str, Any]:
     """One certificate of a group of ``ng`` workers against ``s`` stragglers, checked over all ``C(ng, s)`` sets by
-    both evaluations (``[error_estimate, worst_residual, worst_cancellation]`` each); its values are their maxima."""
+    both evaluations (``[error_estimate, worst_residual, worst_cancellation]`` each); its values are their maxima.
+
+    ``cancellation`` says which factor ``worst_cancellation`` holds: ``"mean column"`` (``max_u sum_i |a_ui|
+    ||B_i||_1 / n_g``, the factor of every entry below, certified before the acceptance rule used the worst
+    column) or ``"worst column"`` (:func:`gradcodes._numerics.cancellation`); ``certified_bound`` turns a mean
+    into an upper bound of the worst column."""
     est, res, canc = (max(a, b) for a, b in zip(kernel, verify, strict=True))
     entry: dict[str, Any] = {"seed": seed, "refine": 2, "error_estimate": est, "worst_residual": res,
-                             "worst_cancellation": canc, "proven": True, "sets": math.comb(ng, s),
+                             "worst_cancellation": canc, "cancellation": cancellation, "proven": True,
+                             "sets": math.comb(ng, s),
                              "total": math.comb(ng, s), "seconds": seconds, "evaluation": "max(kernel, gc.verify)",
                              "kernel": kernel, "verify": verify, "candidates": candidates}
     if seeds_tried is not None:

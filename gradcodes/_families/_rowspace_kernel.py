@@ -6,7 +6,8 @@ coordinates by classical Gram-Schmidt with one reorthogonalisation (CGS2; Giraud
 forward substitution ``R^T Y = c^T`` and ``a_F = (Q Y)^T`` (weighted coordinates; the decoder divides by the row
 weights). :func:`decode_sets` runs it over a batch of responder sets (the decoder's path), :func:`certify_sets`
 over a range of straggler sets in lexicographic order, evaluating each decode's residual ``||a_F B_F - E||_inf`` and
-cancellation factor ``max_u sum_i |a_ui| ||B_i||_1 / k`` on the spot (the exhaustive certification of
+cancellation factor (the worst column of ``|a_F| |B_F|``, :func:`gradcodes._numerics.cancellation`) on the spot
+(the exhaustive certification of
 ``benchmarks/certify_seeds.py``; the decoding vectors are bitwise those of the decoder, the residual and the
 cancellation are the verifier's formulas summed in a fixed order). Sets whose factor is singular are handed back
 (the decoder falls back to least squares for them).
@@ -102,6 +103,7 @@ def _certify_sets(C, c, w, B, E, k, u, first, count, worst, worst_set, singular)
     h = np.empty(r)
     aF = np.empty((m, f))
     a = np.empty((m, f))
+    pmax = np.empty(m)
     Fb = np.empty(f, dtype=np.int64)
     strag = np.zeros(n, dtype=np.bool_)
     comb = first.copy()
@@ -125,22 +127,26 @@ def _certify_sets(C, c, w, B, E, k, u, first, count, worst, worst_set, singular)
                 for i in range(f):
                     a[uu, i] = aF[uu, i] / w[Fb[i]]
             res = 0.0
+            canc = 0.0
             for uu in range(m):
+                for p in range(m):
+                    pmax[p] = 0.0
                 for j in range(km):
                     acc = 0.0
+                    col = 0.0
                     for i in range(f):
                         acc += a[uu, i] * B[Fb[i], j]
+                        col += abs(a[uu, i]) * abs(B[Fb[i], j])
                     d = abs(acc - E[uu, j])
                     if not d <= res:                 # NaN propagates as the worst
                         res = d
-            canc = 0.0
-            for uu in range(m):
-                acc = 0.0
-                for i in range(f):
-                    acc += abs(a[uu, i]) * w[Fb[i]]
-                acc /= k
-                if acc > canc:
-                    canc = acc
+                    if col > pmax[j % m]:
+                        pmax[j % m] = col
+                tot = 0.0
+                for p in range(m):
+                    tot += pmax[p]
+                if tot > canc:                       # the worst column, summed over the m pieces
+                    canc = tot
             est = u * canc + res
             if not est <= worst[0]:
                 worst[0] = est

@@ -40,6 +40,7 @@ from .._code import GradientCode, LinearCode
 from .._decoders import Decoder, LeastSquaresDecoder, single_threaded_blas
 from .._errors import GradcodesTypeError, GradcodesValueError
 from .._io import REBUILDERS, CodeFileError
+from .._numerics import error_estimate
 from .._registry import Scheme, register
 from .._typing import RNGLike
 from .._validate import check_int, check_ns, check_rng
@@ -182,6 +183,9 @@ def grouped_random_load(n: int, s: int, extra: int = 1) -> int:
 REFINE = 2
 #: the certificates' residual floor is ``FLOOR n_g u canc`` (:func:`_certify`)
 FLOOR = 4
+#: the ``"cancellation"`` of a certificate whose ``worst_cancellation`` is the worst column of ``|A| |B|`` (the
+#: acceptance rule's factor, :func:`gradcodes._numerics.cancellation`); others hold the mean column
+WORST_COLUMN = "worst column"
 
 
 def _block_code(ng: int, s: int, extra: int, seed: int | None, refine: int = REFINE) -> GradientCode:
@@ -235,8 +239,9 @@ def _certify(sub: GradientCode, limit: int) -> dict[str, Any]:
     u = float(np.finfo(np.float64).eps) / 2
     canc = _ceil_digits(float(rep.worst_cancellation), 3)
     res = _ceil_digits(max(float(rep.worst_residual), FLOOR * sub.n * u * canc), 2)
-    est = _ceil_digits(u * canc + res, 2) if rep.n_failures == 0 else float("inf")
-    return {"error_estimate": est, "worst_residual": res, "worst_cancellation": canc,
+    terms = (sub.n - sub.s) + int(sub.load)
+    est = _ceil_digits(float(error_estimate(canc, res, np.float64, terms)), 2) if rep.n_failures == 0 else float("inf")
+    return {"error_estimate": est, "worst_residual": res, "worst_cancellation": canc, "cancellation": WORST_COLUMN,
             "proven": is_proof(rep), "sets": int(rep.patterns_checked), "total": total,
             "status": "proven" if is_proof(rep) else ("fails" if rep.n_failures else "searched (not proven)")}
 
@@ -367,10 +372,16 @@ def grouped_random(n: int, s: int, extra: int = 1, *, rng: RNGLike = None, candi
 
 def certified_bound(code: GradientCode) -> tuple[float, bool, bool]:
     """``(bound, proven, failed)`` of a :func:`grouped_random` code from its group certificates, without enumerating:
-    the bound of :mod:`gradcodes._blocks` (``u sum_g (n_g/n) canc_g + max_g res_g``; all groups are checked once
-    per size). ``proven`` only when every group size has a proven certificate (an exhaustive :func:`gradcodes.verify`
-    run, or a stored one re-checkable by ``python benchmarks/certify_seeds.py --check``); otherwise the bound is
-    built from searched worst cases and is not a worst case.
+    the bound of :mod:`gradcodes._blocks` (``error_estimate(max_g canc_g, max_g res_g, float64, t)`` with ``t`` the
+    whole decode's terms; all groups are checked once per size). ``proven`` only when every group size has a proven
+    certificate (an exhaustive :func:`gradcodes.verify` run, or a stored one re-checkable by ``python
+    benchmarks/certify_seeds.py --check``); otherwise the bound is built from searched worst cases and is not a
+    worst case.
+
+    A certificate whose ``"cancellation"`` is not ``"worst column"`` (the stored ones and files written before the
+    rule used the worst column) holds the *mean* column ``max_u sum_i |a_ui| ||B_i||_1 / n_g``; its worst column is
+    at most ``rho n_g`` times that, ``rho = max_i max_j |B_ij| / ||B_i||_1`` over the group's rows (each column sum
+    ``sum_i |a_i| |B_ij| <= rho sum_i |a_i| ||B_i||_1``), and that upper bound is used.
     """
     if code.family != "grouped_random":
         raise GradcodesValueError(f"certified_bound() takes a grouped_random code, got family {code.family!r}")
@@ -378,12 +389,22 @@ def certified_bound(code: GradientCode) -> tuple[float, bool, bool]:
     sizes = group_sizes(code.params["n"], code.params["s"])
     if any(int(ng) not in certs for ng in sizes):
         return float("nan"), False, False
-    u = float(np.finfo(np.float64).eps) / 2
-    canc = sum(int(ng) / code.n * float(certs[int(ng)]["worst_cancellation"]) for ng in sizes)
+    B = np.abs(np.asarray(code.B, dtype=np.float64))
+    bounds = np.concatenate([[0], np.cumsum(sizes)])
+    canc = 0.0
+    for g, ng in enumerate(sizes):
+        c = float(certs[int(ng)]["worst_cancellation"])
+        if certs[int(ng)].get("cancellation") != WORST_COLUMN:
+            rows = B[bounds[g]:bounds[g + 1]]
+            l1 = rows.sum(axis=1)
+            rho = float((rows.max(axis=1) / np.where(l1 > 0, l1, 1.0)).max(initial=0.0))
+            c *= rho * int(ng)
+        canc = max(canc, c)
     res = max(float(certs[int(ng)]["worst_residual"]) for ng in sizes)
     failed = any(not np.isfinite(float(certs[int(ng)]["error_estimate"])) for ng in sizes)
     proven = all(bool(certs[int(ng)]["proven"]) for ng in sizes) and not failed
-    return (float("inf") if failed else u * canc + res), proven, failed
+    terms = sum(int(ng) - code.s for ng in sizes) + int(code.load)
+    return (float("inf") if failed else float(error_estimate(canc, res, np.float64, terms))), proven, failed
 
 
 def _rebuild(**params: Any) -> GradientCode:

@@ -341,13 +341,17 @@ def _cancellation_bound(plan: _FourierPlan, code: GradientCode) -> float:
 
     For the functional at the ``r``-th frequency from the top, ``|c(+-f)(L_i^F)| = |w_i^F| |h_r| <=
     (2^s / n) C(s + r, r)`` (``|z| = 1``; ``h_r`` is a complete homogeneous symmetric polynomial of ``s + 1``
-    unit-modulus numbers), so ``sum_i |A_F[u, i]| <= 2^(s+1) C(s + r, r) (n - s) / n`` whatever ``F``, and
-    ``canc(A_F) <= max_u sum_i |A_F[u, i]| * max_i ||B_i||_1 / k``.
+    unit-modulus numbers), so ``sum_i |A_F[u, i]| <= 2^(s+1) C(s + r, r) (n - s) / n`` whatever ``F``, and the
+    worst column (:func:`gradcodes._numerics.cancellation`) ``canc(A_F) <= max_u sum_i |A_F[u, i]| * max_i
+    omega_i``, ``omega_i = sum_v max_j |B_i,(j,v)|`` (each column sum ``sum_i |A_ui| |B_i,(j,v)|`` is at most
+    ``sum_i |A_ui| max_j |B_i,(j,v)|``, summed over the ``m`` pieces ``v``).
     """
     n, s, N = plan.n, plan.s, plan.N
     worst_a = 0.0
     for f2, kind, _ in plan.functionals:
         r = (N - 1 - f2) // 2
         worst_a = max(worst_a, (1 if kind == "dc" else 2) * 2.0**s * math.comb(s + r, r) * N / n)
-    return float(worst_a * np.abs(code.B).sum(axis=1).max() / code.k)
+    absB = np.abs(np.asarray(code.B))
+    omega = absB.reshape(absB.shape[0], code.k, code.m).max(axis=1).sum(axis=1)
+    return float(worst_a * omega.max())
 
