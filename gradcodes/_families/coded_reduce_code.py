@@ -358,7 +358,7 @@ class CodedReduceCode(LinearCode):
     def _verify_hook(self, *, limit: int | None = None, samples: int = 2000, search: bool = True,
                      rng: RNGLike = None, rtol: float | None = None, decoder: Any = None, field: Any = None,
                      batch_size: int | None = None, dtype: Any = np.float64, stop_on_failure: bool = True,
-                     progress: bool | None = None, time_budget: float = 10.0, workers: int | None = None,
+                     progress: bool | None = None, time_budget: float | None = None, workers: int | None = None,
                      checkpoint: Any = None, checkpoint_every: float = 60.0, comm: Any = None,
                      **ignored: Any) -> TreeVerifyReport:
         """``gc.verify(code, ...)`` on a tree code runs :func:`verify_tree`: the verifier's engine on the tree's
