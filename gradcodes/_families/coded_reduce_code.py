@@ -243,9 +243,9 @@ class CodedReduceCode(LinearCode):
         if bad >= 0:
             kids = self.children(None if bad == 0 else int(bad) - 1)
             got = [int(c) for c in kids if mask[c]]
-            raise GradcodesValueError(f"responders: {self._describe_parent(int(bad))} has only {len(got)} responding "
-                                      f"children {got} of {kids.tolist()}; the tree tolerates at most s={self.s} "
-                                      f"stragglers per parent (needs n - s = {self.branching - self.s})")
+            raise DecodingError(f"responders: {self._describe_parent(int(bad))} has only {len(got)} responding "
+                                f"children {got} of {kids.tolist()}; the tree tolerates at most s={self.s} "
+                                f"stragglers per parent (needs n - s = {self.branching - self.s})", F)
         return F, mask
 
     def _pattern_ok(self, mask: np.ndarray) -> bool:
