@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
+from ._acceptance import DecodingError
 from ._arrays import array_io
 from ._code_identity import identity_digest
 from ._decoders import Decoder, ExactDecoder, LeastSquaresDecoder, NullSpaceDecoder
@@ -340,8 +341,10 @@ class CodeBase:
         if F.size < need and not cast("LinearCode", self)._may_decode(F, mask):
             # fewer than n - s responders are accepted only when they can decode (the earliest decodable set,
             # e.g. one worker per group of fractional repetition; see gradcodes._decodable)
-            raise GradcodesValueError(f"responders must contain at least {need} distinct workers (of n={self._n}), got "
-                             f"{F.size}, or a smaller set that can decode (code.decodable)")
+            # these responders cannot recover the gradient: DecodingError (a GradcodesValueError, as it was)
+            raise DecodingError(f"responders {F.tolist()} cannot recover the gradient: they must contain at least "
+                                f"{need} distinct workers (of n={self._n}), got {F.size}, or be a smaller set that "
+                                f"can decode (code.decodable)", F)
         return F, mask
 
     def _decoder(self, decoder: str | Decoder | None) -> Decoder:

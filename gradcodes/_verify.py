@@ -11,8 +11,9 @@ rounding at all.
 
 **Three verdicts.** A report is truthy (``bool(report)``, ``report.exact``, ``report.proven``) only for a proof:
 
-* every straggler set was checked (exhaustive enumeration; the default whenever it fits ``time_budget`` seconds
-  at the rate measured on the first batch), or
+* every straggler set was checked (exhaustive enumeration; by default whenever ``C(n, s)`` is within the default
+  budget, a count of sets from the fixed cost model of :mod:`gradcodes._verify_cost`, so the verdict is the
+  same on every machine under any load), or
 * the decoder states a theorem for this code (``Decoder.theorem(code)``, e.g. the 0/1 group decoder of
   fractional repetition: every group of ``>= s + 1`` identical 0/1 rows keeps a responder), which the verifier
   checks on the actual matrix ``B`` and its acceptance rule, and no checked set failed.
@@ -50,6 +51,7 @@ from ._errors import GradcodesTypeError, GradcodesValueError
 from ._numerics import tolerance, unit_roundoff
 from ._typing import DTypeLike, FieldLike, RNGLike, Unset
 from ._validate import SEED_UNSET, check_int, check_real, check_rng, check_size, take_rng
+from ._verify_cost import flat_default_limit
 from ._verify_engine import Clock, Outcome, PatternModel, Tracker, run
 from ._verify_fast import NullSpaceScreen, lex_straggler_batches, unrank_lex
 from ._verify_report import VerifyReport
@@ -122,7 +124,7 @@ class StragglerSets(PatternModel):
     noun = "straggler sets"
     ranked = True
 
-    def __init__(self, code: GradientCode, dec: Decoder, search_seconds: float = 1.0) -> None:
+    def __init__(self, code: GradientCode, dec: Decoder, search_seconds: float | None = None) -> None:
         self.code, self.dec, self.search_seconds = code, dec, search_seconds
         self.total = math.comb(code.n, code.s)
         #: how the exhaustive enumeration runs (workers, checkpoint, checkpoint_every, comm)
@@ -198,7 +200,7 @@ class _Tracker(Tracker):
     """The engine's tracker on a flat code's straggler sets (``_Tracker(code, decoder, rtol)``)."""
 
     def __init__(self, code: GradientCode, dec: Decoder, rtol: float, dtype: Any = np.float64,
-                 search_seconds: float = 1.0) -> None:
+                 search_seconds: float | None = None) -> None:
         super().__init__(StragglerSets(code, dec, search_seconds), rtol, dtype, _MAX_FAILURES)
 
 
@@ -224,8 +226,8 @@ def _enumerate_screened(tracker: Tracker, screen: NullSpaceScreen, code: Gradien
 def verify(code: LinearCode, *, limit: int | None = None, samples: int = 2000, search: bool = True,
            rng: RNGLike = None, rtol: float | None = None, decoder: str | Decoder | None = None,
            field: FieldLike | None = None, stop_on_failure: bool = True, batch_size: int | None = None,
-           progress: bool | None = None, dtype: DTypeLike = np.float64, time_budget: float = 10.0,
-           search_seconds: float = 1.0, seed: RNGLike | Unset = SEED_UNSET, workers: int | None = None,
+           progress: bool | None = None, dtype: DTypeLike = np.float64, time_budget: float | None = None,
+           search_seconds: float | None = None, seed: RNGLike | Unset = SEED_UNSET, workers: int | None = None,
            checkpoint: str | os.PathLike[str] | None = None, checkpoint_every: float = 60.0,
            comm: Any = None) -> VerifyReport:
     """Check that every set of ``n - s`` responders recovers the gradient; ``ok`` only for a proof.
@@ -235,9 +237,13 @@ def verify(code: LinearCode, *, limit: int | None = None, samples: int = 2000, s
     code : GradientCode
         The code to check.
     limit : int, optional
-        Enumerate all ``C(n, s)`` straggler sets when there are at most this many (memory does not grow with
-        it; a time estimate is printed on stderr for long runs). Default: enumerate whenever the run fits
-        ``time_budget`` at the rate measured on the first batch.
+        Enumerate all ``C(n, s)`` straggler sets when there are at most this many (or at most as many as the
+        sampled mode would check anyway); otherwise sample and search. Memory does not grow with it; a time
+        estimate is printed on stderr for long runs. Default (``limit=None``, ``time_budget=None``): the default
+        budget, ``floor(10 s / c)`` sets, where ``c`` is the microseconds per set that the fixed cost model of
+        :mod:`gradcodes._verify_cost` predicts from ``n``, ``s``, ``k``, ``m``, the non-zeros of ``B``, the field
+        and the decoder (constants measured on one core of a 2-core x86-64 machine). It never depends on a clock,
+        the machine's load or ``workers``: the same call gives the same verdict and the same counts everywhere.
     samples : int, default 2000
         Random straggler sets checked when not exhaustive.
     search : bool, default True
@@ -263,11 +269,15 @@ def verify(code: LinearCode, *, limit: int | None = None, samples: int = 2000, s
         Progress on stderr (default: for runs predicted to take more than 10 s).
     dtype : numpy dtype, default float64
         Dtype of the messages the decodes will run in: the acceptance rule uses its unit roundoff.
-    time_budget : float, default 10
-        Seconds the default mode may spend on exhaustive enumeration (ignored when ``limit`` is given); 0 never
-        enumerates more than ``samples`` would check.
-    search_seconds : float, default 1
-        Seconds the restarted search may spend (when not exhaustive).
+    time_budget : float, optional
+        A wall-clock budget instead of the default count (ignored when ``limit`` is given): enumerate while the
+        rate measured on the first batches predicts that all ``C(n, s)`` sets fit this many seconds, else check a
+        lexicographic prefix and sample. The verdict then depends on the machine's speed and load; 0 never
+        enumerates more than ``samples`` would check. Default None: the count budget of ``limit``.
+    search_seconds : float, optional
+        A wall-clock budget in seconds for the restarted search (when not exhaustive). Default None: a fixed
+        count of moves from the same cost model (:func:`gradcodes._verify_cost.search_moves`, about 1 s of one
+        core), so the sets searched, and the verdict, are the same on every machine for a given ``rng``.
     workers : int, optional
         Local processes of the exhaustive enumeration (default: every core this process may use,
         ``os.sched_getaffinity``; started only for enough work, and threads where ``fork`` does not exist). The
@@ -334,8 +344,8 @@ def verify(code: LinearCode, *, limit: int | None = None, samples: int = 2000, s
                                  f"gradcodes.evaluate_approximate(code) (command line: gradcodes evaluate).")
     dt, rtol = check_dtype_rtol(dtype, rtol, code.rtol)
     samples = check_int("samples", samples, 0)
-    time_budget = check_real("time_budget", time_budget, 0)
-    search_seconds = check_real("search_seconds", search_seconds, 0)
+    time_budget = None if time_budget is None else check_real("time_budget", time_budget, 0)
+    search_seconds = None if search_seconds is None else check_real("search_seconds", search_seconds, 0)
     check_size("the sampled straggler sets times n", samples * code.n, "work")
     rng = check_rng(rng)
     dec = code._decoder(decoder)
@@ -391,7 +401,8 @@ def verify(code: LinearCode, *, limit: int | None = None, samples: int = 2000, s
         out = run(tracker, limit=limit, samples=samples, search=search, rng=rng, batch=batch_size,
                   stop_on_failure=stop_on_failure, progress=progress, time_budget=time_budget,
                   sampled_size=n + samples + (2000 if search else 0), desc=f"verify {code.name}",
-                  before_sampling=before_sampling)
+                  before_sampling=before_sampling,
+                  set_budget=flat_default_limit(code, dec) if limit is None and time_budget is None else None)
     theorem, exhaustive, interrupted, stopped = theorems[0], out.exhaustive, out.interrupted, out.stopped
     strategies, notes = out.strategies, out.notes
     if theorem is not None and (exhaustive or interrupted or tracker.n_failures):

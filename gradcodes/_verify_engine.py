@@ -5,7 +5,8 @@ matrix of a pattern (:class:`PatternModel`). Everything else is here, once: the 
 (residual ``||A B - E||_inf``, cancellation factor, magnitude and width; exact integer arithmetic for rational
 codes), its verdict by the one acceptance rule (:func:`gradcodes._numerics.judge`: ok, borderline or fails on
 every machine), the tracker of worst cases and failures (:class:`Tracker`), and the driver
-(:func:`run`) that chooses between enumeration and sampling (``limit``, ``time_budget``), prints progress for long
+(:func:`run`) that chooses between enumeration and sampling (``limit``, the default count budget of
+:mod:`gradcodes._verify_cost` or ``time_budget``), prints progress for long
 runs, keeps the partial result on Ctrl-C, and runs the model's structured patterns, random patterns and search.
 A verdict ``ok`` needs every pattern checked (or a theorem the front end checks); the driver reports whether the
 enumeration finished.
@@ -395,14 +396,17 @@ class Outcome:
 
 
 def run(tracker: Tracker, *, limit: int | None, samples: int, search: bool, rng: np.random.Generator,
-        batch: int, stop_on_failure: bool, progress: bool | None, time_budget: float, sampled_size: int,
-        desc: str, before_sampling: Callable[[], bool] | None = None) -> Outcome:
+        batch: int, stop_on_failure: bool, progress: bool | None, time_budget: float | None, sampled_size: int,
+        desc: str, before_sampling: Callable[[], bool] | None = None, set_budget: int | None = None) -> Outcome:
     """Check patterns of ``tracker.model`` and return how (the tracker holds the results).
 
-    Mode: with ``limit=None`` every pattern is enumerated when there are at most ``sampled_size`` (what sampling
-    would check anyway) or when the enumeration fits ``time_budget`` seconds at the rate measured on the first
-    batches (0: never); with a ``limit``, when there are at most ``max(limit, sampled_size)``. Otherwise (or
-    when the budget runs out) the model's structured patterns, ``samples`` random ones and, with ``search``, the
+    Mode, with ``limit=None``: every pattern is enumerated when there are at most ``sampled_size`` (what
+    sampling would check anyway) or at most ``set_budget`` (the default budget, a count of patterns from the fixed
+    cost model of :mod:`gradcodes._verify_cost`: the decision never depends on a clock); only when the caller
+    gives ``time_budget`` seconds (``set_budget`` is then ignored) does a wall-clock rule decide: enumerate
+    while the rate measured on the first batches predicts that the whole enumeration fits (0: never). With a
+    ``limit``, every pattern is enumerated when there are at most ``max(limit, sampled_size)``. Otherwise (or when
+    a time budget runs out) the model's structured patterns, ``samples`` random ones and, with ``search``, the
     model's search are checked. ``before_sampling()`` runs first in that case and returns whether to search.
     Ctrl-C keeps what was checked (``interrupted``; never a proof).
     """
@@ -412,7 +416,15 @@ def run(tracker: Tracker, *, limit: int | None, samples: int, search: bool, rng:
     out = Outcome()
     start = time.perf_counter()
     noun = model.noun
-    if limit is None:
+    if limit is None and time_budget is None:
+        budget = 0 if set_budget is None else set_budget
+        mode = "exhaustive" if total <= max(budget, sampled_size) else "sample"
+        if mode == "sample":
+            from ._verify_cost import limit_note
+
+            out.notes.append(limit_note(total, noun, budget))
+    elif limit is None:
+        assert time_budget is not None
         # time_budget=0 never enumerates (deterministically: a fast machine would otherwise finish small codes
         # before the first rate check); beyond 2^62 patterns no enumeration could finish
         mode = "exhaustive" if total <= sampled_size else (

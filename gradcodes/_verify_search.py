@@ -39,7 +39,7 @@ def swap_neighbours(S: np.ndarray, n: int, rng: np.random.Generator, limit: int)
     return cand
 
 
-def restart_search(tracker: Any, code: Any, rng: np.random.Generator, seconds: float = 1.0,
+def restart_search(tracker: Any, code: Any, rng: np.random.Generator, seconds: float | None = None,
                    restarts: int = 400, sweeps: int = 6) -> tuple[np.ndarray, np.ndarray] | None:
     """Coordinate ascent on ``|z|`` from random straggler sets, with restarts (null-space codes with ``d = s``).
 
@@ -47,8 +47,11 @@ def restart_search(tracker: Any, code: Any, rng: np.random.Generator, seconds: f
     an upper bound of ``k`` times the cancellation factor up to ``canc(c)`` (infinite for a singular ``K_S``). One
     move replaces one straggler by the best of all ``n - s`` responders. Each restart climbs until no single
     replacement improves the score (at most ``sweeps`` sweeps); its end point is evaluated by the reference rule.
-    Stops after ``restarts`` restarts, ``seconds`` seconds (checked before every move: one move costs ``n - s``
-    solves of size ``s``, so a climb at large ``(n, s)`` is cut short rather than overrunning), or a failure.
+    Stops after ``restarts`` restarts, a failure, or the budget, checked before every move (one move costs
+    ``n - s`` solves of size ``s``, so a climb at large ``(n, s)`` is cut short rather than overrunning): by
+    default (``seconds=None``) a fixed count of moves, :func:`gradcodes._verify_cost.search_moves` (about
+    :data:`~gradcodes._verify_cost.SEARCH_SECONDS` s of one core; the same sets on every machine); with
+    ``seconds``, a wall-clock budget.
     Returns ``(sets, estimates)`` of the end
     points, or None when the code has no such structure (exact fields, ``m > 1``, ``d != s``).
     """
@@ -70,7 +73,17 @@ def restart_search(tracker: Any, code: Any, rng: np.random.Generator, seconds: f
         v = np.abs(Z) @ kappa
         return np.where(np.isnan(v), np.inf, v)
 
+    from ._verify_cost import search_moves
+
     t0 = time.perf_counter()
+    moves = search_moves(n, s) if seconds is None else None
+    made = 0
+
+    def spent() -> bool:
+        if seconds is None:
+            return moves is not None and made >= moves
+        return time.perf_counter() - t0 > seconds
+
     ends, ests = [], []
     for _ in range(restarts):
         S = np.sort(rng.choice(n, s, replace=False))
@@ -78,8 +91,9 @@ def restart_search(tracker: Any, code: Any, rng: np.random.Generator, seconds: f
         for _ in range(sweeps):
             improved = False
             for i in rng.permutation(s):
-                if time.perf_counter() - t0 > seconds:
+                if spent():
                     break
+                made += 1
                 out = np.setdiff1d(np.arange(n), S)
                 cand = np.repeat(S[None], out.size, axis=0)
                 cand[:, i] = out
@@ -92,7 +106,7 @@ def restart_search(tracker: Any, code: Any, rng: np.random.Generator, seconds: f
                 break
         ends.append(S)
         ests.append(tracker.add(S[None])[0])
-        if tracker.n_failures or time.perf_counter() - t0 > seconds:
+        if tracker.n_failures or spent():
             break
     return np.array(ends), np.array(ests)
 

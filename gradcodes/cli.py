@@ -179,9 +179,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("verify", help="verify a saved code (.npz) or a scheme built on the fly")
     p.add_argument("target", help="a .npz file written by `gradcodes build`, or a scheme name")
     _add_code_options(p)
-    p.add_argument("--limit", type=int, help="check all C(n, s) sets up to this many (default: whenever the "
-                   "enumeration fits --time-budget)")
-    p.add_argument("--time-budget", type=float, default=10.0, help="seconds for the default exhaustive check")
+    p.add_argument("--limit", type=int, help="check all C(n, s) sets up to this many (default: a fixed count "
+                   "of sets from the verifier's cost model, about 10 s of one core; the same verdict on every "
+                   "machine)")
+    p.add_argument("--time-budget", type=float, default=None, metavar="SECONDS",
+                   help="a wall-clock budget instead of the default count: enumerate when the rate measured on "
+                   "the first batches predicts the check fits SECONDS (the verdict then depends on the "
+                   "machine's speed and load)")
     p.add_argument("--samples", type=int, default=2000, help="random sets when not exhaustive")
     p.add_argument("--no-search", action="store_true", help="skip the worst-set local search")
     p.add_argument("--decoder", help="decoder name (default: the code's)")

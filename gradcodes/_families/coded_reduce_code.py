@@ -243,9 +243,9 @@ class CodedReduceCode(LinearCode):
         if bad >= 0:
             kids = self.children(None if bad == 0 else int(bad) - 1)
             got = [int(c) for c in kids if mask[c]]
-            raise GradcodesValueError(f"responders: {self._describe_parent(int(bad))} has only {len(got)} responding "
-                                      f"children {got} of {kids.tolist()}; the tree tolerates at most s={self.s} "
-                                      f"stragglers per parent (needs n - s = {self.branching - self.s})")
+            raise DecodingError(f"responders: {self._describe_parent(int(bad))} has only {len(got)} responding "
+                                f"children {got} of {kids.tolist()}; the tree tolerates at most s={self.s} "
+                                f"stragglers per parent (needs n - s = {self.branching - self.s})", F)
         return F, mask
 
     def _pattern_ok(self, mask: np.ndarray) -> bool:
@@ -358,7 +358,7 @@ class CodedReduceCode(LinearCode):
     def _verify_hook(self, *, limit: int | None = None, samples: int = 2000, search: bool = True,
                      rng: RNGLike = None, rtol: float | None = None, decoder: Any = None, field: Any = None,
                      batch_size: int | None = None, dtype: Any = np.float64, stop_on_failure: bool = True,
-                     progress: bool | None = None, time_budget: float = 10.0, workers: int | None = None,
+                     progress: bool | None = None, time_budget: float | None = None, workers: int | None = None,
                      checkpoint: Any = None, checkpoint_every: float = 60.0, comm: Any = None,
                      **ignored: Any) -> TreeVerifyReport:
         """``gc.verify(code, ...)`` on a tree code runs :func:`verify_tree`: the verifier's engine on the tree's

@@ -244,7 +244,7 @@ class TreePatterns(PatternModel):
 def verify_tree(code: CodedReduceCode, *, limit: int | None = None, samples: int = 2_000, search: bool = True,
                 rng: RNGLike = None, rtol: float | None = None, batch_size: int = 4096, max_failures: int = 5,
                 search_budget: int | None = None, dtype: DTypeLike = np.float64, stop_on_failure: bool = True,
-                progress: bool | None = None, time_budget: float = 10.0, seed: RNGLike | Unset = SEED_UNSET,
+                progress: bool | None = None, time_budget: float | None = None, seed: RNGLike | Unset = SEED_UNSET,
                 workers: int | None = None, checkpoint: str | os.PathLike[str] | None = None,
                 checkpoint_every: float = 60.0, comm: Any = None) -> TreeVerifyReport:
     """Verify a CodedReduce code under its straggler model (at most ``s`` straggling children per parent).
@@ -257,8 +257,11 @@ def verify_tree(code: CodedReduceCode, *, limit: int | None = None, samples: int
     the acceptance rule, progress, Ctrl-C and the time budget are :func:`gradcodes.verify`'s engine, and
     ``gc.verify(code)`` dispatches here for tree codes.
 
-    * Every pattern is checked when there are at most ``limit``, or, with ``limit=None``, when the enumeration
-      fits ``time_budget`` seconds at the rate measured on the first batches (the n=3, L=2, s=1 tree has 256).
+    * Every pattern is checked when there are at most ``limit``, or, with ``limit=None``, when there are at most
+      the default budget: ``floor(10 s / c)`` patterns, ``c`` the microseconds per pattern that the fixed cost
+      model of :mod:`gradcodes._verify_cost` predicts from ``N`` and ``P`` (never a clock: the same verdict on
+      every machine); or, when ``time_budget`` seconds are given, when the enumeration fits them at the rate
+      measured on the first batches (the n=3, L=2, s=1 tree has 256).
     * Otherwise: the structured patterns (no stragglers; the same ``s`` cyclically consecutive children at
       every parent), one *targeted* pattern per worker that forces that worker's message into use (its
       ancestors each lose the ``s`` siblings preceding the path), ``samples`` uniformly random patterns, and
@@ -274,7 +277,7 @@ def verify_tree(code: CodedReduceCode, *, limit: int | None = None, samples: int
     ----------
     code : CodedReduceCode
     limit : int, optional
-        Largest number of patterns checked exhaustively (default: as many as fit ``time_budget``).
+        Largest number of patterns checked exhaustively (default: the cost model's count, see above).
     samples : int
         Random patterns when not exhaustive.
     search : bool
@@ -298,8 +301,10 @@ def verify_tree(code: CodedReduceCode, *, limit: int | None = None, samples: int
         :func:`gradcodes.verify` does; False counts every failing pattern of the run.
     progress : bool, optional
         Progress on stderr (default: for runs predicted to take more than 10 s).
-    time_budget : float, default 10
-        Seconds the enumeration may take when ``limit`` is None (0: never enumerate beyond what sampling checks).
+    time_budget : float, optional
+        A wall-clock budget instead of the default count, when ``limit`` is None: seconds the enumeration may take
+        at the rate measured on the first batches (0: never enumerate beyond what sampling checks). The verdict
+        then depends on the machine's speed and load.
     workers, checkpoint, checkpoint_every, comm
         The exhaustive enumeration on local processes, MPI ranks, from and to a checkpoint file, as in
         :func:`gradcodes.verify` (the patterns are numbered in mixed radix, one digit per parent, and cut into
@@ -318,6 +323,7 @@ def verify_tree(code: CodedReduceCode, *, limit: int | None = None, samples: int
     (True, True, 256, Fraction(4, 15))
     """
     from .._verify import _scale_options, borderline_note, check_dtype_rtol
+    from .._verify_cost import default_limit, pattern_cost_us
 
     rng = take_rng(rng, seed)
     scale = _scale_options(workers, checkpoint, checkpoint_every, comm)        # checked before any work
@@ -331,7 +337,7 @@ def verify_tree(code: CodedReduceCode, *, limit: int | None = None, samples: int
         search_budget = 2_000 if code.exact else 20_000
     search_budget = check_int("search_budget", search_budget, 0)
     max_failures = check_int("max_failures", max_failures, 0)
-    time_budget = check_real("time_budget", time_budget, 0)
+    time_budget = None if time_budget is None else check_real("time_budget", time_budget, 0)
     check_size("the sampled and searched patterns times N workers", (samples + search_budget) * code.N, "work")
     dt, rtol = check_dtype_rtol(dtype, rtol, code.rtol)
     rng = check_rng(rng)
@@ -348,7 +354,9 @@ def verify_tree(code: CodedReduceCode, *, limit: int | None = None, samples: int
     sampled_size = 1 + code.branching + code.N + samples + (search_budget if search else 0)
     out = run(tr, limit=limit, samples=samples, search=search, rng=rng, batch=batch,
               stop_on_failure=stop_on_failure, progress=progress, time_budget=time_budget,
-              sampled_size=sampled_size, desc=f"verify_tree {code.name}")
+              sampled_size=sampled_size, desc=f"verify_tree {code.name}",
+              set_budget=default_limit(pattern_cost_us("tree_rational" if code.exact else "tree", n=code.N,
+                                                       s=code.s, k=code.P, complex_=code.field == "complex")))
     notes = out.notes
     if (scale["checkpoint"] is not None or (comm is not None and comm.Get_size() > 1)) and not scale.get("used"):
         notes.append("checkpoint / comm not used: they serve the exhaustive enumeration (this run was sampled)")

@@ -316,7 +316,7 @@ class PartialStragglerCode(GradientCode):
     def _verify_hook(self, *, limit: int | None = None, samples: int = 2000, search: bool = True,
                      rng: Any = None, rtol: float | None = None, decoder: Any = None, field: Any = None,
                      batch_size: int | None = None, dtype: Any = np.float64, stop_on_failure: bool = True,
-                     progress: bool | None = None, time_budget: float = 10.0, **ignored: Any) -> Any:
+                     progress: bool | None = None, time_budget: float | None = None, **ignored: Any) -> Any:
         """``gc.verify(code, ...)`` runs :func:`verify_partial`: the verifier's engine on the chunk-arrival
         patterns (progress states) the protocol admits."""
         if decoder not in (None, "chunks"):

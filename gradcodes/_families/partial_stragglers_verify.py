@@ -176,7 +176,7 @@ class ProgressPatterns(PatternModel):
 def verify_partial(code: PartialStragglerCode, *, limit: int | None = None, samples: int = 2_000,
                    rng: RNGLike = None, rtol: float | None = None, batch_size: int = 4096, max_failures: int = 5,
                    dtype: DTypeLike = np.float64, stop_on_failure: bool = True, progress: bool | None = None,
-                   time_budget: float = 10.0) -> VerifyReport:
+                   time_budget: float | None = None) -> VerifyReport:
     """Verify a partial-straggler protocol over every chunk-arrival pattern it admits.
 
     An arrival pattern is a progress state ``t`` (worker ``i`` has sent the messages of its first ``t_i`` chunks,
@@ -185,16 +185,19 @@ def verify_partial(code: PartialStragglerCode, *, limit: int | None = None, samp
     of :class:`~gradcodes.ChunkDecoder` is computed and ``A_t B = E`` is checked, exactly (integer arithmetic) for
     rational codes, by the acceptance rule of :func:`gradcodes.verify` in ``dtype`` for float codes. Every state
     is checked when the progress space (``prod_i (gamma_i + 1)`` states, of which the admitted ones are counted
-    exactly up to ``2^20``) fits ``limit`` or ``time_budget``; otherwise the structured states (every worker
-    finished; one worker silent), and ``samples`` random admitted states, which alone is never a proof; rational
-    codes are then proven *by chunks* (``chunk_proof``: the decoder is block diagonal by chunk, so checking
-    every selection of ``m`` messages about every chunk covers every state). ``gc.verify(code)`` dispatches here.
+    exactly up to ``2^20``) fits ``limit``, the default budget (a count of patterns from the fixed cost model of
+    :mod:`gradcodes._verify_cost`, never a clock) or, when given, ``time_budget``; otherwise the structured
+    states (every worker finished; one worker silent), and ``samples`` random admitted states, which alone is
+    never a proof; rational codes are then proven *by chunks* (``chunk_proof``: the decoder is block diagonal by
+    chunk, so checking every selection of ``m`` messages about every chunk covers every state).
+    ``gc.verify(code)`` dispatches here.
 
     Parameters
     ----------
     code : PartialStragglerCode
     limit : int, optional
-        Largest number of patterns checked exhaustively (default: as many as fit ``time_budget``).
+        Largest number of patterns checked exhaustively (default: ``floor(10 s / c)``, ``c`` the microseconds
+        per pattern the cost model of :mod:`gradcodes._verify_cost` predicts for the reference path).
     samples : int, default 2000
         Random patterns when not exhaustive.
     rng : None, int, numpy.random.SeedSequence or numpy.random.Generator, optional
@@ -211,8 +214,9 @@ def verify_partial(code: PartialStragglerCode, *, limit: int | None = None, samp
         Stop after the first batch with a failing pattern.
     progress : bool, optional
         Progress on stderr (default: for long runs).
-    time_budget : float >= 0, default 10
-        Seconds the enumeration may take when ``limit`` is None.
+    time_budget : float >= 0, optional
+        A wall-clock budget instead of the default count when ``limit`` is None: seconds the enumeration may take
+        at the rate measured on the first batches (the verdict then depends on the machine's speed and load).
 
     Returns
     -------
@@ -234,6 +238,7 @@ def verify_partial(code: PartialStragglerCode, *, limit: int | None = None, samp
     ('exact', False, 'by chunks')
     """
     from .._verify import borderline_note, check_dtype_rtol
+    from .._verify_cost import default_limit, pattern_cost_us
 
     if not isinstance(code, PartialStragglerCode):
         raise GradcodesTypeError(f"verify_partial takes a PartialStragglerCode, got {type(code).__name__}")
@@ -242,7 +247,7 @@ def verify_partial(code: PartialStragglerCode, *, limit: int | None = None, samp
     samples = check_int("samples", samples, 0)
     batch = check_int("batch_size", batch_size, 1)
     max_failures = check_int("max_failures", max_failures, 0)
-    time_budget = check_real("time_budget", time_budget, 0)
+    time_budget = None if time_budget is None else check_real("time_budget", time_budget, 0)
     check_size("the sampled patterns times the messages", samples * code.n, "work")
     check_size("batch_size * messages (one batch of masks)", batch * code.n, "entries")
     dt, rtol = check_dtype_rtol(dtype, rtol, code.rtol)
@@ -253,7 +258,9 @@ def verify_partial(code: PartialStragglerCode, *, limit: int | None = None, samp
     # a progress space too large to count is sampled: its enumeration would walk mostly inadmissible states
     out = run(tr, limit=limit if model.counted else 0, samples=samples, search=False, rng=gen, batch=batch,
               stop_on_failure=stop_on_failure, progress=progress, time_budget=time_budget if model.counted else 0,
-              sampled_size=sampled if model.counted else 0, desc=f"verify {code.name}")
+              sampled_size=sampled if model.counted else 0, desc=f"verify {code.name}",
+              set_budget=default_limit(pattern_cost_us("rational" if code.exact else "reference", n=code.n,
+                                                       s=code.s, k=code.k, m=code.m)))
     notes = list(out.notes) if model.counted else [
         f"not exhaustive: {model.space:,} progress states are too many to enumerate (admitted ones not counted; "
         f"patterns_total counts them all)"]

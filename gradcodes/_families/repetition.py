@@ -203,9 +203,11 @@ def cyclic_repetition(n: int, s: int, k: int | None = None, *, rng: RNGLike = No
         ``-sum_j H_{:,j}`` exactly (106 bits): ``refine=2`` gives the exact construction's ``B`` for the drawn
         ``H`` to about one unit in the last place, and the same bits on every machine (no BLAS or LAPACK
         call). ``refine=0`` is the construction of earlier releases (one LAPACK solve per row: off by about
-        ``cond(H_J) u`` relative, up to 1e-11 at ``(33, 26)``, and its last bits depend on the BLAS kernel); files
-        saved without ``refine`` in their parameters were built that way. ``params["refine"]`` always records the
-        value used. Both draw the same ``H``, so their codes differ only in these roundings.
+        ``cond(H_J) u`` relative, up to 1e-11 at ``(33, 26)``, and its last bits depend on the BLAS kernel: it is
+        the one constructor call that is not bit-identical on every machine, docs/determinism.md); files saved
+        without ``refine`` in their parameters were built that way, and it is kept only to reproduce them.
+        ``params["refine"]`` always records the value used. Both draw the same ``H``, so their codes differ only
+        in these roundings.
 
     Examples
     --------

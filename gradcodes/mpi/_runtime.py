@@ -265,9 +265,12 @@ class Master:
         """The inner code's worst error estimate over its responder sets in the messages' dtype (computed once)."""
         if self._inner_est is None:
             from .._verify import verify
+            from .._verify_cost import flat_default_limit
 
             assert isinstance(self.code, CodedReduceCode)
-            rep = verify(self.code.inner, dtype=self.dtype, rng=0, time_budget=2.0, search=False)
+            inner = self.code.inner              # a count from the cost model (about 2 s), never a clock
+            limit = flat_default_limit(inner, inner._decoder(None), seconds=2.0)
+            rep = verify(inner, dtype=self.dtype, rng=0, limit=limit, search=False)
             self._inner_est = float(rep.error_estimate)
         return self._inner_est
 
