@@ -24,7 +24,7 @@ from ._fields import is_galois_array
 from ._io_archive import MAX_DIGITS, MAX_META_CHARS, CodeArchive
 from ._io_sparse import SPARSE_ENTRIES, check_sparse_header, same_sparse, sparse_arrays, sparse_matrix
 from ._numerics import DEFAULT_RTOL
-from ._validate import check_int, check_real, deprecated_alias, limits
+from ._validate import SizeLimitError, check_int, check_real, deprecated_alias, limits
 
 __all__ = ["save_code", "load_code", "save", "load", "CodeFileError"]
 
@@ -192,11 +192,14 @@ def load_code(path: str | os.PathLike[str], *, max_entries: int | None = None, r
         max_entries = check_int("max_entries", max_entries, 1)
     bound = DEFAULT_RTOL if rtol is None else check_real("rtol", rtol, 0, 1, open_lo=True, open_hi=True)
     meta, arrays = _read(where, max_entries)
-    B = _matrix(where, meta, arrays)
-    del arrays
-    _check_params(where, meta, tuple(int(d) for d in B.shape))
     try:
+        B = _matrix(where, meta, arrays)
+        del arrays
+        _check_params(where, meta, tuple(int(d) for d in B.shape))
         code = _restore(where, meta, B)
+    except MemoryError as exc:                # never a traceback: the file asks for more than this machine has
+        raise CodeFileError(f"{where!r}: not enough memory to load the saved code ({exc}); the file is larger "
+                            f"than this machine can hold") from None
     except CodeFileError as exc:
         if str(exc).startswith(repr(where)):
             raise
@@ -463,9 +466,81 @@ def _check_family(where: str, family: Any, params: dict[str, Any], n: int, cols:
         if not isinstance(params.get("p"), list) or len(params["p"]) != n:
             raise CodeFileError(f"{where!r}: invalid heterogeneous parameters: p must list the {n:,} workers' "
                                 f"straggle probabilities")
+    elif family == "adversarial_gc":
+        _check_adversarial(where, params, n, cols // m, s)
+    elif family == "product_code":
+        for which in ("first", "second"):
+            if not isinstance(params.get(which), dict):
+                raise fail(f"a product_code needs its {which!r} factor's record")
+        (n1, k1), (n2, k2) = (_factor_shape(where, params[w]) for w in ("first", "second"))
+        if n1 * n2 != n or k1 * k2 != cols or m != 1:
+            raise fail(f"factors of shapes ({n1:,}, {k1:,}) and ({n2:,}, {k2:,}) do not make the saved "
+                       f"{n:,} x {cols:,} matrix (m = {m}); each factor's n and k must divide the matrix's")
+        for w, (nf, kf) in (("first", (n1, k1)), ("second", (n2, k2))):
+            rec = params[w]
+            _check_family(where, rec.get("family"), rec.get("params", {}), nf, kf, 1, None)
+    elif family == "margulis_code":
+        N: Any = params.get("N")
+        if not _is_int(N) or N * N != n:
+            raise fail(f"N = {N!r}, but a Margulis code on the {n:,} workers of the saved matrix has N = sqrt(n)")
+    elif family in ("bibd_code", "stochastic_bibd") and params.get("q") is not None:
+        q, side = params["q"], math.isqrt(max(n, cols))
+        if not (_is_int(q) and 2 <= q <= side):                      # a plane of order q has >= q^2 points, lines
+            raise fail(f"q = {q!r} must be an integer in [2, {side}] (a plane of order q has at least q^2 points "
+                       f"and lines; the saved matrix is {n:,} x {cols:,})")
+    for key in _PER_WORKER.get(family or "", ()):
+        if key in params and not (isinstance(params[key], list) and len(params[key]) == n):
+            raise fail(f"{key!r} must list one value for each of the {n:,} workers of the saved matrix")
     for key, value in expected.items():
         if key in params and (isinstance(params[key], bool) or params[key] != value):
             raise fail(f"{key} = {params[key]!r} in the parameters, but the saved matrix has {key} = {value}")
+
+
+#: Parameters that list one value per worker (their length is checked against the matrix's rows).
+_PER_WORKER: dict[str, tuple[str, ...]] = {
+    "heterogeneous_exact": ("speeds",), "robust_heterogeneous_exact": ("speeds",),
+    "ignore_stragglers": ("p",), "stochastic_gc": ("p",), "bernoulli_gc": ("p",), "erasurehead": ("p",),
+    "optimal_decoding": ("p",),
+}
+
+
+def _check_adversarial(where: str, params: dict[str, Any], n: int, k: int, s: int | None) -> None:
+    """An ``adversarial_gc`` record: an ``n x k`` 0/1 placement, ``stragglers + 2 adversaries = s``, ``n`` nodes,
+    and for ``nodes="spread"`` the recorded angles (the rebuild never runs the search)."""
+    def fail(what: str) -> CodeFileError:
+        return CodeFileError(f"{where!r}: invalid adversarial_gc parameters: {what}")
+
+    S = params.get("placement")
+    if not (isinstance(S, list) and len(S) == n and all(isinstance(r, list) and len(r) == k for r in S)):
+        rows = len(S) if isinstance(S, list) else None
+        raise fail(f"'placement' must be an {n:,} x {k:,} 0/1 matrix (the saved matrix's workers and partitions), "
+                   f"got {'a ' + type(S).__name__ if rows is None else f'{rows:,} rows'}")
+    if not all(x is not True and x is not False and (x == 0 or x == 1) for r in S for x in r):
+        raise fail("'placement' must hold only 0 and 1")
+    st: Any = params.get("stragglers")
+    adv: Any = params.get("adversaries")
+    if not (_is_int(st) and _is_int(adv) and st >= 0 and adv >= 0 and (s is None or st + 2 * adv == s)):
+        raise fail(f"stragglers = {st!r} and adversaries = {adv!r} must be integers >= 0 with stragglers + "
+                   f"2 adversaries = s = {s}")
+    nodes = params.get("nodes")
+    if isinstance(nodes, list) and len(nodes) != n:
+        raise fail(f"'nodes' must list the {n:,} workers' evaluation points, got {len(nodes):,}")
+    if nodes == "spread":
+        angles = params.get("angles")
+        if not (isinstance(angles, list) and len(angles) == n and all(_is_int(v) for v in angles)
+                and sorted(angles) == list(range(n))):
+            raise fail(f"a nodes='spread' file must record its 'angles', a permutation of 0..{n - 1} (a file is "
+                       f"rebuilt from the choices it records, never by a search)")
+
+
+def _factor_shape(where: str, rec: dict[str, Any]) -> tuple[int, int]:
+    """The ``(n, k)`` a product factor's record declares."""
+    shape = rec.get("shape")
+    if not (isinstance(shape, list) and len(shape) == 2 and all(_is_int(d) and d >= 1 for d in shape)
+            and isinstance(rec.get("params"), dict)):
+        raise CodeFileError(f"{where!r}: invalid product_code parameters: a factor's record must give its "
+                            f"'family', 'params' and 'shape' [n, k] (two positive integers), got {shape!r}")
+    return int(shape[0]), int(shape[1])
 
 
 def _check_inner(where: str, inner: Any, b: int, s: int | None) -> None:
@@ -525,8 +600,10 @@ def rebuild_saved(family: str | None, params: dict[str, Any], B: Any, *, p: int 
     if constructor is None:
         return None
     file = "" if where is None else f"{where!r}: "
+    cap = rebuild_cap(tuple(int(d) for d in np.shape(B)))
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), limits.raised(entries=min(limits.entries, cap),
+                                                      exact_entries=min(limits.exact_entries, cap)):
             warnings.simplefilter("ignore")                      # construction warnings were shown at build time
             code = constructor(**params)
             if is_galois_array(B) and not code.exact and code._field_builder is not None:
@@ -535,6 +612,11 @@ def rebuild_saved(family: str | None, params: dict[str, Any], B: Any, *, p: int 
                 code = code.in_field(galois.GF(int(p or 0)))
     except CodeFileError:
         raise
+    except SizeLimitError as exc:
+        raise CodeFileError(f"{file}invalid gradcodes parameters: the {family!r} rebuild asks for more than the "
+                            f"saved {np.shape(B)[0]:,} x {np.shape(B)[1]:,} matrix allows ({exc}); a rebuild from a "
+                            f"file may allocate at most {cap:,} entries, the square of the matrix's larger "
+                            f"side") from None
     except (TypeError, ValueError, KeyError, ArithmeticError, RuntimeError) as exc:
         warnings.warn(f"{file}the {family!r} family could not rebuild the saved code ({exc}); loading the saved matrix "
                       f"with the generic decoders only", RuntimeWarning, stacklevel=stacklevel)
@@ -553,6 +635,18 @@ def rebuild_saved(family: str | None, params: dict[str, Any], B: Any, *, p: int 
                   f"or built by another version or machine); loading the saved matrix with the generic decoders "
                   f"only", RuntimeWarning, stacklevel=stacklevel)
     return None
+
+
+def rebuild_cap(shape: tuple[int, ...]) -> int:
+    """Entries any one array of a rebuild from a file of an ``n x cols`` matrix may have: ``max(n, cols)^2``.
+
+    A rebuild runs the family's constructor (and, for a product or a tree, its factors' or inner code's) under
+    :data:`gradcodes.limits` lowered to this bound, so that whatever the file's parameters say, no constructor
+    allocates a matrix larger than a square on the saved matrix's larger side: the work a file drives is bounded
+    by the file's own matrix, before anything is allocated (each constructor checks its sizes first).
+    """
+    side = max(shape) if shape else 1
+    return max(side * side, 1)
 
 
 def _same_dense_as_sparse(code: LinearCode, saved: Any) -> bool:

@@ -20,7 +20,8 @@ import numpy as np
 
 from ._validate import limits
 
-__all__ = ["SPARSE_ENTRIES", "sparse_arrays", "check_sparse_header", "sparse_matrix", "same_sparse"]
+__all__ = ["SPARSE_ENTRIES", "sparse_arrays", "check_sparse_header", "check_sparse_columns", "sparse_matrix",
+           "same_sparse"]
 
 #: The entries of a sparse code file and the dtype kinds each may have.
 SPARSE_ENTRIES = {"B_indptr": "iu", "B_indices": "iu", "B_data": "fc"}
@@ -55,11 +56,30 @@ def check_sparse_header(where: str, key: str, shape: tuple[int, ...], meta: dict
                     f"you trust the file, load it with gradcodes.load_code(path, max_entries={length})")
     if length > n * cols:
         raise error(f"{where!r}: invalid saved matrix: {length:,} non-zeros in a {n:,} x {cols:,} matrix")
+    check_sparse_columns(where, n, cols, int(meta["m"]), length, bound, error)
     for other, seen_len in seen.items():
         if other != "B_indptr" and seen_len != length:
             raise error(f"{where!r}: invalid saved matrix: entry {key!r} has {length:,} entries, {other!r} "
                         f"{seen_len:,}")
     seen[key] = length
+
+
+def check_sparse_columns(where: str, n: int, cols: int, m: int, nnz: int, bound: int,
+                         error: Callable[[str], Exception]) -> None:
+    """The columns of a sparse file, bounded by its own size before anything is read or built.
+
+    A code's target ``E = 1_k^T (x) I_m`` is an ``m x cols`` array and much of the code's work is per column; a
+    sparse file holds ``nnz`` non-zeros and ``n`` rows, so it may declare at most ``nnz + n`` columns (a column
+    for each non-zero, and one without for each worker: a partition no worker computes), and ``m * cols`` at most
+    the entry ``bound`` (``max_entries``, default ``gradcodes.limits.entries``).
+    """
+    if cols > nnz + n:
+        raise error(f"{where!r}: invalid saved matrix: {cols:,} columns for {nnz:,} non-zeros in {n:,} rows; a "
+                    f"sparse code file has between 1 and non-zeros + rows = {nnz + n:,} columns")
+    if m * cols > bound:
+        raise error(f"{where!r}: the saved code's target has m x k m = {m:,} x {cols:,} = {m * cols:,} entries, "
+                    f"more than the bound {bound:,}; if you trust the file, load it with "
+                    f"gradcodes.load_code(path, max_entries={m * cols})")
 
 
 def sparse_matrix(where: str, meta: dict[str, Any], arrays: dict[str, np.ndarray],

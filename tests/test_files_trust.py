@@ -287,3 +287,119 @@ def test_cli_refusals_exit_2_on_one_line(tmp_path, grouped, capsys):
         assert main([command, str(bad)]) == 2
         err = capsys.readouterr().err
         assert err.startswith("gradcodes: error: ") and "block_seeds" in err and err.count("\n") == 1
+
+
+# ------------------------------------------------------------------ parameters bounded by the file before any work
+
+
+def _refused_quickly(path, match):
+    """``path`` is refused with ``match`` in under a second and 100 MB of traced memory."""
+    import time
+
+    start = time.perf_counter()
+    with _Peak() as mem, pytest.raises(gc.CodeFileError, match=match):
+        gc.load_code(path)
+    assert time.perf_counter() - start < 1.0 and mem.peak < 100 * 2**20
+
+
+def test_adversarial_placement_is_bounded_by_the_matrix(tmp_path):
+    # a 16-worker file whose placement claims 200 x 200 workers and partitions with nodes="spread": the
+    # rebuild used to run the angle search on it (minutes, then 4.7 GB and a MemoryError)
+    path = _saved(tmp_path, gc.adversarial_gc(np.eye(8, dtype=int) | np.roll(np.eye(8, dtype=int), 1, 1)
+                                              | np.roll(np.eye(8, dtype=int), 2, 1), 0, 1))
+    meta = _meta(path)
+    meta["params"].update(placement=np.ones((200, 200), dtype=int).tolist(), nodes="spread")
+    _refused_quickly(_rewrite(path, tmp_path / "bad.npz", meta=meta), r"'placement' must be an 8 x 8 0/1 matrix")
+
+
+def test_a_spread_file_is_rebuilt_from_its_angles_never_searched(tmp_path):
+    S = np.eye(9, dtype=int) | np.roll(np.eye(9, dtype=int), 1, 1) | np.roll(np.eye(9, dtype=int), 3, 1)
+    code = gc.adversarial_gc(S, 0, 1, nodes="spread")
+    assert sorted(code.params["angles"]) == list(range(9))
+    path = _saved(tmp_path, code)
+    assert gc.load_code(path).default_decoder == "interpolation"
+    meta = _meta(path)
+    del meta["params"]["angles"]
+    with pytest.raises(gc.CodeFileError, match="record its 'angles'"):
+        gc.load_code(_rewrite(path, tmp_path / "bad.npz", meta=meta))
+
+
+@pytest.mark.parametrize("first, match", [
+    ({"family": "cyclic_mds", "params": {"n": 10000, "s": 1, "field": "real"}, "shape": [2, 2]},
+     "n = 10000 in the parameters, but the saved matrix has n = 2"),
+    ({"family": "cyclic_mds", "params": {"n": 10000, "s": 1, "field": "real"}}, r"must give its .*'shape'"),
+    ({"family": "cyclic_mds", "params": {"n": 10000, "s": 1, "field": "real"}, "shape": [10000, 10000]},
+     "do not make the saved 4 x 4 matrix"),
+    ({"family": "bibd_code", "params": {"design": "projective_plane", "q": 97}, "shape": [2, 2]},
+     r"q = 97 must be an integer in \[2, "),
+])
+def test_product_factors_are_bounded_by_the_matrix(tmp_path, first, match):
+    # a 4 x 4 product whose first factor asks for cyclic_mds(10000, 1): used to build it (6.4 s, 1.7 GB)
+    f = gc.fractional_repetition(2, 1)
+    path = _saved(tmp_path, gc.product_code(f, f))
+    meta = _meta(path)
+    meta["params"]["first"] = first
+    _refused_quickly(_rewrite(path, tmp_path / "bad.npz", meta=meta), match)
+
+
+def test_a_rebuild_allocates_no_more_than_the_file(tmp_path):
+    # the backstop: a parameter no check names (here the blocks of a design) still cannot make a rebuild allocate
+    # more than max(n, k m)^2 entries, whatever the family
+    from gradcodes._io import rebuild_cap
+
+    assert rebuild_cap((4, 6)) == 36
+    f = gc.fractional_repetition(2, 1)
+    path = _saved(tmp_path, gc.product_code(f, f))
+    meta = _meta(path)
+    meta["params"]["first"] = {"family": "uncoded", "params": {"n": 2, "k": 2, "field": "real"}, "shape": [2, 2]}
+    meta["params"]["second"] = {"family": "bibd_code", "shape": [2, 2],
+                                "params": {"design": [[0, 5000], [1, 5000]], "field": "real"}}
+    _refused_quickly(_rewrite(path, tmp_path / "bad.npz", meta=meta), "rebuild asks for more than the saved 4 x 4")
+
+
+def _sparse_file(path, cols, m=1):
+    meta = {"format": 2, "type": "GradientCode", "name": "x", "family": None, "params": {}, "m": m,
+            "field": "real", "default_decoder": "nullspace", "s": 0, "shape": [3, cols]}
+    np.savez(path, meta=np.array(json.dumps(meta)), B_indptr=np.arange(4, dtype=np.int64),
+             B_indices=np.array([0, 1, 2], dtype=np.int64), B_data=np.ones(3))
+    return path
+
+
+@pytest.mark.parametrize("cols", [3 * 10**8, 10**11])
+def test_sparse_columns_are_bounded_by_the_non_zeros(tmp_path, cols):
+    # 1.7 KB, 3 non-zeros: 3e8 columns used to take 2.4 GB (the dense target), 1e11 a MemoryError
+    _refused_quickly(_sparse_file(tmp_path / "wide.npz", cols), r"columns for 3 non-zeros in 3 rows")
+
+
+def test_sparse_target_is_bounded(tmp_path):
+    with pytest.raises(gc.CodeFileError, match=r"target has m x k m = 6 x 6 = 36 entries, more than the bound 30"):
+        gc.load_code(_sparse_file(tmp_path / "m.npz", 6, m=6), max_entries=30)
+    assert gc.load_code(_sparse_file(tmp_path / "ok.npz", 3)).k == 3
+
+
+def test_cli_verify_of_a_too_wide_sparse_file_exits_2_on_one_line(tmp_path, capsys):
+    assert main(["verify", str(_sparse_file(tmp_path / "wide.npz", 10**11))]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("gradcodes: error: ") and "100,000,000,000 columns" in err and err.count("\n") == 1
+
+
+def test_memory_error_is_a_code_file_error(tmp_path, monkeypatch):
+    import gradcodes._io as io_
+
+    path = _saved(tmp_path, gc.uncoded(3))
+
+    def boom(*args, **kwargs):
+        raise MemoryError("Unable to allocate 745. GiB")
+
+    monkeypatch.setattr(io_, "_restore", boom)
+    with pytest.raises(gc.CodeFileError, match="not enough memory"):
+        gc.load_code(path)
+
+
+@pytest.mark.parametrize("family, key", [("heterogeneous_exact", "speeds"), ("margulis_code", "N")])
+def test_other_families_size_parameters_are_checked(tmp_path, family, key):
+    code = gc.heterogeneous_exact([1, 1, 2, 2], 1) if family == "heterogeneous_exact" else gc.margulis_code(3)
+    path = _saved(tmp_path, code)
+    meta = _meta(path)
+    meta["params"][key] = ["1"] * 3000 if key == "speeds" else 3000
+    _refused_quickly(_rewrite(path, tmp_path / "bad.npz", meta=meta), f"{key}")

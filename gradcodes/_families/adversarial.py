@@ -198,7 +198,7 @@ class AdversarialCode(GradientCode):
 
 def adversarial_gc(placement: Any, s: int, a: int, *, m: int | None = None, k: int | None = None,
                    nodes: Iterable[Fraction | int | float] | str | None = None,
-                   field: str = "real") -> AdversarialCode:
+                   field: str = "real", angles: Iterable[int] | None = None) -> AdversarialCode:
     r"""The universal polynomial gradient code for a given placement, ``s`` stragglers and ``a`` adversaries.
 
     Parameters
@@ -228,6 +228,10 @@ def adversarial_gc(placement: Any, s: int, a: int, *, m: int | None = None, k: i
         coefficients).
     field : {"real", "rational"}
         Floats (the correctly rounded image of the exact construction) or Fractions.
+    angles : sequence of int, optional
+        With ``nodes="spread"`` only: the workers' angle assignment, a permutation of ``0..n-1``, instead of the
+        local search (the code records the one it used in ``code.params["angles"]``, so that a saved code is
+        rebuilt without searching).
 
     Returns
     -------
@@ -271,12 +275,16 @@ def adversarial_gc(placement: Any, s: int, a: int, *, m: int | None = None, k: i
     if nodes is None:
         nodes = "unity"
     node_param: Any
+    if angles is not None and not (isinstance(nodes, str) and nodes == "spread"):
+        raise GradcodesValueError(f"angles= is for nodes='spread' only, got nodes={nodes!r}")
+    ang: np.ndarray | None = None
     if isinstance(nodes, str):
         if nodes not in ("unity", "spread", "chebyshev"):
             raise GradcodesValueError(f"nodes must be 'unity', 'spread', 'chebyshev' or a sequence of n rationals, "
                                       f"got {nodes!r}")
-        angles = _fourier.spread_angles(S.astype(bool)) if nodes == "spread" else None
-        alpha = list(_fourier.unity_nodes(n, angles)) if nodes != "chebyshev" else _default_nodes(n)
+        if nodes == "spread":
+            ang = _fourier.spread_angles(S.astype(bool)) if angles is None else _spread_angles_given(angles, n)
+        alpha = list(_fourier.unity_nodes(n, ang)) if nodes != "chebyshev" else _default_nodes(n)
         node_param = nodes
     else:
         vals = list(nodes)
@@ -291,9 +299,11 @@ def adversarial_gc(placement: Any, s: int, a: int, *, m: int | None = None, k: i
         raise GradcodesValueError("nodes must be distinct" + (" (default nodes: n too large)" if nodes is None else ""))
     params: dict[str, Any] = {"placement": S.astype(int).tolist(), "stragglers": s, "adversaries": a, "m": m,
                               "nodes": node_param, "field": field}
+    if ang is not None:
+        params["angles"] = [int(v) for v in ang]
     if node_param in ("unity", "spread"):
         exps = _fourier.scale_exponents(alpha, K)
-        rows, rho = _fourier.construct(_fourier.thin_placement(S, s + 2 * a + m, angles), m, K, tuple(alpha), exps)
+        rows, rho = _fourier.construct(_fourier.thin_placement(S, s + 2 * a + m, ang), m, K, tuple(alpha), exps)
         Bu: Any = RationalField().zeros((n, kk * m))
         for i_, row in enumerate(rows):
             Bu[i_, :] = row
@@ -322,6 +332,16 @@ def adversarial_gc(placement: Any, s: int, a: int, *, m: int | None = None, k: i
                            node_kind="chebyshev" if node_param == "chebyshev" else "given", field=field,
                            name=f"adversarial_gc[s={s},a={a},m={m}]", family="adversarial_gc",
                            params=params, decoders=[InterpolationDecoder()], default_decoder="interpolation")
+
+
+def _spread_angles_given(angles: Iterable[int], n: int) -> np.ndarray:
+    """Given angles for ``nodes="spread"``: a permutation of ``0..n-1`` (int64)."""
+    vals = list(angles)
+    if len(vals) != n or not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in vals) \
+            or sorted(int(v) for v in vals) != list(range(n)):
+        raise GradcodesValueError(f"angles must be a permutation of 0..{n - 1} (one angle per worker), got "
+                                  f"{len(vals)} values")
+    return np.array([int(v) for v in vals], dtype=np.int64)
 
 
 # ----------------------------------------------------------------------------------------------- decoding
@@ -405,11 +425,13 @@ class InterpolationDecoder(Decoder):
 
 # ----------------------------------------------------------------------------------------------- registration
 def _rebuild(placement: Any, stragglers: int, adversaries: int, m: int, nodes: Any = None, field: str = "real",
-             **_: Any) -> AdversarialCode:
+             angles: Any = None, **_: Any) -> AdversarialCode:
     # files written before the "unity" default stored nodes=None for the (then default) Chebyshev nodes
     kind = "chebyshev" if nodes is None else nodes if isinstance(nodes, str) else [Fraction(v) for v in nodes]
+    if kind == "spread" and angles is None:                 # a rebuild never searches (gradcodes.load_code)
+        raise GradcodesValueError("a nodes='spread' record must give its angles")
     return adversarial_gc(np.asarray(placement, dtype=np.int64), stragglers, adversaries, m=m, nodes=kind,
-                          field=field)
+                          field=field, angles=angles)
 
 
 def _cyclic_placement(n: int, load: int) -> np.ndarray:

@@ -197,8 +197,9 @@ def _kron(first: LinearCode, second: LinearCode, n: int, k: int) -> Any:
 
 
 def _record(code: LinearCode) -> dict[str, Any]:
-    """What rebuilds a factor: its family and parameters (``family`` None for a code built from a matrix)."""
-    return {"family": code.family, "params": dict(code.params)}
+    """What rebuilds a factor: its family, parameters (``family`` None for a code built from a matrix) and shape
+    ``[n, k]`` (so that :func:`gradcodes.load_code` checks a file's factors against its matrix before rebuilding)."""
+    return {"family": code.family, "params": dict(code.params), "shape": [code.n, code.k]}
 
 
 def _rebuild_factor(rec: Any) -> LinearCode:
