@@ -1,8 +1,9 @@
 """An MPI job driven by tests/test_mpi.py (run as ``mpiexec -n N python -m mpi4py tests/mpi_job.py CONFIG``).
 
-CONFIG is JSON: the code (``family`` + ``kwargs``), ``p``, ``iters``, injected delays, NaN/crash injection, and
-which checks to run. Rank 0 checks every iteration's decoded gradient against the uncoded sum of the same partial
-gradients and prints one JSON line ``RESULT {...}``; a failed check raises, which aborts the job.
+CONFIG is JSON: the code (``family`` + ``kwargs``, and ``inner`` = {family, kwargs} for a tree's inner code),
+``p``, ``iters``, injected delays, NaN/crash injection, and which checks to run. Rank 0 checks every iteration's
+decoded gradient against the uncoded sum of the same partial gradients and prints one JSON line ``RESULT {...}``;
+a failed check raises, which aborts the job.
 """
 
 from __future__ import annotations
@@ -26,7 +27,10 @@ def main() -> None:
         code = "allreduce"
         k = MPI.COMM_WORLD.Get_size() - 1
     else:
-        code = getattr(gc, cfg["family"])(**cfg.get("kwargs", {}))
+        kwargs = dict(cfg.get("kwargs", {}))
+        if "inner" in cfg:                         # a CodedReduce tree's inner code: {"family", "kwargs"}
+            kwargs["inner"] = getattr(gc, cfg["inner"]["family"])(**cfg["inner"]["kwargs"])
+        code = getattr(gc, cfg["family"])(**kwargs)
         k = code.k
     p, iters = cfg.get("p", 64), cfg.get("iters", 12)
     dtype = np.dtype(cfg.get("dtype", "float64"))

@@ -118,6 +118,74 @@ def test_coded_reduce_tree_with_stragglers_and_hung_leaf():
     assert all(len(u) == 2 for u in res["used"])
 
 
+#: coded_reduce(3, 2, 1) over cyclic_repetition(3, 1, rng=7, refine=0) (an ill-conditioned inner code, 13 ranks):
+#: with workers 1, 5 and 10 hung the master decodes workers {0, 2}, worker 0 its children {3, 4} and worker 2 its
+#: children {9, 11}; each of these sets is decodable in float32 on its own (predicted error below 0.1 of the
+#: tolerance), their composition is not (about 6x the float32 tolerance): execute refuses the pattern in float32
+#: and accepts it in float64. With workers 2, 5 and 8 hung the float32 pattern is accepted.
+TREE = {"family": "coded_reduce", "kwargs": {"branching": 3, "L": 2, "s": 1},
+        "inner": {"family": "cyclic_repetition", "kwargs": {"n": 3, "s": 1, "rng": 7, "refine": 0}}}
+TREE_REFUSED, TREE_ACCEPTED = [1, 5, 10], [2, 5, 8]
+
+
+def tree_verdicts(hung: list[int], dtype: type) -> tuple[bool, bool, np.ndarray]:
+    """For TREE with ``hung`` never answering: (every parent's decoding set accepted by the inner code in ``dtype``,
+    ``execute`` accepts the pattern in ``dtype``, the workers whose messages are used)."""
+    import gradcodes as gc
+
+    code = gc.coded_reduce(3, 2, 1, gc.cyclic_repetition(3, 1, rng=7, refine=0))
+    mask = np.ones(code.N, dtype=bool)
+    mask[hung] = False
+    used = code.used(mask)
+    per_parent = True
+    for p in range(code.parents):
+        kids = code.children(None if p == 0 else p - 1)
+        if p == 0 or used[p - 1]:
+            per_parent &= code.inner.decodable([int(c - kids[0]) for c in kids if used[c]], dtype=dtype)
+    Y = code.encode(np.random.default_rng(0).uniform(0.5, 1.5, (code.k, 5)).astype(dtype))
+    try:
+        code.execute(mask, Y)
+        accepted = True
+    except gc.DecodingError:
+        accepted = False
+    return bool(per_parent), accepted, np.flatnonzero(used)
+
+
+@needs_mpi
+def test_tree_pattern_refused_by_the_whole_tree_rule_though_every_parent_accepts():
+    """Every parent's decoding set is accepted in float32, the composition misses the tree's float32 tolerance:
+    the master refuses the pattern as execute does (DecodingError naming the ranks), instead of returning a
+    gradient 6x off its tolerance. (Before the whole-tree check the job ran and returned that gradient.)"""
+    per_parent, accepted, used = tree_verdicts(TREE_REFUSED, np.float32)
+    assert per_parent and not accepted, "the example's premise changed with the acceptance rule: pick another"
+    cfg = {**TREE, "p": 40, "iters": 3, "dtype": "float32", "check": False, "timeout": 60,
+           "delays": [{"kind": "hang", "workers": TREE_REFUSED}]}
+    proc, _, wall = run_job(13, cfg, ok=False, timeout=150)
+    text = proc.stdout + proc.stderr
+    assert proc.returncode != 0, text[-3000:]
+    assert "DecodingError" in text and "iteration 0: the CodedReduce tree cannot decode" in text, text[-3000:]
+    assert f"the sum came from ranks {(used + 1).tolist()}" in text          # ranks 1, 3, 4, 5, 10, 12
+    assert "ranks [2, 6, 7, 8, 9, 11] were not used" in text
+
+
+@needs_mpi
+@pytest.mark.parametrize("hung,dtype", [(TREE_REFUSED, "float64"), (TREE_ACCEPTED, "float32")])
+def test_tree_patterns_execute_accepts_still_decode_exactly(hung, dtype):
+    """The same tree: the float32-refused pattern in float64, and an accepted float32 pattern, run and decode the
+    sum to the whole tree's predicted error (the same estimate execute accepts)."""
+    import gradcodes as gc
+
+    per_parent, accepted, used = tree_verdicts(hung, np.dtype(dtype).type)
+    assert per_parent and accepted
+    cfg = {**TREE, "p": 40, "iters": 4, "dtype": dtype, "timeout": 60, "delays": [{"kind": "hang", "workers": hung}]}
+    _, res, _ = run_job(13, cfg, timeout=150)
+    code = gc.coded_reduce(3, 2, 1, gc.cyclic_repetition(3, 1, rng=7, refine=0))
+    est = code.error_estimate(used, dtype=np.dtype(dtype))
+    unit = U64 if dtype == "float64" else U32
+    assert res["iters"] == 4 and all(u == [int(w) for w in used if w < 3] for u in res["used"])
+    assert max(res["errors"]) <= max(2 * est, 2 * code.k * unit), (res["errors"], est)
+
+
 @needs_mpi
 def test_approximate_code_deadline():
     """An expander code (optimal decoder): the master waits for all 6 but stops at a 0.5 s deadline; two hung

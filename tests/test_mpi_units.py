@@ -424,3 +424,103 @@ def test_combiner_single_names_the_message_that_is_the_decode():
     assert (cyc.single([0], np.float64) == 0) is (c == 1)
     assert Combiner(gc.coded_reduce(3, 2, 1).inner).single([0, 1], np.float64) is None
     assert Combiner(gc.ye_abbe(6, 2, 2)).single([0, 1, 2, 3], np.float64) is None
+
+
+# ------------------------------------------------------------------ whole-tree acceptance at the master
+
+
+def _tails(lay, used: np.ndarray, rank: int) -> np.ndarray:
+    """The tail of the message rank sends up, built as a runtime parent does (from its children's tails)."""
+    from gradcodes.mpi._layout import write_tail
+
+    kids = lay.children(rank)
+    if not kids:
+        return np.zeros(0, dtype=np.float32)
+    below = np.stack([_tails(lay, used, c) for c in kids])
+    out = np.empty(lay.tail(rank), dtype=np.float32)
+    write_tail(out, [i for i, c in enumerate(kids) if used[c - 1]], below)
+    assert np.array_equal(out != 0, used[np.array(lay.preorder(rank)) - 1])     # pre-order flags of the used
+    return out
+
+
+def _runtime_verdict(check, lay, used: np.ndarray) -> bool:
+    """The master's verdict on the pattern ``used`` (the workers whose messages are in the sum)."""
+    kids = lay.children(0)
+    tails = np.stack([_tails(lay, used, c) for c in kids])
+    try:
+        check.check([i for i, c in enumerate(kids) if used[c - 1]], tails)
+        return True
+    except gc.DecodingError:
+        return False
+
+
+def _execute_verdict(code, mask: np.ndarray, dtype) -> bool:
+    Y = code.encode(np.random.default_rng(1).uniform(0.5, 1.5, (code.k, 3)).astype(dtype))
+    try:
+        code.execute(mask, Y)
+        return True
+    except gc.DecodingError:
+        return False
+
+
+def test_tree_check_refuses_the_issue_pattern_as_execute_does():
+    """coded_reduce(6, 2, 3, cyclic_repetition(6, 3, rng=34, refine=0)) in float32 with stragglers [0, 1, 2, 7,
+    16, 22, 25, 27, 29, 33, 37, 38]: every parent's set decodes in float32, execute refuses the pattern; so does
+    the master's check (naming the ranks), and it accepts the same pattern in float64."""
+    from gradcodes.mpi._layout import TreeCheck
+
+    code = gc.coded_reduce(6, 2, 3, gc.cyclic_repetition(6, 3, rng=34, refine=0))
+    lay = layout_for(code)
+    mask = np.ones(code.N, dtype=bool)
+    mask[[0, 1, 2, 7, 16, 22, 25, 27, 29, 33, 37, 38]] = False
+    used = code.used(mask)
+    for p in [0, *(np.flatnonzero(used[:6]) + 1)]:
+        kids = code.children(None if p == 0 else p - 1)
+        assert code.inner.decodable([int(c - kids[0]) for c in kids if used[c]], dtype=np.float32)
+    assert not _execute_verdict(code, mask, np.float32) and _execute_verdict(code, mask, np.float64)
+    check32 = TreeCheck(code, lay, np.float32)
+    assert not _runtime_verdict(check32, lay, used)
+    assert _runtime_verdict(TreeCheck(code, lay, np.float64), lay, used)
+    kids = lay.children(0)
+    tails = np.stack([_tails(lay, used, c) for c in kids])
+    with pytest.raises(gc.DecodingError, match=r"iteration 7: the CodedReduce tree cannot decode") as err:
+        check32.check([3, 4, 5], tails, iteration=7)
+    assert f"the sum came from ranks {(np.flatnonzero(used) + 1).tolist()}" in str(err.value)
+    assert err.value.responders == np.flatnonzero(used).tolist()
+    assert check32.misses == 1                                       # the verdict was cached
+
+
+@pytest.mark.parametrize("tree,dtype", [((6, 2, 3, 34), np.float32), ((3, 2, 1, 7), np.float32),
+                                        ((3, 3, 1, 7), np.float32), ((3, 3, 1, 7), np.float64),
+                                        ((4, 2, 2, 25), np.float32)])
+def test_tree_check_has_executes_verdict_on_random_patterns(tree, dtype):
+    """The master's check on random straggler patterns (each parent's decoding set: its first n - s responding
+    children, as execute's tree decoder takes them) gives execute's verdict on every pattern; trees of 2 and 3
+    levels with ill-conditioned inner codes, so that both verdicts occur."""
+    from gradcodes.mpi._layout import TreeCheck
+
+    n, L, s, rng = tree
+    code = gc.coded_reduce(n, L, s, gc.cyclic_repetition(n, s, rng=rng, refine=0))
+    lay = layout_for(code)
+    check = TreeCheck(code, lay, dtype)
+    verdicts = []
+    for mask in code.random_patterns(60, rng=3):
+        mine = _runtime_verdict(check, lay, code.used(mask))
+        assert mine == _execute_verdict(code, mask, dtype), code.pattern_text(mask)
+        verdicts.append(mine)
+    if tree != (3, 3, 1, 7) or dtype == np.float32:
+        assert any(verdicts) and not all(verdicts), "both verdicts should occur on these trees"
+
+
+def test_tree_check_of_a_parent_that_decoded_from_fewer_than_n_minus_s():
+    """The "earliest" policy may stop below n - s children (fractional repetition: one per group): the check
+    measures that decode's own coefficients (execute's tree decoder always takes n - s), and accepts it."""
+    from gradcodes.mpi._layout import TreeCheck
+
+    code = gc.coded_reduce(4, 2, 1, gc.fractional_repetition(4, 1))
+    lay = layout_for(code)
+    used = np.zeros(code.N, dtype=bool)
+    used[[0, 2, 4, 6, 12, 14]] = True                 # the master: {0, 2}; worker 0: {4, 6}; worker 2: {12, 14}
+    W = np.asarray(code._tree_weights(used[None], sets=True)[0][0], dtype=float)
+    assert np.allclose(W @ code.float_B(), 1) and np.array_equal(W != 0, used)
+    assert _runtime_verdict(TreeCheck(code, lay, np.float32), lay, used)

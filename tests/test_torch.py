@@ -159,6 +159,66 @@ def test_tree_more_than_s_hung_children_is_a_clear_error_naming_them(tree_job):
         _errors(proc.stderr)
 
 
+#: coded_reduce(3, 2, 1) over cyclic_repetition(3, 1, rng=7, refine=0), 13 ranks. Workers 1, 5, 10 hung: the master
+#: decodes {0, 2}, worker 0 {3, 4}, worker 2 {9, 11}; each set decodes in float32 on its own, their composition
+#: misses the tree's float32 tolerance (about 6x): execute refuses the pattern in float32, accepts it in float64.
+#: Workers 2, 5, 8 hung: accepted in float32. The refused scenario runs last (it ends the job).
+TREE3 = [
+    {"name": "tree3_64", "code": "tree3", "fault": "hang", "workers": [1, 5, 10], "iters": 4},
+    {"name": "tree3_32", "code": "tree3", "fault": "hang", "workers": [2, 5, 8], "iters": 4, "dtype": "float32"},
+    {"name": "tree3_refused", "code": "tree3", "fault": "hang", "workers": [1, 5, 10], "iters": 4,
+     "dtype": "float32"},
+]
+
+
+def _tree3_verdict(hung: list[int], dtype: str) -> tuple[bool, bool, list[int]]:
+    """(every parent's decoding set accepted by the inner code, execute accepts the pattern, the used workers)."""
+    import numpy as np
+
+    import gradcodes as gc
+
+    code = gc.coded_reduce(3, 2, 1, gc.cyclic_repetition(3, 1, rng=7, refine=0))
+    mask = np.ones(code.N, dtype=bool)
+    mask[hung] = False
+    used = code.used(mask)
+    per_parent = all(code.inner.decodable([int(c - kids[0]) for c in kids if used[c]], dtype=np.dtype(dtype))
+                     for p in range(code.parents) if p == 0 or used[p - 1]
+                     for kids in [code.children(None if p == 0 else p - 1)])
+    Y = code.encode(np.random.default_rng(0).uniform(0.5, 1.5, (code.k, 5)).astype(dtype))
+    try:
+        code.execute(mask, Y)
+        accepted = True
+    except gc.DecodingError:
+        accepted = False
+    return per_parent, accepted, np.flatnonzero(used).tolist()
+
+
+@pytest.fixture(scope="module")
+def tree3_job():
+    return run_job(TREE3, ranks=13, timeout=300)
+
+
+def test_tree_pattern_refused_by_the_whole_tree_rule_though_every_parent_accepts(tree3_job):
+    """Every parent's set is accepted in float32, the composition is not: the master raises DecodingError naming
+    the ranks, as execute refuses the pattern (before the whole-tree check it trained on that gradient)."""
+    per_parent, accepted, used = _tree3_verdict([1, 5, 10], "float32")
+    assert per_parent and not accepted, "the example's premise changed with the acceptance rule: pick another"
+    proc, res, _ = tree3_job
+    assert "tree3_refused" not in res and proc.returncode != 0
+    assert "DecodingError: iteration 0: the CodedReduce tree cannot decode" in proc.stderr, _errors(proc.stderr)
+    assert f"the sum came from ranks {[w + 1 for w in used]}" in proc.stderr, _errors(proc.stderr)
+
+
+def test_tree_patterns_the_whole_tree_rule_accepts_still_decode(tree3_job):
+    """The float32-refused pattern in float64, and an accepted float32 pattern: trained to the reference."""
+    assert _tree3_verdict([1, 5, 10], "float64")[:2] == (True, True)
+    assert _tree3_verdict([2, 5, 8], "float32")[:2] == (True, True)
+    _, res, _ = tree3_job
+    r64, r32 = res["tree3_64"], res["tree3_32"]
+    assert r64["responders"] == [0, 2] and r64["grad_err"] <= 1e-10 and r64["params_err"] <= 1e-10, r64
+    assert r32["responders"] == [0, 1] and r32["grad_err"] <= 1e-5 and r32["params_err"] <= 1e-5, r32
+
+
 def test_more_than_s_nan_senders_fail_at_once():
     # workers 0 and 1 send NaN from iteration 2 on: workers 0 and 1 cannot be replaced by worker 2 alone, so the
     # master knows at once that the iteration cannot finish (before: it waited for the 60 s timeout)

@@ -1,6 +1,7 @@
 """A torch.distributed job driven by tests/test_torch.py (``torchrun --nproc-per-node 4 tests/torch_job.py
 SCENARIOS``), n = 3 workers; ``--nproc-per-node 7`` for the CodedReduce tree ``coded_reduce(2, 2, 1)``
-(6 workers: ranks 1 and 2 are the master's children, ranks 3, 4 those of rank 1 and ranks 5, 6 those of rank 2).
+(6 workers: ranks 1 and 2 are the master's children, ranks 3, 4 those of rank 1 and ranks 5, 6 those of rank 2);
+``--nproc-per-node 13`` for ``coded_reduce(3, 2, 1)`` over an ill-conditioned inner code (``"code": "tree3"``).
 
 SCENARIOS is a JSON list; each runs :func:`gradcodes.torch.train` on the digits with a code, a dtype and an
 injected fault, and rank 0 checks every iteration's decoded gradient against the single-process full-batch
@@ -41,7 +42,10 @@ def scenario(sc: dict, rank: int, n: int) -> None:
     code = {"cyclic": lambda: gc.cyclic_repetition(n, 1, rng=0),
             "frac": lambda: gc.fractional_repetition(n, n - 1),
             "ye_abbe": lambda: gc.ye_abbe(n, 1, 2),
-            "tree": lambda: gc.coded_reduce(2, 2, 1)}[sc.get("code", "cyclic")]()
+            "tree": lambda: gc.coded_reduce(2, 2, 1),
+            # 13 ranks: an ill-conditioned inner code (tests/test_torch.py, the whole-tree acceptance)
+            "tree3": lambda: gc.coded_reduce(3, 2, 1, gc.cyclic_repetition(3, 1, rng=7, refine=0)),
+            }[sc.get("code", "cyclic")]()
     X, y, _, _ = digits(dtype)
     batch, iters, lr = 120, sc.get("iters", 20), 0.1
     model = make_model(sc.get("model", "cnn"), seed=0, dtype=dtype)

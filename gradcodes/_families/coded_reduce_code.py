@@ -188,17 +188,22 @@ class CodedReduceCode(LinearCode):
             return np.asarray(RationalField().zeros(shape))
         return np.zeros(shape, dtype=self._entry_dtype())
 
-    def _tree_weights(self, mask: np.ndarray, levels: bool = False) -> tuple[Any, np.ndarray, np.ndarray, list]:
+    def _tree_weights(self, mask: np.ndarray, levels: bool = False,
+                      sets: bool = False) -> tuple[Any, np.ndarray, np.ndarray, list]:
         """Hierarchical decoding of a batch of responder masks (b, N).
 
         Returns ``(W, used, bad_parent, coefs)``: the flattened decoding vectors ``W`` (b, N); ``used`` (b, N),
         the workers whose message reaches the master; ``bad_parent`` (b,), the first parent (0 = master,
         ``i+1`` = worker ``i``) with too few responding children, or -1; and (with ``levels=True``) the
         per-level coefficient arrays (b, n^{l-1}, n) a parent applies to its children's messages.
+
+        ``sets=True``: ``mask`` holds the children each parent actually decoded from (a runtime's pattern, where
+        a parent may stop at a decodable set smaller than ``n - s``): every reachable parent decodes from all its
+        marked children (at least one; none is a bad parent).
         """
         mask = np.asarray(mask, dtype=bool)
         b = mask.shape[0]
-        n, K = self.branching, self.branching - self.s
+        n, K = self.branching, (1 if sets else self.branching - self.s)
         W = self._zeros((b, self.N))
         used_all = np.zeros((b, self.N), dtype=bool)
         bad_parent = np.full(b, -1, dtype=np.int64)
@@ -215,7 +220,7 @@ class CodedReduceCode(LinearCode):
             if bad.any():
                 rows = np.flatnonzero(bad.any(axis=1) & (bad_parent < 0))
                 bad_parent[rows] = first_parent + np.argmax(bad[rows], axis=1)
-            used = kids & (np.cumsum(kids, axis=2) <= K) & ~bad[:, :, None]
+            used = (kids if sets else kids & (np.cumsum(kids, axis=2) <= K)) & ~bad[:, :, None]
             flat = used.reshape(b * npar, n)
             ok = (alive_parent & ~bad).reshape(-1)
             coef = self._zeros((b * npar, n))
@@ -264,6 +269,39 @@ class CodedReduceCode(LinearCode):
     def _accept_floor(self, F: np.ndarray, res: float, canc: float, floor: float, amax: float, dtype: Any,
                       terms: int) -> None:
         check_underflow(F, res, canc, floor, amax, self.rtol, dtype, terms)
+
+    def _accept_tree(self, mask: np.ndarray, dtype: Any, *, sets: bool = False) -> None:
+        """The whole-tree acceptance rule of :meth:`decode` and :meth:`execute` for one responder mask (N,).
+
+        The flattened decoding vector of the pattern (the product of the parents' inner decoding coefficients
+        along every root-to-worker path) is measured by the code's own check (``_raw_decoding_matrix``: residual
+        and cancellation) and accepted by the code's rule in ``dtype`` (``_accept``); raises
+        :class:`~gradcodes.DecodingError` when it misses the tolerance of that dtype.
+
+        ``sets=True`` (the runtimes' check, :class:`gradcodes.mpi._layout.TreeCheck`): ``mask`` marks exactly the
+        workers whose messages were used (every parent's decoding set). When every used parent decoded from
+        ``n - s`` children this is the decode of that responder set, measured by the very same call; a parent
+        that stopped at a smaller decodable set (the ``"earliest"`` wait policy) has its own set's coefficients
+        (:meth:`_tree_weights` with ``sets=True``), measured and accepted by the same functions.
+        """
+        mask = np.asarray(mask, dtype=bool)
+        usable = self._usable(mask)
+        F = np.flatnonzero(usable)
+        if sets and not self._full_sets(usable):
+            A = self._tree_weights(usable[None], sets=True)[0][0][None, :]
+            res, canc = self._check_matrix(F, A)
+        else:
+            A, res, canc = self._raw_decoding_matrix(F, usable, self._decoder(None))
+        self._accept(F, A, res, canc, dtype=np.dtype(dtype) if np.dtype(dtype) != object else np.float64,
+                     terms=self._terms(A))
+
+    def _full_sets(self, used: np.ndarray) -> bool:
+        """Every parent whose message is used (the master and the marked inner workers) has exactly ``n - s``
+        marked children (so the tree decoder of ``used`` decodes from exactly those)."""
+        n, K = self.branching, self.branching - self.s
+        par = np.concatenate([[True], used[: self.parents - 1]])
+        cnt = used.reshape(self.parents, n).sum(axis=1)
+        return bool(np.all(cnt[par] == K))
 
     def reachable(self, mask: np.ndarray) -> np.ndarray:
         """Responder masks (b, N) -> the responders whose every ancestor responds too (b, N).
@@ -330,10 +368,7 @@ class CodedReduceCode(LinearCode):
         M = self._check_data("messages", messages)
         if M.shape[0] != self.N:
             raise GradcodesValueError(f"messages must have N={self.N} rows (one per worker), got shape {M.shape}")
-        usable = self._usable(mask)                     # the acceptance rule of decode, in the messages' dtype
-        Fu = np.flatnonzero(usable)
-        A, res, canc = self._raw_decoding_matrix(Fu, usable, self._decoder(None))
-        self._accept(Fu, A, res, canc, dtype=M.dtype if M.dtype != object else np.float64, terms=self._terms(A))
+        self._accept_tree(mask, M.dtype if M.dtype != object else np.float64)   # decode's rule, messages' dtype
         _, used, _, coefs = self._tree_weights(mask[None], levels=True)
         used = used[0]
         q = M.shape[1]

@@ -129,14 +129,21 @@ class Inbox:
     tags : Tags
     poll : float
         Sleep between two ``Testany`` calls (seconds; 0 = spin).
+    extra : int, default 0
+        Entries after the payload of every message (a CodedReduce tree's tail of 0/1 flags, see
+        :mod:`gradcodes.mpi._layout`): row ``i`` of :attr:`raw` receives the whole message, :attr:`buf` is the
+        payload (``raw[:, :q]``) and :attr:`tail` the rest (``raw[:, q:]``).
     """
 
-    def __init__(self, comm: Any, sources: list[int], q: int, dtype: Any, tags: Tags, poll: float) -> None:
+    def __init__(self, comm: Any, sources: list[int], q: int, dtype: Any, tags: Tags, poll: float,
+                 extra: int = 0) -> None:
         self.MPI = get_mpi()
         self.comm = comm
         self.sources = [int(r) for r in sources]
         self.K = len(self.sources)
-        self.buf = np.zeros((self.K, q), dtype=dtype)
+        self.raw = np.zeros((self.K, q + int(extra)), dtype=dtype)
+        self.buf = self.raw[:, :q] if extra else self.raw
+        self.tail = self.raw[:, q:]
         self.tags = tags
         self.poll = float(poll)
         self.held: list[int | None] = [None] * self.K      # tag of a received message still in buf[i]
@@ -147,7 +154,7 @@ class Inbox:
 
     def _post(self, i: int) -> Any:
         self.held[i] = None
-        return self.comm.Irecv(self.buf[i], source=self.sources[i], tag=self.MPI.ANY_TAG)
+        return self.comm.Irecv(self.raw[i], source=self.sources[i], tag=self.MPI.ANY_TAG)
 
     def release(self, rows: Any) -> None:
         """Re-post the receives of rows whose messages have been used."""

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import ApproximateCode, CodedReduceCode, LinearCode
+from .. import ApproximateCode, CodedReduceCode, DecodingError, LinearCode
 from .._decoders import Decoder
 from .._errors import GradcodesRuntimeError, GradcodesTypeError, GradcodesValueError
 from .._families.adversarial import AdversarialCode
@@ -28,7 +28,7 @@ from .._typing import DTypeLike
 from .._validate import renamed_keyword
 from ._comm import Inbox, ParamSender, StragglerTimeout, Tags, finite, get_mpi, wait_request
 from ._delays import Delay, NoDelay
-from ._layout import Combiner, WorkerEncoder, layout_for
+from ._layout import Combiner, TreeCheck, WorkerEncoder, layout_for, write_tail
 from ._setup import check_same_code, check_size, limit_blas, wait_count, wait_tracker
 
 __all__ = ["Master", "Worker", "AggregateInfo", "check_size", "limit_blas"]
@@ -167,7 +167,11 @@ class Master:
         self.q = self.p if tree else -(-self.p // self.m)
         self.combiner = Combiner(code.inner if isinstance(code, CodedReduceCode) else code,
                                  None if tree else decoder)
-        self.inbox = Inbox(self.comm, self.layout.children(0), self.q, self.dtype, self.tags, self.poll)
+        kids = self.layout.children(0)
+        self.inbox = Inbox(self.comm, kids, self.q, self.dtype, self.tags, self.poll,
+                           extra=self.layout.tail(kids[0]) if tree else 0)
+        #: a CodedReduce tree: the whole tree's acceptance of each iteration's pattern (None for flat layouts)
+        self.tree_check = TreeCheck(code, self.layout, self.dtype) if isinstance(code, CodedReduceCode) else None
         self.sender = ParamSender(self.comm, list(range(1, self.layout.size)), self.p, self.dtype, self.tags)
         self.out = np.zeros(self.m * self.q, dtype=self.dtype)
         self._grad = self.out[: self.p]
@@ -205,7 +209,11 @@ class Master:
 
         The gradient (of ``length`` coordinates) is a view of a buffer reused by the next call: copy it to keep
         it. Messages from earlier iterations are dropped; a message with NaN/inf makes its sender a straggler. Raises
-        :class:`StragglerTimeout` after ``timeout`` seconds without enough messages.
+        :class:`StragglerTimeout` after ``timeout`` seconds without enough messages. On a CodedReduce tree every
+        parent accepts its own children's decode, and the master then checks the whole pattern it decoded
+        (:class:`gradcodes.mpi._layout.TreeCheck`: the rule of :meth:`gradcodes.CodedReduceCode.execute`, from
+        the flags every parent sends after its payload): a pattern whose composed decode misses the tolerance of
+        the messages' dtype raises :class:`gradcodes.DecodingError` naming the ranks.
         """
         deadline = None if self.deadline is None else self._sent + self.deadline
         start = time.perf_counter()
@@ -252,6 +260,13 @@ class Master:
             if not culprits:                                      # finite messages, overflowing sum: as decoded
                 break
             bad += culprits
+        if self.tree_check is not None:           # every parent's set was accepted; now the whole tree's decode
+            try:
+                self.tree_check.check(rows, self.inbox.tail, iteration)
+            except DecodingError:
+                self.inbox.release(rows)
+                self._lent = -1
+                raise
         self.inbox.release([i for i in rows if i != self._lent])
         dt = time.perf_counter() - t0
         kw = self._kid_workers
@@ -371,13 +386,17 @@ class Worker:
         self.parent = self.layout.parent(self.rank)
         kids = self.layout.children(self.rank)
         self.inbox = None
+        #: entries after the payload of this worker's messages: a tree parent's 0/1 flags of the ranks below it
+        #: whose messages are in its sum (``gradcodes.mpi._layout``, tree message format); 0 for a leaf
+        self.tail = self.layout.tail(self.rank)
         if kids:
             assert isinstance(code, CodedReduceCode)
-            self.inbox = Inbox(self.comm, kids, self.q, self.dtype, self.tags, self.poll)
+            self.inbox = Inbox(self.comm, kids, self.q, self.dtype, self.tags, self.poll,
+                               extra=self.layout.tail(kids[0]))
             self.combiner = Combiner(code.inner)
             self.need = code.branching - code.s
             self.tracker, _ = wait_tracker(code.inner, policy, None, self.dtype)
-        self.sendbufs = np.zeros((2, self.q), dtype=self.dtype)
+        self.sendbufs = np.zeros((2, self.q + self.tail), dtype=self.dtype)
         self.sendreqs: list[Any] = [self.MPI.REQUEST_NULL, self.MPI.REQUEST_NULL]
         self._cur = 0
         self._status = self.MPI.Status()
@@ -387,7 +406,8 @@ class Worker:
         # parameters: one Irecv always posted into the buffer not in use
         self._pbufs = np.zeros((2, self.p), dtype=self.dtype)
         self._pviews = [self._pbufs[0], self._pbufs[1]]         # views made once, not per iteration
-        self._sviews = [self.sendbufs[0], self.sendbufs[1]]
+        self._sviews = [self.sendbufs[0, :self.q], self.sendbufs[1, :self.q]]     # the payloads
+        self._sfull = [self.sendbufs[0], self.sendbufs[1]]                        # payload + tail: what is sent
         self._any_tag = self.MPI.ANY_TAG
         self._window = self.tags.window
         self._pcur = 0
@@ -443,7 +463,7 @@ class Worker:
                 return y                                      # it into a send buffer (no copy of it first)
             if y.flags.c_contiguous:
                 return y
-            buf = self.sendbufs[self._cur]
+            buf = self._sviews[self._cur]
             np.copyto(buf, y)
             return buf
         buf = self._sviews[self._cur]
@@ -507,8 +527,10 @@ class Worker:
         return True
 
     def _children(self, t: int, y: np.ndarray) -> np.ndarray | None:
-        """A parent's message: its own ``y`` plus the decode of its first decodable children of iteration ``t``
-        (``None``: the master moved on, or too many children sent NaN/inf to decode; this iteration straggles).
+        """A parent's message: its own ``y`` plus the decode of its first decodable children of iteration ``t``,
+        followed by its tail (the flags of the ranks below it whose messages are in the sum, built from the
+        children's tails; ``gradcodes.mpi._layout``, tree message format), in a send buffer (``None``: the master
+        moved on, or too many children sent NaN/inf to decode; this iteration straggles).
 
         ``y`` built by the encoder is summed into in place, each child's message checked for NaN/inf on arrival
         (a bad child's message must not reach ``y``, which cannot be rebuilt without recomputing). ``y`` from
@@ -533,17 +555,15 @@ class Worker:
             if not fused:
                 self.combiner.combine(rows, inbox.buf, y, accumulate=True)
                 break
-            out = self.sendbufs[self._cur]
-            if self.combiner.combine_finite(rows, inbox.buf, out, base=y):
-                y = out
+            if self.combiner.combine_finite(rows, inbox.buf, self._sviews[self._cur], base=y):
                 break
             culprits = [i for i in rows if not finite(inbox.buf[i])]
             if not culprits:
-                y = out
                 break
             bad += culprits
+        write_tail(self.sendbufs[self._cur, self.q:], rows, inbox.tail)     # which workers are in the sum
         inbox.release(rows)
-        return y
+        return self._sfull[self._cur]
 
     def run(self) -> int:
         """Run until STOP; returns the number of iterations this worker answered."""

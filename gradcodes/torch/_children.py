@@ -118,16 +118,21 @@ class Children:
         Key of row 0 on ``arrived`` (a worker's own parameter slots use the keys below).
     policy : WaitPolicy
         When the children's messages suffice (``policy.tracker(code, dtype)``).
+    extra : int, default 0
+        Entries after the payload of every child's message (a CodedReduce tree parent's tail of 0/1 flags, see
+        :mod:`gradcodes.mpi._layout`); row ``i`` of :attr:`tails` holds child ``i``'s.
     """
 
     def __init__(self, dist: Any, code: Any, ranks: Sequence[int], q: int, dtype: Any, device: Any,
-                 arrived: queue.Queue[int], base: int, policy: Any) -> None:
+                 arrived: queue.Queue[int], base: int, policy: Any, extra: int = 0) -> None:
         import torch
 
         self.code, self.ranks, self.K, self.q = code, [int(r) for r in ranks], len(ranks), int(q)
         self.np_dtype = torch.empty(0, dtype=dtype).numpy().dtype
         self.m = int(code.m)
-        self.inbox = torch.empty(self.K, self.q + 1, dtype=dtype, device=device)
+        self.inbox = torch.empty(self.K, self.q + 1 + int(extra), dtype=dtype, device=device)
+        self.payload = self.inbox[:, 1:self.q + 1]          # the messages without the iteration entry and tail
+        self.tails = self.inbox[:, self.q + 1:]
         self.arrived, self.base, self.policy = arrived, int(base), policy
         self.tracker = policy.tracker(code, self.np_dtype)
         self.combiner = Combiner(code)
@@ -203,7 +208,7 @@ class Children:
         absent_set = set(absent)
 
         def use(i: int) -> bool:
-            if not finite(self.inbox[i, 1:]):
+            if not finite(self.payload[i]):
                 bad.append(i)
                 self._drop(i)
                 if not self.possible(absent_set | set(bad)):
@@ -278,7 +283,7 @@ class Children:
             if not accumulate:
                 seg.zero_()
             for i, a in zip(idx, cs, strict=True):
-                seg.add_(self.inbox[i, 1:], alpha=a)
+                seg.add_(self.payload[i], alpha=a)
         if wide:
             out.copy_(dst)
 

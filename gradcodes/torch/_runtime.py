@@ -37,10 +37,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._acceptance import DecodingError
 from .._errors import GradcodesTypeError, GradcodesValueError
 from ..mpi._comm import StragglerTimeout
 from ..mpi._delays import Delay, NoDelay
-from ..mpi._layout import Layout, layout_for
+from ..mpi._layout import Layout, TreeCheck, layout_for, write_tail
 from ._children import BYE, GRAD_TAG, WRAP, Children, Receiver, as_np_dtype, check_key
 
 __all__ = ["FlatParams", "Master", "Worker", "AggregateInfo", "StragglerTimeout", "GRAD_TAG", "PARAM_TAG"]
@@ -243,8 +244,12 @@ class Master:
         self._skipped = 0
         self._busy: set[int] = set()
         self._arrived: queue.Queue[int] = queue.Queue()
-        self.children = Children(self.dist, inner, self.layout.children(0), self.q, self.dtype, self.device,
-                                 self._arrived, 0, self.policy)
+        tree = self.layout.kind == "tree"
+        kids = self.layout.children(0)
+        self.children = Children(self.dist, inner, kids, self.q, self.dtype, self.device,
+                                 self._arrived, 0, self.policy, extra=self.layout.tail(kids[0]) if tree else 0)
+        #: a CodedReduce tree: the whole tree's acceptance of each iteration's pattern (None for flat codes)
+        self.tree_check = TreeCheck(code, self.layout, self.np_dtype) if tree else None
         self.tracker = self.children.tracker
         self.inbox = self.children.inbox
         self._send = [_Sender(self.dist, self.outbox[w], w + 1, PARAM_TAG) for w in range(self.n)]
@@ -266,13 +271,27 @@ class Master:
             self._send[w].send()
 
     def aggregate(self, iteration: int) -> AggregateInfo:
-        """Collect messages of ``iteration`` until the policy stops, decode into ``grad`` and ``.grad``."""
+        """Collect messages of ``iteration`` until the policy stops, decode into ``grad`` and ``.grad``.
+
+        On a CodedReduce tree every parent accepts its own children's decode, and the master then checks the whole
+        pattern it decoded (:class:`gradcodes.mpi._layout.TreeCheck`, the rule of
+        :meth:`gradcodes.CodedReduceCode.execute`, from the flags every parent sends after its payload): a
+        pattern whose composed decode misses the tolerance of the messages' dtype raises
+        :class:`gradcodes.DecodingError` naming the ranks."""
         start = time.monotonic()
         kids = self.children.ranks
         absent = [i for i, r in enumerate(kids) if r - 1 in self._busy]
         rows, bad, stale = self.children.collect(iteration, start + self.timeout, absent=absent)
         assert rows is not None
         self.children.combine(rows, self.grad, accumulate=False)
+        if self.tree_check is not None:
+            tails = self.children.tails
+            try:
+                self.tree_check.check(rows, (tails if tails.device.type == "cpu" else tails.cpu()).numpy(),
+                                      iteration)
+            except DecodingError:
+                self.children.release(rows)
+                raise
         self.children.release(rows)
         self.flat.set_grads(self.grad[:self.flat.size])
         return AggregateInfo(iteration, [kids[i] - 1 for i in rows], stale, [kids[i] - 1 for i in bad],
@@ -337,7 +356,10 @@ class Worker:
         dev = self.flat.device
         self.q = -(-self.flat.size // int(code.m))
         self.inbox = torch.empty(2, self.flat.size + 1, dtype=self.flat.dtype, device=dev)
-        self.outbox = torch.empty(self.q + 1, dtype=self.flat.dtype, device=dev)
+        #: entries after the payload: a tree parent's flags of the ranks below it whose messages are in its sum
+        #: (``gradcodes.mpi._layout``, tree message format); 0 for a leaf and for flat codes
+        self.tail = self.layout.tail(self.rank)
+        self.outbox = torch.empty(self.q + 1 + self.tail, dtype=self.flat.dtype, device=dev)
         self.delay = delay or NoDelay()
         self.poll = float(poll)
         self.timeout = float(timeout)
@@ -349,12 +371,12 @@ class Worker:
         if kids:
             inner = _combined(code, self.layout)
             self.children = Children(self.dist, inner, kids, self.q, self.flat.dtype, dev, self._arrived, 2,
-                                     as_policy(policy, inner))
+                                     as_policy(policy, inner), extra=self.layout.tail(kids[0]))
 
     @property
     def message(self) -> Any:
         """The send buffer's message part (length ``ceil(P/m)``): ``compute`` writes the message here."""
-        return self.outbox[1:]
+        return self.outbox[1:self.q + 1]
 
     def _next(self, threads: Sequence[Receiver], t: int) -> int:
         """The next parameter slot to arrive (children's messages meanwhile are kept or dropped)."""
@@ -398,7 +420,7 @@ class Worker:
                 cur = self._next(threads, t)
                 continue
             self.flat.write(self.inbox[cur, 1:])
-            compute(t, self.outbox[1:])
+            compute(t, self.outbox[1:self.q + 1])
             self.outbox[0] = header
             newer: list[int] = []
             if kids is not None:
@@ -414,7 +436,8 @@ class Worker:
                 if rows is None:         # the master moved on: skip ahead
                     cur = newer[0]
                     continue
-                kids.combine(rows, self.outbox[1:], accumulate=True)
+                kids.combine(rows, self.outbox[1:self.q + 1], accumulate=True)
+                write_tail(self.outbox[self.q + 1:], rows, kids.tails)     # which workers are in the sum
                 kids.release(rows)
                 since = None
             while d > 0 and not newer:   # the injected delay; newer parameters (or STOP) abandon this iteration
