@@ -69,10 +69,13 @@ class DecodeInfo:
     residual : float
         ``||A_F B - E||_inf`` (0 for exact decoders that succeeded).
     cancellation : float
-        ``max_u sum_i |A_F[u, i]| ||B_i||_1 / k`` (>= 1; 1 means no cancellation).
+        The worst column of ``|A_F| |B|`` (summed over the ``m`` pieces; >= 1; 1 means no cancellation;
+        :func:`gradcodes._numerics.cancellation`).
     error_estimate : float
-        Predicted relative error of the decoded sum: ``u * cancellation * sqrt(t) + residual`` with ``t`` the rounded
-        additions per coordinate and ``u`` the unit roundoff of the messages' dtype (0 for exact arithmetic).
+        A bound on the relative error of the decoded sum for every gradient (relative to ``max sum_j |g_j|``):
+        ``gamma_{t+2} cancellation + residual + gamma64_{t+1} (cancellation + 1)`` with ``t`` the rounded
+        operations per coordinate, ``gamma`` in the unit roundoff of the messages' dtype (``gamma64`` in float64's;
+        :func:`gradcodes._numerics.error_estimate`), plus the underflow floor; 0 for exact arithmetic.
     exact : bool
         True when the decode ran in exact arithmetic.
     """

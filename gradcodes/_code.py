@@ -161,8 +161,9 @@ class GradientCode(LinearCode):
     m : int, default 1
         Communication factor.
     rtol : float in (0, 1), default 1e-8
-        Float64 decodes are accepted when their predicted relative error ``u * canc * sqrt(t) + residual`` (unit
-        roundoff ``u``, cancellation factor ``canc``, ``t`` rounded additions per coordinate, residual
+        Float64 decodes are accepted when their error bound ``gamma_{t+2} canc + residual + gamma_{t+1} (canc + 1)``
+        (``gamma_w = w u / (1 - w u)``, unit roundoff ``u``, cancellation factor ``canc`` the worst column of
+        ``|A_F| |B|``, ``t`` rounded operations per coordinate, residual
         ``||A_F B - E||_inf``) is at most ``rtol``; decodes of other dtypes use their own unit roundoff and the
         tolerance with the same share of their digits (``2.3e-4`` for float32 at the default; see
         :func:`gradcodes._numerics.tolerance`).

@@ -501,8 +501,8 @@ class CodeBase:
 
     def error_estimate(self, responders: Responders, decoder: str | Decoder | None = None,
                        dtype: DTypeLike = np.float64) -> float:
-        """Predicted relative error ``u * canc * sqrt(t) + residual`` of a decode from these responders in ``dtype``
-        (the estimate :meth:`decode` accepts; :func:`gradcodes._numerics.error_estimate`)."""
+        """The error bound of a decode from these responders in ``dtype``, relative to ``max sum_j |g_j|`` and valid
+        for every gradient (the bound :meth:`decode` accepts; :func:`gradcodes._numerics.error_estimate`)."""
         F, mask = self._mask(responders)
         A, res, canc = self._raw_decoding_matrix(F, mask, self._decoder(decoder))
         if self.exact:

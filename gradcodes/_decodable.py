@@ -2,11 +2,11 @@
 (:meth:`DecodableMixin.decodability`, a :class:`Decodability` tracker).
 
 A set ``F`` is **decodable** when the code's decode from ``F`` would be accepted: the default decoder's matrix
-``A_F`` is computed and judged by exactly the rule of :meth:`gradcodes.LinearCode.decode` in the messages' dtype
-(exact fields: ``A_F B = E`` exactly; floating point: :func:`gradcodes._numerics.accepts`, the predicted error
-``u canc sqrt(t) + residual`` within the code's tolerance for that dtype). So ``code.decodable(F, dtype=dt)`` is
-True exactly when ``code.decoding_matrix(F, dtype=dt)`` returns (no :class:`~gradcodes.DecodingError`), on this
-machine. A set the verifier judges *ok* (:func:`gradcodes._numerics.judge`) is decodable on every machine; a
+``A_F`` is computed and judged by exactly the rule of :meth:`gradcodes.LinearCode.decode` in the messages' dtype (exact
+fields: ``A_F B = E`` exactly; floating point: :func:`gradcodes._numerics.accepts`, the error bound
+:func:`gradcodes._numerics.error_estimate` within the code's tolerance for that dtype). So ``code.decodable(F,
+dtype=dt)`` is True exactly when ``code.decoding_matrix(F, dtype=dt)`` returns (no :class:`~gradcodes.DecodingError`),
+on this machine. A set the verifier judges *ok* (:func:`gradcodes._numerics.judge`) is decodable on every machine; a
 *borderline* set may be decodable on some machines and not others.
 
 This includes sets smaller than ``n - s``: fractional repetition (Tandon et al. 2017, Section 3) decodes as soon
@@ -19,7 +19,7 @@ Fast paths (each agrees with the general rule; tested exhaustively on small code
 
 * **groups** -- a code whose default decoder is the 0/1 group decoder on groups of identical 0/1 rows with
   disjoint supports covering every partition (fractional repetition, uncoded): decodable iff every group has a
-  responder (then ``A_F B = E`` exactly with cancellation factor 1, accepted whenever ``u sqrt(t)`` is within the
+  responder (then ``A_F B = E`` exactly with cancellation factor 1, accepted whenever its bound is within the
   tolerance, which is decided once per dtype). The tracker keeps a counter per group: O(1) per message.
 * **coverage** -- every code: a decodable set stores every partition (a partition stored by no responder leaves a
   zero column in ``A_F B``), so the tracker counts the partitions still uncovered (O(load) per message) and runs
@@ -175,9 +175,9 @@ class DecodableMixin(CodeBase):
         ``dtype`` from these responders (with the default decoder) would be accepted.
 
         The rows of the responders must span the target ``E = 1_k^T (x) I_m`` to the code's acceptance rule
-        (exact fields: exactly; floating point: predicted error ``u canc sqrt(t) + residual`` within the tolerance
-        of ``dtype``, :func:`gradcodes._numerics.accepts`). Sets smaller than ``n - s`` count too: fractional
-        repetition decodes from one worker per group (Tandon et al. 2017, Section 3), and :meth:`decode`
+        (exact fields: exactly; floating point: the error bound of :func:`gradcodes._numerics.error_estimate`
+        within the tolerance of ``dtype``, :func:`gradcodes._numerics.accepts`). Sets smaller than ``n - s`` count
+        too: fractional repetition decodes from one worker per group (Tandon et al. 2017, Section 3), and :meth:`decode`
         accepts such sets. For an :class:`~gradcodes.ApproximateCode` it means *exact* recovery to the default
         tolerance (``rtol = 1e-8`` for float64). Trees need ``n - s`` responding children at every parent
         whose message is used (Reisizadeh et al., CodedReduce).

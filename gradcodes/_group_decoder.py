@@ -7,13 +7,13 @@ A core decoder (like those of :mod:`gradcodes._decoders`), not a family's: fract
 
 from __future__ import annotations
 
-import math
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ._decoders import Decoder
+from ._numerics import real_error_bound
 from ._sparse import csr_of_dense
 from ._validate import check_choice
 
@@ -76,18 +76,19 @@ class GroupDecoder(Decoder):
         Checked on the actual matrix: ``m = 1``; every group (``bounds``) has at least ``s + 1`` workers with
         identical 0/1 rows; the groups' supports are disjoint and cover all ``k`` partitions. Then ``s``
         stragglers leave a responder in every group, and ``mode="first"`` puts weight 1 on one responder per
-        group, so ``a_F B = 1_k`` exactly (residual 0) with cancellation factor 1: the predicted error is
-        ``u sqrt(G + load)`` (``G`` groups), computed without rounding of the residual (0/1 values: no allowance
-        of the acceptance rule), accepted when it is at most ``rtol`` (Tandon et al. 2017, Section 3, fractional
+        group, so ``a_F B = 1_k`` exactly (residual 0) with cancellation factor 1: the error bound of the
+        acceptance rule with ``t = G + load`` terms (``G`` groups; :func:`gradcodes._numerics.real_error_bound`),
+        computed without rounding of the residual (0/1 values: no allowance of the acceptance rule), accepted when
+        it is at most ``rtol`` (Tandon et al. 2017, Section 3, fractional
         repetition). Returns the statement, or None when a condition fails (then the verifier does not count it as
         a proof).
         """
         s = getattr(code, "s", None)                        # only a GradientCode promises recovery
         if s is None or self.mode != "first" or code.m != 1 or code.field not in ("real", "rational"):
             return None
-        # the acceptance rule's estimate u sqrt(terms) (cancellation 1, residual 0, evaluated exactly: no slack),
-        # with terms = one message per group plus the encoding load (gradcodes._numerics.decode_terms)
-        if not u * math.sqrt(self.bounds.size - 1 + code.load) <= rtol:
+        # the acceptance rule's bound (cancellation 1, residual 0, evaluated exactly: no slack), with terms = one
+        # message per group plus the encoding load (gradcodes._numerics.decode_terms)
+        if not float(real_error_bound(1.0, 0.0, u, self.bounds.size - 1 + code.load)) <= rtol:
             return None
         if code.field == "rational":
             B = np.vectorize(lambda v: v if v in (0, 1) else 2, otypes=[np.float64])(code.B)

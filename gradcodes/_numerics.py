@@ -62,8 +62,8 @@ from ._fields import exact_zeros, is_galois_array
 
 __all__ = ["target_matrix", "residuals", "cancellation", "magnitude", "widths", "accepts", "error_estimate",
            "error_bounds", "residual_slack", "judge", "rounding_factor", "column_factor", "outward", "residual_upper",
-           "GRID_BITS", "exact_residual_ok", "unit_roundoff", "tolerance", "decode_terms", "underflow_error", "OK",
-           "BORDERLINE", "FAILS"]
+           "real_error_bound", "GRID_BITS", "exact_residual_ok", "unit_roundoff", "tolerance", "decode_terms",
+           "underflow_error", "OK", "BORDERLINE", "FAILS"]
 
 #: Relative factor of the default float64 acceptance tolerance.
 DEFAULT_RTOL = 1e-8
@@ -329,6 +329,16 @@ def rounding_factor(dtype: Any = np.float64, terms: Any = 1) -> Any:
         return np.sqrt(2.0) * tu / (1.0 - tu)
     tu = (t + 2) * u
     return tu / (1.0 - tu)
+
+
+def real_error_bound(canc: Any, residual: Any, u: float, terms: Any = 1) -> Any:
+    """:func:`error_estimate` for a real dtype given by its unit roundoff ``u`` (the form the decoders' theorems
+    receive, ``Decoder.theorem(code, u, rtol)``)."""
+    c = np.asarray(canc, dtype=float)
+    t = np.maximum(np.asarray(terms, dtype=float), 1.0)
+    tu = (t + 2) * u
+    with np.errstate(invalid="ignore", over="ignore"):
+        return tu / (1.0 - tu) * c + np.asarray(residual) + _gamma(t + 1) * (c + 1.0)
 
 
 def error_estimate(canc: Any, residual: Any, dtype: Any = np.float64, terms: Any = 1) -> Any:

@@ -1,8 +1,9 @@
 """The verifier: exact recovery from every set of ``n - s`` responders; its verdict ``ok`` is a proof.
 
 ``verify(code)`` checks ``A_F B = E`` for straggler sets ``S`` (``|S| = s``, responders ``F = [n] \\ S``; any
-superset of a good ``F`` is good too). A float code passes a set when the predicted relative error of a decode in
-the messages' dtype, ``u * canc * sqrt(t) + ||A_F B - E||_inf``, is within ``rtol`` on every machine: the upper end
+superset of a good ``F`` is good too). A float code passes a set when the error bound of a decode in the messages'
+dtype (:func:`gradcodes._numerics.error_estimate`: ``gamma_{t+2} canc + ||A_F B - E||_inf + ...`` with ``canc`` the
+worst column of ``|A_F| |B|``, a bound for every gradient) is within ``rtol`` on every machine: the upper end
 of the acceptance rule's interval (:func:`gradcodes._numerics.judge`, which bounds the verifier's own rounding and
 the variation of the decoding matrix between BLAS kernels, batch sizes and thread counts) must clear it; a set
 whose interval straddles ``rtol`` is *borderline* and makes the report unproven (docs/acceptance.md). A code whose
@@ -325,7 +326,7 @@ def verify(code: LinearCode, *, limit: int | None = None, samples: int = 2000, s
 
     Sampling is never a proof:
 
-    >>> gc.verify(gc.cyclic_repetition(30, 6, rng=1), limit=1000, samples=100, rng=0).verdict
+    >>> gc.verify(gc.cyclic_repetition(30, 3, rng=2), limit=100, samples=50, rng=0).verdict
     'unproven'
     """
     rng = take_rng(rng, seed)

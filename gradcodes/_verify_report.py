@@ -35,11 +35,13 @@ class VerifyReport:
     worst_residual : float
         Largest ``||A_F B - E||_inf`` found; ``worst_responders`` is that set.
     worst_cancellation : float
-        Largest cancellation factor ``max_u sum_i |A_F[u,i]| ||B_i||_1 / k``; ``worst_cancellation_responders``.
+        Largest cancellation factor (the worst column of ``|A_F| |B|``, :func:`gradcodes._numerics.cancellation`);
+        ``worst_cancellation_responders``.
     error_estimate : float
-        Largest predicted relative error ``u * canc * sqrt(terms) + residual`` of a decode in ``dtype`` (0 for exact
-        arithmetic; see :func:`gradcodes._numerics.error_estimate`), re-evaluated by the reference evaluation for
-        the sets a screening kernel cleared.
+        Largest error bound ``c_t canc + residual + gamma64_{t+1} (canc + 1)`` of a decode in ``dtype`` (``c_t =
+        gamma_{t+2}`` in the dtype's unit roundoff; a bound of the relative error for every gradient; 0 for exact
+        arithmetic; see :func:`gradcodes._numerics.error_estimate`), re-evaluated by the reference evaluation for the
+        sets a screening kernel cleared.
     error_bound : float
         Largest upper end of the acceptance rule's interval over the checked sets (what no machine's error estimate
         of those sets exceeds; :func:`gradcodes._numerics.error_bounds`); a proof has ``error_bound <= rtol``.

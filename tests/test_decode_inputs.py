@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 import gradcodes as gc
 from gradcodes._decoders import NullSpaceDecoder
+from gradcodes._numerics import tolerance
 from gradcodes.testing import responder_sets
 
 
@@ -166,17 +167,18 @@ def worst_cancellation_set(code):
     return list(rep.worst_cancellation_responders)
 
 
-@pytest.mark.parametrize("build", [lambda: gc.cyclic_repetition(20, 3), lambda: gc.cyclic_repetition(30, 4, rng=3)],
-                         ids=["cr-20-3", "cr-30-4"])
+@pytest.mark.parametrize("build", [lambda: gc.cyclic_repetition(20, 3, rng=0),
+                                   lambda: gc.cyclic_repetition(30, 4, rng=3)], ids=["cr-20-3", "cr-30-4"])
 def test_float32_cancellation_raises_and_float64_decodes(build):
     code = build()
+    code.rtol = 1e-5          # the worst sets' rigorous float64 bounds are 1e-7 to 3e-7: above the default 1e-8
     F = worst_cancellation_set(code)
     G = np.random.default_rng(0).normal(1.0, 0.1, size=(code.k, 64))
     g64 = code.decode(F, code.encode(G))                    # float64 is within rtol
     np.testing.assert_allclose(g64, G.sum(axis=0), rtol=1e-6)
     G32 = G.astype(np.float32)
     est32 = code.error_estimate(F, dtype=np.float32)
-    if est32 <= 2.3e-4:
+    if est32 <= tolerance(code.rtol, np.float32):
         pytest.skip("this draw of the code has no float32 cancellation")
     with pytest.raises(gc.DecodingError) as info:
         code.decode(F, code.encode(G32))
@@ -248,7 +250,7 @@ def test_error_estimate_never_optimistic_by_10x(ci, dtype, where, zero_mean, see
 
 
 def test_subnormal_estimate_counts_absolute_rounding():
-    code = gc.cyclic_repetition(20, 3)
+    code = gc.cyclic_repetition(20, 3, rng=0)          # a fixed code whose set 3..19 decodes normal float32 data
     G = (np.random.default_rng(0).normal(1.0, 0.1, size=(20, 64)) * 1e-41).astype(np.float32)   # subnormal
     F = list(range(3, 20))
     try:

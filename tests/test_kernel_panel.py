@@ -25,8 +25,11 @@ def _blocks32() -> gc.GradientCode:
 
 PANEL = {
     # name: (build, dtype, expected verdict)
+    # "unproven" (borderline sets) under the former estimate; under the rigorous bound 7 sets fail everywhere
     "cyclic_repetition(30, 4, rng=7, refine=0)": (lambda: gc.cyclic_repetition(30, 4, rng=7, refine=0),
-                                                  np.float64, "unproven"),
+                                                  np.float64, "inaccurate"),
+    # 4 of its 14,190 sets lie in the rule's borderline band: "unproven" on every kernel
+    "cyclic_repetition(45, 3, rng=4)": (lambda: gc.cyclic_repetition(45, 3, rng=4), np.float64, "unproven"),
     # its worst residual is within the allowance of rtol: "inaccurate" (cancellation), not "FAILS", on every
     # kernel (the residual's lower bound decides; the measured residual alone was above rtol on some kernels)
     "cyclic_repetition(25, 5, rng=13, refine=0)": (lambda: gc.cyclic_repetition(25, 5, rng=13, refine=0),
@@ -43,7 +46,7 @@ PANEL = {
     "grouped_random(13, 4, candidates=2)": (lambda: gc.grouped_random(13, 4, candidates=2), np.float64, "ok"),
     "coded_reduce(6, 2, 3) float64": (lambda: gc.coded_reduce(6, 2, 3, gc.cyclic_repetition(6, 3, rng=34,
                                                                                            refine=0)),
-                                      np.float64, "unproven"),
+                                      np.float64, "inaccurate"),          # "unproven" under the former estimate
 }
 
 

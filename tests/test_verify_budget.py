@@ -47,7 +47,8 @@ def test_the_default_verdict_of_45_3_is_the_same_on_a_stalled_process(stall):
     busy = gc.verify(code)
     assert readings[0] > 0                                   # the clock was read, and it said "stalled"
     assert _summary(busy) == _summary(idle)
-    assert busy.verdict == "ok" and busy.exhaustive and busy.patterns_checked == math.comb(45, 3)
+    # every set checked; "unproven" (4 borderline sets) under the rigorous acceptance bound, "ok" before it
+    assert busy.verdict == "unproven" and busy.exhaustive and busy.patterns_checked == math.comb(45, 3)
 
 
 def test_a_sampled_default_run_and_its_search_are_the_same_on_a_stalled_process(stall):
@@ -75,9 +76,9 @@ def test_a_tree_default_verdict_is_the_same_on_a_stalled_process(stall):
 def test_the_cli_default_verdict_is_the_same_on_a_stalled_process(stall, capsys):
     assert build_parser().parse_args(["verify", "cyclic_repetition"]).time_budget is None
     args = ["verify", "cyclic_repetition", "-n", "45", "-s", "3", "--seed", "4", "--workers", "1"]
-    assert main(args) == 0
+    assert main(args) == 1                                   # unproven (every set checked, 4 borderline)
     stall()
-    assert main(args) == 0
+    assert main(args) == 1
     capsys.readouterr()
 
 

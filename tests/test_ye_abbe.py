@@ -293,8 +293,10 @@ def test_default_beats_natural_order_variants():
 def test_default_stays_accurate_at_n_500():
     """The cancellation of the default construction does not grow with n at fixed (s, m)."""
     code = gc.ye_abbe(500, 5, 5)
-    report = gc.verify(code, samples=200, search=False)
-    assert report.n_failures == 0 and report.worst_cancellation < 3e3 and report.error_estimate < 1e-11
+    report = gc.verify(code, samples=200, search=False, rng=0)
+    # the worst column of |A||B| (the mean column was below 3e3); the rigorous bound counts the 495 + load roundings
+    # of a decode (gamma_{t+2}), hence 5e-10 where the former estimate u canc sqrt(t) said 1e-11
+    assert report.n_failures == 0 and report.worst_cancellation < 1e4 and report.error_estimate < 1e-9
 
 
 @pytest.mark.parametrize(("n", "s", "m"), [(30, 3, 3), (25, 4, 5)])

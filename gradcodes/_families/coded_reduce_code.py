@@ -270,6 +270,14 @@ class CodedReduceCode(LinearCode):
                       terms: int) -> None:
         check_underflow(F, res, canc, floor, amax, self.rtol, dtype, terms)
 
+    def _terms(self, A: Any) -> int:
+        """Rounded operations along one decoded coordinate: the flat count (:func:`gradcodes._numerics.decode_terms`)
+        plus ``2 L``. Each level of the tree rounds its own weighted sum and the coefficient it applies (a path of
+        ``L`` levels over sums of ``K + 1`` terms has at most ``L (K + 2)`` roundings after the encoding, and the
+        flat count already holds at least ``L K`` decoding terms), so the bound holds for the tree's evaluation
+        order, not only for a flat sum."""
+        return super()._terms(A) + 2 * self.L
+
     def _accept_tree(self, mask: np.ndarray, dtype: Any, *, sets: bool = False) -> None:
         """The whole-tree acceptance rule of :meth:`decode` and :meth:`execute` for one responder mask (N,).
 

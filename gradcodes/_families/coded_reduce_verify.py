@@ -350,7 +350,7 @@ def verify_tree(code: CodedReduceCode, *, limit: int | None = None, samples: int
     model.scale = scale
     if comm is not None and comm.Get_size() > 1:     # every rank samples and searches the same patterns
         rng = np.random.default_rng(comm.bcast(int(rng.integers(2**63)) if comm.Get_rank() == 0 else None, root=0))
-    tr = Tracker(model, rtol, dt, max_failures)
+    tr = Tracker(model, rtol, dt, max_failures, load=int(code.load) + 2 * code.L)   # CodedReduceCode._terms
     sampled_size = 1 + code.branching + code.N + samples + (search_budget if search else 0)
     out = run(tr, limit=limit, samples=samples, search=search, rng=rng, batch=batch,
               stop_on_failure=stop_on_failure, progress=progress, time_budget=time_budget,
@@ -440,10 +440,10 @@ def tree_theorem(code: CodedReduceCode, rtol: float, dtype: Any = np.float64) ->
     children recovers its whole list from its first ``n - s`` responding children, since ``sum_t a_F[t]
     B_inner[t, kappa] = 1`` exactly for every chunk ``kappa``; the flattened decoding vector is a product of 0/1
     weights, so ``A B = 1`` holds with integer sums (residual 0, no rounding) and, all terms being non-negative,
-    cancellation factor exactly 1. A pattern uses ``t = (n-s) + ... + (n-s)^L`` messages; the estimate
-    ``u sqrt(t + load)`` must be at most ``rtol``.
+    cancellation factor exactly 1. A pattern uses ``t = (n-s) + ... + (n-s)^L`` messages; the rule's bound with
+    ``t + load + 2 L`` terms (:meth:`CodedReduceCode._terms`) must be at most ``rtol``.
     """
-    from .._numerics import unit_roundoff
+    from .._numerics import error_estimate, unit_roundoff
 
     inner = code.inner
     dec = inner.decoders[inner.default_decoder]
@@ -460,8 +460,8 @@ def tree_theorem(code: CodedReduceCode, rtol: float, dtype: Any = np.float64) ->
     if not np.all(code._csr_parts()[2] == 1):
         return None
     K = code.branching - code.s
-    terms = sum(K**lev for lev in range(1, code.L + 1)) + int(code.load)
-    if not unit_roundoff(dtype) * math.sqrt(terms) <= rtol:
+    terms = sum(K**lev for lev in range(1, code.L + 1)) + int(code.load) + 2 * code.L    # CodedReduceCode._terms
+    if not float(error_estimate(1.0, 0.0, dtype, terms)) <= rtol:
         return None
     return (f"CodedReduce composition: every parent decodes its first branching - s = {K} responding children by the "
             f"inner code's theorem ({stmt}); B is the CR.Allocate matrix of that 0/1 code, so every pattern's "
@@ -479,7 +479,7 @@ def _theorem_report(code: CodedReduceCode, rtol: float, dt: np.dtype) -> TreeVer
     if stmt is None:
         return None
     K = code.branching - code.s
-    terms = sum(K**lev for lev in range(1, code.L + 1)) + int(code.load)
+    terms = sum(K**lev for lev in range(1, code.L + 1)) + int(code.load) + 2 * code.L    # CodedReduceCode._terms
     est = float(error_estimate(1.0, 0.0, dt, terms))
     frac = Fraction(int(code.load), code.P)
     opt = coded_reduce_load(code.branching, code.L, code.s)
