@@ -211,7 +211,7 @@ class Master:
         it. Messages from earlier iterations are dropped; a message with NaN/inf makes its sender a straggler. Raises
         :class:`StragglerTimeout` after ``timeout`` seconds without enough messages. On a CodedReduce tree every
         parent accepts its own children's decode, and the master then checks the whole pattern it decoded
-        (:class:`gradcodes.mpi._layout.TreeCheck`: the rule of :meth:`gradcodes.CodedReduceCode.execute`, from
+        (``TreeCheck`` in ``gradcodes/mpi/_layout.py``: the rule of :meth:`gradcodes.CodedReduceCode.execute`, from
         the flags every parent sends after its payload): a pattern whose composed decode misses the tolerance of
         the messages' dtype raises :class:`gradcodes.DecodingError` naming the ranks.
         """

@@ -274,7 +274,7 @@ class Master:
         """Collect messages of ``iteration`` until the policy stops, decode into ``grad`` and ``.grad``.
 
         On a CodedReduce tree every parent accepts its own children's decode, and the master then checks the whole
-        pattern it decoded (:class:`gradcodes.mpi._layout.TreeCheck`, the rule of
+        pattern it decoded (``TreeCheck`` in ``gradcodes/mpi/_layout.py``, the rule of
         :meth:`gradcodes.CodedReduceCode.execute`, from the flags every parent sends after its payload): a
         pattern whose composed decode misses the tolerance of the messages' dtype raises
         :class:`gradcodes.DecodingError` naming the ranks."""
