@@ -118,7 +118,7 @@ def main(smoke: bool) -> None:
                         g[u * q:(u + 1) * q].add_(Mb[i], alpha=a)
                 worst[0] = max(worst[0], rel(g[:P], gref))
                 for M, col in ((Ma, 1), (Me.float(), 2)):       # after, and float64 messages rounded once
-                    kids.inbox[:, 1:] = M
+                    kids.payload[:] = M
                     kids.combine(F, g, accumulate=False)
                     worst[col] = max(worst[col], rel(g[:P], gref))
         lines.append(f"{name:30s} {worst[0]:9.2e} {worst[1]:9.2e} {worst[2]:9.2e} {worst[3]:15.2e} "

@@ -126,12 +126,25 @@ class _FakeDist:
 
         class _Req:
             def wait(self):
-                buf.copy_(q.get())
+                got = q.get()
+                if isinstance(got, Exception):
+                    raise got
+                buf.copy_(got)
 
         return _Req()
 
-    def send(self, src, t, msg):
-        self.queues.setdefault(src, self._queue()).put(torch.cat([torch.tensor([float(t)], dtype=msg.dtype), msg]))
+    def send(self, src, t, msg, kind=0):
+        """A message of iteration ``t`` from ``src`` in the runtime's format (int64 header, payload bytes)."""
+        from gradcodes.torch._children import body, buffer
+
+        buf = buffer(None, msg.numel(), msg.dtype, "cpu")
+        buf[0], buf[1] = t, kind
+        body(buf, msg.numel(), msg.dtype).copy_(msg)
+        self.queues.setdefault(src, self._queue()).put(buf)
+
+    def fail(self, src):
+        """The link from ``src`` breaks: its pending receive raises."""
+        self.queues.setdefault(src, self._queue()).put(RuntimeError("Connection closed by peer"))
 
 
 def _children(code, ranks, q=5, dtype=None):
@@ -261,7 +274,7 @@ def test_float32_decode_of_a_cancelling_code_is_within_1e_6_of_the_single_proces
         for w in range(3):
             sm = CodedSampler(len(X), code, w, batch_size=120)
             wi = sm.global_batch(t)[sm._offsets]
-            CodedGradient(model, loss_fn, code, w, sm)(X[wi], y[wi], kids.inbox[w, 1:])
+            CodedGradient(model, loss_fn, code, w, sm)(X[wi], y[wi], kids.payload[w])
         for F in itertools.combinations(range(3), 2):
             g = torch.empty(650)
             kids.combine(list(F), g, accumulate=False)
@@ -279,7 +292,8 @@ def test_a_busy_worker_gets_its_stop_message_once_it_takes_its_last_parameters()
     flight, however late."""
     import threading
 
-    from gradcodes.torch._runtime import _STOP, _Sender
+    from gradcodes.torch._children import STOP
+    from gradcodes.torch._runtime import _Sender
 
     taken = threading.Event()
     sent = []
@@ -290,26 +304,26 @@ def test_a_busy_worker_gets_its_stop_message_once_it_takes_its_last_parameters()
                 def wait(self):
                     if not sent:
                         taken.wait(30)            # the receiver takes the first message only when the test says
-                    sent.append(float(buf[0]))
+                    sent.append((int(buf[0]), int(buf[1])))
 
             return _Req()
 
-    buf = torch.zeros(3, dtype=torch.float64)
+    buf = torch.zeros(3, dtype=torch.int64)
     th = _Sender(_Dist(), buf, 1, 72)
     th.start()
-    buf[0] = 7.0
+    buf[0] = 7
     th.send()
     th.stop()                                     # while busy: the old stop skipped this worker
     assert th.busy and th.is_alive()
     taken.set()
     th.join(10)
-    assert not th.is_alive() and sent == [7.0, _STOP]
-    idle = _Sender(_Dist(), torch.zeros(3, dtype=torch.float64), 2, 72)
-    sent.append(0.0)                              # (its sends are taken at once)
+    assert not th.is_alive() and sent == [(7, 0), (7, STOP)]
+    idle = _Sender(_Dist(), torch.zeros(3, dtype=torch.int64), 2, 72)
+    sent.append((0, 0))                           # (its sends are taken at once)
     idle.start()
     idle.stop()
     idle.join(10)
-    assert not idle.is_alive() and sent[-1] == _STOP
+    assert not idle.is_alive() and sent[-1] == (0, STOP)
 
 
 def test_drain_deadlines_leave_each_parent_time_for_its_childrens_goodbyes():
@@ -323,3 +337,199 @@ def test_drain_deadlines_leave_each_parent_time_for_its_childrens_goodbyes():
     # (stop messages sent at 0) waits until 30, after a parent that took its stop message up to 10 s late
     assert drain_deadline(tree, 1, 0.0, 10.0) == 20.0 and drain_deadline(tree, 0, 0.0, 10.0) == 30.0
     assert drain_deadline(tree, 1, 10.0, 10.0) <= drain_deadline(tree, 0, 0.0, 10.0)
+
+
+# --- issue 34: the message header, frozen parameters, set-up checks, adversarial codes, the end of a run ---------
+
+
+def test_flat_params_leave_frozen_parameters_out():
+    """A frozen parameter got a zero .grad, so AdamW's weight decay moved it; now it is never read, written or
+    given a .grad."""
+    model = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.Linear(2, 1))
+    model[0].weight.requires_grad_(False)
+    flat = FlatParams(list(model.parameters()))
+    assert flat.size == 2 + 2 + 1 and len(flat.params) == 3
+    flat.set_grads(torch.ones(flat.size))
+    assert model[0].weight.grad is None and model[0].bias.grad is not None
+    for p in model.parameters():
+        p.requires_grad_(False)
+    with pytest.raises(ValueError, match="requires_grad=True"):
+        FlatParams(list(model.parameters()))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
+def test_children_decode_every_float_dtype_with_the_iteration_exact_in_an_int_header(dtype):
+    """The iteration travelled in the payload's first entry: float16 made 2049 into 2048 (the message was taken
+    as stale), and bfloat16 failed at set-up (no numpy dtype)."""
+    dt = getattr(torch, dtype)
+    code = gc.fractional_repetition(4, 1)
+    dist, kids = _children(code, [1, 2, 3, 4], dtype=dt)
+    G = torch.randn(code.k, 5, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
+    Y = code.encode(G).to(dt)
+    t = 2049
+    dist.send(1, t - 1, Y[0] + 100)                       # stale: dropped, though t - 1 and t share a float16
+    for i in (1, 2):
+        dist.send(i + 1, t, Y[i])
+    import time
+
+    rows, bad, stale = kids.collect(t, time.monotonic() + 30)
+    assert sorted(rows) == [1, 2] and bad == [] and stale == 1
+    out = torch.empty(5, dtype=dt)
+    kids.combine(rows, out, accumulate=False)
+    u = {"float16": 2.0 ** -11, "bfloat16": 2.0 ** -8, "float32": 2.0 ** -24, "float64": 2.0 ** -53}[dtype]
+    torch.testing.assert_close(out.double(), G.sum(0), rtol=8 * u, atol=8 * u * float(G.abs().sum(0).max()))
+
+
+def test_receiver_close_ends_an_idle_receive_thread():
+    """A worker's spare parameter slot waited for release forever: one thread and two parameter buffers leaked
+    per train call."""
+    import queue
+
+    from gradcodes.torch._children import STOP, Receiver
+
+    dist = _FakeDist()
+    th = Receiver(dist, torch.zeros(4, dtype=torch.int64), 0, 72, 1, queue.Queue(), STOP)
+    th.free.clear()                                       # a slot not yet released
+    th.start()
+    th.close()
+    th.join(5)
+    assert not th.is_alive()
+
+
+def test_drain_records_a_child_whose_link_failed_instead_of_raising():
+    """A worker that exited after its last message turned a finished run into an error at the master's stop."""
+    import time
+
+    code = gc.fractional_repetition(2, 1)
+    dist, kids = _children(code, [3, 4])
+    dist.send(3, 0, torch.zeros(5, dtype=torch.float64), kind=2)     # rank 3 says goodbye
+    dist.fail(4)                                                    # rank 4's link breaks
+    missing = kids.drain(time.monotonic() + 10)
+    assert missing == [] and list(kids.failed) == [4] and "link failed" in kids.failed[4]
+
+
+class _World(_FakeDist):
+    """A fake process group of ``size`` ranks seen from rank 0: set-up collectives, sends recorded per rank."""
+
+    def __init__(self, size, others=None):
+        super().__init__()
+        import threading
+
+        self.size, self.others = size, others or {}
+        self.sent = []
+        self.gate = threading.Event()
+        self.gate.set()
+
+    def get_world_size(self):
+        return self.size
+
+    def get_rank(self):
+        return 0
+
+    def all_gather(self, out, mine):
+        for r, o in enumerate(out):
+            o.copy_(self.others.get(r, mine))
+
+    def isend(self, buf, dst, tag):
+        world = self
+
+        class _Req:
+            def wait(self):
+                world.gate.wait(30)
+                world.sent.append((dst, int(buf[0]), int(buf[1])))
+
+        return _Req()
+
+
+def _master(world, code, monkeypatch, params=None, **kw):
+    from gradcodes.torch import _runtime
+
+    monkeypatch.setattr(_runtime, "_dist", lambda: world)
+    params = params if params is not None else [torch.zeros(5, dtype=torch.float64, requires_grad=True)]
+    return _runtime.Master(code, params, **kw)
+
+
+def test_check_same_names_the_ranks_whose_code_or_model_differs():
+    """Ranks that built cyclic_repetition(3, 1) without rng trained on wrong gradients without a word; now every
+    rank refuses at set-up, naming the ranks (the same all-gathered digests on every rank)."""
+    from gradcodes.torch._runtime import check_same
+
+    code = gc.cyclic_repetition(3, 1, rng=0)
+
+    class _Gather(_World):
+        def __init__(self, change):
+            super().__init__(4)
+            self.change = change
+
+        def all_gather(self, out, mine):
+            for r, o in enumerate(out):
+                o.copy_(mine)
+                self.change(r, o)
+
+    def other_code(r, v):
+        if r == 2:
+            v[0] += 1
+
+    def other_size(r, v):
+        if r in (1, 3):
+            v[1] = 6
+
+    with pytest.raises(ValueError, match=r"ranks \[2\] built a different code than rank 0"):
+        check_same(code, _Gather(other_code), 5)
+    with pytest.raises(ValueError, match=r"ranks \[1, 3\] have a different number of trainable parameter entries "
+                                         r"than rank 0 \(5; \[6, 6\]\)"):
+        check_same(code, _Gather(other_size), 5)
+    check_same(code, _Gather(lambda r, v: None), 5)
+    check_same(gc.coded_reduce(2, 2, 1), _Gather(lambda r, v: None), 5)     # trees have a digest too
+
+
+def test_master_decodes_an_adversarial_code_adversarially(monkeypatch):
+    """adversarial_gc under gradcodes.torch decoded the first decodable set (one message here) and applied a
+    liar's gradient; now n - s messages and decode_adversarial, as gradcodes.mpi does."""
+    code = gc.adversarial_gc(np.ones((3, 3), dtype=np.int64), 0, 1)
+    world = _World(4)
+    with pytest.raises(ValueError, match=r"at least K \+ a = 2"):
+        _master(world, code, monkeypatch, policy="earliest")
+    with pytest.raises(TypeError, match="float32 or float64"):
+        _master(world, code, monkeypatch, params=[torch.zeros(5, dtype=torch.float16, requires_grad=True)])
+    master = _master(world, code, monkeypatch)
+    G = torch.randn(3, 5, dtype=torch.float64, generator=torch.Generator().manual_seed(4))
+    Y = code.encode(G)
+    master.broadcast(0)
+    world.send(1, 0, Y[0])
+    world.send(2, 0, Y[1] + 10.0)                         # worker 1 lies
+    world.send(3, 0, Y[2])
+    info = master.aggregate(0)
+    assert info.adversaries == [1] and sorted(info.responders) == [0, 1, 2]
+    torch.testing.assert_close(master.grad, G.sum(0), rtol=1e-12, atol=1e-12)
+
+
+def test_master_sends_a_busy_worker_the_current_parameters_once_it_is_free(monkeypatch):
+    """When every worker was still busy with earlier parameters at a broadcast, the iteration could never finish
+    (a job with fractional_repetition(3, 2), which decodes from one message, timed out after a few hundred
+    iterations): the master now sends each skipped worker this iteration's parameters as soon as it is free."""
+    import threading
+
+    code = gc.fractional_repetition(3, 2)
+    world = _World(4)
+    master = _master(world, code, monkeypatch, timeout=10.0)
+    world.gate.clear()                                    # no worker takes its parameters yet
+    master.broadcast(0)
+    master.broadcast(1)                                   # every worker busy: all skipped
+    assert master._busy == {0, 1, 2}
+
+    def workers():
+        world.gate.set()                                  # the workers take iteration 0's parameters ...
+        for _ in range(1000):                             # ... and answer iteration 1 once they got it
+            if any(t == 1 for _, t, _ in world.sent):
+                dst = next(d for d, t, _ in world.sent if t == 1)
+                world.send(dst, 1, torch.ones(5, dtype=torch.float64))
+                return
+            threading.Event().wait(0.01)
+
+    th = threading.Thread(target=workers)
+    th.start()
+    info = master.aggregate(1)
+    th.join(10)
+    assert info.iteration == 1 and len(info.responders) == 1
+    assert sorted(d for d, t, _ in world.sent if t == 1) == [1, 2, 3]

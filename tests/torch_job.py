@@ -5,22 +5,50 @@ SCENARIOS``), n = 3 workers; ``--nproc-per-node 7`` for the CodedReduce tree ``c
 
 SCENARIOS is a JSON list; each runs :func:`gradcodes.torch.train` on the digits with a code, a dtype and an
 injected fault, and rank 0 checks every iteration's decoded gradient against the single-process full-batch
-gradient at the same parameters, and the parameters after all iterations against single-process training. Rank 0
-prints one ``RESULT {...}`` line per scenario; a failed check raises, which ends the job.
+gradient at the same parameters (float64 for float16 and bfloat16), and the parameters after all iterations
+against single-process training. Rank 0 prints one ``RESULT {...}`` line per scenario; a failed check raises,
+which ends the job. Scenarios of issue 34: ``"code": "random"`` (a random code built without ``rng`` on every
+rank: every rank must refuse it), ``"code": "adv"`` with ``"fault": "lie"`` (an adversarial code, a lying
+worker), ``"freeze"`` and ``"opt": "adamw"`` (frozen parameters), ``"delay": "count"`` (``FixedDelay(count=1)``
+without ``rng``), ``"repeat"`` (several ``train`` calls: threads and memory), ``"fault": "after"`` (a worker
+raises in the last iteration and exits: the job's last scenario, every rank then exits at once).
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import os
 import sys
+import threading
 import time
 
 
 def flat_grad(model):
     import torch
 
-    return torch.cat([p.grad.reshape(-1) for p in model.parameters()])
+    return torch.cat([p.grad.reshape(-1) for p in model.parameters() if p.requires_grad])
+
+
+def tensor_bytes() -> int:
+    """Bytes of the tensor storages reachable from Python objects (each storage once)."""
+    import gc
+
+    import torch
+
+    gc.collect()
+    seen = {}
+    for obj in gc.get_objects():
+        if isinstance(obj, torch.Tensor):
+            st = obj.untyped_storage()
+            seen[st.data_ptr()] = st.nbytes()
+    return sum(seen.values())
+
+
+def rss_mb() -> float:
+    """This process's resident memory (MiB), from /proc."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2 ** 20
 
 
 def flat_params(model):
@@ -30,6 +58,7 @@ def flat_params(model):
 
 
 def scenario(sc: dict, rank: int, n: int) -> None:
+    import numpy as np
     import torch
     import torch.distributed as dist
 
@@ -39,7 +68,10 @@ def scenario(sc: dict, rank: int, n: int) -> None:
     from gradcodes.torch._job import digits, make_model
 
     dtype = getattr(torch, sc.get("dtype", "float64"))
+    half = dtype in (torch.float16, torch.bfloat16)
     code = {"cyclic": lambda: gc.cyclic_repetition(n, 1, rng=0),
+            "random": lambda: gc.cyclic_repetition(n, 1),          # no rng: a different code on every rank
+            "adv": lambda: gc.adversarial_gc(np.ones((n, n), dtype=np.int64), 0, 1),   # corrects 1 liar
             "frac": lambda: gc.fractional_repetition(n, n - 1),
             "ye_abbe": lambda: gc.ye_abbe(n, 1, 2),
             "tree": lambda: gc.coded_reduce(2, 2, 1),
@@ -47,11 +79,22 @@ def scenario(sc: dict, rank: int, n: int) -> None:
             "tree3": lambda: gc.coded_reduce(3, 2, 1, gc.cyclic_repetition(3, 1, rng=7, refine=0)),
             }[sc.get("code", "cyclic")]()
     X, y, _, _ = digits(dtype)
-    batch, iters, lr = 120, sc.get("iters", 20), 0.1
-    model = make_model(sc.get("model", "cnn"), seed=0, dtype=dtype)
+    batch, iters, lr = 120, sc.get("iters", 20), sc.get("lr", 0.1)
+    if sc.get("model") == "wide":            # 600k parameters: a leaked buffer shows in the resident memory
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(64, 8000), torch.nn.Linear(8000, 10))
+        model = model.to(dtype)
+    else:
+        model = make_model(sc.get("model", "cnn"), seed=0, dtype=dtype)
+    for name, p in model.named_parameters():
+        if name in sc.get("freeze", []):
+            p.requires_grad_(False)
+    frozen0 = {name: p.detach().clone() for name, p in model.named_parameters() if not p.requires_grad}
     loss_fn = torch.nn.CrossEntropyLoss(reduction="none")
     fault = sc.get("fault", "none")
     delay = None
+    if sc.get("delay") == "count":
+        delay = FixedDelay(0.3, count=1)                  # no rng: every rank would draw its own late workers
     if fault == "hang":
         delay = Hang(sc.get("workers", [sc.get("worker", 0)]))
     elif fault == "toomany":
@@ -64,6 +107,10 @@ def scenario(sc: dict, rank: int, n: int) -> None:
     def corrupt(w, t, msg, fault=fault):
         if fault == "nan" and w in sc.get("workers", [2]) and t >= sc.get("start", 0):
             msg[3] = float("nan")
+        if fault == "lie" and w == sc.get("worker", 1):
+            msg += 10.0                                    # a wrong message of the right shape
+        if fault == "after" and w == sc.get("worker", 2) and t == iters - 1:
+            raise RuntimeError("injected failure in the last iteration")
         if fault == "stale" and w == 1 and 2 <= t < 5:
             time.sleep(0.25)                           # uninterruptible: the message arrives stale
         if fault == "crash" and w == sc.get("worker", 1) and t == 3:
@@ -71,29 +118,81 @@ def scenario(sc: dict, rank: int, n: int) -> None:
             raise RuntimeError("injected crash")
 
     worst = [0.0]
+    checked = []
     ref = copy.deepcopy(model)
     ref_sampler = CodedSampler(len(X), code, None, batch_size=batch, seed=0)
+    every = sc.get("check_every", 1)
 
     def check(t, mdl, info):
         if sc.get("steps"):
             print(f"STEP {t} {time.time()!r}", flush=True)
+        if t % every and t < iters - 3:
+            return
+        checked.append(t)
         scratch = copy.deepcopy(mdl)
+        Xr = X
+        if half:                                           # the expected sum in float64
+            scratch, Xr = scratch.double(), X.double()
         scratch.zero_grad()
         ref_sampler.set_epoch(t // len(ref_sampler))
         idx = ref_sampler.global_batch(t % len(ref_sampler))
-        loss_fn(scratch(X[idx]), y[idx]).mean().backward()
-        g, gref = flat_grad(mdl), flat_grad(scratch)
+        loss_fn(scratch(Xr[idx]), y[idx]).mean().backward()
+        gref = flat_grad(scratch)
+        g = flat_grad(mdl).to(gref.dtype)
         worst[0] = max(worst[0], float((g - gref).norm() / gref.norm()))
 
     if fault == "crash" and rank == 0:
         sc["timeout"] = 120.0
-    res = train(code, model, loss_fn, X, y, batch_size=batch, iterations=iters,
-                optimizer=lambda ps: torch.optim.SGD(ps, lr=lr, momentum=0.9), delay=delay,
-                timeout=sc.get("timeout", 30.0), seed=0, on_step=check if rank == 0 else None,
-                corrupt=corrupt)
+
+    def optimizer(ps):
+        if sc.get("opt") == "adamw":
+            return torch.optim.AdamW(ps, lr=0.01, weight_decay=0.1)
+        return torch.optim.SGD(ps, lr=lr, momentum=0.9)
+
+    def run(on_step):
+        return train(code, model, loss_fn, X, y, batch_size=batch, iterations=iters, optimizer=optimizer,
+                     delay=delay, timeout=sc.get("timeout", 30.0), seed=0, on_step=on_step, corrupt=corrupt)
+
+    if sc.get("code") == "random":                         # every rank must refuse at set-up, naming the ranks
+        try:
+            run(None)
+            err = None
+        except gc.GradcodesError as exc:
+            err = f"{type(exc).__name__}: {exc}"
+        errors = [None] * dist.get_world_size()
+        dist.all_gather_object(errors, err)
+        if rank == 0:
+            print("RESULT " + json.dumps({"name": sc.get("name", ""), "errors": errors}), flush=True)
+        dist.barrier()
+        return
+    if sc.get("repeat"):                                   # threads and memory over repeated train calls
+        stats = []
+        for _ in range(sc["repeat"]):
+            run(None)
+            stats.append((threading.active_count(), rss_mb(), tensor_bytes()))
+        every_rank = [None] * dist.get_world_size()
+        dist.all_gather_object(every_rank, stats)
+        if rank == 0:
+            print("RESULT " + json.dumps({"name": sc.get("name", ""), "stats": every_rank}), flush=True)
+        dist.barrier()
+        return
+    try:
+        res = run(check if rank == 0 else None)
+    except RuntimeError as exc:
+        if fault == "after" and rank - 1 == sc.get("worker", 2) and "injected" in str(exc):
+            print(f"WORKER_FAILED {exc}", flush=True)
+            time.sleep(2.0)                                # the master has finished by then
+            os._exit(0)                                    # a clean exit after its last message
+        raise
+    if fault == "after":                                   # the job's last scenario: one rank is gone
+        if rank == 0:
+            print("RESULT " + json.dumps({"name": sc.get("name", ""), "iterations": len(res.infos),
+                                          "failures": getattr(res, "failures", None)}), flush=True)
+        sys.stdout.flush()
+        os._exit(0)
     if rank == 0:
-        opt = torch.optim.SGD(ref.parameters(), lr=lr, momentum=0.9)
-        for t in range(iters):
+        opt = optimizer([p for p in ref.parameters() if p.requires_grad])
+        for t in range(0 if sc.get("noref") else iters):
             opt.zero_grad()
             ref_sampler.set_epoch(t // len(ref_sampler))
             idx = ref_sampler.global_batch(t % len(ref_sampler))
@@ -103,7 +202,18 @@ def scenario(sc: dict, rank: int, n: int) -> None:
         params_err = float((pa - pb).norm() / pb.norm())
         out = {"name": sc.get("name", ""), "grad_err": worst[0], "params_err": params_err,
                "stale": sum(i.stale for i in res.infos), "bad": sorted({w for i in res.infos for w in i.bad}),
-               "responders": sorted({w for i in res.infos for w in i.responders}), "skipped": res.skipped}
+               "responders": sorted({w for i in res.infos for w in i.responders}), "skipped": res.skipped,
+               "checked": len(checked), "iterations": len(res.infos),
+               "adversaries": sorted({w for i in res.infos for w in getattr(i, "adversaries", [])}),
+               "adversarial_iterations": sum(bool(getattr(i, "adversaries", [])) for i in res.infos),
+               "frozen_same": all(torch.equal(p, frozen0[name]) for name, p in model.named_parameters()
+                                  if name in frozen0),
+               "frozen_grad": [name for name, p in model.named_parameters() if name in frozen0 and p.grad is not None]}
+        if delay is not None and sc.get("delay") == "count":
+            late = [sorted(delay.stragglers(t, n)) for t in range(iters)]
+            out["late_responded"] = sum(bool(set(lt) & set(i.responders))
+                                        for lt, i in zip(late, res.infos, strict=True))
+            out["slow_iterations"] = sum(x >= 0.25 for x in res.times)
         print("RESULT " + json.dumps(out), flush=True)
     dist.barrier()
 

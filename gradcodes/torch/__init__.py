@@ -9,8 +9,9 @@ scikit-learn's 8x8 digits, time to accuracy per scheme against DDP). See ``docs/
   :func:`loss_weights` and :func:`coded_loss` (the message as the gradient of one weighted loss),
   :class:`CodedGradient` (a worker's message, also for ``m > 1``).
 * Aggregation: :class:`Master` and :class:`Worker` (point-to-point, first decodable responders, stale and NaN
-  messages dropped, a timeout error naming the missing ranks), :func:`train` and the :func:`ddp_train` baseline,
-  :class:`TrainResult`, :class:`FlatParams`.
+  messages dropped, a timeout error naming the missing ranks, the same code on every rank checked at set-up,
+  ``adversarial_gc`` codes decoded adversarially, any float dtype, frozen parameters left alone), :func:`train`
+  and the :func:`ddp_train` baseline, :class:`TrainResult`, :class:`FlatParams`.
 * Straggler injection: the delay models of :mod:`gradcodes.mpi` (``ShiftedExponential``, ``FixedDelay``,
   ``Hang``) and its ``StragglerTimeout``, importable from here too.
 """

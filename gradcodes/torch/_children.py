@@ -8,12 +8,16 @@ al. 2019, Section 3). The rank layout and the combination coefficients are those
 set, cached, validated by the acceptance rule in the messages' dtype); only the message passing and the
 arithmetic are torch's.
 
-Semantics (as :mod:`gradcodes.mpi`'s ``Inbox``): every message carries its iteration modulo ``2**24`` in its first
-entry; a message of an earlier iteration is dropped, one of a later iteration (a parent that fell behind) is kept
-for that iteration; a message with a NaN or infinite entry is dropped and its sender treated as a straggler, and
-as soon as the children still able to answer cannot decode any more the wait ends with
-:class:`gradcodes.mpi.StragglerTimeout` naming the ranks (no point waiting for the timeout); past the deadline
-the same error names the ranks that did not answer.
+Message format: every message is one int64 buffer, a header of :data:`HEAD` int64 words (the iteration, the
+kind: :data:`DATA`, :data:`STOP` or :data:`BYE`) followed by the payload's bytes in the parameters' dtype (viewed in
+place, :func:`body`), so the iteration is exact whatever the dtype (float16 could not count past 2048, and
+bfloat16 had no numpy dtype for a float header) and nothing is pickled.
+
+Semantics (as :mod:`gradcodes.mpi`'s ``Inbox``): a message of an earlier iteration is dropped, one of a later
+iteration (a parent that fell behind) is kept for that iteration; a message with a NaN or infinite entry is
+dropped and its sender treated as a straggler, and as soon as the children still able to answer cannot decode any
+more the wait ends with :class:`gradcodes.mpi.StragglerTimeout` naming the ranks (no point waiting for the
+timeout); past the deadline the same error names the ranks that did not answer.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 import numpy as np
@@ -30,18 +34,35 @@ from .._errors import GradcodesRuntimeError
 from ..mpi._comm import StragglerTimeout
 from ..mpi._layout import Combiner
 
-__all__ = ["Children", "Receiver", "check_key", "finite", "age", "WRAP", "GRAD_TAG", "BYE"]
+__all__ = ["Children", "Receiver", "check_key", "finite", "age", "GRAD_TAG", "HEAD", "DATA", "STOP", "BYE",
+           "buffer", "body", "as_np_dtype"]
 
 GRAD_TAG = 71
-BYE = -2.0
-#: iterations are carried modulo this in the messages' first entry (exact in float32)
-WRAP = 2 ** 24
+#: int64 words of every message's header: ``[iteration, kind]``
+HEAD = 2
+#: message kinds (the header's second word): a payload, the master's stop message, a child's goodbye
+DATA, STOP, BYE = 0, 1, 2
 
 
-def age(tag: float, t: int) -> int:
-    """How many iterations older than ``t`` a message tagged ``tag`` is (negative: newer)."""
-    d = (t - int(tag)) % WRAP
-    return d if d < WRAP // 2 else d - WRAP
+def age(tag: int, t: int) -> int:
+    """How many iterations older than ``t`` a message of iteration ``tag`` is (negative: newer)."""
+    return int(t) - int(tag)
+
+
+def buffer(rows: int | None, count: int, dtype: Any, device: Any) -> Any:
+    """A message buffer (``rows`` messages, or one for None): int64, :data:`HEAD` header words then room for
+    ``count`` entries of ``dtype``; :func:`body` views the entries."""
+    import torch
+
+    size = torch.empty(0, dtype=dtype).element_size()
+    words = HEAD + -(-int(count) * size // 8)
+    shape = (words,) if rows is None else (int(rows), words)
+    return torch.zeros(shape, dtype=torch.int64, device=device)
+
+
+def body(buf: Any, count: int, dtype: Any) -> Any:
+    """The ``count`` entries of ``dtype`` after the header of the message buffer ``buf`` (a view, no copy)."""
+    return buf[..., HEAD:].view(dtype)[..., :int(count)]
 
 
 def finite(row: Any) -> bool:
@@ -55,21 +76,28 @@ def finite(row: Any) -> bool:
 
 
 class Receiver(threading.Thread):
-    """Keeps one receive posted into ``buf`` from ``src``; reports ``key`` on ``out`` when a message has landed and
-    posts the next receive after :meth:`release`. Ends after a message whose first entry is ``last``.
+    """Keeps one receive posted into ``buf`` (a message buffer, :func:`buffer`) from ``src``; reports ``key`` on
+    ``out`` when a message has landed and posts the next receive after :meth:`release`. Ends after a message of
+    kind ``last``, or when :meth:`close` is called while no receive is posted.
 
     Gloo requests complete only in ``wait`` (``is_completed`` turns true once ``wait`` returned), so each pending
     receive is waited on by its own thread."""
 
     def __init__(self, dist: Any, buf: Any, src: int, tag: int, key: int, out: queue.Queue[int],
-                 last: float) -> None:
+                 last: int) -> None:
         super().__init__(daemon=True, name=f"gradcodes-recv-{src}-{tag}")
         self.dist, self.buf, self.src, self.tag, self.key, self.out, self.last = dist, buf, src, tag, key, out, last
         self.free = threading.Event()
         self.free.set()
+        self.closing = False
         self.error: BaseException | None = None
 
     def release(self) -> None:
+        self.free.set()
+
+    def close(self) -> None:
+        """End the thread if it is waiting for :meth:`release` (not inside a receive)."""
+        self.closing = True
         self.free.set()
 
     def run(self) -> None:
@@ -77,11 +105,13 @@ class Receiver(threading.Thread):
             while True:
                 self.free.wait()
                 self.free.clear()
+                if self.closing:
+                    return
                 self.dist.irecv(self.buf, src=self.src, tag=self.tag).wait()
                 # reading the header waits for the data on the host too (a NCCL wait only orders the stream)
-                head = float(self.buf[0])
+                kind = int(self.buf[1])
                 self.out.put(self.key)
-                if head == self.last:
+                if kind == self.last:
                     return
         except Exception as exc:   # a peer died: wake the waiting thread, which raises
             self.error = exc
@@ -109,7 +139,7 @@ class Children:
     ranks : list of int
         The children's ranks (row ``i`` receives from ``ranks[i]``).
     q : int
-        Message length (without the iteration entry).
+        Message length (payload entries, without the header and the tail).
     dtype, device
         The messages' torch dtype and device (the parameters').
     arrived : queue.Queue
@@ -125,14 +155,17 @@ class Children:
 
     def __init__(self, dist: Any, code: Any, ranks: Sequence[int], q: int, dtype: Any, device: Any,
                  arrived: queue.Queue[int], base: int, policy: Any, extra: int = 0) -> None:
-        import torch
 
         self.code, self.ranks, self.K, self.q = code, [int(r) for r in ranks], len(ranks), int(q)
-        self.np_dtype = torch.empty(0, dtype=dtype).numpy().dtype
+        self.dtype = dtype
+        self.np_dtype = as_np_dtype(dtype)
         self.m = int(code.m)
-        self.inbox = torch.empty(self.K, self.q + 1 + int(extra), dtype=dtype, device=device)
-        self.payload = self.inbox[:, 1:self.q + 1]          # the messages without the iteration entry and tail
-        self.tails = self.inbox[:, self.q + 1:]
+        #: the messages as received: int64 header words, then the payload and tail in ``dtype`` (:func:`buffer`)
+        self.inbox = buffer(self.K, self.q + int(extra), dtype, device)
+        self.head = self.inbox[:, :HEAD]
+        entries = body(self.inbox, self.q + int(extra), dtype)
+        self.payload = entries[:, :self.q]                   # the messages without header and tail
+        self.tails = entries[:, self.q:]
         self.arrived, self.base, self.policy = arrived, int(base), policy
         self.tracker = policy.tracker(code, self.np_dtype)
         self.combiner = Combiner(code)
@@ -142,6 +175,8 @@ class Children:
         self.stale = 0
         self.done = [False] * self.K                        # the child said goodbye (after the stop message)
         self.acc: Any = None                                # float64 decode buffer of float32 messages
+        #: children that failed after the stop message: rank -> what happened (:meth:`drain`)
+        self.failed: dict[int, str] = {}
 
     def start(self) -> None:
         for th in self.recv:
@@ -152,7 +187,7 @@ class Children:
 
     def _bye(self, i: int) -> bool:
         """Row ``i`` holds the child's goodbye (it got the stop message before this parent did)."""
-        if float(self.inbox[i, 0]) == BYE:
+        if int(self.head[i, 1]) == BYE:
             self.done[i] = True
             return True
         return False
@@ -176,7 +211,7 @@ class Children:
         i = key - self.base
         if self._bye(i):
             return
-        tag = int(float(self.inbox[i, 0]))
+        tag = int(self.head[i, 0])
         if age(tag, t) >= 0:
             self.stale += 1
             self._drop(i)
@@ -191,21 +226,22 @@ class Children:
                 self._drop(i)
 
     def collect(self, t: int, deadline: float, *, other: Callable[[int], bool] | None = None,
-                absent: Sequence[int] = (), threads: Sequence[Receiver] = (),
+                absent: Collection[int] = (), threads: Sequence[Receiver] = (),
                 who: str = "") -> tuple[list[int] | None, list[int], int]:
         """Wait for the children's messages of iteration ``t`` until the wait policy is satisfied.
 
         Returns ``(rows, bad, stale)``: the rows used in arrival order (None when ``other(key)``, called with each
         key on ``arrived`` that is not a child's, returned True), the rows that sent NaN/inf and the stale
         messages dropped. ``absent``: rows known not to answer this iteration (counted with the NaN senders when
-        deciding that the iteration cannot finish). Raises :class:`StragglerTimeout` at ``deadline``
+        deciding that the iteration cannot finish; a set is used as it is, so ``other`` may remove rows from it
+        when they can answer after all). Raises :class:`StragglerTimeout` at ``deadline``
         (``time.monotonic()``) or as soon as the NaN/inf senders and ``absent`` leave no decodable set.
         """
         self.tracker.reset()
         got: list[int] = []
         bad: list[int] = []
         stale0 = self.stale
-        absent_set = set(absent)
+        absent_set = absent if isinstance(absent, set) else set(absent)   # (a set the caller may shrink)
 
         def use(i: int) -> bool:
             if not finite(self.payload[i]):
@@ -251,7 +287,7 @@ class Children:
             i = key - self.base
             if self._bye(i):
                 continue
-            h = int(float(self.inbox[i, 0]))
+            h = int(self.head[i, 0])
             a = age(h, t)
             if a > 0:
                 self.stale += 1
@@ -271,7 +307,7 @@ class Children:
         import torch
 
         q = self.q
-        wide = self.inbox.dtype != torch.float64
+        wide = self.dtype != torch.float64
         if wide and self.acc is None:
             self.acc = torch.zeros(self.m * q, dtype=torch.float64, device=self.inbox.device)
         dst = self.acc if wide else out
@@ -294,17 +330,27 @@ class Children:
 
     def drain(self, deadline: float, other: Callable[[int], None] | None = None,
               threads: Sequence[Receiver] = ()) -> list[int]:
-        """After the stop message: drop data messages until every child said goodbye; the ranks that did not."""
+        """After the stop message: drop data messages until every child said goodbye; the ranks that did not.
+
+        A child whose link failed meanwhile (its process ended, or raised, after its last message) is recorded in
+        :attr:`failed` (rank: what happened) and not waited for: the run it served has finished, so this is
+        reported, never raised."""
         pending = {i for i in range(self.K) if not self.done[i]}
         for i in range(self.K):
             if self.held[i] is not None and not self.done[i]:
                 self._drop(i)
+        every = threads or self.recv
         while pending:
             try:
-                key = check_key(self.arrived.get(timeout=max(deadline - time.monotonic(), 0.0)),
-                                threads or self.recv)
+                key = self.arrived.get(timeout=max(deadline - time.monotonic(), 0.0))
             except queue.Empty:
                 break
+            if key < 0:
+                th = every[-1 - key]
+                self.failed[th.src] = f"its link failed after its last message: {th.error!r}"
+                if self.owns(-1 - key):
+                    pending.discard(-1 - key - self.base)
+                continue
             if not self.owns(key):
                 if other is not None:
                     other(key)
@@ -316,10 +362,23 @@ class Children:
                 self._drop(i)
         for th in self.recv:
             th.join(max(deadline - time.monotonic(), 0.0))
+        for i in pending:
+            self.failed.setdefault(self.ranks[i], "it did not say goodbye after the stop message")
         return self.names(pending)
 
 
 def as_np_dtype(dtype: Any) -> np.dtype:
+    """The numpy dtype of the acceptance rule for messages of the torch float ``dtype``.
+
+    bfloat16 has no numpy dtype: its messages are accepted by the rule for float16, the narrowest numpy float,
+    whose unit roundoff (2**-11) is 8 times bfloat16's: a decode's error estimate against the tolerance is about
+    sqrt(8) = 2.8 times smaller under the float16 rule than bfloat16's own would be (``docs/torch.md``)."""
     import torch
 
+    if dtype == torch.bfloat16:
+        return np.dtype(np.float16)
+    if not torch.empty(0, dtype=dtype).is_floating_point():
+        from .._errors import GradcodesTypeError
+
+        raise GradcodesTypeError(f"the parameters must have a float dtype, got {dtype}")
     return np.dtype(torch.empty(0, dtype=dtype).numpy().dtype)

@@ -11,7 +11,17 @@ decodable set) and decodes with cached coefficients (:mod:`gradcodes.torch._chil
 a preallocated gradient vector and exposes it as the parameters' ``.grad`` (views, no copy), so any
 ``torch.optim`` optimizer steps as usual.
 
-Semantics, as in :mod:`gradcodes.mpi`: a message carries its iteration in its first entry and is dropped when it
+Set-up (collective, every rank): the ranks compare a digest of the code and the number of trainable parameter
+entries (:func:`check_same`, as :func:`gradcodes.mpi._setup.check_same_code` does), so ranks that built
+different codes (a random construction without ``rng``) or models all raise the same error naming the ranks, before
+any message. Every message is an int64 buffer: a header ``[iteration, kind]`` then the payload's bytes in the
+parameters' dtype (:func:`gradcodes.torch._children.buffer`), so any float dtype of torch travels (float16,
+bfloat16, float32, float64) and the iteration is exact. Only parameters with ``requires_grad`` are sent, decoded
+and given a ``.grad`` (:class:`FlatParams`): frozen ones are never touched. A code of
+:func:`gradcodes.adversarial_gc` is decoded by :func:`gradcodes.decode_adversarial`, as :mod:`gradcodes.mpi`
+does.
+
+Semantics, as in :mod:`gradcodes.mpi`: a message carries its iteration in its header and is dropped when it
 is stale; a message with a NaN or infinite entry is dropped and its sender treated as a straggler, and when the
 NaN/inf senders leave no decodable set the parent raises :class:`gradcodes.mpi.StragglerTimeout` at once; when
 the children cannot decode within ``timeout`` seconds the parent raises the same error naming the missing ranks
@@ -38,20 +48,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._acceptance import DecodingError
-from .._errors import GradcodesTypeError, GradcodesValueError
+from .._errors import GradcodesRuntimeError, GradcodesTypeError, GradcodesValueError
+from .._families.adversarial import AdversarialCode
+from .._families.adversarial_decode import decode_adversarial
 from ..mpi._comm import StragglerTimeout
 from ..mpi._delays import Delay, NoDelay
 from ..mpi._layout import Layout, TreeCheck, layout_for, write_tail
-from ._children import BYE, GRAD_TAG, WRAP, Children, Receiver, as_np_dtype, check_key
+from ..mpi._setup import fingerprint
+from ._children import BYE, DATA, GRAD_TAG, STOP, Children, Receiver, as_np_dtype, body, buffer, check_key
 
-__all__ = ["FlatParams", "Master", "Worker", "AggregateInfo", "StragglerTimeout", "GRAD_TAG", "PARAM_TAG"]
+__all__ = ["FlatParams", "Master", "Worker", "AggregateInfo", "StragglerTimeout", "GRAD_TAG", "PARAM_TAG",
+           "check_same"]
 
 PARAM_TAG = 72
 #: seconds the master allows for delivering the stop messages, and every node per tree level for the goodbyes
 STOP_WAIT = 10.0
-_STOP = -1.0
-_BYE = BYE
-_WRAP = WRAP
 
 
 def _dist() -> Any:
@@ -61,12 +72,17 @@ def _dist() -> Any:
 
 
 class FlatParams:
-    """The parameters of a model as one flat vector: copy in, copy out, and ``.grad`` as views of a vector."""
+    """The trainable parameters of a model as one flat vector: copy in, copy out, and ``.grad`` as views of a
+    vector.
+
+    Parameters with ``requires_grad=False`` (frozen) are left out: never read, written or given a ``.grad``, so an
+    optimizer (AdamW's weight decay, momentum) never moves them; every rank holds the same frozen values from
+    its identical initial model."""
 
     def __init__(self, params: Sequence[Any]) -> None:
-        self.params = [p for p in params]
+        self.params = [p for p in params if p.requires_grad]
         if not self.params:
-            raise GradcodesValueError("params must hold at least one tensor")
+            raise GradcodesValueError("params must hold at least one tensor with requires_grad=True")
         self.numels = [int(p.numel()) for p in self.params]
         #: the device of the parameters: every buffer of the runtime is allocated there
         self.device = self.params[0].device
@@ -117,21 +133,29 @@ class AggregateInfo:
     stale: int = 0
     bad: list[int] = field(default_factory=list)
     seconds: float = 0.0
+    #: codes of :func:`gradcodes.adversarial_gc`: the workers whose messages were found wrong and corrected
+    adversaries: list[int] = field(default_factory=list)
 
 
 class _Sender(threading.Thread):
-    """Sends ``buf`` to ``dst`` each time :meth:`send` is called; :attr:`busy` until the receiver took it.
-    :meth:`stop` sends the stop message (``buf[0] = _STOP``) once the send in flight, if any, is taken."""
+    """Sends ``buf`` (a message buffer) to ``dst`` each time :meth:`send` is called; :attr:`busy` until the
+    receiver took it. :meth:`stop` sends the stop message (header kind :data:`STOP`) once the send in flight, if
+    any, is taken. A failed send ends the thread and is kept in :attr:`error`. After :meth:`want` found it busy,
+    it reports ``key`` on ``notify`` once the send in flight is taken."""
 
-    def __init__(self, dist: Any, buf: Any, dst: int, tag: int) -> None:
+    def __init__(self, dist: Any, buf: Any, dst: int, tag: int, notify: queue.Queue[int] | None = None,
+                 key: int = 0) -> None:
         super().__init__(daemon=True, name=f"gradcodes-send-{dst}-{tag}")
         self.dist, self.buf, self.dst, self.tag = dist, buf, dst, tag
+        self.notify, self.key = notify, int(key)
+        self.wanted = False
         self.go = threading.Event()
         self.idle = threading.Event()
         self.idle.set()
         self.closing = False
         self.stopping = False
         self.lock = threading.Lock()
+        self.error: BaseException | None = None
 
     @property
     def busy(self) -> bool:
@@ -142,28 +166,71 @@ class _Sender(threading.Thread):
         self.closing = last
         self.go.set()
 
+    def want(self) -> bool:
+        """True when idle (the caller may fill the buffer and :meth:`send`); otherwise False, and ``key`` is
+        reported on ``notify`` as soon as the send in flight is taken."""
+        with self.lock:
+            if not self.busy:
+                return True
+            self.wanted = True
+            return False
+
     def stop(self) -> None:
         """Send the stop message now, or as soon as the receiver took the message in flight (a worker skipped at
         the stop because it was busy would never stop, and its parent would wait for it)."""
         with self.lock:
             self.stopping = True
             if not self.busy:
-                self.buf[0] = _STOP
+                self.buf[1] = STOP
                 self.send(last=True)
 
     def run(self) -> None:
         while True:
             self.go.wait()
             self.go.clear()
-            self.dist.isend(self.buf, self.dst, tag=self.tag).wait()
+            try:
+                self.dist.isend(self.buf, self.dst, tag=self.tag).wait()
+            except Exception as exc:     # the receiver is gone: the master reports it (a run may have finished)
+                self.error = exc
+                return
             with self.lock:
                 if self.stopping and not self.closing:       # stop() came while this send was in flight
-                    self.buf[0] = _STOP
+                    self.buf[1] = STOP
                     self.send(last=True)
                     continue
                 self.idle.set()
+                if self.wanted and self.notify is not None:
+                    self.wanted = False
+                    self.notify.put(self.key)
             if self.closing:
                 return
+
+
+def check_same(code: Any, dist: Any, size: int, device: Any = "cpu") -> None:
+    """Collective (every rank, once at set-up): raise on every rank when some ranks built a different code than
+    rank 0 (the digest of :func:`gradcodes.mpi._setup.fingerprint`, e.g. a random code built without ``rng``) or
+    a different number ``size`` of trainable parameter entries; the error names those ranks.
+
+    Different codes decode wrong gradients without any other symptom, so this runs before the first message.
+    """
+    import torch
+
+    digest = int(fingerprint(code), 16)
+    mine = torch.tensor([digest - (1 << 64) if digest >= 1 << 63 else digest, int(size)], dtype=torch.int64,
+                        device=device)
+    every = [torch.zeros_like(mine) for _ in range(dist.get_world_size())]
+    dist.all_gather(every, mine)
+    got = [(int(v[0]), int(v[1])) for v in every]
+    codes = [r for r, (d, _) in enumerate(got) if d != got[0][0]]
+    if codes:
+        raise GradcodesValueError(f"ranks {codes} built a different code than rank 0 ({getattr(code, 'name', code)!r}"
+                                  " on this rank): every rank must construct the same code (give random "
+                                  "constructions a fixed rng)")
+    sizes = [r for r, (_, n) in enumerate(got) if n != got[0][1]]
+    if sizes:
+        raise GradcodesValueError(f"ranks {sizes} have a different number of trainable parameter entries than rank 0 "
+                                  f"({got[0][1]}; {[got[r][1] for r in sizes]}): every rank must build the same model "
+                                  "and freeze the same parameters")
 
 
 def _layout(code: Any, dist: Any) -> Layout:
@@ -212,11 +279,14 @@ class Master:
         :class:`~gradcodes.CodedReduceCode` runs as its tree (``code.N + 1`` ranks, the master decodes its
         ``branching`` children with the inner code).
     params : sequence of tensors
-        The model's parameters (``model.parameters()``), one dtype, one device (every buffer is allocated there).
+        The model's parameters (``model.parameters()``), one float dtype (float16, bfloat16, float32 or
+        float64), one device (every buffer is allocated there); those with ``requires_grad=False`` are left out.
     policy : str or WaitPolicy, optional
         When to stop waiting (:func:`gradcodes._simulate._policies.as_policy` of the code decoded here:
         ``"earliest"`` decodable set, the default for exact codes; ``"first"`` ``n - s`` messages, the default for
-        approximate codes; ``"all"``).
+        approximate codes; ``"all"``). A code of :func:`gradcodes.adversarial_gc` waits for a count of messages,
+        at least ``K + a`` (default ``n - s``, which corrects ``a`` wrong ones), and is decoded by
+        :func:`gradcodes.decode_adversarial`, as :mod:`gradcodes.mpi` does.
     timeout : float, default 60
         Seconds to wait in one iteration before :class:`gradcodes.mpi.StragglerTimeout`.
     poll : float, default 2e-4
@@ -227,20 +297,40 @@ class Master:
                  poll: float = 2e-4) -> None:
         import torch
 
-        from .._simulate._policies import as_policy
+        from .._simulate._policies import FixedK, as_policy
 
         self.dist = _dist()
-        self.layout = _layout(code, self.dist)
-        self.code, self.n, self.m = code, int(self.layout.workers), int(code.m)
         self.flat = FlatParams(params)
         self.dtype, self.device = self.flat.dtype, self.flat.device
+        check_same(code, self.dist, self.flat.size, self.device)
+        self.layout = _layout(code, self.dist)
+        self.code, self.n, self.m = code, int(self.layout.workers), int(code.m)
         self.np_dtype = as_np_dtype(self.dtype)
         self.q = -(-self.flat.size // self.m)
         inner = _combined(code, self.layout)
+        self.adversarial = isinstance(code, AdversarialCode)
+        if self.adversarial:
+            if policy is None:          # n - s messages: a wrong ones can be corrected
+                policy = FixedK(code.n - code.stragglers)
+            pol = as_policy(policy, code)
+            need = pol.need(code) if isinstance(pol, FixedK) else None
+            if need is None or need < code.K + code.adversaries:
+                raise GradcodesValueError(
+                    f"policy: an adversarial_gc code's master waits for a count of messages, at least K + a = "
+                    f"{code.K + code.adversaries} to detect a = {code.adversaries} wrong ones (the default, n - s = "
+                    f"{code.n - code.stragglers}, also corrects them); got "
+                    + ("a policy that stops at the first decodable set" if need is None else f"{need}"))
+            if self.np_dtype.itemsize < 4:
+                raise GradcodesTypeError(f"an adversarial_gc code decodes float32 or float64 messages, the parameters "
+                                         f"are {self.dtype}")
         self.policy = as_policy(policy, inner)
         self.timeout, self.poll = float(timeout), float(poll)
-        self.outbox = torch.empty(self.n, self.flat.size + 1, dtype=self.dtype, device=self.device)
+        #: one parameter message per worker: header words, then the parameters (:attr:`out_params`)
+        self.outbox = buffer(self.n, self.flat.size, self.dtype, self.device)
+        self.out_params = body(self.outbox, self.flat.size, self.dtype)
         self.grad = torch.zeros(self.m * self.q, dtype=self.dtype, device=self.device)
+        #: ranks that failed after the last iteration (rank: what happened), filled by :meth:`stop`
+        self.failures: dict[int, str] = {}
         self._skipped = 0
         self._busy: set[int] = set()
         self._arrived: queue.Queue[int] = queue.Queue()
@@ -252,23 +342,35 @@ class Master:
         self.tree_check = TreeCheck(code, self.layout, self.np_dtype) if tree else None
         self.tracker = self.children.tracker
         self.inbox = self.children.inbox
-        self._send = [_Sender(self.dist, self.outbox[w], w + 1, PARAM_TAG) for w in range(self.n)]
+        # a busy worker's sender reports key K + w once its earlier parameters are taken (K: the children's keys)
+        self._send = [_Sender(self.dist, self.outbox[w], w + 1, PARAM_TAG, self._arrived, self.children.K + w)
+                      for w in range(self.n)]
+        self._sent_at = [-1] * self.n                    # the iteration whose parameters each worker was sent
         self.children.start()
         for th in self._send:
             th.start()
 
     def broadcast(self, iteration: int) -> None:
-        """Send the current parameters to every worker whose previous parameters have been delivered."""
+        """Send the current parameters to every worker whose previous parameters have been delivered; the others
+        get them during :meth:`aggregate`, as soon as they take their earlier ones."""
         self._busy = set()
         for w in range(self.n):
-            if self._send[w].busy:
+            if self._send[w].error is not None:
+                err = self._send[w].error
+                raise GradcodesRuntimeError(f"sending to rank {w + 1} failed: {err}") from err
+            if not self._send[w].want():
                 self._skipped += 1
                 self._busy.add(w)
                 continue
-            row = self.outbox[w]
-            row[0] = float(iteration % _WRAP)
-            self.flat.read(row[1:])
-            self._send[w].send()
+            self._send_params(w, iteration)
+
+    def _send_params(self, w: int, iteration: int) -> None:
+        row = self.outbox[w]
+        row[0] = iteration
+        row[1] = DATA
+        self.flat.read(self.out_params[w])
+        self._sent_at[w] = iteration
+        self._send[w].send()
 
     def aggregate(self, iteration: int) -> AggregateInfo:
         """Collect messages of ``iteration`` until the policy stops, decode into ``grad`` and ``.grad``.
@@ -280,10 +382,27 @@ class Master:
         :class:`gradcodes.DecodingError` naming the ranks."""
         start = time.monotonic()
         kids = self.children.ranks
-        absent = [i for i, r in enumerate(kids) if r - 1 in self._busy]
-        rows, bad, stale = self.children.collect(iteration, start + self.timeout, absent=absent)
+        absent = {i for i, r in enumerate(kids) if r - 1 in self._busy}
+        row_of = {r - 1: i for i, r in enumerate(kids)}
+        K = self.children.K
+
+        def late(key: int) -> bool:
+            """A worker skipped by :meth:`broadcast` took its earlier parameters: send it this iteration's now
+            (when every worker was busy at the broadcast, the iteration could otherwise never finish)."""
+            w = key - K
+            if 0 <= w < self.n and self._sent_at[w] < iteration and self._send[w].want():
+                self._send_params(w, iteration)
+                self._busy.discard(w)
+                absent.discard(row_of.get(w, -1))
+            return False
+
+        rows, bad, stale = self.children.collect(iteration, start + self.timeout, absent=absent, other=late)
         assert rows is not None
-        self.children.combine(rows, self.grad, accumulate=False)
+        adversaries: list[int] = []
+        if self.adversarial:
+            adversaries = self._decode_adversarial(rows, iteration)
+        else:
+            self.children.combine(rows, self.grad, accumulate=False)
         if self.tree_check is not None:
             tails = self.children.tails
             try:
@@ -295,7 +414,22 @@ class Master:
         self.children.release(rows)
         self.flat.set_grads(self.grad[:self.flat.size])
         return AggregateInfo(iteration, [kids[i] - 1 for i in rows], stale, [kids[i] - 1 for i in bad],
-                             time.monotonic() - start)
+                             time.monotonic() - start, adversaries)
+
+    def _decode_adversarial(self, rows: list[int], iteration: int) -> list[int]:
+        """Decode an adversarial_gc code's messages of ``rows`` (flat: row ``i`` is worker ``i``) with
+        :func:`gradcodes.decode_adversarial` into ``grad``; the workers found wrong."""
+        import torch
+
+        msgs = self.children.payload[rows]
+        res = decode_adversarial(self.code, list(rows), (msgs if msgs.device.type == "cpu" else msgs.cpu()).numpy())
+        if not res.corrected or res.gradient is None:
+            self.children.release(rows)
+            raise GradcodesRuntimeError(
+                f"iteration {iteration}: the messages of workers {sorted(rows)} are inconsistent beyond "
+                f"{self.code.adversaries} wrong ones (more adversaries than the code corrects)")
+        self.grad.copy_(torch.from_numpy(res.gradient).to(self.device))
+        return [int(w) for w in res.adversarial]
 
     def stop(self, timeout: float = STOP_WAIT) -> list[int]:
         """Send every worker the stop message and drain the children's last messages; the ranks that did not
@@ -303,7 +437,9 @@ class Master:
 
         Each worker gets its stop message as soon as its previous parameters are delivered (``_Sender.stop``);
         the drain waits for the goodbyes as long as ``drain_deadline`` says with ``timeout`` seconds per
-        step, since a parent says goodbye only after draining its own children.
+        step, since a parent says goodbye only after draining its own children. Never raises for a rank that
+        failed meanwhile (its process ended or raised after its last message: the run has finished): such
+        ranks, and those that did not say goodbye, are in :attr:`failures` with what happened.
         """
         start = time.monotonic()
         for th in self._send:
@@ -314,6 +450,10 @@ class Master:
         # (a thread still inside a Gloo wait at interpreter exit aborts the process)
         for th in self._send:
             th.join(max(deadline - time.monotonic(), 0.0))
+        self.failures = dict(self.children.failed)
+        for th in self._send:
+            if th.error is not None:
+                self.failures.setdefault(th.dst, f"the stop message could not be sent: {th.error!r}")
         return missing
 
 
@@ -341,25 +481,29 @@ class Worker:
 
     def __init__(self, code: Any, worker: int, params: Sequence[Any], *, delay: Delay | None = None,
                  poll: float = 2e-4, policy: Any = None, timeout: float = 60.0) -> None:
-        import torch
 
         from .._simulate._policies import as_policy
 
         self.dist = _dist()
+        self.flat = FlatParams(params)
+        dev = self.flat.device
+        check_same(code, self.dist, self.flat.size, dev)
         self.layout = _layout(code, self.dist)
         self.code, self.worker = code, int(worker)
         if not 0 <= self.worker < self.layout.workers:
             raise GradcodesValueError(f"worker must be in [0, {self.layout.workers - 1}], got {worker}")
         self.rank = self.worker + 1
         self.parent = self.layout.parent(self.rank)
-        self.flat = FlatParams(params)
-        dev = self.flat.device
+        as_np_dtype(self.flat.dtype)                      # a float dtype
         self.q = -(-self.flat.size // int(code.m))
-        self.inbox = torch.empty(2, self.flat.size + 1, dtype=self.flat.dtype, device=dev)
+        #: two parameter slots: header words, then the parameters (:attr:`params_in`)
+        self.inbox = buffer(2, self.flat.size, self.flat.dtype, dev)
+        self.params_in = body(self.inbox, self.flat.size, self.flat.dtype)
         #: entries after the payload: a tree parent's flags of the ranks below it whose messages are in its sum
         #: (``gradcodes.mpi._layout``, tree message format); 0 for a leaf and for flat codes
         self.tail = self.layout.tail(self.rank)
-        self.outbox = torch.empty(self.q + 1 + self.tail, dtype=self.flat.dtype, device=dev)
+        self.outbox = buffer(None, self.q + self.tail, self.flat.dtype, dev)
+        self._body = body(self.outbox, self.q + self.tail, self.flat.dtype)
         self.delay = delay or NoDelay()
         self.poll = float(poll)
         self.timeout = float(timeout)
@@ -376,7 +520,7 @@ class Worker:
     @property
     def message(self) -> Any:
         """The send buffer's message part (length ``ceil(P/m)``): ``compute`` writes the message here."""
-        return self.outbox[1:self.q + 1]
+        return self._body[:self.q]
 
     def _next(self, threads: Sequence[Receiver], t: int) -> int:
         """The next parameter slot to arrive (children's messages meanwhile are kept or dropped)."""
@@ -393,7 +537,7 @@ class Worker:
 
         Two receive slots alternate: while the worker computes on one, the next parameters land in the other.
         """
-        slots = [Receiver(self.dist, self.inbox[j], 0, PARAM_TAG, j, self._arrived, _STOP) for j in range(2)]
+        slots = [Receiver(self.dist, self.inbox[j], 0, PARAM_TAG, j, self._arrived, STOP) for j in range(2)]
         slots[1].free.clear()           # slot 0 receives first; slot 1 once slot 0 holds a message
         kids = self.children
         threads: list[Receiver] = [*slots, *(kids.recv if kids is not None else [])]
@@ -405,11 +549,11 @@ class Worker:
         t = -1
         since: float | None = None       # a tree parent: when it began waiting for a decode
         cur = self._next(threads, t)
+        msg = self._body[:self.q]
         while True:
-            header = float(self.inbox[cur, 0])
-            if header == _STOP:
+            if int(self.inbox[cur, 1]) == STOP:
                 break
-            t = int(header)
+            t = int(self.inbox[cur, 0])
             nxt = 1 - cur
             slots[nxt].release()
             start = time.monotonic()
@@ -419,9 +563,10 @@ class Worker:
                     kids.forget(t)
                 cur = self._next(threads, t)
                 continue
-            self.flat.write(self.inbox[cur, 1:])
-            compute(t, self.outbox[1:self.q + 1])
-            self.outbox[0] = header
+            self.flat.write(self.params_in[cur])
+            compute(t, msg)
+            self.outbox[0] = t
+            self.outbox[1] = DATA
             newer: list[int] = []
             if kids is not None:
                 if since is None:
@@ -436,8 +581,8 @@ class Worker:
                 if rows is None:         # the master moved on: skip ahead
                     cur = newer[0]
                     continue
-                kids.combine(rows, self.outbox[1:self.q + 1], accumulate=True)
-                write_tail(self.outbox[self.q + 1:], rows, kids.tails)     # which workers are in the sum
+                kids.combine(rows, msg, accumulate=True)
+                write_tail(self._body[self.q:], rows, kids.tails)     # which workers are in the sum
                 kids.release(rows)
                 since = None
             while d > 0 and not newer:   # the injected delay; newer parameters (or STOP) abandon this iteration
@@ -462,7 +607,10 @@ class Worker:
             missing = kids.drain(drain_deadline(self.layout, self.rank, time.monotonic()), threads=threads)
             if missing:
                 print(f"gradcodes.torch: rank {self.rank}: children {missing} did not finish", flush=True)
-        self.outbox[0] = _BYE
+        self.outbox[1] = BYE
         self.dist.isend(self.outbox, self.parent, tag=GRAD_TAG).wait()
+        for th in slots:                 # the slot that took the stop message has ended; the other waits: end it
+            th.close()
+            th.join(STOP_WAIT)
         self.iterations = count
         return count

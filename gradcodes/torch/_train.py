@@ -7,6 +7,7 @@ CodedReduce tree) and
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -101,13 +102,18 @@ class CodedGradient:
 
 @dataclass
 class TrainResult:
-    """The master's record of a run: per-iteration wall time (evaluation excluded), accuracy, responders."""
+    """The master's record of a run: per-iteration wall time (evaluation excluded), accuracy, responders.
+
+    ``failures`` names the ranks that failed after the master's last iteration (their process ended or raised
+    after its last message, or they did not say goodbye to the stop message) and how: the run had finished, so
+    :func:`train` returns this result (and warns) instead of raising."""
 
     scheme: str
     times: list[float] = field(default_factory=list)
     accuracy: list[float] = field(default_factory=list)
     infos: list[AggregateInfo] = field(default_factory=list)
     skipped: int = 0
+    failures: dict[int, str] = field(default_factory=dict)
 
     def time_to(self, accuracy: float) -> float:
         """Cumulative seconds until the accuracy first reached ``accuracy`` (inf if never)."""
@@ -144,10 +150,21 @@ def train(code: Any, model: Any, loss_fn: Callable[[Any, Any], Any], X: Any, y: 
     ``corrupt(worker, t, message)`` may alter a worker's message (fault tests); ``encoding`` is the workers'
     :class:`CodedGradient` encoding (``"auto"``, ``"loss"`` or ``"partitions"``). Returns a :class:`TrainResult`
     on the master and None on the workers.
+
+    At set-up every rank checks that all ranks hold the same code and the same number of trainable parameter
+    entries (an error on every rank naming the ranks that differ), and takes rank 0's ``delay`` model (so a model
+    drawn without ``rng`` picks the same late workers on every rank, as in :func:`gradcodes.mpi.train`).
+    Parameters with ``requires_grad=False`` are not sent and never get a ``.grad``. Once the master has finished
+    every iteration the run's result is returned: a rank that fails afterwards is recorded in
+    :attr:`TrainResult.failures` and warned about (:class:`RuntimeWarning`). Every call joins its threads and
+    releases its buffers before it returns (on a clean finish).
     """
     import torch.distributed as dist
 
     rank = dist.get_rank()
+    box = [delay]
+    dist.broadcast_object_list(box, src=0)  # rank 0's delay model everywhere, so rng=None draws agree
+    delay = box[0]
     if rank == 0:
         master = Master(code, list(model.parameters()), policy=policy, timeout=timeout)
         opt = optimizer(model.parameters())
@@ -166,7 +183,15 @@ def train(code: Any, model: Any, loss_fn: Callable[[Any, Any], Any], X: Any, y: 
                     res.accuracy.append(float(evaluate(model)))
         finally:
             res.skipped = master._skipped
-        master.stop()
+        try:
+            master.stop()
+            res.failures = dict(master.failures)
+        except Exception as exc:        # the run has finished: report, never lose the result
+            res.failures[-1] = f"stopping the workers failed: {exc!r}"
+        if res.failures:
+            warnings.warn("gradcodes.torch.train: the run finished, then ranks failed: "
+                          + "; ".join(f"rank {r}: {what}" for r, what in sorted(res.failures.items())),
+                          RuntimeWarning, stacklevel=2)
         return res
     w = rank - 1
     sampler = CodedSampler(len(X), code, w, batch_size=batch_size, seed=seed)
