@@ -291,8 +291,7 @@ def accepts(canc: Any, residual: Any, rtol: float = DEFAULT_RTOL, dtype: Any = n
     This is the acceptance rule of every decode (and the helper a verifier uses to answer for a dtype). It is
     stricter than the common residual test ``residual <= rtol * max(1, ||a||_1 max|B|)``, which grows with the
     cancellation and so accepts decoding vectors that lose every digit; the target ``E`` has unit entries and
-    ``A_F B`` is invariant under row scalings of ``B``, so no further scaling is needed. With the default
-    ``terms=1`` and float64 it is ``u * canc + residual <= rtol``.
+    ``A_F B`` is invariant under row scalings of ``B``, so no further scaling is needed.
 
     >>> bool(accepts(1e3, 0.0)), bool(accepts(1e3, 0.0, dtype=np.float32)), bool(accepts(1e5, 0.0, dtype=np.float32))
     (True, True, False)
