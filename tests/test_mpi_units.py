@@ -512,6 +512,33 @@ def test_tree_check_has_executes_verdict_on_random_patterns(tree, dtype):
         assert any(verdicts) and not all(verdicts), "both verdicts should occur on these trees"
 
 
+def test_tree_check_reports_the_whole_patterns_bound():
+    """The master's reported error of a tree decode is the bound of the pattern it decoded (the rule's bound of the
+    flattened decoding vector, as decode reports it), not the master's own decode plus (L - 1) times the inner
+    code's worst, which did not bound the composed error; and that bound holds for a gradient in one partition."""
+    from gradcodes.mpi._layout import TreeCheck
+
+    code = gc.coded_reduce(3, 3, 1, gc.cyclic_repetition(3, 1, rng=7, refine=0))
+    lay = layout_for(code)
+    check = TreeCheck(code, lay, np.float64)
+    kids = lay.children(0)
+    accepted = 0
+    for mask in code.random_patterns(20, rng=5):
+        used = code.used(mask)
+        tails = np.stack([_tails(lay, used, c) for c in kids])
+        try:
+            est = check.check([i for i, c in enumerate(kids) if used[c - 1]], tails)
+        except gc.DecodingError:
+            continue
+        G = np.zeros((code.k, 8))
+        G[int(np.random.default_rng(0).integers(code.k))] = 1.0 + np.arange(8) / 8
+        g, info = code.decode(used, code.encode(G), return_info=True)
+        assert est == info.error_estimate
+        assert np.abs(g - G.sum(axis=0)).max() / np.abs(G).sum(axis=0).max() <= est
+        accepted += 1
+    assert accepted >= 5
+
+
 def test_tree_check_of_a_parent_that_decoded_from_fewer_than_n_minus_s():
     """The "earliest" policy may stop below n - s children (fractional repetition: one per group): the check
     measures that decode's own coefficients (execute's tree decoder always takes n - s), and accepts it."""

@@ -27,7 +27,7 @@ from .._code import DecodingError, GradientCode, LinearCode, check_float_decode,
 from .._decoders import Decoder
 from .._errors import GradcodesTypeError, GradcodesValueError
 from .._fields import RationalField
-from .._numerics import DEFAULT_RTOL
+from .._numerics import DEFAULT_RTOL, error_estimate
 from .._typing import MatrixLike, Responders, RNGLike, Unset
 from .._validate import SEED_UNSET, check_int, check_real, check_rng
 from .coded_reduce_alloc import _check_tree, _level_slices, _tree_fractions
@@ -278,8 +278,9 @@ class CodedReduceCode(LinearCode):
         order, not only for a flat sum."""
         return super()._terms(A) + 2 * self.L
 
-    def _accept_tree(self, mask: np.ndarray, dtype: Any, *, sets: bool = False) -> None:
-        """The whole-tree acceptance rule of :meth:`decode` and :meth:`execute` for one responder mask (N,).
+    def _accept_tree(self, mask: np.ndarray, dtype: Any, *, sets: bool = False) -> float:
+        """The whole-tree acceptance rule of :meth:`decode` and :meth:`execute` for one responder mask (N,); returns
+        the pattern's error bound in ``dtype`` (:func:`gradcodes._numerics.error_estimate`).
 
         The flattened decoding vector of the pattern (the product of the parents' inner decoding coefficients
         along every root-to-worker path) is measured by the code's own check (``_raw_decoding_matrix``: residual
@@ -300,8 +301,10 @@ class CodedReduceCode(LinearCode):
             res, canc = self._check_matrix(F, A)
         else:
             A, res, canc = self._raw_decoding_matrix(F, usable, self._decoder(None))
-        self._accept(F, A, res, canc, dtype=np.dtype(dtype) if np.dtype(dtype) != object else np.float64,
-                     terms=self._terms(A))
+        dt = np.dtype(dtype) if np.dtype(dtype) != object else np.dtype(np.float64)
+        terms = self._terms(A)
+        self._accept(F, A, res, canc, dtype=dt, terms=terms)
+        return 0.0 if self.exact else float(error_estimate(canc, res, dt, terms))
 
     def _full_sets(self, used: np.ndarray) -> bool:
         """Every parent whose message is used (the master and the marked inner workers) has exactly ``n - s``

@@ -429,7 +429,7 @@ class TreeCheck:
         self.below = [np.array([r - 1 for r in layout.preorder(r0)], dtype=np.int64) for r0 in kids]
         self.tail = layout.tail(kids[0]) if kids else 0
         self.mask = np.zeros(code.N, dtype=bool)
-        self._verdicts: OrderedDict[bytes, _Verdict | None] = OrderedDict()
+        self._verdicts: OrderedDict[bytes, _Verdict | float] = OrderedDict()   # refusal, or the accepted bound
         self._size = int(cache_size)
         self.misses = 0                                                      # patterns checked (cache misses)
 
@@ -444,27 +444,29 @@ class TreeCheck:
                 mask[self.below[i]] = np.asarray(tails[i]) != 0
         return mask
 
-    def check(self, rows: list[int], tails: Any, iteration: int | None = None) -> None:
-        """Raise :class:`~gradcodes.DecodingError` when the pattern of this iteration (see :meth:`pattern`) misses
-        the tree's tolerance in the messages' dtype, naming the ranks used and not used."""
+    def check(self, rows: list[int], tails: Any, iteration: int | None = None) -> float:
+        """The error bound of this iteration's pattern (see :meth:`pattern`) in the messages' dtype; raise
+        :class:`~gradcodes.DecodingError` when it misses the tree's tolerance, naming the ranks used and not
+        used."""
         mask = self.pattern(rows, tails)
         key = mask.tobytes()
+        verdict: _Verdict | float
         if key in self._verdicts:
             self._verdicts.move_to_end(key)
             verdict = self._verdicts[key]
         else:
             self.misses += 1
             try:
-                self.code._accept_tree(mask, self.dtype, sets=True)
-                verdict = None
+                verdict = self.code._accept_tree(mask, self.dtype, sets=True)
             except DecodingError as exc:
                 verdict = (self._message(mask, exc), exc.responders, exc.residual)
             self._verdicts[key] = verdict
             while len(self._verdicts) > self._size:
                 self._verdicts.popitem(last=False)
-        if verdict is not None:
+        if not isinstance(verdict, float):
             where = "" if iteration is None else f"iteration {iteration}: "
             raise DecodingError(where + verdict[0], verdict[1], verdict[2])
+        return verdict
 
     def _message(self, mask: np.ndarray, exc: DecodingError) -> str:
         used = np.flatnonzero(mask)

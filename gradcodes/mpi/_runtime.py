@@ -51,11 +51,10 @@ class AggregateInfo:
     wait, decode : float
         Seconds spent waiting for messages and combining them.
     error_estimate : float
-        The code's predicted relative error of this decode (exact codes: rounding, see
+        The error bound of this decode (exact codes: the acceptance rule's bound for every gradient, see
         :meth:`gradcodes.LinearCode.error_estimate`; approximate codes: ``||A_F B - E||``; CodedReduce trees: the
-        estimate of the master's own decode plus, for each of the ``L - 1`` levels below, the inner code's worst
-        estimate over all its responder sets, since each parent's decode is accepted by the same rule and adds at
-        most that error relative to its subtree's sum).
+        bound of the whole pattern decoded, every parent's decoding set composed, as
+        :meth:`gradcodes.CodedReduceCode.execute` computes it).
     stale : int
         Messages from earlier iterations dropped by the master so far (cumulative).
     adversaries : tuple of int
@@ -177,9 +176,6 @@ class Master:
         self._grad = self.out[: self.p]
         self._lent = -1                                         # an inbox row returned as the gradient
         self._kid_workers = tuple(r - 1 for r in self.layout.children(0))   # children's worker indices
-        self._inner_est: float | None = None
-        if tree:
-            self._inner_worst()                                 # at set-up, not on the first iteration's clock
         self._sent = -math.inf
         self._stopped = False
 
@@ -260,9 +256,10 @@ class Master:
             if not culprits:                                      # finite messages, overflowing sum: as decoded
                 break
             bad += culprits
+        tree_est = None
         if self.tree_check is not None:           # every parent's set was accepted; now the whole tree's decode
             try:
-                self.tree_check.check(rows, self.inbox.tail, iteration)
+                tree_est = self.tree_check.check(rows, self.inbox.tail, iteration)
             except DecodingError:
                 self.inbox.release(rows)
                 self._lent = -1
@@ -270,24 +267,9 @@ class Master:
         self.inbox.release([i for i in rows if i != self._lent])
         dt = time.perf_counter() - t0
         kw = self._kid_workers
-        est = self.combiner.error_estimate(rows, self.dtype)
-        if self._inner_est is not None:                        # a CodedReduce tree: the levels below
-            est += (self.code.L - 1) * self._inner_est         # type: ignore[attr-defined]
+        est = self.combiner.error_estimate(rows, self.dtype) if tree_est is None else tree_est
         return grad, AggregateInfo(iteration, tuple(kw[i] for i in rows), tuple(kw[i] for i in bad), waited,
                                          dt, est, self.inbox.dropped, adversaries)
-
-    def _inner_worst(self) -> float:
-        """The inner code's worst error estimate over its responder sets in the messages' dtype (computed once)."""
-        if self._inner_est is None:
-            from .._verify import verify
-            from .._verify_cost import flat_default_limit
-
-            assert isinstance(self.code, CodedReduceCode)
-            inner = self.code.inner              # a count from the cost model (about 2 s), never a clock
-            limit = flat_default_limit(inner, inner._decoder(None), seconds=2.0)
-            rep = verify(inner, dtype=self.dtype, rng=0, limit=limit, search=False)
-            self._inner_est = float(rep.error_estimate)
-        return self._inner_est
 
     def stop(self, timeout: float = 30.0) -> None:
         """Tell every worker to stop and wait until all have finished (their late messages are drained)."""
