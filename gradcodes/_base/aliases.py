@@ -43,7 +43,7 @@ Array: TypeAlias = NDArray[Any]
 
 
 class Unset:
-    """The type of :data:`gradcodes._validate.SEED_UNSET`: a deprecated ``seed=`` that was not given."""
+    """The type of :data:`gradcodes._base.validate.SEED_UNSET`: a deprecated ``seed=`` that was not given."""
 
     __slots__ = ()
 

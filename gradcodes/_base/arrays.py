@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from ._errors import GradcodesTypeError
+from .errors import GradcodesTypeError
 
 __all__ = ["to_numpy", "like_input", "is_foreign", "array_io"]
 

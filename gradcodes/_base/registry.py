@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._errors import GradcodesTypeError, GradcodesValueError
+from .errors import GradcodesTypeError, GradcodesValueError
 
 __all__ = ["Expect", "Scheme", "register", "schemes", "get_scheme", "DEFAULT_EXPECT", "SAMPLED"]
 
@@ -33,7 +33,7 @@ class Expect:
 
     Examples
     --------
-    >>> from gradcodes._registry import Expect
+    >>> from gradcodes._base.registry import Expect
     >>> e = Expect(frozenset({"ok", "unproven"}), "sampled when the enumeration exceeds the time budget")
     >>> "unproven" in e.results, e.demonstration
     (True, False)

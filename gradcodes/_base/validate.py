@@ -21,8 +21,8 @@ from typing import Any, TypeVar, cast
 
 import numpy as np
 
-from ._errors import GradcodesTypeError, GradcodesValueError
-from ._typing import RNGLike, Unset
+from .aliases import RNGLike, Unset
+from .errors import GradcodesTypeError, GradcodesValueError
 
 __all__ = ["check_int", "check_ns", "check_responders", "check_seed", "check_choice", "check_real", "check_size",
            "check_rng", "take_rng", "rng_param", "SEED_UNSET", "RNG_TYPES",
@@ -96,7 +96,7 @@ def check_size(name: str, value: int, bound: int | str = "entries") -> int:
     >>> check_size("n * k", 10**12)
     Traceback (most recent call last):
     ...
-    gradcodes._validate.SizeLimitError: n * k = 1,000,000,000,000 exceeds the bound 100,000,000 ...
+    gradcodes._base.validate.SizeLimitError: n * k = 1,000,000,000,000 exceeds the bound 100,000,000 ...
     """
     if isinstance(bound, str):
         limit = int(getattr(limits, bound))

@@ -1,6 +1,6 @@
 """``gradcodes tour``: build every registered scheme at representative sizes, check each, print one table.
 
-Every row has an expected outcome (:class:`gradcodes._registry.Expect`, from the scheme's registration or the
+Every row has an expected outcome (:class:`gradcodes._base.registry.Expect`, from the scheme's registration or the
 default of its kind); :func:`tour_status` is 0 when every row has one of its expected results and 1 otherwise, so a
 demonstration of a failing code (Tandon et al.'s random cyclic code at (50, 5)) does not make the tour fail, while
 a proven code that stops being proven does.
@@ -14,9 +14,9 @@ from collections.abc import Iterable, Sequence
 from fractions import Fraction
 from typing import Any, TextIO
 
-from ._errors import GradcodesTypeError, GradcodesValueError
-from ._registry import Expect, Scheme, schemes
-from ._verify import verify
+from .._base.errors import GradcodesTypeError, GradcodesValueError
+from .._base.registry import Expect, Scheme, schemes
+from .._verify.verifier import verify
 
 __all__ = ["tour", "tour_status", "format_table", "typed_row"]
 

@@ -1,7 +1,7 @@
 """When a decode is accepted: :class:`DecodingError`, :class:`DecodeInfo` and the floating-point acceptance checks.
 
 A floating-point decode is accepted when its predicted relative error in the messages' dtype is within the code's
-tolerance for that dtype (:func:`gradcodes._numerics.accepts`); :func:`check_float_decode` and
+tolerance for that dtype (:func:`gradcodes._core.numerics.accepts`); :func:`check_float_decode` and
 :func:`check_underflow` raise :class:`DecodingError` naming the responder set and the cause otherwise.
 """
 
@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ._errors import GradcodesValueError
-from ._numerics import accepts, error_estimate, tolerance, unit_roundoff
+from .._base.errors import GradcodesValueError
+from .numerics import accepts, error_estimate, tolerance, unit_roundoff
 
 if TYPE_CHECKING:
-    from ._code_base import CodeBase
+    from .code_base import CodeBase
 
 __all__ = ["DecodingError", "NonFiniteMessageError", "DecodeInfo", "check_float_decode", "check_underflow"]
 
@@ -70,12 +70,12 @@ class DecodeInfo:
         ``||A_F B - E||_inf`` (0 for exact decoders that succeeded).
     cancellation : float
         The worst column of ``|A_F| |B|`` (summed over the ``m`` pieces; >= 1; 1 means no cancellation;
-        :func:`gradcodes._numerics.cancellation`).
+        :func:`gradcodes._core.numerics.cancellation`).
     error_estimate : float
         A bound on the relative error of the decoded sum for every gradient (relative to ``max sum_j |g_j|``):
         ``gamma_{t+2} cancellation + residual + gamma64_{t+1} (cancellation + 1)`` with ``t`` the rounded
         operations per coordinate, ``gamma`` in the unit roundoff of the messages' dtype (``gamma64`` in float64's;
-        :func:`gradcodes._numerics.error_estimate`), plus the underflow floor; 0 for exact arithmetic.
+        :func:`gradcodes._core.numerics.error_estimate`), plus the underflow floor; 0 for exact arithmetic.
     exact : bool
         True when the decode ran in exact arithmetic.
     """
@@ -130,7 +130,7 @@ def check_float_decode(code: CodeBase, F: np.ndarray, res: float, canc: float, r
 def check_underflow(F: np.ndarray, res: float, canc: float, floor: float, amax: float, rtol: float, dtype: Any,
                     terms: int) -> None:
     """Raise :class:`DecodingError` when subnormal rounding (``floor``, see
-    :func:`gradcodes._numerics.underflow_error`) pushes a decode past its tolerance in ``dtype``."""
+    :func:`gradcodes._core.numerics.underflow_error`) pushes a decode past its tolerance in ``dtype``."""
     if floor <= 0:
         return
     dt = np.dtype(dtype)

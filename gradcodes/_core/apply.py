@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from ._decoders import single_threaded_blas
+from .decoders import single_threaded_blas
 
 __all__ = ["csr", "combine_rows", "apply_rows", "runs", "csr_product"]
 
@@ -368,7 +368,7 @@ def csr_product(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, X: np
             and X.dtype == Y.dtype == data.dtype and X.flags.c_contiguous and Y.flags.c_contiguous):
         kern = compiled_encode_kernel()
     if kern is None:
-        from ._decoders import single_threaded_blas
+        from .decoders import single_threaded_blas
 
         with single_threaded_blas():
             for i in range(Y.shape[0]):

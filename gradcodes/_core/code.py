@@ -7,9 +7,10 @@ coordinates). For responders ``F`` a decoding matrix ``A_F`` (m x n, zero outsid
 ``A_F B = E = 1_k^T (x) I_m`` recovers block ``u`` of the sum ``g = sum_j g_j`` as row ``u`` of ``A_F Y``.
 
 The methods live by responsibility: construction, properties, pickling and decoding matrices in
-:mod:`gradcodes._code_base`, encoding in :mod:`gradcodes._code_encode`, decoding in :mod:`gradcodes._code_decode`,
+:mod:`gradcodes._core.code_base`, encoding in :mod:`gradcodes._core.code_encode`, decoding in
+:mod:`gradcodes._core.code_decode`,
 and the acceptance of floating-point decodes (:class:`DecodingError`, :class:`DecodeInfo`) in
-:mod:`gradcodes._acceptance`.
+:mod:`gradcodes._core.acceptance`.
 """
 
 from __future__ import annotations
@@ -21,16 +22,16 @@ from typing import Any
 
 import numpy as np
 
-from ._acceptance import DecodeInfo, DecodingError, check_float_decode, check_underflow
-from ._code_decode import DecodeMixin
-from ._code_encode import EncodeMixin
-from ._decodable import DecodableMixin
-from ._decoders import Decoder
-from ._errors import GradcodesTypeError, GradcodesValueError
-from ._fields import to_fraction
-from ._numerics import DEFAULT_RTOL, unit_roundoff
-from ._typing import MatrixLike, ProbabilitiesLike, Responders
-from ._validate import check_int, check_real
+from .._base.aliases import MatrixLike, ProbabilitiesLike, Responders
+from .._base.errors import GradcodesTypeError, GradcodesValueError
+from .._base.validate import check_int, check_real
+from .acceptance import DecodeInfo, DecodingError, check_float_decode, check_underflow
+from .code_decode import DecodeMixin
+from .code_encode import EncodeMixin
+from .decodable import DecodableMixin
+from .decoders import Decoder
+from .fields import to_fraction
+from .numerics import DEFAULT_RTOL, unit_roundoff
 
 __all__ = ["LinearCode", "GradientCode", "ApproximateCode", "DecodeInfo", "DecodingError", "Recommendation",
            "check_float_decode", "check_underflow"]
@@ -166,7 +167,7 @@ class GradientCode(LinearCode):
         ``|A_F| |B|``, ``t`` rounded operations per coordinate, residual
         ``||A_F B - E||_inf``) is at most ``rtol``; decodes of other dtypes use their own unit roundoff and the
         tolerance with the same share of their digits (``2.3e-4`` for float32 at the default; see
-        :func:`gradcodes._numerics.tolerance`).
+        :func:`gradcodes._core.numerics.tolerance`).
     **kwargs
         See :class:`LinearCode`.
 

@@ -3,8 +3,8 @@
 :class:`CodeBase` holds what every operation on a linear code needs: the encoding matrix ``B`` in its field, the
 target ``E``, the decoders and the least-recently-used cache of decoding matrices ``A_F``, the checks and casts of
 data (float32 stays float32), and the hooks by which :class:`gradcodes.GradientCode` refuses decodes that miss its
-tolerance. Encoding lives in :mod:`gradcodes._code_encode`, decoding in :mod:`gradcodes._code_decode`, and
-:class:`gradcodes.LinearCode` (:mod:`gradcodes._code`) puts them together.
+tolerance. Encoding lives in :mod:`gradcodes._core.code_encode`, decoding in :mod:`gradcodes._core.code_decode`, and
+:class:`gradcodes.LinearCode` (:mod:`gradcodes._core.code`) puts them together.
 """
 
 from __future__ import annotations
@@ -15,13 +15,15 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from ._acceptance import DecodingError
-from ._arrays import array_io
-from ._code_identity import identity_digest
-from ._decoders import Decoder, ExactDecoder, LeastSquaresDecoder, NullSpaceDecoder
-from ._errors import GradcodesTypeError, GradcodesValueError
-from ._fields import as_matrix, is_exact_field, to_fraction
-from ._numerics import (
+from .._base.aliases import Array, DTypeLike, FieldLike, MatrixLike, NDArray, Responders
+from .._base.arrays import array_io
+from .._base.errors import GradcodesTypeError, GradcodesValueError
+from .._base.validate import check_entries, check_int, check_responders
+from .acceptance import DecodingError
+from .code_identity import identity_digest, register_code_type
+from .decoders import Decoder, ExactDecoder, LeastSquaresDecoder, NullSpaceDecoder
+from .fields import as_matrix, is_exact_field, to_fraction
+from .numerics import (
     cancellation,
     decode_terms,
     error_estimate,
@@ -29,7 +31,7 @@ from ._numerics import (
     residuals,
     target_matrix,
 )
-from ._sparse import (
+from .sparse import (
     canonical_csr,
     csr_of_dense,
     dense_of,
@@ -38,11 +40,9 @@ from ._sparse import (
     row_supports,
     to_scipy,
 )
-from ._typing import Array, DTypeLike, FieldLike, MatrixLike, NDArray, Responders
-from ._validate import check_entries, check_int, check_responders
 
 if TYPE_CHECKING:
-    from ._code import LinearCode
+    from .code import LinearCode
 
 __all__ = ["CodeBase"]
 
@@ -67,6 +67,7 @@ class _DenseOnRequest:
         return memo["dense B"]
 
 
+@register_code_type
 class CodeBase:
     """Construction, properties, pickling, decoding matrices and diagnostics of a linear code.
 
@@ -79,7 +80,7 @@ class CodeBase:
                  cache_size: int = 256, field_builder: Callable[[FieldLike], LinearCode] | None = None) -> None:
         self._m = check_int("m", m, 1)
         if is_scipy_sparse(B) and field not in ("rational",):
-            # stored sparse: the canonical compressed-row arrays only (gradcodes._sparse); ``_B`` is then the dense
+            # stored sparse: the canonical compressed-row arrays only (gradcodes._core.sparse); ``_B`` is then the dense
             # form built on request (the class attribute below), never kept in the instance's state
             self._csr, (n, cols), fld = canonical_csr(B, field)
         else:
@@ -285,7 +286,7 @@ class CodeBase:
     def __eq__(self, other: object) -> bool:
         """Codes are equal when they are the same construction: same type, field, ``n``, ``k``, ``m``, ``s``,
         ``rtol``, name, family, ``params``, bit-for-bit equal ``B`` and every other stored attribute (a tree's
-        structure, an expander's graph), compared through a SHA-256 digest (:mod:`gradcodes._code_identity`).
+        structure, an expander's graph), compared through a SHA-256 digest (:mod:`gradcodes._core.code_identity`).
         A pickled and unpickled code equals the original.
 
         >>> import pickle, gradcodes as gc
@@ -340,7 +341,7 @@ class CodeBase:
         mask[F] = True
         if F.size < need and not cast("LinearCode", self)._may_decode(F, mask):
             # fewer than n - s responders are accepted only when they can decode (the earliest decodable set,
-            # e.g. one worker per group of fractional repetition; see gradcodes._decodable)
+            # e.g. one worker per group of fractional repetition; see gradcodes._core.decodable)
             # these responders cannot recover the gradient: DecodingError (a GradcodesValueError, as it was)
             raise DecodingError(f"responders {F.tolist()} cannot recover the gradient: they must contain at least "
                                 f"{need} distinct workers (of n={self._n}), got {F.size}, or be a smaller set that "
@@ -409,7 +410,7 @@ class CodeBase:
             A key of :attr:`decoders` (default :attr:`default_decoder`).
         dtype : numpy dtype, default float64
             The dtype of the messages it will decode: an exact code's decode is accepted by the same rule as
-            :meth:`decode` in that dtype (:func:`gradcodes._numerics.accepts`), else :class:`DecodingError`.
+            :meth:`decode` in that dtype (:func:`gradcodes._core.numerics.accepts`), else :class:`DecodingError`.
         """
         F, mask = self._mask(responders)
         A, res, canc = self._raw_decoding_matrix(F, mask, self._decoder(decoder))
@@ -419,7 +420,7 @@ class CodeBase:
         return A.copy() if isinstance(A, np.ndarray) else A
 
     def _terms(self, A: Any) -> int:
-        """Rounded additions along one decoded coordinate (:func:`gradcodes._numerics.decode_terms`)."""
+        """Rounded additions along one decoded coordinate (:func:`gradcodes._core.numerics.decode_terms`)."""
         return decode_terms(np.asarray(A != 0), self._max_load())
 
     def _accept(self, F: np.ndarray, A: Any, res: float, canc: float, *, dtype: Any = np.float64,
@@ -502,7 +503,7 @@ class CodeBase:
     def error_estimate(self, responders: Responders, decoder: str | Decoder | None = None,
                        dtype: DTypeLike = np.float64) -> float:
         """The error bound of a decode from these responders in ``dtype``, relative to ``max sum_j |g_j|`` and valid
-        for every gradient (the bound :meth:`decode` accepts; :func:`gradcodes._numerics.error_estimate`)."""
+        for every gradient (the bound :meth:`decode` accepts; :func:`gradcodes._core.numerics.error_estimate`)."""
         F, mask = self._mask(responders)
         A, res, canc = self._raw_decoding_matrix(F, mask, self._decoder(decoder))
         if self.exact:

@@ -3,7 +3,7 @@
 The responders may come in any order or as a boolean mask, the messages as the full receive buffer or one row per
 responder (:meth:`DecodeMixin._message_rows` states the contract); only the messages with a non-zero decoding
 coefficient are read, and a floating-point decode is accepted only within its tolerance in the messages' dtype
-(:mod:`gradcodes._acceptance`).
+(:mod:`gradcodes._core.acceptance`).
 """
 
 from __future__ import annotations
@@ -13,16 +13,16 @@ from typing import Any, Literal, overload
 
 import numpy as np
 
-from ._acceptance import DecodeInfo, DecodingError, NonFiniteMessageError
-from ._apply import apply_rows
-from ._arrays import array_io
-from ._code_base import CodeBase
-from ._decoders import Decoder
-from ._errors import GradcodesRuntimeError, GradcodesTypeError, GradcodesValueError
-from ._fields import to_fraction
-from ._numerics import error_estimate, underflow_error
-from ._typing import Array, MatrixLike, Responders
-from ._validate import check_choice, check_int, check_responders
+from .._base.aliases import Array, MatrixLike, Responders
+from .._base.arrays import array_io
+from .._base.errors import GradcodesRuntimeError, GradcodesTypeError, GradcodesValueError
+from .._base.validate import check_choice, check_int, check_responders
+from .acceptance import DecodeInfo, DecodingError, NonFiniteMessageError
+from .apply import apply_rows
+from .code_base import CodeBase
+from .decoders import Decoder
+from .fields import to_fraction
+from .numerics import error_estimate, underflow_error
 
 __all__ = ["DecodeMixin"]
 
@@ -135,9 +135,9 @@ class DecodeMixin(CodeBase):
 
         Only the messages whose decoding coefficient is non-zero are read (a 0/1 decoder such as fractional
         repetition's reads one worker per group), without a gathered copy, in the messages' dtype; the cost is
-        one streaming read of those rows (see :mod:`gradcodes._apply`). The decode is accepted only if its
+        one streaming read of those rows (see :mod:`gradcodes._core.apply`). The decode is accepted only if its
         predicted error in the messages' dtype is within the code's tolerance for that dtype (see
-        :func:`gradcodes._numerics.accepts`); otherwise it raises :class:`DecodingError` and names the cause.
+        :func:`gradcodes._core.numerics.accepts`); otherwise it raises :class:`DecodingError` and names the cause.
 
         Parameters
         ----------

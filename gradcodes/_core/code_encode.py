@@ -12,14 +12,14 @@ from typing import Any
 
 import numpy as np
 
-from ._apply import combine_rows, csr, csr_product
-from ._arrays import array_io
-from ._code_base import CodeBase
-from ._decoders import single_threaded_blas
-from ._errors import GradcodesTypeError, GradcodesValueError
-from ._fields import to_fraction
-from ._typing import Array, ArrayLike, MatrixLike
-from ._validate import check_int, limits
+from .._base.aliases import Array, ArrayLike, MatrixLike
+from .._base.arrays import array_io
+from .._base.errors import GradcodesTypeError, GradcodesValueError
+from .._base.validate import check_int, limits
+from .apply import combine_rows, csr, csr_product
+from .code_base import CodeBase
+from .decoders import single_threaded_blas
+from .fields import to_fraction
 
 __all__ = ["EncodeMixin"]
 
@@ -76,7 +76,7 @@ class EncodeMixin(CodeBase):
         divide ``length``); worker ``i`` sends ``y_i = sum_{j,u} B[i, j*m+u] g_j^(u)``. The cost is proportional to the
         non-zeros of ``B``, ``O(nnz(B) q)``: each message adds the ``load`` blocks its worker stores, in a
         compiled kernel that walks the columns in cache-sized blocks so that the partials are read from memory
-        about once and the messages written once (:func:`gradcodes._apply.csr_product`; compiled on the first
+        about once and the messages written once (:func:`gradcodes._core.apply.csr_product`; compiled on the first
         large encode, never at import); a dense ``B`` uses one matrix product. float32 stays float32 (complex64
         for complex codes).
 

@@ -3,10 +3,11 @@
 
 A set ``F`` is **decodable** when the code's decode from ``F`` would be accepted: the default decoder's matrix
 ``A_F`` is computed and judged by exactly the rule of :meth:`gradcodes.LinearCode.decode` in the messages' dtype (exact
-fields: ``A_F B = E`` exactly; floating point: :func:`gradcodes._numerics.accepts`, the error bound
-:func:`gradcodes._numerics.error_estimate` within the code's tolerance for that dtype). So ``code.decodable(F,
+fields: ``A_F B = E`` exactly; floating point: :func:`gradcodes._core.numerics.accepts`, the error bound
+:func:`gradcodes._core.numerics.error_estimate` within the code's tolerance for that dtype). So ``code.decodable(F,
 dtype=dt)`` is True exactly when ``code.decoding_matrix(F, dtype=dt)`` returns (no :class:`~gradcodes.DecodingError`),
-on this machine. A set the verifier judges *ok* (:func:`gradcodes._numerics.judge`) is decodable on every machine; a
+on this machine. A set the verifier judges *ok* (:func:`gradcodes._core.numerics.judge`) is decodable on every
+machine; a
 *borderline* set may be decodable on some machines and not others.
 
 This includes sets smaller than ``n - s``: fractional repetition (Tandon et al. 2017, Section 3) decodes as soon
@@ -34,12 +35,12 @@ from typing import Any
 
 import numpy as np
 
-from ._acceptance import DecodingError
-from ._code_base import CodeBase
-from ._errors import GradcodesTypeError, GradcodesValueError
-from ._numerics import DEFAULT_RTOL, accepts, cancellation, residuals, tolerance, widths
-from ._typing import DTypeLike, Responders
-from ._validate import check_int, check_responders
+from .._base.aliases import DTypeLike, Responders
+from .._base.errors import GradcodesTypeError, GradcodesValueError
+from .._base.validate import check_int, check_responders
+from .acceptance import DecodingError
+from .code_base import CodeBase
+from .numerics import DEFAULT_RTOL, accepts, cancellation, residuals, tolerance, widths
 
 __all__ = ["DecodableMixin", "Decodability"]
 
@@ -71,7 +72,7 @@ class DecodableMixin(CodeBase):
         """Group boundaries when the fast group rule applies (module docstring), else None; memoised."""
         if "decodable_groups" in self._memo:
             return self._memo["decodable_groups"]
-        from ._group_decoder import GroupDecoder
+        from .group_decoder import GroupDecoder
 
         out = None
         dec = self.decoders[self.default_decoder]
@@ -175,8 +176,8 @@ class DecodableMixin(CodeBase):
         ``dtype`` from these responders (with the default decoder) would be accepted.
 
         The rows of the responders must span the target ``E = 1_k^T (x) I_m`` to the code's acceptance rule
-        (exact fields: exactly; floating point: the error bound of :func:`gradcodes._numerics.error_estimate`
-        within the tolerance of ``dtype``, :func:`gradcodes._numerics.accepts`). Sets smaller than ``n - s`` count
+        (exact fields: exactly; floating point: the error bound of :func:`gradcodes._core.numerics.error_estimate`
+        within the tolerance of ``dtype``, :func:`gradcodes._core.numerics.accepts`). Sets smaller than ``n - s`` count
         too: fractional repetition decodes from one worker per group (Tandon et al. 2017, Section 3), and :meth:`decode`
         accepts such sets. For an :class:`~gradcodes.ApproximateCode` it means *exact* recovery to the default
         tolerance (``rtol = 1e-8`` for float64). Trees need ``n - s`` responding children at every parent

@@ -26,13 +26,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ._fields import exact_zeros, left_nullspace, solve_left
-from ._numerics import DEFAULT_RTOL
-from ._typing import Array
-from ._validate import check_int, check_real
+from .._base.aliases import Array
+from .._base.validate import check_int, check_real
+from .fields import exact_zeros, left_nullspace, solve_left
+from .numerics import DEFAULT_RTOL
 
 if TYPE_CHECKING:
-    from ._code import LinearCode
+    from .code import LinearCode
 
 __all__ = ["Decoder", "NullSpaceDecoder", "LeastSquaresDecoder", "ExactDecoder", "stragglers_of",
            "single_threaded_blas", "min_norm_solve", "pinv"]
@@ -49,7 +49,7 @@ class Decoder:
     #: True if the decoder computes in exact arithmetic.
     exact: bool = False
     #: True if its matrices are the same on every machine (no BLAS, LAPACK or transcendental functions in their
-    #: computation): the acceptance rule then needs no allowance for their variation (gradcodes._numerics).
+    #: computation): the acceptance rule then needs no allowance for their variation (gradcodes._core.numerics).
     deterministic: bool = False
     #: One line shown in reports.
     description: str = ""

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ._errors import GradcodesTypeError, GradcodesValueError
+from .._base.errors import GradcodesTypeError, GradcodesValueError
 
 __all__ = ["as_matrix", "to_fraction", "is_exact_field", "exact_zeros", "rref", "solve_left", "left_nullspace",
            "is_galois_array", "to_gf", "Field", "RealField", "RationalField", "PrimeField", "field_of"]

@@ -1,8 +1,8 @@
 """The group decoder: contiguous groups of workers with identical 0/1 rows that tile the all-ones vector.
 
-A core decoder (like those of :mod:`gradcodes._decoders`), not a family's: fractional repetition (Tandon et al.
+A core decoder (like those of :mod:`gradcodes._core.decoders`), not a family's: fractional repetition (Tandon et al.
 2017) builds on it, and so do the stable binary, grouped and block codes, the verifier's block theorems
-(:mod:`gradcodes._blocks`) and the fast group rule of :meth:`~gradcodes.LinearCode.decodable`.
+(:mod:`gradcodes._verify.blocks`) and the fast group rule of :meth:`~gradcodes.LinearCode.decodable`.
 """
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ._decoders import Decoder
-from ._numerics import real_error_bound
-from ._sparse import csr_of_dense
-from ._validate import check_choice
+from .._base.validate import check_choice
+from .decoders import Decoder
+from .numerics import real_error_bound
+from .sparse import csr_of_dense
 
 if TYPE_CHECKING:
-    from ._code import LinearCode
+    from .code import LinearCode
 
 __all__ = ["GroupDecoder"]
 
@@ -77,7 +77,7 @@ class GroupDecoder(Decoder):
         identical 0/1 rows; the groups' supports are disjoint and cover all ``k`` partitions. Then ``s``
         stragglers leave a responder in every group, and ``mode="first"`` puts weight 1 on one responder per
         group, so ``a_F B = 1_k`` exactly (residual 0) with cancellation factor 1: the error bound of the
-        acceptance rule with ``t = G + load`` terms (``G`` groups; :func:`gradcodes._numerics.real_error_bound`),
+        acceptance rule with ``t = G + load`` terms (``G`` groups; :func:`gradcodes._core.numerics.real_error_bound`),
         computed without rounding of the residual (0/1 values: no allowance of the acceptance rule), accepted when
         it is at most ``rtol`` (Tandon et al. 2017, Section 3, fractional
         repetition). Returns the statement, or None when a condition fails (then the verifier does not count it as
@@ -87,7 +87,7 @@ class GroupDecoder(Decoder):
         if s is None or self.mode != "first" or code.m != 1 or code.field not in ("real", "rational"):
             return None
         # the acceptance rule's bound (cancellation 1, residual 0, evaluated exactly: no slack), with terms = one
-        # message per group plus the encoding load (gradcodes._numerics.decode_terms)
+        # message per group plus the encoding load (gradcodes._core.numerics.decode_terms)
         if not float(real_error_bound(1.0, 0.0, u, self.bounds.size - 1 + code.load)) <= rtol:
             return None
         if code.field == "rational":

@@ -58,7 +58,7 @@ from typing import Any
 
 import numpy as np
 
-from ._fields import exact_zeros, is_galois_array
+from .fields import exact_zeros, is_galois_array
 
 __all__ = ["target_matrix", "residuals", "cancellation", "magnitude", "widths", "accepts", "error_estimate",
            "error_bounds", "residual_slack", "judge", "rounding_factor", "column_factor", "outward", "residual_upper",

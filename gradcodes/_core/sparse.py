@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from ._errors import GradcodesTypeError, GradcodesValueError
-from ._numerics import column_factor
-from ._validate import check_entries, check_size
+from .._base.errors import GradcodesTypeError, GradcodesValueError
+from .._base.validate import check_entries, check_size
+from .numerics import column_factor
 
 __all__ = ["SPARSE_FROM", "use_sparse", "csr_from_rows", "owned", "is_scipy_sparse", "canonical_csr", "csr_of_dense",
            "dense_of", "row_supports", "residual_cancellation", "to_scipy"]
@@ -111,7 +111,7 @@ def canonical_csr(B: Any, field: str | None, name: str = "B") -> tuple[CSR, tupl
 def csr_of_dense(M: np.ndarray) -> CSR:
     """The canonical compressed-row arrays of a dense float or complex matrix (explicit zeros, including
     ``-0.0``, dropped)."""
-    from ._apply import csr
+    from .apply import csr
 
     indptr, indices, data = csr(M)
     return indptr, indices, np.ascontiguousarray(data)
@@ -159,7 +159,7 @@ def row_supports(parts: CSR, n: int, m: int) -> tuple[np.ndarray, np.ndarray]:
 
 def residual_cancellation(A: np.ndarray, parts: CSR, shape: tuple[int, int], E: np.ndarray,
                           k: int) -> tuple[float, float]:
-    """``(max |A B - E|, cancellation factor)`` (:func:`gradcodes._numerics.cancellation`) for one decoding
+    """``(max |A B - E|, cancellation factor)`` (:func:`gradcodes._core.numerics.cancellation`) for one decoding
     matrix ``A`` (m, n) and ``B`` in compressed-row form, at a cost proportional to the non-zeros of ``B`` in the
     rows ``A`` uses."""
     indptr, indices, data = parts

@@ -12,10 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from . import _detlinalg as _det
-from ._errors import GradcodesTypeError, GradcodesValueError
-from ._typing import ProbabilitiesLike, RNGLike, Unset
-from ._validate import SEED_UNSET, check_int, check_real, check_rng, check_size
+from .._base.aliases import ProbabilitiesLike, RNGLike, Unset
+from .._base.errors import GradcodesTypeError, GradcodesValueError
+from .._base.validate import SEED_UNSET, check_int, check_real, check_rng, check_size
+from . import detlinalg as _det
 
 __all__ = ["straggle_probabilities", "exponential_straggle_probabilities", "probability_list"]
 

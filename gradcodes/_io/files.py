@@ -18,13 +18,13 @@ from typing import Any, TypeVar, overload
 
 import numpy as np
 
-from ._code import ApproximateCode, GradientCode, LinearCode
-from ._errors import GradcodesTypeError, GradcodesValueError
-from ._fields import is_galois_array
-from ._io_archive import MAX_DIGITS, MAX_META_CHARS, CodeArchive
-from ._io_sparse import SPARSE_ENTRIES, check_sparse_header, same_sparse, sparse_arrays, sparse_matrix
-from ._numerics import DEFAULT_RTOL
-from ._validate import SizeLimitError, check_int, check_real, deprecated_alias, limits
+from .._base.errors import GradcodesTypeError, GradcodesValueError
+from .._base.validate import SizeLimitError, check_int, check_real, deprecated_alias, limits
+from .._core.code import ApproximateCode, GradientCode, LinearCode
+from .._core.fields import is_galois_array
+from .._core.numerics import DEFAULT_RTOL
+from .archive import MAX_DIGITS, MAX_META_CHARS, CodeArchive
+from .sparse import SPARSE_ENTRIES, check_sparse_header, same_sparse, sparse_arrays, sparse_matrix
 
 __all__ = ["save_code", "load_code", "save", "load", "CodeFileError"]
 
@@ -56,7 +56,7 @@ def save_code(code: LinearCode, path: str | os.PathLike[str]) -> None:
 
     The file keeps the matrix bit for bit (float entries as IEEE 754 binary64, rational entries as integer
     numerators and denominators, GF(p) entries as integers; a code stored sparse as its compressed rows, so that
-    the file is proportional to the non-zeros: :mod:`gradcodes._io_sparse`), its shape, the family's parameters (so that
+    the file is proportional to the non-zeros: :mod:`gradcodes._io.sparse`), its shape, the family's parameters (so that
     :func:`load_code` can restore the family decoders), the default decoder, the acceptance tolerance ``rtol``
     and, for approximate codes, the straggle probabilities. The entries are stored uncompressed. Decoders of custom
     codes (built directly from a matrix) are not stored: such codes come back with the generic decoders.
@@ -621,7 +621,7 @@ def rebuild_saved(family: str | None, params: dict[str, Any], B: Any, *, p: int 
         warnings.warn(f"{file}the {family!r} family could not rebuild the saved code ({exc}); loading the saved matrix "
                       f"with the generic decoders only", RuntimeWarning, stacklevel=stacklevel)
         return None
-    from ._sparse import is_scipy_sparse
+    from .._core.sparse import is_scipy_sparse
 
     if is_scipy_sparse(B):
         same = same_sparse(code, B)
@@ -652,7 +652,7 @@ def rebuild_cap(shape: tuple[int, ...]) -> int:
 def _same_dense_as_sparse(code: LinearCode, saved: Any) -> bool:
     """A rebuilt code stored sparse against a saved dense float matrix: the same dtype, shape and non-zeros bit
     for bit, and no ``-0.0`` in the saved matrix (which the sparse form cannot hold)."""
-    from ._sparse import csr_of_dense, to_scipy
+    from .._core.sparse import csr_of_dense, to_scipy
 
     b = np.asarray(saved)
     if b.dtype.kind not in "fc" or b.shape != (code.n, code.k * code.m) or b.dtype != code._entry_dtype():

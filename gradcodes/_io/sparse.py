@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ._validate import limits
+from .._base.validate import limits
 
 __all__ = ["SPARSE_ENTRIES", "sparse_arrays", "check_sparse_header", "check_sparse_columns", "sparse_matrix",
            "same_sparse"]

@@ -25,20 +25,20 @@ from typing import Any
 
 import numpy as np
 
-from ._approx_report import ApproxReport
-from ._bounds import min_load_heterogeneous
-from ._code import LinearCode
-from ._decoders import Decoder
-from ._errors import GradcodesTypeError, GradcodesValueError
-from ._fields import RationalField, field_for
-from ._straggle import (
+from .._base.aliases import ArrayLike, MatrixLike, ProbabilitiesLike, RNGLike, Unset
+from .._base.errors import GradcodesTypeError, GradcodesValueError
+from .._base.validate import SEED_UNSET, check_int, check_rng, check_size, renamed_keyword, take_rng
+from .._core.code import LinearCode
+from .._core.decoders import Decoder
+from .._core.fields import RationalField, field_for
+from .._core.straggle import (
     _is_exact_scalar,
     exponential_straggle_probabilities,
     probability_list,
     straggle_probabilities,
 )
-from ._typing import ArrayLike, MatrixLike, ProbabilitiesLike, RNGLike, Unset
-from ._validate import SEED_UNSET, check_int, check_rng, check_size, renamed_keyword, take_rng
+from .approx_report import ApproxReport
+from .bounds import min_load_heterogeneous
 
 __all__ = [
     "ApproxReport",
@@ -466,44 +466,3 @@ def evaluate_approximate(code: LinearCode, gradients: MatrixLike | None = None, 
         seed=int(rng) if isinstance(rng, numbers.Integral) and method == "montecarlo" else None,
         seconds=time.perf_counter() - t0,
     )
-
-
-# --------------------------------------------------------------------------------------------------------
-# command line: `gradcodes evaluate` (expected error and bias of approximate codes)
-# --------------------------------------------------------------------------------------------------------
-
-
-def _cli_evaluate(args: Any) -> int:
-    from . import cli
-    from ._cli_output import emit
-
-    code = cli._load_target(args)
-    report = evaluate_approximate(code, args.gradients, p=args.p, decoder=args.decoder, method=args.method,
-                                  samples=args.samples, rng=args.mc_seed)
-    emit(args, report)
-    return 0
-
-
-def _cli_hook(sub: Any) -> None:
-    from . import cli
-
-    p = sub.add_parser("evaluate", help="expected error and bias of an approximate code under random stragglers")
-    p.add_argument("target", help="a .npz file written by `gradcodes build`, or a scheme name "
-                                  "(e.g. heterogeneous, sgc, bgc, ehd, od, is_sgd)")
-    cli._add_code_options(p)
-    p.add_argument("--p", help="straggle probabilities for the evaluation, e.g. '1/10,1/5,1/2' or 0.2 "
-                               "(default: the code's own)")
-    p.add_argument("--gradients", default="orthonormal", choices=["orthonormal", "aligned"],
-                   help="g_j = e_j (default) or all g_j equal")
-    p.add_argument("--method", default="auto", choices=["auto", "enumerate", "montecarlo", "closed"])
-    p.add_argument("--samples", type=int, default=20000, help="Monte Carlo samples")
-    p.add_argument("--mc-seed", type=int, default=0, help="Monte Carlo seed")
-    p.add_argument("--decoder", help="decoder name (default: the code's)")
-    p.set_defaults(func=_cli_evaluate)
-
-
-def _register_cli() -> None:
-    from . import cli
-
-    if _cli_hook not in cli._SUBCOMMAND_HOOKS:
-        cli._SUBCOMMAND_HOOKS.append(_cli_hook)

@@ -17,14 +17,14 @@ from typing import Any
 
 import numpy as np
 
-from ._code import LinearCode
-from ._decoders import Decoder, min_norm_solve
-from ._errors import GradcodesTypeError, GradcodesValueError
-from ._fields import RationalField, solve_left
-from ._typing import Responders, RNGLike, Unset
-from ._validate import SEED_UNSET, check_int, check_rng, check_size
-from ._verify import random_straggler_sets
-from ._verify_search import swap_neighbours
+from .._base.aliases import Responders, RNGLike, Unset
+from .._base.errors import GradcodesTypeError, GradcodesValueError
+from .._base.validate import SEED_UNSET, check_int, check_rng, check_size
+from .._core.code import LinearCode
+from .._core.decoders import Decoder, min_norm_solve
+from .._core.fields import RationalField, solve_left
+from .search import swap_neighbours
+from .verifier import random_straggler_sets
 
 __all__ = ["OptimalDecoder", "FixedDecoder", "approximation_error", "worst_case_error", "ApproximationReport"]
 

@@ -20,10 +20,11 @@ of the blocks' matrices (zero on workers storing nothing).
    stragglers inside ``W_b``.
 2. *Accuracy of the block decoder.* For every ``S`` (``|S| = s``) the block decoder's matrix ``A`` satisfies
    ``||A B - E||_inf = max_b res_b`` and ``canc(A) = max_b canc_b``, where ``res_b``, ``canc_b`` are the
-   residual and cancellation factor (the worst column of ``|A_{W_b}| |B_b|``, :func:`gradcodes._numerics.cancellation`)
+   residual and cancellation factor (the worst column of ``|A_{W_b}| |B_b|``,
+   :func:`gradcodes._core.numerics.cancellation`)
    of block ``b``'s decode at a set of exactly ``s`` stragglers inside ``W_b``. Hence, with ``res*_b``, ``canc*_b``
    the worst values over all ``C(n_b, s)`` such sets, the error bound ``c_t canc + res`` of every decode
-   (:func:`gradcodes._numerics.error_estimate`, ``t`` the whole decode's terms) is at most
+   (:func:`gradcodes._core.numerics.error_estimate`, ``t`` the whole decode's terms) is at most
    ``c_t max_b canc*_b + max_b res*_b``.
 
 *Proof.* ``B`` is block-diagonal, so ``(A B)`` restricted to the columns of block ``b`` is ``A_{W_b} B_b`` and
@@ -57,10 +58,10 @@ from typing import Any
 
 import numpy as np
 
-from ._code import GradientCode, LinearCode
-from ._decoders import Decoder
-from ._errors import GradcodesTypeError, GradcodesValueError
-from ._verify import VerifyReport
+from .._base.errors import GradcodesTypeError, GradcodesValueError
+from .._core.code import GradientCode, LinearCode
+from .._core.decoders import Decoder
+from .verifier import VerifyReport
 
 __all__ = ["Block", "blocks_of", "canonical", "is_proof", "BlockDecoder", "by_blocks", "BlockVerifyReport"]
 
@@ -190,7 +191,7 @@ class BlockVerifyReport(VerifyReport):
     ``blocks`` lists one dict per block: ``workers``, ``partitions``, ``same_as`` (index of the identical block
     checked instead, or None) and ``report`` (its :class:`~gradcodes.VerifyReport`, None without partitions).
     The worst residual, cancellation and error estimate are the bounds of the theorem in
-    :mod:`gradcodes._blocks`, reached at the reported responder sets up to the rounding of the bound.
+    :mod:`gradcodes._verify.blocks`, reached at the reported responder sets up to the rounding of the bound.
     """
 
     blocks: list[dict[str, Any]] = field(default_factory=list)
@@ -314,15 +315,15 @@ def _repetition_report(sub: GradientCode, dtype: Any = np.float64) -> BlockVerif
     """A repetition block (every worker stores all the block's partitions, 0/1, ``m = 1``) decoded by its first
     responder with weight 1 needs no enumeration: any ``s <= n_b - 1`` stragglers leave a first responder, and
     ``e_i B_b = 1`` exactly (residual 0, cancellation factor 1; Tandon et al. 2017, fractional repetition)."""
-    from ._bounds import min_load
-    from ._group_decoder import GroupDecoder
+    from .._core.group_decoder import GroupDecoder
+    from .bounds import min_load
 
     dec = sub.decoders[sub.default_decoder]
     B = np.asarray(sub.B)
     if (sub.exact or sub.m != 1 or not isinstance(dec, GroupDecoder) or dec.mode != "first"
             or dec.bounds.tolist() != [0, sub.n] or not np.all(B == 1)):
         return None
-    from ._numerics import error_estimate
+    from .._core.numerics import error_estimate
 
     F = tuple(range(sub.s, sub.n))
     est = float(error_estimate(1.0, 0.0, dtype, 1 + sub.k))    # one message of k_b partials, no decode rounding
@@ -340,8 +341,8 @@ def _confirm_failures(code: GradientCode, dec: BlockDecoder, lifted: list[tuple[
                       dtype: np.dtype) -> list[tuple[int, ...]]:
     """The responder sets of ``lifted`` that the whole code's decode refuses on every machine (the acceptance rule
     on the block decoder's matrix of the whole code)."""
-    from ._numerics import FAILS
-    from ._verify import _Tracker
+    from .._core.numerics import FAILS
+    from .verifier import _Tracker
 
     tracker = _Tracker(code, dec, rtol, dtype)
     S = np.array([[i for i in range(code.n) if i not in set(F)] for F in lifted], dtype=np.int64)
@@ -352,9 +353,9 @@ def _confirm_failures(code: GradientCode, dec: BlockDecoder, lifted: list[tuple[
 def verify_blocks(code: GradientCode, dec: BlockDecoder, **options: Any) -> VerifyReport:
     """Proof by blocks (module docstring): verify each distinct block once and combine the reports. When
     ``code.B`` is not exactly the decoder's blocks (or the field is exact), the decoder is checked set by set."""
-    from ._bounds import meets_min_load, min_load
-    from ._numerics import CANC_ALLOWANCE, error_estimate, tolerance
-    from ._verify import verify
+    from .._core.numerics import CANC_ALLOWANCE, error_estimate, tolerance
+    from .bounds import meets_min_load, min_load
+    from .verifier import verify
 
     if not _matches(code, dec):
         options.pop("decoder", None)
@@ -446,12 +447,12 @@ def verify_blocks(code: GradientCode, dec: BlockDecoder, **options: Any) -> Veri
     if proven and not code.exact and not upper <= rtol:
         proven = False
         notes.append(f"combined bound (c_t max_b canc_b)(1 + eta) + max_b (res_b + delta_b) = "
-                     f"{upper:.3g} > rtol={rtol:g} ({dtype}; gradcodes._numerics.error_bounds)")
+                     f"{upper:.3g} > rtol={rtol:g} ({dtype}; gradcodes._core.numerics.error_bounds)")
     unproven = [i for i, r in enumerate(rows) if r["report"] is not None and r["same_as"] is None
                 and not is_proof(r["report"]) and r["report"].n_failures == 0]
     distinct = sum(1 for r in rows if r["report"] is not None and r["same_as"] is None)
     notes.insert(0, f"proof by blocks: {len(rows)} blocks, {distinct} distinct checked "
-                    f"(theorem in gradcodes._blocks); error bound = c_t max_b canc_b + max_b res_b")
+                    f"(theorem in gradcodes._verify.blocks); error bound = c_t max_b canc_b + max_b res_b")
     if unproven:
         notes.append(f"blocks {unproven} were searched, not enumerated: their worst case is not proven")
     canc_blk = max(reports, key=lambda br: np.nan_to_num(br[1].worst_cancellation, nan=-1.0)) if reports else None
@@ -475,5 +476,6 @@ def verify_blocks(code: GradientCode, dec: BlockDecoder, **options: Any) -> Veri
         notes=notes, blocks=rows)
     names = {f.name for f in fields(BlockVerifyReport)}
     if "theorem" in names and proven:
-        kwargs["theorem"] = "proof by blocks (gradcodes._blocks): every distinct block proven, combined bound <= rtol"
+        kwargs["theorem"] = ("proof by blocks (gradcodes._verify.blocks): every distinct block proven, combined bound "
+                             "<= rtol")
     return BlockVerifyReport(**{key: v for key, v in kwargs.items() if key in names})

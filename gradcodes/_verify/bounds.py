@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-from ._validate import check_int
+from .._base.validate import check_int
 
 __all__ = ["min_load", "min_replication", "meets_min_load", "min_load_heterogeneous"]
 

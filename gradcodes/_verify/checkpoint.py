@@ -1,4 +1,4 @@
-"""Checkpoint files of the exhaustive verification (:mod:`gradcodes._verify_parallel`).
+"""Checkpoint files of the exhaustive verification (:mod:`gradcodes._verify.parallel`).
 
 A checkpoint is one JSON document ``{"sha256": ..., "state": {...}}``: the state (format name and version, the
 run's key, the number of patterns, the stop point, the folded prefix and the pieces done out of order) and the
@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ._errors import GradcodesValueError
+from .._base.errors import GradcodesValueError
 
 __all__ = ["CheckpointError", "digest", "write_state", "read_state", "Saver"]
 

@@ -24,7 +24,7 @@ path                work                                           base    slope
 =================== ============================================== ======= =========
 
 complex codes cost twice their real counterpart. ``screen`` applies to float64 real codes with the null-space
-decoder, ``dim K = s``, and at least ``gradcodes._verify._KERNEL_MIN_SETS`` sets (the engine's own switch);
+decoder, ``dim K = s``, and at least ``gradcodes._verify.cost._KERNEL_MIN_SETS`` sets (the engine's own switch);
 ``reference`` to every other float decoder (null-space, spectral, group, Ye-Abbe, row-space, chunks) except least
 squares. **Measured** once with ``python benchmarks/verify_cost_model.py`` (one worker, ``search=False``, every
 set enumerated, the median of 3 runs per code) on the project's 2-core x86-64 machine (Python 3.11, numpy 2.4
@@ -33,7 +33,7 @@ path, and the constants above were rounded from its output (``benchmarks/results
 the default reaches about :data:`DEFAULT_SECONDS` seconds of one core of that machine: ``C(45, 3) = 14,190``
 sets of ``cyclic_repetition(45, 3)`` (about 0.05 s) are enumerated, ``C(60, 6)`` (5e7) are not.
 
-**The search** (:func:`gradcodes._verify_search.restart_search`, when the sets are sampled) is bounded the same
+**The search** (:func:`gradcodes._verify.search.restart_search`, when the sets are sampled) is bounded the same
 way by default: :func:`search_moves` moves, each predicted at ``(n - s) (3 + 0.0025 (s^3 / 3 + s^2))``
 microseconds (``n - s`` batched ``s x s`` solves; measured by the same script), for :data:`SEARCH_SECONDS` s;
 ``search_seconds=`` makes it a wall-clock budget instead.
@@ -48,6 +48,10 @@ import numpy as np
 
 __all__ = ["DEFAULT_SECONDS", "COSTS", "SEARCH_SECONDS", "pattern_cost_us", "default_limit", "flat_path",
            "flat_default_limit", "limit_note", "search_moves"]
+
+#: below this many sets the screening kernel is not worth its set-up (and numba's first-use compilation); the
+#: verifier's switch (:mod:`gradcodes._verify.verifier`) reads it here, so the cost model and the engine agree
+_KERNEL_MIN_SETS = 50_000
 
 #: seconds of one core of the calibration machine that the default budget stands for
 DEFAULT_SECONDS = 10.0
@@ -104,9 +108,8 @@ def default_limit(cost_us: float, seconds: float = DEFAULT_SECONDS) -> int:
 def flat_path(code: Any, dec: Any, total: int) -> str:
     """The enumeration path (a key of :data:`COSTS`) that serves ``code`` with decoder ``dec`` when its ``total``
     straggler sets are enumerated: decided from the code and the decoder, as the engine decides."""
-    from ._decoders import LeastSquaresDecoder
-    from ._verify import _KERNEL_MIN_SETS
-    from ._verify_fast import NullSpaceScreen
+    from .._core.decoders import LeastSquaresDecoder
+    from .fast import NullSpaceScreen
 
     field = str(code.field)
     if field == "rational":
@@ -133,7 +136,7 @@ def flat_default_limit(code: Any, dec: Any, seconds: float = DEFAULT_SECONDS) ->
 def limit_note(total: int, noun: str, budget: int) -> str:
     """The report's note when the default budget does not cover the enumeration."""
     return (f"not exhaustive: {total:,} {noun} exceed the default budget of {budget:,} (a fixed cost model, "
-            f"about {DEFAULT_SECONDS:g} s of one core, the same on every machine: gradcodes._verify_cost); pass "
+            f"about {DEFAULT_SECONDS:g} s of one core, the same on every machine: gradcodes._verify.cost); pass "
             f"limit={total} for a full check, or time_budget= seconds for a wall-clock budget")
 
 

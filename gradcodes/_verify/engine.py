@@ -3,10 +3,10 @@
 A *pattern model* says which straggler patterns exist and how to enumerate and sample them, and gives the decoding
 matrix of a pattern (:class:`PatternModel`). Everything else is here, once: the measurement of a decoding matrix
 (residual ``||A B - E||_inf``, cancellation factor, magnitude and width; exact integer arithmetic for rational
-codes), its verdict by the one acceptance rule (:func:`gradcodes._numerics.judge`: ok, borderline or fails on
+codes), its verdict by the one acceptance rule (:func:`gradcodes._core.numerics.judge`: ok, borderline or fails on
 every machine), the tracker of worst cases and failures (:class:`Tracker`), and the driver
 (:func:`run`) that chooses between enumeration and sampling (``limit``, the default count budget of
-:mod:`gradcodes._verify_cost` or ``time_budget``), prints progress for long
+:mod:`gradcodes._verify.cost` or ``time_budget``), prints progress for long
 runs, keeps the partial result on Ctrl-C, and runs the model's structured patterns, random patterns and search.
 A verdict ``ok`` needs every pattern checked (or a theorem the front end checks); the driver reports whether the
 enumeration finished.
@@ -27,8 +27,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ._decoders import single_threaded_blas
-from ._numerics import (
+from .._core.decoders import single_threaded_blas
+from .._core.numerics import (
     BORDERLINE,
     FAILS,
     OK,
@@ -41,7 +41,8 @@ from ._numerics import (
     residuals,
     widths,
 )
-from ._verify_report import _hms
+from . import mpi_driver as _mpi_driver  # noqa: F401  (registers the MPI drivers with .parallel)
+from .report import _hms
 
 __all__ = ["PatternModel", "Tracker", "Evaluation", "Outcome", "run"]
 
@@ -59,7 +60,7 @@ class PatternModel:
 
     A model whose patterns are numbered (``ranked = True``, :meth:`patterns`: the patterns of ranks ``[lo, hi)`` in
     the order of :meth:`batches`) is enumerated chunk by chunk on a fixed grid of ranks
-    (:mod:`gradcodes._verify_parallel`): on one core, on local processes, on MPI ranks and from checkpoints,
+    (:mod:`gradcodes._verify.parallel`): on one core, on local processes, on MPI ranks and from checkpoints,
     always with the same report; ``scale`` holds those options (``workers``, ``checkpoint``,
     ``checkpoint_every``, ``comm``). Per-run state that a report counts (a tree's distinct decodings) must then
     be mergeable: :meth:`fresh`, :meth:`distinct_keys` and :meth:`add_distinct`.
@@ -131,8 +132,8 @@ class PatternModel:
 
 class Evaluation(NamedTuple):
     """The measurement of a batch of patterns: residual (inf where the decoder cannot serve), cancellation factor,
-    verdict (:data:`~gradcodes._numerics.OK`, ``BORDERLINE`` or ``FAILS`` per pattern), the error estimate of a
-    decode and the upper end of its machine-independent interval (:func:`gradcodes._numerics.error_bounds`)."""
+    verdict (:data:`~gradcodes._core.numerics.OK`, ``BORDERLINE`` or ``FAILS`` per pattern), the error estimate of a
+    decode and the upper end of its machine-independent interval (:func:`gradcodes._core.numerics.error_bounds`)."""
 
     res: np.ndarray
     canc: np.ndarray
@@ -145,7 +146,7 @@ class Evaluation(NamedTuple):
 class Tracker:
     """Accumulates worst cases, failures and borderline patterns over batches (the reference evaluation).
 
-    ``load`` is the encoding load counted in the terms of a decode (:func:`gradcodes._numerics.decode_terms`);
+    ``load`` is the encoding load counted in the terms of a decode (:func:`gradcodes._core.numerics.decode_terms`);
     default: the code's load.
     """
 
@@ -171,6 +172,11 @@ class Tracker:
         self.Bf = code.float_B() if code.field == "rational" else None
         self.load = int(code.load) if load is None else int(load)
         self._B_integral: bool | None = None
+
+    def plain(self) -> Tracker:
+        """A new :class:`Tracker` (this class, not a subclass) with this one's model and settings and no caches: what
+        a chunk of :mod:`gradcodes._verify.parallel` fills (that module builds on no tracker class)."""
+        return Tracker(self.model, self.rtol, self.dtype, self.max_failures, self.load)
 
     def blank(self, model: PatternModel | None = None) -> Tracker:
         """An empty tracker with the same settings and caches (on ``model``, default the same model)."""
@@ -402,7 +408,7 @@ def run(tracker: Tracker, *, limit: int | None, samples: int, search: bool, rng:
 
     Mode, with ``limit=None``: every pattern is enumerated when there are at most ``sampled_size`` (what
     sampling would check anyway) or at most ``set_budget`` (the default budget, a count of patterns from the fixed
-    cost model of :mod:`gradcodes._verify_cost`: the decision never depends on a clock); only when the caller
+    cost model of :mod:`gradcodes._verify.cost`: the decision never depends on a clock); only when the caller
     gives ``time_budget`` seconds (``set_budget`` is then ignored) does a wall-clock rule decide: enumerate
     while the rate measured on the first batches predicts that the whole enumeration fits (0: never). With a
     ``limit``, every pattern is enumerated when there are at most ``max(limit, sampled_size)``. Otherwise (or when
@@ -420,7 +426,7 @@ def run(tracker: Tracker, *, limit: int | None, samples: int, search: bool, rng:
         budget = 0 if set_budget is None else set_budget
         mode = "exhaustive" if total <= max(budget, sampled_size) else "sample"
         if mode == "sample":
-            from ._verify_cost import limit_note
+            from .cost import limit_note
 
             out.notes.append(limit_note(total, noun, budget))
     elif limit is None:
@@ -470,7 +476,7 @@ def _enumerate(tracker: Tracker, batch: int, stop_on_failure: bool, progress: bo
     """Enumeration in the model's order; returns ``(patterns checked, stopped at a failure, finished)``.
 
     The model's fast enumeration when it has one; else, for a ranked model, the chunked reference enumeration of
-    :mod:`gradcodes._verify_parallel` (local processes, MPI ranks, checkpoints: ``model.scale``; its chunks are
+    :mod:`gradcodes._verify.parallel` (local processes, MPI ranks, checkpoints: ``model.scale``; its chunks are
     the batches and pieces below); else batches in the model's order. With ``budget`` (seconds), gives
     up as soon as the rate measured so far predicts more than ``budget``; the first batches are split into pieces
     of 4, 8, 16, ... patterns, so a slow decoder is noticed after a few patterns, not after a whole batch.
@@ -485,7 +491,7 @@ def _enumerate(tracker: Tracker, batch: int, stop_on_failure: bool, progress: bo
         with single_threaded_blas():
             fast = model.fast_enumerate(tracker, clock, stop_on_failure, budget)
             if fast is None and model.ranked and total < _HOPELESS:
-                from ._verify_parallel import enumerate_reference
+                from .parallel import enumerate_reference
 
                 scale = model.scale or {}
                 fast = enumerate_reference(tracker, batch, stop_on_failure, clock, budget,

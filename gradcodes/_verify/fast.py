@@ -11,7 +11,7 @@ solution, ``K`` an orthonormal basis of the left null space, ``d`` columns). Whe
 determines ``z`` by the s x s system ``K_S z = -c_S`` and then
 
 * the cancellation factor ``canc = max_u sum_v max_j (|a_u| |B|)_(j,v)`` (the worst column,
-  :func:`gradcodes._numerics.cancellation`) has the cheap upper bound ``max_u sum_i |a_ui| omega_i`` with
+  :func:`gradcodes._core.numerics.cancellation`) has the cheap upper bound ``max_u sum_i |a_ui| omega_i`` with
   ``omega_i = sum_v max_j |B_i,(j,v)|``, one (n x d) product, and
 * the residual is ``c B - E + z^T (K^T B)``: the k-vector ``c B - E`` and the d x k matrix ``K^T B`` are computed
   once, so the residual costs O(d k) instead of the O(n k) product ``a B``.
@@ -21,7 +21,7 @@ The kernel only *screens*: a set is accepted here when its upper bound
 + gamma64_{t+1}`` is at most ``rtol / 16`` (``u`` the unit roundoff of the message dtype, ``gamma`` in that unit
 roundoff, ``gamma64`` in float64's, ``t = n - s + load`` the most terms of a decode, ``eta`` and ``delta =
 (gamma_{w+1} + 2 gamma_w)(mag + 1)`` the allowances of the acceptance rule,
-:func:`gradcodes._numerics.error_bounds`, with ``w = n - s`` and ``mag <= canc``), i.e. far inside the upper end of
+:func:`gradcodes._core.numerics.error_bounds`, with ``w = n - s`` and ``mag <= canc``), i.e. far inside the upper end of
 the rule's interval whatever the rounding of the decoder's own computation (bounded by ``u k canc``). The exact
 factor is computed (one ``|a| |B|`` product) only for sets whose cheap bound may beat the running worst or clear
 no screen. Every other set (near the threshold, failing, singular ``K_S``, non-finite values) is handed back
@@ -38,8 +38,8 @@ from typing import Any
 
 import numpy as np
 
-from ._decoders import NullSpaceDecoder, row_scaled
-from ._numerics import column_factor
+from .._core.decoders import NullSpaceDecoder, row_scaled
+from .._core.numerics import column_factor
 
 __all__ = ["lex_straggler_batches", "NullSpaceScreen"]
 
@@ -145,7 +145,7 @@ class NullSpaceScreen:
     """
 
     def __init__(self, code: Any, u: float, rtol: float, load: int | None = None) -> None:
-        from ._numerics import CANC_ALLOWANCE, _gamma, residual_slack
+        from .._core.numerics import CANC_ALLOWANCE, _gamma, residual_slack
 
         C, K, _ = NullSpaceDecoder.basis(code)
         Bs, _ = row_scaled(code)

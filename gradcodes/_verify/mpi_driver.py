@@ -1,12 +1,13 @@
 """The exhaustive enumeration shared among MPI ranks, with dynamic load balancing and an exact merge.
 
-Imported only when :func:`gradcodes.verify` is given a communicator of more than one rank (mpi4py is never
-imported by ``import gradcodes``). Every rank calls ``verify`` with the same arguments. Rank 0 is the *master* and
-works too: it hands out *tasks* (runs of consecutive chunks of the grid of :mod:`gradcodes._verify_parallel`: the
+Imported by :mod:`gradcodes._verify.engine`, which registers its drivers with :mod:`gradcodes._verify.parallel`
+(mpi4py itself is imported only when :func:`gradcodes.verify` is given a communicator of more than one rank, never
+by ``import gradcodes``). Every rank calls ``verify`` with the same arguments. Rank 0 is the *master* and
+works too: it hands out *tasks* (runs of consecutive chunks of the grid of :mod:`gradcodes._verify.parallel`: the
 screened chunks of a float null-space code, or the reference chunks of every other model, exact codes and trees
 included) on request, two per rank ahead so that no rank waits for its next task, and between its own chunks
 answers the requests that arrived. Slow ranges (sets that go to the reference evaluation) therefore only delay the
-rank that holds them. The results come back as one :class:`~gradcodes._verify_parallel.Piece` per chunk and are
+rank that holds them. The results come back as one :class:`~gradcodes._verify.parallel.Piece` per chunk and are
 folded in rank order, so the report is the one-core report whatever the number of ranks and the order of arrival.
 
 With ``stop_on_failure`` the master, on the first failing chunk, tells every rank to drop chunks past it and hands
@@ -15,7 +16,7 @@ out no more of them; chunks before it are still completed (they decide the count
 The screening kernel's arrays are rank 0's (broadcast), so the screen is the same on every rank; the reference
 evaluation runs on each rank's own BLAS, which on a cluster of identical nodes gives the same bits (on mixed
 CPUs the worst values may differ in their last bits, never a verdict: the acceptance rule judges an interval that
-holds every machine's estimate, :func:`gradcodes._numerics.judge`).
+holds every machine's estimate, :func:`gradcodes._core.numerics.judge`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ._verify_parallel import CheckpointError, Grid, Piece, Progress, Saver, fold
+from .parallel import MPI_DRIVERS, CheckpointError, Grid, Piece, Progress, Saver, fold
 
 __all__ = ["enumerate_mpi", "share_screen"]
 
@@ -44,7 +45,7 @@ def share_screen(comm: Any, screen: Any) -> None:
 def enumerate_mpi(tracker: Any, compute: Any, stop_on_failure: bool, clock: Any, budget: float | None, comm: Any,
                   *, grid: Grid, key: str, checkpoint: str | None = None, checkpoint_every: float = 60.0,
                   prepare: Any = None) -> bool:
-    """:func:`gradcodes._verify_parallel.enumerate_chunks` on the ranks of ``comm`` (collective): every rank
+    """:func:`gradcodes._verify.parallel.enumerate_chunks` on the ranks of ``comm`` (collective): every rank
     computes chunks with ``compute`` (after ``prepare(comm)``) and gets the merged result in ``tracker``."""
     comm = comm.Dup()                                  # our messages never meet the caller's
     try:
@@ -197,3 +198,6 @@ def _worker(comm: Any, compute: Any, stop_on_failure: bool) -> None:
             if stop_on_failure and p.n_failures:
                 break
         comm.send(pieces, dest=0, tag=_RESULT)
+
+
+MPI_DRIVERS.update(enumerate=enumerate_mpi, share_screen=share_screen)

@@ -1,12 +1,12 @@
 """Exhaustive verification past one core: rank ranges, local processes, MPI ranks, checkpoints, an exact merge.
 
 The patterns of a model (the ``C(n, s)`` straggler sets of a flat code in lexicographic order, the tree patterns of
-a CodedReduce code in their mixed-radix order: :meth:`gradcodes._verify_engine.PatternModel.patterns`) are
+a CodedReduce code in their mixed-radix order: :meth:`gradcodes._verify.engine.PatternModel.patterns`) are
 numbered by their rank, and the ranks are cut into *chunks* on a fixed grid (:class:`Grid`) that depends on
 nothing but the rank. A chunk is computed with no state carried over from other chunks, so its result is a
 function of the chunk alone; two computations exist:
 
-* :func:`screen_chunk` (float null-space codes): the screening kernel of :mod:`gradcodes._verify_fast`, and the
+* :func:`screen_chunk` (float null-space codes): the screening kernel of :mod:`gradcodes._verify.fast`, and the
   reference evaluation of the sets it selects; grid of 4,096, 16,384, then 65,536 sets;
 * :func:`reference_chunk` (every other model: exact fields, other decoders, trees): the reference evaluation of
   every pattern; chunks of the verifier's batch size (under a time budget the first one is cut into 4, 8, 16,
@@ -24,7 +24,7 @@ With ``stop_on_failure`` a run stops at the end of the first chunk (in rank orde
 chunks before it are completed, so the counts are those of the one-core run too.
 
 **Checkpoints.** :class:`Progress` holds the folded prefix of the done ranges and the pieces done out of order; it
-is written to a JSON file atomically (:mod:`gradcodes._verify_checkpoint`) at most every
+is written to a JSON file atomically (:mod:`gradcodes._verify.checkpoint`) at most every
 ``checkpoint_every`` seconds and at the end, with a digest of the code and of the arguments that change a
 chunk's result. A later run with the same path continues from it; a file for another code, other arguments, or a
 damaged file is refused with :class:`CheckpointError`. Killing the process loses at most the chunks finished since
@@ -43,9 +43,9 @@ from typing import Any
 
 import numpy as np
 
-from ._errors import GradcodesTypeError
-from ._numerics import unit_roundoff
-from ._verify_checkpoint import CheckpointError, Saver, digest, read_state, write_state
+from .._base.errors import GradcodesTypeError
+from .._core.numerics import unit_roundoff
+from .checkpoint import CheckpointError, Saver, digest, read_state, write_state
 
 __all__ = ["CheckpointError", "Grid", "Piece", "Progress", "fold", "chunk_start", "chunk_index", "default_workers",
            "screen_chunk", "reference_chunk", "run_local", "enumerate_screened", "enumerate_reference"]
@@ -61,6 +61,11 @@ _MIN_PARALLEL_CHUNKS = 4
 _MIN_PARALLEL_SETS = 1 << 20
 #: the same for the reference evaluation (about a second of it on a float code)
 _MIN_PARALLEL_REF_SETS = 1 << 15
+
+#: the MPI drivers (``"enumerate"``: ``enumerate_mpi``, ``"share_screen"``), registered by
+#: :mod:`gradcodes._verify.mpi_driver` when it is imported: that module builds on this one's grid, pieces and
+#: checkpoints, so this one reaches it through this table, not an import (:mod:`gradcodes._verify.engine` imports it)
+MPI_DRIVERS: dict[str, Callable[..., Any]] = {}
 
 
 def default_workers() -> int:
@@ -139,7 +144,7 @@ def chunk_index(rank: int) -> int:
 
 @dataclass
 class Piece:
-    """What the patterns of ranks ``[lo, hi)`` gave: the tracker's fields (:class:`gradcodes._verify_engine.Tracker`)
+    """What the patterns of ranks ``[lo, hi)`` gave: the tracker's fields (:class:`gradcodes._verify.engine.Tracker`)
     restricted to them; ``distinct``: keys of the distinct decodings met, for models that count them (trees)."""
 
     lo: int
@@ -250,8 +255,7 @@ def screen_chunk(template: Any, screen: Any, lo: int, hi: int, use_numba: bool) 
     the sets the kernel cannot clear, the chunk's largest cancellation and the ``_TOP`` largest screened error
     estimates; returns the chunk's :class:`Piece`. Nothing outside the chunk is read, so the result does not depend
     on which thread or rank runs it, nor on the chunks before it."""
-    from ._verify_engine import Tracker
-    from ._verify_fast import screen_range, unrank_lex
+    from .fast import screen_range, unrank_lex
 
     code = template.code
     n, s = code.n, code.s
@@ -269,7 +273,7 @@ def screen_chunk(template: Any, screen: Any, lo: int, hi: int, use_numba: bool) 
         clear = clear[np.argpartition(approx[clear], -_TOP)[-_TOP:]]
     pick[clear] = True
     ref = np.flatnonzero(pick)                                 # sorted, each set once
-    tr = Tracker(template.model, template.rtol, template.dtype, template.max_failures, template.load)
+    tr = template.plain()
     tr.checked = count
     if ref.size < count:                  # cleared sets: their upper bounds are below the screen's threshold
         tr.worst_res_hi = tr.worst_hi = screen.rtol / 16
@@ -353,7 +357,7 @@ class Progress:
     # checkpoint file ------------------------------------------------------------------------------------------
 
     def save(self, path: str, key: str) -> None:
-        """Write the state to ``path`` atomically (:func:`gradcodes._verify_checkpoint.write_state`)."""
+        """Write the state to ``path`` atomically (:func:`gradcodes._verify.checkpoint.write_state`)."""
         write_state(path, {"key": key, "total": self.total, "stop_at": self.stop_at, "prefix": self.prefix.to_json(),
                            "pending": [p.to_json() for _, p in sorted(self.pending.items())]})
 
@@ -502,7 +506,7 @@ def _pool(workers: int, compute: Callable[[int, int], Piece]) -> cf.Executor:
 
 def check_workers(workers: int | None) -> int:
     """``workers=None`` means every core this process may use; else a positive int."""
-    from ._validate import check_int
+    from .._base.validate import check_int
 
     return default_workers() if workers is None else check_int("workers", workers, 1)
 
@@ -524,9 +528,7 @@ def enumerate_chunks(tracker: Any, compute: Callable[[int, int], Piece], stop_on
     if isinstance(getattr(model, "scale", None), dict):
         model.scale["used"] = True
     if comm is not None and comm.Get_size() > 1:
-        from ._verify_mpi import enumerate_mpi
-
-        return enumerate_mpi(tracker, compute, stop_on_failure, clock, budget, comm, grid=grid, key=key,
+        return MPI_DRIVERS["enumerate"](tracker, compute, stop_on_failure, clock, budget, comm, grid=grid, key=key,
                              checkpoint=checkpoint, checkpoint_every=checkpoint_every, prepare=prepare)
     progress = Progress(total, tracker.max_failures, stop_on_failure, grid)
     if checkpoint is not None:
@@ -551,16 +553,14 @@ def enumerate_screened(tracker: Any, screen: Any, stop_on_failure: bool, clock: 
                        use_numba: bool, workers: int = 1, checkpoint: str | None = None,
                        checkpoint_every: float = 60.0, comm: Any = None) -> bool:
     """The screened exhaustive enumeration of a flat code (:func:`screen_chunk` on the screened grid)."""
-    from ._verify_fast import screen_range
+    from .fast import screen_range
 
     code = tracker.code
     n, s = code.n, code.s
 
     def prepare(comm: Any) -> None:
         if comm is not None:                            # every rank screens with rank 0's arrays
-            from ._verify_mpi import share_screen
-
-            share_screen(comm, screen)
+            MPI_DRIVERS["share_screen"](comm, screen)
         screen_range(screen, n, np.arange(s, dtype=np.int64), 1, use_numba, best=np.zeros(1))  # compile first
 
     # the reference evaluation of the selected sets reads the code's memoised basis (computed above, by the screen)

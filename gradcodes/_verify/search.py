@@ -49,14 +49,14 @@ def restart_search(tracker: Any, code: Any, rng: np.random.Generator, seconds: f
     replacement improves the score (at most ``sweeps`` sweeps); its end point is evaluated by the reference rule.
     Stops after ``restarts`` restarts, a failure, or the budget, checked before every move (one move costs
     ``n - s`` solves of size ``s``, so a climb at large ``(n, s)`` is cut short rather than overrunning): by
-    default (``seconds=None``) a fixed count of moves, :func:`gradcodes._verify_cost.search_moves` (about
-    :data:`~gradcodes._verify_cost.SEARCH_SECONDS` s of one core; the same sets on every machine); with
+    default (``seconds=None``) a fixed count of moves, :func:`gradcodes._verify.cost.search_moves` (about
+    :data:`~gradcodes._verify.cost.SEARCH_SECONDS` s of one core; the same sets on every machine); with
     ``seconds``, a wall-clock budget.
     Returns ``(sets, estimates)`` of the end
     points, or None when the code has no such structure (exact fields, ``m > 1``, ``d != s``).
     """
-    from ._decoders import NullSpaceDecoder, row_scaled
-    from ._verify_fast import _solve_small
+    from .._core.decoders import NullSpaceDecoder, row_scaled
+    from .fast import _solve_small
 
     if code.exact or code.field != "real" or code.m != 1:
         return None
@@ -73,7 +73,7 @@ def restart_search(tracker: Any, code: Any, rng: np.random.Generator, seconds: f
         v = np.abs(Z) @ kappa
         return np.where(np.isnan(v), np.inf, v)
 
-    from ._verify_cost import search_moves
+    from .cost import search_moves
 
     t0 = time.perf_counter()
     moves = search_moves(n, s) if seconds is None else None

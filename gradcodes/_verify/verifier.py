@@ -2,9 +2,9 @@
 
 ``verify(code)`` checks ``A_F B = E`` for straggler sets ``S`` (``|S| = s``, responders ``F = [n] \\ S``; any
 superset of a good ``F`` is good too). A float code passes a set when the error bound of a decode in the messages'
-dtype (:func:`gradcodes._numerics.error_estimate`: ``gamma_{t+2} canc + ||A_F B - E||_inf + ...`` with ``canc`` the
+dtype (:func:`gradcodes._core.numerics.error_estimate`: ``gamma_{t+2} canc + ||A_F B - E||_inf + ...`` with ``canc`` the
 worst column of ``|A_F| |B|``, a bound for every gradient) is within ``rtol`` on every machine: the upper end
-of the acceptance rule's interval (:func:`gradcodes._numerics.judge`, which bounds the verifier's own rounding and
+of the acceptance rule's interval (:func:`gradcodes._core.numerics.judge`, which bounds the verifier's own rounding and
 the variation of the decoding matrix between BLAS kernels, batch sizes and thread counts) must clear it; a set
 whose interval straddles ``rtol`` is *borderline* and makes the report unproven (docs/acceptance.md). A code whose
 decoding vectors cancel away every digit fails, it is not "exact"; rational and GF(p) codes are checked with no
@@ -13,7 +13,7 @@ rounding at all.
 **Three verdicts.** A report is truthy (``bool(report)``, ``report.exact``, ``report.proven``) only for a proof:
 
 * every straggler set was checked (exhaustive enumeration; by default whenever ``C(n, s)`` is within the default
-  budget, a count of sets from the fixed cost model of :mod:`gradcodes._verify_cost`, so the verdict is the
+  budget, a count of sets from the fixed cost model of :mod:`gradcodes._verify.cost`, so the verdict is the
   same on every machine under any load), or
 * the decoder states a theorem for this code (``Decoder.theorem(code)``, e.g. the 0/1 group decoder of
   fractional repetition: every group of ``>= s + 1`` identical 0/1 rows keeps a responder), which the verifier
@@ -23,12 +23,12 @@ Otherwise the verdict is ``unproven`` ("no failure found in N of M sets, not a p
 ``inaccurate`` when a checked set fails. A GF(p) check (``field="GF"``) proves the algebra of the construction
 over GF(p); it says nothing about rounding in the float code, and its report says so.
 
-The engine (:mod:`gradcodes._verify_engine`: tracker, acceptance rule, enumeration or sampling, progress, Ctrl-C,
+The engine (:mod:`gradcodes._verify.engine`: tracker, acceptance rule, enumeration or sampling, progress, Ctrl-C,
 time budget) is shared with CodedReduce trees; this module supplies the straggler-set model of a flat code
-(:class:`StragglerSets`) and the screening kernel of :mod:`gradcodes._verify_fast` as its fast enumeration.
+(:class:`StragglerSets`) and the screening kernel of :mod:`gradcodes._verify.fast` as its fast enumeration.
 
 When enumeration does not fit, the consecutive ("cyclic window") sets, random sets, a restarted coordinate ascent on
-the size of the null-space solve (:mod:`gradcodes._verify_search`, which explains why the bad sets of random codes
+the size of the null-space solve (:mod:`gradcodes._verify.search`, which explains why the bad sets of random codes
 are rare and how they are found) and greedy swaps look for failing sets.
 """
 
@@ -44,24 +44,23 @@ from typing import Any
 
 import numpy as np
 
-from . import _verify_fast
-from ._bounds import meets_min_load, min_load
-from ._code import GradientCode, LinearCode
-from ._decoders import Decoder
-from ._errors import GradcodesTypeError, GradcodesValueError
-from ._numerics import tolerance, unit_roundoff
-from ._typing import DTypeLike, FieldLike, RNGLike, Unset
-from ._validate import SEED_UNSET, check_int, check_real, check_rng, check_size, take_rng
-from ._verify_cost import flat_default_limit
-from ._verify_engine import Clock, Outcome, PatternModel, Tracker, run
-from ._verify_fast import NullSpaceScreen, lex_straggler_batches, unrank_lex
-from ._verify_report import VerifyReport
+from .._base.aliases import DTypeLike, FieldLike, RNGLike, Unset
+from .._base.errors import GradcodesTypeError, GradcodesValueError
+from .._base.validate import SEED_UNSET, check_int, check_real, check_rng, check_size, take_rng
+from .._core.code import GradientCode, LinearCode
+from .._core.decoders import Decoder
+from .._core.numerics import tolerance, unit_roundoff
+from . import cost as _cost
+from . import fast as _verify_fast
+from .bounds import meets_min_load, min_load
+from .cost import flat_default_limit
+from .engine import Clock, Outcome, PatternModel, Tracker, run
+from .fast import NullSpaceScreen, lex_straggler_batches, unrank_lex
+from .report import VerifyReport
 
 __all__ = ["verify", "VerifyReport", "straggler_batches", "default_rtol"]
 
 _MAX_FAILURES = 10
-#: below this many sets the screening kernel is not worth its set-up (and numba's first-use compilation)
-_KERNEL_MIN_SETS = 50_000
 #: the compiled (numba) kernel; False selects the pure-numpy screen (same results, slower; tested)
 _USE_NUMBA = True
 #: below this many sets the numpy screen (about 1 microsecond per set) costs less than loading numba and the
@@ -71,7 +70,7 @@ _NUMBA_MIN_SETS = 1_000_000
 
 def default_rtol(dtype: Any, code_rtol: float) -> float:
     """Default acceptance tolerance for messages of ``dtype``: the code's float64 ``rtol`` carried over to the dtype
-    by :func:`gradcodes._numerics.tolerance` (the same share of the dtype's digits; 2.4e-4 for float32 at the
+    by :func:`gradcodes._core.numerics.tolerance` (the same share of the dtype's digits; 2.4e-4 for float32 at the
     default 1e-8), the tolerance the decoders use.
 
     >>> default_rtol(np.float64, 1e-8), round(default_rtol(np.float32, 1e-8), 6)
@@ -96,7 +95,7 @@ def check_dtype_rtol(dtype: Any, rtol: float | None, code_rtol: float) -> tuple[
 def straggler_batches(n: int, s: int, batch: int) -> Iterator[np.ndarray]:
     """All ``C(n, s)`` straggler sets in lexicographic order, as (b, s) int arrays of at most ``batch`` rows.
 
-    Memory is O(batch * s) whatever ``C(n, s)`` (vectorised unranking, see :mod:`gradcodes._verify_fast`).
+    Memory is O(batch * s) whatever ``C(n, s)`` (vectorised unranking, see :mod:`gradcodes._verify.fast`).
 
     >>> [b.tolist() for b in straggler_batches(4, 2, 4)]
     [[[0, 1], [0, 2], [0, 3], [1, 2]], [[1, 3], [2, 3]]]
@@ -176,14 +175,14 @@ class StragglerSets(PatternModel):
     def fast_enumerate(self, tracker: Tracker, clock: Clock, stop_on_failure: bool,
                        budget: float | None) -> bool | None:
         code = self.code
-        if code.exact or self.total < _KERNEL_MIN_SETS or not NullSpaceScreen.applies(code, self.dec):
+        if code.exact or self.total < _cost._KERNEL_MIN_SETS or not NullSpaceScreen.applies(code, self.dec):
             return None
         screen = NullSpaceScreen(code, unit_roundoff(tracker.dtype), tracker.rtol, tracker.load)
         return _enumerate_screened(tracker, screen, code, stop_on_failure, clock, budget, self.scale)
 
     def search(self, tracker: Tracker, parts: list[tuple[np.ndarray, np.ndarray]], rng: np.random.Generator,
                batch: int) -> dict[str, int]:
-        from ._verify_search import local_search, restart_search
+        from .search import local_search, restart_search
 
         got: dict[str, int] = {}
         if self.code.s == 0:
@@ -210,11 +209,11 @@ class _Tracker(Tracker):
 def _enumerate_screened(tracker: Tracker, screen: NullSpaceScreen, code: GradientCode, stop_on_failure: bool,
                         clock: Clock, budget: float | None, scale: dict[str, Any] | None = None) -> bool:
     """Enumeration through the screening kernel, chunk by chunk on a fixed grid of ranks
-    (:mod:`gradcodes._verify_parallel`): sets it cannot clear go to the reference evaluation; so do each chunk's
+    (:mod:`gradcodes._verify.parallel`): sets it cannot clear go to the reference evaluation; so do each chunk's
     worst-cancellation set and its largest screened estimates, so the reported worst values and every failing or
     borderline set are the reference's, whatever the number of threads or ranks (``scale``: ``workers``,
     ``checkpoint``, ``checkpoint_every``, ``comm``)."""
-    from ._verify_parallel import enumerate_screened
+    from .parallel import enumerate_screened
 
     total = math.comb(code.n, code.s)        # small enumerations skip loading the compiled kernel (cold start)
     use_numba = _USE_NUMBA and (total >= _NUMBA_MIN_SETS or _verify_fast._KERNEL is not None)
@@ -242,7 +241,7 @@ def verify(code: LinearCode, *, limit: int | None = None, samples: int = 2000, s
         sampled mode would check anyway); otherwise sample and search. Memory does not grow with it; a time
         estimate is printed on stderr for long runs. Default (``limit=None``, ``time_budget=None``): the default
         budget, ``floor(10 s / c)`` sets, where ``c`` is the microseconds per set that the fixed cost model of
-        :mod:`gradcodes._verify_cost` predicts from ``n``, ``s``, ``k``, ``m``, the non-zeros of ``B``, the field
+        :mod:`gradcodes._verify.cost` predicts from ``n``, ``s``, ``k``, ``m``, the non-zeros of ``B``, the field
         and the decoder (constants measured on one core of a 2-core x86-64 machine). It never depends on a clock,
         the machine's load or ``workers``: the same call gives the same verdict and the same counts everywhere.
     samples : int, default 2000
@@ -277,12 +276,12 @@ def verify(code: LinearCode, *, limit: int | None = None, samples: int = 2000, s
         enumerates more than ``samples`` would check. Default None: the count budget of ``limit``.
     search_seconds : float, optional
         A wall-clock budget in seconds for the restarted search (when not exhaustive). Default None: a fixed
-        count of moves from the same cost model (:func:`gradcodes._verify_cost.search_moves`, about 1 s of one
+        count of moves from the same cost model (:func:`gradcodes._verify.cost.search_moves`, about 1 s of one
         core), so the sets searched, and the verdict, are the same on every machine for a given ``rng``.
     workers : int, optional
         Local processes of the exhaustive enumeration (default: every core this process may use,
         ``os.sched_getaffinity``; started only for enough work, and threads where ``fork`` does not exist). The
-        report is the same for every value (:mod:`gradcodes._verify_parallel`), for every code: float, exact
+        report is the same for every value (:mod:`gradcodes._verify.parallel`), for every code: float, exact
         (rational, GF(p)), any decoder, trees and blocks.
     checkpoint : path, optional
         A file where the exhaustive enumeration saves its progress (atomically, at most every
@@ -350,7 +349,7 @@ def verify(code: LinearCode, *, limit: int | None = None, samples: int = 2000, s
     check_size("the sampled straggler sets times n", samples * code.n, "work")
     rng = check_rng(rng)
     dec = code._decoder(decoder)
-    by_blocks = getattr(dec, "verify_by_blocks", None)   # block decoders: proof by blocks (gradcodes._blocks)
+    by_blocks = getattr(dec, "verify_by_blocks", None)   # block decoders: proof by blocks (gradcodes._verify.blocks)
     if by_blocks is not None:
         return by_blocks(code, limit=limit, samples=samples, search=search, rng=rng, rtol=rtol,
                          stop_on_failure=stop_on_failure, batch_size=batch_size, progress=progress, dtype=dt,
@@ -446,7 +445,7 @@ def _theorem_report(code: GradientCode, dec: Decoder, rtol: float, dt: np.dtype)
     theorem = _theorem(code, dec, rtol, dt)
     if theorem is None:
         return None
-    from ._numerics import error_estimate
+    from .._core.numerics import error_estimate
 
     n, s = code.n, code.s
     F = np.arange(s, n)
@@ -480,7 +479,7 @@ def _silenced_partition(code: GradientCode) -> tuple[int, list[int]] | None:
     others = [i for i in range(code.n) if i not in set(holders)]
     return j, sorted(holders + others[: code.s - len(holders)])
 def _scale_options(workers: int | None, checkpoint: Any, checkpoint_every: float, comm: Any) -> dict[str, Any]:
-    from ._verify_parallel import check_workers
+    from .parallel import check_workers
 
     if comm is not None and not all(callable(getattr(comm, a, None)) for a in ("Get_size", "Get_rank", "Dup")):
         raise GradcodesTypeError(f"comm must be an mpi4py communicator (e.g. mpi4py.MPI.COMM_WORLD) or None, got "
@@ -493,7 +492,7 @@ def borderline_note(tracker: Tracker) -> str:
     """The report's note on borderline sets (the acceptance rule's interval straddles the tolerance)."""
     return (f"{tracker.n_borderline:,} {tracker.model.noun} are borderline: their error estimate is within the "
             f"rounding allowance of the tolerance {tracker.rtol:.3g} ({tracker.dtype}), so a decode may be accepted "
-            f"on one BLAS kernel, batch size or thread count and refused on another (gradcodes._numerics."
+            f"on one BLAS kernel, batch size or thread count and refused on another (gradcodes._core.numerics."
             f"error_bounds); first: responders {list(tracker.borderline[0]) if tracker.borderline else '-'}")
 
 

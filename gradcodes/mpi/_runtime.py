@@ -19,13 +19,13 @@ from typing import Any
 import numpy as np
 
 from .. import ApproximateCode, CodedReduceCode, DecodingError, LinearCode
-from .._decoders import Decoder
-from .._errors import GradcodesRuntimeError, GradcodesTypeError, GradcodesValueError
+from .._base.aliases import DTypeLike
+from .._base.errors import GradcodesRuntimeError, GradcodesTypeError, GradcodesValueError
+from .._base.validate import renamed_keyword
+from .._core.decoders import Decoder
 from .._families.adversarial import AdversarialCode
 from .._families.adversarial_decode import decode_adversarial
 from .._simulate._policies import WaitPolicy
-from .._typing import DTypeLike
-from .._validate import renamed_keyword
 from ._comm import Inbox, ParamSender, StragglerTimeout, Tags, finite, get_mpi, wait_request
 from ._delays import Delay, NoDelay
 from ._layout import Combiner, TreeCheck, WorkerEncoder, layout_for, write_tail
@@ -279,8 +279,8 @@ class Master:
     def _inner_worst(self) -> float:
         """The inner code's worst error estimate over its responder sets in the messages' dtype (computed once)."""
         if self._inner_est is None:
-            from .._verify import verify
-            from .._verify_cost import flat_default_limit
+            from .._verify.cost import flat_default_limit
+            from .._verify.verifier import verify
 
             assert isinstance(self.code, CodedReduceCode)
             inner = self.code.inner              # a count from the cost model (about 2 s), never a clock

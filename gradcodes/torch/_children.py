@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from .._errors import GradcodesRuntimeError
+from .._base.errors import GradcodesRuntimeError
 from ..mpi._comm import StragglerTimeout
 from ..mpi._layout import Combiner
 

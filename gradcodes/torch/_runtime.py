@@ -37,8 +37,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._acceptance import DecodingError
-from .._errors import GradcodesTypeError, GradcodesValueError
+from .._base.errors import GradcodesTypeError, GradcodesValueError
+from .._core.acceptance import DecodingError
 from ..mpi._comm import StragglerTimeout
 from ..mpi._delays import Delay, NoDelay
 from ..mpi._layout import Layout, TreeCheck, layout_for, write_tail
