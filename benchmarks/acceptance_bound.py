@@ -28,8 +28,8 @@ from pathlib import Path
 import numpy as np
 
 import gradcodes as gc
-from gradcodes._numerics import decode_terms, residuals, unit_roundoff
-from gradcodes._registry import get_scheme
+from gradcodes._base.registry import get_scheme
+from gradcodes._core.numerics import decode_terms, residuals, unit_roundoff
 
 PANEL = {
     "cyclic_repetition(12, 2, rng=5)": lambda: gc.cyclic_repetition(12, 2, rng=5),

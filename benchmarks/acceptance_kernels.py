@@ -1,5 +1,5 @@
 """How much a decode's own measurement varies between BLAS kernels and thread counts, against the allowances of the
-acceptance rule (gradcodes._numerics.error_bounds).
+acceptance rule (gradcodes._core.numerics.error_bounds).
 
 For a panel of codes with strong cancellation (where verdicts used to flip between machines), one process per
 OpenBLAS setting (OPENBLAS_CORETYPE x OPENBLAS_NUM_THREADS, OPENBLAS_L2_SIZE unset; settings the CPU cannot run are
@@ -10,7 +10,7 @@ measures residual, cancellation factor, magnitude and width. The parent compares
 * residual variation ``|r - r_ref|`` against the rule's residual allowance ``delta = (gamma_{w+1} + 2 gamma_w)
   (mag + 1)`` (ratio < 1 means the allowance covers it),
 * relative cancellation variation against ``CANC_ALLOWANCE = 2^-20``,
-* the verdict of every set by :func:`gradcodes._numerics.judge` in every setting (an ``ok`` in one setting and a
+* the verdict of every set by :func:`gradcodes._core.numerics.judge` in every setting (an ``ok`` in one setting and a
   ``fails`` in another would break the guarantee).
 
 Usage: ``python benchmarks/acceptance_kernels.py`` (about a minute), ``--smoke`` (two settings, one code).
@@ -58,7 +58,7 @@ def _sets(code, count: int = 40) -> list[list[int]]:
 
 def child(spec: dict[str, list[list[int]]]) -> dict[str, list[list[float]]]:
     import gradcodes as gc
-    from gradcodes._numerics import cancellation, magnitude, residuals, widths
+    from gradcodes._core.numerics import cancellation, magnitude, residuals, widths
 
     out: dict[str, list[list[float]]] = {}
     for name, sets in spec.items():
@@ -97,7 +97,7 @@ def main() -> None:
         print(json.dumps(child(json.loads(Path(args.child).read_text()))))
         return
     import gradcodes as gc
-    from gradcodes._numerics import CANC_ALLOWANCE, judge, residual_slack
+    from gradcodes._core.numerics import CANC_ALLOWANCE, judge, residual_slack
 
     names = list(CODES)[:1] if args.smoke else list(CODES)
     spec = {name: _sets(eval(CODES[name], {"gc": gc})) for name in names}  # noqa: S307

@@ -47,10 +47,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from adversarial_numerics import LARGE, PARAMS, placement, write  # noqa: E402
 
 import gradcodes as gc  # noqa: E402
+from gradcodes._core.numerics import tolerance, unit_roundoff  # noqa: E402
 from gradcodes._families import adversarial_fourier as _fourier  # noqa: E402
 from gradcodes._families.adversarial import _float_weights  # noqa: E402
 from gradcodes._families.adversarial_decode import _scale_floor, _shrink  # noqa: E402
-from gradcodes._numerics import tolerance, unit_roundoff  # noqa: E402
 
 HEADER = (f"{'n':>4} {'placement':<14}{'(s, a, m)':<11}{'honest f32':>11}{'honest f64':>11}{'flags':>12}"
           f"{'hidden raw':>11}"

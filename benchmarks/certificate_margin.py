@@ -34,7 +34,7 @@ def ratios(calls: tuple[tuple[int, int], ...]) -> list[tuple[int, int, int, int,
 
     import numpy as np
 
-    from gradcodes._verify import verify
+    from gradcodes._verify.verifier import verify
 
     gr = importlib.import_module("gradcodes._families.grouped_random")   # the module (the package exports the function)
     u = float(np.finfo(np.float64).eps) / 2

@@ -15,7 +15,7 @@ row-space decoder against S stragglers.
   [SEED0, SEED1) and prints the sampled worst error and tail counts. A sample is NOT a worst case (the worst
   sets of these codes are far rarer than one in a million); it only orders the candidates.
 * Certification checks all C(NG, S) straggler sets with the verifier's reference evaluation
-  (``gradcodes._verify._Tracker``: the code's decoder, the batched residual and the acceptance rule of
+  (``gradcodes._verify.verifier._Tracker``: the code's decoder, the batched residual and the acceptance rule of
   ``gradcodes.verify``), in chunks of consecutive lexicographic ranks visited in a fixed shuffled order, so that
   with ``--target`` a seed whose running worst error exceeds the target is abandoned early (its bad sets are
   met early on average). ``--part I --parts K`` runs the chunks with position = I mod K, for K processes; the
@@ -47,12 +47,12 @@ from typing import Any
 import numpy as np
 
 import gradcodes as gc
-from gradcodes._decoders import single_threaded_blas
+from gradcodes._core.decoders import single_threaded_blas
 from gradcodes._families._certified_seeds import CERTIFIED
 from gradcodes._families._rowspace_kernel import kernels
 from gradcodes._families.grouped_random import REFINE, RowSpaceDecoder, _block_code
-from gradcodes._verify import _Tracker, random_straggler_sets
-from gradcodes._verify_fast import _binom_table, unrank_lex
+from gradcodes._verify.fast import _binom_table, unrank_lex
+from gradcodes._verify.verifier import _Tracker, random_straggler_sets
 
 LOG = Path(__file__).parent / "results" / "certified_seeds.jsonl"
 SCREEN_LOG = Path(__file__).parent / "results" / "seed_screen.jsonl"
@@ -97,7 +97,8 @@ def certify_part(ng: int, s: int, extra: int, seed: int, target: float | None, p
     cancellation evaluated on the spot; sets with a singular factor go to the verifier's reference evaluation, as
     the decoder sends them to least squares), or with ``reference`` by the verifier's reference evaluation.
 
-    ``combine = (frac, res_other, canc_term)``: abandon when the bound of gradcodes._blocks for a grouped code made
+    ``combine = (frac, res_other, canc_term)``: abandon when the bound of gradcodes._verify.blocks for a grouped code
+    made
     of this group (share ``frac`` of the partitions) and already certified groups (largest residual ``res_other``,
     their share of the cancellation term ``canc_term`` = u sum (k_b/k) canc_b) exceeds ``target``, instead of this
     group's own worst estimate."""

@@ -33,7 +33,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 import gradcodes as gc  # noqa: E402
-from gradcodes._apply import combine_rows  # noqa: E402
+from gradcodes._core.apply import combine_rows  # noqa: E402
 from gradcodes.mpi._layout import Combiner  # noqa: E402
 
 ROWS = [0, 2, 3, 5, 6, 7]

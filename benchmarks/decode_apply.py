@@ -13,7 +13,7 @@ Decode (``code.decode(F, Y)``, the decoding vector already cached) against:
   repetition is refused in float32 on most sets, its cancellation is too large): ``a_F @ Y_F`` on rows already
   gathered in one contiguous block (BLAS gemv, the streaming read). Target <= 1.1x.
 
-With the full receive buffer the decode runs the compiled kernel (``gradcodes._apply.csr_product``); the
+With the full receive buffer the decode runs the compiled kernel (``gradcodes._core.apply.csr_product``); the
 column "numpy path ms" times the same decode with the kernel switched off (the previous path).
 
 Each is run with the full receive buffer (n rows, stragglers at random positions) and with compact rows
@@ -43,7 +43,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import gradcodes as gc  # noqa: E402
-import gradcodes._apply as ap  # noqa: E402
+import gradcodes._core.apply as ap  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "decode_apply.txt"
 

@@ -4,7 +4,7 @@
     python benchmarks/exact_backend.py --repeats 21  # more repeats
     python benchmarks/exact_backend.py --smoke       # 6x12, 3 repeats, writes nothing (the test suite runs it)
 
-``gradcodes._fields.rref`` is the exact elimination under the rational decoders and constructions
+``gradcodes._core.fields.rref`` is the exact elimination under the rational decoders and constructions
 (``solve_left``, ``left_nullspace``). It runs on python-flint when installed (``pip install 'gradcodes[exact]'``)
 and on Fractions otherwise; the reduced row echelon form is unique, so both give the same matrix and pivots
 (checked here on every input). Each time is the end-to-end call as gradcodes makes it (conversion to and from
@@ -27,7 +27,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import gradcodes._fields as fields  # noqa: E402
+import gradcodes._core.fields as fields  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "exact_backend.txt"
 

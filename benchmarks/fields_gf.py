@@ -1,8 +1,8 @@
-"""Exact linear algebra over GF(p): our whole-row elimination (gradcodes._fields) against galois.
+"""Exact linear algebra over GF(p): our whole-row elimination (gradcodes._core.fields) against galois.
 
 Prints the median of 5 runs of ``rref`` vs galois ``row_reduce`` and of the elimination-based left null space vs
 galois ``left_null_space``, on random GF(10007) matrices whose right half is a combination of the left half
-(rank deficient, as decoding matrices are). gradcodes._fields keeps its own elimination: it is as
+(rank deficient, as decoding matrices are). gradcodes._core.fields keeps its own elimination: it is as
 fast or faster here.
 
     python benchmarks/fields_gf.py [--smoke]      # --smoke: the smallest shape, one run (the test suite)
@@ -17,7 +17,7 @@ import time
 import galois
 import numpy as np
 
-from gradcodes._fields import _left_nullspace_elim, rref
+from gradcodes._core.fields import _left_nullspace_elim, rref
 
 
 def _median(f, repeats: int = 5) -> float:

@@ -8,7 +8,8 @@ the ``r <= q`` and ``r > q`` cases both occur) and every family, at every load f
 (every load when there are at most 12, else a geometric subset, said in the output), the worst predicted float64 error
 ``u canc + residual`` of :func:`gradcodes.verify`:
 
-* ``proven``: every straggler set checked (directly, or block by block: gradcodes._blocks), or a decoder's theorem;
+* ``proven``: every straggler set checked (directly, or block by block: gradcodes._verify.blocks), or a decoder's
+theorem;
 * ``searched``: the worst of consecutive, random and locally searched sets. NOT a worst case (a lower bound on it);
 * ``FAILS``: a checked set fails.
 
@@ -38,10 +39,10 @@ from typing import Any
 import numpy as np
 
 import gradcodes as gc
-from gradcodes._blocks import is_proof
 from gradcodes._families._certified_seeds import CERTIFIED
 from gradcodes._families.binary import stable_binary_load
 from gradcodes._families.grouped_random import certified_bound, group_sizes
+from gradcodes._verify.blocks import is_proof
 
 OUT = Path(__file__).parent / "results"
 NS = (20, 50, 97, 100, 200, 500)

@@ -70,7 +70,7 @@ def fmt(rep: gc.ApproxReport) -> str:
 
 
 def table(rows: list[dict[str, Any]]) -> str:
-    from gradcodes._tour import format_table
+    from gradcodes._cli.tour import format_table
 
     return format_table(rows)
 

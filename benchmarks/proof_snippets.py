@@ -97,9 +97,10 @@ with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.St
 print("exit", rc)
 """,
     "9 screened enumeration: worst estimate vs the reference's, cyclic_repetition(40, 4, rng=21, refine=0)": """
-from gradcodes import _verify
+import gradcodes._verify.cost
+from gradcodes._verify import verifier as _verify
 c = gc.cyclic_repetition(40, 4, rng=21, refine=0)
-a = gc.verify(c, limit=10**6); _verify._KERNEL_MIN_SETS = 10**12; b = gc.verify(c, limit=10**6)
+a = gc.verify(c, limit=10**6); gradcodes._verify.cost._KERNEL_MIN_SETS = 10**12; b = gc.verify(c, limit=10**6)
 print(f"{a.error_estimate:.3g} {b.error_estimate:.3g} ratio {a.error_estimate / b.error_estimate:.4f}")
 """,
 }

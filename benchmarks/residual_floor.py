@@ -22,9 +22,9 @@ from fractions import Fraction
 
 import numpy as np
 
-from gradcodes._decoders import NullSpaceDecoder
+from gradcodes._core.decoders import NullSpaceDecoder
+from gradcodes._core.numerics import cancellation, error_estimate, residuals
 from gradcodes._families.grouped_random import REFINE, RowSpaceDecoder, _block_code
-from gradcodes._numerics import cancellation, error_estimate, residuals
 
 
 def exact_residual(a: np.ndarray, B: np.ndarray, F: list[int]) -> float:

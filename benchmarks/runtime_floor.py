@@ -130,7 +130,7 @@ def floor_run(comm, code, p: int, iters: int, encode: bool, bufs: np.ndarray) ->
             if a == 0 and not accumulate:
                 np.multiply(inbox[i], ci, out=out)
             else:
-                gc._apply.combine_rows(out, [ci], inbox, [i], accumulate=True)
+                gc._core.apply.combine_rows(out, [ci], inbox, [i], accumulate=True)
         for i in got:
             repost(i)
 
@@ -166,7 +166,7 @@ def floor_run(comm, code, p: int, iters: int, encode: bool, bufs: np.ndarray) ->
             while not sreq.Test():                      # the previous reply: polled, as gradcodes' workers do
                 time.sleep(POLL)
             if encode:                                   # precomputed coefficients, one pass per partition
-                gc._apply.combine_rows(msg, cs, mine, nz)
+                gc._core.apply.combine_rows(msg, cs, mine, nz)
             if K:
                 gather(t, msg, True, False)
             sreq = comm.Isend(msg, dest=lay.parent(rank), tag=TAG0 + t)

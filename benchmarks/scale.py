@@ -12,7 +12,7 @@ dense ``B``, before trying its theorem), decodes one
 iteration from ``n - s`` responders (``q = 16`` columns, compact rows; trees: one random pattern of ``s``
 stragglers per parent) and encodes one worker's message (``p = 1000``), and reports each time and the process's
 peak resident memory (``ru_maxrss``, which includes the interpreter, numpy and scipy: about 100 MB). The same
-point runs a second time with the code stored dense (``gradcodes._sparse.SPARSE_FROM`` raised) where its dense
+point runs a second time with the code stored dense (``gradcodes._core.sparse.SPARSE_FROM`` raised) where its dense
 matrix fits ``gradcodes.limits.entries``; "-" where it does not. Peak memory of the sparse path grows with the
 non-zeros (``nnz`` column): the slope is the ratio of two rows. The load average is printed first: on a loaded
 machine every time grows.
@@ -73,7 +73,7 @@ def point(family: str, args: list[int], dense: bool) -> dict:
     import numpy as np
 
     import gradcodes as gc
-    from gradcodes import _sparse
+    from gradcodes._core import sparse as _sparse
 
     if dense:
         _sparse.SPARSE_FROM = 10**30

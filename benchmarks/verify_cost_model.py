@@ -1,4 +1,4 @@
-"""Calibration of the verifier's default budget (:mod:`gradcodes._verify_cost`): measured against predicted
+"""Calibration of the verifier's default budget (:mod:`gradcodes._verify.cost`): measured against predicted
 microseconds per straggler pattern, for a panel of codes of every enumeration path.
 
     PYTHONPATH=. python benchmarks/verify_cost_model.py          # about a minute; writes results/verify_cost_model.txt
@@ -7,7 +7,7 @@ microseconds per straggler pattern, for a panel of codes of every enumeration pa
 Every code is enumerated completely by ``gc.verify(code, limit=total, workers=1, search=False,
 stop_on_failure=False, progress=False)`` (one core: the default budget does not depend on the number of
 workers), after one warm-up call; the time is the median of ``--repeat`` (default 3) runs. The constants of
-:data:`gradcodes._verify_cost.COSTS` were rounded from this output so that the predictions are close to or above
+:data:`gradcodes._verify.cost.COSTS` were rounded from this output so that the predictions are close to or above
 the measurements of the larger codes (small enumerations are dominated by fixed set-up costs that the per-set
 model does not try to follow). The restart search's move cost (``SEARCH_COST``) is measured on random ``K`` of the
 shapes below, as the search solves them. The load average is printed: run it on an idle machine.
@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 import gradcodes as gc
-from gradcodes._verify_cost import SEARCH_COST, flat_path, pattern_cost_us
+from gradcodes._verify.cost import SEARCH_COST, flat_path, pattern_cost_us
 
 
 def _panel(smoke: bool) -> list[tuple[str, Any, dict[str, Any]]]:
@@ -71,7 +71,7 @@ def _predicted(code: Any, opts: dict[str, Any]) -> tuple[str, float]:
 
 
 def _search_moves(repeat: int) -> list[str]:
-    from gradcodes._verify_fast import _solve_small
+    from gradcodes._verify.fast import _solve_small
 
     lines = []
     for n, s in [(40, 5), (100, 10), (200, 30)]:

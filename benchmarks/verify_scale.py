@@ -41,8 +41,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import gradcodes as gc  # noqa: E402
-import gradcodes._verify_mpi as VM  # noqa: E402
-import gradcodes._verify_parallel as P  # noqa: E402
+import gradcodes._verify.cost  # noqa: E402
+import gradcodes._verify.mpi_driver as VM  # noqa: E402
+import gradcodes._verify.parallel as P  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "verify_scale.txt"
 FIELDS = ("verdict", "patterns_checked", "n_failures", "failures", "n_borderline", "borderline", "worst_residual",
@@ -72,9 +73,8 @@ def child(args: argparse.Namespace) -> None:
     world = MPI.COMM_WORLD
     if args.smoke:
         P._FIRST, P._CHUNK = (256, 512), 1024
-        import gradcodes._verify as V
 
-        V._KERNEL_MIN_SETS = 0
+        gradcodes._verify.cost._KERNEL_MIN_SETS = 0
     code = build(args.n, args.s, args.seed)
     gc.verify(gc.cyclic_repetition(12, 3, rng=0), limit=10**6, comm=world, workers=1)   # warm up every rank
     world.Barrier()
@@ -118,8 +118,8 @@ def task_cost(code: gc.GradientCode, repeat: int) -> tuple[float, int]:
     the sets per task, measured on real pieces of this code."""
     import numpy as np
 
-    from gradcodes._verify import _Tracker
-    from gradcodes._verify_fast import NullSpaceScreen
+    from gradcodes._verify.fast import NullSpaceScreen
+    from gradcodes._verify.verifier import _Tracker
 
     dec = code._decoder(None)
     tr = _Tracker(code, dec, code.rtol)
@@ -160,9 +160,8 @@ def main() -> None:
     if args.smoke:
         args.n, args.s, args.repeat = 22, 4, 1
         P._FIRST, P._CHUNK = (256, 512), 1024
-        import gradcodes._verify as V
 
-        V._KERNEL_MIN_SETS = 0
+        gradcodes._verify.cost._KERNEL_MIN_SETS = 0
     code = build(args.n, args.s, args.seed)
     total = code.n and __import__("math").comb(code.n, code.s)
     lines = [f"verify_scale: {code.name}(n={code.n}, s={code.s}, rng={args.seed}), {total:,} sets, median of "

@@ -26,8 +26,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import gradcodes as gc  # noqa: E402
-from gradcodes._decoders import NullSpaceDecoder  # noqa: E402
-from gradcodes._tour import format_table  # noqa: E402
+from gradcodes._cli.tour import format_table  # noqa: E402
+from gradcodes._core.decoders import NullSpaceDecoder  # noqa: E402
 
 
 def plant(n: int, s: int, seed: int) -> tuple[gc.GradientCode, np.ndarray]:
@@ -45,7 +45,7 @@ def plant(n: int, s: int, seed: int) -> tuple[gc.GradientCode, np.ndarray]:
 
 
 def planted_fails(code: gc.GradientCode, S0: np.ndarray) -> bool:
-    from gradcodes._verify import _Tracker
+    from gradcodes._verify.verifier import _Tracker
 
     tr = _Tracker(code, code._decoder(None), code.rtol)
     return bool(tr.evaluate(S0[None])[2][0])

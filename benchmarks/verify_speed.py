@@ -45,8 +45,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import gradcodes as gc  # noqa: E402
-import gradcodes._verify as V  # noqa: E402
-from gradcodes._tour import format_table  # noqa: E402
+import gradcodes._verify.cost  # noqa: E402
+import gradcodes._verify.verifier as V  # noqa: E402
+from gradcodes._cli.tour import format_table  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "verify_speed.txt"
 
@@ -69,18 +70,18 @@ def lstsq_sets(B: np.ndarray, s: int, stride: int) -> float:
 
 def previous_full(code, limit):
     """The previous algorithm on every set: the screening kernel switched off (the reference path)."""
-    old = V._KERNEL_MIN_SETS
-    V._KERNEL_MIN_SETS = 1 << 62
+    old = gradcodes._verify.cost._KERNEL_MIN_SETS
+    gradcodes._verify.cost._KERNEL_MIN_SETS = 1 << 62
     try:
         return gc.verify(code, limit=limit, stop_on_failure=False)
     finally:
-        V._KERNEL_MIN_SETS = old
+        gradcodes._verify.cost._KERNEL_MIN_SETS = old
 
 
 def previous_strided(code, stride: int) -> int:
     """The previous algorithm's work on every ``stride``-th batch of the enumeration (the verifier's own batch
     size; same tracker, decoder and batched residual); returns the sets evaluated."""
-    from gradcodes._decoders import single_threaded_blas
+    from gradcodes._core.decoders import single_threaded_blas
 
     tracker = V._Tracker(code, code._decoder(None), code.rtol)
     per_set = 8 * (code.n * code.m * 4 + code.k * code.m * code.m + code.n * code.n)
@@ -101,7 +102,7 @@ FRONTIER_SECONDS = 60.0
 def run_within(n: int, s: int, seconds: float) -> tuple[bool, float, int]:
     """The verifier's exhaustive pipeline on ``cyclic_repetition(n, s, rng=0)``, stopped after ``seconds``:
     ``(finished, elapsed seconds, sets done)`` (the kernel's one-off compilation or cache load excluded)."""
-    from gradcodes._verify_engine import Clock
+    from gradcodes._verify.engine import Clock
 
     class Stopwatch(Clock):
         def over_budget(self, budget: float) -> bool:

@@ -13,23 +13,13 @@ combination ``y_i = B_i G`` (row ``i`` of an encoding matrix ``B``); the master 
 True
 """
 
-from ._acceptance import NonFiniteMessageError
-from ._approx_eval import (
-    ApproxReport,
-    FixedWeightDecoder,
-    closed_form_error,
-    evaluate_approximate,
-    exponential_straggle_probabilities,
-    min_load_heterogeneous,
-    straggle_probabilities,
-)
-from ._approx_worst import ApproximationReport
-from ._blocks import BlockDecoder, BlockVerifyReport, blocks_of, by_blocks
-from ._bounds import min_load
-from ._code import ApproximateCode, DecodeInfo, DecodingError, GradientCode, LinearCode, Recommendation
-from ._decodable import Decodability
-from ._decoders import Decoder, ExactDecoder, LeastSquaresDecoder, NullSpaceDecoder
-from ._errors import GradcodesError, GradcodesRuntimeError, GradcodesTypeError, GradcodesValueError
+from ._base.errors import GradcodesError, GradcodesRuntimeError, GradcodesTypeError, GradcodesValueError
+from ._base.registry import Scheme, register, schemes
+from ._base.validate import Limits, SizeLimitError, limits
+from ._core.acceptance import NonFiniteMessageError
+from ._core.code import ApproximateCode, DecodeInfo, DecodingError, GradientCode, LinearCode, Recommendation
+from ._core.decodable import Decodability
+from ._core.decoders import Decoder, ExactDecoder, LeastSquaresDecoder, NullSpaceDecoder
 from ._families import (
     CyclicMDSCode,
     ExpanderCode,
@@ -99,8 +89,7 @@ from ._families.multi_message import multi_message_code, multi_message_time
 from ._families.partial_stragglers import ChunkDecoder, PartialStragglerCode, chunk_order, partial_straggler_code, q_max
 from ._families.partial_stragglers_verify import verify_partial
 from ._families.product import ProductCode, product_code
-from ._io import CodeFileError, load, load_code, save, save_code
-from ._registry import Scheme, register, schemes
+from ._io.files import CodeFileError, load, load_code, save, save_code
 from ._simulate import (
     AdaptiveK,
     BackupWorkers,
@@ -120,9 +109,20 @@ from ._simulate import (
     simulate_partial,
     simulate_training,
 )
-from ._validate import Limits, SizeLimitError, limits
-from ._verify import VerifyReport, verify
-from ._verify_parallel import CheckpointError
+from ._verify.approx_eval import (
+    ApproxReport,
+    FixedWeightDecoder,
+    closed_form_error,
+    evaluate_approximate,
+    exponential_straggle_probabilities,
+    min_load_heterogeneous,
+    straggle_probabilities,
+)
+from ._verify.approx_worst import ApproximationReport
+from ._verify.blocks import BlockDecoder, BlockVerifyReport, blocks_of, by_blocks
+from ._verify.bounds import min_load
+from ._verify.parallel import CheckpointError
+from ._verify.verifier import VerifyReport, verify
 
 __version__ = "0.1.0"
 

@@ -20,15 +20,16 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ._bounds import min_load
-from ._cli_output import emit as _emit
-from ._cli_output import to_json
-from ._errors import GradcodesValueError
-from ._io import load_code, save_code
-from ._registry import get_scheme, schemes
+from ._base.errors import GradcodesValueError
+from ._base.output import emit as _emit
+from ._base.output import to_json
+from ._base.registry import get_scheme, schemes
+from ._cli.tour import format_table, tour, tour_status
+from ._io.files import load_code, save_code
 from ._simulate import add_simulate_parser
-from ._tour import format_table, tour, tour_status
-from ._verify import verify
+from ._verify.approx_eval import evaluate_approximate
+from ._verify.bounds import min_load
+from ._verify.verifier import verify
 
 __all__ = ["main", "build_parser", "to_json"]
 
@@ -218,6 +219,37 @@ def build_parser() -> argparse.ArgumentParser:
 
 #: Functions ``hook(subparsers)`` that add family subcommands; each sets ``func`` via ``set_defaults``.
 _SUBCOMMAND_HOOKS: list[Any] = [add_simulate_parser]
+
+
+# ---------------------------------------------------------------------------------------------------- evaluate
+# `gradcodes evaluate`: expected error and bias of approximate codes (gradcodes._verify.approx_eval)
+
+
+def _cmd_evaluate(args: argparse.Namespace) -> int:
+    code = _load_target(args)
+    report = evaluate_approximate(code, args.gradients, p=args.p, decoder=args.decoder, method=args.method,
+                                  samples=args.samples, rng=args.mc_seed)
+    _emit(args, report)
+    return 0
+
+
+def _add_evaluate_parser(sub: Any) -> None:
+    p = sub.add_parser("evaluate", help="expected error and bias of an approximate code under random stragglers")
+    p.add_argument("target", help="a .npz file written by `gradcodes build`, or a scheme name "
+                                  "(e.g. heterogeneous, sgc, bgc, ehd, od, is_sgd)")
+    _add_code_options(p)
+    p.add_argument("--p", help="straggle probabilities for the evaluation, e.g. '1/10,1/5,1/2' or 0.2 "
+                               "(default: the code's own)")
+    p.add_argument("--gradients", default="orthonormal", choices=["orthonormal", "aligned"],
+                   help="g_j = e_j (default) or all g_j equal")
+    p.add_argument("--method", default="auto", choices=["auto", "enumerate", "montecarlo", "closed"])
+    p.add_argument("--samples", type=int, default=20000, help="Monte Carlo samples")
+    p.add_argument("--mc-seed", type=int, default=0, help="Monte Carlo seed")
+    p.add_argument("--decoder", help="decoder name (default: the code's)")
+    p.set_defaults(func=_cmd_evaluate)
+
+
+_SUBCOMMAND_HOOKS.append(_add_evaluate_parser)
 
 
 # ---------------------------------------------------------------------------------------------------- commands

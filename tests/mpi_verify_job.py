@@ -8,8 +8,8 @@ import json
 import os
 import sys
 
-import gradcodes._verify as V
-import gradcodes._verify_parallel as P
+import gradcodes._verify.cost
+import gradcodes._verify.parallel as P
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_verify_scale import PANEL, REF_OPTIONS, REF_PANEL, fields, ref_fields  # noqa: E402
@@ -21,7 +21,7 @@ def main() -> None:
     name, stop = sys.argv[1], sys.argv[2] == "1"
     ckpt = sys.argv[4] if len(sys.argv) > 4 else None
     if name in PANEL:
-        V._KERNEL_MIN_SETS = 0
+        gradcodes._verify.cost._KERNEL_MIN_SETS = 0
         P._FIRST, P._CHUNK = (96, 160), 256            # as the small_grid fixture: many chunks
         build, dtype = PANEL[name]
         report = __import__("gradcodes").verify(build(), dtype=dtype, stop_on_failure=stop, limit=10**6,

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import gradcodes as gc
-from gradcodes._numerics import cancellation, error_estimate, tolerance
+from gradcodes._core.numerics import cancellation, error_estimate, tolerance
 
 
 def _exact_sum(G: np.ndarray) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""The one acceptance rule (gradcodes._numerics: accepts, error_bounds, judge) and its guarantee:
+"""The one acceptance rule (gradcodes._core.numerics: accepts, error_bounds, judge) and its guarantee:
 every "ok" of gc.verify means that decode accepts every covered set in that dtype, whatever the batch size (and,
 checked by tests/test_kernel_panel.py in CI, whatever the BLAS kernel and thread count); every failing set is one
 that decode refuses."""
@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import gradcodes as gc
-from gradcodes import _verify
-from gradcodes._numerics import (
+import gradcodes._verify.cost
+from gradcodes._core.numerics import (
     BORDERLINE,
     FAILS,
     OK,
@@ -25,6 +25,7 @@ from gradcodes._numerics import (
     residual_slack,
     tolerance,
 )
+from gradcodes._verify import verifier as _verify
 from gradcodes.mpi._layout import Combiner
 
 
@@ -156,10 +157,11 @@ def test_the_mpi_combiner_accepts_in_the_messages_dtype():
 def test_screened_enumeration_reports_the_reference_worst(monkeypatch):
     """The screen cleared the worst sets and reported 8.3e-15 where the reference gave 2.0e-14."""
     code = gc.cyclic_repetition(40, 4, rng=21, refine=0)
-    assert math.comb(40, 4) >= _verify._KERNEL_MIN_SETS
+    assert math.comb(40, 4) >= gradcodes._verify.cost._KERNEL_MIN_SETS
     screened = gc.verify(code, limit=10**6, stop_on_failure=False)
     assert screened.strategies == {"exhaustive": math.comb(40, 4)}
-    monkeypatch.setattr(_verify, "_KERNEL_MIN_SETS", 10**12)          # the reference evaluation of every set
+    # the reference evaluation of every set
+    monkeypatch.setattr(gradcodes._verify.cost, "_KERNEL_MIN_SETS", 10**12)
     reference = gc.verify(code, limit=10**6, stop_on_failure=False)
     assert screened.verdict == reference.verdict
     assert screened.error_estimate == pytest.approx(reference.error_estimate, rel=0.05)

@@ -301,7 +301,7 @@ def test_cli_build_then_evaluate(tmp_path, capsys):
 def test_tour_rows_for_approximate_schemes():
     import io
 
-    from gradcodes._tour import tour
+    from gradcodes._cli.tour import tour
 
     rows = tour(["heterogeneous", "is_sgd", "sgc", "ehd", "bgc", "od"], quick=True, out=io.StringIO())
     by = {r["scheme"]: r for r in rows}

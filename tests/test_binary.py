@@ -12,9 +12,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import gradcodes as gc
-from gradcodes._blocks import is_proof
 from gradcodes._families.binary import stable_binary_load
 from gradcodes._families.recommend import CANDIDATES, Candidate, add_candidate
+from gradcodes._verify.blocks import is_proof
 
 
 def _ns(max_n: int):
@@ -178,8 +178,8 @@ def test_recommend_found_failure_is_labelled_conclusive():
 def test_recommend_screen_is_sound_and_keeps_the_choice():
     # a candidate that cannot be certified is checked at a few consecutive windows; what it reports must be a real
     # value at real sets (re-evaluated here), and never a proof
+    from gradcodes._core.numerics import cancellation, error_estimate, residuals, widths
     from gradcodes._families.recommend import _screen, _screen_sets
-    from gradcodes._numerics import cancellation, error_estimate, residuals, widths
 
     S = _screen_sets(32, 14)
     assert S.shape == (8, 14) and (np.diff(S, axis=1) > 0).all()

@@ -1,4 +1,4 @@
-"""Proof by blocks (gradcodes._blocks): block structure, the theorem's bound, mutations and bad input."""
+"""Proof by blocks (gradcodes._verify.blocks): block structure, the theorem's bound, mutations and bad input."""
 
 import itertools
 
@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import gradcodes as gc
-from gradcodes._blocks import Block, BlockDecoder, blocks_of, by_blocks
-from gradcodes._numerics import cancellation, residuals
+from gradcodes._core.numerics import cancellation, residuals
+from gradcodes._verify.blocks import Block, BlockDecoder, blocks_of, by_blocks
 
 
 def _permuted(B, rng):

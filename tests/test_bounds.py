@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import gradcodes as gc
-from gradcodes._bounds import meets_min_load, min_replication
+from gradcodes._verify.bounds import meets_min_load, min_replication
 
 
 @pytest.mark.parametrize(("args", "expected"), [

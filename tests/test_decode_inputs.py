@@ -8,8 +8,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import gradcodes as gc
-from gradcodes._decoders import NullSpaceDecoder
-from gradcodes._numerics import tolerance
+from gradcodes._core.decoders import NullSpaceDecoder
+from gradcodes._core.numerics import tolerance
 from gradcodes.testing import responder_sets
 
 
@@ -43,8 +43,8 @@ def responder_set(code, rng):
 def test_new_paths_equal_old_on_every_family(build, params, path, monkeypatch):
     """Both the numpy paths and the compiled kernels (forced on for these small messages) of encode and decode give
     the old dense results."""
-    import gradcodes._apply as ap
-    import gradcodes._code_encode as E
+    import gradcodes._core.apply as ap
+    import gradcodes._core.code_encode as E
 
     if path == "compiled":
         monkeypatch.setattr(ap, "_KERNEL_MIN_WORK", 0)

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gradcodes import _detlinalg as det
+from gradcodes._core import detlinalg as det
 
 
 def _exact_solve(A: np.ndarray, b: np.ndarray) -> list[Fraction]:

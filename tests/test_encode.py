@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import gradcodes as gc
-from gradcodes._apply import combine_rows, csr, runs
+from gradcodes._core.apply import combine_rows, csr, runs
 
 
 def small_codes():
@@ -116,8 +116,8 @@ def test_kernels():
 def test_compiled_encode_equals_the_numpy_loop(build, params, monkeypatch):
     """The column-blocked compiled kernel and the numpy loop over the non-zeros (the previous encode) give the same
     messages on every registered family (to the rounding of the sum: the kernel may fuse multiply-adds)."""
-    import gradcodes._apply as ap
-    import gradcodes._code_encode as E
+    import gradcodes._core.apply as ap
+    import gradcodes._core.code_encode as E
 
     monkeypatch.setattr(ap, "_KERNEL_MIN_WORK", 0)
     code = build(**params)
@@ -136,7 +136,7 @@ def test_compiled_encode_equals_the_numpy_loop(build, params, monkeypatch):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128])
 @pytest.mark.parametrize("threads", [1, 2, 3])
 def test_csr_product_blocks_threads_and_empty_rows(dtype, threads, monkeypatch):
-    import gradcodes._apply as ap
+    import gradcodes._core.apply as ap
 
     monkeypatch.setattr(ap, "_BLOCK_BYTES", 1)                  # the smallest blocks (256 columns): many of them
     monkeypatch.setattr(ap, "_KERNEL_MIN_WORK", 0)
@@ -162,7 +162,7 @@ def test_csr_product_is_the_sequential_sum_bitwise(dtype, monkeypatch):
     """Rows with 0 to 20 non-zeros (every split into passes of 8, 4, 2 and 1 terms): the compiled kernel's result
     is bit for bit the sum in the order of the row's non-zeros, ``((c0 x0 + c1 x1) + c2 x2) + ...``, in the data's
     dtype (a kernel that reorders, fuses or widens the sum fails)."""
-    import gradcodes._apply as ap
+    import gradcodes._core.apply as ap
 
     monkeypatch.setattr(ap, "_KERNEL_MIN_WORK", 0)
     rng = np.random.default_rng(5)

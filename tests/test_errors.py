@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import gradcodes as gc
-from gradcodes import _validate
+from gradcodes._base import validate as _validate
 
 ROOT = Path(gc.__file__).resolve().parent
 

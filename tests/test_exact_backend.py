@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import gradcodes as gc
-from gradcodes import _fields
+from gradcodes._core import fields as _fields
 
 BACKENDS = ["fractions", pytest.param("flint", marks=pytest.mark.skipif(
     not __import__("importlib").util.find_spec("flint"), reason="python-flint is not installed"))]

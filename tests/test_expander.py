@@ -12,8 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import gradcodes as gc
+from gradcodes._core.fields import solve_left
 from gradcodes._families.expander import random_regular_graph, spectral_parameter
-from gradcodes._fields import solve_left
 
 PETERSEN = [[1, 4, 5], [0, 2, 6], [1, 3, 7], [2, 4, 8], [0, 3, 9], [0, 7, 8], [1, 8, 9], [2, 5, 9], [3, 5, 6],
             [4, 6, 7]]

@@ -1,4 +1,4 @@
-"""One field layer: the families build their zeros, ones and constants through gradcodes._fields, not by hand."""
+"""One field layer: the families build their zeros, ones and constants through gradcodes._core.fields, not by hand."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import galois
 import numpy as np
 
-from gradcodes._fields import PrimeField, RationalField, RealField, field_for, field_of
+from gradcodes._core.fields import PrimeField, RationalField, RealField, field_for, field_of
 
 FAMILIES = Path(__file__).resolve().parent.parent / "gradcodes" / "_families"
 
@@ -22,7 +22,7 @@ def test_families_use_the_field_layer():
     offenders = [f"{path.relative_to(FAMILIES.parent.parent)}:{i}: {line.strip()}"
                  for path in sorted(FAMILIES.rglob("*.py"))
                  for i, line in enumerate(path.read_text().splitlines(), 1) if HAND_BUILT.search(line)]
-    assert not offenders, "build exact arrays with gradcodes._fields (field_for / field_of / PrimeField):\n" + \
+    assert not offenders, "build exact arrays with gradcodes._core.fields (field_for / field_of / PrimeField):\n" + \
         "\n".join(offenders)
 
 

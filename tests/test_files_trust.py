@@ -345,7 +345,7 @@ def test_product_factors_are_bounded_by_the_matrix(tmp_path, first, match):
 def test_a_rebuild_allocates_no_more_than_the_file(tmp_path):
     # the backstop: a parameter no check names (here the blocks of a design) still cannot make a rebuild allocate
     # more than max(n, k m)^2 entries, whatever the family
-    from gradcodes._io import rebuild_cap
+    from gradcodes._io.files import rebuild_cap
 
     assert rebuild_cap((4, 6)) == 36
     f = gc.fractional_repetition(2, 1)
@@ -384,7 +384,7 @@ def test_cli_verify_of_a_too_wide_sparse_file_exits_2_on_one_line(tmp_path, caps
 
 
 def test_memory_error_is_a_code_file_error(tmp_path, monkeypatch):
-    import gradcodes._io as io_
+    import gradcodes._io.files as io_
 
     path = _saved(tmp_path, gc.uncoded(3))
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import gradcodes as gc
-from gradcodes._blocks import is_proof
+from gradcodes._core.numerics import error_estimate
 from gradcodes._families._certified_seeds import CERTIFIED
 from gradcodes._families.grouped_random import (
     RowSpaceDecoder,
@@ -15,7 +15,7 @@ from gradcodes._families.grouped_random import (
     group_sizes,
     grouped_random_load,
 )
-from gradcodes._numerics import error_estimate
+from gradcodes._verify.blocks import is_proof
 
 
 @pytest.mark.parametrize("n, s, extra", [(23, 4, 1), (14, 4, 1), (13, 4, 2), (32, 10, 1)])
@@ -151,7 +151,7 @@ def test_certify_kernel_matches_the_verifier():
     # benchmarks/certify_seeds.py certifies with the compiled kernel: same decoding vectors as the decoder, the
     # verifier's residual and cancellation summed in a fixed order; over all C(13, 4) sets it agrees with verify
     from gradcodes._families._rowspace_kernel import kernels
-    from gradcodes._verify_fast import unrank_lex
+    from gradcodes._verify.fast import unrank_lex
 
     kern = kernels()
     assert kern is not None
@@ -223,7 +223,7 @@ def test_seed_choice_and_certificates_do_not_hinge_on_rounding_noise(monkeypatch
     # The verifier's worst residual of a group is rounding noise that changes between BLAS kernels (seed 1 beat
     # seed 0 at (13, 4) on some kernels): scaled by 0.5 or 1.5 it must leave the chosen seeds and the stored
     # certificates unchanged, bit for bit.
-    import gradcodes._verify as verify_module
+    import gradcodes._verify.verifier as verify_module
 
     base = gc.grouped_random(13, 4, candidates=4).params
     real = verify_module.verify

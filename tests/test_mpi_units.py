@@ -152,7 +152,7 @@ def test_worker_encoder_is_encode_worker_without_its_per_call_work(make, dtype, 
         raise AssertionError("per-call validation on the worker's path")
 
     monkeypatch.setattr(type(code), "encode_worker", forbidden)
-    monkeypatch.setattr(gc._decoders, "single_threaded_blas", forbidden)
+    monkeypatch.setattr(gc._core.decoders, "single_threaded_blas", forbidden)
     for i, enc in enumerate(encoders):
         out = np.full(enc.q, np.nan, dtype=dtype)
         enc.encode(None, lambda w, j: G[j], out)

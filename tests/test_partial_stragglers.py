@@ -402,7 +402,7 @@ def test_registered_and_every_tour_row_proven():
     or by chunks for the rational rows)."""
     import io
 
-    from gradcodes._tour import tour
+    from gradcodes._cli.tour import tour
 
     sch = gc.schemes()["partial_straggler_code"]
     assert sch.kind == "partial" and sch.build is gc.partial_straggler_code

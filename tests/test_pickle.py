@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import gradcodes as gc
-from gradcodes._fields import PrimeField, RationalField, RealField, field_of
-from gradcodes._registry import schemes
+from gradcodes._base.registry import schemes
+from gradcodes._core.fields import PrimeField, RationalField, RealField, field_of
 
 SCHEMES = sorted(schemes())
 
@@ -183,17 +183,17 @@ def test_field_objects_pickle(field) -> None:
 
 
 def test_pickles_from_before_the_core_split_still_load() -> None:
-    """DecodingError and DecodeInfo lived in ``gradcodes._code`` before it was split by responsibility; pickles
+    """DecodingError and DecodeInfo lived in ``gradcodes._core.code`` before it was split by responsibility; pickles
     naming that path must still load (protocol 0 spells the module path out, so it can be rewritten here)."""
     code = gc.cyclic_repetition(6, 2, rng=0)
     Y = code.encode(np.arange(24.0).reshape(6, 4))
     _, info = code.decode([0, 1, 2, 3], Y[[0, 1, 2, 3]], return_info=True)
     err = gc.DecodingError("cannot decode", np.array([1, 2]), 0.5)
     for obj in (info, err):
-        old = pickle.dumps(obj, protocol=0).replace(b"gradcodes._acceptance", b"gradcodes._code")
-        assert b"gradcodes._code\n" in old
+        old = pickle.dumps(obj, protocol=0).replace(b"gradcodes._core.acceptance", b"gradcodes._core.code")
+        assert b"gradcodes._core.code\n" in old
         back = pickle.loads(old)
         assert type(back) is type(obj)
         assert repr(back) == repr(obj)
     for cls in (gc.LinearCode, gc.GradientCode, gc.ApproximateCode):
-        assert cls.__module__ == "gradcodes._code"      # codes' pickles name the same path as before the split
+        assert cls.__module__ == "gradcodes._core.code"      # codes' pickles name the same path as before the split

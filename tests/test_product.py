@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import gradcodes as gc
-from gradcodes._approx_worst import OptimalDecoder
+from gradcodes._verify.approx_worst import OptimalDecoder
 
 
 def exact_sq_error(code: gc.LinearCode, alive: list[int]) -> Fraction:

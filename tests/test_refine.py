@@ -51,7 +51,7 @@ def test_refined_code_decodes_and_verifies():
 def test_refined_worst_residual_is_smaller_on_a_large_group():
     # the (33, 26) group of grouped_random(100, 25): over 20,000 random sets of 8 responders the refined rows give a
     # smaller worst residual than the plain float64 rows (same H, same decoder, same sets)
-    from gradcodes._verify import _Tracker, random_straggler_sets
+    from gradcodes._verify.verifier import _Tracker, random_straggler_sets
 
     S = random_straggler_sets(33, 25, 20_000, np.random.default_rng(7))
     worst = []

@@ -1,4 +1,5 @@
-"""Codes stored sparse (gradcodes._sparse): the same code as the dense one, at a cost proportional to the non-zeros.
+"""Codes stored sparse (gradcodes._core.sparse): the same code as the dense one, at a cost proportional to the
+non-zeros.
 
 A code built from a scipy.sparse matrix keeps canonical compressed rows; the naturally sparse families store their
 matrices sparse from ``_sparse.SPARSE_FROM`` dense entries on. Everything observable must be bit for bit what the
@@ -19,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import gradcodes as gc
-from gradcodes import _sparse
+from gradcodes._core import sparse as _sparse
 from gradcodes._families.coded_reduce_verify import tree_theorem
 
 
@@ -182,10 +183,10 @@ def test_residual_and_cancellation_on_the_non_zeros_match_the_dense_ones():
         n, k, m = (int(x) for x in rng.integers(2, 9, size=3))
         D = rng.standard_normal((n, k * m)) * (rng.random((n, k * m)) < 0.4)
         A = rng.standard_normal((m, n)) * (rng.random((m, n)) < 0.7)
-        E = gc._numerics.target_matrix(k, m)
+        E = gc._core.numerics.target_matrix(k, m)
         res, canc = _sparse.residual_cancellation(A, _sparse.csr_of_dense(D), (n, k * m), E, k)
-        assert res == pytest.approx(float(gc._numerics.residuals(A[None], D, E)[0]), rel=1e-12, abs=1e-15)
-        assert canc == pytest.approx(float(gc._numerics.cancellation(A[None], D, k)[0]), rel=1e-12)
+        assert res == pytest.approx(float(gc._core.numerics.residuals(A[None], D, E)[0]), rel=1e-12, abs=1e-15)
+        assert canc == pytest.approx(float(gc._core.numerics.cancellation(A[None], D, k)[0]), rel=1e-12)
 
 
 def test_sparse_custom_code_verifies_like_the_dense_one():

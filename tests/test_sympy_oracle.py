@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gradcodes._fields import left_nullspace, rref, solve_left
+from gradcodes._core.fields import left_nullspace, rref, solve_left
 
 sympy = pytest.importorskip("sympy")
 

@@ -1,4 +1,4 @@
-"""Foreign arrays in the core API (gradcodes._arrays): torch tensors, DLPack and __array__ objects go in, the
+"""Foreign arrays in the core API (gradcodes._base.arrays): torch tensors, DLPack and __array__ objects go in, the
 input's type, dtype and device come out; float32 stays float32 and the acceptance rule is the messages' dtype's."""
 
 import subprocess
@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import gradcodes as gc
-from gradcodes._arrays import like_input, to_numpy
+from gradcodes._base.arrays import like_input, to_numpy
 from gradcodes.testing import assert_recovers
 
 torch = pytest.importorskip("torch")

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import gradcodes as gc
-from gradcodes import _registry
-from gradcodes._registry import Expect, Scheme
+from gradcodes._base import registry as _registry
+from gradcodes._base.registry import Expect, Scheme
 from gradcodes.cli import main
 
 SNAKE = re.compile(r"^([a-z][a-z0-9_]*|[A-Z])$")   # snake_case, or a one-letter symbol of the papers (L, N)

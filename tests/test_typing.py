@@ -44,7 +44,8 @@ def test_known_parameters_are_not_typed_any():
             ann = prm.annotation
             if prm.name in KNOWN and (ann is inspect.Parameter.empty or "Any" in str(ann) or str(ann) == "object"):
                 loose.append(f"{qual}({prm.name}: {ann})")
-    assert not loose, "type these precisely (gradcodes._typing has the aliases):\n" + "\n".join(sorted(set(loose)))
+    assert not loose, ("type these precisely (gradcodes._base.aliases has the aliases):\n"
+                       + "\n".join(sorted(set(loose))))
 
 
 def test_rng_is_typed_as_spec7_everywhere():

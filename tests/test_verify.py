@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import gradcodes as gc
-from gradcodes._verify import straggler_batches
+from gradcodes._verify.verifier import straggler_batches
 
 
 def brute_force_failing(B, s, tol=1e-8):
@@ -303,7 +303,7 @@ def test_float32_messages_use_float32_roundoff():
 
 
 def test_ctrl_c_keeps_the_partial_report(monkeypatch):
-    import gradcodes._verify as V
+    import gradcodes._verify.verifier as V
 
     calls = {"n": 0}
     real_add = V._Tracker.add
@@ -337,7 +337,7 @@ def test_search_finds_the_bad_set_of_a_random_cyclic_code():
 
 @pytest.mark.parametrize(("n", "s"), [(9, 4), (12, 1), (10, 3), (6, 6)])
 def test_vectorised_enumeration_is_lexicographic(n, s):
-    from gradcodes._verify_fast import lex_rank, lex_straggler_batches
+    from gradcodes._verify.fast import lex_rank, lex_straggler_batches
 
     got = [tuple(r) for b in lex_straggler_batches(n, s, 17) for r in b.tolist()]
     assert got == list(itertools.combinations(range(n), s))
@@ -353,7 +353,7 @@ def test_vectorised_enumeration_is_lexicographic(n, s):
 
 def reference_verify(code, rtol=1e-8):
     """The verifier before the screening kernel: every set through the decoder and the batched residual."""
-    from gradcodes._verify import _Tracker
+    from gradcodes._verify.verifier import _Tracker
 
     tr = _Tracker(code, code._decoder(None), rtol)
     sets = np.array(list(itertools.combinations(range(code.n), code.s)))
@@ -372,9 +372,10 @@ def planted(n, s, seed):
 @pytest.mark.parametrize("use_numba", [True, False])
 @pytest.mark.parametrize("case", ["good", "planted", "failing"])
 def test_screened_enumeration_matches_the_reference(monkeypatch, use_numba, case):
-    import gradcodes._verify as V
+    import gradcodes._verify.cost
+    import gradcodes._verify.verifier as V
 
-    monkeypatch.setattr(V, "_KERNEL_MIN_SETS", 0)
+    monkeypatch.setattr(gradcodes._verify.cost, "_KERNEL_MIN_SETS", 0)
     monkeypatch.setattr(V, "_USE_NUMBA", use_numba)
     code = {"good": lambda: gc.cyclic_repetition(16, 4, rng=3), "planted": lambda: planted(16, 4, 5),
             "failing": lambda: gc.cyclic_repetition(18, 5, rng=0)}[case]()
@@ -397,9 +398,9 @@ def test_restart_search_respects_its_time_budget_per_move(monkeypatch):
     """With seconds=0 a restart makes no move: one score of its start, then the reference evaluation. (A climb used
     to finish all its sweeps first: at (500, 125) one restart was ~280,000 solves of size 125, and
     recommend(500, 125) took minutes instead of seconds.)"""
-    import gradcodes._verify_fast as vf
-    from gradcodes._verify import _Tracker
-    from gradcodes._verify_search import restart_search
+    import gradcodes._verify.fast as vf
+    from gradcodes._verify.search import restart_search
+    from gradcodes._verify.verifier import _Tracker
 
     calls = []
     real = vf._solve_small
@@ -416,7 +417,7 @@ def test_restart_search_respects_its_time_budget_per_move(monkeypatch):
 
 
 def test_trees_share_the_engine(monkeypatch):
-    from gradcodes._verify_engine import Tracker
+    from gradcodes._verify.engine import Tracker
 
     code = gc.coded_reduce(4, 2, 1)                               # 5^5 = 3,125 tree patterns
     quick = gc.verify(code, time_budget=0, samples=50, search=False, rng=0)
@@ -444,7 +445,7 @@ def test_trees_and_flat_codes_use_one_acceptance_rule():
     """A float32 check of a tree uses the same dtype rule (and default tolerance) as a flat code."""
     code = gc.coded_reduce(3, 2, 1)
     r64, r32 = gc.verify_tree(code), gc.verify_tree(code, dtype=np.float32)
-    assert r64.rtol == 1e-8 and r32.rtol == pytest.approx(gc._verify.default_rtol(np.float32, 1e-8))
+    assert r64.rtol == 1e-8 and r32.rtol == pytest.approx(gc._verify.verifier.default_rtol(np.float32, 1e-8))
     assert r32.dtype == "float32" and r32.error_estimate >= r64.error_estimate
     flat = gc.verify(code.inner, dtype=np.float32)
     assert flat.rtol == r32.rtol
@@ -471,7 +472,7 @@ def test_blocks_with_more_than_half_stragglers_enumerate_without_overflow():
     fits. Now the table saturates, the sets come out as itertools orders them, and the verdict is reached."""
     import itertools
 
-    from gradcodes._verify_fast import unrank_lex
+    from gradcodes._verify.fast import unrank_lex
 
     n, s = 70, 60
     total = math.comb(n, s)

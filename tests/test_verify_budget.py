@@ -1,4 +1,4 @@
-"""The verifier's default budget is a count of patterns from a fixed cost model (gradcodes._verify_cost), never a
+"""The verifier's default budget is a count of patterns from a fixed cost model (gradcodes._verify.cost), never a
 clock: the same call gives the same verdict and counts on a stalled (loaded, suspended) process as on an idle one.
 
 A *stalled* process is simulated by a clock that jumps 1000 s at every reading (``time.perf_counter``, which the
@@ -53,7 +53,7 @@ def test_the_default_verdict_of_45_3_is_the_same_on_a_stalled_process(stall):
 
 def test_a_sampled_default_run_and_its_search_are_the_same_on_a_stalled_process(stall):
     """Beyond the default budget the sets are sampled and searched; the restarted search is bounded by a count of
-    moves by default (gradcodes._verify_cost.search_moves), so the sets it checks do not depend on the clock
+    moves by default (gradcodes._verify.cost.search_moves), so the sets it checks do not depend on the clock
     either."""
     code = gc.cyclic_repetition(40, 8, rng=0)                # C(40, 8) = 76,904,685 sets: sampled
     idle = gc.verify(code, samples=100, rng=0)
@@ -85,7 +85,7 @@ def test_the_cli_default_verdict_is_the_same_on_a_stalled_process(stall, capsys)
 def test_the_default_budget_is_the_cost_models_count(monkeypatch):
     """The default enumerates exactly when C(n, s) is within flat_default_limit; a costlier model (here: every set
     predicted at 1 s) turns the same call into sampling, with a note that names the count."""
-    from gradcodes import _verify_cost
+    from gradcodes._verify import cost as _verify_cost
 
     code = gc.cyclic_repetition(45, 3, rng=4)
     dec = code._decoder(None)

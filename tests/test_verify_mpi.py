@@ -13,8 +13,8 @@ import pytest
 from test_verify_scale import PANEL, REF_OPTIONS, REF_PANEL, fields, ref_fields
 
 import gradcodes as gc
-import gradcodes._verify as V
-import gradcodes._verify_parallel as P
+import gradcodes._verify.cost
+import gradcodes._verify.parallel as P
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 JOB = os.path.join(HERE, "mpi_verify_job.py")
@@ -54,7 +54,7 @@ def _one_core(name: str, stop: bool) -> dict:
 
 @pytest.fixture
 def small_grid(monkeypatch):
-    monkeypatch.setattr(V, "_KERNEL_MIN_SETS", 0)
+    monkeypatch.setattr(gradcodes._verify.cost, "_KERNEL_MIN_SETS", 0)
     monkeypatch.setattr(P, "_FIRST", (96, 160))
     monkeypatch.setattr(P, "_CHUNK", 256)
 

@@ -1,4 +1,4 @@
-"""Verification on several processes or threads, from checkpoints, and its exact merge (gradcodes._verify_parallel).
+"""Verification on several processes or threads, from checkpoints, and its exact merge (gradcodes._verify.parallel).
 
 The report of a run split over workers (or resumed from a checkpoint) must equal the one-worker report on every
 field the acceptance rule produces: counts exactly, worst values and their responder sets bit for bit; for the
@@ -23,8 +23,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import gradcodes as gc
-import gradcodes._verify as V
-import gradcodes._verify_parallel as P
+import gradcodes._verify.cost
+import gradcodes._verify.parallel as P
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -40,7 +40,7 @@ def fields(report: gc.VerifyReport) -> dict:
 @pytest.fixture
 def small_grid(monkeypatch):
     """Many chunks on small codes: the kernel for every size and a grid of 96, 160, then 256 sets."""
-    monkeypatch.setattr(V, "_KERNEL_MIN_SETS", 0)
+    monkeypatch.setattr(gradcodes._verify.cost, "_KERNEL_MIN_SETS", 0)
     monkeypatch.setattr(P, "_FIRST", (96, 160))
     monkeypatch.setattr(P, "_CHUNK", 256)
     monkeypatch.setattr(P, "_MIN_PARALLEL_SETS", 0)           # workers start even for these small runs
@@ -100,7 +100,7 @@ def test_stop_on_failure_stops_at_the_first_failing_chunk(small_grid):
 
 
 def _lex(code, F):
-    from gradcodes._verify_fast import lex_rank
+    from gradcodes._verify.fast import lex_rank
 
     S = np.setdiff1d(np.arange(code.n), F)
     return lex_rank(code.n, S)
@@ -200,7 +200,7 @@ def test_bad_checkpoints_are_refused(small_grid, tmp_path):
 
 _KILLED_RUN = """
 import sys
-import gradcodes as gc, gradcodes._verify as V, gradcodes._verify_parallel as P
+import gradcodes as gc, gradcodes._verify.verifier as V, gradcodes._verify.parallel as P
 P._FIRST, P._CHUNK = (512, 1024), 2048
 code = gc.cyclic_repetition(34, 6, rng=2)
 gc.verify(code, stop_on_failure=False, limit=10**9, workers=int(sys.argv[2]), checkpoint=sys.argv[1],

@@ -462,11 +462,11 @@ def test_rational_polynomial_code_over_gf():
 def test_fourier_sine_products_are_bitwise_the_direct_ones(n, s, m, stride):
     # the stride search computes the sine products column by column from a table of 2 sin(pi x / n) and caches
     # them per stride; they must equal the direct evaluation over the (n, d, d) array of factors, bit for bit
-    from gradcodes._detlinalg import sin_pi
+    from gradcodes._core.detlinalg import sin_pi
+    from gradcodes._core.fields import RealField
     from gradcodes._families.ye_abbe import fourier
     from gradcodes._families.ye_abbe.common import _holders
     from gradcodes._families.ye_abbe.fourier_plan import _fourier_top, _positions
-    from gradcodes._fields import RealField
 
     d = s + m
     plan = fourier._FourierPlan(n, s, m, _fourier_top(n, s, m), _positions(d, m), stride, top=True)

@@ -32,7 +32,7 @@ def _entry(ng: int, s: int, *, seed: int, kernel: list[float], verify: list[floa
 
     ``cancellation`` says which factor ``worst_cancellation`` holds: ``"mean column"`` (``max_u sum_i |a_ui|
     ||B_i||_1 / n_g``, the factor of every entry below, certified before the acceptance rule used the worst
-    column) or ``"worst column"`` (:func:`gradcodes._numerics.cancellation`); ``certified_bound`` turns a mean
+    column) or ``"worst column"`` (:func:`gradcodes._core.numerics.cancellation`); ``certified_bound`` turns a mean
     into an upper bound of the worst column."""
     est, res, canc = (max(a, b) for a, b in zip(kernel, verify, strict=True))
     entry: dict[str, Any] = {"seed": seed, "refine": 2, "error_estimate": est, "worst_residual": res,

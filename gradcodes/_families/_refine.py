@@ -21,7 +21,7 @@ import math
 
 import numpy as np
 
-from .._detlinalg import _ge, dot2
+from .._core.detlinalg import _ge, dot2
 
 __all__ = ["dot2", "exact_last_column", "refine_rows"]
 

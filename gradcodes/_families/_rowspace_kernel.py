@@ -6,7 +6,7 @@ coordinates by classical Gram-Schmidt with one reorthogonalisation (CGS2; Giraud
 forward substitution ``R^T Y = c^T`` and ``a_F = (Q Y)^T`` (weighted coordinates; the decoder divides by the row
 weights). :func:`decode_sets` runs it over a batch of responder sets (the decoder's path), :func:`certify_sets`
 over a range of straggler sets in lexicographic order, evaluating each decode's residual ``||a_F B_F - E||_inf`` and
-cancellation factor (the worst column of ``|a_F| |B_F|``, :func:`gradcodes._numerics.cancellation`) on the spot
+cancellation factor (the worst column of ``|a_F| |B_F|``, :func:`gradcodes._core.numerics.cancellation`) on the spot
 (the exhaustive certification of
 ``benchmarks/certify_seeds.py``; the decoding vectors are bitwise those of the decoder, the residual and the
 cancellation are the verifier's formulas summed in a fixed order). Sets whose factor is singular are handed back

@@ -54,14 +54,14 @@ from typing import Any
 
 import numpy as np
 
-from .._code import GradientCode, LinearCode
-from .._decoders import Decoder
-from .._errors import GradcodesTypeError, GradcodesValueError
-from .._fields import RationalField
-from .._io import REBUILDERS
-from .._registry import Scheme, register
-from .._typing import MatrixLike
-from .._validate import check_entries, check_int, check_size
+from .._base.aliases import MatrixLike
+from .._base.errors import GradcodesTypeError, GradcodesValueError
+from .._base.registry import Scheme, register
+from .._base.validate import check_entries, check_int, check_size
+from .._core.code import GradientCode, LinearCode
+from .._core.decoders import Decoder
+from .._core.fields import RationalField
+from .._io.files import REBUILDERS
 from . import adversarial_fourier as _fourier
 
 __all__ = ["adversarial_gc", "AdversarialCode", "adversarial_comm_cost", "InterpolationDecoder"]
@@ -132,7 +132,7 @@ def adversarial_comm_cost(placement: Any, s: int, a: int) -> Fraction:
 
 # ----------------------------------------------------------------------------------------------- construction
 def _default_nodes(n: int) -> list[Fraction]:
-    from .._detlinalg import cos_pi
+    from .._core.detlinalg import cos_pi
 
     c = cos_pi(2 * np.arange(n) + 1, 2 * n)
     scale = float(1 << _NODE_BITS)

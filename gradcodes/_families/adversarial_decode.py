@@ -14,11 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from .._acceptance import DecodingError
-from .._errors import GradcodesTypeError, GradcodesValueError
-from .._numerics import tolerance, unit_roundoff
-from .._typing import MatrixLike, Responders, RNGLike
-from .._validate import check_int, check_real, check_responders, check_rng, check_size
+from .._base.aliases import MatrixLike, Responders, RNGLike
+from .._base.errors import GradcodesTypeError, GradcodesValueError
+from .._base.validate import check_int, check_real, check_responders, check_rng, check_size
+from .._core.acceptance import DecodingError
+from .._core.numerics import tolerance, unit_roundoff
 from . import adversarial_fourier as _fourier
 from .adversarial import AdversarialCode, _code_weights, _float_weights, adversarial_gc
 
@@ -256,8 +256,8 @@ def _shrink(W: np.ndarray, M: np.ndarray, decoded: np.ndarray, sigma: np.ndarray
 def _accept(code: AdversarialCode, F: np.ndarray, W: np.ndarray, dtype: Any) -> None:
     """The library's acceptance rule for a float decode with weights ``W`` (m, K) on the workers ``F``: raise
     :class:`~gradcodes.DecodingError` unless its predicted error meets ``code.rtol`` in the messages' dtype."""
-    from .._acceptance import check_float_decode
-    from .._numerics import cancellation, decode_terms, residuals
+    from .._core.acceptance import check_float_decode
+    from .._core.numerics import cancellation, decode_terms, residuals
 
     A = np.zeros((code.m, code.n))
     A[:, F] = W

@@ -48,8 +48,8 @@ from typing import Any
 
 import numpy as np
 
-from .._detlinalg import log_two_sin_pi
-from .._errors import GradcodesValueError
+from .._base.errors import GradcodesValueError
+from .._core.detlinalg import log_two_sin_pi
 
 Gauss = tuple[Fraction, Fraction]
 
@@ -109,7 +109,8 @@ def spread_angles(S: np.ndarray, sweeps: int = SPREAD_SWEEPS) -> np.ndarray:
     make ``B`` large and the decode inaccurate. The golden-ratio stride spreads cyclic windows, not arbitrary sets.
     Score of partition ``j``: ``max_i sum_{l != i} -log|z_i - z_l|`` over its holders, with the chords
     ``|z_i - z_l| = 2 sin(π d / n)`` read from a table computed with :mod:`mpmath` and rounded once
-    (:func:`gradcodes._detlinalg.log_two_sin_pi`) and summed elementwise in a fixed order. Starting from the stride,
+    (:func:`gradcodes._core.detlinalg.log_two_sin_pi`) and summed elementwise in a fixed order. Starting from the
+    stride,
     swaps of two workers' angles are tried in a fixed order (all pairs ``i < i'``, at most ``sweeps`` passes, until a
     pass changes nothing) and kept when they lower (largest score, exact sum of the scores). Every operation is
     an IEEE basic operation in a fixed order or a comparison of such results, so the assignment is the same on

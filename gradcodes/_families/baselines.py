@@ -23,21 +23,21 @@ from typing import Any
 
 import numpy as np
 
-from .._approx_eval import (
+from .._base.aliases import ProbabilitiesLike, RNGLike, Unset
+from .._base.errors import GradcodesTypeError, GradcodesValueError
+from .._base.registry import Expect, Scheme, register
+from .._base.validate import SEED_UNSET, check_entries, check_int, check_rng, renamed_keyword, take_rng
+from .._core.code import ApproximateCode
+from .._core.decoders import Decoder, LeastSquaresDecoder
+from .._core.fields import RationalField, field_for
+from .._core.straggle import _scenario
+from .._io.files import REBUILDERS
+from .._verify.approx_eval import (
     FixedWeightDecoder,
     evaluate_approximate,
     probability_list,
     straggle_probabilities,
 )
-from .._code import ApproximateCode
-from .._decoders import Decoder, LeastSquaresDecoder
-from .._errors import GradcodesTypeError, GradcodesValueError
-from .._fields import RationalField, field_for
-from .._io import REBUILDERS
-from .._registry import Expect, Scheme, register
-from .._straggle import _scenario
-from .._typing import ProbabilitiesLike, RNGLike, Unset
-from .._validate import SEED_UNSET, check_entries, check_int, check_rng, renamed_keyword, take_rng
 from .expander import random_regular_graph
 
 __all__ = [

@@ -35,17 +35,17 @@ from typing import Any
 
 import numpy as np
 
-from .._approx_eval import FixedWeightDecoder, evaluate_approximate, probability_list, straggle_probabilities
-from .._approx_worst import worst_case_error
-from .._code import ApproximateCode, LinearCode
-from .._decoders import Decoder
-from .._errors import GradcodesTypeError, GradcodesValueError
-from .._fields import RationalField
-from .._io import REBUILDERS
-from .._registry import Scheme, register
-from .._sparse import owned, use_sparse
-from .._typing import MatrixLike, ProbabilitiesLike
-from .._validate import check_choice, check_entries, check_int, check_size
+from .._base.aliases import MatrixLike, ProbabilitiesLike
+from .._base.errors import GradcodesTypeError, GradcodesValueError
+from .._base.registry import Scheme, register
+from .._base.validate import check_choice, check_entries, check_int, check_size
+from .._core.code import ApproximateCode, LinearCode
+from .._core.decoders import Decoder
+from .._core.fields import RationalField
+from .._core.sparse import owned, use_sparse
+from .._io.files import REBUILDERS
+from .._verify.approx_eval import FixedWeightDecoder, evaluate_approximate, probability_list, straggle_probabilities
+from .._verify.approx_worst import worst_case_error
 
 __all__ = ["BIBDCode", "BIBDDecoder", "bibd_code", "block_design", "stochastic_bibd"]
 

@@ -40,13 +40,13 @@ from typing import Any
 
 import numpy as np
 
-from .._blocks import Block, BlockDecoder
-from .._code import GradientCode
-from .._decoders import Decoder
-from .._io import REBUILDERS
-from .._registry import Scheme, register
-from .._sparse import csr_from_rows, owned, use_sparse
-from .._validate import check_choice, check_entries, check_int, check_ns, check_size
+from .._base.registry import Scheme, register
+from .._base.validate import check_choice, check_entries, check_int, check_ns, check_size
+from .._core.code import GradientCode
+from .._core.decoders import Decoder
+from .._core.sparse import csr_from_rows, owned, use_sparse
+from .._io.files import REBUILDERS
+from .._verify.blocks import Block, BlockDecoder
 from .repetition import GroupDecoder
 
 __all__ = ["stable_binary", "stable_binary_load", "grouped_mds", "GroupedDecoder"]
@@ -170,7 +170,8 @@ register(Scheme("stable_binary", stable_binary,
 
 # ----------------------------------------------------------------------------------------------- grouped MDS
 class GroupedDecoder(BlockDecoder):
-    """Decode each group's block with its own sub-code's default decoder: a :class:`~gradcodes._blocks.BlockDecoder`
+    """Decode each group's block with its own sub-code's default decoder: a
+    :class:`~gradcodes._verify.blocks.BlockDecoder`
     (so :func:`gradcodes.verify` proves the code block by block; equal groups are checked once)."""
 
     description = "per group: one responder (repetition block) or the block's cyclic-MDS decoder"
@@ -246,7 +247,7 @@ def grouped_mds(n: int, s: int) -> GradientCode:
         sparse = False             # a -0.0 inside a block: only the dense matrix holds it bit for bit
         check_entries(n, n)
     B: Any
-    if sparse:                     # block diagonal: the blocks' non-zeros only (gradcodes._sparse)
+    if sparse:                     # block diagonal: the blocks' non-zeros only (gradcodes._core.sparse)
         import scipy.sparse
 
         B = scipy.sparse.block_diag([scipy.sparse.csr_array(sub.B) for sub in subs], format="csr")

@@ -24,14 +24,10 @@ from typing import Any
 
 import numpy as np
 
-from .._code import GradientCode
-from .._errors import GradcodesTypeError, GradcodesValueError
-from .._fields import RationalField
-from .._io import REBUILDERS, CodeFileError, rebuild_saved
-from .._registry import SAMPLED, Scheme, register
-from .._sparse import csr_from_rows, use_sparse
-from .._typing import RNGLike, Unset
-from .._validate import (
+from .._base.aliases import RNGLike, Unset
+from .._base.errors import GradcodesTypeError, GradcodesValueError
+from .._base.registry import SAMPLED, Scheme, register
+from .._base.validate import (
     SEED_UNSET,
     check_entries,
     check_int,
@@ -41,6 +37,10 @@ from .._validate import (
     renamed_keyword,
     take_rng,
 )
+from .._core.code import GradientCode
+from .._core.fields import RationalField
+from .._core.sparse import csr_from_rows, use_sparse
+from .._io.files import REBUILDERS, CodeFileError, rebuild_saved
 from .coded_reduce_alloc import _allocate, _check_tree, _min_units, _tree_fractions, coded_reduce_load
 from .coded_reduce_code import CodedReduceCode, TreeDecoder
 from .coded_reduce_verify import TreeVerifyReport, _exhaustive_masks, verify_tree  # noqa: F401
@@ -72,7 +72,7 @@ def _default_inner(n: int, s: int, field: str, rng: Any) -> GradientCode:
         # holds with probability 1 for continuous H but only generically for integer H, so the drawn code is
         # verified exactly and redrawn if needed. (A float H converted to Fractions would not satisfy
         # H 1 = 0 exactly.)
-        from .._verify import verify
+        from .._verify.verifier import verify
 
         rng = check_rng(rng)
         for _ in range(50):
@@ -204,7 +204,7 @@ def coded_reduce(branching: int, L: int, s: int, inner: GradientCode | None = No
                                       f"({n}, {L}, {s}) with this inner code, got P={P}")
     N_tree = check_tree_size(n, L)
     sparse = inner.field != "rational" and use_sparse(N_tree, P)
-    if sparse:                 # N r P non-zeros, stored sparse (gradcodes._sparse); the lists are that size too
+    if sparse:                 # N r P non-zeros, stored sparse (gradcodes._core.sparse); the lists are that size too
         check_size(f"the non-zeros of the tree code's matrix ({N_tree:,} x {P:,})",
                    int((N_tree - n**L) * r * P + n**L * D[-1] * P), "entries")
     else:

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validate import check_int, check_tree_size, renamed_keyword
+from .._base.validate import check_int, check_tree_size, renamed_keyword
 
 __all__ = ["coded_reduce_load"]
 

@@ -22,20 +22,25 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._acceptance import NonFiniteMessageError
-from .._code import DecodingError, GradientCode, LinearCode, check_float_decode, check_underflow
-from .._decoders import Decoder
-from .._errors import GradcodesTypeError, GradcodesValueError
-from .._fields import RationalField
-from .._numerics import DEFAULT_RTOL, error_estimate
-from .._typing import MatrixLike, Responders, RNGLike, Unset
-from .._validate import SEED_UNSET, check_int, check_real, check_rng
+from .._base.aliases import MatrixLike, Responders, RNGLike, Unset
+from .._base.errors import GradcodesTypeError, GradcodesValueError
+from .._base.validate import SEED_UNSET, check_int, check_real, check_rng
+from .._core.acceptance import NonFiniteMessageError
+from .._core.code import DecodingError, GradientCode, LinearCode, check_float_decode, check_underflow
+from .._core.decoders import Decoder
+from .._core.fields import RationalField
+from .._core.numerics import DEFAULT_RTOL, error_estimate
 from .coded_reduce_alloc import _check_tree, _level_slices, _tree_fractions
 
 if TYPE_CHECKING:
     from .coded_reduce_verify import TreeVerifyReport
 
 __all__ = ["CodedReduceCode", "TreeDecoder"]
+
+#: the verifier of tree codes (``"verify"``: :func:`~gradcodes._families.coded_reduce_verify.verify_tree`),
+#: registered by that module when it is imported (``import gradcodes`` imports it): it builds on this module, so this
+#: module reaches it through this table, not an import
+VERIFIERS: dict[str, Any] = {}
 
 # ----------------------------------------------------------------------------------------------------------
 # the hierarchical decoder
@@ -271,7 +276,8 @@ class CodedReduceCode(LinearCode):
         check_underflow(F, res, canc, floor, amax, self.rtol, dtype, terms)
 
     def _terms(self, A: Any) -> int:
-        """Rounded operations along one decoded coordinate: the flat count (:func:`gradcodes._numerics.decode_terms`)
+        """Rounded operations along one decoded coordinate: the flat count
+        (:func:`gradcodes._core.numerics.decode_terms`)
         plus ``2 L``. Each level of the tree rounds its own weighted sum and the coefficient it applies (a path of
         ``L`` levels over sums of ``K + 1`` terms has at most ``L (K + 2)`` roundings after the encoding, and the
         flat count already holds at least ``L K`` decoding terms), so the bound holds for the tree's evaluation
@@ -415,9 +421,7 @@ class CodedReduceCode(LinearCode):
             raise GradcodesValueError(
                 "field: a CodedReduce code cannot be re-verified over another field; build it with "
                 "an inner code over that field instead")
-        from .coded_reduce_verify import verify_tree
-
-        return verify_tree(self, limit=limit, samples=samples, search=search, rng=rng, rtol=rtol,
+        return VERIFIERS["verify"](self, limit=limit, samples=samples, search=search, rng=rng, rtol=rtol,
                            batch_size=4096 if batch_size is None else batch_size, dtype=dtype,
                            stop_on_failure=stop_on_failure, progress=progress, time_budget=time_budget,
                            workers=workers, checkpoint=checkpoint, checkpoint_every=checkpoint_every, comm=comm)

@@ -16,13 +16,13 @@ from typing import Any
 
 import numpy as np
 
-from .._errors import GradcodesTypeError
-from .._typing import DTypeLike, RNGLike, Unset
-from .._validate import SEED_UNSET, check_int, check_real, check_rng, check_size, renamed_keyword, take_rng
-from .._verify_engine import PatternModel, Tracker, run
-from .._verify_report import VerifyReport
+from .._base.aliases import DTypeLike, RNGLike, Unset
+from .._base.errors import GradcodesTypeError
+from .._base.validate import SEED_UNSET, check_int, check_real, check_rng, check_size, renamed_keyword, take_rng
+from .._verify.engine import PatternModel, Tracker, run
+from .._verify.report import VerifyReport
 from .coded_reduce_alloc import coded_reduce_load
-from .coded_reduce_code import CodedReduceCode
+from .coded_reduce_code import VERIFIERS, CodedReduceCode
 
 __all__ = ["TreeVerifyReport", "TreePatterns", "verify_tree"]
 
@@ -252,14 +252,14 @@ def verify_tree(code: CodedReduceCode, *, limit: int | None = None, samples: int
     A straggler pattern lets every parent (the master and every internal worker) pick at most ``s`` straggling
     children; a straggler silences its subtree. For each pattern the hierarchical decoding vector ``A`` is
     computed (:class:`TreeDecoder`) and ``A B = 1`` is checked: exactly (with integers, never rounded) for
-    rational codes; float codes are judged by the acceptance rule in ``dtype`` (:func:`gradcodes._numerics.judge`:
+    rational codes; float codes are judged by the acceptance rule in ``dtype`` (:func:`gradcodes._core.numerics.judge`:
     ok, borderline or fails on every machine). The tree supplies only this pattern model; enumeration, sampling,
     the acceptance rule, progress, Ctrl-C and the time budget are :func:`gradcodes.verify`'s engine, and
     ``gc.verify(code)`` dispatches here for tree codes.
 
     * Every pattern is checked when there are at most ``limit``, or, with ``limit=None``, when there are at most
       the default budget: ``floor(10 s / c)`` patterns, ``c`` the microseconds per pattern that the fixed cost
-      model of :mod:`gradcodes._verify_cost` predicts from ``N`` and ``P`` (never a clock: the same verdict on
+      model of :mod:`gradcodes._verify.cost` predicts from ``N`` and ``P`` (never a clock: the same verdict on
       every machine); or, when ``time_budget`` seconds are given, when the enumeration fits them at the rate
       measured on the first batches (the n=3, L=2, s=1 tree has 256).
     * Otherwise: the structured patterns (no stragglers; the same ``s`` cyclically consecutive children at
@@ -322,8 +322,8 @@ def verify_tree(code: CodedReduceCode, *, limit: int | None = None, samples: int
     >>> rep.exact, rep.exhaustive, rep.patterns_checked, rep.load_fraction
     (True, True, 256, Fraction(4, 15))
     """
-    from .._verify import _scale_options, borderline_note, check_dtype_rtol
-    from .._verify_cost import default_limit, pattern_cost_us
+    from .._verify.cost import default_limit, pattern_cost_us
+    from .._verify.verifier import _scale_options, borderline_note, check_dtype_rtol
 
     rng = take_rng(rng, seed)
     scale = _scale_options(workers, checkpoint, checkpoint_every, comm)        # checked before any work
@@ -443,7 +443,7 @@ def tree_theorem(code: CodedReduceCode, rtol: float, dtype: Any = np.float64) ->
     cancellation factor exactly 1. A pattern uses ``t = (n-s) + ... + (n-s)^L`` messages; the rule's bound with
     ``t + load + 2 L`` terms (:meth:`CodedReduceCode._terms`) must be at most ``rtol``.
     """
-    from .._numerics import error_estimate, unit_roundoff
+    from .._core.numerics import error_estimate, unit_roundoff
 
     inner = code.inner
     dec = inner.decoders[inner.default_decoder]
@@ -472,7 +472,7 @@ def _theorem_report(code: CodedReduceCode, rtol: float, dt: np.dtype) -> TreeVer
     """The report of a proof by :func:`tree_theorem` alone (no pattern enumerated or sampled), or None."""
     import time
 
-    from .._numerics import error_estimate
+    from .._core.numerics import error_estimate
 
     start = time.perf_counter()
     stmt = tree_theorem(code, rtol, dt)
@@ -543,3 +543,6 @@ def _search(code: CodedReduceCode, tr: Tracker, rng: np.random.Generator, budget
             if not improved:
                 break
     return spent
+
+
+VERIFIERS["verify"] = verify_tree

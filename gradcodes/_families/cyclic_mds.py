@@ -60,15 +60,15 @@ from typing import Any
 
 import numpy as np
 
-from .. import _detlinalg as _det
-from .._code import GradientCode, LinearCode
-from .._decoders import Decoder, min_norm_solve, stragglers_of
-from .._errors import GradcodesTypeError, GradcodesValueError
-from .._fields import PrimeField, field_of
-from .._io import REBUILDERS
-from .._registry import Scheme, register
-from .._typing import MatrixLike
-from .._validate import check_choice, check_entries, check_int, check_ns
+from .._base.aliases import MatrixLike
+from .._base.errors import GradcodesTypeError, GradcodesValueError
+from .._base.registry import Scheme, register
+from .._base.validate import check_choice, check_entries, check_int, check_ns
+from .._core import detlinalg as _det
+from .._core.code import GradientCode, LinearCode
+from .._core.decoders import Decoder, min_norm_solve, stragglers_of
+from .._core.fields import PrimeField, field_of
+from .._io.files import REBUILDERS
 
 __all__ = ["cyclic_mds", "CyclicMDSCode", "gf_prime", "CyclicSpectralDecoder", "CyclicBarycentricDecoder",
            "CyclicProductDecoder", "ResidueClassDecoder"]

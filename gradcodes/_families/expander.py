@@ -1,11 +1,11 @@
 r"""Approximate gradient codes from expander graphs (Raviv, Tamo, Tandon & Dimakis 2018). The evaluator of approximate
 codes (worst and average error over responder sets) and the optimal and fixed decoders, which every
-:class:`~gradcodes.ApproximateCode` family shares, are in :mod:`gradcodes._approx_worst`.
+:class:`~gradcodes.ApproximateCode` family shares, are in :mod:`gradcodes._verify.approx_worst`.
 
 **Construction.** ``G`` is a ``d``-regular graph on the ``n`` workers (``k = n``) with adjacency matrix ``A_G``;
 ``B = A_G / d``. Worker ``i`` stores the partitions of its ``d`` neighbours (load ``d``, no self-loops).
 
-**Decoders** (:mod:`gradcodes._approx_worst`). *Optimal*: ``u*_F = argmin_{supp u ⊆ F} ||u B - 1||_2``
+**Decoders** (:mod:`gradcodes._verify.approx_worst`). *Optimal*: ``u*_F = argmin_{supp u ⊆ F} ||u B - 1||_2``
 (minimum-norm least squares). *Fixed*: ``u_F = (n/|F|) 1_F``, which needs no solve at all.
 
 **Spectral bound** (Raviv et al. 2018). Let ``d = λ_1 >= λ_2 >= ... >= λ_n`` be the eigenvalues of ``A_G`` and
@@ -29,13 +29,19 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .._approx_worst import ApproximationReport, FixedDecoder, OptimalDecoder, approximation_error, worst_case_error
-from .._code import ApproximateCode
-from .._errors import GradcodesRuntimeError, GradcodesTypeError, GradcodesValueError
-from .._io import REBUILDERS
-from .._registry import Scheme, register
-from .._typing import MatrixLike, RNGLike, Unset
-from .._validate import SEED_UNSET, check_entries, check_int, check_rng, rng_param, take_rng
+from .._base.aliases import MatrixLike, RNGLike, Unset
+from .._base.errors import GradcodesRuntimeError, GradcodesTypeError, GradcodesValueError
+from .._base.registry import Scheme, register
+from .._base.validate import SEED_UNSET, check_entries, check_int, check_rng, rng_param, take_rng
+from .._core.code import ApproximateCode
+from .._io.files import REBUILDERS
+from .._verify.approx_worst import (
+    ApproximationReport,
+    FixedDecoder,
+    OptimalDecoder,
+    approximation_error,
+    worst_case_error,
+)
 
 __all__ = ["expander_code", "random_regular_graph", "approximation_error", "worst_case_error",
            "ApproximationReport", "OptimalDecoder", "FixedDecoder", "spectral_parameter"]

@@ -45,15 +45,15 @@ from typing import Any
 
 import numpy as np
 
-from .._approx_worst import FixedDecoder, OptimalDecoder, worst_case_error
-from .._code import ApproximateCode, LinearCode
-from .._decoders import Decoder
-from .._errors import GradcodesRuntimeError, GradcodesTypeError, GradcodesValueError
-from .._fields import RationalField
-from .._io import REBUILDERS
-from .._registry import Scheme, register
-from .._typing import MatrixLike, Responders, RNGLike
-from .._validate import check_entries, check_int, check_rng, rng_param
+from .._base.aliases import MatrixLike, Responders, RNGLike
+from .._base.errors import GradcodesRuntimeError, GradcodesTypeError, GradcodesValueError
+from .._base.registry import Scheme, register
+from .._base.validate import check_entries, check_int, check_rng, rng_param
+from .._core.code import ApproximateCode, LinearCode
+from .._core.decoders import Decoder
+from .._core.fields import RationalField
+from .._io.files import REBUILDERS
+from .._verify.approx_worst import FixedDecoder, OptimalDecoder, worst_case_error
 from .expander import ExpanderCode, random_regular_graph
 
 __all__ = ["margulis_gabber_galil_graph", "margulis_code", "random_biregular_graph", "bipartite_expander_code",

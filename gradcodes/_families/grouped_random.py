@@ -18,7 +18,7 @@ vector of least weighted norm.
 factor's weights) subject to ``a_F C_F = c``: one ``|F| x rank`` QR factorisation per straggler set.
 
 **Proof.** The code is block-diagonal, so :func:`gradcodes.verify` proves it block by block (see
-:mod:`gradcodes._blocks`): ``C(n_g, s)`` sets per distinct group size instead of ``C(n, s)``. The seed of each
+:mod:`gradcodes._verify.blocks`): ``C(n_g, s)`` sets per distinct group size instead of ``C(n, s)``. The seed of each
 group size is the one with the smallest exhaustively verified worst case among the candidates, compared in
 reproducible numbers (upper bounds with two or three decimal digits, see ``_certify``; equal bounds keep the
 lowest seed), so the same call picks the same seeds on every machine; winning seeds and their certificates are
@@ -35,15 +35,15 @@ from typing import Any
 
 import numpy as np
 
-from .._blocks import Block, BlockDecoder, is_proof
-from .._code import GradientCode, LinearCode
-from .._decoders import Decoder, LeastSquaresDecoder, single_threaded_blas
-from .._errors import GradcodesTypeError, GradcodesValueError
-from .._io import REBUILDERS, CodeFileError
-from .._numerics import error_estimate
-from .._registry import Scheme, register
-from .._typing import RNGLike
-from .._validate import check_int, check_ns, check_rng
+from .._base.aliases import RNGLike
+from .._base.errors import GradcodesTypeError, GradcodesValueError
+from .._base.registry import Scheme, register
+from .._base.validate import check_int, check_ns, check_rng
+from .._core.code import GradientCode, LinearCode
+from .._core.decoders import Decoder, LeastSquaresDecoder, single_threaded_blas
+from .._core.numerics import error_estimate
+from .._io.files import REBUILDERS, CodeFileError
+from .._verify.blocks import Block, BlockDecoder, is_proof
 from ._certified_seeds import CERTIFIED
 from ._rowspace_kernel import kernels
 from .repetition import GroupDecoder, cyclic_repetition
@@ -184,7 +184,7 @@ REFINE = 2
 #: the certificates' residual floor is ``FLOOR n_g u canc`` (:func:`_certify`)
 FLOOR = 4
 #: the ``"cancellation"`` of a certificate whose ``worst_cancellation`` is the worst column of ``|A| |B|`` (the
-#: acceptance rule's factor, :func:`gradcodes._numerics.cancellation`); others hold the mean column
+#: acceptance rule's factor, :func:`gradcodes._core.numerics.cancellation`); others hold the mean column
 WORST_COLUMN = "worst column"
 
 
@@ -232,7 +232,7 @@ def _certify(sub: GradientCode, limit: int) -> dict[str, Any]:
     (``benchmarks/certificate_margin.py``, ``benchmarks/results/certificate_margin.txt``). Sets beyond ``limit``
     are sampled with a fixed seed (no timed search).
     """
-    from .._verify import verify
+    from .._verify.verifier import verify
 
     rep = verify(sub, limit=limit, stop_on_failure=True, rng=0, search=False)
     total = math.comb(sub.n, sub.s)
@@ -372,7 +372,8 @@ def grouped_random(n: int, s: int, extra: int = 1, *, rng: RNGLike = None, candi
 
 def certified_bound(code: GradientCode) -> tuple[float, bool, bool]:
     """``(bound, proven, failed)`` of a :func:`grouped_random` code from its group certificates, without enumerating:
-    the bound of :mod:`gradcodes._blocks` (``error_estimate(max_g canc_g, max_g res_g, float64, t)`` with ``t`` the
+    the bound of :mod:`gradcodes._verify.blocks` (``error_estimate(max_g canc_g, max_g res_g, float64, t)`` with
+    ``t`` the
     whole decode's terms; all groups are checked once per size). ``proven`` only when every group size has a proven
     certificate (an exhaustive :func:`gradcodes.verify` run, or a stored one re-checkable by ``python
     benchmarks/certify_seeds.py --check``); otherwise the bound is built from searched worst cases and is not a

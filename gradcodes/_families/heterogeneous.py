@@ -28,21 +28,20 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .._approx_eval import (
+from .._base.aliases import ArrayLike, MatrixLike, ProbabilitiesLike
+from .._base.errors import GradcodesTypeError, GradcodesValueError
+from .._base.registry import Scheme, register
+from .._base.validate import check_entries, check_int
+from .._core.code import ApproximateCode
+from .._core.fields import RationalField, field_for
+from .._core.straggle import _scenario
+from .._io.files import REBUILDERS
+from .._verify.approx_eval import (
     FixedWeightDecoder,
-    _register_cli,
     evaluate_approximate,
     probability_list,
     straggle_probabilities,
 )
-from .._code import ApproximateCode
-from .._errors import GradcodesTypeError, GradcodesValueError
-from .._fields import RationalField, field_for
-from .._io import REBUILDERS
-from .._registry import Scheme, register
-from .._straggle import _scenario
-from .._typing import ArrayLike, MatrixLike, ProbabilitiesLike
-from .._validate import check_entries, check_int
 
 __all__ = [
     "HeterogeneousCode",
@@ -408,4 +407,3 @@ register(Scheme(
     "load 1 + (n-1)/k",
     tour=({"p": "1/10,1/5,1/2", "k": 3}, {"n": 10, "tau": 1.5}, {"n": 100, "tau": 1.5}),
     evaluate=evaluate_approximate, kind="approximate"))
-_register_cli()  # `gradcodes evaluate` for approximate codes

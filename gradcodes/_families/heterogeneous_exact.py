@@ -82,15 +82,15 @@ from typing import Any
 
 import numpy as np
 
-from .._code import GradientCode, LinearCode
-from .._decoders import Decoder
-from .._errors import GradcodesTypeError, GradcodesValueError
-from .._fields import PrimeField, RationalField
-from .._io import REBUILDERS
-from .._registry import Scheme, register
-from .._sparse import owned, use_sparse
-from .._typing import MatrixLike
-from .._validate import check_choice, check_entries, check_int, check_size
+from .._base.aliases import MatrixLike
+from .._base.errors import GradcodesTypeError, GradcodesValueError
+from .._base.registry import Scheme, register
+from .._base.validate import check_choice, check_entries, check_int, check_size
+from .._core.code import GradientCode, LinearCode
+from .._core.decoders import Decoder
+from .._core.fields import PrimeField, RationalField
+from .._core.sparse import owned, use_sparse
+from .._io.files import REBUILDERS
 from . import adversarial_fourier as _fourier
 from .heterogeneous_fourier import _angles, _weights
 

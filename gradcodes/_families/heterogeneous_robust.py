@@ -37,10 +37,10 @@ from fractions import Fraction
 from functools import partial
 from typing import Any
 
-from .._errors import GradcodesTypeError, GradcodesValueError
-from .._io import REBUILDERS
-from .._registry import Scheme, register
-from .._validate import check_int
+from .._base.errors import GradcodesTypeError, GradcodesValueError
+from .._base.registry import Scheme, register
+from .._base.validate import check_int
+from .._io.files import REBUILDERS
 from .heterogeneous_exact import (
     HeterogeneousExactCode,
     _check_k,

@@ -39,9 +39,9 @@ import math
 
 import numpy as np
 
-from .._errors import GradcodesValueError
-from .._numerics import DEFAULT_RTOL
-from .._validate import check_choice, check_int, check_real
+from .._base.errors import GradcodesValueError
+from .._base.validate import check_choice, check_int, check_real
+from .._core.numerics import DEFAULT_RTOL
 from .partial_stragglers import PartialStragglerCode, partial_straggler_code
 
 __all__ = ["multi_message_code", "multi_message_time"]

@@ -39,18 +39,23 @@ from typing import Any
 
 import numpy as np
 
-from .._code import GradientCode, LinearCode
-from .._decoders import Decoder
-from .._errors import GradcodesTypeError, GradcodesValueError
-from .._fields import field_for, solve_left
-from .._numerics import DEFAULT_RTOL
-from .._typing import ArrayLike, MatrixLike, Responders
-from .._validate import check_choice, check_entries, check_int, check_real
+from .._base.aliases import ArrayLike, MatrixLike, Responders
+from .._base.errors import GradcodesTypeError, GradcodesValueError
+from .._base.validate import check_choice, check_entries, check_int, check_real
+from .._core.code import GradientCode, LinearCode
+from .._core.decoders import Decoder
+from .._core.fields import field_for, solve_left
+from .._core.numerics import DEFAULT_RTOL
 from .partial_stragglers_approx import vandermonde_pinv
 from .partial_stragglers_order import _check_assignment, _check_order, chunk_order, cyclic_assignment, q_max
 
 __all__ = ["PartialStragglerCode", "ChunkDecoder", "partial_straggler_code", "cyclic_assignment", "chunk_order",
            "q_max"]
+
+#: the verifier of these codes (``"verify"``: :func:`~gradcodes._families.partial_stragglers_verify.verify_partial`),
+#: registered by that module when it is imported (``import gradcodes`` imports it): it builds on this module, so this
+#: module reaches it through this table, not an import
+VERIFIERS: dict[str, Any] = {}
 
 #: Largest number of holders of one chunk (the decoder indexes subsets of holders by bit masks).
 MAX_REPLICATION = 60
@@ -324,9 +329,7 @@ class PartialStragglerCode(GradientCode):
                                       f"{decoder!r}")
         if field is not None:
             raise GradcodesValueError("field: build the code with field='rational' for an exact proof")
-        from .partial_stragglers_verify import verify_partial
-
-        return verify_partial(self, limit=limit, samples=samples, rng=rng, rtol=rtol,
+        return VERIFIERS["verify"](self, limit=limit, samples=samples, rng=rng, rtol=rtol,
                               batch_size=4096 if batch_size is None else batch_size, dtype=dtype,
                               stop_on_failure=stop_on_failure, progress=progress, time_budget=time_budget)
 
@@ -445,14 +448,14 @@ def _tour_evaluate(code: PartialStragglerCode) -> Any:
     """The tour's check: :func:`gradcodes.verify` over the chunk-arrival patterns, every one of them up to 10,000
     (a fixed limit, not a time budget: the verdict does not depend on the machine's load), else 50 random
     patterns (rational codes are then proven by chunks)."""
-    from .._verify import verify
+    from .._verify.verifier import verify
 
     return verify(code, rng=0, samples=50, limit=10_000)
 
 
 def _register() -> None:
-    from .._io import REBUILDERS
-    from .._registry import Scheme, register
+    from .._base.registry import Scheme, register
+    from .._io.files import REBUILDERS
 
     REBUILDERS["partial_straggler_code"] = partial_straggler_code    # gc.load_code restores the class and decoder
     register(Scheme(

@@ -32,12 +32,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._acceptance import NonFiniteMessageError
-from .._apply import apply_rows
-from .._code import GradientCode, LinearCode
-from .._errors import GradcodesTypeError, GradcodesValueError
-from .._fields import solve_left, to_fraction
-from .._validate import check_int
+from .._base.errors import GradcodesTypeError, GradcodesValueError
+from .._base.validate import check_int
+from .._core.acceptance import NonFiniteMessageError
+from .._core.apply import apply_rows
+from .._core.code import GradientCode, LinearCode
+from .._core.fields import solve_left, to_fraction
 
 if TYPE_CHECKING:
     from .partial_stragglers import PartialStragglerCode

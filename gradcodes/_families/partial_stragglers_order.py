@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from .._errors import GradcodesTypeError, GradcodesValueError
-from .._validate import check_choice, check_int
+from .._base.errors import GradcodesTypeError, GradcodesValueError
+from .._base.validate import check_choice, check_int
 
 __all__ = ["cyclic_assignment", "chunk_order", "q_max"]
 

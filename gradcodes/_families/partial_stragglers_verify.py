@@ -3,7 +3,7 @@
 Ramamoorthy, Meng & Girimaji (NeurIPS 2024): a worker's messages arrive in its processing order, so an
 arrival pattern is a *progress state* ``t`` (worker ``i`` has sent its first ``t_i`` messages, ``0 <= t_i <=
 gamma_i``), and the protocol promises exact recovery for every state in which each chunk has been processed by at
-least ``m`` workers. The verifier's engine (:mod:`gradcodes._verify_engine`) checks ``A_t B = E`` for these
+least ``m`` workers. The verifier's engine (:mod:`gradcodes._verify.engine`) checks ``A_t B = E`` for these
 states: exactly (integers, never rounded) for rational codes, by the acceptance rule for float codes.
 """
 
@@ -15,12 +15,12 @@ from typing import Any
 
 import numpy as np
 
-from .._errors import GradcodesTypeError
-from .._typing import DTypeLike, RNGLike
-from .._validate import check_int, check_real, check_rng, check_size
-from .._verify_engine import PatternModel, Tracker, run
-from .._verify_report import VerifyReport
-from .partial_stragglers import PartialStragglerCode
+from .._base.aliases import DTypeLike, RNGLike
+from .._base.errors import GradcodesTypeError
+from .._base.validate import check_int, check_real, check_rng, check_size
+from .._verify.engine import PatternModel, Tracker, run
+from .._verify.report import VerifyReport
+from .partial_stragglers import VERIFIERS, PartialStragglerCode
 
 __all__ = ["ProgressPatterns", "verify_partial", "chunk_proof"]
 
@@ -186,7 +186,7 @@ def verify_partial(code: PartialStragglerCode, *, limit: int | None = None, samp
     rational codes, by the acceptance rule of :func:`gradcodes.verify` in ``dtype`` for float codes. Every state
     is checked when the progress space (``prod_i (gamma_i + 1)`` states, of which the admitted ones are counted
     exactly up to ``2^20``) fits ``limit``, the default budget (a count of patterns from the fixed cost model of
-    :mod:`gradcodes._verify_cost`, never a clock) or, when given, ``time_budget``; otherwise the structured
+    :mod:`gradcodes._verify.cost`, never a clock) or, when given, ``time_budget``; otherwise the structured
     states (every worker finished; one worker silent), and ``samples`` random admitted states, which alone is
     never a proof; rational codes are then proven *by chunks* (``chunk_proof``: the decoder is block diagonal by
     chunk, so checking every selection of ``m`` messages about every chunk covers every state).
@@ -197,7 +197,7 @@ def verify_partial(code: PartialStragglerCode, *, limit: int | None = None, samp
     code : PartialStragglerCode
     limit : int, optional
         Largest number of patterns checked exhaustively (default: ``floor(10 s / c)``, ``c`` the microseconds
-        per pattern the cost model of :mod:`gradcodes._verify_cost` predicts for the reference path).
+        per pattern the cost model of :mod:`gradcodes._verify.cost` predicts for the reference path).
     samples : int, default 2000
         Random patterns when not exhaustive.
     rng : None, int, numpy.random.SeedSequence or numpy.random.Generator, optional
@@ -237,8 +237,8 @@ def verify_partial(code: PartialStragglerCode, *, limit: int | None = None, samp
     >>> rep.verdict, rep.exhaustive, rep.theorem.split(":")[0]
     ('exact', False, 'by chunks')
     """
-    from .._verify import borderline_note, check_dtype_rtol
-    from .._verify_cost import default_limit, pattern_cost_us
+    from .._verify.cost import default_limit, pattern_cost_us
+    from .._verify.verifier import borderline_note, check_dtype_rtol
 
     if not isinstance(code, PartialStragglerCode):
         raise GradcodesTypeError(f"verify_partial takes a PartialStragglerCode, got {type(code).__name__}")
@@ -291,3 +291,6 @@ def verify_partial(code: PartialStragglerCode, *, limit: int | None = None, samp
         pattern_model="chunk-arrival patterns", borderline=tr.borderline, n_borderline=tr.n_borderline,
         worst_residual_bound=max(tr.worst_res_hi, 0.0), worst_residual_lower=None if code.exact else tr.worst_res_lo,
         error_bound=tr.worst_hi, theorem=theorem)
+
+
+VERIFIERS["verify"] = verify_partial

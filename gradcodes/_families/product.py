@@ -36,14 +36,14 @@ from typing import Any
 
 import numpy as np
 
-from .._approx_worst import OptimalDecoder, worst_case_error
-from .._code import ApproximateCode, LinearCode
-from .._errors import GradcodesTypeError, GradcodesValueError
-from .._io import REBUILDERS
-from .._registry import Scheme, register
-from .._sparse import is_scipy_sparse, owned, use_sparse
-from .._typing import MatrixLike
-from .._validate import check_entries, check_int
+from .._base.aliases import MatrixLike
+from .._base.errors import GradcodesTypeError, GradcodesValueError
+from .._base.registry import Scheme, register
+from .._base.validate import check_entries, check_int
+from .._core.code import ApproximateCode, LinearCode
+from .._core.sparse import is_scipy_sparse, owned, use_sparse
+from .._io.files import REBUILDERS
+from .._verify.approx_worst import OptimalDecoder, worst_case_error
 
 __all__ = ["ProductCode", "product_code"]
 

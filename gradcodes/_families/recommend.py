@@ -6,8 +6,8 @@ formula. :func:`recommend` builds each applicable candidate within the load budg
 * **proven**: a :func:`gradcodes.verify` report that is a proof (every straggler set enumerated, a decoder's
   theorem, or a proof by blocks), or the stored/enumerated group certificates of a :func:`gradcodes.grouped_random`
   code (:func:`gradcodes._families.grouped_random.certified_bound`). Its error is the proven worst float64 error
-  bound of the acceptance rule (:func:`gradcodes._numerics.error_estimate`; Higham 2002, §3.1; for blocks the
-  bound of :mod:`gradcodes._blocks`).
+  bound of the acceptance rule (:func:`gradcodes._core.numerics.error_estimate`; Higham 2002, §3.1; for blocks the
+  bound of :mod:`gradcodes._verify.blocks`).
 * **fails**: a checked straggler set fails (conclusive, whether or not every set was checked).
 * **not proven**: otherwise. Its value is the worst over the sets checked, a lower bound of the worst case.
 
@@ -37,11 +37,11 @@ from typing import Any
 
 import numpy as np
 
-from .._code import CERTIFY_SECONDS, GradientCode, LinearCode, Recommendation
-from .._decoders import single_threaded_blas
-from .._errors import GradcodesTypeError, GradcodesValueError
-from .._typing import RNGLike, Unset
-from .._validate import SEED_UNSET, check_entries, check_int, check_ns, check_real, check_rng, check_size, take_rng
+from .._base.aliases import RNGLike, Unset
+from .._base.errors import GradcodesTypeError, GradcodesValueError
+from .._base.validate import SEED_UNSET, check_entries, check_int, check_ns, check_real, check_rng, check_size, take_rng
+from .._core.code import CERTIFY_SECONDS, GradientCode, LinearCode, Recommendation
+from .._core.decoders import single_threaded_blas
 
 __all__ = ["recommend", "Recommendation", "Candidate", "CANDIDATES", "add_candidate", "enumeration_seconds",
            "TIE_BAND", "DEFAULT_RNG"]
@@ -242,7 +242,7 @@ def _screen_sets(n: int, s: int) -> np.ndarray:
 
 def _screen(code: GradientCode) -> tuple[float, bool]:
     """``(worst error estimate, a set failed)`` at the :func:`_screen_sets` windows, by the verifier's rule."""
-    from .._verify import _Tracker
+    from .._verify.verifier import _Tracker
 
     tracker = _Tracker(code, code._decoder(None), code.rtol)
     est = tracker.add(_screen_sets(code.n, code.s))
@@ -252,7 +252,7 @@ def _screen(code: GradientCode) -> tuple[float, bool]:
 def _certify_cost(code: LinearCode, per_set: Callable[[int, int, int], float] | None = None) -> tuple[float, int]:
     """Estimated seconds and number of straggler sets to enumerate the code (its distinct non-repetition blocks
     for a block decoder)."""
-    from .._blocks import BlockDecoder, _repetition_report
+    from .._verify.blocks import BlockDecoder, _repetition_report
 
     s = int(getattr(code, "s", 0))
     cplx = code.field == "complex"
@@ -272,7 +272,7 @@ def _certify_cost(code: LinearCode, per_set: Callable[[int, int, int], float] | 
 
 def _enumeration_limit(code: LinearCode) -> int:
     """The ``limit`` that makes :func:`gradcodes.verify` enumerate the code (every distinct block)."""
-    from .._blocks import BlockDecoder
+    from .._verify.blocks import BlockDecoder
 
     s = int(getattr(code, "s", 0))
     dec = code._decoder(None)
@@ -283,7 +283,7 @@ def _enumeration_limit(code: LinearCode) -> int:
 
 def _how(rep: Any) -> str:
     """How a proven :func:`gradcodes.verify` report proved the code."""
-    from .._blocks import BlockVerifyReport
+    from .._verify.blocks import BlockVerifyReport
 
     if isinstance(rep, BlockVerifyReport):
         return "proof by blocks"
@@ -296,7 +296,7 @@ def _judge(code: LinearCode, cand: Candidate, budget: float, cost: float | None)
     """Certify ``code`` when it enumerates within ``budget`` seconds (or is proven by a theorem / certificates);
     else screen it. Returns ``error``, ``proven``, ``failed``, ``how``, ``settled`` (a screened value already
     exceeds tol or fails, so sampling cannot change the class)."""
-    from .._verify import verify
+    from .._verify.verifier import verify
 
     if code.family == "grouped_random":
         from .grouped_random import certified_bound
@@ -364,7 +364,8 @@ def recommend(n: int, s: int, m: int = 1, max_load: int | None = None, *, tol: f
     :func:`gradcodes.verify` returns a proof (exhaustive enumeration, a decoder's theorem, a proof by blocks) or its
     group certificates are proven (:func:`gradcodes.grouped_random`); candidates whose enumeration fits
     ``certify_seconds`` (a fixed cost model, not a clock) are enumerated on the fly. It *meets* ``tol`` when its
-    proven worst float64 error bound (:func:`gradcodes._numerics.error_estimate`) is at most ``tol``. The chosen code is
+    proven worst float64 error bound (:func:`gradcodes._core.numerics.error_estimate`) is at most ``tol``. The chosen
+    code is
 
     1. among the candidates proven to meet ``tol``: the lowest load, then 0/1 decoding, then table order;
     2. else the best proven candidate, else the best unproven one: the smallest error, with errors within a factor
@@ -480,7 +481,7 @@ def recommend(n: int, s: int, m: int = 1, max_load: int | None = None, *, tol: f
                    "; for m > 1 only the Ye-Abbe code (load s + m) is registered"))
         winners = [r for r in built if r["meets_tol"]]
         if not winners:                          # sample the unsettled unproven rows: they may be all there is
-            from .._verify import verify
+            from .._verify.verifier import verify
 
             for r in built:
                 if not r["proven"] and not r["settled"]:

@@ -10,16 +10,10 @@ from typing import Any
 
 import numpy as np
 
-from .._code import GradientCode
-from .._detlinalg import solve
-from .._errors import GradcodesValueError
-from .._fields import as_matrix, field_for, solve_left
-from .._group_decoder import GroupDecoder
-from .._io import REBUILDERS
-from .._registry import Expect, Scheme, register
-from .._sparse import csr_from_rows, use_sparse
-from .._typing import MatrixLike, RNGLike, Unset
-from .._validate import (
+from .._base.aliases import MatrixLike, RNGLike, Unset
+from .._base.errors import GradcodesValueError
+from .._base.registry import Expect, Scheme, register
+from .._base.validate import (
     SEED_UNSET,
     check_choice,
     check_entries,
@@ -30,6 +24,12 @@ from .._validate import (
     rng_param,
     take_rng,
 )
+from .._core.code import GradientCode
+from .._core.detlinalg import solve
+from .._core.fields import as_matrix, field_for, solve_left
+from .._core.group_decoder import GroupDecoder
+from .._core.sparse import csr_from_rows, use_sparse
+from .._io.files import REBUILDERS
 from ._refine import exact_last_column, refine_rows
 
 __all__ = ["uncoded", "fractional_repetition", "cyclic_repetition", "GroupDecoder"]
@@ -115,7 +115,7 @@ def fractional_repetition(n: int, s: int, k: int | None = None, *, field: str = 
     groups = n // (s + 1)
     k = _check_k(n, k, groups, f"each of the n/(s+1)={groups} groups gets k(s+1)/n partitions")
     B: Any
-    if field == "real" and use_sparse(n, k):     # n k / (s + 1) non-zeros, stored sparse (gradcodes._sparse)
+    if field == "real" and use_sparse(n, k):     # n k / (s + 1) non-zeros, stored sparse (gradcodes._core.sparse)
         w = k // groups
         check_size(f"the non-zeros of the encoding matrix ({n:,} x {k:,})", n * w, "entries")   # before allocating
         indices = ((np.arange(n, dtype=np.int64) // (s + 1) * w)[:, None] + np.arange(w)[None, :]).ravel()

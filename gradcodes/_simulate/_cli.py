@@ -48,7 +48,7 @@ def run_simulate_cli(args: argparse.Namespace) -> int:
                    mu=args.mu, t_c=args.t_c, t_step=args.t_step, overlap=not args.no_overlap,
                    iters=args.iters, rng=args.seed)
     if getattr(args, "json", False):
-        from .._cli_output import emit
+        from .._base.output import emit
 
         emit(args, res)
         return 0

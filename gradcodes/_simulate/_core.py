@@ -29,11 +29,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
-    from .._code import LinearCode
+    from .._core.code import LinearCode
 
-from .._errors import GradcodesTypeError, GradcodesValueError
-from .._typing import RNGLike, Unset
-from .._validate import SEED_UNSET, check_rng, check_size, check_tree_size, renamed_keyword, take_rng
+from .._base.aliases import RNGLike, Unset
+from .._base.errors import GradcodesTypeError, GradcodesValueError
+from .._base.validate import SEED_UNSET, check_rng, check_size, check_tree_size, renamed_keyword, take_rng
 from ._models import _rng_for
 from ._policies import FixedK, WaitPolicy, as_policy
 from ._result import SchemeResult, SimulationResult
@@ -97,7 +97,7 @@ def _seed_entropy(rng: Any) -> int | None:
 def _code_kind(obj: Any) -> str | None:
     """'CR' for a CodedReduce tree code, 'PS' for a partial-straggler protocol, 'GC' for an exact master-worker code,
     'AC' for an approximate code, else None."""
-    from .._code import ApproximateCode, GradientCode
+    from .._core.code import ApproximateCode, GradientCode
     from .._families.coded_reduce import CodedReduceCode
     from .._families.partial_stragglers import PartialStragglerCode
 
@@ -333,7 +333,7 @@ def simulate(
     for item in items:
         kind = _code_kind(item)
         if kind is None:
-            from .._code import LinearCode
+            from .._core.code import LinearCode
 
             if isinstance(item, LinearCode):
                 raise GradcodesTypeError(f"schemes: a {type(item).__name__} cannot be simulated (an exact "

@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._errors import GradcodesTypeError, GradcodesValueError
-from .._typing import RNGLike
-from .._validate import check_choice, check_int, check_real, check_rng, check_size
+from .._base.aliases import RNGLike
+from .._base.errors import GradcodesTypeError, GradcodesValueError
+from .._base.validate import check_choice, check_int, check_real, check_rng, check_size
 from ._models import _chunks, _reception, _reception_times
 from ._workers import ShiftedExponentialWorkers, WorkerModel
 

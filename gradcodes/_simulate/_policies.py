@@ -40,11 +40,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._errors import GradcodesValueError
-from .._typing import DTypeLike
+from .._base.aliases import DTypeLike
+from .._base.errors import GradcodesValueError
 
 if TYPE_CHECKING:
-    from .._code import LinearCode
+    from .._core.code import LinearCode
 
 __all__ = ["WaitPolicy", "EarliestDecodable", "FixedK", "BackupWorkers", "AdaptiveK", "KAsync", "as_policy"]
 
@@ -287,7 +287,7 @@ class EarliestDecodable(WaitPolicy):
 def as_policy(policy: str | WaitPolicy | None, code: LinearCode) -> WaitPolicy:
     """``"earliest"``, ``"first"`` (``n - s``), ``"all"`` or a :class:`WaitPolicy` (``None``: the default,
     earliest decodable for exact codes, first ``n - s`` otherwise)."""
-    from .._code import GradientCode
+    from .._core.code import GradientCode
 
     if policy is None:
         policy = "earliest" if isinstance(code, GradientCode) else "first"

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from .._errors import GradcodesValueError
+from .._base.errors import GradcodesValueError
 
 __all__ = ["SchemeResult", "SimulationResult"]
 

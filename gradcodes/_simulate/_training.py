@@ -27,15 +27,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._errors import GradcodesTypeError
-from .._typing import RNGLike
-from .._validate import check_int, check_rng, check_size, renamed_keyword
+from .._base.aliases import RNGLike
+from .._base.errors import GradcodesTypeError
+from .._base.validate import check_int, check_rng, check_size, renamed_keyword
 from ._models import _reception_times
 from ._policies import AdaptiveK, FixedK, KAsync, WaitPolicy
 from ._workers import ShiftedExponentialWorkers, WorkerModel
 
 if TYPE_CHECKING:
-    from .._code import LinearCode
+    from .._core.code import LinearCode
 
 __all__ = ["TrainingResult", "simulate_training"]
 
@@ -127,7 +127,7 @@ def simulate_training(policy: WaitPolicy, *, n: int = 8, code: LinearCode | None
     if isinstance(policy, AdaptiveK):
         policy.reset()
     if code is not None:
-        from .._code import LinearCode
+        from .._core.code import LinearCode
 
         if not isinstance(code, LinearCode):
             raise GradcodesTypeError(f"code must be a gradcodes code (GradientCode or ApproximateCode), got "

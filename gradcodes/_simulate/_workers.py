@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from .._errors import GradcodesTypeError, GradcodesValueError
+from .._base.errors import GradcodesTypeError, GradcodesValueError
 
 __all__ = ["WorkerModel", "ShiftedExponentialWorkers", "PersistentStragglers", "TraceReplay"]
 

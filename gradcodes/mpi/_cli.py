@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .._errors import GradcodesValueError
+from .._base.errors import GradcodesValueError
 
 __all__ = ["main", "build_parser"]
 
@@ -66,7 +66,7 @@ def _ints(text: str) -> list[int]:
 
 def build_code(args: argparse.Namespace) -> Any:
     """The scheme's code from the options its constructor accepts."""
-    from .._registry import get_scheme
+    from .._base.registry import get_scheme
 
     scheme = get_scheme(args.scheme)
     given = {"n": args.n, "branching": args.branching, "s": args.s, "L": args.L, "m": args.m, "k": args.k,

@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from .._apply import _dot
-from .._errors import GradcodesError, GradcodesValueError
+from .._base.errors import GradcodesError, GradcodesValueError
+from .._core.apply import _dot
 
 __all__ = ["StragglerTimeout", "get_mpi", "Tags", "Inbox", "ParamSender", "wait_request", "finite", "CHUNK",
            "RECENT"]

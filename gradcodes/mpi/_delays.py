@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from .._errors import GradcodesTypeError, GradcodesValueError
-from .._typing import RNGLike, Unset
-from .._validate import SEED_UNSET, check_int, rng_entropy
+from .._base.aliases import RNGLike, Unset
+from .._base.errors import GradcodesTypeError, GradcodesValueError
+from .._base.validate import SEED_UNSET, check_int, rng_entropy
 
 __all__ = ["Delay", "NoDelay", "ShiftedExponential", "FixedDelay", "Hang", "Combined"]
 
@@ -97,7 +97,7 @@ class ShiftedExponential(Delay):
         if self.mu == 0:
             raise GradcodesValueError("mu must be > 0")
         self.m_data = _nonneg("m_data", m_data)
-        #: The int that keys every draw (see :func:`gradcodes._validate.rng_entropy`).
+        #: The int that keys every draw (see :func:`gradcodes._base.validate.rng_entropy`).
         self.entropy = rng_entropy(rng, seed)
 
     def delay(self, worker: int, iteration: int, *, workers: int, load_fraction: float) -> float:

@@ -30,10 +30,10 @@ from typing import Any
 import numpy as np
 
 from .. import ApproximateCode, CodedReduceCode, DecodingError, LinearCode
-from .._apply import combine_rows
-from .._decoders import Decoder
-from .._errors import GradcodesTypeError, GradcodesValueError
-from .._typing import ArrayLike, DTypeLike
+from .._base.aliases import ArrayLike, DTypeLike
+from .._base.errors import GradcodesTypeError, GradcodesValueError
+from .._core.apply import combine_rows
+from .._core.decoders import Decoder
 from ._comm import finite
 
 __all__ = ["Layout", "layout_for", "WorkerEncoder", "Combiner", "TreeCheck", "write_tail"]
@@ -132,7 +132,7 @@ class WorkerEncoder:
     coefficients ``B[i, j m + u]`` are cast to the messages' dtype and their zeros dropped, and the sequence of
     row operations is fixed. :meth:`encode` then only calls ``partial_gradient`` and runs that sequence: for
     ``m = 1`` one pass per stored partition (a copy, add or subtract for coefficients ``+-1``, one BLAS ``axpy``
-    otherwise; the loop of :func:`gradcodes._apply.combine_rows`), the same sums as
+    otherwise; the loop of :func:`gradcodes._core.apply.combine_rows`), the same sums as
     :meth:`gradcodes.LinearCode.encode_worker` without its per-call validation.
 
     Parameters

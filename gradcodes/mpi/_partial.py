@@ -28,9 +28,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._errors import GradcodesTypeError, GradcodesValueError
-from .._typing import DTypeLike
-from .._validate import check_real
+from .._base.aliases import DTypeLike
+from .._base.errors import GradcodesTypeError, GradcodesValueError
+from .._base.validate import check_real
 from ._comm import ParamSender, StragglerTimeout, Tags, get_mpi, wait_request
 from ._delays import Delay, NoDelay
 
@@ -218,7 +218,7 @@ class PartialMaster:
         if not np.isfinite(self.out).all():              # one check of the decode; the senders only when it fails
             bad = sorted({int(code.message_worker[r]) for r in used if not np.isfinite(self.ring[self.slot[r]]).all()})
             if bad:
-                from .._acceptance import NonFiniteMessageError
+                from .._core.acceptance import NonFiniteMessageError
 
                 raise NonFiniteMessageError(f"iteration {t}: the chunk messages of workers {bad} hold NaN or inf, "
                                             f"so the decoded gradient is not finite", responders=bad)

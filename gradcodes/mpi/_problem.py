@@ -6,9 +6,9 @@ from typing import Any
 
 import numpy as np
 
-from .._errors import GradcodesValueError
-from .._typing import DTypeLike, RNGLike, Unset
-from .._validate import SEED_UNSET, check_int, check_rng
+from .._base.aliases import DTypeLike, RNGLike, Unset
+from .._base.errors import GradcodesValueError
+from .._base.validate import SEED_UNSET, check_int, check_rng
 
 __all__ = ["SyntheticProblem"]
 

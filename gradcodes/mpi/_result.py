@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._typing import RNGLike, Unset
-from .._validate import SEED_UNSET, check_rng
+from .._base.aliases import RNGLike, Unset
+from .._base.validate import SEED_UNSET, check_rng
 
 if TYPE_CHECKING:
-    from .._code import LinearCode
+    from .._core.code import LinearCode
     from ._delays import Delay
 
 __all__ = ["RunResult", "predict"]

@@ -19,13 +19,13 @@ from typing import Any
 import numpy as np
 
 from .. import ApproximateCode, CodedReduceCode, DecodingError, LinearCode
-from .._decoders import Decoder
-from .._errors import GradcodesRuntimeError, GradcodesTypeError, GradcodesValueError
+from .._base.aliases import DTypeLike
+from .._base.errors import GradcodesRuntimeError, GradcodesTypeError, GradcodesValueError
+from .._base.validate import renamed_keyword
+from .._core.decoders import Decoder
 from .._families.adversarial import AdversarialCode
 from .._families.adversarial_decode import decode_adversarial
 from .._simulate._policies import WaitPolicy
-from .._typing import DTypeLike
-from .._validate import renamed_keyword
 from ._comm import Inbox, ParamSender, StragglerTimeout, Tags, finite, get_mpi, wait_request
 from ._delays import Delay, NoDelay
 from ._layout import Combiner, TreeCheck, WorkerEncoder, layout_for, write_tail

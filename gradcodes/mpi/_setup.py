@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from .. import CodedReduceCode, GradientCode, LinearCode
-from .._errors import GradcodesValueError
+from .._base.errors import GradcodesValueError
 from .._simulate._policies import BackupWorkers, FixedK, WaitPolicy, as_policy
 from ._layout import Layout
 
@@ -49,7 +49,7 @@ def check_size(layout: Layout, comm: Any, what: str) -> None:
 def fingerprint(code: LinearCode) -> str:
     """A digest of the code's matrix and shape (every rank must run the same code); the matrix's value digest,
     computed on its non-zeros when it is stored sparse (no dense copy of a large code on any rank)."""
-    from .._code_identity import b_digest
+    from .._core.code_identity import b_digest
 
     h = hashlib.sha256(b_digest(code))
     h.update(f"{type(code).__name__}:{code.n}:{code.k}:{code.m}:{getattr(code, 's', None)}".encode())

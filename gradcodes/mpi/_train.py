@@ -9,11 +9,11 @@ from typing import Any
 
 import numpy as np
 
-from .._code import LinearCode
-from .._decoders import Decoder
-from .._errors import GradcodesTypeError, GradcodesValueError
+from .._base.errors import GradcodesTypeError, GradcodesValueError
+from .._base.validate import renamed_keyword
+from .._core.code import LinearCode
+from .._core.decoders import Decoder
 from .._simulate._policies import FixedK, WaitPolicy
-from .._validate import renamed_keyword
 from ._comm import StragglerTimeout, get_mpi
 from ._delays import Delay, NoDelay
 from ._result import RunResult, predict

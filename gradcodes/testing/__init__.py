@@ -22,12 +22,12 @@ import numpy.typing as npt
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from .._arrays import is_foreign, to_numpy
-from .._code import LinearCode
-from .._errors import GradcodesValueError
-from .._registry import schemes
-from .._typing import MatrixLike, ProbabilitiesLike, Responders
-from .._validate import renamed_keyword
+from .._base.aliases import MatrixLike, ProbabilitiesLike, Responders
+from .._base.arrays import is_foreign, to_numpy
+from .._base.errors import GradcodesValueError
+from .._base.registry import schemes
+from .._base.validate import renamed_keyword
+from .._core.code import LinearCode
 
 __all__ = ["straggler_sets", "responder_sets", "windows", "verifier_flagged", "scheme_parameters", "codes",
            "partial_gradients", "assert_recovers", "assert_unbiased"]
@@ -48,7 +48,7 @@ def windows(n: int, s: int) -> st.SearchStrategy[tuple[int, ...]]:
 
 def verifier_flagged(code: LinearCode) -> list[tuple[int, ...]]:
     """The straggler sets :func:`gradcodes.verify` reports: the worst residual, the worst cancellation, failures."""
-    from .._verify import verify
+    from .._verify.verifier import verify
 
     rep = verify(code, stop_on_failure=False)
     every = set(range(code.n))
@@ -140,7 +140,7 @@ def assert_recovers(code: LinearCode, responders: Responders, G: MatrixLike | No
     ``G`` defaults to a fixed float64 ``(k, 3)`` array. The tolerance is the decode's own error estimate
     (times 4) unless ``rtol`` is given; an exact code must recover exactly.
     """
-    from .._code import DecodingError
+    from .._core.code import DecodingError
 
     R = tuple(int(i) for i in responders)
     if G is None:
@@ -167,7 +167,7 @@ def assert_unbiased(code: LinearCode, p: ProbabilitiesLike | None = None, *, ato
 
     Fails with the bias vector's norm and the partitions whose bias exceeds ``atol``.
     """
-    from .._approx_eval import evaluate_approximate
+    from .._verify.approx_eval import evaluate_approximate
 
     rep = evaluate_approximate(code, p=p, max_enumerate=max_enumerate)
     bias = np.asarray(rep.bias, dtype=float)

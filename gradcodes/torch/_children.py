@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from .._errors import GradcodesRuntimeError
+from .._base.errors import GradcodesRuntimeError
 from ..mpi._comm import StragglerTimeout
 from ..mpi._layout import Combiner
 
@@ -378,7 +378,7 @@ def as_np_dtype(dtype: Any) -> np.dtype:
     if dtype == torch.bfloat16:
         return np.dtype(np.float16)
     if not torch.empty(0, dtype=dtype).is_floating_point():
-        from .._errors import GradcodesTypeError
+        from .._base.errors import GradcodesTypeError
 
         raise GradcodesTypeError(f"the parameters must have a float dtype, got {dtype}")
     return np.dtype(torch.empty(0, dtype=dtype).numpy().dtype)

@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from .._errors import GradcodesValueError
-from .._validate import check_int
+from .._base.errors import GradcodesValueError
+from .._base.validate import check_int
 
 __all__ = ["CodedSampler"]
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .._errors import GradcodesValueError
+from .._base.errors import GradcodesValueError
 
 __all__ = ["main", "digits", "make_model", "build_scheme", "parse_delay"]
 

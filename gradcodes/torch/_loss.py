@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .._errors import GradcodesValueError
+from .._base.errors import GradcodesValueError
 
 __all__ = ["loss_weights", "coded_loss"]
 

@@ -47,8 +47,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._acceptance import DecodingError
-from .._errors import GradcodesRuntimeError, GradcodesTypeError, GradcodesValueError
+from .._base.errors import GradcodesRuntimeError, GradcodesTypeError, GradcodesValueError
+from .._core.acceptance import DecodingError
 from .._families.adversarial import AdversarialCode
 from .._families.adversarial_decode import decode_adversarial
 from ..mpi._comm import StragglerTimeout

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._errors import GradcodesValueError
+from .._base.errors import GradcodesValueError
 from ..mpi._delays import Delay, NoDelay
 from ._data import CodedSampler
 from ._loss import coded_loss, loss_weights

@@ -66,7 +66,7 @@ over the band in natural order (good ``B``, but its decoder grows like ``n^(s-1)
 Layout: ``fourier.py`` (the Fourier construction and its decoders), ``fourier_plan.py`` (choice of functionals
 and stride), ``polynomial.py`` (the published polynomial construction and the node choices), ``gaussian.py`` (the
 random construction), ``decoder.py`` (:class:`YeAbbeDecoder`), ``constructor.py`` (:func:`ye_abbe`, its scheme),
-``common.py`` (holder windows, power series); all arithmetic goes through :mod:`gradcodes._fields`.
+``common.py`` (holder windows, power series); all arithmetic goes through :mod:`gradcodes._core.fields`.
 """
 
 from .constructor import YeAbbeCode, family_entries, ye_abbe

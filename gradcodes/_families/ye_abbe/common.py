@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..._fields import field_of
+from ..._core.fields import field_of
 
 
 def _prime_1_mod(q: int, lo: int = 1000) -> int:

@@ -10,13 +10,13 @@ from typing import Any
 
 import numpy as np
 
-from ..._code import GradientCode
-from ..._errors import GradcodesValueError
-from ..._fields import Field, PrimeField, RationalField, RealField, to_fraction
-from ..._io import REBUILDERS, CodeFileError
-from ..._registry import SAMPLED, Scheme, register
-from ..._typing import ArrayLike, RNGLike, Unset
-from ..._validate import SEED_UNSET, check_choice, check_entries, check_int, check_rng, rng_param, take_rng
+from ..._base.aliases import ArrayLike, RNGLike, Unset
+from ..._base.errors import GradcodesValueError
+from ..._base.registry import SAMPLED, Scheme, register
+from ..._base.validate import SEED_UNSET, check_choice, check_entries, check_int, check_rng, rng_param, take_rng
+from ..._core.code import GradientCode
+from ..._core.fields import Field, PrimeField, RationalField, RealField, to_fraction
+from ..._io.files import REBUILDERS, CodeFileError
 from .common import _group, _prime_1_mod
 from .decoder import YeAbbeDecoder
 from .fourier import _cancellation_bound, _fourier_A, _fourier_A_top, _fourier_B, _FourierPlan, _gf_field, _Trig

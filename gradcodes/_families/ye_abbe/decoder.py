@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from ..._decoders import Decoder
-from ..._fields import field_of
+from ..._core.decoders import Decoder
+from ..._core.fields import field_of
 
 
 class YeAbbeDecoder(Decoder):

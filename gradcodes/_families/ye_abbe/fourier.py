@@ -1,7 +1,7 @@
 """The Fourier (real trigonometric) construction of Ye–Abbe codes: encoding matrix and decoders.
 
 The module notes of :mod:`gradcodes._families.ye_abbe` give the mathematics; every function here runs over one
-:class:`~gradcodes._fields.Field` (float64, or GF(p) for the exact check).
+:class:`~gradcodes._core.fields.Field` (float64, or GF(p) for the exact check).
 """
 
 from __future__ import annotations
@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ... import _detlinalg as _det
-from ..._errors import GradcodesTypeError, GradcodesValueError
-from ..._fields import Field, PrimeField
+from ..._base.errors import GradcodesTypeError, GradcodesValueError
+from ..._core import detlinalg as _det
+from ..._core.fields import Field, PrimeField
 from .common import _holders, _prime_1_mod, _series_inv, _series_mul
 
 if TYPE_CHECKING:
-    from ..._code import GradientCode
+    from ..._core.code import GradientCode
 
 
 
@@ -342,7 +342,7 @@ def _cancellation_bound(plan: _FourierPlan, code: GradientCode) -> float:
     For the functional at the ``r``-th frequency from the top, ``|c(+-f)(L_i^F)| = |w_i^F| |h_r| <=
     (2^s / n) C(s + r, r)`` (``|z| = 1``; ``h_r`` is a complete homogeneous symmetric polynomial of ``s + 1``
     unit-modulus numbers), so ``sum_i |A_F[u, i]| <= 2^(s+1) C(s + r, r) (n - s) / n`` whatever ``F``, and the
-    worst column (:func:`gradcodes._numerics.cancellation`) ``canc(A_F) <= max_u sum_i |A_F[u, i]| * max_i
+    worst column (:func:`gradcodes._core.numerics.cancellation`) ``canc(A_F) <= max_u sum_i |A_F[u, i]| * max_i
     omega_i``, ``omega_i = sum_v max_j |B_i,(j,v)|`` (each column sum ``sum_i |A_ui| |B_i,(j,v)|`` is at most
     ``sum_i |A_ui| max_j |B_i,(j,v)|``, summed over the ``m`` pieces ``v``).
     """

@@ -7,9 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from ... import _detlinalg as _det
-from ..._errors import GradcodesValueError
-from ..._fields import RealField
+from ..._base.errors import GradcodesValueError
+from ..._core import detlinalg as _det
+from ..._core.fields import RealField
 from .fourier import _fourier_A, _fourier_B, _FourierPlan, _Trig
 
 

@@ -6,9 +6,9 @@ from typing import Any
 
 import numpy as np
 
-from ... import _detlinalg as _det
-from ..._errors import GradcodesValueError
-from ..._fields import Field, solve_left
+from ..._base.errors import GradcodesValueError
+from ..._core import detlinalg as _det
+from ..._core.fields import Field, solve_left
 from .common import _holders
 
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from ... import _detlinalg as _det
-from ..._errors import GradcodesTypeError, GradcodesValueError
-from ..._fields import Field, to_fraction
+from ..._base.errors import GradcodesTypeError, GradcodesValueError
+from ..._core import detlinalg as _det
+from ..._core.fields import Field, to_fraction
 from .common import _holders, _series_inv, _series_mul
 
 #: The named node choices accepted by :func:`ye_abbe` (a sequence of numbers is accepted too).
