@@ -325,7 +325,7 @@ class Master:
                                          f"are {self.dtype}")
         self.policy = as_policy(policy, inner)
         self.timeout, self.poll = float(timeout), float(poll)
-        #: one parameter message per worker: header words, then the parameters (:attr:`out_params`)
+        #: one parameter message per worker: header words, then the parameters (``out_params``)
         self.outbox = buffer(self.n, self.flat.size, self.dtype, self.device)
         self.out_params = body(self.outbox, self.flat.size, self.dtype)
         self.grad = torch.zeros(self.m * self.q, dtype=self.dtype, device=self.device)
@@ -496,7 +496,7 @@ class Worker:
         self.parent = self.layout.parent(self.rank)
         as_np_dtype(self.flat.dtype)                      # a float dtype
         self.q = -(-self.flat.size // int(code.m))
-        #: two parameter slots: header words, then the parameters (:attr:`params_in`)
+        #: two parameter slots: header words, then the parameters (``params_in``)
         self.inbox = buffer(2, self.flat.size, self.flat.dtype, dev)
         self.params_in = body(self.inbox, self.flat.size, self.flat.dtype)
         #: entries after the payload: a tree parent's flags of the ranks below it whose messages are in its sum
