@@ -30,10 +30,10 @@ column is the ratio of the expander's worst error to the BIBD code's, measured i
 
 Run from the repository root::
 
-    PYTHONPATH=. python benchmarks/bibd_adversarial.py            # q = 3, 5, 7; ~1 min
-    PYTHONPATH=. python benchmarks/bibd_adversarial.py --smoke    # q = 3, one s; seconds, no files
+    PYTHONPATH=. python benchmarks/families/bibd_adversarial.py            # q = 3, 5, 7; ~1 min
+    PYTHONPATH=. python benchmarks/families/bibd_adversarial.py --smoke    # q = 3, one s; seconds, no files
 
-Writes ``benchmarks/results/bibd_adversarial.txt`` (the printed tables).
+Writes ``benchmarks/families/results/bibd_adversarial.txt`` (the printed tables).
 """
 
 from __future__ import annotations

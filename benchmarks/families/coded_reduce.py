@@ -2,11 +2,11 @@
 
 Run from the repository root::
 
-    PYTHONPATH=. python benchmarks/coded_reduce.py            # about a minute on one core
-    PYTHONPATH=. python benchmarks/coded_reduce.py --quick    # fewer iterations / steps
-    PYTHONPATH=. python benchmarks/coded_reduce.py --smoke    # tiny sizes, seconds, writes nothing (the tests)
+    PYTHONPATH=. python benchmarks/families/coded_reduce.py            # about a minute on one core
+    PYTHONPATH=. python benchmarks/families/coded_reduce.py --quick    # fewer iterations / steps
+    PYTHONPATH=. python benchmarks/families/coded_reduce.py --smoke    # tiny sizes, seconds, writes nothing (the tests)
 
-Parts (outputs under benchmarks/results/):
+Parts (outputs under benchmarks/families/results/):
 
 1. Simulator speed: 10,000 iterations of the N = 156 tree, against two baselines measured in the same run:
    drawing the same exponentials (the irreducible cost) and a per-iteration Python loop (the obvious code).

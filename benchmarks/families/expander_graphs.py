@@ -28,10 +28,10 @@ sum and least-squares decoders) is run on the same straggler sets.
 
 Run from the repository root::
 
-    PYTHONPATH=. python benchmarks/expander_graphs.py            # ~1-2 min
-    PYTHONPATH=. python benchmarks/expander_graphs.py --smoke    # seconds, n = 36, no files
+    PYTHONPATH=. python benchmarks/families/expander_graphs.py            # ~1-2 min
+    PYTHONPATH=. python benchmarks/families/expander_graphs.py --smoke    # seconds, n = 36, no files
 
-Writes ``benchmarks/results/expander_graphs.txt`` (the printed tables).
+Writes ``benchmarks/families/results/expander_graphs.txt`` (the printed tables).
 """
 
 from __future__ import annotations

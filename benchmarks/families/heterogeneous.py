@@ -16,10 +16,10 @@ Part 3 (needs scikit-learn, the ``[examples]`` extra): multinomial logistic regr
 
 Run from the repository root::
 
-    PYTHONPATH=. python benchmarks/heterogeneous.py            # ~20-45 s
-    PYTHONPATH=. python benchmarks/heterogeneous.py --quick    # smaller Monte Carlo, fewer iterations
+    PYTHONPATH=. python benchmarks/families/heterogeneous.py            # ~20-45 s
+    PYTHONPATH=. python benchmarks/families/heterogeneous.py --quick    # smaller Monte Carlo, fewer iterations
 
-Writes ``benchmarks/results/heterogeneous_error.png``, ``heterogeneous_convergence.png`` and
+Writes ``benchmarks/families/results/heterogeneous_error.png``, ``heterogeneous_convergence.png`` and
 ``heterogeneous.txt`` (the printed tables).
 """
 
@@ -312,7 +312,8 @@ def main(argv: list[str] | None = None) -> int:
 
     t0 = time.perf_counter()
     samples, lsq_samples = (200, 50) if args.smoke else (4000, 500) if args.quick else (20000, 2000)
-    log("# Heterogeneous stragglers: Song & Choi vs approximate baselines (gradcodes benchmarks/heterogeneous.py)")
+    log("# Heterogeneous stragglers: Song & Choi vs approximate baselines "
+        "(gradcodes benchmarks/families/heterogeneous.py)")
     log(f"# baselines at load d = {D}; Song-Choi with k = n (average replication 2 - 1/n, the minimum "
         f"1 + (n-1)/k); p_i = exp(-psi_i (tau - 1)), psi_i ~ U(0.1, 2) seeded")
     with warnings.catch_warnings():

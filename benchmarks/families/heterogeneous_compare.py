@@ -21,10 +21,10 @@ workers and ``s`` stragglers.
 
 Run from the repository root::
 
-    PYTHONPATH=. python benchmarks/heterogeneous_compare.py            # ~1 min
-    PYTHONPATH=. python benchmarks/heterogeneous_compare.py --smoke    # one small block, seconds, no files
+    PYTHONPATH=. python benchmarks/families/heterogeneous_compare.py            # ~1 min
+    PYTHONPATH=. python benchmarks/families/heterogeneous_compare.py --smoke    # one small block, seconds, no files
 
-Writes ``benchmarks/results/heterogeneous_compare.txt`` (the printed table).
+Writes ``benchmarks/families/results/heterogeneous_compare.txt`` (the printed table).
 """
 
 from __future__ import annotations
@@ -73,8 +73,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     iters = 500 if args.smoke else 20_000
     plan = [(8, 1)] if args.smoke else [(10, 1), (20, 2), (50, 3)]
-    lines = [f"# PYTHONPATH=. python benchmarks/heterogeneous_compare.py; m = {M_DATA:,} points, a = {A:g} s/point "
-             f"at speed 1, a_i mu_i = 1, t_c = {T_C * 1e3:g} ms, {iters:,} iterations, seed 0, k = 2n (cyclic: n)",
+    lines = [f"# PYTHONPATH=. python benchmarks/families/heterogeneous_compare.py; m = {M_DATA:,} points, "
+             f"a = {A:g} s/point at speed 1, a_i mu_i = 1, t_c = {T_C * 1e3:g} ms, {iters:,} iterations, seed 0, "
+             "k = 2n (cyclic: n)",
              "# tol: stragglers decoded around (the master waits for n - tol; adversarial_gc: n - s, a of them may be "
              "wrong); m: message = 1/m gradient; L: largest load / k",
              f"{'n':>3} {'s':>2}  {'scheme':<38} {'tol':>3} {'m':>2} {'max L/k':>8} | "

@@ -19,13 +19,13 @@ loads' advantage is not diluted by the exponential part.
 
 Run from the repository root::
 
-    PYTHONPATH=. python benchmarks/heterogeneous_exact.py            # ~2 min
-    PYTHONPATH=. python benchmarks/heterogeneous_exact.py --smoke    # one row, seconds, no files
+    PYTHONPATH=. python benchmarks/families/heterogeneous_exact.py            # ~2 min
+    PYTHONPATH=. python benchmarks/families/heterogeneous_exact.py --smoke    # one row, seconds, no files
 
 A second table (:func:`misestimated`, through ``gc.simulate``) compares ``gc.robust_heterogeneous_exact`` with the
 non-robust code and cyclic repetition when the fastest-estimated workers are slower than estimated.
 
-Writes ``benchmarks/results/heterogeneous_exact.txt`` (the printed tables).
+Writes ``benchmarks/families/results/heterogeneous_exact.txt`` (the printed tables).
 """
 
 from __future__ import annotations

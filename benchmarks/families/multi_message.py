@@ -1,7 +1,7 @@
 """Multi-message communication (uncoded) against single-message gradient coding of the same load.
 
-    PYTHONPATH=. python benchmarks/multi_message.py            # full run, writes results/multi_message.txt
-    PYTHONPATH=. python benchmarks/multi_message.py --smoke    # seconds, no files
+    PYTHONPATH=. python benchmarks/families/multi_message.py            # full run, writes results/multi_message.txt
+    PYTHONPATH=. python benchmarks/families/multi_message.py --smoke    # seconds, no files
 
 Ozfatura, Gündüz & Ulukus (ISIT 2019) report that letting each worker send every partial gradient as soon as it
 is computed (uncoded computation, multi-message communication: ``gc.multi_message_code``) reduces the average

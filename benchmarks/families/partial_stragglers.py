@@ -1,7 +1,7 @@
 """Partial stragglers: the per-chunk protocol against the classical protocol on the same assignment and draws.
 
-    PYTHONPATH=. python benchmarks/partial_stragglers.py            # full run, writes results/partial_stragglers.txt
-    PYTHONPATH=. python benchmarks/partial_stragglers.py --smoke    # seconds, no files
+    PYTHONPATH=. python benchmarks/families/partial_stragglers.py          # full run: results/partial_stragglers.txt
+    PYTHONPATH=. python benchmarks/families/partial_stragglers.py --smoke  # seconds, no files
 
 Ramamoorthy, Meng & Girimaji (NeurIPS 2024) report that exact recovery with messages after every chunk is about
 2x faster than the original protocol class (one message per worker after its whole load, waiting for n - s

@@ -1,7 +1,7 @@
 """Partial stragglers, approximate recovery: the error of the estimate when the master stops at a deadline.
 
-    PYTHONPATH=. python benchmarks/partial_stragglers_approx.py            # full run, writes results/...approx.txt
-    PYTHONPATH=. python benchmarks/partial_stragglers_approx.py --smoke    # seconds, no files
+    PYTHONPATH=. python benchmarks/families/partial_stragglers_approx.py          # full run: results/...approx.txt
+    PYTHONPATH=. python benchmarks/families/partial_stragglers_approx.py --smoke  # seconds, no files
 
 Ramamoorthy, Meng & Girimaji (NeurIPS 2024) report that with a message after every chunk the mean squared error
 of approximate recovery is several orders of magnitude below that of the original protocols. Their approximate
@@ -16,10 +16,10 @@ at a deadline the master forms the least-squares estimate of the sum from what h
   decoder.
 
 Both run on the same draws (``gc.simulate_partial(..., deadlines=...)``): n = 20 workers (the setting of
-benchmarks/partial_stragglers.py), shifted-exponential chunk times (a = 1 s, mu = 1 per chunk: mean 2 s; "heavy":
-mu = 0.2, mean 6 s), one speed per worker and iteration (slow workers are partial stragglers). The table prints
-the mean normalised squared error (MSE) of each protocol, their ratio, and the fraction of iterations in which
-each can already decode exactly.
+benchmarks/families/partial_stragglers.py), shifted-exponential chunk times (a = 1 s, mu = 1 per chunk: mean 2 s;
+"heavy": mu = 0.2, mean 6 s), one speed per worker and iteration (slow workers are partial stragglers). The table
+prints the mean normalised squared error (MSE) of each protocol, their ratio, and the fraction of iterations in
+which each can already decode exactly.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The acceptance bound against the error that a worst-case gradient reaches, and against the former estimate.
 
-    python benchmarks/acceptance_bound.py            # the panel, 20 straggler sets per code and dtype
-    python benchmarks/acceptance_bound.py --smoke    # two codes, 3 sets, writes nothing (the test suite runs it)
+    python benchmarks/numerics/acceptance_bound.py          # the panel, 20 straggler sets per code and dtype
+    python benchmarks/numerics/acceptance_bound.py --smoke  # two codes, 3 sets, writes nothing (the test suite runs it)
 
 For every code of the panel, dtype (float32, float64) and random set of ``s`` stragglers (seeded), the partial
 gradients are concentrated in the partition of the worst column of ``|A_F| |B|`` (random signs, magnitudes in
@@ -14,7 +14,8 @@ gradients are concentrated in the partition of the worst column of ``|A_F| |B|``
   mean column): ``err / former`` above 1 is a decode the former rule called more accurate than it was.
 
 Sets the rule refuses in that dtype are counted (``refused``) and not decoded. Columns: the median and largest
-``err / bound`` and ``err / former`` over the accepted sets. Results: ``benchmarks/results/acceptance_bound.txt``.
+``err / bound`` and ``err / former`` over the accepted sets. Results:
+``benchmarks/numerics/results/acceptance_bound.txt``.
 """
 
 from __future__ import annotations
@@ -107,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     names = list(SMOKE) if a.smoke else list(PANEL)
     lines = run(names, 3 if a.smoke else a.sets)
-    head = [f"# python benchmarks/acceptance_bound.py --sets {a.sets}; load average {os.getloadavg()[0]:.1f}",
+    head = [f"# python benchmarks/numerics/acceptance_bound.py --sets {a.sets}; load average {os.getloadavg()[0]:.1f}",
             "# err: decode error with the gradient in the worst column's partition, relative to max sum_j |g_j|;",
             "# bound: the acceptance rule's (worst column, gamma_{t+2}); former: u canc_mean sqrt(t) + residual"]
     text = "\n".join(head + lines)

@@ -13,7 +13,7 @@ measures residual, cancellation factor, magnitude and width. The parent compares
 * the verdict of every set by :func:`gradcodes._core.numerics.judge` in every setting (an ``ok`` in one setting and a
   ``fails`` in another would break the guarantee).
 
-Usage: ``python benchmarks/acceptance_kernels.py`` (about a minute), ``--smoke`` (two settings, one code).
+Usage: ``python benchmarks/numerics/acceptance_kernels.py`` (about a minute), ``--smoke`` (two settings, one code).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """How loose is ``gc.decode_adversarial``'s consistency check, and what can a wrong message hide under it?
 
-For the placements and parameters of ``benchmarks/adversarial_numerics.py`` (the default Fourier codes), 20 random
-straggler sets each, partial gradients ``1 + 0.1 N(0, 1)`` (16 coordinates), seed 0:
+For the placements and parameters of ``benchmarks/numerics/adversarial_numerics.py`` (the default Fourier codes), 20
+random straggler sets each, partial gradients ``1 + 0.1 N(0, 1)`` (16 coordinates), seed 0:
 
 * ``honest f32`` / ``honest f64``: the largest discrepancy of an honest message from its prediction by the first
   ``K`` responders, ``|sum_c M_lc y_c - y_l| / (sum_c |M_lc| |y_c| + |y_l|)``, in unit roundoffs of the messages'
@@ -25,10 +25,10 @@ straggler sets each, partial gradients ``1 + 0.1 N(0, 1)`` (16 coordinates), see
 
 Run from the repository root::
 
-    PYTHONPATH=. python benchmarks/adversarial_consistency.py            # ~3 min
-    PYTHONPATH=. python benchmarks/adversarial_consistency.py --smoke    # one row, no file
+    PYTHONPATH=. python benchmarks/numerics/adversarial_consistency.py            # ~3 min
+    PYTHONPATH=. python benchmarks/numerics/adversarial_consistency.py --smoke    # one row, no file
 
-Writes ``benchmarks/results/adversarial_consistency.txt``.
+Writes ``benchmarks/numerics/results/adversarial_consistency.txt``.
 """
 
 from __future__ import annotations

@@ -19,11 +19,11 @@ is the worst error of the corrected sum. ``build`` is the construction time (exa
 
 Run from the repository root::
 
-    PYTHONPATH=. python benchmarks/adversarial_numerics.py           # n = 20, 50, 100 (a few minutes)
-    PYTHONPATH=. python benchmarks/adversarial_numerics.py --smoke   # seconds, no output file
-    PYTHONPATH=. python benchmarks/adversarial_numerics.py --spread  # unity against spread nodes (minutes)
+    PYTHONPATH=. python benchmarks/numerics/adversarial_numerics.py           # n = 20, 50, 100 (a few minutes)
+    PYTHONPATH=. python benchmarks/numerics/adversarial_numerics.py --smoke   # seconds, no output file
+    PYTHONPATH=. python benchmarks/numerics/adversarial_numerics.py --spread  # unity against spread nodes (minutes)
 
-Writes ``benchmarks/results/adversarial_numerics.txt`` (``--spread``: ``adversarial_spread.txt``, the default
+Writes ``benchmarks/numerics/results/adversarial_numerics.txt`` (``--spread``: ``adversarial_spread.txt``, the default
 ``nodes="unity"`` against ``nodes="spread"``, whose worker angles are assigned for the placement).
 """
 

@@ -17,12 +17,12 @@ to :data:`FAMILIES` (as Ye-Abbe does).
 
 Run from the repository root::
 
-    PYTHONPATH=. python benchmarks/decode_numerics.py           # full grid up to n = 500 (a few minutes)
-    PYTHONPATH=. python benchmarks/decode_numerics.py --quick   # n <= 100
-    PYTHONPATH=. python benchmarks/decode_numerics.py --partial # partial-straggler protocol only, n <= 100
-    PYTHONPATH=. python benchmarks/decode_numerics.py --family heterogeneous_exact   # re-measure one family's rows
+    PYTHONPATH=. python benchmarks/numerics/decode_numerics.py           # full grid up to n = 500 (a few minutes)
+    PYTHONPATH=. python benchmarks/numerics/decode_numerics.py --quick   # n <= 100
+    PYTHONPATH=. python benchmarks/numerics/decode_numerics.py --partial # partial-straggler protocol only, n <= 100
+    PYTHONPATH=. python benchmarks/numerics/decode_numerics.py --family heterogeneous_exact   # one family's rows
 
-Writes ``benchmarks/results/decode_numerics.txt`` (the table) and ``decode_numerics.png`` (worst float64 error
+Writes ``benchmarks/numerics/results/decode_numerics.txt`` (the table) and ``decode_numerics.png`` (worst float64 error
 against ``n``, one line per family, one panel per ``s`` rule); ``--partial`` writes the rows of the partial-straggler
 protocol (:func:`partial_rows`) to ``decode_numerics_partial.txt``.
 """
@@ -188,7 +188,7 @@ def run(quick: bool, seed: int = 0, smoke: bool = False) -> list[dict]:
     return rows
 
 
-#: the partial-straggler protocol's (s, m): load gamma = s + m, as in benchmarks/partial_stragglers.py
+#: the partial-straggler protocol's (s, m): load gamma = s + m, as in benchmarks/families/partial_stragglers.py
 PARTIAL = ((1, 1), (2, 2), (1, 3), (3, 5))
 
 
@@ -438,7 +438,7 @@ def main(argv: list[str] | None = None) -> int:
         prow = partial_rows(args.quick, args.seed)
         os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
         with open(os.path.join(HERE, "results", "decode_numerics_partial.txt"), "w") as fh:
-            fh.write("# PYTHONPATH=. python benchmarks/decode_numerics.py --partial\n")
+            fh.write("# PYTHONPATH=. python benchmarks/numerics/decode_numerics.py --partial\n")
             fh.write("# partial_straggler_code, chunk decoder: worst relative error of the decoded sum (float64 / "
                      "float32 messages)\n# over arrival patterns (consec: s consecutive silent workers; random: 60 "
                      "minimal admitted states;\n# searched: every uniform selection of m of the gamma holders), "
@@ -459,7 +459,8 @@ def main(argv: list[str] | None = None) -> int:
     os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
     suffix = "_quick" if args.quick else ""
     with open(os.path.join(HERE, "results", f"decode_numerics{suffix}.txt"), "w") as fh:
-        fh.write("# PYTHONPATH=. python benchmarks/decode_numerics.py" + (" --quick" if args.quick else "") + "\n")
+        fh.write("# PYTHONPATH=. python benchmarks/numerics/decode_numerics.py"
+                 + (" --quick" if args.quick else "") + "\n")
         fh.write("# worst relative error of the decoded sum (float64 / float32 messages), cancellation factor,\n"
                  "# time per decoding vector (batched) and np.linalg.lstsq time / that time, same run\n")
         fh.write("\n".join(lat) + "\n\n")

@@ -1,7 +1,7 @@
 """The numerics frontier: certified worst float64 error against load, between ``s + 1`` and the binary load.
 
-    python benchmarks/frontier.py [--quick] [--limit SETS] [--samples N] [--points N,S ...] [--fresh] [--regroup]
-                                  [--report-only]
+    python benchmarks/numerics/frontier.py [--quick] [--limit SETS] [--samples N] [--points N,S ...] [--fresh]
+                                  [--regroup] [--report-only]
 
 For every grid point ``(n, s)`` (``n`` in {20, 50, 97, 100, 200, 500}; ``s`` about n/10, n/4, n/2; ``n = q(s+1)+r``,
 the ``r <= q`` and ``r > q`` cases both occur) and every family, at every load from ``s + 1`` to the binary load
@@ -16,12 +16,13 @@ theorem;
 Reference rows are the published constructions: Tandon et al. 2017 (random cyclic repetition; fractional repetition),
 Raviv et al. 2018 (cyclic MDS), Charalambides et al. 2020 (binary), Ye & Abbe 2018. The oversampled grouped random
 code (gradcodes.grouped_random, ``extra`` = load - s - 1) fills the loads in between; its group certificates are cached
-in benchmarks/results/frontier_cache.json (delete it to recompute); certificates stored in the package
-(gradcodes._families._certified_seeds, exhaustive, re-checked by benchmarks/certify_seeds.py --check) are used as they
-are and marked. Finished grid points are kept in benchmarks/results/frontier_points.json, so an interrupted run
-resumes (--fresh recomputes; --points selects; --regroup recomputes only the grouped_random rows of finished points,
-after a change of its groups' construction, and records when). Writes benchmarks/results/frontier.txt, .json and
-frontier.png (one panel per grid point: load against error, filled = proven, hollow = searched).
+in benchmarks/numerics/results/frontier_cache.json (delete it to recompute); certificates stored in the package
+(gradcodes._families._certified_seeds, exhaustive, re-checked by benchmarks/verify/certify_seeds.py --check) are used as
+they are and marked. Finished grid points are kept in benchmarks/numerics/results/frontier_points.json, so an
+interrupted run resumes (--fresh recomputes; --points selects; --regroup recomputes only the grouped_random rows of
+finished points, after a change of its groups' construction, and records when). Writes
+benchmarks/numerics/results/frontier.txt, .json and frontier.png (one panel per grid point: load against error, filled =
+proven, hollow = searched).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Float64 decode accuracy of ``gc.heterogeneous_exact`` under equal speeds and 2x / 4x speed spreads.
 
 For each speed profile (equal; ``1 + (spread - 1) i / (n - 1)``, linear, spread 2 and 4; ``1 + i % 4``,
-interleaved, the profile of ``benchmarks/decode_numerics.py``), ``n`` in {20, 50, 100} and ``s`` in {1, n/10,
+interleaved, the profile of ``benchmarks/numerics/decode_numerics.py``), ``n`` in {20, 50, 100} and ``s`` in {1, n/10,
 n/5, n/4} (plus 15, 18, 19, 22 at ``n = 100``; ``k = n``), the script decodes the sum of ``k`` partial
 gradients ``g_j = 1 + 0.1 N(0, 1)`` (256 coordinates) from float64 messages with the code's default decoder over
 
@@ -16,10 +16,10 @@ and reports the worst relative error ``max |ghat - g| / max |g|`` of each kind, 
 
 Run from the repository root::
 
-    PYTHONPATH=. python benchmarks/heterogeneous_numerics.py            # ~1 min
-    PYTHONPATH=. python benchmarks/heterogeneous_numerics.py --smoke    # one row, seconds, no files
+    PYTHONPATH=. python benchmarks/numerics/heterogeneous_numerics.py            # ~1 min
+    PYTHONPATH=. python benchmarks/numerics/heterogeneous_numerics.py --smoke    # one row, seconds, no files
 
-Writes ``benchmarks/results/heterogeneous_numerics.txt``.
+Writes ``benchmarks/numerics/results/heterogeneous_numerics.txt``.
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
             for s in sorted({1, n // 10, n // 5, n // 4} | (EXTRA_S if n == 100 else set())):
                 lines.append(row(profile, n, s))
                 print(lines[-1], flush=True)
-    head = ["# PYTHONPATH=. python benchmarks/heterogeneous_numerics.py",
+    head = ["# PYTHONPATH=. python benchmarks/numerics/heterogeneous_numerics.py",
             "# gc.heterogeneous_exact(speeds, s), k = n: worst float64 relative error of the decoded sum over every "
             "window of s consecutive workers,",
             "# 200 random straggler sets and greedy swaps from the two worst of each (seed 0); canc = worst "

@@ -15,10 +15,10 @@ quarter turn (mod a half turn) has a small ``|cos arg(ρ Λ_j)|`` and a large co
 
 Run from the repository root::
 
-    PYTHONPATH=. python benchmarks/heterogeneous_phases.py            # seconds
-    PYTHONPATH=. python benchmarks/heterogeneous_phases.py --smoke    # one row, no files
+    PYTHONPATH=. python benchmarks/numerics/heterogeneous_phases.py            # seconds
+    PYTHONPATH=. python benchmarks/numerics/heterogeneous_phases.py --smoke    # one row, no files
 
-Writes ``benchmarks/results/heterogeneous_phases.txt``.
+Writes ``benchmarks/numerics/results/heterogeneous_phases.txt``.
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
         lines.append(line)
     if not args.smoke:
         with open(os.path.join(HERE, "results", "heterogeneous_phases.txt"), "w") as fh:
-            fh.write("# PYTHONPATH=. python benchmarks/heterogeneous_phases.py\n" + "\n".join(lines) + "\n")
+            fh.write("# PYTHONPATH=. python benchmarks/numerics/heterogeneous_phases.py\n" + "\n".join(lines) + "\n")
     return 0
 
 

@@ -1,7 +1,7 @@
 """float32 exactness of gradcodes.torch: the decoded gradient against the single-process full-batch gradient.
 
-    python benchmarks/torch_float32.py            # table -> benchmarks/results/torch_float32.txt
-    python benchmarks/torch_float32.py --smoke    # a linear model, one batch, writes nothing; skipped without torch
+    python benchmarks/numerics/torch_float32.py          # table -> benchmarks/numerics/results/torch_float32.txt
+    python benchmarks/numerics/torch_float32.py --smoke  # a linear model, one batch, no files; skipped without torch
 
 One process, no torch.distributed: for each code, every worker's message is computed as a worker of
 :func:`gradcodes.torch.train` computes it (:class:`gradcodes.torch.CodedGradient`), every responder set of size

@@ -23,8 +23,8 @@ Rows:
 
 Also prints the time of the closed-form decoding matrices against min-norm least squares (same run, ratio).
 
-Run: ``PYTHONPATH=. python benchmarks/ye_abbe_numerics.py [--quick]``; writes
-``benchmarks/results/ye_abbe_numerics.png`` and ``benchmarks/results/ye_abbe_numerics.md``.
+Run: ``PYTHONPATH=. python benchmarks/numerics/ye_abbe_numerics.py [--quick]``; writes
+``benchmarks/numerics/results/ye_abbe_numerics.png`` and ``benchmarks/numerics/results/ye_abbe_numerics.md``.
 """
 
 from __future__ import annotations

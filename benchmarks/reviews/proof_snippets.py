@@ -5,8 +5,8 @@ Snippets that used to flip between OpenBLAS kernels (``OPENBLAS_CORETYPE``, with
 under several kernels; a snippet is consistent when every kernel gives the same answer. Kernels the CPU cannot run
 are skipped.
 
-    python benchmarks/proof_snippets.py            # every snippet (about a minute)
-    python benchmarks/proof_snippets.py --smoke    # two snippets, one kernel
+    python benchmarks/reviews/proof_snippets.py            # every snippet (about a minute)
+    python benchmarks/reviews/proof_snippets.py --smoke    # two snippets, one kernel
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Prints, per snippet, the outcome (exception type and the start of its message, o
 time of ``--repeat`` runs (default 3), measured inside the subprocess around the call (imports excluded). Compare
 with the behaviour before the fix given in the ``before`` column (from the review; not re-measured here).
 
-    python benchmarks/safety_snippets.py [--repeat 3]
+    python benchmarks/reviews/safety_snippets.py [--repeat 3]
 """
 
 from __future__ import annotations

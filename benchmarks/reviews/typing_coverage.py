@@ -4,7 +4,7 @@ Over ``gradcodes.__all__``, ``gradcodes.testing`` and ``gradcodes.mpi`` (for cla
 methods along the MRO inside gradcodes, so ``LinearCode``'s methods in its private mixins count). Prints each loose
 annotation and the count. To compare with an earlier version::
 
-    git worktree add /tmp/old REV && PYTHONPATH=/tmp/old python benchmarks/typing_coverage.py
+    git worktree add /tmp/old REV && PYTHONPATH=/tmp/old python benchmarks/reviews/typing_coverage.py
 """
 
 from __future__ import annotations

@@ -1,13 +1,13 @@
 """The MPI master's decode and its NaN/inf check: one check after the whole combine, or a check per cache-sized
 block right after it is written, against the floor program's combine (no check).
 
-    python benchmarks/combine_check.py            # q = 1e3, 1e5, 1e6; 7 repeats
-    python benchmarks/combine_check.py --smoke    # q = 1e3, 2 repeats, writes nothing (the test suite runs it)
+    python benchmarks/runtime/combine_check.py            # q = 1e3, 1e5, 1e6; 7 repeats
+    python benchmarks/runtime/combine_check.py --smoke    # q = 1e3, 2 repeats, writes nothing (the test suite runs it)
 
 One process, BLAS limited to one thread (as ``gradcodes.mpi`` sets it), float64 messages of
 ``cyclic_repetition(8, 2, rng=0)`` and the six responders ``[0, 2, 3, 5, 6, 7]``:
 
-* ``floor``: the combine of ``benchmarks/runtime_floor.py``'s minimal program (a multiply for the first message,
+* ``floor``: the combine of ``benchmarks/runtime/runtime_floor.py``'s minimal program (a multiply for the first message,
   then one ``combine_rows`` call per message; no check);
 * ``whole + check``: ``gradcodes.mpi._layout.Combiner.combine_finite`` (one ``combine_rows`` over the messages, then one
   sum of squares of the result by BLAS ``dot``);
@@ -15,7 +15,7 @@ One process, BLAS limited to one thread (as ``gradcodes.mpi`` sets it), float64 
   combined and then checked while it is in cache), written out here for the comparison.
 
 Times are medians over ``--repeats`` runs of the mean of a batch of calls, the methods alternated; the load
-average is printed. Results: ``benchmarks/results/combine_check.txt``.
+average is printed. Results: ``benchmarks/runtime/results/combine_check.txt``.
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ def main(argv: list[str]) -> int:
     print("\n".join(lines))
     if not args.smoke:
         out_path = Path(__file__).parent / "results" / "combine_check.txt"
-        out_path.write_text("# PYTHONPATH=. python benchmarks/combine_check.py\n" + "\n".join(lines) + "\n")
+        out_path.write_text("# PYTHONPATH=. python benchmarks/runtime/combine_check.py\n" + "\n".join(lines) + "\n")
     return 0
 
 

@@ -1,8 +1,8 @@
 """How close gradcodes.mpi runs to the communication floor of its message pattern, paired in one MPI job.
 
-    python benchmarks/runtime_floor.py                   # flat on 3 ranks, tree on 7, p = 1e3, 1e5, 1e6
-    python benchmarks/runtime_floor.py --ranks 9         # flat on 9 ranks (cyclic repetition n = 8, s = 2)
-    python benchmarks/runtime_floor.py --smoke           # p = 1e3, a few iterations, writes nothing (the tests)
+    python benchmarks/runtime/runtime_floor.py                   # flat on 3 ranks, tree on 7, p = 1e3, 1e5, 1e6
+    python benchmarks/runtime/runtime_floor.py --ranks 9         # flat on 9 ranks (cyclic repetition n = 8, s = 2)
+    python benchmarks/runtime/runtime_floor.py --smoke           # p = 1e3, a few iterations, writes nothing (the tests)
 
 Every job runs, for each gradient length ``p`` and interleaved ``--repeats`` times, these programs on the same
 ranks (no injected delays; the partial gradients are returned from preallocated arrays, so what is measured is

@@ -1,7 +1,7 @@
 """Benchmark of gradcodes.mpi on real MPI processes (MPICH from the ``mpi-local`` extra), ratios in the same run.
 
-    python benchmarks/runtime_mpi.py            # launches the MPI jobs itself with the venv's mpiexec
-    python benchmarks/runtime_mpi.py --smoke    # 3 ranks, 3 iterations, writes nothing; skipped without mpi4py
+    python benchmarks/runtime/runtime_mpi.py            # launches the MPI jobs itself with the venv's mpiexec
+    python benchmarks/runtime/runtime_mpi.py --smoke    # 3 ranks, 3 iterations, writes nothing; skipped without mpi4py
 
 Three jobs, each running every configuration ``REPEATS`` times interleaved; per configuration the median over
 repeats of the per-run median iteration time (first iteration left out):
@@ -17,7 +17,7 @@ repeats of the per-run median iteration time (first iteration left out):
    ``K`` messages, ``T_0 / (L (n - s))`` for the tree. Target: measured mean within +-15 % of the prediction.
 3. **Training** (the same runs, synthetic least squares): loss against wall time for CR, GC, wait-for-all and
    ignore-stragglers. The exact codes must follow uncoded gradient descent iteration by iteration (relative loss
-   difference <= 1e-9); the script exits non-zero otherwise. Plot: ``benchmarks/results/runtime_mpi.png``.
+   difference <= 1e-9); the script exits non-zero otherwise. Plot: ``benchmarks/runtime/results/runtime_mpi.png``.
 """
 
 from __future__ import annotations
@@ -271,7 +271,7 @@ def main() -> int:
         fig.legend(fontsize=8, loc="lower center", ncol=2, frameon=False)    # below the axes: hides no point
         fig.tight_layout(rect=(0, 0.14, 1, 1))
         fig.savefig(os.path.join(RESULTS, "runtime_mpi.png"), dpi=120)
-        say("plot: benchmarks/results/runtime_mpi.png")
+        say("plot: benchmarks/runtime/results/runtime_mpi.png")
     except ImportError:
         say("(matplotlib not installed: no plot; pip install -e '.[plot]')")
     say(f"\nload average at end {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}")

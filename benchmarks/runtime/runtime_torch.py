@@ -1,7 +1,7 @@
 """Benchmark of gradcodes.torch: coded training on torch.distributed (Gloo, localhost) against DDP all-reduce.
 
-    python benchmarks/runtime_torch.py            # launches the torchrun jobs itself (5 processes: n = 4, s = 1)
-    python benchmarks/runtime_torch.py --smoke    # 3 processes, 3 iterations, writes nothing; skipped without torch
+    python benchmarks/runtime/runtime_torch.py          # launches the torchrun jobs itself (5 processes: n = 4, s = 1)
+    python benchmarks/runtime/runtime_torch.py --smoke  # 3 processes, 3 iterations, no files; skipped without torch
 
 Every job is ``torchrun -m gradcodes.torch`` (a small CNN on scikit-learn's 8x8 digits, global batch 240, SGD with
 momentum, the same initial weights and batches for every scheme), repeated ``REPEATS`` times; one table of medians
@@ -30,7 +30,7 @@ REPEATS = 3
 DELAY = 0.3
 A = 1e-3                      # shifted exponential: seconds per sample
 ITERS, TARGET, BATCH, LR = 80, 0.85, 240, 0.1
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def launch(procs: int, args: list[str]) -> list[dict]:

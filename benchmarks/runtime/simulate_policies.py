@@ -1,7 +1,7 @@
 """Wait policies and worker models side by side: iteration time, time to a stated loss, and MPI measurements.
 
-    PYTHONPATH=. python benchmarks/simulate_policies.py            # full run (simulator + MPI jobs)
-    PYTHONPATH=. python benchmarks/simulate_policies.py --quick    # a few seconds: small Monte Carlo, no MPI
+    PYTHONPATH=. python benchmarks/runtime/simulate_policies.py            # full run (simulator + MPI jobs)
+    PYTHONPATH=. python benchmarks/runtime/simulate_policies.py --quick    # a few seconds: small Monte Carlo, no MPI
 
 1. **Iteration time** (``gc.simulate``) for n = 12 workers, a = 1e-3 s/point, 100 points per partition,
    t_c = 5 ms, under three worker settings: *identical* (i.i.d. shifted exponential, a mu = 1), *unequal*
@@ -207,7 +207,7 @@ def main() -> int:
     if not small:
         out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "simulate_policies.txt")
         with open(out, "w") as fh:
-            fh.write("PYTHONPATH=. python benchmarks/simulate_policies.py\n" + text + "\n")
+            fh.write("PYTHONPATH=. python benchmarks/runtime/simulate_policies.py\n" + text + "\n")
     return 0
 
 

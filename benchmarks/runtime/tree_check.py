@@ -1,8 +1,8 @@
 """The cost of the whole-tree acceptance in the runtimes (MPI and torch): the master's :class:`TreeCheck` per
 iteration (a pattern seen before, and a new one) and a tree parent's tail (:func:`write_tail`).
 
-    python benchmarks/tree_check.py            # four trees, 7 repeats
-    python benchmarks/tree_check.py --smoke    # one tree, 2 repeats, writes nothing (the test suite runs it)
+    python benchmarks/runtime/tree_check.py            # four trees, 7 repeats
+    python benchmarks/runtime/tree_check.py --smoke    # one tree, 2 repeats, writes nothing (the test suite runs it)
 
 One process, BLAS limited to one thread (as ``gradcodes.mpi`` sets it), float32 messages, trees
 ``coded_reduce(n, L, s, cyclic_repetition(n, s, rng=r, refine=0))``; the patterns are
@@ -19,7 +19,7 @@ One process, BLAS limited to one thread (as ``gradcodes.mpi`` sets it), float32 
   on purpose).
 
 Times are medians over ``--repeats`` runs of the mean over the 64 patterns (``tail``: over 1000 calls), in
-microseconds; the load average is printed. Results: ``benchmarks/results/tree_check.txt``.
+microseconds; the load average is printed. Results: ``benchmarks/runtime/results/tree_check.txt``.
 """
 
 from __future__ import annotations

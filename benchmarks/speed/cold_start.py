@@ -1,8 +1,8 @@
 """Cold start: ``import gradcodes`` plus the first verify of a (40, 4) code in a fresh interpreter.
 
-    python benchmarks/cold_start.py              # 15 repeats of each process, writes results/cold_start.txt
-    python benchmarks/cold_start.py --repeats 31 # more repeats
-    python benchmarks/cold_start.py --smoke      # 3 repeats, writes nothing (the test suite runs it)
+    python benchmarks/speed/cold_start.py              # 15 repeats of each process, writes results/cold_start.txt
+    python benchmarks/speed/cold_start.py --repeats 31 # more repeats
+    python benchmarks/speed/cold_start.py --smoke      # 3 repeats, writes nothing (the test suite runs it)
 
 Each repeat starts two fresh processes, alternating: the bare interpreter (``python -c pass``) and
 
@@ -25,7 +25,7 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RESULTS = Path(__file__).resolve().parent / "results" / "cold_start.txt"
 
 BARE = "pass"

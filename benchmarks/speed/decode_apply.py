@@ -1,9 +1,9 @@
 """Decode apply and encode speed against baselines measured in the same run (float32 messages).
 
-    python benchmarks/decode_apply.py              # p = 10**7 (5 * 10**6 when memory is short), ~4 GB of RAM
-    python benchmarks/decode_apply.py --p 1000000  # smaller
-    python benchmarks/decode_apply.py --quick      # p = 10**6, 5 repeats
-    python benchmarks/decode_apply.py --smoke      # p = 10**3, writes nothing (the test suite runs it)
+    python benchmarks/speed/decode_apply.py              # p = 10**7 (5 * 10**6 when memory is short), ~4 GB of RAM
+    python benchmarks/speed/decode_apply.py --p 1000000  # smaller
+    python benchmarks/speed/decode_apply.py --quick      # p = 10**6, 5 repeats
+    python benchmarks/speed/decode_apply.py --smoke      # p = 10**3, writes nothing (the test suite runs it)
 
 Decode (``code.decode(F, Y)``, the decoding vector already cached) against:
 
@@ -27,7 +27,7 @@ i.e. the largest ratio this machine allows in this run.
 
 Every time is the median of ``--repeats`` (>= 5) runs, alternating the methods, each call after a 0.25 s pause
 (so that no method pays for the BLAS threads the previous one left spinning); the load average is printed
-first. Results go to ``benchmarks/results/decode_apply.txt``.
+first. Results go to ``benchmarks/speed/results/decode_apply.txt``.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import gradcodes as gc  # noqa: E402
 import gradcodes._core.apply as ap  # noqa: E402
@@ -232,7 +232,7 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="p = 10**6 and 5 repeats")
     ap.add_argument("--smoke", action="store_true",
                     help="tiny sizes (seconds) and no output files: checks that the script still runs")
-    ap.add_argument("--no-write", action="store_true", help="do not write benchmarks/results/decode_apply.txt")
+    ap.add_argument("--no-write", action="store_true", help="do not write benchmarks/speed/results/decode_apply.txt")
     args = ap.parse_args()
     if args.smoke:                                   # p = 10**3, no pauses, nothing written
         global PAUSE
@@ -277,7 +277,7 @@ def main() -> int:
     print(text)
     if not args.no_write:
         RESULTS.parent.mkdir(parents=True, exist_ok=True)
-        RESULTS.write_text("$ python benchmarks/decode_apply.py" + (f" --p {args.p}" if args.p else "")
+        RESULTS.write_text("$ python benchmarks/speed/decode_apply.py" + (f" --p {args.p}" if args.p else "")
                            + (" --quick" if args.quick else "") + "\n" + text + "\n")
     return 0
 

@@ -1,8 +1,8 @@
 """Exact rational elimination: python-flint (``fmpq_mat.rref``) against object arrays of Fractions.
 
-    python benchmarks/exact_backend.py               # 20x40 and 40x80, 9 repeats, writes results/exact_backend.txt
-    python benchmarks/exact_backend.py --repeats 21  # more repeats
-    python benchmarks/exact_backend.py --smoke       # 6x12, 3 repeats, writes nothing (the test suite runs it)
+    python benchmarks/speed/exact_backend.py               # 20x40 and 40x80, 9 repeats: results/exact_backend.txt
+    python benchmarks/speed/exact_backend.py --repeats 21  # more repeats
+    python benchmarks/speed/exact_backend.py --smoke       # 6x12, 3 repeats, writes nothing (the test suite runs it)
 
 ``gradcodes._core.fields.rref`` is the exact elimination under the rational decoders and constructions
 (``solve_left``, ``left_nullspace``). It runs on python-flint when installed (``pip install 'gradcodes[exact]'``)
@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import gradcodes._core.fields as fields  # noqa: E402
 

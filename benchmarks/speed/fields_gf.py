@@ -5,7 +5,7 @@ galois ``left_null_space``, on random GF(10007) matrices whose right half is a c
 (rank deficient, as decoding matrices are). gradcodes._core.fields keeps its own elimination: it is as
 fast or faster here.
 
-    python benchmarks/fields_gf.py [--smoke]      # --smoke: the smallest shape, one run (the test suite)
+    python benchmarks/speed/fields_gf.py [--smoke]      # --smoke: the smallest shape, one run (the test suite)
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Time ``gradcodes.recommend(500, 125)`` (target: at most 3 s, with the same choice and explanation every run).
 
-    python benchmarks/recommend_speed.py [--runs 5] [--n 500] [--s 125]
-    python benchmarks/recommend_speed.py --smoke     # one run of recommend(20, 4), writes nothing (the tests)
+    python benchmarks/speed/recommend_speed.py [--runs 5] [--n 500] [--s 125]
+    python benchmarks/speed/recommend_speed.py --smoke     # one run of recommend(20, 4), writes nothing (the tests)
 
 Each run is a fresh Python process (nothing cached in memory from an earlier call): it imports gradcodes (timed
 apart, not counted), then times one ``recommend(n, s, rng=1)`` call: wall time and the process's CPU time. The
@@ -9,7 +9,7 @@ table gives every run, the medians, the load average at the start and end, and c
 same choice with the same explanation (the chosen family, its load and the reason line; the candidates' rows are
 printed from the first run). The target is absolute: a median wall time of at most 3 s for (500, 125). Wall times
 on a shared machine grow with its load; the CPU time is the steadier figure. Writes
-benchmarks/results/recommend_speed.txt.
+benchmarks/speed/results/recommend_speed.txt.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Codes at cluster scale: build, verify, one decode and one encode_worker, sparse storage against dense.
 
-    python benchmarks/scale.py            # n = 1e3, 1e4, 1e5 (and the 33,824-worker trees); writes results/scale.txt
-    python benchmarks/scale.py --smoke    # n ~ 200, writes nothing (the test suite runs it)
+    python benchmarks/speed/scale.py          # n = 1e3, 1e4, 1e5 (and the 33,824-worker trees): results/scale.txt
+    python benchmarks/speed/scale.py --smoke  # n ~ 200, writes nothing (the test suite runs it)
 
 For each family -- fractional repetition (s = 99), stable binary (s = 100), grouped MDS (s = 100) and CodedReduce
 trees (depth 3, fractional-repetition inner code; ``coded_reduce(32, 3, 4)`` with its Ye-Abbe inner code, which has
@@ -29,7 +29,7 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RESULTS = Path(__file__).resolve().parent / "results" / "scale.txt"
 
 #: (label, constructor, args) per size class

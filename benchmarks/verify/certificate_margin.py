@@ -10,8 +10,8 @@ kernel the machine can run is measured in its own interpreter (``OPENBLAS_CORETY
 
 Run from the repository root::
 
-    PYTHONPATH=. python benchmarks/certificate_margin.py          # every kernel: results/certificate_margin.txt
-    PYTHONPATH=. python benchmarks/certificate_margin.py --smoke  # this process's kernel, (13, 4) only, no file
+    PYTHONPATH=. python benchmarks/verify/certificate_margin.py          # every kernel: results/certificate_margin.txt
+    PYTHONPATH=. python benchmarks/verify/certificate_margin.py --smoke  # this process's kernel, (13, 4) only, no file
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         print(lines[-1], flush=True)
     os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
     with open(os.path.join(HERE, "results", "certificate_margin.txt"), "w") as fh:
-        fh.write("# PYTHONPATH=. python benchmarks/certificate_margin.py\n")
+        fh.write("# PYTHONPATH=. python benchmarks/verify/certificate_margin.py\n")
         fh.write("# residual / (n_g u canc) of gc.verify for every random candidate group (seeds 0-3) of "
                  "grouped_random at (13, 4),\n# (17, 5), (26, 6), (31, 7), per OpenBLAS kernel; the certificates "
                  f"cannot depend on the kernel while it stays below FLOOR. {time.perf_counter() - t0:.0f} s\n")

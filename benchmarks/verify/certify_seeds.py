@@ -1,12 +1,12 @@
 """Certify seeds of gradcodes.grouped_random: screen candidate seeds cheaply, then verify the best one exhaustively.
 
-    python benchmarks/certify_seeds.py --screen NG S EXTRA SEED0 SEED1 [--samples N]   # sample, rank the seeds
-    python benchmarks/certify_seeds.py NG S EXTRA SEED [SEED ...] [--target T] [--part I --parts K]
-    python benchmarks/certify_seeds.py --merge NG S EXTRA SEED --parts K               # combine finished parts
-    python benchmarks/certify_seeds.py --check [--max-sets N]                          # re-verify CERTIFIED
-    python benchmarks/certify_seeds.py --verify NG S EXTRA SEED [--workers W] [--checkpoint PATH]  # gc.verify it
-    python benchmarks/certify_seeds.py --code N S                # verify recommend(N, S, max_load=S+2) by blocks
-    python benchmarks/certify_seeds.py --smoke                   # screen and certify a (10, 3, 1) group, no files
+    python benchmarks/verify/certify_seeds.py --screen NG S EXTRA SEED0 SEED1 [--samples N]   # sample, rank the seeds
+    python benchmarks/verify/certify_seeds.py NG S EXTRA SEED [SEED ...] [--target T] [--part I --parts K]
+    python benchmarks/verify/certify_seeds.py --merge NG S EXTRA SEED --parts K               # combine finished parts
+    python benchmarks/verify/certify_seeds.py --check [--max-sets N]                          # re-verify CERTIFIED
+    python benchmarks/verify/certify_seeds.py --verify NG S EXTRA SEED [--workers W] [--checkpoint PATH]  # gc.verify it
+    python benchmarks/verify/certify_seeds.py --code N S                # verify recommend(N, S, max_load=S+2) by blocks
+    python benchmarks/verify/certify_seeds.py --smoke                   # screen, certify a (10, 3, 1) group, no files
 
 A group of NG workers is coded by cyclic_repetition(NG, S + EXTRA, rng=SEED, refine=REFINE) and decoded by the
 row-space decoder against S stragglers.
@@ -29,7 +29,7 @@ row-space decoder against S stragglers.
   returns, enumerating every straggler set of every distinct group (the proof by blocks), and prints the verdict,
   the worst error and the time.
 
-Results are appended to benchmarks/results/certified_seeds.jsonl (one JSON object per line). Winning entries are
+Results are appended to benchmarks/verify/results/certified_seeds.jsonl (one JSON object per line). Winning entries are
 copied into gradcodes/_families/_certified_seeds.py by hand.
 """
 

@@ -1,10 +1,10 @@
 """Why a grouped_random group's worst error had a floor near 1e-11: the float64 matrix itself, not the decoder.
 
-    python benchmarks/residual_floor.py [NG S EXTRA SEED RESPONDER ...]
-    python benchmarks/residual_floor.py --smoke      # a (10, 3, 1) group (the test suite); needs mpmath (sympy)
+    python benchmarks/verify/residual_floor.py [NG S EXTRA SEED RESPONDER ...]
+    python benchmarks/verify/residual_floor.py --smoke      # a (10, 3, 1) group (the test suite); needs mpmath (sympy)
 
 Default: the (33, 25, 1) group with seed 0 at its worst set from the stored certification run (responders
-0 1 7 14 18 19 22 31; benchmarks/results/certified_seeds.jsonl). For that responder set it prints, for the
+0 1 7 14 18 19 22 31; benchmarks/verify/results/certified_seeds.jsonl). For that responder set it prints, for the
 row-space decoder and the null-space decoder with 0, 1 and 2 refinement steps: the residual ``||a_F B_F - 1||_inf``
 evaluated in float64 and exactly (rational arithmetic on the float64 numbers), the cancellation factor and the
 error estimate ``u canc + residual``; then the same for the exact least weighted-norm solution (50-digit

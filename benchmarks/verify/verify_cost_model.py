@@ -1,8 +1,8 @@
 """Calibration of the verifier's default budget (:mod:`gradcodes._verify.cost`): measured against predicted
 microseconds per straggler pattern, for a panel of codes of every enumeration path.
 
-    PYTHONPATH=. python benchmarks/verify_cost_model.py          # about a minute; writes results/verify_cost_model.txt
-    PYTHONPATH=. python benchmarks/verify_cost_model.py --smoke  # one code per path, writes nothing
+    PYTHONPATH=. python benchmarks/verify/verify_cost_model.py          # a minute: results/verify_cost_model.txt
+    PYTHONPATH=. python benchmarks/verify/verify_cost_model.py --smoke  # one code per path, writes nothing
 
 Every code is enumerated completely by ``gc.verify(code, limit=total, workers=1, search=False,
 stop_on_failure=False, progress=False)`` (one core: the default budget does not depend on the number of

@@ -1,7 +1,7 @@
 """Exhaustive verification on 1 and 2 local workers, on 1, 2 and 4 MPI ranks, and a projection for a cluster.
 
-    python benchmarks/verify_scale.py            # full run: cyclic_repetition(70, 5, rng=0), 12.1 million sets
-    python benchmarks/verify_scale.py --smoke    # tiny sizes, seconds, writes nothing (the test suite runs it)
+    python benchmarks/verify/verify_scale.py            # full run: cyclic_repetition(70, 5, rng=0), 12.1 million sets
+    python benchmarks/verify/verify_scale.py --smoke    # tiny sizes, seconds, writes nothing (the test suite runs it)
 
 It prints, in one run, the two ratios that measure the split (run it on an otherwise idle machine):
 
@@ -14,7 +14,7 @@ Every rate is the median of ``--repeat`` (default 3) runs of ``gc.verify(code, l
 (sets per second of wall time; the kernel is compiled before the clock starts). The local workers are forked
 processes (``workers=``; ``--threads`` measures threads instead: the screening kernel releases the GIL, the
 reference re-check of the sets near the tolerance mostly does not); the MPI runs are
-``mpiexec -n R python -m mpi4py benchmarks/verify_scale.py --child ...`` (rank 0 times the call between two
+``mpiexec -n R python -m mpi4py benchmarks/verify/verify_scale.py --child ...`` (rank 0 times the call between two
 barriers). Every run's report is checked equal to the one-thread report (counts,
 worst values and sets). The load average is printed at the start and at the end: on a shared machine the ratios
 are only as good as the cores that were free.
@@ -38,7 +38,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import gradcodes as gc  # noqa: E402
 import gradcodes._verify.cost  # noqa: E402

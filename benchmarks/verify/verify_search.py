@@ -1,7 +1,7 @@
 """Catch rate of the verifier's non-exhaustive mode on planted failing straggler sets, measured in one run.
 
-    python benchmarks/verify_search.py            # (20, 4), (30, 5), (40, 6); 12 trials each
-    python benchmarks/verify_search.py --quick    # fewer trials
+    python benchmarks/verify/verify_search.py            # (20, 4), (30, 5), (40, 6); 12 trials each
+    python benchmarks/verify/verify_search.py --quick    # fewer trials
 
 A failing set is planted in a random cyclic-repetition code: with ``K`` the left null space of ``B`` (all decoding
 vectors are ``c + K z``), the rows ``K_S0`` of one random straggler set ``S0`` are projected onto a random
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import gradcodes as gc  # noqa: E402
 from gradcodes._cli.tour import format_table  # noqa: E402

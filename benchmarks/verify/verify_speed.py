@@ -1,12 +1,12 @@
 """Verifier speed and memory, against the previous algorithm and per-set least squares, measured in the same run.
 
-    python benchmarks/verify_speed.py            # full run: about 20 minutes on an idle 2-core machine
-    python benchmarks/verify_speed.py --quick    # smaller sizes
-    python benchmarks/verify_speed.py --smoke    # tiny sizes, seconds, writes nothing (the test suite runs it)
+    python benchmarks/verify/verify_speed.py            # full run: about 20 minutes on an idle 2-core machine
+    python benchmarks/verify/verify_speed.py --quick    # smaller sizes
+    python benchmarks/verify/verify_speed.py --smoke    # tiny sizes, seconds, writes nothing (the test suite runs it)
 
 Every timing is the median of ``--repeat`` (default 5) runs, the methods alternating within each repeat; wall
 time and process CPU time are both shown (on a shared machine the CPU time is what the method costs). The load
-average is printed at the start and at the end. Results go to ``benchmarks/results/verify_speed.txt``.
+average is printed at the start and at the end. Results go to ``benchmarks/verify/results/verify_speed.txt``.
 
 Tables:
 1. Exhaustive ``verify(cyclic_repetition(50, 5, rng=0), limit=3_000_000, stop_on_failure=False)`` (2,118,760
@@ -42,7 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import gradcodes as gc  # noqa: E402
 import gradcodes._verify.cost  # noqa: E402
@@ -211,7 +211,7 @@ def _run(argv: list[str] | None) -> int:
     ap.add_argument("--repeat", type=int, default=5, help="repeats per timing (median reported; >= 5)")
     ap.add_argument("--stride", type=int, default=10, help="baselines are timed on every stride-th batch/set")
     ap.add_argument("--no-confirm", action="store_true", help="skip the measured runs of table 3 (prediction only)")
-    ap.add_argument("--no-write", action="store_true", help="do not write benchmarks/results/verify_speed.txt")
+    ap.add_argument("--no-write", action="store_true", help="do not write benchmarks/verify/results/verify_speed.txt")
     args = ap.parse_args(argv)
     if args.smoke:                                   # the quick run's tables at tiny sizes, nothing written
         args.quick, args.no_confirm, args.no_write, args.repeat, args.stride = True, True, True, 1, 50
@@ -385,8 +385,8 @@ def _run(argv: list[str] | None) -> int:
         f"{time.perf_counter() - t_start:.0f} s")
     if not args.no_write and not args.quick:
         RESULTS.parent.mkdir(parents=True, exist_ok=True)
-        RESULTS.write_text("$ python benchmarks/verify_speed.py" + "".join(f" {a}" for a in (argv or sys.argv[1:]))
-                           + "\n" + "\n".join(lines) + "\n")
+        RESULTS.write_text("$ python benchmarks/verify/verify_speed.py"
+                           + "".join(f" {a}" for a in (argv or sys.argv[1:])) + "\n" + "\n".join(lines) + "\n")
     return 0
 
 
