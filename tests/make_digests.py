@@ -48,7 +48,7 @@ EXTRA: tuple[tuple[str, dict[str, Any]], ...] = (
     ("cyclic_mds", {"n": 30, "s": 7}),
     ("heterogeneous", {"p": [0.1, 0.2, 0.05, 0.3], "k": 3, "scheme": "I"}),
     ("heterogeneous", {"p": [0.1, 0.2, 0.05, 0.3], "k": 5, "scheme": "II"}),
-    # a random placement (benchmarks/adversarial_numerics.py's, n = 16) with angles assigned by local search
+    # a random placement (benchmarks/numerics/adversarial_numerics.py's, n = 16) with angles assigned by local search
     ("adversarial_gc", {"placement": [[0, 3, 4, 5, 9, 11, 12], [1, 6, 7, 10, 14], [0, 1, 2, 3, 7, 11, 13],
                                       [0, 6, 8, 12, 13, 15], [0, 1, 3, 8, 12, 13, 14, 15], [1, 5, 6, 12, 13],
                                       [3, 4, 6, 7, 12, 14, 15], [0, 3, 4, 5, 8, 10, 14], [2, 4, 6, 9, 10, 12],

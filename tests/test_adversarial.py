@@ -107,9 +107,9 @@ def test_float_decode_with_adversaries():
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_honest_messages_are_consistent_in_their_own_dtype(dtype):
     """The consistency tolerance was 1e-8 whatever the messages' dtype, so honest float32 messages (a few float32
-    unit roundoffs apart, benchmarks/adversarial_consistency.py) were "more than a wrong messages": no gradient, and
-    an MPI master with dtype=float32 stopped on its first iteration. The tolerance now follows the dtype like the
-    acceptance rule."""
+    unit roundoffs apart, benchmarks/numerics/adversarial_consistency.py) were "more than a wrong messages": no
+    gradient, and an MPI master with dtype=float32 stopped on its first iteration. The tolerance now follows the dtype
+    like the acceptance rule."""
     code = gc.adversarial_gc(_cyclic_placement(20, 5), 1, 1, m=2)
     rng = np.random.default_rng(0)
     G = (1 + 0.1 * rng.standard_normal((code.k * code.m, 1000))).astype(dtype)
@@ -133,7 +133,7 @@ def test_a_hidden_wrong_message_moves_the_sum_at_most_by_the_tolerance(s, a, m):
     """The checks let through a relative error rtol in every message, which let one wrong message among the
     decoding set move the sum by far more than rtol: a shift at the edge of what every check accepts came back
     'corrected', up to 4.4 times (1, 1, 2) and 25 times (2, 2, 4) the tolerance off the sum at n = 20
-    (benchmarks/adversarial_consistency.py). Now it is seen, or the sum stays within about rtol k max|g_j|."""
+    (benchmarks/numerics/adversarial_consistency.py). Now it is seen, or the sum stays within about rtol k max|g_j|."""
     from gradcodes._families import adversarial_fourier as fourier
     from gradcodes._families.adversarial import _float_weights
 

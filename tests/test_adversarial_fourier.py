@@ -107,7 +107,8 @@ def test_old_files_rebuild_with_chebyshev_nodes_and_bad_nodes():
 
 
 def _random_placement(n: int, r: int) -> np.ndarray:
-    """benchmarks/adversarial_numerics.py's random placement: partition j on r + U{0..3} random workers (seed 0)."""
+    """benchmarks/numerics/adversarial_numerics.py's random placement: partition j on r + U{0..3} random workers (seed
+    0)."""
     S = np.zeros((n, n), dtype=np.int64)
     rng = np.random.default_rng(0)
     for j in range(n):
@@ -153,8 +154,8 @@ def test_spread_nodes_decode_exactly_and_rebuild():
 
 
 def test_spread_nodes_decode_a_random_placement_within_1e_10_where_the_stride_does_not():
-    """n = 50, (s, a, m) = (5, 2, 5) on benchmarks/adversarial_numerics.py's random placement (r_j = 14..17): the
-    stride bunches some partition's holders on the circle; the assigned angles spread them."""
+    """n = 50, (s, a, m) = (5, 2, 5) on benchmarks/numerics/adversarial_numerics.py's random placement (r_j = 14..17):
+    the stride bunches some partition's holders on the circle; the assigned angles spread them."""
     S = _random_placement(50, 14)
     rng = np.random.default_rng(1)
     sets = [(t + np.arange(9)) % 50 for t in range(50)] + [rng.choice(50, 9, replace=False) for _ in range(30)]

@@ -1,5 +1,6 @@
-"""Every script in benchmarks/ runs in its smoke mode (``--smoke``: tiny sizes, seconds, no output files), so a
-benchmark broken by a library change fails the test suite instead of rotting until its next full run.
+"""Every script in benchmarks/ (its topic folders, and index.py) runs in its smoke mode (``--smoke``: tiny sizes,
+seconds, no output files), so a benchmark broken by a library change fails the test suite instead of rotting until
+its next full run; and benchmarks/README.md, the index, is what benchmarks/index.py generates.
 
 Each script runs in a subprocess from a copy of benchmarks/ (anything a script writes lands in the copy, never in
 the committed results) against the gradcodes this session imports. Scripts that need optional packages (scikit-learn,
@@ -8,6 +9,7 @@ matplotlib, mpi4py) skip those parts with a message and still exit 0.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -18,7 +20,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCHMARKS = ROOT / "benchmarks"
-SCRIPTS = sorted(p.name for p in BENCHMARKS.glob("*.py"))
+#: every script, as its path under benchmarks/ ("verify/verify_speed.py"; "index.py" at the top)
+SCRIPTS = sorted(p.relative_to(BENCHMARKS).as_posix() for p in BENCHMARKS.rglob("*.py") if "__pycache__" not in p.parts)
+TOPICS = ("verify", "numerics", "runtime", "families", "speed", "reviews")
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +33,44 @@ def bench_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_every_script_is_covered():
-    assert len(SCRIPTS) >= 15 and {"coded_reduce.py", "expander_graphs.py"} <= set(SCRIPTS)
+    assert len(SCRIPTS) >= 40
+    assert {"families/coded_reduce.py", "families/expander_graphs.py", "index.py"} <= set(SCRIPTS)
+    # every script in a topic folder (index.py alone at the top), one level deep, names unique across folders
+    folders = {Path(s).parent.as_posix() for s in SCRIPTS}
+    assert folders == {".", *TOPICS}, folders
+    assert [s for s in SCRIPTS if "/" not in s] == ["index.py"]
+    names = [Path(s).name for s in SCRIPTS]
+    assert len(names) == len(set(names)), sorted(n for n in names if names.count(n) > 1)
+
+
+#: results files not named after the script that writes them
+RESULT_OWNERS = {"certified_seeds.jsonl": "certify_seeds", "certify_check.txt": "certify_seeds",
+                 "seed_screen.jsonl": "certify_seeds", "adversarial_spread.txt": "adversarial_numerics",
+                 "acceptance_bound_cost.txt": "frontier"}
+
+
+def test_results_sit_next_to_their_scripts():
+    """No results folder at the top any more; each topic's results/ holds files only, of that topic's scripts."""
+    assert not (BENCHMARKS / "results").exists()
+    for topic in TOPICS:
+        stems = {p.stem for p in (BENCHMARKS / topic).glob("*.py")}
+        results = BENCHMARKS / topic / "results"
+        assert results.is_dir(), results
+        for f in results.iterdir():
+            owner = RESULT_OWNERS.get(f.name) or max((s for s in stems if f.name.startswith(s)), key=len, default=None)
+            assert f.is_file() and owner in stems, f
+
+
+def test_index_is_current():
+    """benchmarks/README.md is exactly what ``python benchmarks/index.py`` writes (regenerate it after a change)."""
+    spec = importlib.util.spec_from_file_location("benchmarks_index", BENCHMARKS / "index.py")
+    assert spec is not None and spec.loader is not None
+    index = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(index)
+    text = index.render()
+    assert (BENCHMARKS / "README.md").read_text(encoding="utf-8") == text, "stale: python benchmarks/index.py"
+    listed = {line.split("](", 1)[1].split(")", 1)[0] for line in text.splitlines() if line.startswith("- [")}
+    assert listed == set(SCRIPTS) - {"index.py"}
 
 
 @pytest.mark.parametrize("script", SCRIPTS)

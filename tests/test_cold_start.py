@@ -1,6 +1,6 @@
 """Cold start: ``import gradcodes`` loads none of the heavy optional or compiled packages (they are imported on
 first use), so a short script pays only for what it uses. The time itself is measured by
-benchmarks/cold_start.py, not here (no timed unit tests)."""
+benchmarks/speed/cold_start.py, not here (no timed unit tests)."""
 
 from __future__ import annotations
 

@@ -107,7 +107,7 @@ def test_large_groups_are_searched_not_proven():
 def test_stored_certificates_recheck_when_small():
     for (ng, s, extra), entry in CERTIFIED.items():
         if math.comb(ng, s) > 20_000:
-            continue                                        # python benchmarks/certify_seeds.py --check
+            continue                                        # python benchmarks/verify/certify_seeds.py --check
         rep = gc.verify(_block_code(ng, s, extra, entry["seed"]), limit=math.comb(ng, s))
         assert rep.exact and rep.error_estimate <= 2 * entry["error_estimate"]
 
@@ -148,7 +148,7 @@ def test_rowspace_kernel_matches_numpy_path(monkeypatch):
 
 
 def test_certify_kernel_matches_the_verifier():
-    # benchmarks/certify_seeds.py certifies with the compiled kernel: same decoding vectors as the decoder, the
+    # benchmarks/verify/certify_seeds.py certifies with the compiled kernel: same decoding vectors as the decoder, the
     # verifier's residual and cancellation summed in a fixed order; over all C(13, 4) sets it agrees with verify
     from gradcodes._families._rowspace_kernel import kernels
     from gradcodes._verify.fast import unrank_lex
@@ -193,8 +193,8 @@ def test_stored_certificates_are_consistent():
 
 def test_recommend_uses_the_certified_groups_at_100_25():
     # recommend(100, 25, max_load=27) returns grouped_random, proven by its certificates (python
-    # benchmarks/certify_seeds.py --code 100 25 re-verifies all 66,335,412 sets with gc.verify). The rigorous bound
-    # (worst column, gamma_{t+2} with t = 51 terms; the stored mean-column factors times rho n_g <= 5) is 1.35e-9;
+    # benchmarks/verify/certify_seeds.py --code 100 25 re-verifies all 66,335,412 sets with gc.verify). The rigorous
+    # bound (worst column, gamma_{t+2} with t = 51 terms; the stored mean-column factors times rho n_g <= 5) is 1.35e-9;
     # the former estimate u canc + residual was 1.03e-11
     code = gc.recommend(100, 25, max_load=27, rng=0, quick=True)
     assert code.family == "grouped_random" and code.load == 27

@@ -236,7 +236,8 @@ def left_nullspace(M: Any) -> Any:
     """A basis (as columns, shape (r, d)) of ``{x : x^T M = 0}`` over an exact field (free variables = identity).
 
     Over GF(p) our elimination is as fast as galois' ``row_reduce`` and 1.5-2.5x faster than its
-    ``left_null_space`` on 10 x 20 to 120 x 240 matrices (``python benchmarks/fields_gf.py``), so both fields use it.
+    ``left_null_space`` on 10 x 20 to 120 x 240 matrices (``python benchmarks/speed/fields_gf.py``), so both fields use
+    it.
     """
     return _left_nullspace_elim(M)
 

@@ -1,4 +1,4 @@
-"""Certified seeds of :func:`gradcodes.grouped_random`, found once by ``python benchmarks/certify_seeds.py``.
+"""Certified seeds of :func:`gradcodes.grouped_random`, found once by ``python benchmarks/verify/certify_seeds.py``.
 
 Key ``(n_g, s, extra)``: a group of ``n_g`` workers coded by ``cyclic_repetition(n_g, s + extra, rng=seed,
 refine=refine)`` (``refine`` as stored in the entry: 2, the rows of :func:`gradcodes.grouped_random`) and decoded by
@@ -10,12 +10,12 @@ a floating-point sum, so another summation order, e.g. :func:`gradcodes.verify`'
 rounding, of the order of ``u canc``). ``candidates`` lists the seeds tried in that search: the exhaustive worst of
 the winner, and for the others the running worst at which the search abandoned them (a lower bound on their worst
 case). Entries with ``evaluation: "max(kernel, gc.verify)"`` were also re-checked by :func:`gradcodes.verify`
-(``python benchmarks/certify_seeds.py --check``) over every set; ``kernel`` and ``verify`` hold each evaluation's
+(``python benchmarks/verify/certify_seeds.py --check``) over every set; ``kernel`` and ``verify`` hold each evaluation's
 ``[error_estimate, worst_residual, worst_cancellation]``, and the entry's own values are their maxima, so that the
 block bound built from them (:func:`~gradcodes._families.grouped_random.certified_bound`) holds for both summation
-orders. Re-check every entry with ``python benchmarks/certify_seeds.py --check`` (exhaustive again, through
+orders. Re-check every entry with ``python benchmarks/verify/certify_seeds.py --check`` (exhaustive again, through
 :func:`gradcodes.verify`; the small ones are re-checked by the tests). The log of every run is
-``benchmarks/results/certified_seeds.jsonl``.
+``benchmarks/verify/results/certified_seeds.jsonl``.
 """
 
 from __future__ import annotations
@@ -58,7 +58,8 @@ CERTIFIED: dict[tuple[int, int, int], dict[str, Any]] = {
     # seed 66, the first of 98 seeds (0-97) to finish; abandoned once the block bound of grouped_random(100, 25) with
     # the (33, 25, 1) entry passed 9.0e-12 (seeds 0-11: an own worst of 8e-12 or 8.5e-12), and seed 66 was then
     # rerun with 9.5e-12: its bound is 9.05e-12. 52,451,256 sets in 106.9 s at load average 2.1
-    # gc.verify re-check (benchmarks/certify_seeds.py --check --only 34 25 1): 1.033e-11, residual 7.80e-12, in 322.2 s
+    # gc.verify re-check (benchmarks/verify/certify_seeds.py --check --only 34 25 1): 1.033e-11, residual 7.80e-12, in
+    # 322.2 s
     (34, 25, 1): _entry(34, 25, seed=66, seconds=106.9, seeds_tried=98,
                        kernel=[9.800114485136087e-12, 7.275957614183426e-12, 22735.583886894157],
                        verify=[1.0327026332623186e-11, 7.802869461670525e-12, 22735.583886894157],
@@ -94,8 +95,8 @@ CERTIFIED: dict[tuple[int, int, int], dict[str, Any]] = {
                        candidates={"1": 2.444719676167148e-13, "0": 9.87e-13, "2": 3.79e-13, "3": 2.44e-13}),
     # seed 2 of seeds 0-3 (seed 1 abandoned at 1.09e-12; seeds 0 and 3 finished at 5.6e-13 and 7.7e-13): 13,884,156
     # sets, kernel 19.3 s at load average 3.1; gc.verify re-check over every set on 2 processes in 1,420 s
-    # (benchmarks/certify_seeds.py --verify 33 25 2 2 --workers 2): residual 3.14e-13, cancellation 867.158; stored
-    # as u canc + residual like every entry (gc.verify's own estimate, which also counts the decode's rounding,
+    # (benchmarks/verify/certify_seeds.py --verify 33 25 2 2 --workers 2): residual 3.14e-13, cancellation 867.158;
+    # stored as u canc + residual like every entry (gc.verify's own estimate, which also counts the decode's rounding,
     # u canc sqrt(t) + residual: 7.75e-13)
     (33, 25, 2): _entry(33, 25, seed=2, seconds=19.3, seeds_tried=4,
                        kernel=[3.710889974192912e-13, 3.197442310920451e-13, 867.1580193918269],

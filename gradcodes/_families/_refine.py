@@ -4,7 +4,7 @@ Row ``i`` of Tandon et al.'s cyclic repetition code solves ``H_J x = -h_i`` (an 
 solve gives ``x`` with a relative error of about ``cond(H_J) u``: at ``(33, 26)`` the stored ``B`` differs from the
 exact construction by up to 1e-11 relative, and that rounding, not the decoder, sets the worst residual of the
 code: on the worst set of seed 0 of the (33, 26) group used against 25 stragglers, the row-space decoder's residual
-is 1.0e-11 with the plain rows and 2.3e-12 with the refined ones (``python benchmarks/residual_floor.py``).
+is 1.0e-11 with the plain rows and 2.3e-12 with the refined ones (``python benchmarks/verify/residual_floor.py``).
 
 Classical iterative refinement fixes this: with the residual ``r = H_J x + h_i`` evaluated as if in twice the
 working precision, each step ``x <- x - H_J^{-1} r`` gains about ``-log10(cond(H_J) u)`` digits until ``x`` is

@@ -8,7 +8,7 @@ weights). :func:`decode_sets` runs it over a batch of responder sets (the decode
 over a range of straggler sets in lexicographic order, evaluating each decode's residual ``||a_F B_F - E||_inf`` and
 cancellation factor (the worst column of ``|a_F| |B_F|``, :func:`gradcodes._core.numerics.cancellation`) on the spot
 (the exhaustive certification of
-``benchmarks/certify_seeds.py``; the decoding vectors are bitwise those of the decoder, the residual and the
+``benchmarks/verify/certify_seeds.py``; the decoding vectors are bitwise those of the decoder, the residual and the
 cancellation are the verifier's formulas summed in a fixed order). Sets whose factor is singular are handed back
 (the decoder falls back to least squares for them).
 """

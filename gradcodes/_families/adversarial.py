@@ -41,8 +41,8 @@ same on every machine. Its float decode loses about a digit per few workers (the
 The default ``nodes="unity"`` is the same construction in its real Fourier form (the top Fourier coefficients of
 the Cayley image as the functionals, nodes ``tan(θ_i/2)`` of golden-stride roots of unity; see
 ``gradcodes._families.adversarial_fourier``), exact and deterministic the same way and accurate to rounding
-level at ``n = 100`` (``benchmarks/adversarial_numerics.py``). ``nodes="spread"`` assigns the workers' angles for
-the given placement (a deterministic local search), for arbitrary placements whose holders the stride leaves
+level at ``n = 100`` (``benchmarks/numerics/adversarial_numerics.py``). ``nodes="spread"`` assigns the workers' angles
+for the given placement (a deterministic local search), for arbitrary placements whose holders the stride leaves
 bunched on the circle.
 """
 

@@ -25,7 +25,8 @@ from .adversarial import AdversarialCode, _code_weights, _float_weights, adversa
 __all__ = ["AdversarialDecodeResult", "decode_adversarial", "verify_adversarial", "AdversarialVerifyReport"]
 
 #: The consistency check must let honest messages through: their discrepancies measure up to ~9 unit roundoffs of
-#: their dtype (benchmarks/adversarial_consistency.py); a check tighter than this cannot tell rounding from a lie.
+#: their dtype (benchmarks/numerics/adversarial_consistency.py); a check tighter than this cannot tell rounding from a
+#: lie.
 _HONEST = 16
 #: Entries of :func:`_scale_floor`'s work array (32 MB of float64): it runs over blocks of columns.
 _FLOOR_CHUNK = 1 << 22
@@ -240,10 +241,11 @@ def _shrink(W: np.ndarray, M: np.ndarray, decoded: np.ndarray, sigma: np.ndarray
     and moves the decoded sum by ``|W_uc delta|``: at most ``tol max_c |W_c| min_l sigma_l / |M_lc| <= tol H`` with
     ``|W_c| = max_u |W_uc|`` and ``H = min_l sigma_l max_c |W_c| / |M_lc|`` per column (a min-max above that
     max-min, in ``O(rest x columns)`` work instead of ``O(rest x K x columns)``). ``H`` exceeds the acceptance rule's
-    scale of the column, ``k max_j |g_j|``, wherever the decode cancels (``benchmarks/adversarial_consistency.py``:
-    up to 4e5 times). The returned factor ``min(1, ref / H)`` per column, with ``ref`` a lower bound of that scale
-    (the largest entry of ``decoded``, or ``ref_floor`` from the messages' sizes), makes what any one wrong message
-    in ``F`` can hide move the decoded sum by at most ``tol k max_j |g_j|``: the tolerance every decode is held to.
+    scale of the column, ``k max_j |g_j|``, wherever the decode cancels
+    (``benchmarks/numerics/adversarial_consistency.py``: up to 4e5 times). The returned factor ``min(1, ref / H)``
+    per column, with ``ref`` a lower bound of that scale (the largest entry of ``decoded``, or ``ref_floor`` from the
+    messages' sizes), makes what any one wrong message in ``F`` can hide move the decoded sum by at most
+    ``tol k max_j |g_j|``: the tolerance every decode is held to.
     """
     ref = np.maximum(np.abs(decoded).max(axis=0), ref_floor)
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -23,7 +23,7 @@ group size is the one with the smallest exhaustively verified worst case among t
 reproducible numbers (upper bounds with two or three decimal digits, see ``_certify``; equal bounds keep the
 lowest seed), so the same call picks the same seeds on every machine; winning seeds and their certificates are
 kept in ``code.params``. Sizes for which a certified seed is stored in the package
-(:data:`CERTIFIED`, re-checked by ``python benchmarks/certify_seeds.py --check``) are not searched again. A group
+(:data:`CERTIFIED`, re-checked by ``python benchmarks/verify/certify_seeds.py --check``) are not searched again. A group
 too large to enumerate within ``limit`` straggler sets is *searched*, not proven, and the certificate says so.
 """
 
@@ -229,8 +229,8 @@ def _certify(sub: GradientCode, limit: int) -> dict[str, Any]:
     residual reached ``1.55 n_g u canc`` on OpenBLAS's Prescott, Nehalem and Sandybridge kernels (candidate seed 2
     of ``grouped_random(13, 4)``'s group of 7; at most 0.94 on Haswell, SkylakeX and Zen), 0.78 of the former floor
     ``2 n_g u canc``: too close for a construction that must not change with the kernel
-    (``benchmarks/certificate_margin.py``, ``benchmarks/results/certificate_margin.txt``). Sets beyond ``limit``
-    are sampled with a fixed seed (no timed search).
+    (``benchmarks/verify/certificate_margin.py``, ``benchmarks/verify/results/certificate_margin.txt``). Sets beyond
+    ``limit`` are sampled with a fixed seed (no timed search).
     """
     from .._verify.verifier import verify
 
@@ -376,7 +376,7 @@ def certified_bound(code: GradientCode) -> tuple[float, bool, bool]:
     ``t`` the
     whole decode's terms; all groups are checked once per size). ``proven`` only when every group size has a proven
     certificate (an exhaustive :func:`gradcodes.verify` run, or a stored one re-checkable by ``python
-    benchmarks/certify_seeds.py --check``); otherwise the bound is built from searched worst cases and is not a
+    benchmarks/verify/certify_seeds.py --check``); otherwise the bound is built from searched worst cases and is not a
     worst case.
 
     A certificate whose ``"cancellation"`` is not ``"worst column"`` (the stored ones and files written before the

@@ -32,8 +32,8 @@ construction here:
    twist ``- (p mod k)/2`` keeps it within a quarter turn (mod a half turn), away from ``Re(ρ Λ_j) = 0``, only
    where every run lies inside one block of ``k`` positions: a run straddling a multiple of ``k`` has one angle for
    both sides, and the partitions near the block boundaries fill in the rest of the half turn (their small
-   ``|cos arg(ρ Λ_j)|`` sets the worst cancellation, ``benchmarks/heterogeneous_phases.py``). With ``K = n - s``,
-   ``P_j(x) = prod_{l ∉ T_j} (x - x_l)`` (degree ``K - 1``) and ``λ_l = (-i - x_l)/2``,
+   ``|cos arg(ρ Λ_j)|`` sets the worst cancellation, ``benchmarks/numerics/heterogeneous_phases.py``).
+   With ``K = n - s``, ``P_j(x) = prod_{l ∉ T_j} (x - x_l)`` (degree ``K - 1``) and ``λ_l = (-i - x_l)/2``,
 
    .. math:: B_{tj} = \frac{2^{-e_t} P_j(x_t)}{\operatorname{Re}(ρ Λ_j)}, \qquad
              Λ_j = \prod_{l \notin T_j} λ_l, \qquad t \in T_j,
@@ -65,7 +65,7 @@ about the mean of ``prod_{l ∈ S} |z - z_l|`` over the holders' points ``z``, l
 cluster on one arc (``s`` consecutive workers): it grows like about ``1.9^s`` at ``s = n/4`` (each chord is at most 2)
 instead of the ``4^s`` of real nodes. The worst searched float64 error at ``n = 100`` is within ``1e-10`` for
 ``s <= 20 = n/5`` and ``1.3e-9`` to ``2.3e-9`` at ``s = n/4 = 25`` under equal speeds and 2x / 4x spreads
-(``benchmarks/heterogeneous_numerics.py``; the extrapolation to 0 over the real nodes ``20 n + i`` of earlier
+(``benchmarks/numerics/heterogeneous_numerics.py``; the extrapolation to 0 over the real nodes ``20 n + i`` of earlier
 versions gave ``2.3e-2`` there). The exact construction costs ``n`` products of ``n`` integers of about ``25 n``
 bits (seconds at ``n = 1000``).
 """

@@ -26,10 +26,10 @@ path                work                                           base    slope
 complex codes cost twice their real counterpart. ``screen`` applies to float64 real codes with the null-space
 decoder, ``dim K = s``, and at least ``gradcodes._verify.cost._KERNEL_MIN_SETS`` sets (the engine's own switch);
 ``reference`` to every other float decoder (null-space, spectral, group, Ye-Abbe, row-space, chunks) except least
-squares. **Measured** once with ``python benchmarks/verify_cost_model.py`` (one worker, ``search=False``, every
+squares. **Measured** once with ``python benchmarks/verify/verify_cost_model.py`` (one worker, ``search=False``, every
 set enumerated, the median of 3 runs per code) on the project's 2-core x86-64 machine (Python 3.11, numpy 2.4
 with OpenBLAS, numba); the script prints measured against predicted microseconds per set for a panel of codes of each
-path, and the constants above were rounded from its output (``benchmarks/results/verify_cost_model.txt``), so
+path, and the constants above were rounded from its output (``benchmarks/verify/results/verify_cost_model.txt``), so
 the default reaches about :data:`DEFAULT_SECONDS` seconds of one core of that machine: ``C(45, 3) = 14,190``
 sets of ``cyclic_repetition(45, 3)`` (about 0.05 s) are enumerated, ``C(60, 6)`` (5e7) are not.
 

@@ -11,7 +11,7 @@ common hyperplane of ``R^s``. Measured on ``cyclic_repetition(40, 5, seed=0)``: 
 4e-3 to 2e-2), so growing a set row by row (beam search on partial sets) does not find them. What works better
 is a search over *full* sets: coordinate ascent on ``|z|`` (replace one straggler by the best of all responders,
 ``n - s`` batched s x s solves per move) from random starts, each end point checked by the reference rule.
-``benchmarks/verify_search.py`` measures how often it catches planted failing sets.
+``benchmarks/verify/verify_search.py`` measures how often it catches planted failing sets.
 """
 
 from __future__ import annotations

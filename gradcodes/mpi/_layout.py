@@ -365,7 +365,7 @@ class Combiner:
         message, fails it too: the caller tells the two apart). Checking cache-sized pieces of the result
         right after writing them (an earlier way) was slower on the project's 2-core test machine: six float64
         messages 125 against 116 microseconds at ``q = 10^5`` and 1.88 against 1.62 ms at ``10^6``
-        (``benchmarks/combine_check.py``, medians of 7 runs; the combine alone, as the floor program does it,
+        (``benchmarks/runtime/combine_check.py``, medians of 7 runs; the combine alone, as the floor program does it,
         106 and 1,521): the per-piece calls cost more than the memory traffic they save."""
         q = buf.shape[1]
         ok = True

@@ -37,7 +37,7 @@ class CodedGradient:
     ``sum_j B_ij g_j``, and the decode's cancellation (``sum_i |a_i| |y_i|`` against ``|sum_j g_j|``) amplifies
     those roundings: for ``cyclic_repetition(3, 1)`` on the digits CNN the decoded gradient was 3e-6 away from the
     single-process one, and 5e-7 with ``"partitions"``, whose only amplified error is the message's final
-    rounding (``benchmarks/torch_float32.py``). ``encoding="auto"`` (the default) takes ``"loss"`` when it
+    rounding (``benchmarks/numerics/torch_float32.py``). ``encoding="auto"`` (the default) takes ``"loss"`` when it
     cannot be amplified (float64 parameters, or every coefficient of ``B`` 0 or 1) and ``"partitions"``
     otherwise; ``m > 1`` always takes ``"partitions"``. Its cost is ``load`` smaller backward passes instead of one
     (the same samples) and two buffers of the parameters' size.

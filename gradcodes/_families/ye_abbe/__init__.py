@@ -61,7 +61,7 @@ minimising ``max_i ||B_i||_1`` is chosen at construction. Together:
 
 ``spacing="auto"`` (or a number) gives the intermediate design studied on the way: Fourier functionals spread
 over the band in natural order (good ``B``, but its decoder grows like ``n^(s-1)`` on consecutive stragglers);
-``stride=1`` the natural-order top design. See ``docs/ye_abbe.md`` and ``benchmarks/ye_abbe_numerics.py``.
+``stride=1`` the natural-order top design. See ``docs/ye_abbe.md`` and ``benchmarks/numerics/ye_abbe_numerics.py``.
 
 Layout: ``fourier.py`` (the Fourier construction and its decoders), ``fourier_plan.py`` (choice of functionals
 and stride), ``polynomial.py`` (the published polynomial construction and the node choices), ``gaussian.py`` (the

@@ -133,7 +133,7 @@ def ye_abbe(n: int, s: int, m: int = 2, k: int | None = None, *, nodes: str | Ar
     spacing : None, "auto" or float, optional
         ``nodes="fourier"`` only. None (default): the top frequencies. ``"auto"`` or a number: frequencies spread
         over the band with that spacing (``"auto"``: chosen by the worst consecutive-straggler estimate); kept for
-        comparison, see ``benchmarks/ye_abbe_numerics.py``.
+        comparison, see ``benchmarks/numerics/ye_abbe_numerics.py``.
     stride : int, optional
         ``nodes="fourier"`` only: worker ``i`` evaluates at angle ``2 pi (stride i mod n) / n``; coprime to ``n``.
         Default: the stride minimising ``max_i ||B_i||_1`` among up to 24 candidates spread over ``[1, n/2]`` (fewer
@@ -313,7 +313,7 @@ def family_entries() -> list[tuple[str, Callable[[int, int, int], GradientCode]]
     """``(label, build(n, s, m))`` for every node choice, for numerics benchmarks (e.g. ``decode_numerics.py``).
 
     The first entry is the default construction; the others are the alternatives it was measured against
-    (``benchmarks/ye_abbe_numerics.py``).
+    (``benchmarks/numerics/ye_abbe_numerics.py``).
 
     >>> [label for label, _ in family_entries()][:3]
     ['ye_abbe fourier', 'ye_abbe fourier natural-order spread', 'ye_abbe fourier natural-order top']
