@@ -22,9 +22,9 @@ from typing import Any
 
 from ._base.errors import GradcodesValueError
 from ._base.output import emit as _emit
-from ._base.output import to_json
+from ._base.output import format_table, to_json
 from ._base.registry import get_scheme, schemes
-from ._cli.tour import format_table, tour, tour_status
+from ._cli.tour import tour, tour_status
 from ._io.files import load_code, save_code
 from ._simulate import add_simulate_parser
 from ._verify.approx_eval import evaluate_approximate

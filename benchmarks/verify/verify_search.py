@@ -26,7 +26,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import gradcodes as gc  # noqa: E402
-from gradcodes._cli.tour import format_table  # noqa: E402
+from gradcodes._base.output import format_table  # noqa: E402
 from gradcodes._core.decoders import NullSpaceDecoder  # noqa: E402
 
 

@@ -47,7 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import gradcodes as gc  # noqa: E402
 import gradcodes._verify.cost  # noqa: E402
 import gradcodes._verify.verifier as V  # noqa: E402
-from gradcodes._cli.tour import format_table  # noqa: E402
+from gradcodes._base.output import format_table  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "verify_speed.txt"
 

@@ -8,12 +8,47 @@ import argparse
 import dataclasses
 import json
 import math
+from collections.abc import Iterable, Sequence
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
-__all__ = ["to_json", "emit"]
+__all__ = ["to_json", "emit", "format_table"]
+
+
+def format_table(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = None,
+                 right: Iterable[str] = ()) -> str:
+    """Align a list of row dicts as a plain-text table (missing cells shown as '-'): the one table printer of the
+    command line, the tour, the simulator, the runtimes' results and the benchmarks.
+
+    Columns are left-aligned, those named in ``right`` right-aligned (numbers); cells are printed with ``str``, so
+    format numbers before.
+
+    >>> print(format_table([{"a": 1, "b": "x"}, {"a": 22}]))
+    a   b
+    --  -
+    1   x
+    22  -
+    >>> print(format_table([{"n": "7", "t": "0.25"}, {"n": "12", "t": "1.5"}], right=["n", "t"]))
+     n     t
+    --  ----
+     7  0.25
+    12   1.5
+    """
+    if columns is None:
+        columns = []
+        for row in rows:
+            columns += [c for c in row if c not in columns]
+    right = set(right)
+    cells = [[str(row.get(c, "-")) for c in columns] for row in rows]
+    widths = [max([len(c), *(len(r[i]) for r in cells)]) for i, c in enumerate(columns)]
+
+    def line(values: Sequence[str]) -> str:
+        return "  ".join(v.rjust(w) if c in right else v.ljust(w)
+                         for v, w, c in zip(values, widths, columns, strict=True)).rstrip()
+
+    return "\n".join([line(list(columns)), "  ".join("-" * w for w in widths), *(line(r) for r in cells)])
 
 
 def to_json(obj: Any) -> Any:

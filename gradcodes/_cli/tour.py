@@ -15,31 +15,11 @@ from fractions import Fraction
 from typing import Any, TextIO
 
 from .._base.errors import GradcodesTypeError, GradcodesValueError
+from .._base.output import format_table
 from .._base.registry import Expect, Scheme, schemes
 from .._verify.verifier import verify
 
-__all__ = ["tour", "tour_status", "format_table", "typed_row"]
-
-
-def format_table(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = None) -> str:
-    """Align a list of row dicts as a plain-text table (missing cells shown as '-').
-
-    >>> print(format_table([{"a": 1, "b": "x"}, {"a": 22}]))
-    a   b
-    --  -
-    1   x
-    22  -
-    """
-    if columns is None:
-        columns = []
-        for row in rows:
-            columns += [c for c in row if c not in columns]
-    cells = [[str(row.get(c, "-")) for c in columns] for row in rows]
-    widths = [max([len(c), *(len(r[i]) for r in cells)]) for i, c in enumerate(columns)]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip(),
-             "  ".join("-" * w for w in widths)]
-    lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in cells]
-    return "\n".join(lines)
+__all__ = ["tour", "tour_status", "typed_row"]
 
 
 def _num(x: Any) -> float | int | None:

@@ -96,20 +96,19 @@ class SimulationResult:
 
     def table(self, reference: str | None = None) -> str:
         """A plain-text table: scheme, workers, load (points), messages, E[T] ± s.e. [, speedup]."""
+        from .._base.output import format_table
+
         ref = None
         if reference is not None and reference in self.schemes:
             ref = self.schemes[reference].mean
-        head = f"{'scheme':<14}{'workers':>8}{'load/worker':>13}{'msgs':>6}{'E[T] (s)':>12}{'± s.e.':>10}"
-        if ref is not None:
-            head += f"{f'{reference} speedup':>13}"
-        lines = [head, "-" * len(head)]
+        rows = []
         for r in self.schemes.values():
-            row = (f"{r.name:<14}{r.workers:>8}{r.load:>13.6g}{r.messages:>6}"
-                   f"{r.mean:>12.4f}{r.stderr:>10.4f}")
+            row = {"scheme": r.name, "workers": str(r.workers), "load/worker": f"{r.load:.6g}",
+                   "msgs": str(r.messages), "E[T] (s)": f"{r.mean:.4f}", "± s.e.": f"{r.stderr:.4f}"}
             if ref is not None:
-                row += f"{r.mean / ref:>13.2f}"
-            lines.append(row)
-        return "\n".join(lines)
+                row[f"{reference} speedup"] = f"{r.mean / ref:.2f}"
+            rows.append(row)
+        return format_table(rows, right=[c for c in (rows[0] if rows else {}) if c != "scheme"])
 
     def __str__(self) -> str:
         return self.table("CR" if "CR" in self.schemes else None)

@@ -165,18 +165,20 @@ def main(argv: list[str] | None = None) -> int:
             results.append(res)
     if rank != 0:
         return 0
+    from .._base.output import format_table
+
     base = {r.scheme: r.summary()["mean_time"] for r in results}
-    width = max(8, *(len(r.scheme) + 2 for r in results))
-    head = (f"{'scheme':<{width}}{'workers':>8}{'waits':>6}{'mean s/it':>11}{'median':>9}{'predicted':>11}"
-            f"{'final loss':>13}" + "".join(f"  {'x vs ' + b:>20}" for b in base if b != results[0].scheme))
-    print("\n" + head + "\n" + "-" * len(head))
+    others = [b for b in base if b != results[0].scheme]
+    rows = []
     for r in results:
         s = r.summary()
-        pred = f"{r.predicted:.4f}" if r.predicted else "-"
-        row = (f"{r.scheme:<{width}}{r.workers:>8}{r.need:>6}{s['mean_time']:>11.4f}{s['median_time']:>9.4f}"
-               f"{pred:>11}{s.get('final_loss', math.nan):>13.6g}")
-        row += "".join(f"  {base[b] / s['mean_time']:>20.2f}" for b in base if b != results[0].scheme)
-        print(row)
+        row = {"scheme": r.scheme, "workers": str(r.workers), "waits": str(r.need),
+               "mean s/it": f"{s['mean_time']:.4f}", "median": f"{s['median_time']:.4f}",
+               "predicted": f"{r.predicted:.4f}" if r.predicted else "-",
+               "final loss": f"{s.get('final_loss', math.nan):.6g}"}
+        row.update({f"x vs {b}": f"{base[b] / s['mean_time']:.2f}" for b in others})
+        rows.append(row)
+    print("\n" + format_table(rows, right=[c for c in rows[0] if c != "scheme"] if rows else ()))
     print("(x vs B: B's mean time per iteration / this scheme's, measured in this job; the first iteration is "
           "left out)")
     if args.json:

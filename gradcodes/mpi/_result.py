@@ -91,17 +91,18 @@ class RunResult:
 
     def table(self, rows: int = 10) -> str:
         """A per-iteration table (first ``rows`` iterations) and a summary line."""
-        head = f"{'iter':>5}{'time (s)':>11}{'wait (s)':>11}{'decode (s)':>12}{'used':>6}"
-        if self.loss is not None:
-            head += f"{'loss':>13}"
-        lines = [f"{self.scheme} ({self.layout}, {self.workers} workers, waits for {self.need}; delay: "
-                 f"{self.delay})", head, "-" * len(head)]
+        from .._base.output import format_table
+
+        table = []
         for t in range(min(rows, self.iterations)):
-            row = (f"{t:>5}{self.time[t]:>11.4f}{self.wait[t]:>11.4f}{self.decode[t]:>12.5f}"
-                   f"{int(self.used[t].sum()):>6}")
+            row = {"iter": str(t), "time (s)": f"{self.time[t]:.4f}", "wait (s)": f"{self.wait[t]:.4f}",
+                   "decode (s)": f"{self.decode[t]:.5f}", "used": str(int(self.used[t].sum()))}
             if self.loss is not None:
-                row += f"{self.loss[t]:>13.6g}"
-            lines.append(row)
+                row["loss"] = f"{self.loss[t]:.6g}"
+            table.append(row)
+        cols = ["iter", "time (s)", "wait (s)", "decode (s)", "used"] + (["loss"] if self.loss is not None else [])
+        lines = [f"{self.scheme} ({self.layout}, {self.workers} workers, waits for {self.need}; delay: "
+                 f"{self.delay})", format_table(table, cols, right=cols)]
         s = self.summary()
         tail = f"mean {s['mean_time']:.4f} s/iteration, median {s['median_time']:.4f} s"
         if self.predicted:

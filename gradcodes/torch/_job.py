@@ -161,15 +161,18 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 
 def table(rows: list[dict[str, Any]], target: float) -> str:
+    from .._base.output import format_table
+
     ref = next((r for r in rows if r["scheme"] == "DDP allreduce"), None)
-    lines = [f"{'scheme':32s} {'time to ' + format(target, '.0%'):>12s} {'vs DDP':>7s} {'s/iter':>8s} "
-             f"{'final acc':>9s}"]
+    to = "time to " + format(target, ".0%")
+    table = []
     for r in rows:
         tt = r["time_to_target"]
         ratio = "" if ref is None or not math.isfinite(tt) else f"{ref['time_to_target'] / tt:.2f}x"
-        lines.append(f"{r['scheme']:32s} {tt:12.3f} {ratio:>7s} {r['mean_iteration']:8.4f} "
-                     f"{r['final_accuracy']:9.3f}")
-    return "\n".join(lines)
+        table.append({"scheme": r["scheme"], to: f"{tt:.3f}", "vs DDP": ratio, "s/iter": f"{r['mean_iteration']:.4f}",
+                      "final acc": f"{r['final_accuracy']:.3f}"})
+    return format_table(table, ["scheme", to, "vs DDP", "s/iter", "final acc"],
+                        right=[to, "vs DDP", "s/iter", "final acc"])
 
 
 def parser() -> argparse.ArgumentParser:
