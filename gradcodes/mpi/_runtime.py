@@ -395,6 +395,8 @@ class _Watchdog(threading.Thread):
                   "worker has not finished (its compute has not returned): ending the process with status 0",
                   file=sys.stderr, flush=True)
             get_mpi().Finalize()
+        except BaseException as exc:        # exiting without MPI_Finalize: hydra will take it for a failure
+            print(f"gradcodes.mpi: rank {self.rank}: MPI_Finalize failed: {exc!r}", file=sys.stderr, flush=True)
         finally:
             os._exit(0)
 
