@@ -512,15 +512,17 @@ def test_more_than_s_frozen_workers_end_the_job_with_an_error_naming_them():
 @pytest.mark.parametrize("fault", ["exit0", "exit1", "raise"])
 def test_worker_death_mid_run_ends_the_whole_mpi_job_at_once(fault):
     # MPICH's hydra kills every rank when one exits without MPI_Finalize, whatever its status (measured, MPICH
-    # 5.0.2): exit 0 -> mpiexec returns 9 ("BAD TERMINATION") or, racily, 0 with the other ranks killed silently
-    # (the master's result is lost either way); exit 1 -> mpiexec returns 1 with no message; an exception ->
-    # python -m mpi4py calls MPI_Abort, naming the rank, status 1
+    # 5.0.2, racy between runs): exit 0 -> mpiexec returns 9 ("BAD TERMINATION") or 0 with the other ranks killed
+    # silently (the master's result is lost either way); exit 1 -> mpiexec returns 1 with no message, or 9 with
+    # "BAD TERMINATION"; an exception -> python -m mpi4py calls MPI_Abort, naming the rank, status 1
     t0 = time.monotonic()
     status, out, res, _ = run_fault_job({"fault": fault, "workers": [1], "at": 3, "iters": 400, "timeout": 60.0})
     assert res is None and status != "hung", out[-3000:]
     assert time.monotonic() - t0 < 30
     if fault == "exit0":
         assert status == 0 or (status == 9 and "BAD TERMINATION" in out), (status, out[-3000:])
+    elif fault == "exit1":
+        assert status == 1 or (status == 9 and "BAD TERMINATION" in out), (status, out[-3000:])
     else:
         assert status == 1, (status, out[-3000:])
     if fault == "raise":

@@ -452,8 +452,10 @@ def test_worker_exit_0_mid_run_is_a_straggler_and_the_run_finishes_exactly():
 @pytest.mark.parametrize("fault", ["exit1", "raise"])
 def test_worker_crash_mid_run_makes_torchrun_stop_the_group_naming_the_rank(fault):
     # torchrun's agent stops every rank when one exits non-zero: the job ends at once with status 1, its report
-    # names the rank and its exit code (the master's result is lost: it is killed mid-run)
+    # names the rank and its exit code (the master's result is lost: it is killed mid-run). A raising worker exits
+    # with status 1, or is aborted (-6, SIGABRT) when its receive threads are still inside a Gloo wait at exit
     status, out, res, _ = run_fault_job({"fault": fault, "workers": [1], "at": 3, "iters": 400, "timeout": 60.0},
                                         timeout=60)
     assert status == 1 and res is None, out[-3000:]
-    assert re.search(r"rank\s*: 2 \(local_rank: 2\)\s*\n\s*exitcode\s*: 1 ", out), out[-3000:]
+    code = "1" if fault == "exit1" else "(1|-6)"
+    assert re.search(r"rank\s*: 2 \(local_rank: 2\)\s*\n\s*exitcode\s*: " + code + " ", out), out[-3000:]
