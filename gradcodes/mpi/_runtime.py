@@ -36,6 +36,9 @@ from ._setup import check_same_code, check_size, limit_blas, wait_count, wait_tr
 
 #: the default grace (seconds) of :meth:`Master.stop` and the workers' watchdogs (``docs/runtime.md``)
 GRACE = 5.0
+#: seconds a watchdog waits between ``MPI_Finalize`` and ``os._exit`` (an exit right after it was sometimes
+#: reported by hydra as a bad termination: measured, ``docs/runtime.md``)
+EXIT_PAUSE = 0.5
 
 __all__ = ["Master", "Worker", "AggregateInfo", "check_size", "limit_blas"]
 
@@ -395,6 +398,7 @@ class _Watchdog(threading.Thread):
                   "worker has not finished (its compute has not returned): ending the process with status 0",
                   file=sys.stderr, flush=True)
             get_mpi().Finalize()
+            time.sleep(EXIT_PAUSE)
         except BaseException as exc:        # exiting without MPI_Finalize: hydra will take it for a failure
             print(f"gradcodes.mpi: rank {self.rank}: MPI_Finalize failed: {exc!r}", file=sys.stderr, flush=True)
         finally:
