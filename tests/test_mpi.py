@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import time
+from typing import Any
 
 import numpy as np
 import pytest
@@ -382,3 +383,147 @@ def test_nan_worker_is_found_only_when_the_decode_is_not_finite_and_then_skipped
     for err in res["errors"]:
         assert err <= 6 * U32
     assert all(0 not in u for u in res["used"])
+
+
+# --- issue 34: real faults (tests/mpi_fault_job.py), not the library's delay models ---------------------------------
+FAULT_JOB = os.path.join(HERE, "mpi_fault_job.py")
+GRACE = 1.5
+
+
+def run_fault_job(cfg: dict, *, timeout: float = 60, on_result: Any = None) -> tuple[int | str, str, dict | None,
+                                                                                      float]:
+    """Run tests/mpi_fault_job.py on 4 ranks (n = 3, s = 1); returns (status, output, RESULT, wall clock when
+    mpiexec returned). ``on_result(proc)`` runs once the master printed ``MASTER_EXIT`` (the harness's turn, e.g.
+    resuming or killing a stopped worker). A job still running at ``timeout`` is killed, its processes too (it
+    runs in its own session), and reported with status ``"hung"``."""
+    import signal
+    import threading
+
+    assert MPIEXEC is not None
+    cmd = [MPIEXEC, "-n", "4", sys.executable, "-m", "mpi4py", FAULT_JOB, json.dumps({"grace": GRACE, **cfg})]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=_env(),
+                            start_new_session=True)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(proc.stdout or []), daemon=True)
+    reader.start()
+    t0 = time.monotonic()
+    status: int | str = "hung"
+    called = False
+    while time.monotonic() - t0 < timeout:
+        if proc.poll() is not None:
+            status = proc.returncode
+            break
+        if on_result is not None and not called and any(ln.startswith("MASTER_EXIT") for ln in lines):
+            called = True
+            on_result(proc)
+        time.sleep(0.1)
+    ended = time.time()
+    if status == "hung":
+        for pid in [proc.pid, *_descendants(proc.pid)]:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        proc.wait()
+    reader.join(5)
+    out = "".join(lines)
+    res = next((json.loads(ln[7:]) for ln in out.splitlines() if ln.startswith("RESULT ")), None)
+    return status, out, res, ended
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (hydra's proxy starts the ranks in a session of its own)."""
+    out, todo = [], [pid]
+    while todo:
+        kids = subprocess.run(["pgrep", "-P", str(todo.pop())], capture_output=True, text=True).stdout.split()
+        out += [int(k) for k in kids]
+        todo += [int(k) for k in kids]
+    return out
+
+
+def _stopped_ranks(proc: subprocess.Popen) -> list[int]:
+    """The stopped (SIGSTOP) processes of the job."""
+    stopped = []
+    for pid in _descendants(proc.pid):
+        ps = subprocess.run(["ps", "-o", "stat=", "-p", str(pid)], capture_output=True, text=True).stdout
+        if "T" in ps:
+            stopped.append(pid)
+    return stopped
+
+
+def _assert_finished_exactly(res: dict | None, out: str, rank: int) -> None:
+    assert res is not None, out[-3000:]
+    assert res["iterations"] == 8 and res["grad_err"] <= 1e-12, res
+    assert res["slowest"] < 2.0, res                 # no iteration waited for the frozen worker (timeout 20 s)
+    assert str(rank) in res["failures"], res
+    assert res["after_last"] <= 2 * GRACE + 1.5, res  # the master returned within 2 * grace of its last iteration
+
+
+@needs_mpi
+@pytest.mark.parametrize("fault", ["loop", "spin"])
+def test_worker_frozen_in_its_gradient_leaves_every_iteration_exact_and_the_job_ends_within_the_grace(fault):
+    # old code: the master raised StragglerTimeout 30 s after its last iteration (MPI_Abort, the result lost)
+    status, out, res, ended = run_fault_job({"fault": fault, "workers": [0], "at": 2, "iters": 8})
+    _assert_finished_exactly(res, out, 1)
+    assert "ending the process with status 0" in out, out[-3000:]
+    assert status == 0, out[-3000:]                   # MPI_Finalize before the exit: hydra sees a clean exit
+    assert res is not None and ended - res["last_at"] <= 2 * GRACE + 8, ended - res["last_at"]
+
+
+@needs_mpi
+def test_sigstopped_worker_is_named_and_the_job_ends_once_it_is_resumed():
+    import signal
+
+    def resume(proc):
+        for pid in _stopped_ranks(proc):
+            os.kill(pid, signal.SIGCONT)
+
+    status, out, res, ended = run_fault_job({"fault": "sigstop", "workers": [0], "at": 2, "iters": 8},
+                                            on_result=resume)
+    _assert_finished_exactly(res, out, 1)
+    assert status == 0, out[-3000:]
+    assert res is not None and ended - res["last_at"] <= 2 * GRACE + 8, ended - res["last_at"]
+
+
+@needs_mpi
+def test_sigstopped_worker_left_stopped_keeps_mpiexec_waiting_until_the_harness_kills_it():
+    import signal
+
+    def kill_stopped(proc):
+        time.sleep(3.0)
+        assert proc.poll() is None                    # hydra still waits for the stopped rank
+        for pid in _stopped_ranks(proc):
+            os.kill(pid, signal.SIGKILL)
+
+    status, out, res, _ = run_fault_job({"fault": "sigstop", "workers": [0], "at": 2, "iters": 8},
+                                        on_result=kill_stopped)
+    _assert_finished_exactly(res, out, 1)
+    assert status not in (0, "hung") and "BAD TERMINATION" in out, (status, out[-3000:])
+
+
+@needs_mpi
+def test_more_than_s_frozen_workers_end_the_job_with_an_error_naming_them():
+    status, out, res, _ = run_fault_job({"fault": "loop", "workers": [0, 1], "at": 2, "iters": 8, "timeout": 3.0})
+    assert res is None and status not in (0, "hung"), out[-3000:]
+    assert "StragglerTimeout" in out and "missing: rank 1, rank 2" in out, out[-3000:]
+
+
+@needs_mpi
+@pytest.mark.parametrize("fault", ["exit0", "exit1", "raise"])
+def test_worker_death_mid_run_ends_the_whole_mpi_job_at_once(fault):
+    # MPICH's hydra kills every rank when one exits without MPI_Finalize, whatever its status (measured, MPICH
+    # 5.0.2, racy between runs): exit 0 -> mpiexec returns 9 ("BAD TERMINATION") or 0 with the other ranks killed
+    # silently (the master's result is lost either way); exit 1 -> mpiexec returns 1 with no message, or 9 with
+    # "BAD TERMINATION"; an exception -> python -m mpi4py calls MPI_Abort, naming the rank, status 1
+    t0 = time.monotonic()
+    status, out, res, _ = run_fault_job({"fault": fault, "workers": [1], "at": 3, "iters": 400, "timeout": 60.0})
+    assert res is None and status != "hung", out[-3000:]
+    assert time.monotonic() - t0 < 30
+    if fault == "exit0":
+        assert status == 0 or (status == 9 and "BAD TERMINATION" in out), (status, out[-3000:])
+    elif fault == "exit1":
+        assert status == 1 or (status == 9 and "BAD TERMINATION" in out), (status, out[-3000:])
+    else:
+        assert status == 1, (status, out[-3000:])
+    if fault == "raise":
+        assert "rank 2 in comm 0" in out and "injected failure on rank 2" in out, out[-3000:]

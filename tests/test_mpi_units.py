@@ -551,3 +551,20 @@ def test_tree_check_of_a_parent_that_decoded_from_fewer_than_n_minus_s():
     W = np.asarray(code._tree_weights(used[None], sets=True)[0][0], dtype=float)
     assert np.allclose(W @ code.float_B(), 1) and np.array_equal(W != 0, used)
     assert _runtime_verdict(TreeCheck(code, lay, np.float32), lay, used)
+
+
+def test_grace_must_be_a_positive_finite_number_of_seconds():
+    from gradcodes.mpi._runtime import GRACE, check_grace
+
+    assert check_grace(1) == 1.0 and GRACE == 5.0
+    for bad in (0, -1.0, float("inf"), float("nan")):
+        with pytest.raises(gc.GradcodesValueError, match="grace"):
+            check_grace(bad)
+
+
+def test_run_result_failures_default_empty_and_in_json():
+    z = np.zeros(2)
+    res = RunResult("c", "flat", 3, 2, z, z, z, np.ones((2, 3), dtype=bool))
+    assert res.failures == {}
+    res.failures[1] = "no goodbye within the grace"
+    assert json.loads(res.to_json())["failures"] == {"1": "no goodbye within the grace"}

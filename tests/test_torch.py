@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -327,3 +328,134 @@ def test_a_worker_failing_after_its_last_message_leaves_the_finished_run_its_res
     assert "its link failed after its last message" in r["failures"]["3"], r
     assert "RuntimeWarning: gradcodes.torch.train: the run finished, then ranks failed: rank 3" in proc.stderr
     assert proc.returncode == 0, _errors(proc.stderr)
+
+
+# --- issue 34: real faults (tests/torch_fault_job.py), not the library's delay models -----------------------------
+FAULT_JOB = ROOT / "tests" / "torch_fault_job.py"
+GRACE = 1.5
+
+
+def run_fault_job(cfg: dict, *, timeout: float = 90, on_result: Any = None) -> tuple[int | str, str, dict | None,
+                                                                                       float]:
+    """Run tests/torch_fault_job.py on 4 ranks (n = 3, s = 1); returns (status, output, RESULT, wall clock when
+    torchrun returned). ``on_result(proc, output)`` runs once the master printed its result (the harness's turn,
+    e.g. resuming or killing a stopped worker). A job still running at ``timeout`` is killed (its children too)
+    and reported with status ``"hung"``."""
+    import signal
+    import threading
+
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "4", str(FAULT_JOB),
+           json.dumps({"grace": GRACE, **cfg})]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=ROOT)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(proc.stdout or []), daemon=True)
+    reader.start()
+    t0 = time.monotonic()
+    status: int | str = "hung"
+    called = False
+    while time.monotonic() - t0 < timeout:
+        if proc.poll() is not None:
+            status = proc.returncode
+            break
+        if on_result is not None and not called and any(ln.startswith("MASTER_EXIT") for ln in lines):
+            called = True
+            on_result(proc, "".join(lines))
+        time.sleep(0.1)
+    ended = time.time()
+    if status == "hung":
+        kids = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split()
+        proc.kill()
+        for k in kids:
+            try:
+                os.kill(int(k), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        proc.wait()
+    reader.join(5)
+    out = "".join(lines)
+    res = next((json.loads(ln[7:]) for ln in out.splitlines() if ln.startswith("RESULT ")), None)
+    return status, out, res, ended
+
+
+def _assert_finished_exactly(res: dict | None, out: str, rank: int) -> None:
+    assert res is not None, out[-3000:]
+    assert res["iterations"] == 8 and res["grad_err"] <= 1e-12, res
+    # no iteration waited for the frozen worker (the straggler timeout is 20 s)
+    assert res["slowest"] < 2.0, res
+    assert str(rank) in res["failures"], res
+    # the master returned within 2 * grace of its last iteration (flat code), plus a margin for a loaded machine
+    assert res["after_last"] <= 2 * GRACE + 1.5, res
+
+
+@pytest.mark.parametrize("fault", ["loop", "spin"])
+def test_worker_frozen_in_its_loss_leaves_every_iteration_exact_and_the_job_ends_within_the_grace(fault):
+    # old code: the master returned 20 s after its last iteration and torchrun never returned (the frozen worker)
+    status, out, res, ended = run_fault_job({"fault": fault, "workers": [0], "at": 2, "iters": 8})
+    _assert_finished_exactly(res, out, 1)
+    assert res is not None and "without a goodbye" in res["failures"]["1"], res
+    assert "ending the process with status 0" in out, out[-3000:]
+    assert status == 0, out[-3000:]                       # a finished run's job ends with status 0
+    assert ended - res["last_at"] <= 2 * GRACE + 8, ended - res["last_at"]
+
+
+def test_sigstopped_worker_is_named_and_the_job_ends_once_it_is_resumed():
+    import signal
+
+    def resume(proc, out):                                # the master has exited: resume the stopped worker
+        for pid in subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split():
+            os.kill(int(pid), signal.SIGCONT)
+
+    status, out, res, ended = run_fault_job({"fault": "sigstop", "workers": [0], "at": 2, "iters": 8},
+                                            on_result=resume)
+    _assert_finished_exactly(res, out, 1)
+    assert res is not None and "its link was still open" in res["failures"]["1"], res
+    assert status == 0, out[-3000:]
+    assert ended - res["last_at"] <= 2 * GRACE + 8, ended - res["last_at"]
+
+
+def test_sigstopped_worker_left_stopped_keeps_torchrun_waiting_until_the_harness_kills_it():
+    """torchrun waits for every local worker: a stopped one (which cannot end itself) holds the job until it is
+    killed; torchrun then reports the rank, exit code -9, and returns 1 (docs/runtime.md)."""
+    import signal
+
+    def kill_stopped(proc, out):
+        time.sleep(3.0)
+        assert proc.poll() is None                        # still waiting for the stopped rank
+        for line in subprocess.run(["ps", "-o", "pid=,stat=", "--ppid", str(proc.pid)], capture_output=True,
+                                   text=True).stdout.splitlines():
+            pid, stat = line.split()
+            if "T" in stat:
+                os.kill(int(pid), signal.SIGKILL)
+
+    status, out, res, _ = run_fault_job({"fault": "sigstop", "workers": [0], "at": 2, "iters": 8},
+                                        on_result=kill_stopped)
+    _assert_finished_exactly(res, out, 1)
+    assert status == 1 and re.search(r"rank\s*: 1 \(local_rank: 1\)\s*\n\s*exitcode\s*: -9", out), out[-3000:]
+
+
+def test_more_than_s_frozen_workers_end_the_job_with_an_error_naming_them():
+    status, out, res, _ = run_fault_job({"fault": "loop", "workers": [0, 1], "at": 2, "iters": 8, "timeout": 3.0})
+    assert res is None and status not in (0, "hung"), out[-3000:]
+    assert "StragglerTimeout" in out and re.search(r"missing ranks \[1, 2\]", out), out[-3000:]
+
+
+def test_worker_exit_0_mid_run_is_a_straggler_and_the_run_finishes_exactly():
+    # torchrun lets the others run on after a rank exits with status 0: the master treats the dead rank as a
+    # straggler (old code: "receiving from rank 2 failed" raised on the master)
+    status, out, res, _ = run_fault_job({"fault": "exit0", "workers": [1], "at": 3, "iters": 8})
+    assert res is not None and res["iterations"] == 8 and res["grad_err"] <= 1e-12, out[-3000:]
+    assert "its link failed during the run" in res["failures"]["2"], res
+    assert status == 0, out[-3000:]
+
+
+@pytest.mark.parametrize("fault", ["exit1", "raise"])
+def test_worker_crash_mid_run_makes_torchrun_stop_the_group_naming_the_rank(fault):
+    # torchrun's agent stops every rank when one exits non-zero: the job ends at once with status 1, its report
+    # names the rank and its exit code (the master's result is lost: it is killed mid-run). A raising worker exits
+    # with status 1, or is aborted (-6, SIGABRT) when its receive threads are still inside a Gloo wait at exit
+    status, out, res, _ = run_fault_job({"fault": fault, "workers": [1], "at": 3, "iters": 400, "timeout": 60.0},
+                                        timeout=60)
+    assert status == 1 and res is None, out[-3000:]
+    code = "1" if fault == "exit1" else "(1|-6)"
+    assert re.search(r"rank\s*: 2 \(local_rank: 2\)\s*\n\s*exitcode\s*: " + code + " ", out), out[-3000:]

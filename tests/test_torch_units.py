@@ -535,3 +535,12 @@ def test_master_sends_a_busy_worker_the_current_parameters_once_it_is_free(monke
     th.join(10)
     assert info.iteration == 1 and len(info.responders) == 1
     assert sorted(d for d, t, _ in world.sent if t == 1) == [1, 2, 3]
+
+
+def test_torch_grace_must_be_a_positive_finite_number_of_seconds():
+    from gradcodes.torch._runtime import GRACE, STOPPED_STATUS, _check_grace
+
+    assert _check_grace(2) == 2.0 and GRACE == 5.0 and STOPPED_STATUS == 0
+    for bad in (0, -1.0, float("inf"), float("nan")):
+        with pytest.raises(gc.GradcodesValueError, match="grace"):
+            _check_grace(bad)

@@ -48,6 +48,10 @@ class RunResult:
         Everything needed to repeat the run.
     stale : int
         Messages from earlier iterations the master dropped.
+    failures : dict of int to str
+        Workers (rank: what happened) that did not say goodbye within the grace after the master's last
+        iteration (frozen in their compute, stopped or gone): the run had finished, so :func:`gradcodes.mpi.train`
+        returns this result (and warns) instead of raising.
     """
 
     scheme: str
@@ -64,6 +68,7 @@ class RunResult:
     predicted: float | None = None
     params: dict[str, Any] = field(default_factory=dict)
     stale: int = 0
+    failures: dict[int, str] = field(default_factory=dict)
 
     @property
     def iterations(self) -> int:
@@ -143,6 +148,7 @@ class RunResult:
                 return None
             return v
         doc = {"summary": {k: clean(v) for k, v in self.summary().items()}, "params": self.params,
+               "failures": {str(r): what for r, what in self.failures.items()},
                "iterations": [{k: clean(v) for k, v in r.items()} for r in self.records()]}
         text = json.dumps(doc, indent=1, default=str)
         if path is not None:

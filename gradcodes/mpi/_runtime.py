@@ -11,6 +11,9 @@ compute their own message from their own partial gradients, a CodedReduce parent
 from __future__ import annotations
 
 import math
+import os
+import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,6 +33,12 @@ from ._comm import Inbox, ParamSender, StragglerTimeout, Tags, finite, get_mpi, 
 from ._delays import Delay, NoDelay
 from ._layout import Combiner, TreeCheck, WorkerEncoder, layout_for, write_tail
 from ._setup import check_same_code, check_size, limit_blas, wait_count, wait_tracker
+
+#: the default grace (seconds) of :meth:`Master.stop` and the workers' watchdogs (``docs/runtime.md``)
+GRACE = 5.0
+#: seconds a watchdog waits between ``MPI_Finalize`` and ``os._exit`` (an exit right after it was sometimes
+#: reported by hydra as a bad termination: measured, ``docs/runtime.md``)
+EXIT_PAUSE = 0.5
 
 __all__ = ["Master", "Worker", "AggregateInfo", "check_size", "limit_blas"]
 
@@ -111,6 +120,10 @@ class Master:
         ``n - s`` messages; ``"first"``: the first ``n - s`` (or ``wait_for``) messages.
     blas_threads : int or None, default 1
         BLAS threads of this process, set once here (``gradcodes.mpi._setup.limit_blas``); None leaves BLAS alone.
+    grace : float, default :data:`GRACE` (5 s)
+        After the last iteration (:meth:`stop`): seconds per tree level, plus one, that the master waits for the
+        workers' goodbyes; the same on every rank (a worker stuck in its compute ends its own process this long
+        after the stop message).
 
     Notes
     -----
@@ -126,11 +139,17 @@ class Master:
     def __init__(self, code: LinearCode, length: int, dtype: DTypeLike = np.float64, *, comm: Any = None,
                  wait_for: int | None = None, deadline: float | None = None, decoder: str | Decoder | None = None,
                  timeout: float = 60.0, poll: float = 0.0, policy: str | WaitPolicy | None = None,
-                 blas_threads: int | None = 1) -> None:
+                 blas_threads: int | None = 1, grace: float = GRACE) -> None:
+        self.grace = check_grace(grace)
+        #: workers that did not say goodbye within the grace after the stop message: rank -> how (:meth:`stop`)
+        self.failures: dict[int, str] = {}
         self.comm = _comm(comm)
         self.layout = layout_for(code)
         check_size(self.layout, self.comm, f"code {code.name!r}")
         check_same_code(code, self.comm)
+        #: the control channel (a duplicate of ``comm``, collective with the workers' set-up): the stop message
+        #: every worker's watchdog receives however stuck its compute is (:class:`_Watchdog`)
+        self.ctrl = self.comm.Dup()
         if self.comm.Get_rank() != 0:
             raise GradcodesValueError("the Master runs on rank 0")
         self.code = code
@@ -271,17 +290,101 @@ class Master:
         return grad, AggregateInfo(iteration, tuple(kw[i] for i in rows), tuple(kw[i] for i in bad), waited,
                                          dt, est, self.inbox.dropped, adversaries)
 
-    def stop(self, timeout: float = 30.0) -> None:
-        """Tell every worker to stop and wait until all have finished (their late messages are drained)."""
+    def stop(self, grace: float | None = None) -> dict[int, str]:
+        """Tell every worker to stop; the ranks that did not say goodbye within the grace, and how.
+
+        Every worker gets the stop message twice: at once on the control channel (``ctrl``, received by its
+        watchdog thread however stuck its compute is) and on the parameter channel after its pending parameters,
+        which ends its loop. The master drains its children's last messages until every child said goodbye
+        (``FINAL``) or ``grace`` seconds per tree level below it, plus one, have passed (a flat master:
+        ``2 * grace``; default :attr:`grace`). Never raises for a worker that did not answer: the run has
+        finished. Such ranks are returned and kept in :attr:`failures`, and the receives still posted for them
+        are cancelled.
+        """
         if self._stopped:
-            return
+            return self.failures
         self._stopped = True
-        self.sender.stop(self.poll, timeout)
-        missing = self.inbox.drain(timeout)
+        wait = self.grace if grace is None else check_grace(grace)
+        start = time.perf_counter()
+        empty = np.empty(0, dtype=self.dtype)
+        ctrl = [self.ctrl.Isend(empty, dest=r, tag=0) for r in range(1, self.layout.size)]
+        deadline = start + wait * (_height(self.layout, 0) + 1)
+        try:
+            self.sender.stop(self.poll, wait)
+        except StragglerTimeout:               # a stop message still queued behind a stuck worker's parameters
+            pass
+        missing = self.inbox.drain(max(deadline - time.perf_counter(), 0.0))
+        failures: dict[int, str] = {}
+        for i in missing:
+            failures[self.inbox.sources[i]] = (
+                f"no goodbye within the grace ({wait * (_height(self.layout, 0) + 1):g} s after the stop message): "
+                "its compute is stuck (it then ends its own process), or it is stopped (SIGSTOP) or gone")
         if missing:
-            ranks = [self.inbox.sources[i] for i in missing]
-            raise StragglerTimeout(f"ranks {ranks} did not finish within {timeout:g} s of the stop message",
-                                   [r - 1 for r in ranks])
+            self.inbox.cancel()
+        for r, req in zip(range(1, self.layout.size), ctrl, strict=True):
+            if not req.Test():
+                req.Cancel()
+                req.Wait()
+                failures.setdefault(r, "its control stop message could not be delivered")
+        self.failures = failures
+        return failures
+
+
+def _height(layout: Any, rank: int) -> int:
+    """Levels of the tree below ``rank`` (0 for a leaf; 1 for a flat master)."""
+    h = 0
+    while kids := layout.children(rank):
+        rank, h = kids[0], h + 1
+    return h
+
+
+def check_grace(grace: Any) -> float:
+    """``grace`` as a positive finite number of seconds."""
+    g = float(grace)
+    if not g > 0 or math.isinf(g):
+        raise GradcodesValueError(f"grace must be a positive number of seconds, got {grace!r}")
+    return g
+
+
+class _Watchdog(threading.Thread):
+    """A worker's control receiver: polls a receive on the control communicator for the master's stop message
+    (posted for the whole run, so the message arrives however stuck the worker's compute is). When it came and
+    :attr:`done` (set by :meth:`Worker.run` on its way out) is not set within ``wait`` seconds, the worker is
+    stuck: the watchdog prints why, calls ``MPI_Finalize`` (which returns once the other ranks finalize, so
+    mpiexec sees a clean exit and the master is not killed) and ends the process with status 0
+    (``os._exit``). Without ``MPI_Finalize``, MPICH's hydra takes the exit for a failure: it kills the ranks still
+    running, the master included (measured, ``docs/runtime.md``)."""
+
+    def __init__(self, comm: Any, rank: int, wait: float, dtype: Any) -> None:
+        super().__init__(daemon=True, name=f"gradcodes-watchdog-{rank}")
+        self.rank, self.wait = int(rank), float(wait)
+        self.buf = np.empty(0, dtype=dtype)
+        self.req = comm.Irecv(self.buf, source=0, tag=0)
+        self.stopped = threading.Event()
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        ended: float | None = None
+        while not self.req.Test():
+            if self.done.is_set():            # the run ended; the control message may still be on its way
+                ended = time.monotonic() if ended is None else ended
+                if time.monotonic() - ended > self.wait:
+                    return                    # Worker.run cancels the receive
+            time.sleep(0.02)
+        self.stopped.set()
+        if self.done.wait(self.wait):
+            return
+        try:
+            sys.stdout.flush()
+            print(f"gradcodes.mpi: rank {self.rank}: the master's stop message came {self.wait:g} s ago and this "
+                  "worker has not finished (its compute has not returned): ending the process with status 0",
+                  file=sys.stderr, flush=True)
+            get_mpi().Finalize()
+            time.sleep(EXIT_PAUSE)
+        except BaseException as exc:        # exiting without MPI_Finalize: hydra will take it for a failure
+            print(f"gradcodes.mpi: rank {self.rank}: MPI_Finalize failed: {exc!r}", file=sys.stderr, flush=True)
+        finally:
+            os._exit(0)
 
 
 class Worker:
@@ -319,6 +422,11 @@ class Worker:
         array), and is not read after the next call.
     blas_threads : int or None, default 1
         BLAS threads of this process, set once (``gradcodes.mpi._setup.limit_blas``); None leaves BLAS alone.
+    grace : float, default :data:`GRACE` (5 s)
+        The master's (the same on every rank): when :meth:`run` has not returned ``grace`` seconds per tree level
+        below this worker, plus one, after the master's stop message came on the control channel (a leaf:
+        ``grace``), the compute is stuck and the process ends itself: ``MPI_Finalize``, then exit status 0
+        (:class:`_Watchdog`).
 
     Notes
     -----
@@ -334,7 +442,8 @@ class Worker:
                  dtype: DTypeLike = np.float64, *, comm: Any = None, delay: Delay | None = None,
                  poll: float = 1e-4, policy: str | WaitPolicy | None = None,
                  coded_gradient: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
-                 blas_threads: int | None = 1) -> None:
+                 blas_threads: int | None = 1, grace: float = GRACE) -> None:
+        self.grace = check_grace(grace)
         if partial_gradient is None and coded_gradient is None:
             raise GradcodesTypeError("give partial_gradient(params, j) or coded_gradient(params, weights)")
         if coded_gradient is not None and not callable(coded_gradient):
@@ -348,6 +457,7 @@ class Worker:
         self.layout = layout_for(code)
         check_size(self.layout, self.comm, f"code {code.name!r}")
         check_same_code(code, self.comm)
+        self.ctrl = self.comm.Dup()                 # the control channel (see Master.ctrl)
         self.rank = self.comm.Get_rank()
         if self.rank == 0:
             raise GradcodesValueError("rank 0 is the master; workers are ranks 1..N")
@@ -548,17 +658,37 @@ class Worker:
         return self._sfull[self._cur]
 
     def run(self) -> int:
-        """Run until STOP; returns the number of iterations this worker answered."""
-        while self.step():
-            pass
+        """Run until STOP; returns the number of iterations this worker answered.
+
+        A watchdog thread receives the master's control stop message: if this call has not returned a grace
+        after it (the compute is stuck), the watchdog ends the process (:class:`_Watchdog`)."""
+        dog = _Watchdog(self.ctrl, self.rank, self.grace * (_height(self.layout, self.rank) + 1), self.dtype)
+        dog.start()
+        try:
+            while self.step():
+                pass
+        except BaseException:
+            dog.wait = 0.0                     # the error ends the job: the watchdog goes at once
+            raise
+        finally:
+            dog.done.set()
+            dog.join()
+            if not dog.stopped.is_set():       # ended without the control message (an error): withdraw it
+                dog.req.Cancel()
+                dog.req.Wait()
         return self.iterations_done
 
-    def _finish(self, timeout: float = 30.0) -> None:
+    def _finish(self, timeout: float | None = None) -> None:
         if self.inbox is not None:
-            missing = self.inbox.drain(timeout)
-            if missing:
-                raise StragglerTimeout(f"rank {self.rank}: children {[self.inbox.sources[i] for i in missing]} "
-                                       f"did not finish within {timeout:g} s of the stop message")
+            wait = self.grace * _height(self.layout, self.rank) if timeout is None else timeout
+            missing = self.inbox.drain(wait)
+            if missing:                          # the run has finished: report, never raise
+                print(f"gradcodes.mpi: rank {self.rank}: children {[self.inbox.sources[i] for i in missing]} did "
+                      f"not say goodbye within {wait:g} s of the stop message", file=sys.stderr, flush=True)
+                self.inbox.cancel()
+            timeout = wait
+        else:
+            timeout = self.grace if timeout is None else timeout
         for r in self.sendreqs:
             wait_request(r, self.poll, "a pending send", timeout)
         self.comm.Send(self._empty, dest=self.parent, tag=Tags.FINAL)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -17,7 +18,7 @@ from .._simulate._policies import FixedK, WaitPolicy
 from ._comm import StragglerTimeout, get_mpi
 from ._delays import Delay, NoDelay
 from ._result import RunResult, predict
-from ._runtime import Master, Worker
+from ._runtime import GRACE, Master, Worker
 from ._setup import limit_blas
 
 __all__ = ["train", "allreduce_train"]
@@ -46,7 +47,7 @@ def train(code: LinearCode | str, params: np.ndarray,
           loss: Callable[[np.ndarray], float] | None = None, t_c: float = 0.0,
           callback: Callable[[int, float, Any], None] | None = None, policy: str | WaitPolicy | None = None,
           coded_gradient: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None, master_poll: float = 0.0,
-          blas_threads: int | None = 1) -> RunResult | None:
+          blas_threads: int | None = 1, grace: float = GRACE) -> RunResult | None:
     r"""Run distributed gradient descent with a code on MPI; call it on every rank with the same arguments.
 
     Each iteration the master (rank 0) sends the parameters to every worker, waits for the messages its code
@@ -87,6 +88,14 @@ def train(code: LinearCode | str, params: np.ndarray,
         The ``"allreduce"`` baseline calls it with the unit vector of the worker's partition.
     blas_threads : int or None, default 1
         BLAS threads of every rank, set once per process; None leaves BLAS alone.
+    grace : float, default 5
+        Seconds that bound the end of the job (the same on every rank): after its last iteration the master sends
+        every worker the stop message, waits at most ``2 * grace`` (a CodedReduce tree of height ``h``:
+        ``(h + 1) * grace``) for their goodbyes, records the workers that did not say goodbye in
+        :attr:`RunResult.failures`, warns (:class:`RuntimeWarning`) and returns. A worker whose compute is stuck
+        in user code when the stop message comes ends its own process ``grace`` seconds later (``MPI_Finalize``,
+        exit status 0, so mpiexec returns 0 for a finished run). A worker that dies during the run ends the whole
+        job: MPICH's hydra kills the other ranks (``docs/runtime.md``, "When a rank fails").
     loss : callable, optional
         ``loss(params) -> float`` recorded after each step (not counted in the iteration time).
     t_c : float
@@ -129,10 +138,10 @@ def train(code: LinearCode | str, params: np.ndarray,
     p, dtype = params.size, params.dtype
     if comm.Get_rank() != 0:
         Worker(code, p, partial_gradient, dtype, comm=comm, delay=delay, poll=poll, policy=policy,
-               coded_gradient=coded_gradient, blas_threads=blas_threads).run()
+               coded_gradient=coded_gradient, blas_threads=blas_threads, grace=grace).run()
         return None
     master = Master(code, p, dtype, comm=comm, wait_for=wait_for, deadline=deadline, decoder=decoder,
-                    timeout=timeout, poll=master_poll, policy=policy, blas_threads=blas_threads)
+                    timeout=timeout, poll=master_poll, policy=policy, blas_threads=blas_threads, grace=grace)
     K = len(master.layout.children(0))
     times, waits, decs, ests = (np.zeros(iterations) for _ in range(4))
     used = np.zeros((iterations, K), dtype=bool)
@@ -154,7 +163,11 @@ def train(code: LinearCode | str, params: np.ndarray,
             losses[t] = float(loss(w))
         if callback is not None:
             callback(t, times[t], None if losses is None else losses[t])
-    master.stop()
+    failures = master.stop()
+    if failures:
+        warnings.warn("gradcodes.mpi.train: the run finished, then ranks did not say goodbye: "
+                      + "; ".join(f"rank {r}: {what}" for r, what in sorted(failures.items())),
+                      RuntimeWarning, stacklevel=2)
     if w is not params:
         np.copyto(params, w)
     d = delay if delay is not None else NoDelay()
@@ -164,7 +177,8 @@ def train(code: LinearCode | str, params: np.ndarray,
                              policy=FixedK(wait_for) if wait_for is not None else policy),
                      {"p": p, "dtype": str(dtype), "iterations": iterations, "timeout": timeout, "poll": poll,
                       "master_poll": master_poll, "deadline": deadline, "decoder": str(decoder), "t_c": t_c,
-                      "policy": "default" if policy is None else str(policy)}, master.inbox.dropped)
+                      "policy": "default" if policy is None else str(policy), "grace": grace},
+                     master.inbox.dropped, dict(failures))
 
 
 def _poll(req: Any, poll: float, timeout: float, what: str) -> None:

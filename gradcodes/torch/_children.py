@@ -177,6 +177,8 @@ class Children:
         self.acc: Any = None                                # float64 decode buffer of float32 messages
         #: children that failed after the stop message: rank -> what happened (:meth:`drain`)
         self.failed: dict[int, str] = {}
+        #: rows whose link failed during the run (:meth:`lost`): row -> what happened; never waited for again
+        self.dead: dict[int, str] = {}
 
     def start(self) -> None:
         for th in self.recv:
@@ -242,6 +244,7 @@ class Children:
         bad: list[int] = []
         stale0 = self.stale
         absent_set = absent if isinstance(absent, set) else set(absent)   # (a set the caller may shrink)
+        absent_set |= set(self.dead)
 
         def use(i: int) -> bool:
             if not finite(self.payload[i]):
@@ -279,6 +282,9 @@ class Children:
                     f"{[self.ranks[i] for i in got]}, missing ranks {self.names(missing)}"
                     + (f", ranks {self.names(bad)} sent NaN or infinite values" if bad else ""),
                     missing=self.names(missing), bad=self.names(bad)) from None
+            if key < 0 and self.owns(-1 - key):     # a child's link failed: its process ended, a straggler now
+                self.lost(-1 - key - self.base, t, absent_set | set(bad), who)
+                continue
             key = check_key(key, threads or self.recv)
             if not self.owns(key):
                 if other is not None and other(key):
@@ -296,6 +302,22 @@ class Children:
             self.held[i] = h
             if a == 0 and use(i):
                 return got, bad, self.stale - stale0
+
+    def lost(self, i: int, t: int, excluded: set[int], who: str = "") -> None:
+        """Child ``i``'s link failed during iteration ``t`` (its process ended: a crash, ``os._exit``, a kill the
+        launcher let the job survive): from now on it is a straggler that never answers (:attr:`dead`); raise
+        :class:`StragglerTimeout` at once when the children left, outside ``excluded``, cannot decode."""
+        th = self.recv[i]
+        self.dead[i] = f"its link failed during the run, at iteration {t} (its process ended): {th.error!r}"
+        self.held[i] = None
+        if not self.possible(excluded | set(self.dead)):
+            gone = self.names(self.dead)
+            raise StragglerTimeout(
+                f"{who}iteration {t}: the links of ranks {gone} failed (their processes ended)"
+                + (f", ranks {self.names(excluded - set(self.dead))} cannot answer" if excluded - set(self.dead)
+                   else "")
+                + "; the remaining ranks cannot decode, so the iteration cannot finish",
+                missing=self.names(excluded | set(self.dead)))
 
     def combine(self, rows: list[int], out: Any, *, accumulate: bool) -> None:
         """``out`` (length ``m q``) = [``out`` +] the decode of ``rows`` (cached coefficients, one multiply-add
@@ -335,7 +357,9 @@ class Children:
         A child whose link failed meanwhile (its process ended, or raised, after its last message) is recorded in
         :attr:`failed` (rank: what happened) and not waited for: the run it served has finished, so this is
         reported, never raised."""
-        pending = {i for i in range(self.K) if not self.done[i]}
+        for i, what in self.dead.items():
+            self.failed[self.ranks[i]] = what
+        pending = {i for i in range(self.K) if not self.done[i] and i not in self.dead}
         for i in range(self.K):
             if self.held[i] is not None and not self.done[i]:
                 self._drop(i)
@@ -347,7 +371,8 @@ class Children:
                 break
             if key < 0:
                 th = every[-1 - key]
-                self.failed[th.src] = f"its link failed after its last message: {th.error!r}"
+                self.failed[th.src] = (f"its link failed after its last message, without a goodbye (its process "
+                                       f"ended): {th.error!r}")
                 if self.owns(-1 - key):
                     pending.discard(-1 - key - self.base)
                 continue

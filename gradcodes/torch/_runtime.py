@@ -40,7 +40,9 @@ worker so that a busy worker is skipped rather than waited for.
 from __future__ import annotations
 
 import math
+import os
 import queue
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -61,8 +63,24 @@ __all__ = ["FlatParams", "Master", "Worker", "AggregateInfo", "StragglerTimeout"
            "check_same"]
 
 PARAM_TAG = 72
-#: seconds the master allows for delivering the stop messages, and every node per tree level for the goodbyes
-STOP_WAIT = 10.0
+#: the control channel: the master's stop message on its own tag, received by a thread of every worker that is
+#: always posted, so that it arrives even while the worker's parameter slots are full and its compute is stuck
+CTRL_TAG = 73
+#: a tag nothing is ever sent on: the master's receive on it, timed out, closes the link to a stuck worker
+CUT_TAG = 74
+#: the default grace (seconds): the master waits ``grace`` per tree level, plus ``grace`` for the stop messages
+#: to be taken, for the goodbyes after its last iteration; a worker whose compute has not returned ``grace`` per
+#: level below it plus ``grace`` after its stop message ends its own process (``docs/runtime.md``)
+GRACE = 5.0
+#: the earlier name of :data:`GRACE` (its old value was 10 s)
+STOP_WAIT = GRACE
+#: the exit status of a worker process that ends itself because its compute did not return within the grace
+#: after the stop message: 0, since the run it served has finished (a non-zero status would make torchrun's
+#: agent stop the whole group, the master included, before it has returned its result)
+STOPPED_STATUS = 0
+#: the exit status of a worker process that ends itself because its link to the master failed before any stop
+#: message (the master died: the run did not finish)
+ORPHAN_STATUS = 1
 
 
 def _dist() -> Any:
@@ -206,6 +224,56 @@ class _Sender(threading.Thread):
                 return
 
 
+class _Once(threading.Thread):
+    """Sends the message buffer ``buf`` once to ``dst`` on ``tag`` (the master's control stop message); a failed
+    send is kept in :attr:`error` (the receiver's process has ended)."""
+
+    def __init__(self, dist: Any, buf: Any, dst: int, tag: int) -> None:
+        super().__init__(daemon=True, name=f"gradcodes-ctrl-{dst}")
+        self.dist, self.buf, self.dst, self.tag = dist, buf, dst, tag
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            self.dist.isend(self.buf, self.dst, tag=self.tag).wait()
+        except Exception as exc:     # the worker's process has ended: the master records it
+            self.error = exc
+
+
+class _Watchdog(threading.Thread):
+    """A worker's control receiver: waits for the master's stop message on :data:`CTRL_TAG` (its receive is posted
+    for the whole run, so the message arrives however stuck the worker's compute is). Once it came (or the link to
+    the master failed), :attr:`stopped` is set, and when :attr:`done` (set by :meth:`Worker.run` on its way out)
+    is not set within ``wait`` seconds, the watchdog flushes stdout and stderr, prints why and ends the process
+    with ``os._exit``: status :data:`STOPPED_STATUS` (0) after the stop message, :data:`ORPHAN_STATUS` (1) after a
+    link failure. A worker stuck in user code (an endless loop, a sleep, a lock) thus cannot keep the job alive.
+    """
+
+    def __init__(self, dist: Any, buf: Any, rank: int, wait: float) -> None:
+        super().__init__(daemon=True, name=f"gradcodes-watchdog-{rank}")
+        self.dist, self.buf, self.rank, self.wait = dist, buf, int(rank), float(wait)
+        self.stopped = threading.Event()
+        self.done = threading.Event()
+        self.why = ""
+
+    def run(self) -> None:
+        try:
+            self.dist.irecv(self.buf, src=0, tag=CTRL_TAG).wait()
+            self.why, status = "the master's stop message came", STOPPED_STATUS
+        except Exception as exc:
+            self.why, status = f"the link to the master failed ({exc})", ORPHAN_STATUS
+        self.stopped.set()
+        if self.done.wait(self.wait):
+            return
+        try:
+            sys.stdout.flush()
+            print(f"gradcodes.torch: rank {self.rank}: {self.why} {self.wait:g} s ago and this worker has not "
+                  f"finished (its compute has not returned): ending the process with status {status}",
+                  file=sys.stderr, flush=True)
+        finally:
+            os._exit(status)
+
+
 def check_same(code: Any, dist: Any, size: int, device: Any = "cpu") -> None:
     """Collective (every rank, once at set-up): raise on every rank when some ranks built a different code than
     rank 0 (the digest of :func:`gradcodes.mpi._setup.fingerprint`, e.g. a random code built without ``rng``) or
@@ -291,10 +359,14 @@ class Master:
         Seconds to wait in one iteration before :class:`gradcodes.mpi.StragglerTimeout`.
     poll : float, default 2e-4
         Unused (kept for callers of the earlier signature): the receive threads report arrivals on a queue.
+    grace : float, default :data:`GRACE` (5 s)
+        After the last iteration (:meth:`stop`): seconds per tree level, plus one, that the master waits for the
+        workers' goodbyes (a flat master: ``2 * grace``); the workers that did not say goodbye are in
+        :attr:`failures`. Every worker must be given the same ``grace``.
     """
 
     def __init__(self, code: Any, params: Sequence[Any], *, policy: Any = None, timeout: float = 60.0,
-                 poll: float = 2e-4) -> None:
+                 poll: float = 2e-4, grace: float = GRACE) -> None:
         import torch
 
         from .._simulate._policies import FixedK, as_policy
@@ -325,6 +397,11 @@ class Master:
                                          f"are {self.dtype}")
         self.policy = as_policy(policy, inner)
         self.timeout, self.poll = float(timeout), float(poll)
+        self.grace = _check_grace(grace)
+        #: the control stop message of every worker (header words only; :data:`CTRL_TAG`)
+        self.ctrl = buffer(self.n, 0, self.dtype, self.device)
+        self.ctrl[:, 1] = STOP
+        self._ctrl: list[_Once] = []
         #: one parameter message per worker: header words, then the parameters (``out_params``)
         self.outbox = buffer(self.n, self.flat.size, self.dtype, self.device)
         self.out_params = body(self.outbox, self.flat.size, self.dtype)
@@ -355,9 +432,9 @@ class Master:
         get them during :meth:`aggregate`, as soon as they take their earlier ones."""
         self._busy = set()
         for w in range(self.n):
-            if self._send[w].error is not None:
-                err = self._send[w].error
-                raise GradcodesRuntimeError(f"sending to rank {w + 1} failed: {err}") from err
+            if self._send[w].error is not None:        # its process ended: a straggler that never answers
+                self._busy.add(w)
+                continue
             if not self._send[w].want():
                 self._skipped += 1
                 self._busy.add(w)
@@ -431,30 +508,86 @@ class Master:
         self.grad.copy_(torch.from_numpy(res.gradient).to(self.device))
         return [int(w) for w in res.adversarial]
 
-    def stop(self, timeout: float = STOP_WAIT) -> list[int]:
+    def stop(self, timeout: float | None = None) -> list[int]:
         """Send every worker the stop message and drain the children's last messages; the ranks that did not
-        answer.
+        say goodbye.
 
-        Each worker gets its stop message as soon as its previous parameters are delivered (``_Sender.stop``);
-        the drain waits for the goodbyes as long as ``drain_deadline`` says with ``timeout`` seconds per
-        step, since a parent says goodbye only after draining its own children. Never raises for a rank that
-        failed meanwhile (its process ended or raised after its last message: the run has finished): such
-        ranks, and those that did not say goodbye, are in :attr:`failures` with what happened.
+        Every worker gets the stop message twice: at once on the control channel (:data:`CTRL_TAG`, always
+        received, so a worker stuck in its compute learns of it and ends its own process after its grace,
+        :class:`_Watchdog`), and on the parameter channel as soon as its previous parameters are delivered
+        (``_Sender.stop``), which ends its loop. The drain waits for the goodbyes as long as ``drain_deadline``
+        says with ``timeout`` (default :attr:`grace`) seconds per step, then gives up. Never raises for a rank
+        that failed: the run has finished. Such ranks are in :attr:`failures` with what happened: no goodbye
+        within the grace (and whether its process then ended, or its link is still open: a stopped process, or
+        one stuck outside Python), or its link failed (its process ended or raised after its last message).
         """
+        wait = self.grace if timeout is None else _check_grace(timeout)
         start = time.monotonic()
-        for th in self._send:
-            th.stop()
-        deadline = drain_deadline(self.layout, 0, start, timeout)
+        self._ctrl = [_Once(self.dist, self.ctrl[w], w + 1, CTRL_TAG) for w in range(self.n)]
+        for th in self._ctrl:
+            th.start()
+        for sender in self._send:
+            sender.stop()
+        deadline = drain_deadline(self.layout, 0, start, wait)
         missing = self.children.drain(deadline)
         # let the communication threads finish their last requests before the caller tears the process group down
-        # (a thread still inside a Gloo wait at interpreter exit aborts the process)
-        for th in self._send:
-            th.join(max(deadline - time.monotonic(), 0.0))
+        # (a thread still inside a Gloo wait at interpreter exit aborts the process); a worker stuck in its compute
+        # ends its own process a grace after its control stop message, which fails these requests
+        for sender in self._send:
+            sender.join(max(deadline - time.monotonic(), 0.0))
+        for once in self._ctrl:
+            once.join(max(deadline - time.monotonic(), 0.0))
+        stuck = self._cut(deadline)
         self.failures = dict(self.children.failed)
-        for th in self._send:
-            if th.error is not None:
-                self.failures.setdefault(th.dst, f"the stop message could not be sent: {th.error!r}")
+        for i, rank in enumerate(self.children.ranks):
+            what = self.failures.get(rank)
+            if what is None or not what.startswith("it did not say goodbye"):
+                continue
+            what = f"no goodbye within the grace ({deadline - start:.3g} s after the stop message)"
+            rec, ctrl = self.children.recv[i], self._ctrl[rank - 1]
+            if rank in stuck:
+                what += ("; its link was still open (the master closed it): its process is stopped (SIGSTOP) or "
+                         "stuck outside Python, cannot end itself, and only the launcher can end it")
+            elif rec.error is not None or ctrl.error is not None:
+                what += "; then its link failed (its process ended)"
+            self.failures[rank] = what
+        for sender in self._send:
+            if sender.error is not None:
+                self.failures.setdefault(sender.dst, f"its link failed (its process ended): {sender.error!r}")
         return missing
+
+
+    def _cut(self, deadline: float) -> set[int]:
+        """Close the link to every worker that still has a request pending with this process after the drain's
+        ``deadline`` (a stopped process, or one stuck outside Python), so that the threads waiting on it end: a
+        thread still inside a Gloo wait when the process exits aborts it (SIGABRT, measured: ``docs/runtime.md``).
+
+        A Gloo wait that times out closes its pair (``Application timeout caused pair closure``), which fails every
+        request pending on that pair, so one receive on :data:`CUT_TAG` waited on for a millisecond cuts the link.
+        Returns the ranks whose link was cut.
+        """
+        import datetime
+
+        stuck = {th.src for th in self.children.recv if th.is_alive()}
+        stuck |= {th.dst for th in self._send if th.is_alive()} | {th.dst for th in self._ctrl if th.is_alive()}
+        if not stuck:
+            return stuck
+        scratch = buffer(None, 0, self.dtype, self.device)
+        for rank in sorted(stuck):
+            try:
+                self.dist.irecv(scratch, src=rank, tag=CUT_TAG).wait(timeout=datetime.timedelta(milliseconds=1))
+            except Exception:                     # the expected timeout: the pair is closed
+                pass
+        for th in (*self.children.recv, *self._send, *self._ctrl):
+            th.join(max(deadline + 1.0 - time.monotonic(), 0.1))
+        return stuck
+
+
+def _check_grace(grace: Any) -> float:
+    g = float(grace)
+    if not g > 0 or math.isinf(g):
+        raise GradcodesValueError(f"grace must be a positive number of seconds, got {grace!r}")
+    return g
 
 
 class Worker:
@@ -477,10 +610,15 @@ class Worker:
     timeout : float, default 60
         A tree parent that has not decoded its children for this many seconds raises
         :class:`gradcodes.mpi.StragglerTimeout` naming the missing ranks.
+    grace : float, default :data:`GRACE` (5 s)
+        The master's (the same on every rank): when :meth:`run` has not returned ``grace`` seconds per tree level
+        below this worker, plus one, after the master's stop message came on the control channel (a leaf:
+        ``grace``), the worker's compute is stuck and the process ends itself with exit status 0
+        (:class:`_Watchdog`; status 1 when the link to the master failed before any stop message).
     """
 
     def __init__(self, code: Any, worker: int, params: Sequence[Any], *, delay: Delay | None = None,
-                 poll: float = 2e-4, policy: Any = None, timeout: float = 60.0) -> None:
+                 poll: float = 2e-4, policy: Any = None, timeout: float = 60.0, grace: float = GRACE) -> None:
 
         from .._simulate._policies import as_policy
 
@@ -507,6 +645,8 @@ class Worker:
         self.delay = delay or NoDelay()
         self.poll = float(poll)
         self.timeout = float(timeout)
+        self.grace = _check_grace(grace)
+        self.ctrl = buffer(None, 0, self.flat.dtype, dev)      # the control stop message (header words only)
         self.load_fraction = float(code.loads[self.worker]) / float(code.k)
         self.iterations = 0
         self._arrived: queue.Queue[int] = queue.Queue()
@@ -536,7 +676,27 @@ class Worker:
         (called after the parameters were written into the model). Returns the number of messages sent.
 
         Two receive slots alternate: while the worker computes on one, the next parameters land in the other.
+        A watchdog thread receives the master's control stop message: if this call has not returned a grace
+        after it (``compute`` is stuck), the watchdog ends the process (:class:`_Watchdog`); an error raised here
+        after the stop message came (a link failed as the job wound down) is reported, not raised: the run has
+        finished.
         """
+        watchdog = _Watchdog(self.dist, self.ctrl, self.rank, self.grace * (height(self.layout, self.rank) + 1))
+        watchdog.start()
+        try:
+            count = self._serve(compute)
+        except Exception as exc:
+            if not watchdog.stopped.is_set():
+                watchdog.done.set()
+                raise
+            print(f"gradcodes.torch: rank {self.rank}: after the stop message ({watchdog.why}): {exc!r}",
+                  file=sys.stderr, flush=True)
+            count = self.iterations
+        watchdog.done.set()
+        watchdog.join(self.grace)
+        return count
+
+    def _serve(self, compute: Callable[[int, Any], None]) -> int:
         slots = [Receiver(self.dist, self.inbox[j], 0, PARAM_TAG, j, self._arrived, STOP) for j in range(2)]
         slots[1].free.clear()           # slot 0 receives first; slot 1 once slot 0 holds a message
         kids = self.children
@@ -602,15 +762,17 @@ class Worker:
                 continue
             self.dist.isend(self.outbox, self.parent, tag=GRAD_TAG).wait()
             count += 1
+            self.iterations = count
             cur = self._next(threads, t)
         if kids is not None:
-            missing = kids.drain(drain_deadline(self.layout, self.rank, time.monotonic()), threads=threads)
+            missing = kids.drain(drain_deadline(self.layout, self.rank, time.monotonic(), self.grace),
+                                 threads=threads)
             if missing:
                 print(f"gradcodes.torch: rank {self.rank}: children {missing} did not finish", flush=True)
         self.outbox[1] = BYE
         self.dist.isend(self.outbox, self.parent, tag=GRAD_TAG).wait()
         for th in slots:                 # the slot that took the stop message has ended; the other waits: end it
             th.close()
-            th.join(STOP_WAIT)
+            th.join(self.grace)
         self.iterations = count
         return count

@@ -16,7 +16,7 @@ from .._base.errors import GradcodesValueError
 from ..mpi._delays import Delay, NoDelay
 from ._data import CodedSampler
 from ._loss import coded_loss, loss_weights
-from ._runtime import AggregateInfo, FlatParams, Master, Worker
+from ._runtime import GRACE, AggregateInfo, FlatParams, Master, Worker
 
 __all__ = ["CodedGradient", "train", "ddp_train", "TrainResult"]
 
@@ -105,8 +105,10 @@ class TrainResult:
     """The master's record of a run: per-iteration wall time (evaluation excluded), accuracy, responders.
 
     ``failures`` names the ranks that failed after the master's last iteration (their process ended or raised
-    after its last message, or they did not say goodbye to the stop message) and how: the run had finished, so
-    :func:`train` returns this result (and warns) instead of raising."""
+    after its last message, or they did not say goodbye within the grace after the stop message: frozen in their
+    compute, stopped, or gone) and how: the run had finished, so :func:`train` returns this result (and warns)
+    instead of raising. A worker that failed during the run and was skipped as a straggler is named here too
+    (it never says goodbye)."""
 
     scheme: str
     times: list[float] = field(default_factory=list)
@@ -134,7 +136,7 @@ def train(code: Any, model: Any, loss_fn: Callable[[Any, Any], Any], X: Any, y: 
           timeout: float = 60.0, seed: int = 0, evaluate: Callable[[Any], float] | None = None,
           on_step: Callable[[int, Any, AggregateInfo], None] | None = None,
           corrupt: Callable[[int, int, Any], None] | None = None, name: str | None = None,
-          encoding: str = "auto") -> TrainResult | None:
+          encoding: str = "auto", grace: float = GRACE) -> TrainResult | None:
     """Coded data-parallel training on ``code.n + 1`` ranks (rank 0 master, rank ``i + 1`` worker ``i``).
 
     A :class:`~gradcodes.CodedReduceCode` runs as its tree (Reisizadeh et al. 2019, Section 3): rank ``r``
@@ -158,6 +160,15 @@ def train(code: Any, model: Any, loss_fn: Callable[[Any, Any], Any], X: Any, y: 
     every iteration the run's result is returned: a rank that fails afterwards is recorded in
     :attr:`TrainResult.failures` and warned about (:class:`RuntimeWarning`). Every call joins its threads and
     releases its buffers before it returns (on a clean finish).
+
+    ``grace`` (seconds, default 5; the same on every rank) bounds the end of the job: after its last iteration
+    the master sends every worker the stop message and waits for the goodbyes at most ``2 * grace`` (a
+    CodedReduce tree of height ``h``: ``(h + 1) * grace``), records the workers that did not say goodbye in
+    :attr:`TrainResult.failures` (rank and how) and returns. A worker whose compute is stuck in user code (an
+    endless loop, a sleep) when the stop message comes ends its own process ``grace`` seconds later (a tree parent
+    of height ``h``: ``(h + 1) * grace``) with exit status 0, so ``torchrun`` returns 0 for a finished run. A
+    stopped process (``SIGSTOP``) cannot end itself: the master still returns and names it, and the launcher
+    waits for it (``docs/runtime.md``, "When a rank fails").
     """
     import torch.distributed as dist
 
@@ -166,7 +177,7 @@ def train(code: Any, model: Any, loss_fn: Callable[[Any, Any], Any], X: Any, y: 
     dist.broadcast_object_list(box, src=0)  # rank 0's delay model everywhere, so rng=None draws agree
     delay = box[0]
     if rank == 0:
-        master = Master(code, list(model.parameters()), policy=policy, timeout=timeout)
+        master = Master(code, list(model.parameters()), policy=policy, timeout=timeout, grace=grace)
         opt = optimizer(model.parameters())
         res = TrainResult(name or str(getattr(code, "name", "code")))
         try:
@@ -197,7 +208,7 @@ def train(code: Any, model: Any, loss_fn: Callable[[Any, Any], Any], X: Any, y: 
     sampler = CodedSampler(len(X), code, w, batch_size=batch_size, seed=seed)
     grad = CodedGradient(model, loss_fn, code, w, sampler, encoding=encoding)
     worker = Worker(code, w, list(model.parameters()), delay=delay or NoDelay(), policy=policy,
-                    timeout=timeout)
+                    timeout=timeout, grace=grace)
     per_epoch = len(sampler)
 
     def compute(t: int, out: Any) -> None:
