@@ -120,7 +120,7 @@ class Master:
         ``n - s`` messages; ``"first"``: the first ``n - s`` (or ``wait_for``) messages.
     blas_threads : int or None, default 1
         BLAS threads of this process, set once here (``gradcodes.mpi._setup.limit_blas``); None leaves BLAS alone.
-    grace : float, default :data:`GRACE` (5 s)
+    grace : float, default ``GRACE`` (5 s)
         After the last iteration (:meth:`stop`): seconds per tree level, plus one, that the master waits for the
         workers' goodbyes; the same on every rank (a worker stuck in its compute ends its own process this long
         after the stop message).
@@ -148,7 +148,7 @@ class Master:
         check_size(self.layout, self.comm, f"code {code.name!r}")
         check_same_code(code, self.comm)
         #: the control channel (a duplicate of ``comm``, collective with the workers' set-up): the stop message
-        #: every worker's watchdog receives however stuck its compute is (:class:`_Watchdog`)
+        #: every worker's watchdog receives however stuck its compute is (``_Watchdog``)
         self.ctrl = self.comm.Dup()
         if self.comm.Get_rank() != 0:
             raise GradcodesValueError("the Master runs on rank 0")
@@ -297,7 +297,7 @@ class Master:
         watchdog thread however stuck its compute is) and on the parameter channel after its pending parameters,
         which ends its loop. The master drains its children's last messages until every child said goodbye
         (``FINAL``) or ``grace`` seconds per tree level below it, plus one, have passed (a flat master:
-        ``2 * grace``; default :attr:`grace`). Never raises for a worker that did not answer: the run has
+        ``2 * grace``; default ``grace``). Never raises for a worker that did not answer: the run has
         finished. Such ranks are returned and kept in :attr:`failures`, and the receives still posted for them
         are cancelled.
         """
@@ -422,11 +422,11 @@ class Worker:
         array), and is not read after the next call.
     blas_threads : int or None, default 1
         BLAS threads of this process, set once (``gradcodes.mpi._setup.limit_blas``); None leaves BLAS alone.
-    grace : float, default :data:`GRACE` (5 s)
+    grace : float, default ``GRACE`` (5 s)
         The master's (the same on every rank): when :meth:`run` has not returned ``grace`` seconds per tree level
         below this worker, plus one, after the master's stop message came on the control channel (a leaf:
         ``grace``), the compute is stuck and the process ends itself: ``MPI_Finalize``, then exit status 0
-        (:class:`_Watchdog`).
+        (``_Watchdog``).
 
     Notes
     -----
@@ -661,7 +661,7 @@ class Worker:
         """Run until STOP; returns the number of iterations this worker answered.
 
         A watchdog thread receives the master's control stop message: if this call has not returned a grace
-        after it (the compute is stuck), the watchdog ends the process (:class:`_Watchdog`)."""
+        after it (the compute is stuck), the watchdog ends the process (``_Watchdog``)."""
         dog = _Watchdog(self.ctrl, self.rank, self.grace * (_height(self.layout, self.rank) + 1), self.dtype)
         dog.start()
         try:

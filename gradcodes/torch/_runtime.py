@@ -72,7 +72,7 @@ CUT_TAG = 74
 #: to be taken, for the goodbyes after its last iteration; a worker whose compute has not returned ``grace`` per
 #: level below it plus ``grace`` after its stop message ends its own process (``docs/runtime.md``)
 GRACE = 5.0
-#: the earlier name of :data:`GRACE` (its old value was 10 s)
+#: the earlier name of ``GRACE`` (its old value was 10 s)
 STOP_WAIT = GRACE
 #: the exit status of a worker process that ends itself because its compute did not return within the grace
 #: after the stop message: 0, since the run it served has finished (a non-zero status would make torchrun's
@@ -241,7 +241,7 @@ class _Once(threading.Thread):
 
 
 class _Watchdog(threading.Thread):
-    """A worker's control receiver: waits for the master's stop message on :data:`CTRL_TAG` (its receive is posted
+    """A worker's control receiver: waits for the master's stop message on ``CTRL_TAG`` (its receive is posted
     for the whole run, so the message arrives however stuck the worker's compute is). Once it came (or the link to
     the master failed), :attr:`stopped` is set, and when :attr:`done` (set by :meth:`Worker.run` on its way out)
     is not set within ``wait`` seconds, the watchdog flushes stdout and stderr, prints why and ends the process
@@ -359,7 +359,7 @@ class Master:
         Seconds to wait in one iteration before :class:`gradcodes.mpi.StragglerTimeout`.
     poll : float, default 2e-4
         Unused (kept for callers of the earlier signature): the receive threads report arrivals on a queue.
-    grace : float, default :data:`GRACE` (5 s)
+    grace : float, default ``GRACE`` (5 s)
         After the last iteration (:meth:`stop`): seconds per tree level, plus one, that the master waits for the
         workers' goodbyes (a flat master: ``2 * grace``); the workers that did not say goodbye are in
         :attr:`failures`. Every worker must be given the same ``grace``.
@@ -398,7 +398,7 @@ class Master:
         self.policy = as_policy(policy, inner)
         self.timeout, self.poll = float(timeout), float(poll)
         self.grace = _check_grace(grace)
-        #: the control stop message of every worker (header words only; :data:`CTRL_TAG`)
+        #: the control stop message of every worker (header words only; ``CTRL_TAG``)
         self.ctrl = buffer(self.n, 0, self.dtype, self.device)
         self.ctrl[:, 1] = STOP
         self._ctrl: list[_Once] = []
@@ -512,11 +512,11 @@ class Master:
         """Send every worker the stop message and drain the children's last messages; the ranks that did not
         say goodbye.
 
-        Every worker gets the stop message twice: at once on the control channel (:data:`CTRL_TAG`, always
+        Every worker gets the stop message twice: at once on the control channel (``CTRL_TAG``, always
         received, so a worker stuck in its compute learns of it and ends its own process after its grace,
-        :class:`_Watchdog`), and on the parameter channel as soon as its previous parameters are delivered
+        ``_Watchdog``), and on the parameter channel as soon as its previous parameters are delivered
         (``_Sender.stop``), which ends its loop. The drain waits for the goodbyes as long as ``drain_deadline``
-        says with ``timeout`` (default :attr:`grace`) seconds per step, then gives up. Never raises for a rank
+        says with ``timeout`` (default ``grace``) seconds per step, then gives up. Never raises for a rank
         that failed: the run has finished. Such ranks are in :attr:`failures` with what happened: no goodbye
         within the grace (and whether its process then ended, or its link is still open: a stopped process, or
         one stuck outside Python), or its link failed (its process ended or raised after its last message).
@@ -610,11 +610,11 @@ class Worker:
     timeout : float, default 60
         A tree parent that has not decoded its children for this many seconds raises
         :class:`gradcodes.mpi.StragglerTimeout` naming the missing ranks.
-    grace : float, default :data:`GRACE` (5 s)
+    grace : float, default ``GRACE`` (5 s)
         The master's (the same on every rank): when :meth:`run` has not returned ``grace`` seconds per tree level
         below this worker, plus one, after the master's stop message came on the control channel (a leaf:
         ``grace``), the worker's compute is stuck and the process ends itself with exit status 0
-        (:class:`_Watchdog`; status 1 when the link to the master failed before any stop message).
+        (``_Watchdog``; status 1 when the link to the master failed before any stop message).
     """
 
     def __init__(self, code: Any, worker: int, params: Sequence[Any], *, delay: Delay | None = None,
@@ -677,7 +677,7 @@ class Worker:
 
         Two receive slots alternate: while the worker computes on one, the next parameters land in the other.
         A watchdog thread receives the master's control stop message: if this call has not returned a grace
-        after it (``compute`` is stuck), the watchdog ends the process (:class:`_Watchdog`); an error raised here
+        after it (``compute`` is stuck), the watchdog ends the process (``_Watchdog``); an error raised here
         after the stop message came (a link failed as the job wound down) is reported, not raised: the run has
         finished.
         """
