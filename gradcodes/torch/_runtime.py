@@ -255,11 +255,14 @@ class _Watchdog(threading.Thread):
         self.stopped = threading.Event()
         self.done = threading.Event()
         self.why = ""
+        #: the master's stop message came (not a link failure)
+        self.got_stop = False
 
     def run(self) -> None:
         try:
             self.dist.irecv(self.buf, src=0, tag=CTRL_TAG).wait()
             self.why, status = "the master's stop message came", STOPPED_STATUS
+            self.got_stop = True
         except Exception as exc:
             self.why, status = f"the link to the master failed ({exc})", ORPHAN_STATUS
         self.stopped.set()
@@ -686,7 +689,10 @@ class Worker:
         try:
             count = self._serve(compute)
         except Exception as exc:
-            if not watchdog.stopped.is_set():
+            # a worker resumed after the run (SIGCONT) finds its link closed while the stop message already waits in
+            # its socket: give the watchdog the moment it needs to read it before deciding
+            watchdog.stopped.wait(min(self.grace, 2.0))
+            if not watchdog.got_stop:
                 watchdog.done.set()
                 raise
             print(f"gradcodes.torch: rank {self.rank}: after the stop message ({watchdog.why}): {exc!r}",
