@@ -255,14 +255,11 @@ class _Watchdog(threading.Thread):
         self.stopped = threading.Event()
         self.done = threading.Event()
         self.why = ""
-        #: the master's stop message came (not a link failure)
-        self.got_stop = False
 
     def run(self) -> None:
         try:
             self.dist.irecv(self.buf, src=0, tag=CTRL_TAG).wait()
             self.why, status = "the master's stop message came", STOPPED_STATUS
-            self.got_stop = True
         except Exception as exc:
             self.why, status = f"the link to the master failed ({exc})", ORPHAN_STATUS
         self.stopped.set()
@@ -686,13 +683,17 @@ class Worker:
         """
         watchdog = _Watchdog(self.dist, self.ctrl, self.rank, self.grace * (height(self.layout, self.rank) + 1))
         watchdog.start()
+        self._compute_failed = False
         try:
             count = self._serve(compute)
         except Exception as exc:
-            # a worker resumed after the run (SIGCONT) finds its link closed while the stop message already waits in
-            # its socket: give the watchdog the moment it needs to read it before deciding
-            watchdog.stopped.wait(min(self.grace, 2.0))
-            if not watchdog.got_stop:
+            if self._compute_failed:                  # the user's compute raised: decided at once
+                finished = watchdog.stopped.is_set()
+            else:
+                # a worker resumed after the run (SIGCONT) finds its link closed while the stop message already
+                # waits in its socket: give the watchdog the moment it needs to read it before deciding
+                finished = watchdog.stopped.wait(min(self.grace, 2.0))
+            if not finished:
                 watchdog.done.set()
                 raise
             print(f"gradcodes.torch: rank {self.rank}: after the stop message ({watchdog.why}): {exc!r}",
@@ -730,7 +731,11 @@ class Worker:
                 cur = self._next(threads, t)
                 continue
             self.flat.write(self.params_in[cur])
-            compute(t, msg)
+            try:
+                compute(t, msg)
+            except Exception:
+                self._compute_failed = True          # the user's code raised: not a link of the finished run
+                raise
             self.outbox[0] = t
             self.outbox[1] = DATA
             newer: list[int] = []
