@@ -445,7 +445,9 @@ def test_worker_exit_0_mid_run_is_a_straggler_and_the_run_finishes_exactly():
     # straggler (old code: "receiving from rank 2 failed" raised on the master)
     status, out, res, _ = run_fault_job({"fault": "exit0", "workers": [1], "at": 3, "iters": 8})
     assert res is not None and res["iterations"] == 8 and res["grad_err"] <= 1e-12, out[-3000:]
-    assert "its link failed during the run" in res["failures"]["2"], res
+    # "during the run", or "after its last message" when the 8 iterations finished before the master saw the link
+    # fail (timing; both name the rank and the failed link)
+    assert "its link failed" in res["failures"]["2"], res
     assert status == 0, out[-3000:]
 
 
