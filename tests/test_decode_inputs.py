@@ -78,7 +78,7 @@ def test_new_paths_equal_old_on_every_family(build, params, path, monkeypatch):
                                    rtol=0, atol=1e-12 * scale)
 
 
-@pytest.mark.parametrize("code", [gc.ye_abbe(12, 3, 2), gc.cyclic_repetition(12, 3), gc.coded_reduce(3, 2, 1)],
+@pytest.mark.parametrize("code", [gc.ye_abbe(12, 3, 2), gc.cyclic_repetition(12, 3, rng=0), gc.coded_reduce(3, 2, 1)],
                          ids=["ye_abbe", "cyclic_repetition", "coded_reduce"])
 def test_all_n_responders_in_any_order(code):
     rng = np.random.default_rng(5)
@@ -189,7 +189,7 @@ def test_float32_cancellation_raises_and_float64_decodes(build):
 
 def test_float32_refusal_is_honest():
     """Every float32 decode that is refused would have been off by more than a tenth of the tolerance."""
-    code = gc.cyclic_repetition(20, 3)
+    code = gc.cyclic_repetition(20, 3, rng=0)           # fixed: a random code made this test flaky
     rep = gc.verify(code, stop_on_failure=False)
     F = list(rep.worst_cancellation_responders)
     G = np.random.default_rng(1).normal(1.0, 0.1, size=(code.k, 256)).astype(np.float32)
