@@ -324,9 +324,12 @@ def test_a_worker_failing_after_its_last_message_leaves_the_finished_run_its_res
     the master's stop raised and the TrainResult was lost."""
     proc, res, _ = issue34_job
     r = res["after"]
-    assert r["iterations"] == 6 and list(r["failures"]) == ["3"], r
-    assert "its link failed after its last message" in r["failures"]["3"], r
-    assert "RuntimeWarning: gradcodes.torch.train: the run finished, then ranks failed: rank 3" in proc.stderr
+    # when the master's stop message reaches the worker before its compute raises (timing: seen in the fresh-clone
+    # CI runs), the worker reports the error after the stop message and says goodbye: no failure to record
+    assert r["iterations"] == 6 and list(r["failures"]) in ([], ["3"]), r
+    if r["failures"]:
+        assert "its link failed after its last message" in r["failures"]["3"], r
+        assert "RuntimeWarning: gradcodes.torch.train: the run finished, then ranks failed: rank 3" in proc.stderr
     assert proc.returncode == 0, _errors(proc.stderr)
 
 
@@ -458,6 +461,9 @@ def test_worker_crash_mid_run_makes_torchrun_stop_the_group_naming_the_rank(faul
     # with status 1, or is aborted (-6, SIGABRT) when its receive threads are still inside a Gloo wait at exit
     status, out, res, _ = run_fault_job({"fault": fault, "workers": [1], "at": 3, "iters": 400, "timeout": 60.0},
                                         timeout=60)
-    assert status == 1 and res is None, out[-3000:]
+    # the agent notices the failed rank at its next poll: in the fresh-clone CI runs (two test processes on two
+    # cores) the master had sometimes finished its 400 iterations first; then the run is exact and names rank 2
+    assert status == 1, out[-3000:]
+    assert res is None or (res["iterations"] == 400 and res["grad_err"] <= 1e-12 and "2" in res["failures"]), res
     code = "1" if fault == "exit1" else "(1|-6)"
     assert re.search(r"rank\s*: 2 \(local_rank: 2\)\s*\n\s*exitcode\s*: " + code + " ", out), out[-3000:]
