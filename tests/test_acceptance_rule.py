@@ -25,8 +25,8 @@ from gradcodes._core.numerics import (
     residual_slack,
     tolerance,
 )
+from gradcodes._runtime.layout import Combiner
 from gradcodes._verify import verifier as _verify
-from gradcodes.mpi._layout import Combiner
 
 
 def _all_sets(code: gc.GradientCode):

@@ -35,7 +35,7 @@ def test_every_exported_exception_is_a_gradcodes_error():
 
 
 def test_straggler_timeout_is_a_gradcodes_runtime_error():
-    from gradcodes.mpi._comm import StragglerTimeout
+    from gradcodes._runtime.engine import StragglerTimeout
 
     err = StragglerTimeout("late", missing=[1])
     assert isinstance(err, gc.GradcodesError) and isinstance(err, RuntimeError) and err.missing == [1]

@@ -216,7 +216,7 @@ def test_more_than_s_hung_workers_is_a_clear_error_not_a_hang():
     text = proc.stdout + proc.stderr
     assert proc.returncode != 0
     assert "StragglerTimeout" in text and "within 2 s" in text
-    assert "missing: rank 1, rank 3, rank 6" in text          # workers 0, 2, 5
+    assert "missing ranks [1, 3, 6]" in text          # workers 0, 2, 5
     assert wall < 120
 
 
@@ -262,7 +262,7 @@ def test_nan_from_too_many_workers_is_a_clear_error():
     proc, _, wall = run_job(7, cfg, ok=False)
     text = proc.stdout + proc.stderr
     assert proc.returncode != 0
-    assert "NaN or infinite" in text and "rank 1, rank 2, rank 3" in text
+    assert "NaN or infinite" in text and "ranks [1, 2, 3]" in text
     assert wall < 120                                         # detected at once, not after the 300 s timeout
 
 
@@ -454,7 +454,9 @@ def _stopped_ranks(proc: subprocess.Popen) -> list[int]:
 def _assert_finished_exactly(res: dict | None, out: str, rank: int) -> None:
     assert res is not None, out[-3000:]
     assert res["iterations"] == 8 and res["grad_err"] <= 1e-12, res
-    assert res["slowest"] < 2.0, res                 # no iteration waited for the frozen worker (timeout 20 s)
+    # no iteration waited for the frozen worker: such a wait lasts the whole 20 s timeout (and raises); 2.4-3.1 s
+    # iterations were seen at load averages of 15-20 on 2 cores, with the code before and after the engine
+    assert res["slowest"] < 8.0, res
     assert str(rank) in res["failures"], res
     assert res["after_last"] <= 2 * GRACE + 1.5, res  # the master returned within 2 * grace of its last iteration
 
@@ -505,7 +507,7 @@ def test_sigstopped_worker_left_stopped_keeps_mpiexec_waiting_until_the_harness_
 def test_more_than_s_frozen_workers_end_the_job_with_an_error_naming_them():
     status, out, res, _ = run_fault_job({"fault": "loop", "workers": [0, 1], "at": 2, "iters": 8, "timeout": 3.0})
     assert res is None and status not in (0, "hung"), out[-3000:]
-    assert "StragglerTimeout" in out and "missing: rank 1, rank 2" in out, out[-3000:]
+    assert "StragglerTimeout" in out and "missing ranks [1, 2]" in out, out[-3000:]
 
 
 @needs_mpi

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 import gradcodes as gc
+from gradcodes._runtime.layout import Combiner
 from gradcodes.mpi import FixedDelay, Hang, RunResult, ShiftedExponential, WorkerEncoder, layout_for
 from gradcodes.mpi._comm import Tags
-from gradcodes.mpi._layout import Combiner
 from gradcodes.mpi._problem import SyntheticProblem
 
 
@@ -217,7 +217,7 @@ def test_limit_blas_validates_its_argument():
 
 
 def test_finite_check_of_a_combined_result():
-    from gradcodes.mpi._comm import finite
+    from gradcodes._runtime.engine import finite
 
     x = np.ones(1000, dtype=np.float32)
     assert finite(x)
@@ -431,7 +431,7 @@ def test_combiner_single_names_the_message_that_is_the_decode():
 
 def _tails(lay, used: np.ndarray, rank: int) -> np.ndarray:
     """The tail of the message rank sends up, built as a runtime parent does (from its children's tails)."""
-    from gradcodes.mpi._layout import write_tail
+    from gradcodes._runtime.layout import write_tail
 
     kids = lay.children(rank)
     if not kids:
@@ -468,7 +468,7 @@ def test_tree_check_refuses_the_issue_pattern_as_execute_does():
     16, 22, 25, 27, 29, 33, 37, 38]: every parent's set decoded in float32 under the former estimate, execute
     refuses the pattern; so does the master's check (naming the ranks), and both accept the same pattern in float64
     at a tolerance its rigorous bound (1.2e-7) meets."""
-    from gradcodes.mpi._layout import TreeCheck
+    from gradcodes._runtime.layout import TreeCheck
 
     code = gc.coded_reduce(6, 2, 3, gc.cyclic_repetition(6, 3, rng=34, refine=0))
     lay = layout_for(code)
@@ -497,7 +497,7 @@ def test_tree_check_has_executes_verdict_on_random_patterns(tree, dtype):
     """The master's check on random straggler patterns (each parent's decoding set: its first n - s responding
     children, as execute's tree decoder takes them) gives execute's verdict on every pattern; trees of 2 and 3
     levels with ill-conditioned inner codes, so that both verdicts occur."""
-    from gradcodes.mpi._layout import TreeCheck
+    from gradcodes._runtime.layout import TreeCheck
 
     n, L, s, rng = tree
     code = gc.coded_reduce(n, L, s, gc.cyclic_repetition(n, s, rng=rng, refine=0))
@@ -516,7 +516,7 @@ def test_tree_check_reports_the_whole_patterns_bound():
     """The master's reported error of a tree decode is the bound of the pattern it decoded (the rule's bound of the
     flattened decoding vector, as decode reports it), not the master's own decode plus (L - 1) times the inner
     code's worst, which did not bound the composed error; and that bound holds for a gradient in one partition."""
-    from gradcodes.mpi._layout import TreeCheck
+    from gradcodes._runtime.layout import TreeCheck
 
     code = gc.coded_reduce(3, 3, 1, gc.cyclic_repetition(3, 1, rng=7, refine=0))
     lay = layout_for(code)
@@ -542,7 +542,7 @@ def test_tree_check_reports_the_whole_patterns_bound():
 def test_tree_check_of_a_parent_that_decoded_from_fewer_than_n_minus_s():
     """The "earliest" policy may stop below n - s children (fractional repetition: one per group): the check
     measures that decode's own coefficients (execute's tree decoder always takes n - s), and accepts it."""
-    from gradcodes.mpi._layout import TreeCheck
+    from gradcodes._runtime.layout import TreeCheck
 
     code = gc.coded_reduce(4, 2, 1, gc.fractional_repetition(4, 1))
     lay = layout_for(code)
@@ -554,7 +554,8 @@ def test_tree_check_of_a_parent_that_decoded_from_fewer_than_n_minus_s():
 
 
 def test_grace_must_be_a_positive_finite_number_of_seconds():
-    from gradcodes.mpi._runtime import GRACE, check_grace
+    from gradcodes._runtime.setup import check_grace
+    from gradcodes.mpi._runtime import GRACE
 
     assert check_grace(1) == 1.0 and GRACE == 5.0
     for bad in (0, -1.0, float("inf"), float("nan")):

@@ -384,8 +384,9 @@ def run_fault_job(cfg: dict, *, timeout: float = 90, on_result: Any = None) -> t
 def _assert_finished_exactly(res: dict | None, out: str, rank: int) -> None:
     assert res is not None, out[-3000:]
     assert res["iterations"] == 8 and res["grad_err"] <= 1e-12, res
-    # no iteration waited for the frozen worker (the straggler timeout is 20 s)
-    assert res["slowest"] < 2.0, res
+    # no iteration waited for the frozen worker: such a wait lasts the whole 20 s straggler timeout (and raises);
+    # iterations of 2.4-3.1 s were seen at load averages of 15-20 on 2 cores
+    assert res["slowest"] < 8.0, res
     assert str(rank) in res["failures"], res
     # the master returned within 2 * grace of its last iteration (flat code), plus a margin for a loaded machine
     assert res["after_last"] <= 2 * GRACE + 1.5, res

@@ -538,7 +538,8 @@ def test_master_sends_a_busy_worker_the_current_parameters_once_it_is_free(monke
 
 
 def test_torch_grace_must_be_a_positive_finite_number_of_seconds():
-    from gradcodes.torch._runtime import GRACE, STOPPED_STATUS, _check_grace
+    from gradcodes._runtime.setup import check_grace as _check_grace
+    from gradcodes.torch._runtime import GRACE, STOPPED_STATUS
 
     assert _check_grace(2) == 2.0 and GRACE == 5.0 and STOPPED_STATUS == 0
     for bad in (0, -1.0, float("inf"), float("nan")):

@@ -36,8 +36,8 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 import gradcodes as gc  # noqa: E402
+from gradcodes._runtime.layout import TreeCheck, write_tail  # noqa: E402
 from gradcodes.mpi import layout_for  # noqa: E402
-from gradcodes.mpi._layout import TreeCheck, write_tail  # noqa: E402
 
 TREES = [(3, 2, 1, 7), (6, 2, 3, 34), (3, 3, 1, 7), (4, 3, 2, 25)]
 

@@ -276,7 +276,16 @@ def tolerance(rtol: float, dtype: Any = np.float64) -> float:
     >>> round(tolerance(1e-8, np.float32), 6)
     0.000238
     """
-    u = unit_roundoff(dtype)
+    return tolerance_for(rtol, unit_roundoff(dtype))
+
+
+def tolerance_for(rtol: float, u: float) -> float:
+    """:func:`tolerance` for a real format given by its unit roundoff ``u`` (a format numpy lacks, such as
+    bfloat16, ``u = 2**-8``).
+
+    >>> round(tolerance_for(1e-8, 2.0**-8), 4)
+    0.0621
+    """
     u64 = unit_roundoff(np.float64)
     if u == u64:
         return float(rtol)

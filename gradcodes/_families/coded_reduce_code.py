@@ -293,7 +293,7 @@ class CodedReduceCode(LinearCode):
         and cancellation) and accepted by the code's rule in ``dtype`` (``_accept``); raises
         :class:`~gradcodes.DecodingError` when it misses the tolerance of that dtype.
 
-        ``sets=True`` (the runtimes' check, :class:`gradcodes.mpi._layout.TreeCheck`): ``mask`` marks exactly the
+        ``sets=True`` (the runtimes' check, :class:`gradcodes._runtime.layout.TreeCheck`): ``mask`` marks exactly the
         workers whose messages were used (every parent's decoding set). When every used parent decoded from
         ``n - s`` children this is the decode of that responder set, measured by the very same call; a parent
         that stopped at a smaller decodable set (the ``"earliest"`` wait policy) has its own set's coefficients

@@ -15,9 +15,9 @@ script.py`` so that an exception on any rank ends the whole job. See ``docs/runt
   simulator's worker models: unequal speeds, persistent stragglers, replayed traces).
 """
 
+from .._runtime.delays import Combined, Delay, FixedDelay, Hang, ModelDelay, NoDelay, ShiftedExponential
+from .._runtime.layout import Layout, WorkerEncoder, layout_for
 from ._comm import StragglerTimeout
-from ._delays import Combined, Delay, FixedDelay, Hang, ModelDelay, NoDelay, ShiftedExponential
-from ._layout import Layout, WorkerEncoder, layout_for
 from ._partial import PartialMaster, PartialWorker
 from ._result import RunResult, predict
 from ._runtime import AggregateInfo, Master, Worker

@@ -84,7 +84,7 @@ def build_code(args: argparse.Namespace) -> Any:
 
 
 def _delay(args: argparse.Namespace) -> Any:
-    from ._delays import FixedDelay, Hang, NoDelay, ShiftedExponential
+    from .._runtime.delays import FixedDelay, Hang, NoDelay, ShiftedExponential
 
     d: Any = NoDelay()
     if args.delay == "shifted-exp":
@@ -110,8 +110,8 @@ def _resiliency(code: Any, N: int) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from .. import ignore_stragglers, uncoded
+    from .._runtime.layout import layout_for
     from ._comm import get_mpi
-    from ._layout import layout_for
     from ._problem import SyntheticProblem
     from ._train import train
 

@@ -26,21 +26,11 @@ from typing import Any
 
 import numpy as np
 
-from .._base.errors import GradcodesError, GradcodesValueError
-from .._core.apply import _dot
+from .._base.errors import GradcodesValueError
+from .._runtime.engine import ABORT, Collection, StragglerTimeout, _Abort, finite
 
 __all__ = ["StragglerTimeout", "get_mpi", "Tags", "Inbox", "ParamSender", "wait_request", "finite", "CHUNK",
            "RECENT"]
-
-
-class StragglerTimeout(GradcodesError, RuntimeError):
-    """Fewer responders than needed within the timeout (names the missing workers); a :class:`RuntimeError`
-    and a :class:`gradcodes.GradcodesError`."""
-
-    def __init__(self, message: str, missing: list[int] | None = None, bad: list[int] | None = None) -> None:
-        super().__init__(message)
-        self.missing = list(missing or [])
-        self.bad = list(bad or [])
 
 
 def get_mpi() -> Any:
@@ -95,28 +85,13 @@ def wait_request(req: Any, poll: float, what: str, timeout: float = math.inf) ->
             time.sleep(poll)
 
 
-def finite(row: np.ndarray) -> bool:
-    """All entries finite, in one pass and without a gradient-sized temporary: a NaN or inf makes the sum of
-    squares (one BLAS ``dot``) non-finite; a finite sum that overflows (entries above about ``sqrt(max / p)``)
-    falls back to the exact check."""
-    dot = _dot(row.dtype) if row.flags.c_contiguous and row.size else None
-    if dot is not None:
-        total = dot(row, row)
-    else:
-        with np.errstate(over="ignore", invalid="ignore"):
-            total = np.add.reduce(row)
-    if math.isfinite(float(np.abs(total))):
-        return True
-    return bool(np.isfinite(row).all())
-
-
-
 #: A spinning :class:`Inbox` runs its clock, interrupt and progress checks once per this many empty polls.
 SPIN = 16
 
 
 class Inbox:
-    """Receive buffers of one parent: one row and one posted ``Irecv`` per child.
+    """Receive buffers of one parent: one row and one posted ``Irecv`` per child; the MPI endpoint of the
+    collection protocol (:class:`gradcodes._runtime.engine.Collection`, :attr:`collection`).
 
     Parameters
     ----------
@@ -131,15 +106,19 @@ class Inbox:
         Sleep between two ``Testany`` calls (seconds; 0 = spin).
     extra : int, default 0
         Entries after the payload of every message (a CodedReduce tree's tail of 0/1 flags, see
-        :mod:`gradcodes.mpi._layout`): row ``i`` of :attr:`raw` receives the whole message, :attr:`buf` is the
+        :mod:`gradcodes._runtime.layout`): row ``i`` of :attr:`raw` receives the whole message, :attr:`buf` is the
         payload (``raw[:, :q]``) and :attr:`tail` the rest (``raw[:, q:]``).
+    tracker, need, who
+        The wait policy of :class:`~gradcodes._runtime.engine.Collection` (a tracker ending the wait early, a
+        count of messages) and the prefix of its errors.
     """
 
     def __init__(self, comm: Any, sources: list[int], q: int, dtype: Any, tags: Tags, poll: float,
-                 extra: int = 0) -> None:
+                 extra: int = 0, *, tracker: Any = None, need: int | None = None, who: str = "") -> None:
         self.MPI = get_mpi()
         self.comm = comm
         self.sources = [int(r) for r in sources]
+        self.ranks = self.sources
         self.K = len(self.sources)
         self.raw = np.zeros((self.K, q + int(extra)), dtype=dtype)
         self.buf = self.raw[:, :q] if extra else self.raw
@@ -148,9 +127,16 @@ class Inbox:
         self.poll = float(poll)
         self.held: list[int | None] = [None] * self.K      # tag of a received message still in buf[i]
         self.final = [False] * self.K
-        self.dropped = 0                                    # stale messages dropped so far
         self._status = self.MPI.Status()
         self.reqs = [self._post(i) for i in range(self.K)]
+        self.collection = Collection(self.sources, tracker=tracker, need=self.K if need is None else need, who=who)
+        self._interrupt: Any = None
+        self._progress: Any = None
+
+    @property
+    def dropped(self) -> int:
+        """Stale messages dropped so far."""
+        return self.collection.stale
 
     def _post(self, i: int) -> Any:
         self.held[i] = None
@@ -174,102 +160,61 @@ class Inbox:
         self.held[idx] = tag
         return idx, tag
 
-    def collect(self, t: int, need: int, *, timeout: float = math.inf, deadline: float | None = None,
-                interrupt: Any = None, progress: Any = None, check_finite: bool = True,
-                stop: Any = None, bad: list[int] | None = None) -> tuple[list[int] | None, dict[str, Any]]:
-        """Wait for the first ``need`` finite messages of iteration ``t`` (or fewer: ``stop(row)``, called with
-        each usable row in arrival order, ends the wait when it returns True, e.g. a code's decodability tracker).
+    # -- the endpoint of the collection protocol (gradcodes._runtime.engine.Endpoint)
+    def age(self, i: int, t: int) -> int | None:
+        h = self.held[i]
+        return None if h is None else self.tags.age(h, t)
 
-        Returns ``(rows, info)``: the rows used in arrival order (``None`` when ``interrupt()`` became true first),
-        and ``{"bad": rows with NaN/inf, "waited": seconds}``. Stops early at ``deadline`` (a
-        ``time.perf_counter()`` value) with whatever arrived; raises :class:`StragglerTimeout` after ``timeout``
-        seconds, or as soon as too many children sent non-finite messages to ever reach ``need``.
+    def finite(self, i: int) -> bool:
+        return finite(self.buf[i])
 
-        ``bad``: rows already found non-finite for iteration ``t`` (by a check of the combined result); their
-        messages are dropped, their receives re-posted, and they count towards the non-finite children.
-        """
-        start = time.perf_counter()
-        got: list[int] = []
-        bad = list(bad or [])
-        tags = self.tags
-        for i in bad:
-            h = self.held[i]
-            if h is not None and not self.final[i] and tags.age(h, t) == 0:
-                self.reqs[i] = self._post(i)
-        if bad and self.K - len(set(bad)) < need:
-            raise StragglerTimeout(
-                f"iteration {t}: children {self._names(bad)} sent NaN or infinite values and only "
-                f"{self.K - len(set(bad))} of {self.K} remain, fewer than the {need} needed", [], bad)
-        for i in range(self.K):                         # messages held from an earlier call
-            h = self.held[i]
-            if h is None:
-                continue
-            age = tags.age(h, t)
-            if age > 0:
-                self.dropped += 1
-                self.reqs[i] = self._post(i)
-            elif age == 0:
-                if check_finite and not finite(self.buf[i]):
-                    bad.append(i)
-                    self.reqs[i] = self._post(i)
-                else:
-                    got.append(i)
-        done = False
-        if stop is not None:
-            for i in got:
-                if stop(i):
-                    done = True
-                    got = got[:got.index(i) + 1]
-                    break
-        idle = 0
+    def drop(self, i: int) -> None:
+        if self.held[i] is not None and not self.final[i]:
+            self.reqs[i] = self._post(i)
+
+    def wait(self, timeout: float) -> int | _Abort | None:
+        """The next row to receive a message within ``timeout`` seconds: polls ``Testany`` back to back when
+        spinning (MPI's progress, which moves a large message in pieces, runs on every poll; the clock, interrupt
+        and progress checks on every :data:`SPIN`-th idle poll), else sleeping ``poll`` between polls."""
+        end = time.monotonic() + timeout
         spin = not self.poll
-        while not done and len(got) < need:
+        idle = 0
+        interrupt, progress = self._interrupt, self._progress
+        while True:
             hit = self._poll_one()
-            if hit is None and spin:
-                # a spinning parent polls MPI back to back: MPI's progress (which moves a large message in pieces)
-                # runs on every poll, the clock, interrupt and progress checks below on every SPIN-th idle poll
+            if hit is not None:
+                return hit[0]
+            if spin:
                 idle += 1
                 if idle % SPIN:
                     continue
-            if hit is not None:
-                i, tag = hit
-                age = tags.age(tag, t)
-                if age > 0:                             # stale: drop, re-post
-                    self.dropped += 1
-                    self.reqs[i] = self._post(i)
-                elif age < 0:                           # newer than t: keep it for that iteration
-                    pass
-                elif check_finite and not finite(self.buf[i]):
-                    bad.append(i)
-                    self.reqs[i] = self._post(i)
-                else:
-                    got.append(i)
-                    if stop is not None and stop(i):
-                        break
-                if len(got) < need and self.K - len(set(bad)) < need:
-                    raise StragglerTimeout(
-                        f"iteration {t}: children {self._names(bad)} sent NaN or infinite values and only "
-                        f"{self.K - len(set(bad))} of {self.K} remain, fewer than the {need} needed", [], bad)
-                continue
-            now = time.perf_counter()
-            if deadline is not None and now >= deadline:
-                break
-            if now - start > timeout:
-                missing = [i for i in range(self.K) if i not in got]
-                raise StragglerTimeout(
-                    f"iteration {t}: only {len(got)} of the {need} messages needed arrived within {timeout:g} s; "
-                    f"missing: {self._names(missing)}"
-                    + (f"; NaN/inf from {self._names(bad)}" if bad else ""), missing, bad)
             if interrupt is not None and interrupt():
-                return None, {"bad": bad, "waited": now - start}
+                return ABORT
+            if time.monotonic() >= end:
+                return None
             if progress is not None:
                 progress()
             if self.poll:
                 time.sleep(self.poll)
-        return got, {"bad": bad, "waited": time.perf_counter() - start}
 
-    def _names(self, rows: list[int]) -> str:
-        return ", ".join(f"rank {self.sources[i]}" for i in sorted(set(rows))) or "none"
+    def collect(self, t: int, *, timeout: float = math.inf, stop_at: float | None = None,
+                interrupt: Any = None, progress: Any = None, check_finite: bool = True,
+                bad: list[int] | None = None) -> tuple[list[int] | None, dict[str, Any]]:
+        """The messages of iteration ``t`` (:meth:`gradcodes._runtime.engine.Collection.collect`).
+
+        Returns ``(rows, info)``: the rows used in arrival order (``None`` when ``interrupt()`` became true first),
+        and ``{"bad": rows with NaN/inf, "waited": seconds}``. Returns early at ``stop_at`` (a ``time.monotonic()``
+        value) with whatever arrived; raises :class:`StragglerTimeout` after ``timeout`` seconds, or as soon as the
+        children left cannot end the wait. ``progress()`` runs while waiting (the master's parameter sends).
+        """
+        start = time.monotonic()
+        self._interrupt, self._progress = interrupt, progress
+        try:
+            rows, bad = self.collection.collect(self, t, deadline=start + timeout, timeout=timeout, stop_at=stop_at,
+                                                bad=bad or (), check_finite=check_finite)
+        finally:
+            self._interrupt = self._progress = None
+        return rows, {"bad": bad, "waited": time.monotonic() - start}
 
     def drain(self, timeout: float) -> list[int]:
         """Drop data messages until every child has sent FINAL; returns the rows that did not within timeout."""

@@ -31,8 +31,8 @@ import numpy as np
 from .._base.aliases import DTypeLike
 from .._base.errors import GradcodesTypeError, GradcodesValueError
 from .._base.validate import check_real
+from .._runtime.delays import Delay, NoDelay
 from ._comm import ParamSender, StragglerTimeout, Tags, get_mpi, wait_request
-from ._delays import Delay, NoDelay
 
 if TYPE_CHECKING:
     from .._families.partial_stragglers import PartialStragglerCode

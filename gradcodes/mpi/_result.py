@@ -15,7 +15,7 @@ from .._base.validate import SEED_UNSET, check_rng
 
 if TYPE_CHECKING:
     from .._core.code import LinearCode
-    from ._delays import Delay
+    from .._runtime.delays import Delay
 
 __all__ = ["RunResult", "predict"]
 
@@ -170,8 +170,8 @@ def predict(code: LinearCode | str, delay: Delay, *, workers: int, need: int, t_
     simulator's, the earliest decodable set for exact codes).
     """
     from .. import CodedReduceCode, GradientCode
+    from .._runtime.delays import ModelDelay, ShiftedExponential
     from .._simulate import simulate
-    from ._delays import ModelDelay, ShiftedExponential
 
     gen = check_rng(rng, seed)
     if isinstance(delay, ModelDelay) and isinstance(code, GradientCode):

@@ -28,14 +28,13 @@ from .._base.validate import renamed_keyword
 from .._core.decoders import Decoder
 from .._families.adversarial import AdversarialCode
 from .._families.adversarial_decode import decode_adversarial
+from .._runtime.delays import Delay, NoDelay
+from .._runtime.layout import Combiner, TreeCheck, WorkerEncoder, layout_for, write_tail
+from .._runtime.setup import GRACE, check_grace, height, limit_blas, wait_count, wait_tracker
 from .._simulate._policies import WaitPolicy
 from ._comm import Inbox, ParamSender, StragglerTimeout, Tags, finite, get_mpi, wait_request
-from ._delays import Delay, NoDelay
-from ._layout import Combiner, TreeCheck, WorkerEncoder, layout_for, write_tail
-from ._setup import check_same_code, check_size, limit_blas, wait_count, wait_tracker
+from ._setup import check_same_code, check_size
 
-#: the default grace (seconds) of :meth:`Master.stop` and the workers' watchdogs (``docs/runtime.md``)
-GRACE = 5.0
 #: seconds a watchdog waits between ``MPI_Finalize`` and ``os._exit`` (an exit right after it was sometimes
 #: reported by hydra as a bad termination: measured, ``docs/runtime.md``)
 EXIT_PAUSE = 0.5
@@ -187,7 +186,7 @@ class Master:
                                  None if tree else decoder)
         kids = self.layout.children(0)
         self.inbox = Inbox(self.comm, kids, self.q, self.dtype, self.tags, self.poll,
-                           extra=self.layout.tail(kids[0]) if tree else 0)
+                           extra=self.layout.tail(kids[0]) if tree else 0, tracker=self.tracker, need=self.need)
         #: a CodedReduce tree: the whole tree's acceptance of each iteration's pattern (None for flat layouts)
         self.tree_check = TreeCheck(code, self.layout, self.dtype) if isinstance(code, CodedReduceCode) else None
         self.sender = ParamSender(self.comm, list(range(1, self.layout.size)), self.p, self.dtype, self.tags)
@@ -201,7 +200,7 @@ class Master:
     def broadcast(self, params: np.ndarray, iteration: int) -> None:
         """Send iteration ``iteration``'s parameters to every worker (non-blocking). ``params`` is copied, unless
         it is the array returned by :meth:`writable_params` (sent without a copy)."""
-        self._sent = time.perf_counter()
+        self._sent = time.monotonic()
         self.sender.send(params, iteration)
 
     def writable_params(self, params: np.ndarray) -> np.ndarray:
@@ -226,7 +225,7 @@ class Master:
         it. Messages from earlier iterations are dropped; a message with NaN/inf makes its sender a straggler. Raises
         :class:`StragglerTimeout` after ``timeout`` seconds without enough messages. On a CodedReduce tree every
         parent accepts its own children's decode, and the master then checks the whole pattern it decoded
-        (``TreeCheck`` in ``gradcodes/mpi/_layout.py``: the rule of :meth:`gradcodes.CodedReduceCode.execute`, from
+        (``TreeCheck`` in ``gradcodes/_runtime/layout.py``: the rule of :meth:`gradcodes.CodedReduceCode.execute`, from
         the flags every parent sends after its payload): a pattern whose composed decode misses the tolerance of
         the messages' dtype raises :class:`gradcodes.DecodingError` naming the ranks.
         """
@@ -239,12 +238,8 @@ class Master:
             self._lent = -1
         grad = self._grad
         while True:
-            if self.tracker is not None:
-                self.tracker.reset()
             left = self.timeout if not bad else self.timeout - (time.perf_counter() - start)
-            rows, info = self.inbox.collect(iteration, self.need, timeout=left,
-                                            deadline=deadline, progress=self.sender.idle,
-                                            stop=None if self.tracker is None else self.tracker.add,
+            rows, info = self.inbox.collect(iteration, timeout=left, stop_at=deadline, progress=self.sender.idle,
                                             check_finite=False, bad=bad)
             assert rows is not None
             waited += info["waited"]
@@ -308,7 +303,7 @@ class Master:
         start = time.perf_counter()
         empty = np.empty(0, dtype=self.dtype)
         ctrl = [self.ctrl.Isend(empty, dest=r, tag=0) for r in range(1, self.layout.size)]
-        deadline = start + wait * (_height(self.layout, 0) + 1)
+        deadline = start + wait * (height(self.layout, 0) + 1)
         try:
             self.sender.stop(self.poll, wait)
         except StragglerTimeout:               # a stop message still queued behind a stuck worker's parameters
@@ -317,7 +312,7 @@ class Master:
         failures: dict[int, str] = {}
         for i in missing:
             failures[self.inbox.sources[i]] = (
-                f"no goodbye within the grace ({wait * (_height(self.layout, 0) + 1):g} s after the stop message): "
+                f"no goodbye within the grace ({wait * (height(self.layout, 0) + 1):g} s after the stop message): "
                 "its compute is stuck (it then ends its own process), or it is stopped (SIGSTOP) or gone")
         if missing:
             self.inbox.cancel()
@@ -328,22 +323,6 @@ class Master:
                 failures.setdefault(r, "its control stop message could not be delivered")
         self.failures = failures
         return failures
-
-
-def _height(layout: Any, rank: int) -> int:
-    """Levels of the tree below ``rank`` (0 for a leaf; 1 for a flat master)."""
-    h = 0
-    while kids := layout.children(rank):
-        rank, h = kids[0], h + 1
-    return h
-
-
-def check_grace(grace: Any) -> float:
-    """``grace`` as a positive finite number of seconds."""
-    g = float(grace)
-    if not g > 0 or math.isinf(g):
-        raise GradcodesValueError(f"grace must be a positive number of seconds, got {grace!r}")
-    return g
 
 
 class _Watchdog(threading.Thread):
@@ -479,15 +458,16 @@ class Worker:
         kids = self.layout.children(self.rank)
         self.inbox = None
         #: entries after the payload of this worker's messages: a tree parent's 0/1 flags of the ranks below it
-        #: whose messages are in its sum (``gradcodes.mpi._layout``, tree message format); 0 for a leaf
+        #: whose messages are in its sum (``gradcodes._runtime.layout``, tree message format); 0 for a leaf
         self.tail = self.layout.tail(self.rank)
         if kids:
             assert isinstance(code, CodedReduceCode)
-            self.inbox = Inbox(self.comm, kids, self.q, self.dtype, self.tags, self.poll,
-                               extra=self.layout.tail(kids[0]))
             self.combiner = Combiner(code.inner)
             self.need = code.branching - code.s
             self.tracker, _ = wait_tracker(code.inner, policy, None, self.dtype)
+            self.inbox = Inbox(self.comm, kids, self.q, self.dtype, self.tags, self.poll,
+                               extra=self.layout.tail(kids[0]), tracker=self.tracker, need=self.need,
+                               who=f"rank {self.rank}: ")
         self.sendbufs = np.zeros((2, self.q + self.tail), dtype=self.dtype)
         self.sendreqs: list[Any] = [self.MPI.REQUEST_NULL, self.MPI.REQUEST_NULL]
         self._cur = 0
@@ -621,7 +601,7 @@ class Worker:
     def _children(self, t: int, y: np.ndarray) -> np.ndarray | None:
         """A parent's message: its own ``y`` plus the decode of its first decodable children of iteration ``t``,
         followed by its tail (the flags of the ranks below it whose messages are in the sum, built from the
-        children's tails; ``gradcodes.mpi._layout``, tree message format), in a send buffer (``None``: the master
+        children's tails; ``gradcodes._runtime.layout``, tree message format), in a send buffer (``None``: the master
         moved on, or too many children sent NaN/inf to decode; this iteration straggles).
 
         ``y`` built by the encoder is summed into in place, each child's message checked for NaN/inf on arrival
@@ -635,11 +615,8 @@ class Worker:
         inbox, fused = self.inbox, self.coded_gradient is not None
         bad: list[int] = []
         while True:
-            if self.tracker is not None:
-                self.tracker.reset()
             try:
-                rows, _ = inbox.collect(t, self.need, interrupt=self._master_waiting, check_finite=not fused,
-                                        stop=None if self.tracker is None else self.tracker.add, bad=bad)
+                rows, _ = inbox.collect(t, interrupt=self._master_waiting, check_finite=not fused, bad=bad)
             except StragglerTimeout:
                 return None
             if rows is None:
@@ -662,7 +639,7 @@ class Worker:
 
         A watchdog thread receives the master's control stop message: if this call has not returned a grace
         after it (the compute is stuck), the watchdog ends the process (``_Watchdog``)."""
-        dog = _Watchdog(self.ctrl, self.rank, self.grace * (_height(self.layout, self.rank) + 1), self.dtype)
+        dog = _Watchdog(self.ctrl, self.rank, self.grace * (height(self.layout, self.rank) + 1), self.dtype)
         dog.start()
         try:
             while self.step():
@@ -680,7 +657,7 @@ class Worker:
 
     def _finish(self, timeout: float | None = None) -> None:
         if self.inbox is not None:
-            wait = self.grace * _height(self.layout, self.rank) if timeout is None else timeout
+            wait = self.grace * height(self.layout, self.rank) if timeout is None else timeout
             missing = self.inbox.drain(wait)
             if missing:                          # the run has finished: report, never raise
                 print(f"gradcodes.mpi: rank {self.rank}: children {[self.inbox.sources[i] for i in missing]} did "

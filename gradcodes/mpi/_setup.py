@@ -1,41 +1,18 @@
 """What every rank of a ``gradcodes.mpi`` job checks and sets once, before its first iteration: BLAS threads
 (:func:`limit_blas`), the communicator's size against the code's layout (:func:`check_size`), the same code on
-every rank (:func:`check_same_code`), the number of messages to wait for and the wait policy's tracker.
+every rank (:func:`check_same_code`); the transport-neutral checks are in :mod:`gradcodes._runtime.setup`.
 """
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
-import numpy as np
-
-from .. import CodedReduceCode, GradientCode, LinearCode
+from .. import LinearCode
 from .._base.errors import GradcodesValueError
-from .._simulate._policies import BackupWorkers, FixedK, WaitPolicy, as_policy
-from ._layout import Layout
+from .._runtime.layout import Layout
+from .._runtime.setup import fingerprint, limit_blas, wait_count, wait_tracker
 
 __all__ = ["limit_blas", "check_size", "fingerprint", "check_same_code", "wait_count", "wait_tracker"]
-
-_BLAS_THREADS: int | None = None
-
-
-def limit_blas(threads: int | None) -> None:
-    """Limit BLAS to ``threads`` threads in this process, once (``None``: leave BLAS alone).
-
-    A rank of an MPI job normally owns one core; a multithreaded BLAS in every rank oversubscribes the cores and
-    its spinning threads slow the messages' ``axpy`` passes many times over. Set once per process (threadpoolctl),
-    not around every call, so the per-iteration path enters no context.
-    """
-    global _BLAS_THREADS
-    if threads is None or _BLAS_THREADS == threads:
-        return
-    if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 1:
-        raise GradcodesValueError(f"blas_threads must be an integer >= 1 or None, got {threads!r}")
-    from threadpoolctl import threadpool_limits
-
-    threadpool_limits(limits=int(threads), user_api="blas")
-    _BLAS_THREADS = int(threads)
 
 
 def check_size(layout: Layout, comm: Any, what: str) -> None:
@@ -46,16 +23,6 @@ def check_size(layout: Layout, comm: Any, what: str) -> None:
                                   f"job has {size}: run it with  mpiexec -n {layout.size} python -m mpi4py ...")
 
 
-def fingerprint(code: LinearCode) -> str:
-    """A digest of the code's matrix and shape (every rank must run the same code); the matrix's value digest,
-    computed on its non-zeros when it is stored sparse (no dense copy of a large code on any rank)."""
-    from .._core.code_identity import b_digest
-
-    h = hashlib.sha256(b_digest(code))
-    h.update(f"{type(code).__name__}:{code.n}:{code.k}:{code.m}:{getattr(code, 's', None)}".encode())
-    return h.hexdigest()[:16]
-
-
 def check_same_code(code: LinearCode, comm: Any) -> None:
     """Collective (once, at set-up): raise when the ranks built different codes (e.g. random codes without a
     seed)."""
@@ -64,48 +31,3 @@ def check_same_code(code: LinearCode, comm: Any) -> None:
     if differ:
         raise GradcodesValueError(f"ranks {differ} built a different code than rank 0 ({code.name!r}): every rank "
                                   "must construct the same code (give random constructions a fixed seed)")
-
-
-def wait_count(code: LinearCode, wait_for: int | None) -> int:
-    """The number of messages a master (or tree parent) waits for, ``wait_for`` checked against the code."""
-    if isinstance(code, CodedReduceCode):
-        need = code.branching - code.s
-        if wait_for is not None and wait_for != need:
-            raise GradcodesValueError(f"wait_for: a CodedReduce parent waits for n - s = {need} children, got "
-                                      f"{wait_for}")
-        return need
-    if isinstance(code, GradientCode):
-        need = code.n - code.s
-        if wait_for is not None and not need <= wait_for <= code.n:
-            raise GradcodesValueError(f"wait_for must be in [n - s, n] = [{need}, {code.n}] for an exact code, got "
-                                      f"{wait_for}")
-        return need if wait_for is None else int(wait_for)
-    if wait_for is None:
-        s = getattr(code, "s", None)
-        return code.n - s if s is not None else code.n
-    if isinstance(wait_for, bool) or not isinstance(wait_for, (int, np.integer)) or not 0 <= wait_for <= code.n:
-        raise GradcodesValueError(f"wait_for must be an integer in [0, n={code.n}], got {wait_for!r}")
-    return int(wait_for)
-
-
-def wait_tracker(code: LinearCode, policy: str | WaitPolicy | None, wait_for: int | None,
-                 dtype: Any) -> tuple[Any, int | None]:
-    """``(tracker, wait_for)`` for a wait policy over the messages of ``code``'s workers.
-
-    The tracker (``add(row) -> bool``, ``reset()``) ends the wait early, None waits for the fixed count; a count
-    policy (:class:`~gradcodes.FixedK`, :class:`~gradcodes.BackupWorkers`, ``"all"``) becomes ``wait_for``.
-    Default: the earliest decodable set for exact codes (:meth:`gradcodes.LinearCode.decodable`), unless a count
-    ``wait_for`` is given.
-    """
-    if policy is None:
-        if wait_for is not None or not isinstance(code, GradientCode):
-            return None, wait_for
-        policy = "earliest"
-    pol = as_policy(policy, code)
-    if isinstance(pol, FixedK):
-        if pol.k is None and not isinstance(pol, BackupWorkers):
-            return None, wait_for                                # "first": n - s (or wait_for)
-        if wait_for is not None:
-            raise GradcodesValueError("give either wait_for or a count policy, not both")
-        return None, pol.need(code)
-    return pol.tracker(code, dtype), wait_for

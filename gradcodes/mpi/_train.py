@@ -14,9 +14,9 @@ from .._base.errors import GradcodesTypeError, GradcodesValueError
 from .._base.validate import renamed_keyword
 from .._core.code import LinearCode
 from .._core.decoders import Decoder
+from .._runtime.delays import Delay, NoDelay
 from .._simulate._policies import FixedK, WaitPolicy
 from ._comm import StragglerTimeout, get_mpi
-from ._delays import Delay, NoDelay
 from ._result import RunResult, predict
 from ._runtime import GRACE, Master, Worker
 from ._setup import limit_blas

@@ -16,9 +16,9 @@ scikit-learn's 8x8 digits, time to accuracy per scheme against DDP). See ``docs/
   ``Hang``) and its ``StragglerTimeout``, importable from here too.
 """
 
-from ..mpi._delays import FixedDelay as FixedDelay
-from ..mpi._delays import Hang as Hang
-from ..mpi._delays import ShiftedExponential as ShiftedExponential
+from .._runtime.delays import FixedDelay as FixedDelay
+from .._runtime.delays import Hang as Hang
+from .._runtime.delays import ShiftedExponential as ShiftedExponential
 from ._data import CodedSampler
 from ._loss import coded_loss, loss_weights
 from ._runtime import AggregateInfo, FlatParams, Master, Worker

@@ -4,7 +4,7 @@ the first decodable set, the decode into a preallocated vector.
 Used by the master of a master--worker job (its children are every worker, decoded with the code itself) and by
 every parent of a CodedReduce tree (the root and the inner workers, decoded with the inner code; Reisizadeh et
 al. 2019, Section 3). The rank layout and the combination coefficients are those of :mod:`gradcodes.mpi`
-(:func:`gradcodes.mpi.layout_for`, :class:`gradcodes.mpi._layout.Combiner`: the decoding vector of a responder
+(:func:`gradcodes.mpi.layout_for`, :class:`gradcodes._runtime.layout.Combiner`: the decoding vector of a responder
 set, cached, validated by the acceptance rule in the messages' dtype); only the message passing and the
 arithmetic are torch's.
 
@@ -25,14 +25,15 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Sequence
+from collections.abc import Collection as Coll
 from typing import Any
 
 import numpy as np
 
 from .._base.errors import GradcodesRuntimeError
-from ..mpi._comm import StragglerTimeout
-from ..mpi._layout import Combiner
+from .._runtime.engine import ABORT, Collection, Lost, _Abort
+from .._runtime.layout import Combiner, UnitTracker
 
 __all__ = ["Children", "Receiver", "check_key", "finite", "age", "GRAD_TAG", "HEAD", "DATA", "STOP", "BYE",
            "buffer", "body", "as_np_dtype"]
@@ -150,11 +151,12 @@ class Children:
         When the children's messages suffice (``policy.tracker(code, dtype)``).
     extra : int, default 0
         Entries after the payload of every child's message (a CodedReduce tree parent's tail of 0/1 flags, see
-        :mod:`gradcodes.mpi._layout`); row ``i`` of :attr:`tails` holds child ``i``'s.
+        :mod:`gradcodes._runtime.layout`); row ``i`` of :attr:`tails` holds child ``i``'s.
     """
 
     def __init__(self, dist: Any, code: Any, ranks: Sequence[int], q: int, dtype: Any, device: Any,
                  arrived: queue.Queue[int], base: int, policy: Any, extra: int = 0) -> None:
+        import torch
 
         self.code, self.ranks, self.K, self.q = code, [int(r) for r in ranks], len(ranks), int(q)
         self.dtype = dtype
@@ -167,18 +169,22 @@ class Children:
         self.payload = entries[:, :self.q]                   # the messages without header and tail
         self.tails = entries[:, self.q:]
         self.arrived, self.base, self.policy = arrived, int(base), policy
-        self.tracker = policy.tracker(code, self.np_dtype)
         self.combiner = Combiner(code)
+        self.tracker = policy.tracker(code, self.np_dtype)
+        if dtype == torch.bfloat16:          # the float16 rule, and bfloat16's own (numpy has no bfloat16)
+            self.tracker = UnitTracker(self.tracker, self.combiner, BFLOAT16_U, "bfloat16")
         self.held: list[int | None] = [None] * self.K       # iteration of a message kept in a row
         self.recv = [Receiver(dist, self.inbox[i], r, GRAD_TAG, self.base + i, arrived, BYE)
                      for i, r in enumerate(self.ranks)]
-        self.stale = 0
         self.done = [False] * self.K                        # the child said goodbye (after the stop message)
         self.acc: Any = None                                # float64 decode buffer of float32 messages
         #: children that failed after the stop message: rank -> what happened (:meth:`drain`)
         self.failed: dict[int, str] = {}
-        #: rows whose link failed during the run (:meth:`lost`): row -> what happened; never waited for again
-        self.dead: dict[int, str] = {}
+        #: the collection protocol (wait policy, stale/NaN/lost messages, timeouts naming ranks), shared with
+        #: :mod:`gradcodes.mpi`; this object is its endpoint (:meth:`age`, :meth:`finite`, :meth:`drop`, :meth:`wait`)
+        self.collection = Collection(self.ranks, tracker=self.tracker)
+        self._other: Callable[[int], bool] | None = None
+        self._threads: Sequence[Receiver] = ()
 
     def start(self) -> None:
         for th in self.recv:
@@ -198,14 +204,18 @@ class Children:
         self.held[i] = None
         self.recv[i].release()
 
-    def names(self, rows: Any) -> list[int]:
-        return sorted(self.ranks[i] for i in set(rows))
+    @property
+    def stale(self) -> int:
+        """Stale messages dropped so far."""
+        return self.collection.stale
 
-    def possible(self, excluded: set[int]) -> bool:
-        """Whether the children outside ``excluded`` could still satisfy the wait policy."""
-        tr = self.policy.tracker(self.code, self.np_dtype)
-        tr.reset()
-        return any(tr.add(i) for i in range(self.K) if i not in excluded)
+    @property
+    def dead(self) -> dict[int, str]:
+        """Rows whose link failed during the run: row -> what happened; never waited for again."""
+        return self.collection.dead
+
+    def names(self, rows: Any) -> list[int]:
+        return self.collection.names(rows)
 
     def note(self, key: int, t: int) -> None:
         """A child's message arrived while this parent is not collecting (it is at iteration ``t``): keep it if it
@@ -215,7 +225,7 @@ class Children:
             return
         tag = int(self.head[i, 0])
         if age(tag, t) >= 0:
-            self.stale += 1
+            self.collection.stale += 1
             self._drop(i)
         else:
             self.held[i] = tag
@@ -224,100 +234,64 @@ class Children:
         """Drop the kept messages of iteration ``t`` and earlier (a hung parent, which never collects)."""
         for i, h in enumerate(self.held):
             if h is not None and age(h, t) >= 0:
-                self.stale += 1
+                self.collection.stale += 1
                 self._drop(i)
 
+    # -- the endpoint of the collection protocol (gradcodes._runtime.engine.Endpoint)
+    def age(self, i: int, t: int) -> int | None:
+        h = self.held[i]
+        return None if h is None else age(h, t)
+
+    def finite(self, i: int) -> bool:
+        return finite(self.payload[i])
+
+    def drop(self, i: int) -> None:
+        self._drop(i)
+
+    def wait(self, timeout: float) -> int | Lost | _Abort | None:
+        """The next event on the arrival queue within ``timeout`` seconds: a child's row (its message is held), a
+        child whose link failed (:class:`~gradcodes._runtime.engine.Lost`), :data:`ABORT` when ``other(key)``
+        (called with each key that is not a child's) returned True, or None."""
+        try:
+            key = self.arrived.get(timeout=timeout)
+        except queue.Empty:
+            return None
+        if key < 0 and self.owns(-1 - key):     # a child's link failed: its process ended, a straggler now
+            i = -1 - key - self.base
+            self.held[i] = None
+            return Lost(i, repr(self.recv[i].error))
+        key = check_key(key, self._threads or self.recv)
+        if not self.owns(key):
+            if self._other is not None and self._other(key):
+                return ABORT
+            return None
+        i = key - self.base
+        if self._bye(i):
+            return None
+        self.held[i] = int(self.head[i, 0])
+        return i
+
     def collect(self, t: int, deadline: float, *, other: Callable[[int], bool] | None = None,
-                absent: Collection[int] = (), threads: Sequence[Receiver] = (),
+                absent: Coll[int] = (), threads: Sequence[Receiver] = (),
                 who: str = "") -> tuple[list[int] | None, list[int], int]:
-        """Wait for the children's messages of iteration ``t`` until the wait policy is satisfied.
+        """Wait for the children's messages of iteration ``t`` until the wait policy is satisfied
+        (:meth:`gradcodes._runtime.engine.Collection.collect`).
 
         Returns ``(rows, bad, stale)``: the rows used in arrival order (None when ``other(key)``, called with each
         key on ``arrived`` that is not a child's, returned True), the rows that sent NaN/inf and the stale
         messages dropped. ``absent``: rows known not to answer this iteration (counted with the NaN senders when
         deciding that the iteration cannot finish; a set is used as it is, so ``other`` may remove rows from it
-        when they can answer after all). Raises :class:`StragglerTimeout` at ``deadline``
+        when they can answer after all). Raises :class:`gradcodes.mpi.StragglerTimeout` at ``deadline``
         (``time.monotonic()``) or as soon as the NaN/inf senders and ``absent`` leave no decodable set.
         """
-        self.tracker.reset()
-        got: list[int] = []
-        bad: list[int] = []
-        stale0 = self.stale
-        absent_set = absent if isinstance(absent, set) else set(absent)   # (a set the caller may shrink)
-        absent_set |= set(self.dead)
-
-        def use(i: int) -> bool:
-            if not finite(self.payload[i]):
-                bad.append(i)
-                self._drop(i)
-                if not self.possible(absent_set | set(bad)):
-                    rest = [j for j in range(self.K) if j not in absent_set and j not in bad]
-                    raise StragglerTimeout(
-                        f"{who}iteration {t}: ranks {self.names(bad)} sent NaN or infinite values"
-                        + (f", ranks {self.names(absent_set)} cannot answer (still busy with earlier parameters)"
-                           if absent_set else "")
-                        + f"; the remaining ranks {self.names(rest)} cannot decode, so the iteration cannot "
-                        f"finish", missing=self.names(absent_set), bad=self.names(bad))
-                return False
-            got.append(i)
-            return bool(self.tracker.add(i))
-
-        for i in range(self.K):                  # messages kept from earlier
-            h = self.held[i]
-            if h is None:
-                continue
-            a = age(h, t)
-            if a > 0:
-                self.stale += 1
-                self._drop(i)
-            elif a == 0 and use(i):
-                return got, bad, self.stale - stale0
-        while True:
-            try:
-                key = self.arrived.get(timeout=max(deadline - time.monotonic(), 0.0))
-            except queue.Empty:
-                missing = [i for i in range(self.K) if i not in got and i not in bad]
-                raise StragglerTimeout(
-                    f"{who}iteration {t}: no decodable set of responders before the timeout; received from ranks "
-                    f"{[self.ranks[i] for i in got]}, missing ranks {self.names(missing)}"
-                    + (f", ranks {self.names(bad)} sent NaN or infinite values" if bad else ""),
-                    missing=self.names(missing), bad=self.names(bad)) from None
-            if key < 0 and self.owns(-1 - key):     # a child's link failed: its process ended, a straggler now
-                self.lost(-1 - key - self.base, t, absent_set | set(bad), who)
-                continue
-            key = check_key(key, threads or self.recv)
-            if not self.owns(key):
-                if other is not None and other(key):
-                    return None, bad, self.stale - stale0
-                continue
-            i = key - self.base
-            if self._bye(i):
-                continue
-            h = int(self.head[i, 0])
-            a = age(h, t)
-            if a > 0:
-                self.stale += 1
-                self._drop(i)
-                continue
-            self.held[i] = h
-            if a == 0 and use(i):
-                return got, bad, self.stale - stale0
-
-    def lost(self, i: int, t: int, excluded: set[int], who: str = "") -> None:
-        """Child ``i``'s link failed during iteration ``t`` (its process ended: a crash, ``os._exit``, a kill the
-        launcher let the job survive): from now on it is a straggler that never answers (:attr:`dead`); raise
-        :class:`StragglerTimeout` at once when the children left, outside ``excluded``, cannot decode."""
-        th = self.recv[i]
-        self.dead[i] = f"its link failed during the run, at iteration {t} (its process ended): {th.error!r}"
-        self.held[i] = None
-        if not self.possible(excluded | set(self.dead)):
-            gone = self.names(self.dead)
-            raise StragglerTimeout(
-                f"{who}iteration {t}: the links of ranks {gone} failed (their processes ended)"
-                + (f", ranks {self.names(excluded - set(self.dead))} cannot answer" if excluded - set(self.dead)
-                   else "")
-                + "; the remaining ranks cannot decode, so the iteration cannot finish",
-                missing=self.names(excluded | set(self.dead)))
+        stale0 = self.collection.stale
+        self.collection.who = who
+        self._other, self._threads = other, threads
+        try:
+            rows, bad = self.collection.collect(self, t, deadline=deadline, absent=absent)
+        finally:
+            self._other, self._threads = None, ()
+        return rows, bad, self.collection.stale - stale0
 
     def combine(self, rows: list[int], out: Any, *, accumulate: bool) -> None:
         """``out`` (length ``m q``) = [``out`` +] the decode of ``rows`` (cached coefficients, one multiply-add
@@ -335,6 +309,8 @@ class Children:
         dst = self.acc if wide else out
         if wide and accumulate:
             dst.copy_(out)
+        if self.dtype == torch.bfloat16:          # numpy has no bfloat16: its own rule, u = 2**-8, on top
+            self.combiner.check_unit(rows, BFLOAT16_U, "bfloat16")
         plan = self.combiner.plan(rows, self.np_dtype, np.float64 if wide else None)
         for u, (idx, cs) in enumerate(plan):
             seg = dst[u * q:(u + 1) * q]
@@ -392,12 +368,17 @@ class Children:
         return self.names(pending)
 
 
+#: bfloat16's unit roundoff (8 significand bits)
+BFLOAT16_U = 2.0 ** -8
+
+
 def as_np_dtype(dtype: Any) -> np.dtype:
     """The numpy dtype of the acceptance rule for messages of the torch float ``dtype``.
 
-    bfloat16 has no numpy dtype: its messages are accepted by the rule for float16, the narrowest numpy float,
-    whose unit roundoff (2**-11) is 8 times bfloat16's: a decode's error estimate against the tolerance is about
-    sqrt(8) = 2.8 times smaller under the float16 rule than bfloat16's own would be (``docs/torch.md``)."""
+    bfloat16 has no numpy dtype: its messages go through the rule for float16 (the narrowest numpy float, unit
+    roundoff 2**-11) and, since bfloat16's unit roundoff is 8 times larger, also through bfloat16's own rule
+    (:meth:`gradcodes._runtime.layout.Combiner.check_unit` with ``u = 2**-8``, :data:`BFLOAT16_U`): a decode is
+    used only when it meets both (``docs/torch.md``)."""
     import torch
 
     if dtype == torch.bfloat16:

@@ -89,7 +89,7 @@ def build_scheme(name: str, n: int, s: int, m: int = 1, branching: int = 2) -> t
 def parse_delay(text: str, *, n: int, s: int, data: int) -> Any:
     """``none``, ``fixed:SECONDS`` (``s`` random workers late each iteration), ``slow:SECONDS`` (the last ``s``
     workers late in every iteration) or ``shiftexp:A`` (shifted exponential, ``a = A`` seconds per sample)."""
-    from gradcodes.mpi._delays import FixedDelay, NoDelay, ShiftedExponential
+    from gradcodes._runtime.delays import FixedDelay, NoDelay, ShiftedExponential
 
     kind, _, val = text.partition(":")
     if kind == "none":

@@ -53,10 +53,10 @@ from .._base.errors import GradcodesRuntimeError, GradcodesTypeError, GradcodesV
 from .._core.acceptance import DecodingError
 from .._families.adversarial import AdversarialCode
 from .._families.adversarial_decode import decode_adversarial
-from ..mpi._comm import StragglerTimeout
-from ..mpi._delays import Delay, NoDelay
-from ..mpi._layout import Layout, TreeCheck, layout_for, write_tail
-from ..mpi._setup import fingerprint
+from .._runtime.delays import Delay, NoDelay
+from .._runtime.engine import StragglerTimeout
+from .._runtime.layout import Layout, TreeCheck, layout_for, write_tail
+from .._runtime.setup import GRACE, check_grace, fingerprint, height
 from ._children import BYE, DATA, GRAD_TAG, STOP, Children, Receiver, as_np_dtype, body, buffer, check_key
 
 __all__ = ["FlatParams", "Master", "Worker", "AggregateInfo", "StragglerTimeout", "GRAD_TAG", "PARAM_TAG",
@@ -68,10 +68,6 @@ PARAM_TAG = 72
 CTRL_TAG = 73
 #: a tag nothing is ever sent on: the master's receive on it, timed out, closes the link to a stuck worker
 CUT_TAG = 74
-#: the default grace (seconds): the master waits ``grace`` per tree level, plus ``grace`` for the stop messages
-#: to be taken, for the goodbyes after its last iteration; a worker whose compute has not returned ``grace`` per
-#: level below it plus ``grace`` after its stop message ends its own process (``docs/runtime.md``)
-GRACE = 5.0
 #: the earlier name of ``GRACE`` (its old value was 10 s)
 STOP_WAIT = GRACE
 #: the exit status of a worker process that ends itself because its compute did not return within the grace
@@ -312,14 +308,6 @@ def _layout(code: Any, dist: Any) -> Layout:
     return layout
 
 
-def height(layout: Layout, rank: int) -> int:
-    """Levels of the tree below ``rank`` (0 for a leaf; 1 for a flat master)."""
-    h = 0
-    while kids := layout.children(rank):
-        rank, h = kids[0], h + 1        # the first child's subtree is the deepest (levels fill left to right)
-    return h
-
-
 def drain_deadline(layout: Layout, rank: int, start: float, wait: float = STOP_WAIT) -> float:
     """When a node that got the stop message at ``start`` (the master: began sending them) gives up on its
     children's goodbyes: ``wait`` seconds per level below it, plus ``wait`` for the stop messages to reach every
@@ -330,6 +318,16 @@ def drain_deadline(layout: Layout, rank: int, start: float, wait: float = STOP_W
     goodbye comes before the parent's deadline.
     """
     return start + wait * (height(layout, rank) + 1)
+
+
+def _check_tree_dtype(layout: Layout, dtype: Any) -> None:
+    """A CodedReduce tree needs a dtype numpy has: the whole tree's acceptance rule (``TreeCheck``) has no bound
+    for bfloat16 (each parent's own decode has one, ``Combiner.check_unit``), so bfloat16 trees are refused."""
+    import torch
+
+    if layout.kind == "tree" and dtype == torch.bfloat16:
+        raise GradcodesTypeError("a CodedReduce tree runs float16, float32 or float64 parameters: the whole tree's "
+                                 "acceptance rule has no bfloat16 bound (a master--worker code runs bfloat16)")
 
 
 def _combined(code: Any, layout: Layout) -> Any:
@@ -376,6 +374,7 @@ class Master:
         self.dtype, self.device = self.flat.dtype, self.flat.device
         check_same(code, self.dist, self.flat.size, self.device)
         self.layout = _layout(code, self.dist)
+        _check_tree_dtype(self.layout, self.dtype)
         self.code, self.n, self.m = code, int(self.layout.workers), int(code.m)
         self.np_dtype = as_np_dtype(self.dtype)
         self.q = -(-self.flat.size // self.m)
@@ -397,7 +396,7 @@ class Master:
                                          f"are {self.dtype}")
         self.policy = as_policy(policy, inner)
         self.timeout, self.poll = float(timeout), float(poll)
-        self.grace = _check_grace(grace)
+        self.grace = check_grace(grace)
         #: the control stop message of every worker (header words only; ``CTRL_TAG``)
         self.ctrl = buffer(self.n, 0, self.dtype, self.device)
         self.ctrl[:, 1] = STOP
@@ -453,7 +452,7 @@ class Master:
         """Collect messages of ``iteration`` until the policy stops, decode into ``grad`` and ``.grad``.
 
         On a CodedReduce tree every parent accepts its own children's decode, and the master then checks the whole
-        pattern it decoded (``TreeCheck`` in ``gradcodes/mpi/_layout.py``, the rule of
+        pattern it decoded (``TreeCheck`` in ``gradcodes/_runtime/layout.py``, the rule of
         :meth:`gradcodes.CodedReduceCode.execute`, from the flags every parent sends after its payload): a
         pattern whose composed decode misses the tolerance of the messages' dtype raises
         :class:`gradcodes.DecodingError` naming the ranks."""
@@ -521,7 +520,7 @@ class Master:
         within the grace (and whether its process then ended, or its link is still open: a stopped process, or
         one stuck outside Python), or its link failed (its process ended or raised after its last message).
         """
-        wait = self.grace if timeout is None else _check_grace(timeout)
+        wait = self.grace if timeout is None else check_grace(timeout)
         start = time.monotonic()
         self._ctrl = [_Once(self.dist, self.ctrl[w], w + 1, CTRL_TAG) for w in range(self.n)]
         for th in self._ctrl:
@@ -583,13 +582,6 @@ class Master:
         return stuck
 
 
-def _check_grace(grace: Any) -> float:
-    g = float(grace)
-    if not g > 0 or math.isinf(g):
-        raise GradcodesValueError(f"grace must be a positive number of seconds, got {grace!r}")
-    return g
-
-
 class Worker:
     """Worker ``worker`` (rank ``worker + 1``): receive parameters, compute the coded message, send it (a
     CodedReduce parent first adds the inner-code decode of its children's messages).
@@ -627,6 +619,7 @@ class Worker:
         dev = self.flat.device
         check_same(code, self.dist, self.flat.size, dev)
         self.layout = _layout(code, self.dist)
+        _check_tree_dtype(self.layout, self.flat.dtype)
         self.code, self.worker = code, int(worker)
         if not 0 <= self.worker < self.layout.workers:
             raise GradcodesValueError(f"worker must be in [0, {self.layout.workers - 1}], got {worker}")
@@ -638,14 +631,14 @@ class Worker:
         self.inbox = buffer(2, self.flat.size, self.flat.dtype, dev)
         self.params_in = body(self.inbox, self.flat.size, self.flat.dtype)
         #: entries after the payload: a tree parent's flags of the ranks below it whose messages are in its sum
-        #: (``gradcodes.mpi._layout``, tree message format); 0 for a leaf and for flat codes
+        #: (``gradcodes._runtime.layout``, tree message format); 0 for a leaf and for flat codes
         self.tail = self.layout.tail(self.rank)
         self.outbox = buffer(None, self.q + self.tail, self.flat.dtype, dev)
         self._body = body(self.outbox, self.q + self.tail, self.flat.dtype)
         self.delay = delay or NoDelay()
         self.poll = float(poll)
         self.timeout = float(timeout)
-        self.grace = _check_grace(grace)
+        self.grace = check_grace(grace)
         self.ctrl = buffer(None, 0, self.flat.dtype, dev)      # the control stop message (header words only)
         self.load_fraction = float(code.loads[self.worker]) / float(code.k)
         self.iterations = 0

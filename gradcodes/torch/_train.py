@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._base.errors import GradcodesValueError
-from ..mpi._delays import Delay, NoDelay
+from .._runtime.delays import Delay, NoDelay
 from ._data import CodedSampler
 from ._loss import coded_loss, loss_weights
 from ._runtime import GRACE, AggregateInfo, FlatParams, Master, Worker

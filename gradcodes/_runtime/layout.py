@@ -1,4 +1,4 @@
-"""How a code is laid out on MPI ranks: who computes what, who receives from whom, and how messages combine.
+"""How a code is laid out on ranks (any transport): who computes what, who receives from whom, how messages combine.
 
 * **Flat (master--worker)**, any :class:`~gradcodes.LinearCode` with ``n`` workers: rank 0 is the master, rank
   ``i + 1`` is worker ``i`` and sends ``y_i = sum_{j,u} B[i, j m + u] g_j^{(u)}`` (length ``ceil(length/m)``; Tandon
@@ -22,6 +22,7 @@ whole tree's acceptance rule): fixed sizes, preallocated buffers, no pickling.
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -34,9 +35,10 @@ from .._base.aliases import ArrayLike, DTypeLike
 from .._base.errors import GradcodesTypeError, GradcodesValueError
 from .._core.apply import combine_rows
 from .._core.decoders import Decoder
-from ._comm import finite
+from .._core.numerics import real_error_bound, tolerance_for
+from .engine import finite
 
-__all__ = ["Layout", "layout_for", "WorkerEncoder", "Combiner", "TreeCheck", "write_tail"]
+__all__ = ["Layout", "layout_for", "WorkerEncoder", "Combiner", "UnitTracker", "TreeCheck", "write_tail"]
 
 
 
@@ -261,6 +263,7 @@ class Combiner:
         self._cache: OrderedDict[tuple[tuple[int, ...], str], np.ndarray] = OrderedDict()
         self._plans: OrderedDict[tuple[tuple[int, ...], str], list[tuple[list[int], list[Any]]]] = OrderedDict()
         self._errors: OrderedDict[tuple[tuple[int, ...], str], float] = OrderedDict()
+        self._unit_ok: OrderedDict[tuple[tuple[int, ...], float], bool] = OrderedDict()
         self._size = cache_size
 
     def _remember(self, cache: OrderedDict, key: Any, value: Any) -> None:
@@ -326,6 +329,28 @@ class Combiner:
             self._remember(self._errors, key, est)
         return est
 
+    def check_unit(self, rows: list[int], u: float, name: str) -> None:
+        """Raise :class:`gradcodes.DecodingError` unless the decode of ``rows`` meets the acceptance rule for
+        messages in a real format that numpy lacks, given by its unit roundoff ``u`` and ``name`` (bfloat16: ``u =
+        2**-8``): the bound :func:`gradcodes._core.numerics.real_error_bound` of the set's cancellation, residual and
+        terms against :func:`gradcodes._core.numerics.tolerance_for` (cached per set)."""
+        key = (tuple(sorted(rows)), float(u))
+        if key in self._unit_ok:
+            self._unit_ok.move_to_end(key)
+            return
+        code: Any = self.code
+        F, mask = code._mask(list(key[0]))
+        A, res, canc = code._raw_decoding_matrix(F, mask, code._decoder(self.decoder))
+        bound = float(real_error_bound(canc, res, u, code._terms(A)))
+        tol = tolerance_for(code.rtol, u)
+        if not (math.isfinite(bound) and bound <= tol):
+            raise DecodingError(
+                f"responders {F.tolist()} cannot recover the gradient to the {name} tolerance {tol:.3g} (rtol="
+                f"{code.rtol:g} for float64): error bound {bound:.3g} in {name} (unit roundoff {u:.2g}; residual "
+                f"{res:.3g}, cancellation {canc:.3g}); float32 or float64 messages, or a code without cancellation "
+                f"(e.g. gradcodes.stable_binary), decode within their tolerance", F, res)
+        self._remember(self._unit_ok, key, True)
+
     def combine(self, rows: list[int], buf: np.ndarray, out: np.ndarray, tmp: np.ndarray | None = None,
                 accumulate: bool = False, base: np.ndarray | None = None) -> None:
         """``out`` (length ``m q``) = [``out`` +] the combination of ``buf[rows]`` (each of length ``q``).
@@ -360,7 +385,7 @@ class Combiner:
 
         The same multiply-adds as :meth:`combine` (one pass per message: a copy, add or BLAS ``axpy``), then one
         check of each output block for NaN/inf (its sum of squares, one BLAS ``dot``; the exact check only when
-        that sum is not finite, :func:`gradcodes.mpi._comm.finite`): one check of the result in place of one check
+        that sum is not finite, :func:`gradcodes._runtime.engine.finite`): one check of the result in place of one check
         per message, the messages inspected one by one only when it fails (a NaN in ``base``, the parent's own
         message, fails it too: the caller tells the two apart). Checking cache-sized pieces of the result
         right after writing them (an earlier way) was slower on the project's 2-core test machine: six float64
@@ -376,6 +401,30 @@ class Combiner:
                 if ok and not finite(o_u):
                     ok = False
         return ok
+
+
+class UnitTracker:
+    """A wait policy's tracker that also requires the decode of the rows so far to meet the rule of a format given
+    by its unit roundoff (:meth:`Combiner.check_unit`; bfloat16): the wait goes on past a set that the policy
+    would take but whose decode that format cannot trust."""
+
+    def __init__(self, tracker: Any, combiner: Combiner, u: float, name: str) -> None:
+        self.inner, self.combiner, self.u, self.name = tracker, combiner, float(u), name
+        self.rows: list[int] = []
+
+    def reset(self) -> None:
+        self.rows = []
+        self.inner.reset()
+
+    def add(self, row: int) -> bool:
+        self.rows.append(int(row))
+        if not self.inner.add(row):
+            return False
+        try:
+            self.combiner.check_unit(self.rows, self.u, self.name)
+        except DecodingError:
+            return False
+        return True
 
 
 def write_tail(out: Any, rows: Any, tails: Any) -> None:
