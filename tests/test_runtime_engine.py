@@ -233,3 +233,27 @@ def test_abort_and_early_stop():
 def test_a_collection_needs_a_policy():
     with pytest.raises(gc.GradcodesValueError, match="tracker or a count"):
         Collection([1, 2])
+
+
+# --- bfloat16: its own rule (numpy has no bfloat16, the runtimes used the float16 rule alone) -----------------------
+def test_bfloat16_decodes_meet_bfloat16s_own_rule_not_only_float16s():
+    from gradcodes._core.numerics import tolerance_for
+    from gradcodes._runtime.layout import UnitTracker
+
+    code = gc.cyclic_repetition(6, 2, rng=1)
+    rows = [0, 1, 2, 3]
+    code.decoding_matrix(rows, dtype=np.float16)          # the float16 rule accepts this set (the old check)
+    comb = Combiner(code)
+    with pytest.raises(gc.DecodingError, match=r"bfloat16 tolerance 0.062 .*error bound 0.1"):
+        comb.check_unit(rows, 2.0 ** -8, "bfloat16")
+    assert tolerance_for(1e-8, 2.0 ** -8) == pytest.approx(0.0621, abs=1e-4)
+    comb.check_unit([0, 1, 2, 3], 2.0 ** -11, "float16-like")   # the same bound at float16's u: accepted
+    frac = gc.fractional_repetition(6, 2)
+    Combiner(frac).check_unit([0, 3], 2.0 ** -8, "bfloat16")     # 0/1 decode: no cancellation, accepted
+    # the wait goes on past a set the policy would take but bfloat16 cannot trust
+    tr = UnitTracker(gc.EarliestDecodable().tracker(code, np.float16), comb, 2.0 ** -8, "bfloat16")
+    plain = gc.EarliestDecodable().tracker(code, np.float16)
+    assert [plain.add(i) for i in rows][-1] is True
+    assert not any(tr.add(i) for i in rows)
+    tr.reset()
+    assert tr.rows == []
