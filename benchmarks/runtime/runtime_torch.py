@@ -96,6 +96,7 @@ class DutyCycle(threading.Thread):
         self.pid_file, self.stop_s, self.period_s = pid_file, stop_s, period_s
         self.done = threading.Event()
         self.pid: int | None = None
+        self._fd: int | None = None
         self.stops = 0
 
     def run(self) -> None:
@@ -107,29 +108,42 @@ class DutyCycle(threading.Thread):
                 self.done.wait(0.01)
         if self.pid is None:
             return
+        try:                        # a pidfd names this process, never a later one that reuses its PID
+            self._fd = os.pidfd_open(self.pid)
+        except (AttributeError, OSError):
+            self._fd = None
         try:
             while not self.done.is_set():
-                os.kill(self.pid, signal.SIGSTOP)
+                self.send(signal.SIGSTOP)
                 self.stops += 1
                 self.done.wait(self.stop_s)
-                os.kill(self.pid, signal.SIGCONT)
+                self.send(signal.SIGCONT)
                 self.done.wait(self.period_s - self.stop_s)
         except ProcessLookupError:                          # the worker has ended
             pass
         finally:
             self.resume()
 
+    def send(self, sig: int) -> None:
+        if self._fd is not None:
+            signal.pidfd_send_signal(self._fd, sig)
+        else:
+            os.kill(self.pid, sig)                          # type: ignore[arg-type]
+
     def resume(self) -> None:
         if self.pid is not None:
             try:
-                os.kill(self.pid, signal.SIGCONT)
-            except ProcessLookupError:
+                self.send(signal.SIGCONT)
+            except (ProcessLookupError, OSError):
                 pass
 
     def finish(self) -> None:
         self.done.set()
         self.join(timeout=5)
         self.resume()
+        if self._fd is not None and not self.is_alive():
+            os.close(self._fd)
+            self._fd = None
 
 
 @contextmanager
