@@ -85,3 +85,15 @@ def test_benchmark_smoke(script: str, bench_copy: Path) -> None:
                          capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, f"{script} --smoke exited {res.returncode}\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}"
     assert "Traceback" not in res.stderr, res.stderr[-3000:]
+
+
+@pytest.mark.parametrize("script", ["runtime/runtime_torch.py", "runtime/runtime_mpi.py"])
+def test_runtime_benchmark_help(script: str, bench_copy: Path) -> None:
+    """``--help`` prints the usage and does nothing else: no job is launched, no file is written."""
+    before = sorted(p for p in bench_copy.rglob("*") if "__pycache__" not in p.parts)
+    res = subprocess.run([sys.executable, str(bench_copy / script), "--help"], cwd=bench_copy.parent,
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert res.stdout.startswith("usage:") and "--smoke" in res.stdout and "real" in res.stdout
+    assert not res.stderr
+    assert sorted(p for p in bench_copy.rglob("*") if "__pycache__" not in p.parts) == before

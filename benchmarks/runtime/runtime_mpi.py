@@ -2,9 +2,10 @@
 
     python benchmarks/runtime/runtime_mpi.py            # launches the MPI jobs itself with the venv's mpiexec
     python benchmarks/runtime/runtime_mpi.py --smoke    # 3 ranks, 3 iterations, writes nothing; skipped without mpi4py
+    python benchmarks/runtime/runtime_mpi.py --real-straggler   # only job 4: results/runtime_mpi_real_straggler.txt
 
-Three jobs, each running every configuration ``REPEATS`` times interleaved; per configuration the median over
-repeats of the per-run median iteration time (first iteration left out):
+Four jobs, each running every configuration ``REPEATS`` times interleaved; per configuration the median over
+repeats of the per-run median iteration time (first iteration left out; job 4 times to a loss target):
 
 1. **Fixed delays**, flat ``n = 8, s = 2`` (9 ranks) and the ``1 + 3 + 9`` CodedReduce tree (13 ranks). Every
    worker "computes" ``BASE`` seconds; ``s`` workers (flat: 2; tree: one child of every parent) are ``DELAY``
@@ -18,6 +19,15 @@ repeats of the per-run median iteration time (first iteration left out):
 3. **Training** (the same runs, synthetic least squares): loss against wall time for CR, GC, wait-for-all and
    ignore-stragglers. The exact codes must follow uncoded gradient descent iteration by iteration (relative loss
    difference <= 1e-9); the script exits non-zero otherwise. Plot: ``benchmarks/runtime/results/runtime_mpi.png``.
+4. **Real straggler** (``--real-straggler``, its own results file): no delay model; the operating system slows one
+   worker process (rank ``n``, never the master): a controller thread of this script (``runtime_torch.py``'s
+   :class:`DutyCycle`) sends it ``SIGSTOP`` for ``STOP_S`` s out of every ``PERIOD_S`` s, ``SIGCONT`` otherwise and
+   always at the end. Least squares (``REAL_POINTS`` x ``REAL_DIM``, step 1/L) on ``n = 4`` workers, ``s = 1``:
+   wall-clock time until the loss is within ``REAL_TOL`` (relative to the initial gap) of the optimum, for
+   cyclic repetition (first n - s) and ``train("allreduce")``, with and without the straggler; both are exact, so
+   both reach the target at the same iteration. The clock starts after iteration 1, which holds each scheme's
+   set-up (the workers' start, the coded runtime's same-code check); its time is shown apart. Medians of
+   ``REPEATS`` interleaved jobs.
 """
 
 from __future__ import annotations
@@ -36,6 +46,8 @@ BASE, DELAY = 0.05, 0.3
 FIXED_ITERS, EXP_ITERS = 12, 20
 P_FIXED = 100_000                      # gradient length in the fixed-delay job
 A, M_DATA = 1e-4, 3000                 # shifted exponential: seconds per point, data points per iteration
+REAL_POINTS, REAL_DIM, REAL_ITERS, REAL_TOL = 4000, 1000, 80, 1e-10   # job 4 (real straggler)
+STOP_S, PERIOD_S = 0.2, 0.25           # job 4: SIGSTOP for STOP_S seconds out of every PERIOD_S
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 
 
@@ -104,6 +116,36 @@ def job(cfg: dict) -> None:
             json.dump(out, fh)
 
 
+def real_job(cfg: dict) -> None:
+    """Job 4's MPI side: every rank publishes its PID, then the coded scheme and the allreduce baseline train."""
+    from mpi4py import MPI
+    from runtime_torch import write_pid  # this folder is on sys.path (python -m mpi4py PATH puts it there)
+
+    import gradcodes as gc
+    from gradcodes.mpi import train
+    from gradcodes.mpi._problem import SyntheticProblem
+
+    comm = MPI.COMM_WORLD
+    rank, N = comm.Get_rank(), comm.Get_size() - 1
+    prob = SyntheticProblem("least-squares", points=cfg["points"], dim=cfg["dim"], rng=0)
+    write_pid(cfg["pids"], rank)
+    comm.Barrier()
+    out = []
+    for label in ("coded, first n-s", 'train("allreduce")'):
+        code = gc.cyclic_repetition(N, cfg["s"], rng=0) if label.startswith("coded") else "allreduce"
+
+        def step(w, g, t):
+            w -= prob.lr * g
+
+        res = train(code, np.zeros(prob.dim), prob.partial_gradient(N if code == "allreduce" else code.k), step,
+                    iterations=cfg["iters"], timeout=120, loss=prob.loss)
+        if res is not None:
+            out.append({"label": label, "time": res.time.tolist(), "loss": res.loss.tolist()})
+    if rank == 0:
+        with open(cfg["out"], "w") as fh:
+            json.dump(out, fh)
+
+
 # ------------------------------------------------------------------------------------------------ driver
 def mpiexec() -> str:
     exe = os.path.join(os.path.dirname(sys.executable), "mpiexec")
@@ -123,18 +165,94 @@ def smoke() -> int:
     rows = launch(3, {"kind": "fixed", "runs": [{"label": "coded, first n-s", "code": "gc", "delay": "fixed"}],
                       "repeats": 1, "iters": 3, "slow": [0], "s": 1})
     print(f"smoke: {len(rows)} run, {len(rows[0]['time'])} iterations, median {np.median(rows[0]['time']):.3f} s")
-    return 0 if rows and len(rows[0]["time"]) >= 1 else 1
+    # job 4's path, tiny: rank 2 (a worker) SIGSTOPped 50 ms out of every 100 ms
+    real, stops = launch_real(2, {"points": 240, "dim": 5, "iters": 3, "s": 1}, True, 0.05, 0.1)
+    print(f"smoke, real straggler ({stops} SIGSTOPs): " + ", ".join(f"{r['label']} {len(r['time'])} iterations"
+                                                                    for r in real))
+    return 0 if rows and len(rows[0]["time"]) >= 1 and len(real) == 2 else 1
 
 
-def launch(ranks: int, cfg: dict) -> list[dict]:
+def launch(ranks: int, cfg: dict, entry: str = "--job") -> list[dict]:
     with tempfile.TemporaryDirectory() as tmp:
         cfg = dict(cfg, out=os.path.join(tmp, "out.json"))
         env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
-        cmd = [mpiexec(), "-n", str(ranks), sys.executable, "-m", "mpi4py", os.path.abspath(__file__), "--job",
+        cmd = [mpiexec(), "-n", str(ranks), sys.executable, "-m", "mpi4py", os.path.abspath(__file__), entry,
                json.dumps(cfg)]
         subprocess.run(cmd, check=True, timeout=1800, env=env)
         with open(cfg["out"]) as fh:
             return json.load(fh)
+
+
+def launch_real(n: int, cfg: dict, straggle: bool, stop_s: float = STOP_S,
+                period_s: float = PERIOD_S) -> tuple[list, int]:
+    """One job 4 run on ``n + 1`` ranks; with ``straggle``, rank ``n`` is duty-cycled. ``(rows, SIGSTOPs sent)``."""
+    from runtime_torch import real_straggler  # the controller, shared with the torch benchmark
+
+    if not straggle:
+        with tempfile.TemporaryDirectory() as folder:
+            return launch(n + 1, dict(cfg, pids=folder), entry="--real-job"), 0
+    with real_straggler(n, stop_s, period_s) as (folder, ctl):
+        rows = launch(n + 1, dict(cfg, pids=folder), entry="--real-job")
+    return rows, ctl.stops
+
+
+def time_to(row: dict, target: float) -> tuple[float, int]:
+    """``(wall seconds after iteration 1, iterations)`` until the loss first reached ``target`` (``(inf, -1)`` if
+    never)."""
+    hit = np.flatnonzero(np.asarray(row["loss"]) <= target)
+    return (float(np.sum(row["time"][1:hit[0] + 1])), int(hit[0]) + 1) if hit.size else (float("inf"), -1)
+
+
+def real_straggler_rows(repeats: int = REPEATS, stop_s: float = STOP_S, period_s: float = PERIOD_S) -> list[str]:
+    """Job 4: the lines of its table."""
+    from gradcodes.mpi._problem import SyntheticProblem
+
+    n, s = 4, 1
+    prob = SyntheticProblem("least-squares", points=REAL_POINTS, dim=REAL_DIM, rng=0)
+    f_star = prob.loss(np.linalg.lstsq(prob.X, prob.y, rcond=None)[0])
+    target = f_star + REAL_TOL * (prob.loss(np.zeros(REAL_DIM)) - f_star)
+    cfg = {"points": REAL_POINTS, "dim": REAL_DIM, "iters": REAL_ITERS, "s": s}
+    runs: dict[str, list] = {}
+    stops = []
+    for _ in range(repeats):                             # interleaved, so slow drifts of the machine hit both
+        for straggle in (False, True):
+            rows, k = launch_real(n, cfg, straggle, stop_s, period_s)
+            stops += [k] if straggle else []
+            for r in rows:
+                runs.setdefault(("real straggler (SIGSTOP)" if straggle else "no straggler", r["label"]), []).append(
+                    (*time_to(r, target), float(np.median(r["time"][1:])), r["time"][0]))
+    lines = [f"4. real straggler: rank {n} (a worker) SIGSTOPped {stop_s} s out of every {period_s} s by a controller "
+             f"thread of this script (SIGCONT always at the end), no delay model; {n} workers + master, s = {s}; "
+             f"least squares {REAL_POINTS} x {REAL_DIM}, step 1/L, {REAL_ITERS} iterations; target: loss - f* <= "
+             f"{REAL_TOL:g} x (f(0) - f*), wall clock from the end of iteration 1 (set-up); medians of {repeats} runs "
+             f"(SIGSTOPs per run: {', '.join(map(str, stops))})",
+             f"{'job':<26}{'scheme':<20}{'iter 1 (s)':>11}{'s/iter':>9}{'iters':>7}{'time to target':>16}"]
+    med = {key: np.median(np.asarray(v), axis=0) for key, v in runs.items()}
+    for (job, label), (tt, it, per, first) in med.items():
+        lines.append(f"{job:<26}{label:<20}{first:>11.3f}{per:>9.4f}{it:>7.0f}{tt:>14.3f} s")
+    real, base = "real straggler (SIGSTOP)", "no straggler"
+    coded, ar = "coded, first n-s", 'train("allreduce")'
+    lines.append(f"time to target with the real straggler: allreduce / coded = "
+                 f"{med[real, ar][0] / med[real, coded][0]:.2f}x; coded with / without it = "
+                 f"{med[real, coded][0] / med[base, coded][0]:.2f}x, allreduce with / without it = "
+                 f"{med[real, ar][0] / med[base, ar][0]:.2f}x")
+    return lines
+
+
+def real_straggler_main(repeats: int = REPEATS) -> int:
+    """Job 4 alone: prints its table and writes it to ``results/runtime_mpi_real_straggler.txt`` under a header."""
+    start, load0 = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), os.getloadavg()
+    lines = real_straggler_rows(repeats)
+    load1 = os.getloadavg()
+    lines = [f"# python benchmarks/runtime/runtime_mpi.py {' '.join(sys.argv[1:])}",
+             f"# {start} to {time.strftime('%H:%M:%S UTC', time.gmtime())}; {os.cpu_count()} cores, shared; "
+             f"load average {load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f} at start, {load1[0]:.2f} {load1[1]:.2f} "
+             f"{load1[2]:.2f} at end; MPICH", *lines]
+    print("\n".join(lines), flush=True)
+    os.makedirs(RESULTS, exist_ok=True)
+    with open(os.path.join(RESULTS, "runtime_mpi_real_straggler.txt"), "w") as fh:
+        fh.write("\n".join(lines) + "\n")
+    return 0
 
 
 def per_config(rows: list[dict]) -> dict[str, dict]:
@@ -274,6 +392,9 @@ def main() -> int:
         say("plot: benchmarks/runtime/results/runtime_mpi.png")
     except ImportError:
         say("(matplotlib not installed: no plot; pip install -e '.[plot]')")
+    say()                                  # 4. real straggler (alone: --real-straggler) ----------------------------
+    for line in real_straggler_rows():
+        say(line)
     say(f"\nload average at end {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}")
     say("all targets met" if ok else "SOME TARGETS NOT MET")
     with open(os.path.join(RESULTS, "runtime_mpi.txt"), "w") as fh:
@@ -284,7 +405,16 @@ def main() -> int:
 if __name__ == "__main__":
     if len(sys.argv) > 2 and sys.argv[1] == "--job":
         job(json.loads(sys.argv[2]))
-    elif sys.argv[1:] == ["--smoke"]:
-        sys.exit(smoke())
+    elif len(sys.argv) > 2 and sys.argv[1] == "--real-job":
+        real_job(json.loads(sys.argv[2]))
     else:
-        sys.exit(main())
+        import argparse
+
+        ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog="(--job CFG / --real-job CFG: the MPI ranks' entries; not for users)")
+        ap.add_argument("--smoke", action="store_true", help="tiny jobs (3 ranks, 3 iterations), writes nothing")
+        ap.add_argument("--real-straggler", action="store_true",
+                        help="run only job 4 (a real, SIGSTOP-duty-cycled straggler); writes its own results file")
+        ap.add_argument("--repeats", type=int, default=REPEATS, help="repeats of job 4 (default %(default)s)")
+        ns = ap.parse_args()
+        sys.exit(smoke() if ns.smoke else real_straggler_main(ns.repeats) if ns.real_straggler else main())

@@ -2,6 +2,7 @@
 
     python benchmarks/runtime/runtime_torch.py          # launches the torchrun jobs itself (5 processes: n = 4, s = 1)
     python benchmarks/runtime/runtime_torch.py --smoke  # 3 processes, 3 iterations, no files; skipped without torch
+    python benchmarks/runtime/runtime_torch.py --real-straggler-only --out FILE   # only job 4, its table to FILE
 
 Every job is ``torchrun -m gradcodes.torch`` (a small CNN on scikit-learn's 8x8 digits, global batch 240, SGD with
 momentum, the same initial weights and batches for every scheme), repeated ``REPEATS`` times; one table of medians
@@ -15,14 +16,28 @@ over the repeats:
 3. **Shifted exponential** (``shiftexp:A``, Reisizadeh et al. 2019; ``gc.simulate``'s model): the measured mean
    iteration time of the coded scheme against :func:`gradcodes.mpi.predict` with the per-message time calibrated
    from job 1 (``t_c = T_0 / K``, K messages waited for). Target: within 15 %.
+4. **Real straggler**: no delay model; the operating system slows one worker process (the last worker, never the
+   master): a controller thread of this script sends it ``SIGSTOP`` for ``STOP_S`` seconds out of every
+   ``PERIOD_S`` (``SIGCONT`` for the rest, and always at the end). The workers run this script under torchrun
+   (``--worker``: writes the rank's PID to the folder named by ``$GRADCODES_BENCH_PIDS``, then runs
+   ``gradcodes.torch``'s built-in job). Wall-clock time to the stated test accuracy (both schemes are exact: the same
+   gradients, the same accuracies) for the coded scheme and DDP over Gloo on the same workers, with and
+   without the real straggler; medians of ``REPEATS`` runs (the full run reuses job 1's runs without it).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -30,19 +45,117 @@ REPEATS = 3
 DELAY = 0.3
 A = 1e-3                      # shifted exponential: seconds per sample
 ITERS, TARGET, BATCH, LR = 80, 0.85, 240, 0.1
+STOP_S, PERIOD_S = 0.2, 0.25  # real straggler: SIGSTOP for STOP_S seconds out of every PERIOD_S
+PIDS_ENV = "GRADCODES_BENCH_PIDS"
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def launch(procs: int, args: list[str]) -> list[dict]:
+def launch(procs: int, args: list[str], pids: str | None = None) -> list[dict]:
+    """Run the built-in job under torchrun; with ``pids`` (a folder), the workers run this script's ``--worker``
+    entry instead, which writes each rank's PID there first."""
     env = dict(os.environ, OMP_NUM_THREADS="1")
     env["PYTHONPATH"] = os.pathsep.join([ROOT, env.get("PYTHONPATH", "")])
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(procs), "-m",
-           "gradcodes.torch", "--json", *args]
+    entry = ["-m", "gradcodes.torch"] if pids is None else [os.path.abspath(__file__), "--worker"]
+    if pids is not None:
+        env[PIDS_ENV] = pids
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(procs), *entry,
+           "--json", *args]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1800, env=env)
     if proc.returncode != 0:
         raise RuntimeError(f"job failed: {' '.join(cmd)}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
     line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("ROWS "))
     return json.loads(line[5:])
+
+
+def write_pid(folder: str, rank: int) -> None:
+    """Publish this process's PID as ``folder/rank<rank>.pid`` for :class:`DutyCycle` (runtime_mpi.py uses it too)."""
+    path = os.path.join(folder, f"rank{rank}.pid")
+    with open(path + ".tmp", "w") as fh:
+        fh.write(str(os.getpid()))
+    os.replace(path + ".tmp", path)                         # the controller never reads a half-written file
+
+
+def worker(argv: list[str]) -> int:
+    """A torchrun worker: write this rank's PID to ``$GRADCODES_BENCH_PIDS/rank<RANK>.pid``, then run the job."""
+    import torch.distributed  # noqa: F401  (imported before the PID is published: the stops slow training, not imports)
+
+    folder = os.environ.get(PIDS_ENV)
+    if folder:
+        write_pid(folder, int(os.environ["RANK"]))
+    from gradcodes.torch._job import main as job_main
+
+    return job_main(argv)
+
+
+class DutyCycle(threading.Thread):
+    """The controller: once ``pid_file`` exists, ``SIGSTOP`` its process for ``stop_s`` out of every ``period_s``
+    seconds until :meth:`finish`; the process is always left running (``SIGCONT`` in a ``finally``)."""
+
+    def __init__(self, pid_file: str, stop_s: float, period_s: float) -> None:
+        super().__init__(daemon=True)
+        self.pid_file, self.stop_s, self.period_s = pid_file, stop_s, period_s
+        self.done = threading.Event()
+        self.pid: int | None = None
+        self._fd: int | None = None
+        self.stops = 0
+
+    def run(self) -> None:
+        while self.pid is None and not self.done.is_set():
+            try:
+                with open(self.pid_file) as fh:
+                    self.pid = int(fh.read())
+            except (OSError, ValueError):
+                self.done.wait(0.01)
+        if self.pid is None:
+            return
+        try:                        # a pidfd names this process, never a later one that reuses its PID
+            self._fd = os.pidfd_open(self.pid)
+        except (AttributeError, OSError):
+            self._fd = None
+        try:
+            while not self.done.is_set():
+                self.send(signal.SIGSTOP)
+                self.stops += 1
+                self.done.wait(self.stop_s)
+                self.send(signal.SIGCONT)
+                self.done.wait(self.period_s - self.stop_s)
+        except ProcessLookupError:                          # the worker has ended
+            pass
+        finally:
+            self.resume()
+
+    def send(self, sig: int) -> None:
+        if self._fd is not None:
+            signal.pidfd_send_signal(self._fd, sig)
+        else:
+            os.kill(self.pid, sig)                          # type: ignore[arg-type]
+
+    def resume(self) -> None:
+        if self.pid is not None:
+            try:
+                self.send(signal.SIGCONT)
+            except (ProcessLookupError, OSError):
+                pass
+
+    def finish(self) -> None:
+        self.done.set()
+        self.join(timeout=5)
+        self.resume()
+        if self._fd is not None and not self.is_alive():
+            os.close(self._fd)
+            self._fd = None
+
+
+@contextmanager
+def real_straggler(rank: int, stop_s: float = STOP_S, period_s: float = PERIOD_S) -> Iterator[tuple[str, DutyCycle]]:
+    """``(pid folder, controller)``: duty-cycles rank ``rank``'s process while the block runs; always resumes it."""
+    with tempfile.TemporaryDirectory() as folder:
+        ctl = DutyCycle(os.path.join(folder, f"rank{rank}.pid"), stop_s, period_s)
+        ctl.start()
+        try:
+            yield folder, ctl
+        finally:
+            ctl.finish()
 
 
 def smoke() -> int:
@@ -51,58 +164,130 @@ def smoke() -> int:
     except ImportError:
         print("smoke: torch not installed (pip install 'gradcodes[torch]'): skipped")
         return 0
-    rows = launch(3, ["--schemes", "cyclic_repetition,ddp", "--iterations", "3", "--delay", "none",
-                      "--model", "linear", "--batch-size", "60"])
-    print(f"smoke: {len(rows)} schemes, mean iteration {rows[0]['mean_iteration']:.4f} s (coded), "
-          f"{rows[1]['mean_iteration']:.4f} s (DDP)")
-    return 0
+    # one job, run through the real-straggler path: rank 2 (a worker) SIGSTOPped 50 ms out of every 100 ms
+    with real_straggler(2, 0.05, 0.1) as (folder, ctl):
+        rows = launch(3, ["--schemes", "cyclic_repetition,ddp", "--iterations", "3", "--delay", "none",
+                          "--model", "linear", "--batch-size", "60"], pids=folder)
+    print(f"smoke, real straggler (rank 2, PID {ctl.pid}, {ctl.stops} SIGSTOPs): {len(rows)} schemes, "
+          f"mean iteration {rows[0]['mean_iteration']:.4f} s (coded), {rows[1]['mean_iteration']:.4f} s (DDP)")
+    return 0 if ctl.pid is not None and len(rows) == 2 else 1
 
 
 def med(runs: list[list[dict]], scheme: str, key: str) -> float:
     return float(np.median([next(r[key] for r in rows if r["scheme"] == scheme) for rows in runs]))
 
 
-def main() -> int:
+def real_straggler_rows(n: int, s: int, repeats: int, base: list[list[dict]] | None = None) -> list[str]:
+    """Job 4: coded and DDP with and without a real (SIGSTOP-duty-cycled) straggler, the last worker (rank n).
+    ``base``: no-straggler runs of job 1 to reuse (else launched here). The lines of its table."""
+    common = ["--schemes", "cyclic_repetition,ddp", "--delay", "none", "--stragglers", str(s), "--iterations",
+              str(ITERS), "--target", str(TARGET), "--batch-size", str(BATCH), "--lr", str(LR)]
+    base = list(base or [])
+    real, stops = [], []
+    for _ in range(repeats):                       # interleaved, as above
+        if len(base) < repeats:
+            base.append(launch(n + 1, common))
+        with real_straggler(n) as (folder, ctl):
+            real.append(launch(n + 1, common, pids=folder))
+        stops.append(ctl.stops)
+    coded, ddp = "cyclic_repetition", "DDP allreduce"
+    lines = [f"real straggler: rank {n} (a worker) SIGSTOPped {STOP_S} s out of every {PERIOD_S} s by a controller "
+             f"thread of this script (SIGCONT always at the end), no delay model; {n} workers + master, s = {s}, CNN "
+             f"on digits, batch {BATCH}, {ITERS} iterations, medians of {repeats} runs "
+             f"(SIGSTOPs per run: {', '.join(map(str, stops))})",
+             f"{'job':28s} {'scheme':34s} {'s/iter':>8s} {'time to ' + format(TARGET, '.0%'):>12s} "
+             f"{'final acc':>9s}"]
+    for label, runs in (("no straggler", base), ("real straggler (SIGSTOP)", real)):
+        for sc in (coded, ddp):
+            lines.append(f"{label:28s} {sc:34s} {med(runs, sc, 'mean_iteration'):8.4f} "
+                         f"{med(runs, sc, 'time_to_target'):12.3f} {med(runs, sc, 'final_accuracy'):9.3f}")
+    tt = {(k, sc): med(runs, sc, "time_to_target") for k, runs in (("base", base), ("real", real))
+          for sc in (coded, ddp)}
+    lines.append(f"time to {TARGET:.0%} with the real straggler: DDP / coded = "
+                 f"{tt['real', ddp] / tt['real', coded]:.2f}x; coded with / without it = "
+                 f"{tt['real', coded] / tt['base', coded]:.2f}x, DDP with / without it = "
+                 f"{tt['real', ddp] / tt['base', ddp]:.2f}x")
+    return lines
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                epilog="(--worker ARGS...: the torchrun workers' entry used by job 4; not for users)")
+    p.add_argument("--smoke", action="store_true", help="tiny jobs (3 processes, 3 iterations), no files")
+    p.add_argument("--real-straggler-only", action="store_true", help="run only job 4 (the real straggler)")
+    p.add_argument("--repeats", type=int, default=REPEATS, help="repeats per job (default %(default)s)")
+    p.add_argument("--out", help="also write the output to this file, under a header (command, date, machine, load)")
+    return p.parse_args(argv)
+
+
+def main(args: argparse.Namespace) -> int:
+    n, s = 4, 1
+    start = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+    load0 = os.getloadavg()
+    if args.real_straggler_only:
+        lines = real_straggler_rows(n, s, args.repeats)
+    else:
+        lines = full(n, s, args.repeats)
+    print("\n".join(lines), flush=True)
+    if args.out:
+        import torch
+
+        load1 = os.getloadavg()
+        head = [f"# python benchmarks/runtime/runtime_torch.py {' '.join(sys.argv[1:])}",
+                f"# {start} to {time.strftime('%H:%M:%S UTC', time.gmtime())}; {os.cpu_count()} cores, shared; "
+                f"load average {load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f} at start, {load1[0]:.2f} {load1[1]:.2f} "
+                f"{load1[2]:.2f} at end; torch {torch.__version__}, Gloo"]
+        with open(args.out, "w") as fh:
+            fh.write("\n".join(head + lines) + "\n")
+    return 0
+
+
+def full(n: int, s: int, repeats: int) -> list[str]:
+    """Jobs 1 to 4; the lines of the tables."""
     import gradcodes as gc
     from gradcodes.mpi import ShiftedExponential, predict
 
-    n, s = 4, 1
     common = ["--stragglers", str(s), "--iterations", str(ITERS), "--target", str(TARGET), "--batch-size", str(BATCH),
               "--lr", str(LR)]
     base, slow, expo = [], [], []
-    for _ in range(REPEATS):                       # interleaved, so slow drifts of the machine hit every job
+    for _ in range(repeats):                       # interleaved, so slow drifts of the machine hit every job
         base.append(launch(n + 1, ["--schemes", "cyclic_repetition,ddp", "--delay", "none", *common]))
         slow.append(launch(n + 1, ["--schemes", "cyclic_repetition,ddp,all,ignore", "--delay", f"slow:{DELAY}",
                                    *common]))
         expo.append(launch(n + 1, ["--schemes", "cyclic_repetition", "--delay", f"shiftexp:{A}", *common]))
     coded, ddp, ign = "cyclic_repetition", "DDP allreduce", f"ignore-stragglers (first {n - s})"
     t0, t_ddp0 = med(base, coded, "mean_iteration"), med(base, ddp, "mean_iteration")
-    print(f"gradcodes.torch on {n} workers + master (Gloo, localhost), s = {s}, CNN on digits, batch {BATCH}, "
-          f"{ITERS} iterations, medians of {REPEATS} runs")
-    print(f"{'job':28s} {'scheme':34s} {'s/iter':>8s} {'time to ' + format(TARGET, '.0%'):>12s} {'final acc':>9s}")
+    lines = [f"gradcodes.torch on {n} workers + master (Gloo, localhost), s = {s}, CNN on digits, batch {BATCH}, "
+             f"{ITERS} iterations, medians of {repeats} runs"]
+    say = lines.append
+    say(f"{'job':28s} {'scheme':34s} {'s/iter':>8s} {'time to ' + format(TARGET, '.0%'):>12s} {'final acc':>9s}")
     for label, runs in (("no stragglers", base), (f"{s} fixed {DELAY} s straggler", slow),
                         (f"shifted exp a={A:g}", expo)):
         for r in runs[0]:
             sc = r["scheme"]
-            print(f"{label:28s} {sc:34s} {med(runs, sc, 'mean_iteration'):8.4f} "
-                  f"{med(runs, sc, 'time_to_target'):12.3f} {med(runs, sc, 'final_accuracy'):9.3f}")
+            say(f"{label:28s} {sc:34s} {med(runs, sc, 'mean_iteration'):8.4f} "
+                f"{med(runs, sc, 'time_to_target'):12.3f} {med(runs, sc, 'final_accuracy'):9.3f}")
     t_slow = med(slow, coded, "mean_iteration")
     tta = {sc: med(slow, sc, "time_to_target") for sc in (coded, ddp, "wait-for-all", ign)}
     code = gc.cyclic_repetition(n, s, rng=0)
     need = n - s
     pred = predict(code, ShiftedExponential(A, m_data=BATCH, rng=0), workers=n, need=need, t_c=t0 / need)
     measured = med(expo, coded, "mean_iteration")
-    print()
-    print(f"no-straggler overhead vs DDP per iteration: {t0 / t_ddp0:.2f}x ({t0 * 1e3:.1f} ms vs "
-          f"{t_ddp0 * 1e3:.1f} ms)")
-    print(f"first decodable with stragglers / without: {t_slow / t0:.2f}x (target <= 1.15)")
-    print(f"time to {TARGET:.0%}: DDP / coded = {tta[ddp] / tta[coded]:.2f}x (target >= 3), wait-for-all / coded = "
-          f"{tta['wait-for-all'] / tta[coded]:.2f}x, ignore-stragglers {tta[ign]:.3f} s vs coded {tta[coded]:.3f} s")
+    say("")
+    say(f"no-straggler overhead vs DDP per iteration: {t0 / t_ddp0:.2f}x ({t0 * 1e3:.1f} ms vs "
+        f"{t_ddp0 * 1e3:.1f} ms)")
+    say(f"first decodable with stragglers / without: {t_slow / t0:.2f}x (target <= 1.15)")
+    say(f"time to {TARGET:.0%}: DDP / coded = {tta[ddp] / tta[coded]:.2f}x (target >= 3), wait-for-all / coded = "
+        f"{tta['wait-for-all'] / tta[coded]:.2f}x, ignore-stragglers {tta[ign]:.3f} s vs coded {tta[coded]:.3f} s")
     if pred is not None:
-        print(f"shifted exponential: measured {measured:.4f} s/iter, gc.simulate {pred:.4f} s/iter "
-              f"({measured / pred - 1:+.1%}; target within 15%)")
-    return 0
+        say(f"shifted exponential: measured {measured:.4f} s/iter, gc.simulate {pred:.4f} s/iter "
+            f"({measured / pred - 1:+.1%}; target within 15%)")
+    say("")
+    return lines + real_straggler_rows(n, s, repeats, base=base)     # job 4 reuses job 1's no-straggler runs
 
 
 if __name__ == "__main__":
-    sys.exit(smoke() if sys.argv[1:] == ["--smoke"] else main())
+    if sys.argv[1:2] == ["--worker"]:
+        sys.exit(worker(sys.argv[2:]))
+    ns = parse_args(sys.argv[1:])
+    sys.exit(smoke() if ns.smoke else main(ns))
