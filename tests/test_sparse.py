@@ -337,7 +337,7 @@ def test_mpi_set_up_reads_the_non_zeros_only():
     """An MPI worker's plan and the ranks' code fingerprint come from the non-zeros of a code stored sparse (the
     set-up densified B on every rank), and equal those of the same code stored dense."""
     from gradcodes._runtime.layout import WorkerEncoder
-    from gradcodes.mpi._setup import fingerprint
+    from gradcodes._runtime.setup import fingerprint
 
     dense = gc.fractional_repetition(12, 2)
     sparse = gc.GradientCode(dense.B_sparse, 2, decoders=dense.decoders.values(), default_decoder="group")
