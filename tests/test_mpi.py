@@ -203,7 +203,9 @@ def test_approximate_code_deadline():
 
 @needs_mpi
 def test_allreduce_baseline():
+    """The baseline steps on every worker: each worker's check of each iteration's sum, gathered by the job."""
     _, res, _ = run_job(5, {"family": "allreduce", "p": 30, "iters": 5})
+    assert len(res["errors"]) == 5
     for err in res["errors"]:
         assert err <= 8 * U64
 
@@ -369,6 +371,7 @@ def test_coded_gradient_callback_decodes_exactly(family, kwargs, ranks):
 @needs_mpi
 def test_allreduce_baseline_with_coded_gradient():
     _, res, _ = run_job(4, {"family": "allreduce", "p": 30, "iters": 4, "coded": True})
+    assert len(res["errors"]) == 4
     for err in res["errors"]:
         assert err <= 8 * U64
 

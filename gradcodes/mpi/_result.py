@@ -33,7 +33,8 @@ class RunResult:
     workers, need : int
         Number of workers; messages the master waited for.
     time, wait, decode : ndarray, shape (iterations,)
-        Seconds per iteration (broadcast to aggregated gradient), of which waiting for messages and combining.
+        Seconds per iteration (broadcast to aggregated gradient), of which waiting for messages and combining
+        (``"allreduce"``: worker 1's iteration, of which its time inside ``Allreduce``; no decode).
     used : ndarray of bool, shape (iterations, children)
         Which of the master's children were used (level-1 workers for a tree).
     loss : ndarray or None

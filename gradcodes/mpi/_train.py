@@ -60,15 +60,17 @@ def train(code: LinearCode | str, params: np.ndarray,
     code : LinearCode or "allreduce"
         A :class:`~gradcodes.GradientCode`, :class:`~gradcodes.ApproximateCode` or
         :class:`~gradcodes.CodedReduceCode`; ``"allreduce"`` runs the uncoded ``MPI.Allreduce`` baseline
-        (every worker ``i`` computes partition ``i``; no straggler tolerance).
+        (:func:`allreduce_train`: worker ``i`` computes partition ``i - 1``, ``Allreduce`` among the workers, a local
+        ``step`` on every worker, the master only observing; no straggler tolerance).
     params : ndarray, shape (length,)
         The initial parameters (a flat float array; only the master's values are used).
     partial_gradient : callable or None
         ``partial_gradient(params, j)``: the gradient on partition ``j`` (flat, of the parameters' length). May
         be None when ``coded_gradient`` is given.
     step : callable
-        ``step(params, gradient, iteration)`` on the master: update ``params`` in place or return new ones
-        (same shape and dtype). ``gradient`` is reused by the next iteration: copy it to keep it.
+        ``step(params, gradient, iteration)`` on the master (for ``"allreduce"``: on every worker, so it must be
+        deterministic): update ``params`` in place or return new ones (same shape and dtype). ``gradient`` is
+        reused by the next iteration: copy it to keep it.
     iterations : int
     comm : mpi4py communicator, optional
         Default ``MPI.COMM_WORLD``.
@@ -181,14 +183,10 @@ def train(code: LinearCode | str, params: np.ndarray,
                      master.inbox.dropped, dict(failures))
 
 
-def _poll(req: Any, poll: float, timeout: float, what: str) -> None:
-    start = time.perf_counter()
-    while not req.Test():
-        if time.perf_counter() - start > timeout:
-            raise StragglerTimeout(f"{what} did not complete within {timeout:g} s: a rank is hung (a collective "
-                                   "cannot skip stragglers)")
-        if poll:
-            time.sleep(poll)
+#: The master's sleep between two polls of worker 1's records in :func:`allreduce_train` (seconds): it only
+#: observes, so it keeps its core free for the workers; a record's latency delays nothing but the callback.
+OBSERVE_POLL = 1e-2
+_RECORD, _READY, _FINAL = 1, 2, 3      # tags of the baseline's observation channel (a duplicate communicator)
 
 
 @renamed_keyword("progress", "callback")
@@ -198,17 +196,41 @@ def allreduce_train(params: np.ndarray, partial_gradient: Callable[[np.ndarray, 
                     t_c: float = 0.0, callback: Callable[[int, float, Any], None] | None = None,
                     blocking: bool = True, coded_gradient: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
                     blas_threads: int | None = 1) -> RunResult | None:
-    """The uncoded collective baseline: the parameters broadcast from the master, worker ``i`` computes partition
-    ``i``, and the gradient summed by ``MPI.Allreduce`` over all ranks (the master adds zeros); every delay stacks.
+    """The uncoded data-parallel baseline as users run it: the workers (ranks ``1..n``) sum their gradients with
+    ``MPI.Allreduce`` among themselves and each steps its own copy of the parameters; the master (rank 0) only
+    observes. Call it on every rank with the same arguments.
 
-    By default (``blocking=True``) both collectives are MPI's blocking ``Bcast`` and ``Allreduce``, the calls a
-    data-parallel program makes, so the baseline costs what MPI's own collective costs on these ranks; as with
-    any blocking collective, a hung rank hangs the job (``timeout`` is not used). ``blocking=False`` polls
-    ``Ibcast``/``Iallreduce`` instead (sleeping ``poll`` between tests), so that a hung rank raises
-    :class:`StragglerTimeout` on the master after ``timeout`` seconds, at the price of the polling.
-    The iteration count is known to every rank (the same ``iterations`` argument), so no control message is sent.
-    Without ``partial_gradient``, worker ``i`` calls ``coded_gradient(params, e_i)`` (the unit vector of its
-    partition)."""
+    At set-up (once): rank 0's delay model and parameters are broadcast to every rank (so every worker starts
+    from the master's parameters), and the workers' communicator is split off ``comm`` (``comm.Split``). Each
+    iteration the worker on rank ``r`` computes partition ``r - 1`` (``partial_gradient(w, r - 1)``, or without
+    it ``coded_gradient(w, e_{r-1})``, the unit vector of its partition), waits out its injected delay, calls a
+    blocking ``Allreduce`` on the workers' communicator and calls ``step(w, gradient, t)`` on its own copy.
+    ``step`` runs on every worker, not on the master: it must be deterministic (the same arithmetic on the same
+    inputs), so that, ``Allreduce`` giving every worker the same sum (MPI 4.0, section 6.9.1, advice to
+    implementors; MPICH's algorithms do), the parameters are identical on every worker. At the end the workers
+    compare a checksum of their parameters and a :class:`RuntimeWarning` on the master names any worker that
+    differs.
+
+    The master sends nothing during the iterations and is in no collective: worker 1 sends it one record per
+    iteration without blocking (iteration time, its time inside ``Allreduce``, and ``loss(w)`` when ``loss`` is
+    given, computed on worker 1 after its step, outside the timed iteration; the records not yet sent go in one
+    message once half the master's poll interval has passed, so fast iterations send few messages), and the final
+    parameters once after the last iteration (copied into ``params`` on the master; every worker copies its own into
+    its ``params``, so every rank ends with the trained parameters). The master polls those records, sleeping
+    ``OBSERVE_POLL`` (10 ms) in between, fills the same :class:`RunResult` as before (``time``: worker 1's
+    iteration, from the start of its gradient to the end of its step; ``wait``: its time inside ``Allreduce``, which
+    includes waiting for the slowest worker; ``decode``: zeros) and calls ``callback`` as records arrive.
+
+    Faults. By default (``blocking=True``) the workers call MPI's blocking ``Allreduce``, the call a data-parallel
+    program makes; as with any blocking collective, a hung worker hangs the job (``timeout`` is not used).
+    ``blocking=False`` polls ``Iallreduce`` instead (sleeping ``poll`` between tests), and a worker that has waited
+    ``min(OBSERVE_POLL, timeout / 10)`` inside an iteration's ``Iallreduce`` tells the master once, without
+    blocking, that it has its gradient of that iteration (nothing is sent while the collective is fast): when no
+    record of an iteration arrives within ``timeout`` seconds, the master raises :class:`StragglerTimeout` naming
+    the workers that did not finish their gradient (``missing``), which with ``python -m mpi4py`` aborts the job.
+    (The former baseline, which broadcast the parameters from the master every iteration and summed over all ranks,
+    could only say that "a rank is hung".) The iteration count is known to every rank (the same ``iterations``
+    argument), so no control message is sent."""
     MPI = get_mpi()
     comm = MPI.COMM_WORLD if comm is None else comm
     params = _check_params(params)
@@ -223,57 +245,157 @@ def allreduce_train(params: np.ndarray, partial_gradient: Callable[[np.ndarray, 
     n = size - 1
     p, dtype = params.size, params.dtype
     w = params.copy()
-    send = np.zeros(p, dtype=dtype)
-    recv = np.zeros(p, dtype=dtype)
+    comm.Bcast(w, root=0)                # once: every worker starts from the master's parameters
+    obs = comm.Dup()                     # the master's observation channel: its tags never meet the user's
+    sub = comm.Split(0 if rank else MPI.UNDEFINED, rank)     # the workers' communicator (COMM_NULL on rank 0)
     d = delay if delay is not None else NoDelay()
-
-    if blocking:
-        def bcast(buf: np.ndarray, what: str) -> None:
-            comm.Bcast(buf, root=0)
-
-        def allreduce(what: str) -> None:
-            comm.Allreduce(send, recv, op=MPI.SUM)
-    else:
-        def bcast(buf: np.ndarray, what: str) -> None:
-            _poll(comm.Ibcast(buf, root=0), poll, timeout if rank == 0 else math.inf, what)
-
-        def allreduce(what: str) -> None:
-            _poll(comm.Iallreduce(send, recv, op=MPI.SUM), poll, timeout if rank == 0 else math.inf, what)
-
-    if rank != 0:
-        unit = np.zeros(n, dtype=dtype)
-        unit[rank - 1] = 1
-        unit.flags.writeable = False
-        for t in range(iterations):
-            bcast(w, "Ibcast")
-            start = time.perf_counter()
-            dl = d.delay(rank - 1, t, workers=n, load_fraction=1 / n)
-            g = partial_gradient(w, rank - 1) if partial_gradient is not None else coded_gradient(w, unit)  # type: ignore[misc]
-            np.copyto(send, g, casting="unsafe")
-            rest = start + dl - time.perf_counter()
-            if rest > 0:
-                time.sleep(min(rest, 1e9))
-            allreduce("Iallreduce")
-        return None
-    times, waits, decs = (np.zeros(iterations) for _ in range(3))
-    losses = np.zeros(iterations) if loss is not None else None
-    for t in range(iterations):
-        t0 = time.perf_counter()
-        bcast(w, "Ibcast")
-        t1 = time.perf_counter()
-        allreduce(f"iteration {t}: MPI.Iallreduce")
-        waits[t] = time.perf_counter() - t1
-        new = step(w, recv, t)
-        times[t] = time.perf_counter() - t0
-        if new is not None:
-            w = _check_params(new)
-        if losses is not None and loss is not None:
-            losses[t] = float(loss(w))
-        if callback is not None:
-            callback(t, times[t], None if losses is None else losses[t])
+    try:
+        if rank != 0:
+            w = _allreduce_worker(MPI, obs, sub, w, partial_gradient, coded_gradient, step, d,
+                                  iterations=iterations, rank=rank, n=n, poll=poll, blocking=blocking,
+                                  timeout=timeout, loss=loss)
+            np.copyto(params, w)
+            return None
+        times, waits, losses = _allreduce_observe(MPI, obs, w, iterations=iterations, n=n, timeout=timeout,
+                                                  blocking=blocking, loss=loss is not None, callback=callback)
+    finally:
+        if rank != 0:
+            sub.Free()
+        obs.Free()
     np.copyto(params, w)
-    return RunResult("allreduce", "allreduce", n, n, times, waits, decs, np.ones((iterations, n), dtype=bool),
-                     losses, np.full(iterations, np.nan), d.describe(),
+    return RunResult("allreduce", "allreduce", n, n, times, waits, np.zeros(iterations),
+                     np.ones((iterations, n), dtype=bool), losses, np.full(iterations, np.nan), d.describe(),
                      predict("allreduce", d, workers=n, need=n, t_c=t_c),
                      {"p": p, "dtype": str(dtype), "iterations": iterations, "timeout": timeout, "poll": poll,
                       "t_c": t_c, "blocking": blocking})
+
+
+def _allreduce_worker(MPI: Any, obs: Any, sub: Any, w: np.ndarray,
+                      partial_gradient: Callable[[np.ndarray, int], np.ndarray] | None,
+                      coded_gradient: Callable[[np.ndarray, np.ndarray], np.ndarray] | None, step: Step, d: Delay, *,
+                      iterations: int, rank: int, n: int, poll: float, blocking: bool, timeout: float,
+                      loss: Callable[[np.ndarray], float] | None) -> np.ndarray:
+    """One worker of :func:`allreduce_train`: gradient, delay, ``Allreduce`` among the workers, local step;
+    returns the final parameters.
+
+    Worker 1 writes one record per iteration into an array written once per row and sends the rows not yet sent
+    in one ``Isend`` when half the master's poll interval has passed since its last send (and after the last
+    iteration): at most a few small messages per master poll, never a wait on a send. With ``blocking=False`` a
+    worker that has waited ``min(OBSERVE_POLL, timeout / 10)`` inside an iteration's ``Iallreduce`` tells the
+    master once, without blocking, that it has its gradient of that iteration (nothing is sent while the
+    collective is fast), so that a timeout names only the workers that did not get there."""
+    import zlib
+
+    p, dtype = w.size, w.dtype
+    send = np.zeros(p, dtype=dtype)
+    recv = np.zeros(p, dtype=dtype)
+    unit = np.zeros(n, dtype=dtype)
+    unit[rank - 1] = 1
+    unit.flags.writeable = False
+    first = rank == 1                                # worker 1 reports to the master
+    records = np.zeros((iterations if first else 0, 4))
+    sent, last = 0, time.perf_counter()
+    sends: list[Any] = []                            # record batches and gradient-ready notes in flight
+    notes: list[np.ndarray] = []                     # the notes' buffers (kept until their sends complete)
+    note_after = min(OBSERVE_POLL, timeout / 10)
+    for t in range(iterations):
+        start = time.perf_counter()
+        dl = d.delay(rank - 1, t, workers=n, load_fraction=1 / n)
+        g = partial_gradient(w, rank - 1) if partial_gradient is not None else coded_gradient(w, unit)  # type: ignore[misc]
+        np.copyto(send, g, casting="unsafe")
+        rest = start + dl - time.perf_counter()
+        if rest > 0:
+            time.sleep(min(rest, 1e9))
+        t1 = time.perf_counter()
+        if blocking:
+            sub.Allreduce(send, recv, op=MPI.SUM)
+        else:
+            req = sub.Iallreduce(send, recv, op=MPI.SUM)
+            noted = False
+            while not req.Test():
+                if not noted and time.perf_counter() - t1 >= note_after:
+                    notes.append(np.array([float(t)]))
+                    sends.append(obs.Isend(notes[-1], dest=0, tag=_READY))
+                    noted = True
+                if poll:
+                    time.sleep(poll)
+        t2 = time.perf_counter()
+        new = step(w, recv, t)
+        if new is not None and new is not w:
+            w = np.ascontiguousarray(_check_params(new))
+        if first:
+            end = time.perf_counter()
+            records[t] = (t, end - start, t2 - t1, float(loss(w)) if loss is not None else math.nan)
+            if t + 1 == iterations or end - last >= OBSERVE_POLL / 2:
+                sends.append(obs.Isend(records[sent:t + 1], dest=0, tag=_RECORD))
+                sent, last = t + 1, end
+        if len(sends) > 64:                          # forget the completed sends (each completes on its own)
+            sends = [r for r in sends if not r.Test()]
+    MPI.Request.Waitall(sends)
+    told = sub.gather((zlib.crc32(w.data), len(notes)), root=0)
+    if first:
+        obs.Send(w, dest=0, tag=_FINAL)
+        obs.send(told, dest=0, tag=_FINAL)
+    return w
+
+
+def _allreduce_observe(MPI: Any, obs: Any, w: np.ndarray, *, iterations: int, n: int, timeout: float,
+                       blocking: bool, loss: bool, callback: Callable[[int, float, Any], None] | None
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """The master of :func:`allreduce_train`: worker 1's records (and, with ``blocking=False``, the workers'
+    gradient-ready notes, to name the ones missing at a timeout), then the final parameters into ``w``."""
+    records = np.zeros((iterations, 4))
+    got = 0
+    status = MPI.Status()
+    req = obs.Irecv(records, source=1, tag=_RECORD)
+    ready = np.zeros((n, 1))
+    latest = np.full(n, -1)                          # the newest iteration each worker said it reached
+    count = np.zeros(n, dtype=np.int64)              # notes received per worker
+    qreqs = [] if blocking else [obs.Irecv(ready[i], source=i + 1, tag=_READY) for i in range(n)]
+
+    def note(i: int) -> None:
+        latest[i] = max(latest[i], int(ready[i, 0]))
+        count[i] += 1
+        qreqs[i] = obs.Irecv(ready[i], source=i + 1, tag=_READY)
+
+    since = time.perf_counter()
+    while got < iterations:
+        if req.Test(status):
+            k = status.Get_count(MPI.DOUBLE) // 4
+            for t in range(got, got + k):
+                if callback is not None:
+                    callback(t, float(records[t, 1]), float(records[t, 3]) if loss else None)
+            got += k
+            if got < iterations:
+                req = obs.Irecv(records[got:], source=1, tag=_RECORD)
+            since = time.perf_counter()
+            continue
+        for i, q in enumerate(qreqs):
+            if q.Test():
+                note(i)
+        if not blocking and time.perf_counter() - since > timeout:
+            missing = [i + 1 for i in range(n) if latest[i] < got]
+            what = (f"ranks {missing} did not finish their gradient" if missing else
+                    "every worker finished its gradient, the Iallreduce did not complete")
+            raise StragglerTimeout(f"iteration {got}: MPI.Iallreduce among the workers did not complete within "
+                                   f"{timeout:g} s: {what} (a collective cannot skip stragglers)", missing)
+        time.sleep(OBSERVE_POLL)
+    fin = obs.Irecv(w, source=1, tag=_FINAL)
+    while not fin.Test():
+        time.sleep(OBSERVE_POLL)
+    told = obs.recv(source=1, tag=_FINAL)
+    for i, q in enumerate(qreqs):                    # the notes still in flight: every one the worker sent
+        while count[i] < told[i][1]:
+            q.Wait()
+            note(i)
+            q = qreqs[i]
+        q.Cancel()
+        q.Wait()
+    sums = [c for c, _ in told]
+    differ = [r + 1 for r, c in enumerate(sums) if c != sums[0]]
+    if differ:
+        warnings.warn(f"gradcodes.mpi.allreduce_train: the parameters of ranks {differ} differ from rank 1's at the "
+                      "end (a step that is not deterministic, or an Allreduce that is not bitwise identical on every "
+                      "rank); the master returns rank 1's", RuntimeWarning, stacklevel=3)
+    times, waits = records[:, 1].copy(), records[:, 2].copy()
+    return times, waits, (records[:, 3].copy() if loss else None)
