@@ -167,9 +167,9 @@ Narrative: :doc:`../runtime`.""", [
 Coded data-parallel training of PyTorch models over ``torch.distributed`` point-to-point messages (Gloo),
 ``pip install 'gradcodes[torch]'``. Importing ``gradcodes.torch`` does not import torch. Narrative:
 :doc:`../torch`.""", [
-        ("Data and loss weighting", "gradcodes.torch", ["CodedSampler", "loss_weights", "coded_loss",
+        ("Data and loss weighting", "gradcodes.torch", ["CodedSampler", "LoaderFeed", "loss_weights", "coded_loss",
                                                         "CodedGradient"]),
-        ("Training loops", "gradcodes.torch", ["train", "ddp_train", "TrainResult"]),
+        ("Training loops", "gradcodes.torch", ["train", "Callback", "ddp_train", "TrainResult"]),
         ("Master and workers", "gradcodes.torch", ["Master", "Worker", "AggregateInfo", "FlatParams"]),
     ]),
     ("testing", "Testing: gradcodes.testing", """\

@@ -468,3 +468,65 @@ def test_worker_crash_mid_run_makes_torchrun_stop_the_group_naming_the_rank(faul
     assert res is None or (res["iterations"] == 400 and res["grad_err"] <= 1e-12 and "2" in res["failures"]), res
     code = "1" if fault == "exit1" else "(1|-6)"
     assert re.search(r"rank\s*: 2 \(local_rank: 2\)\s*\n\s*exitcode\s*: " + code + " ", out), out[-3000:]
+
+
+# --- issue 36: a PyTorch user's training job (datasets, BatchNorm buffers, final parameters, the loop's hooks) -----
+#: 4 ranks (n = 3), float64, the linear model unless said (the BatchNorm one: Linear, BatchNorm1d, ReLU, Linear)
+ISSUE36 = [
+    # 14 steps cross the epoch boundary (12 global batches of 120 per epoch): the loader starts a new pass
+    {"name": "ds_cyclic", "data": "dataset", "loader_workers": 2, "model": "linear", "iters": 14, "final": True},
+    {"name": "ds_frac", "code": "frac", "data": "dataset", "loader_workers": 2, "model": "linear", "iters": 6},
+    {"name": "bn", "model": "bn", "iters": 8, "final": True},
+    {"name": "bn_ds", "model": "bn", "data": "dataset", "iters": 4, "final": True},
+    {"name": "loop", "model": "linear", "sched": "step", "clip": 0.05, "stop_at": 5, "iters": 10, "final": True},
+    {"name": "epoch_sched", "model": "linear", "sched": "epoch", "sched_every": 1, "iters": 14},
+]
+
+
+@pytest.fixture(scope="module")
+def issue36_job():
+    return run_job(ISSUE36, timeout=300)
+
+
+def _result(job: Any, name: str) -> dict:
+    proc, res, _ = job
+    assert name in res, _errors(proc.stderr) or proc.stdout[-3000:]
+    return res[name]
+
+
+def test_map_style_dataset_through_a_dataloader_with_2_loader_processes_trains_as_single_process(issue36_job):
+    """Before: 'linear(): argument 'input' must be Tensor, not tuple' (train indexed the dataset like a tensor)."""
+    for name in ("ds_cyclic", "ds_frac"):
+        r = _result(issue36_job, name)
+        assert r["grad_err"] <= 1e-12 and r["params_err"] <= 1e-12, r
+
+
+def test_batchnorm_matches_ghost_batch_single_process_and_the_first_responders_running_stats(issue36_job):
+    """Parameters as single-process training that normalises each partition over its own samples (1e-12), running
+    statistics those the first responder's partitions leave from the step's start (1e-12), num_batches_tracked
+    equal. Before: the master's running statistics never moved from their initial values."""
+    for name in ("bn", "bn_ds"):
+        r = _result(issue36_job, name)
+        assert r["grad_err"] <= 1e-12 and r["params_err"] <= 1e-12, r
+        assert r["buffers_moved"] > 0.01 and r["buffers_err"] <= 1e-12, r
+
+
+def test_every_rank_ends_with_the_masters_final_parameters_and_buffers(issue36_job):
+    """Before: each worker kept the parameters of the last iteration it computed (stale by a step at least)."""
+    for name in ("ds_cyclic", "bn", "bn_ds", "loop"):
+        r = _result(issue36_job, name)
+        assert r["final_same"] == [True] * 4, r
+
+
+def test_scheduler_per_step_clipping_and_a_stopping_callback(issue36_job):
+    r = _result(issue36_job, "loop")
+    assert r["iterations"] == 6 and r["callback_steps"] == list(range(6)), r        # stopped after step 5
+    assert r["lr"] == r["lr_ref"] == [0.1, 0.1, 0.05, 0.05, 0.025, 0.025], r
+    assert len(r["grad_norm"]) == 6 and max(r["grad_norm"]) > 0.05, r               # clipping bound
+    assert r["params_err"] <= 1e-12, r                                              # the clipped single-process run
+
+
+def test_scheduler_per_epoch(issue36_job):
+    r = _result(issue36_job, "epoch_sched")
+    assert r["lr"] == r["lr_ref"] == [0.1] * 12 + [0.05] * 2, r
+    assert r["params_err"] <= 1e-12, r

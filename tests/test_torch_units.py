@@ -484,6 +484,14 @@ def test_check_same_names_the_ranks_whose_code_or_model_differs():
     check_same(code, _Gather(lambda r, v: None), 5)
     check_same(gc.coded_reduce(2, 2, 1), _Gather(lambda r, v: None), 5)     # trees have a digest too
 
+    def other_buffers(r, v):
+        if r == 3:
+            v[2] = 48
+
+    with pytest.raises(ValueError, match=r"ranks \[3\] have buffers of a different size than rank 0 \(56 bytes; "
+                                         r"\[48\]\)"):
+        check_same(code, _Gather(other_buffers), 5, nbytes=56)
+
 
 def test_master_decodes_an_adversarial_code_adversarially(monkeypatch):
     """adversarial_gc under gradcodes.torch decoded the first decodable set (one message here) and applied a
@@ -545,3 +553,116 @@ def test_torch_grace_must_be_a_positive_finite_number_of_seconds():
     for bad in (0, -1.0, float("inf"), float("nan")):
         with pytest.raises(gc.GradcodesValueError, match="grace"):
             _check_grace(bad)
+
+
+# --- issue 36: datasets through a DataLoader, model buffers in the messages, BatchNorm, the loop's arguments --------
+class _Recorded:
+    """A map-style dataset that records which samples were read (in this process: num_workers=0)."""
+
+    def __init__(self, n):
+        self.n, self.read = n, []
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        self.read.append(int(i))
+        return torch.tensor([float(i)]), int(i)
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_loader_feed_reads_the_workers_samples_of_any_iteration(workers):
+    """In order, after a jump ahead, back, and across epochs: the batch of global iteration t is the worker's
+    samples of global batch t (partition by partition), with 0 or 2 loader processes."""
+    from gradcodes.torch import LoaderFeed
+
+    code = gc.cyclic_repetition(4, 1, rng=0)
+    data = _Recorded(50)                                 # 6 global batches of 8 per epoch
+    feed = LoaderFeed(data, CodedSampler(50, code, 2, batch_size=8, seed=3), {"num_workers": workers})
+    ref = CodedSampler(50, code, 2, batch_size=8, seed=3)
+    for t in [0, 1, 2, 4, 3, 11, 5, 6, 13, 40]:
+        ref.set_epoch(t // 6)
+        want = ref.global_batch(t % 6)[ref._offsets].tolist()
+        inputs, targets = feed.get(t)
+        assert targets.tolist() == want and inputs[:, 0].tolist() == [float(i) for i in want], t
+    if workers == 0:      # only this worker's samples were read (those of the skipped iteration 3 among them)
+        mine = set()
+        for e in range(7):
+            ref.set_epoch(e)
+            mine |= {i for b in ref for i in b}
+        assert set(data.read) <= mine and len(set(data.read)) < 50
+
+
+def test_loader_feed_refuses_the_arguments_it_sets_and_a_wrong_size():
+    from gradcodes.torch import LoaderFeed
+
+    code = gc.cyclic_repetition(4, 1, rng=0)
+    with pytest.raises(ValueError, match="must not set"):
+        LoaderFeed(_Recorded(40), CodedSampler(40, code, 0, batch_size=8), {"batch_size": 4})
+    with pytest.raises(ValueError, match="40 samples, the dataset has 30"):
+        LoaderFeed(_Recorded(30), CodedSampler(40, code, 0, batch_size=8))
+
+
+def test_model_buffers_travel_bitwise_after_the_message_and_leave_bufferless_messages_unchanged():
+    from gradcodes.torch._children import body, buffer, trailer
+    from gradcodes.torch._runtime import ModelBuffers
+
+    torch.manual_seed(0)
+    a = torch.nn.Sequential(torch.nn.Linear(3, 5), torch.nn.BatchNorm1d(5), torch.nn.BatchNorm1d(5))
+    b = torch.nn.Sequential(torch.nn.Linear(3, 5), torch.nn.BatchNorm1d(5), torch.nn.BatchNorm1d(5))
+    a(torch.randn(7, 3))                                 # running statistics and counters move
+    src, dst = ModelBuffers(list(a.buffers())), ModelBuffers(list(b.buffers()))
+    assert src.nbytes == 2 * (2 * 24 + 8)                # float32 statistics of 20 bytes padded to 24, the counter
+    for dtype in (torch.float64, torch.float32, torch.bfloat16):
+        msg = buffer(2, 3, dtype, "cpu", src.nbytes)
+        assert msg.shape == (2, 2 + -(-3 * msg.new_empty(0, dtype=dtype).element_size() // 8) + src.nbytes // 8)
+        body(msg, 3, dtype).fill_(1.5)
+        src.pack(trailer(msg, 3, dtype, src.nbytes)[1])
+        dst.unpack(trailer(msg, 3, dtype, src.nbytes)[1])
+        assert body(msg, 3, dtype).eq(1.5).all()         # the entries are untouched
+        for x, y in zip(a.buffers(), b.buffers(), strict=True):
+            assert x.dtype == y.dtype and torch.equal(x, y)
+    assert buffer(None, 3, torch.float32, "cpu").shape == buffer(None, 3, torch.float32, "cpu", 0).shape == (4,)
+
+
+def test_batchnorm_models_compute_one_forward_pass_per_partition():
+    """The loss encoding's single forward pass would normalise over a worker's own partitions: refused, and
+    "auto" takes per-partition passes whose decode is the ghost-batch gradient (float64)."""
+    from gradcodes.torch import CodedGradient
+
+    code = gc.cyclic_repetition(3, 1, rng=0)
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.BatchNorm1d(6), torch.nn.Linear(6, 1)).double()
+    loss_fn = torch.nn.MSELoss(reduction="none")
+    X, y = torch.randn(12, 4, dtype=torch.float64), torch.randn(12, 1, dtype=torch.float64)
+    with pytest.raises(ValueError, match="BatchNorm"):
+        CodedGradient(model, loss_fn, code, 0, CodedSampler(12, code, 0, batch_size=12), encoding="loss")
+    msgs = []
+    for i in range(code.n):
+        sm = CodedSampler(12, code, i, batch_size=12, shuffle=False)
+        grad = CodedGradient(model, loss_fn, code, i, sm)
+        assert grad.encoding == "partitions"
+        out = torch.zeros(sum(p.numel() for p in model.parameters()), dtype=torch.float64)
+        idx = next(iter(sm))
+        grad(X[idx], y[idx], out)
+        msgs.append(out)
+    g = code.decode([0, 2], torch.stack(msgs)[[0, 2]])
+    model.zero_grad()
+    for j in range(3):                                   # ghost batches: each partition over its own 4 samples
+        (loss_fn(model(X[4 * j:4 * j + 4]), y[4 * j:4 * j + 4]).sum() / 12).backward()
+    ref = torch.cat([p.grad.reshape(-1) for p in model.parameters()])
+    torch.testing.assert_close(g, ref, rtol=1e-12, atol=1e-14)
+
+
+def test_train_refuses_bad_data_and_scheduler_step_before_any_message():
+    from gradcodes.torch import train
+
+    code = gc.cyclic_repetition(3, 1, rng=0)
+    model = torch.nn.Linear(2, 1)
+    kw = {"batch_size": 3, "iterations": 1, "optimizer": lambda ps: torch.optim.SGD(ps, lr=0.1)}
+    with pytest.raises(ValueError, match="without the targets"):
+        train(code, model, None, torch.zeros(6, 2), **kw)
+    with pytest.raises(ValueError, match="map-style"):
+        train(code, model, None, 5, **kw)
+    with pytest.raises(ValueError, match="scheduler_step"):
+        train(code, model, None, torch.zeros(6, 2), torch.zeros(6), scheduler_step="batch", **kw)

@@ -11,7 +11,11 @@ which ends the job. Scenarios of issue 34: ``"code": "random"`` (a random code b
 rank: every rank must refuse it), ``"code": "adv"`` with ``"fault": "lie"`` (an adversarial code, a lying
 worker), ``"freeze"`` and ``"opt": "adamw"`` (frozen parameters), ``"delay": "count"`` (``FixedDelay(count=1)``
 without ``rng``), ``"repeat"`` (several ``train`` calls: threads and memory), ``"fault": "after"`` (a worker
-raises in the last iteration and exits: the job's last scenario, every rank then exits at once).
+raises in the last iteration and exits: the job's last scenario, every rank then exits at once). Issue 36:
+``"data": "dataset"`` (a map-style Dataset read through a DataLoader, ``"loader_workers"`` processes),
+``"model": "bn"`` (BatchNorm: ghost-batch statistics per partition, the first responder's buffers),
+``"sched"``, ``"clip"``, ``"stop_at"`` (a scheduler per step or epoch, clipping, a callback that stops the run);
+``"final": true`` checks that every rank ends with the master's final parameters and buffers.
 """
 
 from __future__ import annotations
@@ -57,6 +61,34 @@ def flat_params(model):
     return torch.cat([p.detach().reshape(-1) for p in model.parameters()])
 
 
+class Pairs:
+    """A map-style dataset of (input, target) samples (not a TensorDataset: train must not rely on tensors)."""
+
+    def __init__(self, X, y):
+        self.X, self.y = X, y
+
+    def __len__(self):
+        return len(self.y)
+
+    def __getitem__(self, i):
+        return self.X[i], self.y[i]
+
+
+def bn_model(dtype):
+    import torch
+    from torch import nn
+
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Flatten(), nn.Linear(64, 16), nn.BatchNorm1d(16), nn.ReLU(), nn.Linear(16, 10)).to(dtype)
+
+
+def buffers_of(model, floats=False):
+    import torch
+
+    bufs = [b for b in model.buffers() if b.is_floating_point() or not floats]
+    return torch.cat([b.detach().double().reshape(-1) for b in bufs]) if bufs else torch.zeros(0)
+
+
 def scenario(sc: dict, rank: int, n: int) -> None:
     import numpy as np
     import torch
@@ -84,8 +116,22 @@ def scenario(sc: dict, rank: int, n: int) -> None:
         torch.manual_seed(0)
         model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(64, 8000), torch.nn.Linear(8000, 10))
         model = model.to(dtype)
+    elif sc.get("model") == "bn":
+        model = bn_model(dtype)
     else:
         model = make_model(sc.get("model", "cnn"), seed=0, dtype=dtype)
+    bn = sc.get("model") == "bn"
+    per = batch // code.k
+
+    def batch_grad(mdl, Xr, idx):
+        """The single-process gradient of the mean loss over the global batch ``idx`` (BatchNorm: each partition
+        normalised over its own samples, ghost batches)."""
+        if not bn:
+            loss_fn(mdl(Xr[idx]), y[idx]).mean().backward()
+            return
+        for j in range(code.k):
+            sl = idx[j * per:(j + 1) * per]
+            (loss_fn(mdl(Xr[sl]), y[sl]).sum() / batch).backward()
     for name, p in model.named_parameters():
         if name in sc.get("freeze", []):
             p.requires_grad_(False)
@@ -136,7 +182,7 @@ def scenario(sc: dict, rank: int, n: int) -> None:
         scratch.zero_grad()
         ref_sampler.set_epoch(t // len(ref_sampler))
         idx = ref_sampler.global_batch(t % len(ref_sampler))
-        loss_fn(scratch(Xr[idx]), y[idx]).mean().backward()
+        batch_grad(scratch, Xr, idx)
         gref = flat_grad(scratch)
         g = flat_grad(mdl).to(gref.dtype)
         worst[0] = max(worst[0], float((g - gref).norm() / gref.norm()))
@@ -149,9 +195,39 @@ def scenario(sc: dict, rank: int, n: int) -> None:
             return torch.optim.AdamW(ps, lr=0.01, weight_decay=0.1)
         return torch.optim.SGD(ps, lr=lr, momentum=0.9)
 
+    def make_sched(opt):
+        if sc.get("sched") is None:
+            return None
+        return torch.optim.lr_scheduler.StepLR(opt, step_size=sc.get("sched_every", 2), gamma=0.5)
+
+    class Stop:
+        """Logs every step's responders and stops the run after step ``stop_at``."""
+
+        def __init__(self):
+            self.seen = []
+
+        def on_step(self, t, mdl, info):
+            self.seen.append(t)
+
+        def on_step_end(self, t, mdl, result):
+            return t >= sc["stop_at"]
+
+    stopper = Stop()
+    data = (Pairs(X, y),) if sc.get("data") == "dataset" else (X, y)
+    extra = {}
+    if sc.get("data") == "dataset":
+        extra["loader_kwargs"] = {"num_workers": sc.get("loader_workers", 0)}
+    if sc.get("sched"):
+        extra.update(scheduler=make_sched, scheduler_step=sc["sched"])
+    if sc.get("clip"):
+        extra["clip_grad_norm"] = sc["clip"]
+    if "stop_at" in sc:
+        extra["callbacks"] = [stopper]
+
     def run(on_step):
-        return train(code, model, loss_fn, X, y, batch_size=batch, iterations=iters, optimizer=optimizer,
-                     delay=delay, timeout=sc.get("timeout", 30.0), seed=0, on_step=on_step, corrupt=corrupt)
+        return train(code, model, loss_fn, *data, batch_size=batch, iterations=iters, optimizer=optimizer,
+                     delay=delay, timeout=sc.get("timeout", 30.0), seed=0, on_step=on_step, corrupt=corrupt,
+                     **extra)
 
     if sc.get("code") == "random":                         # every rank must refuse at set-up, naming the ranks
         try:
@@ -190,16 +266,40 @@ def scenario(sc: dict, rank: int, n: int) -> None:
                                           "failures": getattr(res, "failures", None)}), flush=True)
         sys.stdout.flush()
         os._exit(0)
+    final_same = None
+    if sc.get("final"):                                    # every rank holds the master's final model
+        mine = torch.cat([flat_params(model).double(), buffers_of(model)])
+        every = [None] * dist.get_world_size()
+        dist.all_gather_object(every, mine)
+        final_same = [bool(torch.equal(v, every[0])) for v in every]
     if rank == 0:
         opt = optimizer([p for p in ref.parameters() if p.requires_grad])
-        for t in range(0 if sc.get("noref") else iters):
+        sched = make_sched(opt)
+        per_epoch = len(ref_sampler)
+        lrs = []
+        for t in range(0 if sc.get("noref") else len(res.infos)):
             opt.zero_grad()
             ref_sampler.set_epoch(t // len(ref_sampler))
             idx = ref_sampler.global_batch(t % len(ref_sampler))
-            loss_fn(ref(X[idx]), y[idx]).mean().backward()
+            saved = [b.clone() for b in ref.buffers()]
+            batch_grad(ref, X, idx)
+            if bn:          # the buffers: those the first responder's partitions leave, from the step's start
+                for b, v in zip(ref.buffers(), saved, strict=True):
+                    b.copy_(v)
+                with torch.no_grad():
+                    for j in code.supports[res.infos[t].responders[0]]:
+                        ref(X[idx[j * per:(j + 1) * per]])
+            if sc.get("clip"):
+                torch.nn.utils.clip_grad_norm_(list(ref.parameters()), sc["clip"])
+            lrs.append(opt.param_groups[0]["lr"])
             opt.step()
+            if sched is not None and (sc["sched"] == "step" or (t + 1) % per_epoch == 0):
+                sched.step()
         pa, pb = flat_params(model), flat_params(ref)
         params_err = float((pa - pb).norm() / pb.norm())
+        ba, bb = buffers_of(model), buffers_of(ref)
+        buffers_err = float((ba - bb).abs().max()) if len(bb) else 0.0
+        moved = float((buffers_of(ref, True) - buffers_of(bn_model(dtype), True)).abs().max()) if bn else 0.0
         out = {"name": sc.get("name", ""), "grad_err": worst[0], "params_err": params_err,
                "stale": sum(i.stale for i in res.infos), "bad": sorted({w for i in res.infos for w in i.bad}),
                "responders": sorted({w for i in res.infos for w in i.responders}), "skipped": res.skipped,
@@ -208,7 +308,10 @@ def scenario(sc: dict, rank: int, n: int) -> None:
                "adversarial_iterations": sum(bool(getattr(i, "adversaries", [])) for i in res.infos),
                "frozen_same": all(torch.equal(p, frozen0[name]) for name, p in model.named_parameters()
                                   if name in frozen0),
-               "frozen_grad": [name for name, p in model.named_parameters() if name in frozen0 and p.grad is not None]}
+               "frozen_grad": [name for name, p in model.named_parameters() if name in frozen0 and p.grad is not None],
+               "buffers_err": buffers_err, "buffers_moved": moved, "final_same": final_same, "lr": res.lr,
+               "lr_ref": lrs,
+               "grad_norm": res.grad_norm, "callback_steps": stopper.seen}
         if delay is not None and sc.get("delay") == "count":
             late = [sorted(delay.stragglers(t, n)) for t in range(iters)]
             out["late_responded"] = sum(bool(set(lt) & set(i.responders))

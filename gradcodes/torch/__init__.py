@@ -6,12 +6,14 @@ master, rank ``i + 1`` worker ``i``); ``torchrun ... -m gradcodes.torch`` runs t
 scikit-learn's 8x8 digits, time to accuracy per scheme against DDP). See ``docs/torch.md``.
 
 * Data and loss: :class:`CodedSampler` (each worker's samples of each global batch, per partition),
+  :class:`LoaderFeed` (a worker's batches of a map-style ``Dataset`` through a ``DataLoader``),
   :func:`loss_weights` and :func:`coded_loss` (the message as the gradient of one weighted loss),
   :class:`CodedGradient` (a worker's message, also for ``m > 1``).
 * Aggregation: :class:`Master` and :class:`Worker` (point-to-point, first decodable responders, stale and NaN
   messages dropped, a timeout error naming the missing ranks, the same code on every rank checked at set-up,
   ``adversarial_gc`` codes decoded adversarially, any float dtype, frozen parameters left alone), :func:`train`
-  and the :func:`ddp_train` baseline, :class:`TrainResult`, :class:`FlatParams`.
+  (datasets, schedulers, clipping, :class:`Callback` hooks, BatchNorm buffers, the final parameters on every
+  rank) and the :func:`ddp_train` baseline, :class:`TrainResult`, :class:`FlatParams`.
 * Straggler injection: the delay models of :mod:`gradcodes.mpi` (``ShiftedExponential``, ``FixedDelay``,
   ``Hang``) and its ``StragglerTimeout``, importable from here too.
 """
@@ -19,11 +21,11 @@ scikit-learn's 8x8 digits, time to accuracy per scheme against DDP). See ``docs/
 from .._runtime.delays import FixedDelay as FixedDelay
 from .._runtime.delays import Hang as Hang
 from .._runtime.delays import ShiftedExponential as ShiftedExponential
-from ._data import CodedSampler
+from ._data import CodedSampler, LoaderFeed
 from ._loss import coded_loss, loss_weights
 from ._runtime import AggregateInfo, FlatParams, Master, Worker
 from ._runtime import StragglerTimeout as StragglerTimeout
-from ._train import CodedGradient, TrainResult, ddp_train, train
+from ._train import Callback, CodedGradient, TrainResult, ddp_train, train
 
-__all__ = ["CodedSampler", "loss_weights", "coded_loss", "CodedGradient", "Master", "Worker", "AggregateInfo",
-           "FlatParams", "train", "ddp_train", "TrainResult"]
+__all__ = ["CodedSampler", "LoaderFeed", "Callback", "loss_weights", "coded_loss", "CodedGradient", "Master",
+           "Worker", "AggregateInfo", "FlatParams", "train", "ddp_train", "TrainResult"]

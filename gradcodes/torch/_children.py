@@ -36,7 +36,7 @@ from .._runtime.engine import ABORT, Collection, Lost, _Abort
 from .._runtime.layout import Combiner, UnitTracker
 
 __all__ = ["Children", "Receiver", "check_key", "finite", "age", "GRAD_TAG", "HEAD", "DATA", "STOP", "BYE",
-           "buffer", "body", "as_np_dtype"]
+           "buffer", "body", "trailer", "as_np_dtype"]
 
 GRAD_TAG = 71
 #: int64 words of every message's header: ``[iteration, kind]``
@@ -50,13 +50,14 @@ def age(tag: int, t: int) -> int:
     return int(t) - int(tag)
 
 
-def buffer(rows: int | None, count: int, dtype: Any, device: Any) -> Any:
+def buffer(rows: int | None, count: int, dtype: Any, device: Any, nbytes: int = 0) -> Any:
     """A message buffer (``rows`` messages, or one for None): int64, :data:`HEAD` header words then room for
-    ``count`` entries of ``dtype``; :func:`body` views the entries."""
+    ``count`` entries of ``dtype`` and, word-aligned after them, ``nbytes`` raw bytes (the model's buffers,
+    :func:`trailer`); :func:`body` views the entries."""
     import torch
 
     size = torch.empty(0, dtype=dtype).element_size()
-    words = HEAD + -(-int(count) * size // 8)
+    words = HEAD + -(-int(count) * size // 8) + -(-int(nbytes) // 8)
     shape = (words,) if rows is None else (int(rows), words)
     return torch.zeros(shape, dtype=torch.int64, device=device)
 
@@ -64,6 +65,16 @@ def buffer(rows: int | None, count: int, dtype: Any, device: Any) -> Any:
 def body(buf: Any, count: int, dtype: Any) -> Any:
     """The ``count`` entries of ``dtype`` after the header of the message buffer ``buf`` (a view, no copy)."""
     return buf[..., HEAD:].view(dtype)[..., :int(count)]
+
+
+def trailer(buf: Any, count: int, dtype: Any, nbytes: int) -> Any:
+    """The ``nbytes`` raw bytes (uint8) after the ``count`` entries of ``dtype`` of the message buffer ``buf``
+    (a view, no copy; it starts on a word boundary)."""
+    import torch
+
+    size = torch.empty(0, dtype=dtype).element_size()
+    start = HEAD + -(-int(count) * size // 8)
+    return buf[..., start:start + -(-int(nbytes) // 8)].view(torch.uint8)[..., :int(nbytes)]
 
 
 def finite(row: Any) -> bool:
@@ -152,10 +163,13 @@ class Children:
     extra : int, default 0
         Entries after the payload of every child's message (a CodedReduce tree parent's tail of 0/1 flags, see
         :mod:`gradcodes._runtime.layout`); row ``i`` of :attr:`tails` holds child ``i``'s.
+    nbytes : int, default 0
+        Raw bytes after the entries of every child's message: the child's model buffers (BatchNorm running
+        statistics, ``gradcodes.torch._runtime.ModelBuffers``); row ``i`` of :attr:`buffers` holds child ``i``'s.
     """
 
     def __init__(self, dist: Any, code: Any, ranks: Sequence[int], q: int, dtype: Any, device: Any,
-                 arrived: queue.Queue[int], base: int, policy: Any, extra: int = 0) -> None:
+                 arrived: queue.Queue[int], base: int, policy: Any, extra: int = 0, nbytes: int = 0) -> None:
         import torch
 
         self.code, self.ranks, self.K, self.q = code, [int(r) for r in ranks], len(ranks), int(q)
@@ -163,11 +177,13 @@ class Children:
         self.np_dtype = as_np_dtype(dtype)
         self.m = int(code.m)
         #: the messages as received: int64 header words, then the payload and tail in ``dtype`` (:func:`buffer`)
-        self.inbox = buffer(self.K, self.q + int(extra), dtype, device)
+        self.inbox = buffer(self.K, self.q + int(extra), dtype, device, nbytes)
         self.head = self.inbox[:, :HEAD]
         entries = body(self.inbox, self.q + int(extra), dtype)
         self.payload = entries[:, :self.q]                   # the messages without header and tail
         self.tails = entries[:, self.q:]
+        #: each child's model buffers (BatchNorm statistics) as raw bytes after its message (``nbytes`` long)
+        self.buffers = trailer(self.inbox, self.q + int(extra), dtype, nbytes)
         self.arrived, self.base, self.policy = arrived, int(base), policy
         self.combiner = Combiner(code)
         self.tracker = policy.tracker(code, self.np_dtype)

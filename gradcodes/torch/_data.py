@@ -16,7 +16,7 @@ import numpy as np
 from .._base.errors import GradcodesValueError
 from .._base.validate import check_int
 
-__all__ = ["CodedSampler"]
+__all__ = ["CodedSampler", "LoaderFeed"]
 
 
 class CodedSampler:
@@ -91,6 +91,129 @@ class CodedSampler:
         return np.random.default_rng([self.seed, self.epoch]).permutation(self.dataset_size)
 
     def __iter__(self) -> Iterator[list[int]]:
+        return self.batches(0)
+
+    def batches(self, start: int = 0) -> Iterator[list[int]]:
+        """This worker's batches of the current epoch from iteration ``start`` on (``iter(sampler)``: from 0)."""
         order = self._order()
-        for b in range(len(self)):
+        for b in range(check_int("start", start, 0, len(self)), len(self)):
             yield order[b * self.batch_size + self._offsets].tolist()
+
+
+class _FromIteration:
+    """The batch sampler of a worker's ``DataLoader``: its :class:`CodedSampler`'s batches of one epoch from one
+    iteration on (set before each ``iter(loader)``)."""
+
+    def __init__(self, sampler: CodedSampler) -> None:
+        self.sampler = sampler
+        self.start = 0
+
+    def __iter__(self) -> Iterator[list[int]]:
+        return self.sampler.batches(self.start)
+
+    def __len__(self) -> int:
+        return len(self.sampler) - self.start
+
+
+#: loader arguments that :class:`LoaderFeed` sets itself
+_OWN = ("batch_size", "shuffle", "sampler", "batch_sampler", "drop_last")
+
+
+class LoaderFeed:
+    """A worker's batches of any global iteration from a map-style dataset, through a ``torch.utils.data.DataLoader``.
+
+    The loader's batch sampler yields the worker's samples of each global batch (:class:`CodedSampler`, partition
+    by partition), so its loader processes read only this worker's samples, ahead of time
+    (``prefetch_factor``). :meth:`get` returns the batch of iteration ``t``: the loader's next batch when the
+    worker goes through the iterations in order; after a jump (the worker skipped iterations it was not sent)
+    the few batches in between are read and dropped, and a new epoch or a longer jump starts a new pass from
+    iteration ``t``.
+
+    Parameters
+    ----------
+    dataset : torch.utils.data.Dataset
+        Map-style: ``dataset[i]`` is one sample ``(input, target)``; ``len(dataset)`` samples.
+    sampler : CodedSampler
+        This worker's sampler (its ``dataset_size`` is ``len(dataset)``).
+    loader_kwargs : dict, optional
+        Passed to ``DataLoader`` (``num_workers``, ``collate_fn``, ``pin_memory``, ``persistent_workers``,
+        ``prefetch_factor``, ``worker_init_fn``, ``multiprocessing_context``, ...); it must not set
+        ``batch_size``, ``shuffle``, ``sampler``, ``batch_sampler`` or ``drop_last``. With ``num_workers > 0``
+        ``persistent_workers`` defaults to True (the loader processes start once, not at every epoch).
+    device : torch.device, optional
+        Tensors of a batch are moved there (``non_blocking``); None leaves them.
+
+    Examples
+    --------
+    >>> import torch
+    >>> import gradcodes as gc
+    >>> from torch.utils.data import TensorDataset
+    >>> data = TensorDataset(torch.arange(40.0), torch.arange(40))
+    >>> code = gc.cyclic_repetition(4, 1, rng=0)
+    >>> feed = LoaderFeed(data, CodedSampler(40, code, 1, batch_size=8, shuffle=False))
+    >>> feed.get(0)[1].tolist(), feed.get(3)[1].tolist()
+    ([2, 3, 4, 5], [26, 27, 28, 29])
+    """
+
+    #: a jump of more iterations than this starts a new pass instead of reading the batches in between
+    SKIP = 4
+
+    def __init__(self, dataset: Any, sampler: CodedSampler, loader_kwargs: dict[str, Any] | None = None, *,
+                 device: Any = None) -> None:
+        from torch.utils.data import DataLoader
+
+        kw = dict(loader_kwargs or {})
+        own = sorted(set(kw) & set(_OWN))
+        if own:
+            raise GradcodesValueError(f"loader_kwargs must not set {own}: the coded sampler chooses each worker's "
+                                      f"samples of every global batch")
+        if kw.get("num_workers", 0) > 0:
+            kw.setdefault("persistent_workers", True)
+        if len(dataset) != sampler.dataset_size:
+            raise GradcodesValueError(f"the sampler is for {sampler.dataset_size} samples, the dataset has "
+                                      f"{len(dataset)}")
+        self.sampler = sampler
+        self._batches = _FromIteration(sampler)
+        self.loader = DataLoader(dataset, batch_sampler=self._batches, **kw)
+        self.device = device
+        self._it: Iterator[Any] | None = None
+        self._epoch = -1
+        self._next = 0
+
+    def _restart(self, epoch: int, start: int) -> None:
+        self.sampler.set_epoch(epoch)
+        self._batches.start = start
+        self._it = iter(self.loader)
+        self._epoch, self._next = epoch, start
+
+    def start(self) -> None:
+        """Start the first pass (iteration 0): the loader processes, if any, start now (before a worker starts its
+        communication threads, which a forked process should not inherit mid-wait)."""
+        if self._it is None:
+            self._restart(0, 0)
+
+    def get(self, t: int) -> Any:
+        """The worker's batch of global iteration ``t`` (the loader's collated batch, on ``device``)."""
+        epoch, b = divmod(check_int("t", t, 0), len(self.sampler))
+        if self._it is None or epoch != self._epoch or b < self._next or b - self._next > self.SKIP:
+            self._restart(epoch, b)
+        assert self._it is not None
+        while self._next < b:
+            next(self._it)
+            self._next += 1
+        batch = next(self._it)
+        self._next += 1
+        return _to(batch, self.device)
+
+
+def _to(batch: Any, device: Any) -> Any:
+    """``batch`` with its tensors (also inside tuples, lists and dicts) on ``device``."""
+    if device is None:
+        return batch
+    if hasattr(batch, "to") and callable(batch.to):
+        return batch.to(device, non_blocking=True)
+    if isinstance(batch, (tuple, list)):
+        return type(batch)(_to(b, device) for b in batch)
+    if isinstance(batch, dict):
+        return {k: _to(v, device) for k, v in batch.items()}
+    return batch

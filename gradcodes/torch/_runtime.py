@@ -57,10 +57,10 @@ from .._runtime.delays import Delay, NoDelay
 from .._runtime.engine import StragglerTimeout
 from .._runtime.layout import Layout, TreeCheck, layout_for, write_tail
 from .._runtime.setup import GRACE, check_grace, fingerprint, height
-from ._children import BYE, DATA, GRAD_TAG, STOP, Children, Receiver, as_np_dtype, body, buffer, check_key
+from ._children import BYE, DATA, GRAD_TAG, STOP, Children, Receiver, as_np_dtype, body, buffer, check_key, trailer
 
-__all__ = ["FlatParams", "Master", "Worker", "AggregateInfo", "StragglerTimeout", "GRAD_TAG", "PARAM_TAG",
-           "check_same"]
+__all__ = ["FlatParams", "ModelBuffers", "Master", "Worker", "AggregateInfo", "StragglerTimeout", "GRAD_TAG",
+           "PARAM_TAG", "check_same"]
 
 PARAM_TAG = 72
 #: the control channel: the master's stop message on its own tag, received by a thread of every worker that is
@@ -138,6 +138,39 @@ class FlatParams:
             p.grad = v
 
 
+class ModelBuffers:
+    """A model's buffers (``model.buffers()``: BatchNorm's running mean and variance and its
+    ``num_batches_tracked`` counter, any dtype) as raw bytes, each buffer starting on an 8-byte boundary.
+
+    They travel after every message (``gradcodes.torch._children.trailer``): the master's with the parameters,
+    each worker's, as its forward passes left them, with its coded message; no buffers, no bytes."""
+
+    def __init__(self, buffers: Sequence[Any] = ()) -> None:
+        self.buffers = list(buffers)
+        self.offsets: list[int] = []
+        self.sizes: list[int] = []
+        o = 0
+        for b in self.buffers:
+            c = int(b.numel()) * b.element_size()
+            self.offsets.append(o)
+            self.sizes.append(c)
+            o += -(-c // 8) * 8
+        #: the bytes they take in a message
+        self.nbytes = o
+
+    def pack(self, out: Any) -> None:
+        """Copy the buffers' bytes into ``out`` (uint8, length ``nbytes``)."""
+        import torch
+
+        for b, o, c in zip(self.buffers, self.offsets, self.sizes, strict=True):
+            out[o:o + c].copy_(b.detach().contiguous().reshape(-1).view(torch.uint8))
+
+    def unpack(self, src: Any) -> None:
+        """Copy the bytes of ``src`` (uint8, as :meth:`pack` wrote them) into the buffers."""
+        for b, o, c in zip(self.buffers, self.offsets, self.sizes, strict=True):
+            b.data.copy_(src[o:o + c].view(b.dtype).view(b.shape))
+
+
 @dataclass
 class AggregateInfo:
     """What happened in one :meth:`Master.aggregate`: the responders in arrival order, dropped senders, time."""
@@ -170,6 +203,8 @@ class _Sender(threading.Thread):
         self.stopping = False
         self.lock = threading.Lock()
         self.error: BaseException | None = None
+        #: called just before the stop message is sent (the master writes the final parameters into ``buf``)
+        self.fill: Callable[[], None] | None = None
 
     @property
     def busy(self) -> bool:
@@ -195,6 +230,8 @@ class _Sender(threading.Thread):
         with self.lock:
             self.stopping = True
             if not self.busy:
+                if self.fill is not None:
+                    self.fill()
                 self.buf[1] = STOP
                 self.send(last=True)
 
@@ -209,6 +246,8 @@ class _Sender(threading.Thread):
                 return
             with self.lock:
                 if self.stopping and not self.closing:       # stop() came while this send was in flight
+                    if self.fill is not None:
+                        self.fill()
                     self.buf[1] = STOP
                     self.send(last=True)
                     continue
@@ -270,21 +309,23 @@ class _Watchdog(threading.Thread):
             os._exit(status)
 
 
-def check_same(code: Any, dist: Any, size: int, device: Any = "cpu") -> None:
+def check_same(code: Any, dist: Any, size: int, device: Any = "cpu", nbytes: int = 0) -> None:
     """Collective (every rank, once at set-up): raise on every rank when some ranks built a different code than
-    rank 0 (the digest of :func:`gradcodes.mpi._setup.fingerprint`, e.g. a random code built without ``rng``) or
-    a different number ``size`` of trainable parameter entries; the error names those ranks.
+    rank 0 (the digest of :func:`gradcodes.mpi._setup.fingerprint`, e.g. a random code built without ``rng``),
+    a different number ``size`` of trainable parameter entries or buffers of a different size ``nbytes``
+    (``ModelBuffers``); the error names those ranks.
 
     Different codes decode wrong gradients without any other symptom, so this runs before the first message.
     """
     import torch
 
     digest = int(fingerprint(code), 16)
-    mine = torch.tensor([digest - (1 << 64) if digest >= 1 << 63 else digest, int(size)], dtype=torch.int64,
-                        device=device)
+    mine = torch.tensor([digest - (1 << 64) if digest >= 1 << 63 else digest, int(size), int(nbytes)],
+                        dtype=torch.int64, device=device)
     every = [torch.zeros_like(mine) for _ in range(dist.get_world_size())]
     dist.all_gather(every, mine)
     got = [(int(v[0]), int(v[1])) for v in every]
+    nb = [int(v[2]) for v in every]
     codes = [r for r, (d, _) in enumerate(got) if d != got[0][0]]
     if codes:
         raise GradcodesValueError(f"ranks {codes} built a different code than rank 0 ({getattr(code, 'name', code)!r}"
@@ -295,6 +336,10 @@ def check_same(code: Any, dist: Any, size: int, device: Any = "cpu") -> None:
         raise GradcodesValueError(f"ranks {sizes} have a different number of trainable parameter entries than rank 0 "
                                   f"({got[0][1]}; {[got[r][1] for r in sizes]}): every rank must build the same model "
                                   "and freeze the same parameters")
+    if any(b != nb[0] for b in nb):
+        raise GradcodesValueError(f"ranks {[r for r, b in enumerate(nb) if b != nb[0]]} have buffers of a different "
+                                  f"size than rank 0 ({nb[0]} bytes; {[b for b in nb if b != nb[0]]}): every rank "
+                                  "must build the same model")
 
 
 def _layout(code: Any, dist: Any) -> Layout:
@@ -361,10 +406,14 @@ class Master:
         After the last iteration (:meth:`stop`): seconds per tree level, plus one, that the master waits for the
         workers' goodbyes (a flat master: ``2 * grace``); the workers that did not say goodbye are in
         :attr:`failures`. Every worker must be given the same ``grace``.
+    buffers : sequence of tensors, optional
+        The model's buffers (``model.buffers()``: BatchNorm running statistics); the same on every rank. They
+        travel with the parameters, and :meth:`aggregate` takes those of the first responder of the decoding set
+        (in arrival order; an ``adversarial_gc`` code: the first not found wrong).
     """
 
     def __init__(self, code: Any, params: Sequence[Any], *, policy: Any = None, timeout: float = 60.0,
-                 poll: float = 2e-4, grace: float = GRACE) -> None:
+                 poll: float = 2e-4, grace: float = GRACE, buffers: Sequence[Any] = ()) -> None:
         import torch
 
         from .._simulate._policies import FixedK, as_policy
@@ -372,7 +421,9 @@ class Master:
         self.dist = _dist()
         self.flat = FlatParams(params)
         self.dtype, self.device = self.flat.dtype, self.flat.device
-        check_same(code, self.dist, self.flat.size, self.device)
+        #: the model's buffers, sent after the parameters and taken from the first responder
+        self.bufs = ModelBuffers(buffers)
+        check_same(code, self.dist, self.flat.size, self.device, self.bufs.nbytes)
         self.layout = _layout(code, self.dist)
         _check_tree_dtype(self.layout, self.dtype)
         self.code, self.n, self.m = code, int(self.layout.workers), int(code.m)
@@ -401,9 +452,11 @@ class Master:
         self.ctrl = buffer(self.n, 0, self.dtype, self.device)
         self.ctrl[:, 1] = STOP
         self._ctrl: list[_Once] = []
-        #: one parameter message per worker: header words, then the parameters (``out_params``)
-        self.outbox = buffer(self.n, self.flat.size, self.dtype, self.device)
+        nbytes = self.bufs.nbytes
+        #: one parameter message per worker: header words, then the parameters (``out_params``), then the buffers
+        self.outbox = buffer(self.n, self.flat.size, self.dtype, self.device, nbytes)
         self.out_params = body(self.outbox, self.flat.size, self.dtype)
+        self.out_bufs = trailer(self.outbox, self.flat.size, self.dtype, nbytes)
         self.grad = torch.zeros(self.m * self.q, dtype=self.dtype, device=self.device)
         #: ranks that failed after the last iteration (rank: what happened), filled by :meth:`stop`
         self.failures: dict[int, str] = {}
@@ -413,7 +466,8 @@ class Master:
         tree = self.layout.kind == "tree"
         kids = self.layout.children(0)
         self.children = Children(self.dist, inner, kids, self.q, self.dtype, self.device,
-                                 self._arrived, 0, self.policy, extra=self.layout.tail(kids[0]) if tree else 0)
+                                 self._arrived, 0, self.policy, extra=self.layout.tail(kids[0]) if tree else 0,
+                                 nbytes=nbytes)
         #: a CodedReduce tree: the whole tree's acceptance of each iteration's pattern (None for flat codes)
         self.tree_check = TreeCheck(code, self.layout, self.np_dtype) if tree else None
         self.tracker = self.children.tracker
@@ -422,6 +476,8 @@ class Master:
         self._send = [_Sender(self.dist, self.outbox[w], w + 1, PARAM_TAG, self._arrived, self.children.K + w)
                       for w in range(self.n)]
         self._sent_at = [-1] * self.n                    # the iteration whose parameters each worker was sent
+        for w, sender in enumerate(self._send):          # the stop message carries the final parameters
+            sender.fill = lambda w=w: self._fill(w)
         self.children.start()
         for th in self._send:
             th.start()
@@ -444,9 +500,15 @@ class Master:
         row = self.outbox[w]
         row[0] = iteration
         row[1] = DATA
-        self.flat.read(self.out_params[w])
+        self._fill(w)
         self._sent_at[w] = iteration
         self._send[w].send()
+
+    def _fill(self, w: int) -> None:
+        """Write the current parameters and buffers into worker ``w``'s message (its send is not in flight)."""
+        self.flat.read(self.out_params[w])
+        if self.bufs.nbytes:
+            self.bufs.pack(self.out_bufs[w])
 
     def aggregate(self, iteration: int) -> AggregateInfo:
         """Collect messages of ``iteration`` until the policy stops, decode into ``grad`` and ``.grad``.
@@ -479,6 +541,9 @@ class Master:
             adversaries = self._decode_adversarial(rows, iteration)
         else:
             self.children.combine(rows, self.grad, accumulate=False)
+        if self.bufs.nbytes:                  # the first responder's buffers (not one found wrong)
+            first = next((i for i in rows if kids[i] - 1 not in adversaries), rows[0])
+            self.bufs.unpack(self.children.buffers[first])
         if self.tree_check is not None:
             tails = self.children.tails
             try:
@@ -607,17 +672,25 @@ class Worker:
         below this worker, plus one, after the master's stop message came on the control channel (a leaf:
         ``grace``), the worker's compute is stuck and the process ends itself with exit status 0
         (``_Watchdog``; status 1 when the link to the master failed before any stop message).
+    buffers : sequence of tensors, optional
+        The model's buffers (``model.buffers()``): overwritten with the master's with every parameters, sent with
+        every message as ``compute`` left them (the master keeps the first responder's).
+
+    After :meth:`run` the model holds the master's final parameters and buffers (they come with the stop
+    message), unless the worker's compute was stuck when the run ended.
     """
 
     def __init__(self, code: Any, worker: int, params: Sequence[Any], *, delay: Delay | None = None,
-                 poll: float = 2e-4, policy: Any = None, timeout: float = 60.0, grace: float = GRACE) -> None:
+                 poll: float = 2e-4, policy: Any = None, timeout: float = 60.0, grace: float = GRACE,
+                 buffers: Sequence[Any] = ()) -> None:
 
         from .._simulate._policies import as_policy
 
         self.dist = _dist()
         self.flat = FlatParams(params)
         dev = self.flat.device
-        check_same(code, self.dist, self.flat.size, dev)
+        self.bufs = ModelBuffers(buffers)
+        check_same(code, self.dist, self.flat.size, dev, self.bufs.nbytes)
         self.layout = _layout(code, self.dist)
         _check_tree_dtype(self.layout, self.flat.dtype)
         self.code, self.worker = code, int(worker)
@@ -627,14 +700,17 @@ class Worker:
         self.parent = self.layout.parent(self.rank)
         as_np_dtype(self.flat.dtype)                      # a float dtype
         self.q = -(-self.flat.size // int(code.m))
-        #: two parameter slots: header words, then the parameters (``params_in``)
-        self.inbox = buffer(2, self.flat.size, self.flat.dtype, dev)
+        nbytes = self.bufs.nbytes
+        #: two parameter slots: header words, then the parameters (``params_in``), then the buffers (``bufs_in``)
+        self.inbox = buffer(2, self.flat.size, self.flat.dtype, dev, nbytes)
         self.params_in = body(self.inbox, self.flat.size, self.flat.dtype)
+        self.bufs_in = trailer(self.inbox, self.flat.size, self.flat.dtype, nbytes)
         #: entries after the payload: a tree parent's flags of the ranks below it whose messages are in its sum
         #: (``gradcodes._runtime.layout``, tree message format); 0 for a leaf and for flat codes
         self.tail = self.layout.tail(self.rank)
-        self.outbox = buffer(None, self.q + self.tail, self.flat.dtype, dev)
+        self.outbox = buffer(None, self.q + self.tail, self.flat.dtype, dev, nbytes)
         self._body = body(self.outbox, self.q + self.tail, self.flat.dtype)
+        self.bufs_out = trailer(self.outbox, self.q + self.tail, self.flat.dtype, nbytes)
         self.delay = delay or NoDelay()
         self.poll = float(poll)
         self.timeout = float(timeout)
@@ -648,7 +724,7 @@ class Worker:
         if kids:
             inner = _combined(code, self.layout)
             self.children = Children(self.dist, inner, kids, self.q, self.flat.dtype, dev, self._arrived, 2,
-                                     as_policy(policy, inner), extra=self.layout.tail(kids[0]))
+                                     as_policy(policy, inner), extra=self.layout.tail(kids[0]), nbytes=nbytes)
 
     @property
     def message(self) -> Any:
@@ -696,6 +772,12 @@ class Worker:
         watchdog.join(self.grace)
         return count
 
+    def _take(self, slot: int) -> None:
+        """Write the parameters and buffers of parameter slot ``slot`` into the model."""
+        self.flat.write(self.params_in[slot])
+        if self.bufs.nbytes:
+            self.bufs.unpack(self.bufs_in[slot])
+
     def _serve(self, compute: Callable[[int, Any], None]) -> int:
         slots = [Receiver(self.dist, self.inbox[j], 0, PARAM_TAG, j, self._arrived, STOP) for j in range(2)]
         slots[1].free.clear()           # slot 0 receives first; slot 1 once slot 0 holds a message
@@ -711,7 +793,8 @@ class Worker:
         cur = self._next(threads, t)
         msg = self._body[:self.q]
         while True:
-            if int(self.inbox[cur, 1]) == STOP:
+            if int(self.inbox[cur, 1]) == STOP:      # it carries the master's final parameters and buffers
+                self._take(cur)
                 break
             t = int(self.inbox[cur, 0])
             nxt = 1 - cur
@@ -723,12 +806,14 @@ class Worker:
                     kids.forget(t)
                 cur = self._next(threads, t)
                 continue
-            self.flat.write(self.params_in[cur])
+            self._take(cur)
             try:
                 compute(t, msg)
             except Exception:
                 self._compute_failed = True          # the user's code raised: not a link of the finished run
                 raise
+            if self.bufs.nbytes:
+                self.bufs.pack(self.bufs_out)
             self.outbox[0] = t
             self.outbox[1] = DATA
             newer: list[int] = []

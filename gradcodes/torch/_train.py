@@ -8,17 +8,24 @@ from __future__ import annotations
 
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from .._base.errors import GradcodesValueError
 from .._runtime.delays import Delay, NoDelay
-from ._data import CodedSampler
+from ._data import CodedSampler, LoaderFeed
 from ._loss import coded_loss, loss_weights
 from ._runtime import GRACE, AggregateInfo, FlatParams, Master, Worker
 
-__all__ = ["CodedGradient", "train", "ddp_train", "TrainResult"]
+__all__ = ["CodedGradient", "train", "ddp_train", "TrainResult", "Callback"]
+
+
+def _batch_norms(model: Any) -> list[str]:
+    """Names of the modules of ``model`` that normalise over the batch (BatchNorm of any dimension, SyncBatchNorm)."""
+    from torch.nn.modules.batchnorm import _BatchNorm
+
+    return [name or type(mod).__name__ for name, mod in model.named_modules() if isinstance(mod, _BatchNorm)]
 
 
 class CodedGradient:
@@ -41,6 +48,13 @@ class CodedGradient:
     cannot be amplified (float64 parameters, or every coefficient of ``B`` 0 or 1) and ``"partitions"``
     otherwise; ``m > 1`` always takes ``"partitions"``. Its cost is ``load`` smaller backward passes instead of one
     (the same samples) and two buffers of the parameters' size.
+
+    A model with BatchNorm layers always takes ``"partitions"`` (``"loss"`` is refused): the batch statistics of
+    one forward pass over all of a worker's samples would depend on which partitions the worker holds, so the
+    partition gradients of different workers would not be the same functions and the decode would not be the
+    gradient of any loss. One forward pass per partition normalises each partition over its own
+    ``batch_size / k`` samples (ghost batch normalisation, the ghost batches being the partitions), the same on
+    every worker (``docs/torch.md``, "Buffers").
     """
 
     def __init__(self, model: Any, loss_fn: Callable[[Any, Any], Any], code: Any, worker: int,
@@ -58,9 +72,14 @@ class CodedGradient:
             raise GradcodesValueError(f"encoding must be 'auto', 'loss' or 'partitions', got {encoding!r}")
         if encoding == "loss" and self.m != 1:
             raise GradcodesValueError(f"encoding='loss' needs m = 1, this code has m = {self.m}")
+        norms = _batch_norms(model)
+        if encoding == "loss" and norms:
+            raise GradcodesValueError(f"encoding='loss' computes one forward pass over all of a worker's samples, and "
+                                      f"the BatchNorm layers {norms} would normalise over partitions that differ "
+                                      f"between workers: use encoding='auto' or 'partitions'")
         if encoding == "auto":
             B = np.asarray(code.float_B())
-            plain = self.flat.dtype == torch.float64 or bool(np.isin(B, (0.0, 1.0)).all())
+            plain = (self.flat.dtype == torch.float64 or bool(np.isin(B, (0.0, 1.0)).all())) and not norms
             encoding = "loss" if self.m == 1 and plain else "partitions"
         self.encoding = encoding
         dev = self.flat.device
@@ -116,6 +135,10 @@ class TrainResult:
     infos: list[AggregateInfo] = field(default_factory=list)
     skipped: int = 0
     failures: dict[int, str] = field(default_factory=dict)
+    #: the learning rate of the optimizer's first parameter group at each step (before the scheduler stepped)
+    lr: list[float] = field(default_factory=list)
+    #: with ``clip_grad_norm``: the decoded gradient's norm at each step, before clipping
+    grad_norm: list[float] = field(default_factory=list)
 
     def time_to(self, accuracy: float) -> float:
         """Cumulative seconds until the accuracy first reached ``accuracy`` (inf if never)."""
@@ -131,28 +154,125 @@ class TrainResult:
         return sum(self.times) / max(len(self.times), 1)
 
 
-def train(code: Any, model: Any, loss_fn: Callable[[Any, Any], Any], X: Any, y: Any, *, batch_size: int,
+class Callback:
+    """Hooks of :func:`train` on the master, for logging, evaluation and early stopping: subclass and override
+    either method (an object with either method, under these names, will do).
+
+    Examples
+    --------
+    Stop once the test accuracy reached 0.9, and log the loss-free facts of every step:
+
+    >>> class EarlyStop(Callback):
+    ...     def __init__(self, target):
+    ...         self.target = target
+    ...     def on_step(self, step, model, info):
+    ...         print(step, info.responders)
+    ...     def on_step_end(self, step, model, result):
+    ...         return bool(result.accuracy) and result.accuracy[-1] >= self.target
+    >>> EarlyStop(0.9).on_step_end(3, None, TrainResult("code", accuracy=[0.5, 0.93]))
+    True
+    """
+
+    def on_step(self, step: int, model: Any, info: AggregateInfo) -> None:
+        """After the decode, before clipping and the optimizer step: ``.grad`` holds the decoded gradient of the
+        mean loss over the global batch of ``step``; ``info`` says who answered (:class:`AggregateInfo`)."""
+
+    def on_step_end(self, step: int, model: Any, result: TrainResult) -> bool | None:
+        """After the optimizer step, the scheduler and ``evaluate`` (``result`` holds this step's time, accuracy
+        and learning rate). Return True to stop training: the workers are stopped and :func:`train` returns."""
+        return None
+
+
+def _check_data(X: Any, y: Any) -> tuple[Any, int]:
+    """``(dataset or None, number of samples)``: a map-style dataset when ``y`` is None, else tensors."""
+    if y is None:
+        if not (hasattr(X, "__getitem__") and hasattr(X, "__len__")):
+            raise GradcodesValueError("train(code, model, loss_fn, dataset, ...): the dataset must be map-style "
+                                      "(len(dataset) and dataset[i] -> (input, target)); or pass the tensors X, y")
+        if type(X).__name__ == "Tensor":
+            raise GradcodesValueError("train got the inputs X without the targets y: pass both tensors, or a map-"
+                                      "style Dataset alone")
+        return X, len(X)
+    if len(X) != len(y):
+        raise GradcodesValueError(f"X has {len(X)} samples and y {len(y)}")
+    return None, len(X)
+
+
+def train(code: Any, model: Any, loss_fn: Callable[[Any, Any], Any], X: Any, y: Any = None, *, batch_size: int,
           iterations: int, optimizer: Callable[[Any], Any], policy: Any = None, delay: Delay | None = None,
           timeout: float = 60.0, seed: int = 0, evaluate: Callable[[Any], float] | None = None,
           on_step: Callable[[int, Any, AggregateInfo], None] | None = None,
           corrupt: Callable[[int, int, Any], None] | None = None, name: str | None = None,
-          encoding: str = "auto", grace: float = GRACE) -> TrainResult | None:
+          encoding: str = "auto", grace: float = GRACE, loader_kwargs: dict[str, Any] | None = None,
+          scheduler: Callable[[Any], Any] | None = None, scheduler_step: str = "step",
+          clip_grad_norm: float | None = None, callbacks: Sequence[Any] = ()) -> TrainResult | None:
     """Coded data-parallel training on ``code.n + 1`` ranks (rank 0 master, rank ``i + 1`` worker ``i``).
-
-    A :class:`~gradcodes.CodedReduceCode` runs as its tree (Reisizadeh et al. 2019, Section 3): rank ``r``
-    sends to rank ``(r - 1) // branching``, every parent decodes its first decodable set of children with the
-    inner code (``policy`` applies to it) and adds its own message; a parent that cannot decode for ``timeout``
-    seconds raises :class:`gradcodes.mpi.StragglerTimeout` naming its missing children.
 
     Every rank calls it with the same arguments and an identically initialised ``model``. The master steps
     ``optimizer(model.parameters())`` on the decoded gradient of the mean loss over each global batch of
-    ``batch_size`` samples of ``(X, y)`` (:class:`CodedSampler`, epochs keyed by ``seed``). ``evaluate(model)``
-    (master, excluded from the times) gives the accuracy after each step; ``on_step(t, model, info)`` is called
-    on the master after each decode, before the optimizer steps (tests compare ``.grad`` there);
-    ``corrupt(worker, t, message)`` may alter a worker's message (fault tests); ``encoding`` is the workers'
-    :class:`CodedGradient` encoding (``"auto"``, ``"loss"`` or ``"partitions"``). Returns a :class:`TrainResult`
-    on the master and None on the workers.
+    ``batch_size`` samples (:class:`CodedSampler`, epochs keyed by ``seed``), then the scheduler; each worker
+    computes its coded message on its own samples of the batch. When it returns, every rank's model holds the
+    master's final parameters and buffers (a worker whose compute was stuck at the end excepted).
 
+    Parameters
+    ----------
+    code : LinearCode
+        The gradient code (the same on every rank). A :class:`~gradcodes.CodedReduceCode` runs as its tree
+        (Reisizadeh et al. 2019, Section 3): rank ``r`` sends to rank ``(r - 1) // branching``, every parent
+        decodes its first decodable set of children with the inner code (``policy`` applies to it) and adds its
+        own message; a parent that cannot decode for ``timeout`` seconds raises
+        :class:`gradcodes.mpi.StragglerTimeout` naming its missing children.
+    model : torch.nn.Module
+        Initialised identically on every rank. Its buffers (BatchNorm running statistics) follow the master's:
+        each step the master takes those of the first responder of the decoding set and sends them with the
+        parameters (``docs/torch.md``, "Buffers").
+    loss_fn : callable
+        ``loss_fn(outputs, targets)`` returning per-sample losses (``reduction="none"``).
+    X : Tensor or torch.utils.data.Dataset
+        The inputs (with ``y``), or a map-style dataset whose ``dataset[i]`` is one sample ``(input, target)``
+        (``y`` omitted): each worker then reads only its samples of every global batch through a
+        ``torch.utils.data.DataLoader`` (:class:`LoaderFeed`).
+    y : Tensor, optional
+        The targets, with the tensor ``X``.
+    batch_size : int
+        Samples per global batch, a multiple of ``code.k``.
+    iterations : int
+        Optimizer steps (fewer when a callback stops the run).
+    optimizer : callable
+        ``optimizer(params)`` builds the optimizer on the master, e.g. ``lambda ps: torch.optim.SGD(ps, lr=0.1)``.
+    policy, delay, timeout, seed, name, encoding, grace
+        The wait policy; the straggler injection (rank 0's is used everywhere); seconds before
+        :class:`gradcodes.mpi.StragglerTimeout`; the data order's seed; the result's name; the workers'
+        :class:`CodedGradient` encoding (``"auto"``, ``"loss"``, ``"partitions"``); the end-of-job grace (below).
+    evaluate : callable, optional
+        ``evaluate(model)`` on the master after each step, excluded from the times: the accuracy recorded.
+    on_step : callable, optional
+        ``on_step(step, model, info)`` on the master after each decode, before clipping and the optimizer step
+        (tests compare ``.grad`` there); the same as a :class:`Callback`'s ``on_step``.
+    corrupt : callable, optional
+        ``corrupt(worker, step, message)`` may alter a worker's message (fault tests).
+    loader_kwargs : dict, optional
+        With a dataset: passed to every worker's ``DataLoader`` (``num_workers``, ``collate_fn``, ``pin_memory``,
+        ``persistent_workers``, ``prefetch_factor``, ...); ``collate_fn`` must return ``(inputs, targets)``.
+    scheduler : callable, optional
+        ``scheduler(optimizer)`` builds a learning-rate scheduler (``torch.optim.lr_scheduler``) on the master,
+        stepped after the optimizer every step, or at the end of every epoch (``scheduler_step="epoch"``: every
+        ``len(data) // batch_size`` steps).
+    scheduler_step : {"step", "epoch"}, default "step"
+    clip_grad_norm : float, optional
+        Clip the decoded gradient to this norm (``torch.nn.utils.clip_grad_norm_``) before the optimizer step;
+        the norm before clipping is recorded in :attr:`TrainResult.grad_norm`.
+    callbacks : sequence of Callback
+        Their ``on_step`` after ``on_step``, their ``on_step_end`` after each step; one returning True stops
+        the run.
+
+    Returns
+    -------
+    TrainResult or None
+        The master's record; None on the workers.
+
+    Notes
+    -----
     At set-up every rank checks that all ranks hold the same code and the same number of trainable parameter
     entries (an error on every rank naming the ranks that differ), and takes rank 0's ``delay`` model (so a model
     drawn without ``rng`` picks the same late workers on every rank, as in :func:`gradcodes.mpi.train`).
@@ -162,36 +282,65 @@ def train(code: Any, model: Any, loss_fn: Callable[[Any, Any], Any], X: Any, y: 
     releases its buffers before it returns (on a clean finish).
 
     ``grace`` (seconds, default 5; the same on every rank) bounds the end of the job: after its last iteration
-    the master sends every worker the stop message and waits for the goodbyes at most ``2 * grace`` (a
-    CodedReduce tree of height ``h``: ``(h + 1) * grace``), records the workers that did not say goodbye in
-    :attr:`TrainResult.failures` (rank and how) and returns. A worker whose compute is stuck in user code (an
-    endless loop, a sleep) when the stop message comes ends its own process ``grace`` seconds later (a tree parent
-    of height ``h``: ``(h + 1) * grace``) with exit status 0, so ``torchrun`` returns 0 for a finished run. A
-    stopped process (``SIGSTOP``) cannot end itself: the master still returns and names it, and the launcher
-    waits for it (``docs/runtime.md``, "When a rank fails").
+    the master sends every worker the stop message (with the final parameters and buffers) and waits for the
+    goodbyes at most ``2 * grace`` (a CodedReduce tree of height ``h``: ``(h + 1) * grace``), records the workers
+    that did not say goodbye in :attr:`TrainResult.failures` (rank and how) and returns. A worker whose compute is
+    stuck in user code (an endless loop, a sleep) when the stop message comes ends its own process ``grace``
+    seconds later (a tree parent of height ``h``: ``(h + 1) * grace``) with exit status 0, so ``torchrun`` returns
+    0 for a finished run. A stopped process (``SIGSTOP``) cannot end itself: the master still returns and names
+    it, and the launcher waits for it (``docs/runtime.md``, "When a rank fails").
+
+    Examples
+    --------
+    Under ``torchrun --standalone --nproc-per-node 4`` (3 workers), a map-style dataset read by two loader
+    processes per worker, a step scheduler and clipping::
+
+        result = train(gc.cyclic_repetition(3, 1, rng=0), model, nn.CrossEntropyLoss(reduction="none"), dataset,
+                       batch_size=120, iterations=100, optimizer=lambda ps: torch.optim.SGD(ps, lr=0.1),
+                       loader_kwargs={"num_workers": 2}, clip_grad_norm=1.0,
+                       scheduler=lambda opt: torch.optim.lr_scheduler.StepLR(opt, 30, gamma=0.5))
     """
+    import torch
     import torch.distributed as dist
 
+    dataset, size = _check_data(X, y)
+    if scheduler_step not in ("step", "epoch"):
+        raise GradcodesValueError(f"scheduler_step must be 'step' or 'epoch', got {scheduler_step!r}")
     rank = dist.get_rank()
     box = [delay]
     dist.broadcast_object_list(box, src=0)  # rank 0's delay model everywhere, so rng=None draws agree
     delay = box[0]
+    buffers = list(model.buffers())
     if rank == 0:
-        master = Master(code, list(model.parameters()), policy=policy, timeout=timeout, grace=grace)
+        per_epoch = size // batch_size
+        master = Master(code, list(model.parameters()), policy=policy, timeout=timeout, grace=grace,
+                        buffers=buffers)
         opt = optimizer(model.parameters())
+        sched = scheduler(opt) if scheduler is not None else None
+        trainable = [p for p in model.parameters() if p.requires_grad]
+        hooks = [on_step] if on_step is not None else []
+        hooks += [cb.on_step for cb in callbacks if hasattr(cb, "on_step")]
+        ends = [cb.on_step_end for cb in callbacks if hasattr(cb, "on_step_end")]
         res = TrainResult(name or str(getattr(code, "name", "code")))
         try:
             for t in range(iterations):
                 start = time.monotonic()
                 master.broadcast(t)
                 info = master.aggregate(t)
-                if on_step is not None:
-                    on_step(t, model, info)
+                for hook in hooks:
+                    hook(t, model, info)
+                if clip_grad_norm is not None:
+                    res.grad_norm.append(float(torch.nn.utils.clip_grad_norm_(trainable, clip_grad_norm)))
+                res.lr.append(float(opt.param_groups[0]["lr"]))
                 opt.step()
+                if sched is not None and (scheduler_step == "step" or (t + 1) % per_epoch == 0):
+                    sched.step()
                 res.times.append(time.monotonic() - start)
                 res.infos.append(info)
                 if evaluate is not None:
                     res.accuracy.append(float(evaluate(model)))
+                if any([bool(end(t, model, res)) for end in ends]):     # every callback sees every step
+                    break
         finally:
             res.skipped = master._skipped
         try:
@@ -205,16 +354,24 @@ def train(code: Any, model: Any, loss_fn: Callable[[Any, Any], Any], X: Any, y: 
                           RuntimeWarning, stacklevel=2)
         return res
     w = rank - 1
-    sampler = CodedSampler(len(X), code, w, batch_size=batch_size, seed=seed)
+    sampler = CodedSampler(size, code, w, batch_size=batch_size, seed=seed)
     grad = CodedGradient(model, loss_fn, code, w, sampler, encoding=encoding)
     worker = Worker(code, w, list(model.parameters()), delay=delay or NoDelay(), policy=policy,
-                    timeout=timeout, grace=grace)
+                    timeout=timeout, grace=grace, buffers=buffers)
     per_epoch = len(sampler)
+    feed = None
+    if dataset is not None:
+        feed = LoaderFeed(dataset, sampler, loader_kwargs, device=grad.flat.device)
+        feed.start()                    # loader processes fork before the communication threads start
 
     def compute(t: int, out: Any) -> None:
-        sampler.set_epoch(t // per_epoch)
-        idx = sampler.global_batch(t % per_epoch)[sampler._offsets]
-        grad(X[idx], y[idx], out)
+        if feed is not None:
+            inputs, targets = feed.get(t)
+        else:
+            sampler.set_epoch(t // per_epoch)
+            idx = sampler.global_batch(t % per_epoch)[sampler._offsets]
+            inputs, targets = X[idx], y[idx]
+        grad(inputs, targets, out)
         if corrupt is not None:
             corrupt(w, t, out)
 
