@@ -312,7 +312,7 @@ def train(code: Any, model: Any, loss_fn: Callable[[Any, Any], Any], X: Any, y: 
     delay = box[0]
     buffers = list(model.buffers())
     if rank == 0:
-        per_epoch = size // batch_size
+        per_epoch = len(CodedSampler(size, code, None, batch_size=batch_size, seed=seed))   # checks batch_size too
         master = Master(code, list(model.parameters()), policy=policy, timeout=timeout, grace=grace,
                         buffers=buffers)
         opt = optimizer(model.parameters())
