@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import threading
@@ -171,8 +172,8 @@ def result_of(out: str) -> dict | None:
     """The master's ``RESULT {json}`` line in ``out``, parsed (the last one), or None."""
     res = None
     for line in out.splitlines():
-        if line.startswith("RESULT "):
-            res = json.loads(line[7:])
+        if "RESULT {" in line:
+            res = json.loads(line[line.index("RESULT {") + 7:])
     return res
 
 
@@ -196,7 +197,7 @@ def run_job(cmd: Sequence[str], *, env: dict[str, str], timeout: float, cwd: Any
         if proc.poll() is not None:
             status = proc.returncode
             break
-        if not called and any(ln.startswith("MASTER_EXIT") for ln in list(lines)):
+        if not called and any("MASTER_EXIT" in ln for ln in list(lines)):
             called = True
             assert on_result is not None
             on_result(proc)
@@ -210,13 +211,14 @@ def run_job(cmd: Sequence[str], *, env: dict[str, str], timeout: float, cwd: Any
 
 
 def faults_seen(out: str) -> dict[int, tuple[int, float]]:
-    """rank -> (pid, wall clock) of its ``FAULT`` line in ``out``: the faults that happened."""
-    seen = {}
-    for line in out.splitlines():
-        if line.startswith("FAULT "):
-            _, _, _, rank, _, pid, when = line.split()
-            seen[int(rank)] = (int(pid), float(when))
-    return seen
+    """rank -> (pid, wall clock) of its ``FAULT`` line in ``out``: the faults that happened. Found anywhere in a
+    line: the launcher may join two ranks' lines into one (seen with hydra).
+
+    >>> faults_seen("FAULT loop rank 1 pid 10 1.5FAULT sigstop rank 6 pid 11 2.5\\n")
+    {1: (10, 1.5), 6: (11, 2.5)}
+    """
+    return {int(rank): (int(pid), float(when))
+            for rank, pid, when in re.findall(r"FAULT \w+ rank (\d+) pid (\d+) (\d+\.\d+)", out)}
 
 
 def slack(seconds: float) -> float:
