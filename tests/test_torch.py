@@ -13,12 +13,14 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+import _faults
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -333,113 +335,56 @@ def test_a_worker_failing_after_its_last_message_leaves_the_finished_run_its_res
     assert proc.returncode == 0, _errors(proc.stderr)
 
 
-# --- issue 34: real faults (tests/torch_fault_job.py), not the library's delay models -----------------------------
+# --- issue 34: real faults (tests/torch_fault_job.py, tests/_faults.py), not the library's delay models -----------
 FAULT_JOB = ROOT / "tests" / "torch_fault_job.py"
 GRACE = 1.5
 
 
-def run_fault_job(cfg: dict, *, timeout: float = 90, on_result: Any = None) -> tuple[int | str, str, dict | None,
-                                                                                       float]:
-    """Run tests/torch_fault_job.py on 4 ranks (n = 3, s = 1); returns (status, output, RESULT, wall clock when
-    torchrun returned). ``on_result(proc, output)`` runs once the master printed its result (the harness's turn,
-    e.g. resuming or killing a stopped worker). A job still running at ``timeout`` is killed (its children too)
-    and reported with status ``"hung"``."""
-    import signal
-    import threading
-
+def run_fault_job(cfg: dict, *, ranks: int = 4, timeout: float = 90, on_result: Any = None) -> _faults.Run:
+    """Run tests/torch_fault_job.py under torchrun (4 ranks: n = 3, s = 1; 7: the tree coded_reduce(2, 2, 1));
+    see :func:`_faults.run_job` (a job still running at ``timeout`` is killed: status ``"hung"``)."""
     env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "4", str(FAULT_JOB),
-           json.dumps({"grace": GRACE, **cfg})]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=ROOT)
-    lines: list[str] = []
-    reader = threading.Thread(target=lambda: lines.extend(proc.stdout or []), daemon=True)
-    reader.start()
-    t0 = time.monotonic()
-    status: int | str = "hung"
-    called = False
-    while time.monotonic() - t0 < timeout:
-        if proc.poll() is not None:
-            status = proc.returncode
-            break
-        if on_result is not None and not called and any(ln.startswith("MASTER_EXIT") for ln in lines):
-            called = True
-            on_result(proc, "".join(lines))
-        time.sleep(0.1)
-    ended = time.time()
-    if status == "hung":
-        kids = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split()
-        proc.kill()
-        for k in kids:
-            try:
-                os.kill(int(k), signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        proc.wait()
-    reader.join(5)
-    out = "".join(lines)
-    res = next((json.loads(ln[7:]) for ln in out.splitlines() if ln.startswith("RESULT ")), None)
-    return status, out, res, ended
-
-
-def _assert_finished_exactly(res: dict | None, out: str, rank: int) -> None:
-    assert res is not None, out[-3000:]
-    assert res["iterations"] == 8 and res["grad_err"] <= 1e-12, res
-    # no iteration waited for the frozen worker: such a wait lasts the whole 20 s straggler timeout (and raises);
-    # iterations of 2.4-3.1 s were seen at load averages of 15-20 on 2 cores
-    assert res["slowest"] < 8.0, res
-    assert str(rank) in res["failures"], res
-    # the master returned within 2 * grace of its last iteration (flat code), plus a margin for a loaded machine
-    assert res["after_last"] <= 2 * GRACE + 1.5, res
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(ranks),
+           str(FAULT_JOB), json.dumps({"grace": GRACE, **cfg})]
+    return _faults.run_job(cmd, env=env, cwd=ROOT, timeout=timeout, on_result=on_result)
 
 
 @pytest.mark.parametrize("fault", ["loop", "spin"])
 def test_worker_frozen_in_its_loss_leaves_every_iteration_exact_and_the_job_ends_within_the_grace(fault):
     # old code: the master returned 20 s after its last iteration and torchrun never returned (the frozen worker)
-    status, out, res, ended = run_fault_job({"fault": fault, "workers": [0], "at": 2, "iters": 8})
-    _assert_finished_exactly(res, out, 1)
+    status, out, res, ended, _ = run_fault_job({"faults": {0: fault}, "at": 2, "iters": 8})
+    _faults.check_finished_exactly(res, out, [1], iterations=8, grace=GRACE)
     assert res is not None and "without a goodbye" in res["failures"]["1"], res
     assert "ending the process with status 0" in out, out[-3000:]
     assert status == 0, out[-3000:]                       # a finished run's job ends with status 0
-    assert ended - res["last_at"] <= 2 * GRACE + 8, ended - res["last_at"]
+    assert ended - res["last_at"] <= 2 * GRACE + _faults.slack(8), ended - res["last_at"]
 
 
 def test_sigstopped_worker_is_named_and_the_job_ends_once_it_is_resumed():
-    import signal
-
-    def resume(proc, out):                                # the master has exited: resume the stopped worker
-        for pid in subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split():
-            os.kill(int(pid), signal.SIGCONT)
-
-    status, out, res, ended = run_fault_job({"fault": "sigstop", "workers": [0], "at": 2, "iters": 8},
-                                            on_result=resume)
-    _assert_finished_exactly(res, out, 1)
+    resume = _faults.Resume()                             # once the master has exited
+    status, out, res, ended, _ = run_fault_job({"faults": {0: "sigstop"}, "at": 2, "iters": 8}, on_result=resume)
+    _faults.check_finished_exactly(res, out, [1], iterations=8, grace=GRACE)
     assert res is not None and "its link was still open" in res["failures"]["1"], res
     assert status == 0, out[-3000:]
-    assert ended - res["last_at"] <= 2 * GRACE + 8, ended - res["last_at"]
+    assert resume.at and ended - resume.at <= 2 * GRACE + _faults.slack(8), ended - resume.at
 
 
 def test_sigstopped_worker_left_stopped_keeps_torchrun_waiting_until_the_harness_kills_it():
     """torchrun waits for every local worker: a stopped one (which cannot end itself) holds the job until it is
     killed; torchrun then reports the rank, exit code -9, and returns 1 (docs/runtime.md)."""
-    import signal
 
-    def kill_stopped(proc, out):
+    def kill_stopped(proc):
         time.sleep(3.0)
         assert proc.poll() is None                        # still waiting for the stopped rank
-        for line in subprocess.run(["ps", "-o", "pid=,stat=", "--ppid", str(proc.pid)], capture_output=True,
-                                   text=True).stdout.splitlines():
-            pid, stat = line.split()
-            if "T" in stat:
-                os.kill(int(pid), signal.SIGKILL)
+        assert _faults.signal_stopped(proc, signal.SIGKILL)
 
-    status, out, res, _ = run_fault_job({"fault": "sigstop", "workers": [0], "at": 2, "iters": 8},
-                                        on_result=kill_stopped)
-    _assert_finished_exactly(res, out, 1)
+    status, out, res, _, _ = run_fault_job({"faults": {0: "sigstop"}, "at": 2, "iters": 8}, on_result=kill_stopped)
+    _faults.check_finished_exactly(res, out, [1], iterations=8, grace=GRACE)
     assert status == 1 and re.search(r"rank\s*: 1 \(local_rank: 1\)\s*\n\s*exitcode\s*: -9", out), out[-3000:]
 
 
 def test_more_than_s_frozen_workers_end_the_job_with_an_error_naming_them():
-    status, out, res, _ = run_fault_job({"fault": "loop", "workers": [0, 1], "at": 2, "iters": 8, "timeout": 3.0})
+    status, out, res, _, _ = run_fault_job({"faults": {0: "loop", 1: "spin"}, "at": 2, "iters": 8, "timeout": 3.0})
     assert res is None and status not in (0, "hung"), out[-3000:]
     assert "StragglerTimeout" in out and re.search(r"missing ranks \[1, 2\]", out), out[-3000:]
 
@@ -447,7 +392,7 @@ def test_more_than_s_frozen_workers_end_the_job_with_an_error_naming_them():
 def test_worker_exit_0_mid_run_is_a_straggler_and_the_run_finishes_exactly():
     # torchrun lets the others run on after a rank exits with status 0: the master treats the dead rank as a
     # straggler (old code: "receiving from rank 2 failed" raised on the master)
-    status, out, res, _ = run_fault_job({"fault": "exit0", "workers": [1], "at": 3, "iters": 8})
+    status, out, res, _, _ = run_fault_job({"faults": {1: "exit0"}, "at": 3, "iters": 8})
     assert res is not None and res["iterations"] == 8 and res["grad_err"] <= 1e-12, out[-3000:]
     # "during the run", or "after its last message" when the 8 iterations finished before the master saw the link
     # fail (timing; both name the rank and the failed link)
@@ -455,19 +400,67 @@ def test_worker_exit_0_mid_run_is_a_straggler_and_the_run_finishes_exactly():
     assert status == 0, out[-3000:]
 
 
-@pytest.mark.parametrize("fault", ["exit1", "raise"])
+@pytest.mark.parametrize("fault", ["exit1", "raise", "sigkill"])
 def test_worker_crash_mid_run_makes_torchrun_stop_the_group_naming_the_rank(fault):
-    # torchrun's agent stops every rank when one exits non-zero: the job ends at once with status 1, its report
-    # names the rank and its exit code (the master's result is lost: it is killed mid-run). A raising worker exits
-    # with status 1, or is aborted (-6, SIGABRT) when its receive threads are still inside a Gloo wait at exit
-    status, out, res, _ = run_fault_job({"fault": fault, "workers": [1], "at": 3, "iters": 400, "timeout": 60.0},
-                                        timeout=60)
+    # torchrun's agent stops every rank when one exits non-zero or dies of a signal: the job ends at once with
+    # status 1, its report names the rank and its exit code (the master's result is lost: it is killed mid-run).
+    # A raising worker exits with status 1, or is aborted (-6, SIGABRT) when its receive threads are still inside a
+    # Gloo wait at exit; a SIGKILLed one has exit code -9
+    status, out, res, _, wall = run_fault_job({"faults": {1: fault}, "at": 3, "iters": 400, "timeout": 60.0},
+                                              timeout=60)
     # the agent notices the failed rank at its next poll: in the fresh-clone CI runs (two test processes on two
     # cores) the master had sometimes finished its 400 iterations first; then the run is exact and names rank 2
     assert status == 1, out[-3000:]
     assert res is None or (res["iterations"] == 400 and res["grad_err"] <= 1e-12 and "2" in res["failures"]), res
-    code = "1" if fault == "exit1" else "(1|-6)"
+    code = {"exit1": "1", "raise": "(1|-6)", "sigkill": "-9"}[fault]
     assert re.search(r"rank\s*: 2 \(local_rank: 2\)\s*\n\s*exitcode\s*: " + code + " ", out), out[-3000:]
+    assert wall < 50, wall                                # far below the master's 60 s straggler timeout
+
+
+#: the tree coded_reduce(2, 2, 1) on 7 ranks: rank r sends to (r - 1) // 2, so ranks 1, 2 are the master's children
+#: (inner parents), ranks 3, 4 rank 1's and ranks 5, 6 rank 2's (leaves); s = 1 per parent, and the tree has 2
+#: levels below the master, whose wait for the goodbyes is then 3 * grace
+def test_tree_frozen_inner_parent_and_leaf_leave_every_iteration_exact_and_the_job_ends_within_the_grace():
+    """An inner parent (rank 1) stops itself (SIGSTOP) and a leaf under the other parent (rank 5) loops forever,
+    both inside their loss: the master decodes rank 2's message, itself decoded from rank 6, every iteration exact;
+    it returns within 3 * grace naming rank 1; the looping leaf ends itself, and once the harness resumes the
+    stopped parent the job ends with status 0 (rank 1's children, blocked sending to it, end themselves too)."""
+    resume = _faults.Resume()
+    status, out, res, ended, _ = run_fault_job({"code": "tree", "faults": {0: "sigstop", 4: "loop"}, "at": 2,
+                                                "iters": 8}, ranks=7, on_result=resume)
+    _faults.check_finished_exactly(res, out, [1], iterations=8, grace=GRACE, levels=2)
+    assert res is not None and res["used"][-1] == [1], res        # the last iterations came from rank 2 alone
+    assert set(_faults.faults_seen(out)) == {1, 5}, out[-3000:]
+    assert "rank 5: the master's stop message came 1.5 s ago" in out, out[-3000:]
+    assert status == 0, out[-3000:]
+    assert resume.at and ended - resume.at <= 2 * GRACE + _faults.slack(8), (ended - resume.at, out[-3000:])
+
+
+def test_tree_more_than_s_frozen_subtrees_end_the_job_with_an_error_naming_them():
+    """Both inner parents (ranks 1 and 2, the master's children, whole subtrees) freeze in their loss: the master
+    cannot decode and raises StragglerTimeout naming them after its 3 s timeout, and torchrun stops the group and
+    names rank 0, well within the test's timeout. (Both children of one inner parent frozen is not enough: the
+    master decodes from the other subtree, and a short run finishes before that parent's timeout.)"""
+    status, out, res, _, _ = run_fault_job({"code": "tree", "faults": {0: "loop", 1: "spin"}, "at": 2, "iters": 8,
+                                            "timeout": 3.0}, ranks=7, timeout=90)
+    assert res is None and status not in (0, "hung"), out[-3000:]
+    assert re.search(r"StragglerTimeout: .*missing ranks \[1, 2\]", out), out[-3000:]
+    assert re.search(r"rank\s*: 0 \(local_rank: 0\)\s*\n\s*exitcode\s*: 1 ", out), out[-3000:]
+
+
+def test_sleeping_worker_is_never_waited_for_while_n_minus_s_others_have_answered():
+    """A real straggler: worker 1 sleeps 2 s once inside its loss. Workers 0 and 2 (n - s = 2) answer every
+    iteration, so no iteration may wait for the sleeper: the slowest is far below the sleep (half of it, for a
+    loaded machine; an iteration that waited would take about the whole sleep). With a grace longer than the
+    sleep, it wakes, says goodbye and the run names no failure (within a grace shorter than what is left of its
+    sleep when the run ends, its watchdog would end it as frozen)."""
+    sleep = 2.0
+    status, out, res, _, _ = run_fault_job({"faults": {1: "sleep"}, "sleep": sleep, "at": 2, "iters": 30,
+                                            "grace": 2 * sleep})
+    assert res is not None and res["iterations"] == 30 and res["grad_err"] <= 1e-12, out[-3000:]
+    assert 2 in _faults.faults_seen(out), out[-3000:]
+    assert max(res["times"][2:]) < sleep / 2, res["times"]      # from the sleep's iteration on
+    assert res["failures"] == {} and status == 0, (res, out[-3000:])
 
 
 # --- issue 36: a PyTorch user's training job (datasets, BatchNorm buffers, final parameters, the loop's hooks) -----

@@ -1,25 +1,24 @@
 """A torch.distributed job with real faults, driven by tests/test_torch.py (``torchrun --nproc-per-node 4
-tests/torch_fault_job.py CONFIG``): n = 3 workers of ``cyclic_repetition(3, 1)`` (s = 1), a linear model on the
-digits in float64.
+tests/torch_fault_job.py CONFIG``): n = 3 workers of ``cyclic_repetition(3, 1)`` (s = 1), or with ``"code":
+"tree"`` the CodedReduce tree ``coded_reduce(2, 2, 1)`` on 7 ranks; a linear model on random digit-shaped data in
+float64.
 
-CONFIG is JSON: ``fault`` is what the workers in ``workers`` (worker indices) do inside the user's loss function
-at their ``at``-th call (one call per iteration): ``"loop"`` (an endless loop: sleeps of 0.1 s, forever),
-``"spin"`` (an endless busy loop), ``"sigstop"`` (``os.kill(os.getpid(), SIGSTOP)``), ``"exit1"``
-(``os._exit(1)``), ``"exit0"`` (``os._exit(0)``), ``"raise"`` (an exception), or ``"none"``; not through the
-library's delay models. Rank 0 checks every iteration's decoded gradient against the single-process full-batch
-gradient at the same parameters and prints ``RESULT {...}`` (the worst relative error, the iterations, the
-slowest iteration, the failures :func:`gradcodes.torch.train` reported and the seconds from the last iteration to
-its return), then ``MASTER_EXIT``. With ``"cont"`` the master sends SIGCONT to the stopped workers after ``train``
-returned (an operator resuming them), so that they can end themselves.
+CONFIG is JSON: ``"faults": {"<worker index>": kind}`` (tests/_faults.py: ``"loop"``, ``"spin"``, ``"sigstop"``,
+``"sigkill"``, ``"exit0"``, ``"exit1"``, ``"raise"``, ``"sleep"``) happen inside the user's loss function, once, at
+the first call at iteration ``"at"`` or later (one call per iteration); not through the library's delay models.
+Rank 0 checks every iteration's decoded gradient against the single-process full-batch gradient at the same
+parameters and prints ``RESULT {...}`` (the worst relative error, the iterations, every iteration's time and
+responders, the failures :func:`gradcodes.torch.train` reported and the seconds from the last iteration to its
+return), then ``MASTER_EXIT``.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import signal
 import sys
 import time
+
+from _faults import Fault
 
 
 def main() -> None:
@@ -28,41 +27,25 @@ def main() -> None:
 
     import gradcodes as gc
     from gradcodes.torch import CodedSampler, train
-    from gradcodes.torch._job import digits, make_model
+    from gradcodes.torch._job import make_model
 
     cfg = json.loads(sys.argv[1])
     dist.init_process_group("gloo")
     rank = dist.get_rank()
     n = dist.get_world_size() - 1
-    pids = [None] * (n + 1)
-    dist.all_gather_object(pids, os.getpid())
-    code = gc.cyclic_repetition(n, 1, rng=0)
-    X, y, _, _ = digits(torch.float64)
+    code = gc.coded_reduce(2, 2, 1) if cfg.get("code") == "tree" else gc.cyclic_repetition(n, 1, rng=0)
+    gen = torch.Generator().manual_seed(0)                 # digit-shaped random data: no scikit-learn import per rank
+    X = torch.rand(1500, 1, 8, 8, generator=gen, dtype=torch.float64)
+    y = torch.randint(0, 10, (1500,), generator=gen)
     batch, iters = 120, cfg.get("iters", 8)
     model = make_model("linear", seed=0, dtype=torch.float64)
     base = torch.nn.CrossEntropyLoss(reduction="none")
-    fault, at = cfg.get("fault", "none"), cfg.get("at", 2)
-    faulty = rank - 1 in cfg.get("workers", [0])
+    fault = Fault(cfg, rank)
     calls = [0]
 
     def loss_fn(out, target):
+        fault(calls[0])
         calls[0] += 1
-        if faulty and calls[0] == at:
-            print(f"FAULT {fault} rank {rank} {time.time()!r}", flush=True)
-            if fault == "loop":
-                while True:
-                    time.sleep(0.1)
-            elif fault == "spin":
-                while True:
-                    pass
-            elif fault == "sigstop":
-                os.kill(os.getpid(), signal.SIGSTOP)
-            elif fault == "exit1":
-                os._exit(1)
-            elif fault == "exit0":
-                os._exit(0)
-            elif fault == "raise":
-                raise RuntimeError(f"injected failure on rank {rank}")
         return base(out, target)
 
     ref_sampler = CodedSampler(len(X), code, None, batch_size=batch, seed=0)
@@ -90,13 +73,11 @@ def main() -> None:
         assert res is not None
         print("RESULT " + json.dumps({
             "grad_err": worst[0], "iterations": len(res.infos), "slowest": max(res.times),
+            "times": [float(x) for x in res.times], "used": [sorted(i.responders) for i in res.infos],
             "responders": sorted({w for i in res.infos for w in i.responders}),
             "failures": {str(k): v for k, v in getattr(res, "failures", {}).items()},
             "after_last": time.monotonic() - last[0], "last_at": time.time() - (time.monotonic() - last[0])}),
               flush=True)
-        if cfg.get("cont"):
-            for w in cfg.get("workers", [0]):
-                os.kill(pids[w + 1], signal.SIGCONT)
     dist.destroy_process_group()
     if rank == 0:
         print(f"MASTER_EXIT {time.time()!r}", flush=True)
