@@ -40,10 +40,8 @@ worker so that a busy worker is skipped rather than waited for.
 from __future__ import annotations
 
 import math
-import os
 import queue
 import sys
-import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -55,121 +53,23 @@ from .._families.adversarial import AdversarialCode
 from .._families.adversarial_decode import decode_adversarial
 from .._runtime.delays import Delay, NoDelay
 from .._runtime.engine import StragglerTimeout
-from .._runtime.layout import Layout, TreeCheck, layout_for, write_tail
-from .._runtime.setup import GRACE, check_grace, fingerprint, height
+from .._runtime.layout import TreeCheck, write_tail
+from .._runtime.setup import GRACE, check_grace, height
 from ._children import BYE, DATA, GRAD_TAG, STOP, Children, Receiver, as_np_dtype, body, buffer, check_key, trailer
 
 __all__ = ["FlatParams", "ModelBuffers", "Master", "Worker", "AggregateInfo", "StragglerTimeout", "GRAD_TAG",
-           "PARAM_TAG", "check_same"]
+           "PARAM_TAG", "CTRL_TAG", "CUT_TAG", "STOPPED_STATUS", "ORPHAN_STATUS", "GRACE", "STOP_WAIT", "check_same",
+           "drain_deadline", "height"]
 
-PARAM_TAG = 72
-#: the control channel: the master's stop message on its own tag, received by a thread of every worker that is
-#: always posted, so that it arrives even while the worker's parameter slots are full and its compute is stuck
-CTRL_TAG = 73
-#: a tag nothing is ever sent on: the master's receive on it, timed out, closes the link to a stuck worker
-CUT_TAG = 74
-#: the earlier name of ``GRACE`` (its old value was 10 s)
-STOP_WAIT = GRACE
-#: the exit status of a worker process that ends itself because its compute did not return within the grace
-#: after the stop message: 0, since the run it served has finished (a non-zero status would make torchrun's
-#: agent stop the whole group, the master included, before it has returned its result)
-STOPPED_STATUS = 0
-#: the exit status of a worker process that ends itself because its link to the master failed before any stop
-#: message (the master died: the run did not finish)
-ORPHAN_STATUS = 1
+from ._links import CTRL_TAG, CUT_TAG, ORPHAN_STATUS, PARAM_TAG, STOPPED_STATUS, _Once, _Sender, _Watchdog
+from ._params import FlatParams, ModelBuffers
+from ._setup import STOP_WAIT, _check_tree_dtype, _combined, _layout, check_same, drain_deadline
 
 
 def _dist() -> Any:
     import torch.distributed as dist
 
     return dist
-
-
-class FlatParams:
-    """The trainable parameters of a model as one flat vector: copy in, copy out, and ``.grad`` as views of a
-    vector.
-
-    Parameters with ``requires_grad=False`` (frozen) are left out: never read, written or given a ``.grad``, so an
-    optimizer (AdamW's weight decay, momentum) never moves them; every rank holds the same frozen values from
-    its identical initial model."""
-
-    def __init__(self, params: Sequence[Any]) -> None:
-        self.params = [p for p in params if p.requires_grad]
-        if not self.params:
-            raise GradcodesValueError("params must hold at least one tensor with requires_grad=True")
-        self.numels = [int(p.numel()) for p in self.params]
-        #: the device of the parameters: every buffer of the runtime is allocated there
-        self.device = self.params[0].device
-        if any(p.device != self.device for p in self.params):
-            raise GradcodesValueError("all parameters must be on one device")
-        self.size = sum(self.numels)
-        self.dtype = self.params[0].dtype
-        if any(p.dtype != self.dtype for p in self.params):
-            raise GradcodesTypeError("all parameters must have one dtype")
-
-    def _views(self, vec: Any) -> list[Any]:
-        out, o = [], 0
-        for p, c in zip(self.params, self.numels, strict=True):
-            out.append(vec[o:o + c].view_as(p))
-            o += c
-        return out
-
-    def read(self, out: Any) -> None:
-        """Copy the parameters into ``out`` (length ``size``)."""
-        for v, p in zip(self._views(out), self.params, strict=True):
-            v.copy_(p.detach())
-
-    def write(self, vec: Any) -> None:
-        """Copy ``vec`` into the parameters."""
-        for v, p in zip(self._views(vec), self.params, strict=True):
-            p.data.copy_(v)
-
-    def read_grads(self, out: Any) -> None:
-        """Copy the parameters' gradients into ``out`` (zeros where a gradient is None)."""
-        for v, p in zip(self._views(out), self.params, strict=True):
-            if p.grad is None:
-                v.zero_()
-            else:
-                v.copy_(p.grad)
-
-    def set_grads(self, vec: Any) -> None:
-        """Make each parameter's ``.grad`` a view of ``vec`` (no copy)."""
-        for v, p in zip(self._views(vec), self.params, strict=True):
-            p.grad = v
-
-
-class ModelBuffers:
-    """A model's buffers (``model.buffers()``: BatchNorm's running mean and variance and its
-    ``num_batches_tracked`` counter, any dtype) as raw bytes, each buffer starting on an 8-byte boundary.
-
-    They travel after every message (``gradcodes.torch._children.trailer``): the master's with the parameters,
-    each worker's, as its forward passes left them, with its coded message; no buffers, no bytes."""
-
-    def __init__(self, buffers: Sequence[Any] = ()) -> None:
-        self.buffers = list(buffers)
-        self.offsets: list[int] = []
-        self.sizes: list[int] = []
-        o = 0
-        for b in self.buffers:
-            c = int(b.numel()) * b.element_size()
-            self.offsets.append(o)
-            self.sizes.append(c)
-            o += -(-c // 8) * 8
-        #: the bytes they take in a message
-        self.nbytes = o
-
-    def pack(self, out: Any) -> None:
-        """Copy the buffers' bytes into ``out`` (uint8, length ``nbytes``)."""
-        import torch
-
-        for b, o, c in zip(self.buffers, self.offsets, self.sizes, strict=True):
-            out[o:o + c].copy_(b.detach().contiguous().reshape(-1).view(torch.uint8))
-
-    def unpack(self, src: Any) -> None:
-        """Copy the bytes of ``src`` (uint8, as :meth:`pack` wrote them) into the buffers."""
-        for b, o, c in zip(self.buffers, self.offsets, self.sizes, strict=True):
-            b.data.copy_(src[o:o + c].view(b.dtype).view(b.shape))
-
 
 @dataclass
 class AggregateInfo:
@@ -182,203 +82,6 @@ class AggregateInfo:
     seconds: float = 0.0
     #: codes of :func:`gradcodes.adversarial_gc`: the workers whose messages were found wrong and corrected
     adversaries: list[int] = field(default_factory=list)
-
-
-class _Sender(threading.Thread):
-    """Sends ``buf`` (a message buffer) to ``dst`` each time :meth:`send` is called; :attr:`busy` until the
-    receiver took it. :meth:`stop` sends the stop message (header kind :data:`STOP`) once the send in flight, if
-    any, is taken. A failed send ends the thread and is kept in :attr:`error`. After :meth:`want` found it busy,
-    it reports ``key`` on ``notify`` once the send in flight is taken."""
-
-    def __init__(self, dist: Any, buf: Any, dst: int, tag: int, notify: queue.Queue[int] | None = None,
-                 key: int = 0) -> None:
-        super().__init__(daemon=True, name=f"gradcodes-send-{dst}-{tag}")
-        self.dist, self.buf, self.dst, self.tag = dist, buf, dst, tag
-        self.notify, self.key = notify, int(key)
-        self.wanted = False
-        self.go = threading.Event()
-        self.idle = threading.Event()
-        self.idle.set()
-        self.closing = False
-        self.stopping = False
-        self.lock = threading.Lock()
-        self.error: BaseException | None = None
-        #: called just before the stop message is sent (the master writes the final parameters into ``buf``)
-        self.fill: Callable[[], None] | None = None
-
-    @property
-    def busy(self) -> bool:
-        return not self.idle.is_set()
-
-    def send(self, *, last: bool = False) -> None:
-        self.idle.clear()
-        self.closing = last
-        self.go.set()
-
-    def want(self) -> bool:
-        """True when idle (the caller may fill the buffer and :meth:`send`); otherwise False, and ``key`` is
-        reported on ``notify`` as soon as the send in flight is taken."""
-        with self.lock:
-            if not self.busy:
-                return True
-            self.wanted = True
-            return False
-
-    def stop(self) -> None:
-        """Send the stop message now, or as soon as the receiver took the message in flight (a worker skipped at
-        the stop because it was busy would never stop, and its parent would wait for it)."""
-        with self.lock:
-            self.stopping = True
-            if not self.busy:
-                if self.fill is not None:
-                    self.fill()
-                self.buf[1] = STOP
-                self.send(last=True)
-
-    def run(self) -> None:
-        while True:
-            self.go.wait()
-            self.go.clear()
-            try:
-                self.dist.isend(self.buf, self.dst, tag=self.tag).wait()
-            except Exception as exc:     # the receiver is gone: the master reports it (a run may have finished)
-                self.error = exc
-                return
-            with self.lock:
-                if self.stopping and not self.closing:       # stop() came while this send was in flight
-                    if self.fill is not None:
-                        self.fill()
-                    self.buf[1] = STOP
-                    self.send(last=True)
-                    continue
-                self.idle.set()
-                if self.wanted and self.notify is not None:
-                    self.wanted = False
-                    self.notify.put(self.key)
-            if self.closing:
-                return
-
-
-class _Once(threading.Thread):
-    """Sends the message buffer ``buf`` once to ``dst`` on ``tag`` (the master's control stop message); a failed
-    send is kept in :attr:`error` (the receiver's process has ended)."""
-
-    def __init__(self, dist: Any, buf: Any, dst: int, tag: int) -> None:
-        super().__init__(daemon=True, name=f"gradcodes-ctrl-{dst}")
-        self.dist, self.buf, self.dst, self.tag = dist, buf, dst, tag
-        self.error: BaseException | None = None
-
-    def run(self) -> None:
-        try:
-            self.dist.isend(self.buf, self.dst, tag=self.tag).wait()
-        except Exception as exc:     # the worker's process has ended: the master records it
-            self.error = exc
-
-
-class _Watchdog(threading.Thread):
-    """A worker's control receiver: waits for the master's stop message on ``CTRL_TAG`` (its receive is posted
-    for the whole run, so the message arrives however stuck the worker's compute is). Once it came (or the link to
-    the master failed), :attr:`stopped` is set, and when :attr:`done` (set by :meth:`Worker.run` on its way out)
-    is not set within ``wait`` seconds, the watchdog flushes stdout and stderr, prints why and ends the process
-    with ``os._exit``: status :data:`STOPPED_STATUS` (0) after the stop message, :data:`ORPHAN_STATUS` (1) after a
-    link failure. A worker stuck in user code (an endless loop, a sleep, a lock) thus cannot keep the job alive.
-    """
-
-    def __init__(self, dist: Any, buf: Any, rank: int, wait: float) -> None:
-        super().__init__(daemon=True, name=f"gradcodes-watchdog-{rank}")
-        self.dist, self.buf, self.rank, self.wait = dist, buf, int(rank), float(wait)
-        self.stopped = threading.Event()
-        self.done = threading.Event()
-        self.why = ""
-
-    def run(self) -> None:
-        try:
-            self.dist.irecv(self.buf, src=0, tag=CTRL_TAG).wait()
-            self.why, status = "the master's stop message came", STOPPED_STATUS
-        except Exception as exc:
-            self.why, status = f"the link to the master failed ({exc})", ORPHAN_STATUS
-        self.stopped.set()
-        if self.done.wait(self.wait):
-            return
-        try:
-            sys.stdout.flush()
-            print(f"gradcodes.torch: rank {self.rank}: {self.why} {self.wait:g} s ago and this worker has not "
-                  f"finished (its compute has not returned): ending the process with status {status}",
-                  file=sys.stderr, flush=True)
-        finally:
-            os._exit(status)
-
-
-def check_same(code: Any, dist: Any, size: int, device: Any = "cpu", nbytes: int = 0) -> None:
-    """Collective (every rank, once at set-up): raise on every rank when some ranks built a different code than
-    rank 0 (the digest of :func:`gradcodes.mpi._setup.fingerprint`, e.g. a random code built without ``rng``),
-    a different number ``size`` of trainable parameter entries or buffers of a different size ``nbytes``
-    (``ModelBuffers``); the error names those ranks.
-
-    Different codes decode wrong gradients without any other symptom, so this runs before the first message.
-    """
-    import torch
-
-    digest = int(fingerprint(code), 16)
-    mine = torch.tensor([digest - (1 << 64) if digest >= 1 << 63 else digest, int(size), int(nbytes)],
-                        dtype=torch.int64, device=device)
-    every = [torch.zeros_like(mine) for _ in range(dist.get_world_size())]
-    dist.all_gather(every, mine)
-    got = [(int(v[0]), int(v[1])) for v in every]
-    nb = [int(v[2]) for v in every]
-    codes = [r for r, (d, _) in enumerate(got) if d != got[0][0]]
-    if codes:
-        raise GradcodesValueError(f"ranks {codes} built a different code than rank 0 ({getattr(code, 'name', code)!r}"
-                                  " on this rank): every rank must construct the same code (give random "
-                                  "constructions a fixed rng)")
-    sizes = [r for r, (_, n) in enumerate(got) if n != got[0][1]]
-    if sizes:
-        raise GradcodesValueError(f"ranks {sizes} have a different number of trainable parameter entries than rank 0 "
-                                  f"({got[0][1]}; {[got[r][1] for r in sizes]}): every rank must build the same model "
-                                  "and freeze the same parameters")
-    if any(b != nb[0] for b in nb):
-        raise GradcodesValueError(f"ranks {[r for r, b in enumerate(nb) if b != nb[0]]} have buffers of a different "
-                                  f"size than rank 0 ({nb[0]} bytes; {[b for b in nb if b != nb[0]]}): every rank "
-                                  "must build the same model")
-
-
-def _layout(code: Any, dist: Any) -> Layout:
-    """The code's rank layout, checked against the world size."""
-    layout = layout_for(code)
-    if dist.get_world_size() != layout.size:
-        what = (f"the tree has N={layout.workers} workers" if layout.kind == "tree"
-                else f"the code has n={layout.workers} workers")
-        raise GradcodesValueError(f"{what}, so the job needs {layout.size} ranks (1 master + {layout.workers} "
-                                  f"workers); it has {dist.get_world_size()}")
-    return layout
-
-
-def drain_deadline(layout: Layout, rank: int, start: float, wait: float = STOP_WAIT) -> float:
-    """When a node that got the stop message at ``start`` (the master: began sending them) gives up on its
-    children's goodbyes: ``wait`` seconds per level below it, plus ``wait`` for the stop messages to reach every
-    worker (a worker busy with its previous parameters takes its stop message when it is done with them).
-
-    A child at height ``h - 1`` says goodbye within ``wait * h`` of its own stop message; the master posts all stop
-    messages at once, so unless a child takes its stop message more than ``wait`` seconds after its parent, the
-    goodbye comes before the parent's deadline.
-    """
-    return start + wait * (height(layout, rank) + 1)
-
-
-def _check_tree_dtype(layout: Layout, dtype: Any) -> None:
-    """A CodedReduce tree needs a dtype numpy has: the whole tree's acceptance rule (``TreeCheck``) has no bound
-    for bfloat16 (each parent's own decode has one, ``Combiner.check_unit``), so bfloat16 trees are refused."""
-    import torch
-
-    if layout.kind == "tree" and dtype == torch.bfloat16:
-        raise GradcodesTypeError("a CodedReduce tree runs float16, float32 or float64 parameters: the whole tree's "
-                                 "acceptance rule has no bfloat16 bound (a master--worker code runs bfloat16)")
-
-
-def _combined(code: Any, layout: Layout) -> Any:
-    """The code a parent decodes: the inner code on a tree, the code itself otherwise."""
-    return code.inner if layout.kind == "tree" else code
-
 
 class Master:
     """The master (rank 0): send parameters, collect the first decodable messages, decode into ``.grad``.

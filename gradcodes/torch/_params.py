@@ -1,0 +1,96 @@
+"""A model's trainable parameters as one flat vector (``FlatParams``: ``.grad`` as views of one buffer) and its
+buffers as raw bytes (``ModelBuffers``: BatchNorm running statistics) for :mod:`gradcodes.torch`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .._base.errors import GradcodesTypeError, GradcodesValueError
+
+
+class FlatParams:
+    """The trainable parameters of a model as one flat vector: copy in, copy out, and ``.grad`` as views of a
+    vector.
+
+    Parameters with ``requires_grad=False`` (frozen) are left out: never read, written or given a ``.grad``, so an
+    optimizer (AdamW's weight decay, momentum) never moves them; every rank holds the same frozen values from
+    its identical initial model."""
+
+    def __init__(self, params: Sequence[Any]) -> None:
+        self.params = [p for p in params if p.requires_grad]
+        if not self.params:
+            raise GradcodesValueError("params must hold at least one tensor with requires_grad=True")
+        self.numels = [int(p.numel()) for p in self.params]
+        #: the device of the parameters: every buffer of the runtime is allocated there
+        self.device = self.params[0].device
+        if any(p.device != self.device for p in self.params):
+            raise GradcodesValueError("all parameters must be on one device")
+        self.size = sum(self.numels)
+        self.dtype = self.params[0].dtype
+        if any(p.dtype != self.dtype for p in self.params):
+            raise GradcodesTypeError("all parameters must have one dtype")
+
+    def _views(self, vec: Any) -> list[Any]:
+        out, o = [], 0
+        for p, c in zip(self.params, self.numels, strict=True):
+            out.append(vec[o:o + c].view_as(p))
+            o += c
+        return out
+
+    def read(self, out: Any) -> None:
+        """Copy the parameters into ``out`` (length ``size``)."""
+        for v, p in zip(self._views(out), self.params, strict=True):
+            v.copy_(p.detach())
+
+    def write(self, vec: Any) -> None:
+        """Copy ``vec`` into the parameters."""
+        for v, p in zip(self._views(vec), self.params, strict=True):
+            p.data.copy_(v)
+
+    def read_grads(self, out: Any) -> None:
+        """Copy the parameters' gradients into ``out`` (zeros where a gradient is None)."""
+        for v, p in zip(self._views(out), self.params, strict=True):
+            if p.grad is None:
+                v.zero_()
+            else:
+                v.copy_(p.grad)
+
+    def set_grads(self, vec: Any) -> None:
+        """Make each parameter's ``.grad`` a view of ``vec`` (no copy)."""
+        for v, p in zip(self._views(vec), self.params, strict=True):
+            p.grad = v
+
+
+class ModelBuffers:
+    """A model's buffers (``model.buffers()``: BatchNorm's running mean and variance and its
+    ``num_batches_tracked`` counter, any dtype) as raw bytes, each buffer starting on an 8-byte boundary.
+
+    They travel after every message (``gradcodes.torch._children.trailer``): the master's with the parameters,
+    each worker's, as its forward passes left them, with its coded message; no buffers, no bytes."""
+
+    def __init__(self, buffers: Sequence[Any] = ()) -> None:
+        self.buffers = list(buffers)
+        self.offsets: list[int] = []
+        self.sizes: list[int] = []
+        o = 0
+        for b in self.buffers:
+            c = int(b.numel()) * b.element_size()
+            self.offsets.append(o)
+            self.sizes.append(c)
+            o += -(-c // 8) * 8
+        #: the bytes they take in a message
+        self.nbytes = o
+
+    def pack(self, out: Any) -> None:
+        """Copy the buffers' bytes into ``out`` (uint8, length ``nbytes``)."""
+        import torch
+
+        for b, o, c in zip(self.buffers, self.offsets, self.sizes, strict=True):
+            out[o:o + c].copy_(b.detach().contiguous().reshape(-1).view(torch.uint8))
+
+    def unpack(self, src: Any) -> None:
+        """Copy the bytes of ``src`` (uint8, as :meth:`pack` wrote them) into the buffers."""
+        for b, o, c in zip(self.buffers, self.offsets, self.sizes, strict=True):
+            b.data.copy_(src[o:o + c].view(b.dtype).view(b.shape))
