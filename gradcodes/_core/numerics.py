@@ -284,7 +284,7 @@ def tolerance_for(rtol: float, u: float) -> float:
     bfloat16, ``u = 2**-8``).
 
     >>> round(tolerance_for(1e-8, 2.0**-8), 4)
-    0.0621
+    0.062
     """
     u64 = unit_roundoff(np.float64)
     if u == u64:
