@@ -344,6 +344,18 @@ _COMMANDS = {"tour": _cmd_tour, "schemes": _cmd_schemes, "bound": _cmd_bound, "b
              "verify": _cmd_verify}
 
 
+def _silence_stdout() -> None:
+    """Point stdout at ``os.devnull`` so that the interpreter's final flush of a closed pipe raises nothing (the
+    recipe of the Python documentation, ``signal`` module, "Note on SIGPIPE")."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):                # stdout without a file descriptor (a test's capture)
+        pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``gradcodes`` command; returns the exit status (see the module docstring)."""
     parser = build_parser()
@@ -357,6 +369,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("gradcodes: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:                      # the reader closed the pipe (``gradcodes ... | head``): stop quietly
+        _silence_stdout()
+        return 141                               # 128 + SIGPIPE, as a tool ended by the signal reports in a shell
     except (ValueError, TypeError, OSError, RuntimeError) as exc:
         print(f"gradcodes: error: {exc}", file=sys.stderr)
         return 2

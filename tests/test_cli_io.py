@@ -104,3 +104,16 @@ def test_load_keeps_the_saved_matrix_and_warns_on_any_change(tmp_path):
             back = gc.load_code(tmp_path / f"{name}.npz")
         assert back.default_decoder == "nullspace"
         assert back.B.dtype == B.dtype and back.B.tobytes() == B.tobytes()
+def test_a_closed_pipe_ends_the_command_quietly(monkeypatch, capsys):
+    """``gradcodes ... | head`` printed "error: [Errno 32] Broken pipe" and exited 2."""
+    import io
+
+    from gradcodes import cli
+
+    class Closed(io.StringIO):
+        def write(self, s):
+            raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr("sys.stdout", Closed())
+    assert cli.main(["schemes"]) == 141
+    assert capsys.readouterr().err == ""

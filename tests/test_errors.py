@@ -104,3 +104,22 @@ def test_the_library_raises_no_bare_builtin_errors():
     assert len(files) > 40
     bad = [hit for p in files for hit in _builtin_raises(p)]
     assert not bad, bad
+
+
+def test_errors_show_their_public_names():
+    """Tracebacks and reprs named private modules (``gradcodes._errors.GradcodesValueError``): every error class now
+    reports the public module it is imported from, and pickles under it."""
+    import importlib
+    import pickle
+
+    names = ["GradcodesError", "GradcodesValueError", "GradcodesTypeError", "GradcodesRuntimeError", "DecodingError",
+             "NonFiniteMessageError", "CodeFileError", "SizeLimitError"]
+    for name in names:
+        cls = getattr(gc, name)
+        assert cls.__module__ == "gradcodes" and str(cls) == f"<class 'gradcodes.{name}'>"
+    from gradcodes.mpi import StragglerTimeout
+
+    assert StragglerTimeout.__module__ == "gradcodes.mpi"
+    assert importlib.import_module(StragglerTimeout.__module__).StragglerTimeout is StragglerTimeout
+    err = pickle.loads(pickle.dumps(StragglerTimeout("late", missing=[2], bad=[3])))
+    assert type(err) is StragglerTimeout and (err.missing, err.bad) == ([2], [3])

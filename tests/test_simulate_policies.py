@@ -277,3 +277,12 @@ def test_runtime_delay_injection_uses_the_same_worker_models():
     assert replay.delay(4, 401, workers=6, load_fraction=0.5) == T[1, 4]
     with pytest.raises(ValueError, match="base="):
         ModelDelay(PersistentStragglers(0.1, 0.3, 4.0), m_data=10)
+
+
+@pytest.mark.parametrize("policy", [gc.FixedK(3), gc.FixedK(), gc.BackupWorkers(2), gc.AdaptiveK(2, 3, 5),
+                                    gc.KAsync(4), gc.EarliestDecodable(), gc.EarliestDecodable("float32")])
+def test_a_policys_repr_is_the_call_that_builds_it_and_str_its_label(policy):
+    """``repr(gc.FixedK(3))`` was ``first 3``: a label, not the call."""
+    again = eval(repr(policy), {k: getattr(gc, k) for k in dir(gc) if not k.startswith("_")})
+    assert type(again) is type(policy) and repr(again) == repr(policy) and str(again) == str(policy)
+    assert repr(policy).startswith(type(policy).__name__ + "(") and str(policy) == policy.name

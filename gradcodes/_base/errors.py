@@ -70,3 +70,10 @@ class GradcodesRuntimeError(GradcodesError, RuntimeError):
     >>> issubclass(gc.GradcodesRuntimeError, RuntimeError)
     True
     """
+
+
+# shown (tracebacks, reprs, pickles) under the public names they are imported by
+GradcodesError.__module__ = "gradcodes"
+GradcodesValueError.__module__ = "gradcodes"
+GradcodesTypeError.__module__ = "gradcodes"
+GradcodesRuntimeError.__module__ = "gradcodes"

@@ -354,3 +354,7 @@ def check_tree_size(n: int, L: int, bound: int | str = "work") -> int:
 
 #: The bounds checked by :func:`check_size` (exported as ``gradcodes.limits``).
 limits = Limits()
+
+
+# shown (tracebacks, reprs, pickles) under the public names they are imported by
+SizeLimitError.__module__ = "gradcodes"

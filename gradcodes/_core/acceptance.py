@@ -143,3 +143,7 @@ def check_underflow(F: np.ndarray, res: float, canc: float, floor: float, amax: 
                         f"absolute: predicted relative error {est:.3g} > tolerance {tol:.3g}; rescale the gradients "
                         f"or decode float64 messages", F, res)
 
+
+# shown (tracebacks, reprs, pickles) under the public names they are imported by
+DecodingError.__module__ = "gradcodes"
+NonFiniteMessageError.__module__ = "gradcodes"

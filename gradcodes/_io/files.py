@@ -687,3 +687,7 @@ REBUILDERS: dict[str, Any] = {}
 #: Former names (DeprecationWarning): ``load`` read as the computation load ``code.load`` of everything else.
 save = deprecated_alias(save_code, "save", "save_code")
 load = deprecated_alias(load_code, "load", "load_code")
+
+
+# shown (tracebacks, reprs, pickles) under the public names they are imported by
+CodeFileError.__module__ = "gradcodes"

@@ -274,3 +274,7 @@ class Collection:
             f"{[self.ranks[i] for i in got]}, missing ranks {self.names(missing)}"
             + (f", ranks {self.names(bad)} sent NaN or infinite values" if bad else ""),
             missing=self.names(missing), bad=self.names(bad))
+
+
+# shown (tracebacks, reprs, pickles) under its public name
+StragglerTimeout.__module__ = "gradcodes.mpi"

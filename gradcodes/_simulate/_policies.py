@@ -62,8 +62,16 @@ class WaitPolicy:
         """A per-message tracker: ``add(worker) -> bool`` (True: stop waiting) and ``reset()``."""
         raise NotImplementedError
 
-    def __repr__(self) -> str:
+    def __str__(self) -> str:
         return self.name
+
+    def __repr__(self) -> str:
+        """The call that builds this policy (``FixedK(3)``); :func:`str` gives its label in tables (``first 3``)."""
+        args = ", ".join(f"{k}={v!r}" for k, v in self._args().items())
+        return f"{type(self).__name__}({args})"
+
+    def _args(self) -> dict[str, Any]:
+        return {}
 
 
 class _CountTracker:
@@ -91,6 +99,9 @@ class FixedK(WaitPolicy):
             raise GradcodesValueError(f"k must be a positive integer (or None for n - s), got {k!r}")
         self.k = None if k is None else int(k)
         self.name = "first n-s" if k is None else f"first {k}"
+
+    def _args(self) -> dict[str, Any]:
+        return {} if self.k is None else {"k": self.k}
 
     def need(self, code: LinearCode) -> int:
         if self.k is None:
@@ -129,6 +140,9 @@ class BackupWorkers(FixedK):
         self.b = int(b)
         self.name = f"backup b={b}"
 
+    def _args(self) -> dict[str, Any]:
+        return {"b": self.b}
+
     def need(self, code: LinearCode) -> int:
         return self.need_count(code.n)
 
@@ -160,6 +174,9 @@ class AdaptiveK(WaitPolicy):
         self.k0, self.step, self.burn = int(k0), int(step), int(burn)
         self.name = f"adaptive k (k0={k0}, step={step})"
         self.reset()
+
+    def _args(self) -> dict[str, Any]:
+        return {"k0": self.k0, "step": self.step, "burn": self.burn}
 
     def reset(self) -> None:
         """Back to ``k0`` (and forget the test's statistics)."""
@@ -207,6 +224,9 @@ class KAsync(WaitPolicy):
         self.K = int(K)
         self.name = f"K-async K={K}"
 
+    def _args(self) -> dict[str, Any]:
+        return {"K": self.K}
+
     def need(self, n: int) -> int:
         if self.K > n:
             raise GradcodesValueError(f"K={self.K} exceeds the number of workers n={n}")
@@ -236,6 +256,9 @@ class EarliestDecodable(WaitPolicy):
 
     def __init__(self, dtype: DTypeLike = np.float64) -> None:
         self.dtype = np.dtype(dtype)
+
+    def _args(self) -> dict[str, Any]:
+        return {} if self.dtype == np.float64 else {"dtype": self.dtype.name}
 
     def counts(self, code: LinearCode, order: np.ndarray) -> np.ndarray:
         b, n = order.shape
