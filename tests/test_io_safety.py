@@ -206,3 +206,14 @@ def test_rtol_and_decoders_survive_save_load(tmp_path):
     code = gc.cyclic_mds(12, 3)
     code.default_decoder = "barycentric"
     assert gc.load_code(_saved(tmp_path, code, "d.npz")).default_decoder == "barycentric"
+
+
+def test_save_code_writes_exactly_the_path_it_is_given(tmp_path):
+    """``save_code(code, "c1.json")`` wrote ``c1.json.npz`` (numpy appends the suffix to a name)."""
+    code = gc.fractional_repetition(6, 2)
+    gc.save_code(code, tmp_path / "c1.json")
+    gc.save_code(code, str(tmp_path / "c2"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c1.json", "c2"]
+    for name in ("c1.json", "c2"):
+        back = gc.load_code(tmp_path / name)
+        assert repr(back) == repr(code) and np.array_equal(back.B, code.B)

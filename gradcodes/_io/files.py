@@ -52,7 +52,8 @@ class CodeFileError(GradcodesValueError):
 
 
 def save_code(code: LinearCode, path: str | os.PathLike[str]) -> None:
-    """Write ``code`` to an ``.npz`` file: its matrix (exactly, for rational and GF(p) codes) and parameters.
+    """Write ``code`` to the file ``path`` (an ``.npz`` archive, whatever its name): its matrix (exactly, for rational
+    and GF(p) codes) and parameters.
 
     The file keeps the matrix bit for bit (float entries as IEEE 754 binary64, rational entries as integer
     numerators and denominators, GF(p) entries as integers; a code stored sparse as its compressed rows, so that
@@ -94,7 +95,8 @@ def save_code(code: LinearCode, path: str | os.PathLike[str]) -> None:
         meta["p"] = gf.characteristic
     else:
         arrays["B"] = np.asarray(code.B)
-    np.savez(path, meta=np.array(json.dumps(meta)), **arrays)
+    with open(os.fspath(path), "wb") as f:      # exactly the path given (np.savez of a name appends ".npz")
+        np.savez(f, meta=np.array(json.dumps(meta)), **arrays)
 
 
 @overload
