@@ -50,3 +50,13 @@ def test_min_load_bad_input(args, exc, words):
     with pytest.raises(exc) as info:
         gc.min_load(*args)
     assert words in str(info.value)
+
+
+def test_a_report_never_says_a_load_below_the_bound_meets_it():
+    """``verify(GradientCode(np.eye(3), s=1))`` printed "load 1 (lower bound 2; meets the bound)"."""
+    import numpy as np
+
+    bad = str(gc.verify(gc.GradientCode(np.eye(3), s=1)))
+    assert "lower bound 2; below the bound" in bad and "meets" not in bad
+    good = str(gc.verify(gc.fractional_repetition(6, 2)))
+    assert "lower bound 3; meets the bound" in good

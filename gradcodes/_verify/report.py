@@ -190,6 +190,12 @@ class VerifyReport:
                 + (f", {'' if self.failures_exact else '>= '}{self.n_failures:,} failing" if self.n_failures else "")
                 + ">")
 
+    def _load_relation(self) -> str:
+        """How the load compares with the lower bound, in words (a load below it cannot give exact recovery)."""
+        if self.load < self.load_lower_bound:
+            return "below the bound: no exact code with this load tolerates s stragglers"
+        return "meets the bound" if self.meets_lower_bound else "above the bound"
+
     def __str__(self) -> str:
         strat = ", ".join(f"{k}: {v:,}" for k, v in self.strategies.items())
         lines = [
@@ -208,7 +214,7 @@ class VerifyReport:
             f"{_short(self.worst_cancellation_responders)}",
             f"  error estimate     {self.error_estimate:.3g} ({self.dtype}, relative)",
             f"  load               {self.load} (average {_frac(self.average_load)}; lower bound "
-            f"{_frac(self.load_lower_bound)}; {'meets' if self.meets_lower_bound else 'above'} the bound)",
+            f"{_frac(self.load_lower_bound)}; {self._load_relation()})",
         ]
         if self.borderline:
             lines.append(f"  borderline sets    {self.n_borderline:,}; first: responders {_short(self.borderline[0])}")
