@@ -203,10 +203,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_json(p)
 
     p = sub.add_parser("bound", help="the computation-load lower bound k(s+m)/n")
-    p.add_argument("-n", type=int, required=True)
-    p.add_argument("-s", type=int, required=True)
-    p.add_argument("-m", type=int, default=1)
-    p.add_argument("-k", type=int)
+    p.add_argument("-n", type=int, required=True, help="workers")
+    p.add_argument("-s", type=int, required=True, help="stragglers tolerated")
+    p.add_argument("-m", type=int, default=1, help="communication factor: pieces per message (default 1)")
+    p.add_argument("-k", type=int, help="partitions (default n)")
     _add_json(p)
 
     for hook in _SUBCOMMAND_HOOKS:

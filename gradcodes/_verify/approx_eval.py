@@ -145,8 +145,8 @@ def _resolve_p(code: Any, p: Any) -> np.ndarray:
     if p is None:
         p = getattr(code, "straggle_probabilities", None)
         if p is None:
-            raise GradcodesValueError("the code has no straggle_probabilities; pass p (one probability per worker, "
-                                      "in (0, 1), or a scalar)")
+            raise GradcodesValueError("the code has no straggle_probabilities; pass p= (the command line: --p), one "
+                                      "probability per worker in (0, 1), or a scalar")
     return straggle_probabilities(p, code.n)
 
 
