@@ -374,4 +374,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 141                               # 128 + SIGPIPE, as a tool ended by the signal reports in a shell
     except (ValueError, TypeError, OSError, RuntimeError) as exc:
         print(f"gradcodes: error: {exc}", file=sys.stderr)
+        if getattr(args, "json", False):         # --json: the error is a JSON document on stdout too
+            import json
+
+            print(json.dumps({"error": type(exc).__name__, "message": str(exc)}))
         return 2

@@ -117,3 +117,18 @@ def test_a_closed_pipe_ends_the_command_quietly(monkeypatch, capsys):
     monkeypatch.setattr("sys.stdout", Closed())
     assert cli.main(["schemes"]) == 141
     assert capsys.readouterr().err == ""
+
+
+def test_json_errors_are_json_on_stdout(capsys):
+    """With ``--json`` an error was plain text only: a script parsing stdout got nothing."""
+    import json
+
+    from gradcodes import cli
+
+    assert cli.main(["bound", "-n", "3", "-s", "5", "--json"]) == 2
+    out, err = capsys.readouterr()
+    doc = json.loads(out)
+    assert doc["error"] == "GradcodesValueError" and "s must be an integer in [0, 2]" in doc["message"]
+    assert "gradcodes: error: s must be" in err
+    assert cli.main(["bound", "-n", "3", "-s", "5"]) == 2
+    assert capsys.readouterr().out == ""
