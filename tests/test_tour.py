@@ -162,3 +162,20 @@ def test_build_json_and_typed_fractions(tmp_path, capsys):
     doc = json.loads(out)
     assert doc["load_lower_bound"] == 2 and isinstance(doc["load_lower_bound"], int)
     assert np.isclose(doc["average_load"], 2)
+
+
+def test_ctrl_c_during_a_check_stops_the_tour_with_status_130(capsys, monkeypatch):
+    """Ctrl-C reached one verify, which returned its partial report marked interrupted: the tour marked the row
+    unproven and carried on (it once ended "62 rows, 62 as expected", exit 0)."""
+    import gradcodes._cli.tour as tour_mod
+
+    real = tour_mod.verify
+
+    def interrupted(code, **kw):
+        report = real(code, **kw)
+        report.interrupted = True
+        return report
+
+    monkeypatch.setattr(tour_mod, "verify", interrupted)
+    rc, out, err = _run(["tour", "--quick"], capsys)
+    assert rc == 130 and "gradcodes: interrupted" in err and "as expected" not in out

@@ -78,6 +78,8 @@ def _evaluate(scheme: Scheme, params: dict[str, Any], expect: Expect) -> tuple[d
     t0 = time.perf_counter()
     code = scheme.build(**params)
     report = scheme.evaluate(code) if scheme.evaluate else verify(code, rng=0)   # a reproducible table
+    if getattr(report, "interrupted", False):   # Ctrl-C reached a check, which kept its partial report: the
+        raise KeyboardInterrupt                  # tour stops there (it used to mark the row and carry on, exit 0)
     seconds = time.perf_counter() - t0
     data = {"scheme": scheme.name, "kind": scheme.kind, "params": dict(params), **typed_row(report),
             "seconds": seconds, "expected": sorted(expect.results), "as_expected": False,
