@@ -410,7 +410,32 @@ class CodeBase:
             A key of :attr:`decoders` (default :attr:`default_decoder`).
         dtype : numpy dtype, default float64
             The dtype of the messages it will decode: an exact code's decode is accepted by the same rule as
-            :meth:`decode` in that dtype (:func:`gradcodes._core.numerics.accepts`), else :class:`DecodingError`.
+            :meth:`decode` in that dtype (the acceptance rule of ``docs/acceptance.md``), else
+            :class:`DecodingError`.
+
+        Returns
+        -------
+        ndarray of shape (m, n)
+            ``A_F`` with ``A_F B = 1`` (the all-ones target, to the rule's tolerance); a copy the caller may change.
+
+        Raises
+        ------
+        DecodingError
+            An exact code whose responders cannot recover the gradient to the tolerance in ``dtype`` (too few, not
+            spanning, or too much cancellation; the message says which).
+        GradcodesValueError
+            ``responders`` not a set of worker indices in ``[0, n)`` or a mask of length ``n``.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> code = gc.fractional_repetition(6, 2)             # two groups of 3 workers, each holding half the data
+        >>> code.decoding_matrix([0, 3]).tolist()            # one worker of each group
+        [[1.0, 0.0, 0.0, 1.0, 0.0, 0.0]]
+        >>> code.decoding_matrix([0, 1])                      # both in the first group
+        Traceback (most recent call last):
+        ...
+        gradcodes.DecodingError: responders [0, 1] cannot recover the gradient: ...
         """
         F, mask = self._mask(responders)
         A, res, canc = self._raw_decoding_matrix(F, mask, self._decoder(decoder))

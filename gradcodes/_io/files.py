@@ -62,6 +62,20 @@ def save_code(code: LinearCode, path: str | os.PathLike[str]) -> None:
     and, for approximate codes, the straggle probabilities. The entries are stored uncompressed. Decoders of custom
     codes (built directly from a matrix) are not stored: such codes come back with the generic decoders.
 
+    Parameters
+    ----------
+    code : LinearCode
+        Any gradcodes code.
+    path : str or os.PathLike
+        The file to write (replaced if it exists); written exactly there, whatever its suffix.
+
+    Raises
+    ------
+    GradcodesTypeError
+        ``code`` is not a gradcodes code.
+    OSError
+        The file cannot be written.
+
     Examples
     --------
     >>> import os, tempfile, gradcodes as gc

@@ -206,6 +206,25 @@ def worst_case_error(code: LinearCode, s: int | None = None, *, decoder: str | D
     Returns
     -------
     ApproximationReport
+        ``worst_error`` (exact when ``exhaustive``, else a lower bound found by sampling and search),
+        ``average_error`` (with ``average_stderr`` when sampled), the worst set and the sets checked.
+
+    Raises
+    ------
+    GradcodesTypeError
+        ``code`` is not a gradcodes code.
+    GradcodesValueError
+        ``s`` outside ``[0, n - 1]``, or another argument outside its valid range (named in the message).
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> r = gc.worst_case_error(gc.expander_code(12, 3, s=3, rng=0))       # C(12, 3) = 220 sets: all of them
+    >>> r.exhaustive, r.patterns_checked, round(float(r.worst_error), 3)
+    (True, 220, 1.134)
+    >>> big = gc.worst_case_error(gc.expander_code(40, 4, s=10, rng=0), limit=1000, samples=200, rng=1)
+    >>> big.exhaustive, big.patterns_total                 # sampled and searched: worst_error is a lower bound
+    (False, 847660528)
     """
     if not isinstance(code, LinearCode):
         raise GradcodesTypeError(f"code must be a gradcodes code, got {type(code).__name__}")

@@ -300,6 +300,17 @@ def verify(code: LinearCode, *, limit: int | None = None, samples: int = 2000, s
         Truthy only for a proof. Ctrl-C during the run returns the partial report, marked interrupted. (Tree
         codes verify under their own straggler model: :func:`gradcodes.verify_tree`.)
 
+    Raises
+    ------
+    GradcodesTypeError
+        ``code`` is not an exact gradient code (approximate codes: :func:`gradcodes.evaluate_approximate`), or an
+        argument has the wrong type.
+    GradcodesValueError
+        An argument outside its valid range (``limit``, ``samples``, ``rtol``, ``dtype``, ...; named in the
+        message).
+    SizeLimitError
+        A batch of the enumeration would exceed a bound of :data:`gradcodes.limits`.
+
     Examples
     --------
     >>> import gradcodes as gc
