@@ -167,7 +167,7 @@ class GradientCode(LinearCode):
         ``|A_F| |B|``, ``t`` rounded operations per coordinate, residual
         ``||A_F B - E||_inf``) is at most ``rtol``; decodes of other dtypes use their own unit roundoff and the
         tolerance with the same share of their digits (``2.3e-4`` for float32 at the default; see
-        :func:`gradcodes._core.numerics.tolerance`).
+        ``docs/acceptance.md``).
     **kwargs
         See :class:`LinearCode`.
 

@@ -528,7 +528,7 @@ class CodeBase:
     def error_estimate(self, responders: Responders, decoder: str | Decoder | None = None,
                        dtype: DTypeLike = np.float64) -> float:
         """The error bound of a decode from these responders in ``dtype``, relative to ``max sum_j |g_j|`` and valid
-        for every gradient (the bound :meth:`decode` accepts; :func:`gradcodes._core.numerics.error_estimate`)."""
+        for every gradient (the bound :meth:`decode` accepts; ``docs/acceptance.md``)."""
         F, mask = self._mask(responders)
         A, res, canc = self._raw_decoding_matrix(F, mask, self._decoder(decoder))
         if self.exact:

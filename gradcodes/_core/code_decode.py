@@ -135,9 +135,9 @@ class DecodeMixin(CodeBase):
 
         Only the messages whose decoding coefficient is non-zero are read (a 0/1 decoder such as fractional
         repetition's reads one worker per group), without a gathered copy, in the messages' dtype; the cost is
-        one streaming read of those rows (see :mod:`gradcodes._core.apply`). The decode is accepted only if its
+        one streaming read of those rows (see ``docs/numerics.md``). The decode is accepted only if its
         predicted error in the messages' dtype is within the code's tolerance for that dtype (see
-        :func:`gradcodes._core.numerics.accepts`); otherwise it raises :class:`DecodingError` and names the cause.
+        the acceptance rule, ``docs/acceptance.md``); otherwise it raises :class:`DecodingError` and names the cause.
 
         Parameters
         ----------

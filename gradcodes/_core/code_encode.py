@@ -76,7 +76,7 @@ class EncodeMixin(CodeBase):
         divide ``length``); worker ``i`` sends ``y_i = sum_{j,u} B[i, j*m+u] g_j^(u)``. The cost is proportional to the
         non-zeros of ``B``, ``O(nnz(B) q)``: each message adds the ``load`` blocks its worker stores, in a
         compiled kernel that walks the columns in cache-sized blocks so that the partials are read from memory
-        about once and the messages written once (:func:`gradcodes._core.apply.csr_product`; compiled on the first
+        about once and the messages written once (``docs/numerics.md``; compiled on the first
         large encode, never at import); a dense ``B`` uses one matrix product. float32 stays float32 (complex64
         for complex codes).
 

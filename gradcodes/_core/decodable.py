@@ -3,8 +3,8 @@
 
 A set ``F`` is **decodable** when the code's decode from ``F`` would be accepted: the default decoder's matrix
 ``A_F`` is computed and judged by exactly the rule of :meth:`gradcodes.LinearCode.decode` in the messages' dtype (exact
-fields: ``A_F B = E`` exactly; floating point: :func:`gradcodes._core.numerics.accepts`, the error bound
-:func:`gradcodes._core.numerics.error_estimate` within the code's tolerance for that dtype). So ``code.decodable(F,
+fields: ``A_F B = E`` exactly; floating point: the acceptance rule, ``docs/acceptance.md``, the error bound
+the acceptance rule's bound, ``docs/acceptance.md`` within the code's tolerance for that dtype). So ``code.decodable(F,
 dtype=dt)`` is True exactly when ``code.decoding_matrix(F, dtype=dt)`` returns (no :class:`~gradcodes.DecodingError`),
 on this machine. A set the verifier judges *ok* (:func:`gradcodes._core.numerics.judge`) is decodable on every
 machine; a
@@ -176,8 +176,9 @@ class DecodableMixin(CodeBase):
         ``dtype`` from these responders (with the default decoder) would be accepted.
 
         The rows of the responders must span the target ``E = 1_k^T (x) I_m`` to the code's acceptance rule
-        (exact fields: exactly; floating point: the error bound of :func:`gradcodes._core.numerics.error_estimate`
-        within the tolerance of ``dtype``, :func:`gradcodes._core.numerics.accepts`). Sets smaller than ``n - s`` count
+        (exact fields: exactly; floating point: the error bound of the acceptance rule's bound, ``docs/acceptance.md``
+        within the tolerance of ``dtype``, the acceptance rule, ``docs/acceptance.md``). Sets smaller than ``n - s``
+        count
         too: fractional repetition decodes from one worker per group (Tandon et al. 2017, Section 3), and :meth:`decode`
         accepts such sets. For an :class:`~gradcodes.ApproximateCode` it means *exact* recovery to the default
         tolerance (``rtol = 1e-8`` for float64). Trees need ``n - s`` responding children at every parent

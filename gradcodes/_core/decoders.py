@@ -49,7 +49,7 @@ class Decoder:
     #: True if the decoder computes in exact arithmetic.
     exact: bool = False
     #: True if its matrices are the same on every machine (no BLAS, LAPACK or transcendental functions in their
-    #: computation): the acceptance rule then needs no allowance for their variation (gradcodes._core.numerics).
+    #: computation): the acceptance rule then needs no allowance for their variation (docs/acceptance.md).
     deterministic: bool = False
     #: One line shown in reports.
     description: str = ""

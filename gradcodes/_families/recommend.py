@@ -6,7 +6,7 @@ formula. :func:`recommend` builds each applicable candidate within the load budg
 * **proven**: a :func:`gradcodes.verify` report that is a proof (every straggler set enumerated, a decoder's
   theorem, or a proof by blocks), or the stored/enumerated group certificates of a :func:`gradcodes.grouped_random`
   code (:func:`gradcodes._families.grouped_random.certified_bound`). Its error is the proven worst float64 error
-  bound of the acceptance rule (:func:`gradcodes._core.numerics.error_estimate`; Higham 2002, §3.1; for blocks the
+  bound of the acceptance rule (the acceptance rule's bound, ``docs/acceptance.md``; Higham 2002, §3.1; for blocks the
   bound of :mod:`gradcodes._verify.blocks`).
 * **fails**: a checked straggler set fails (conclusive, whether or not every set was checked).
 * **not proven**: otherwise. Its value is the worst over the sets checked, a lower bound of the worst case.
@@ -364,7 +364,8 @@ def recommend(n: int, s: int, m: int = 1, max_load: int | None = None, *, tol: f
     :func:`gradcodes.verify` returns a proof (exhaustive enumeration, a decoder's theorem, a proof by blocks) or its
     group certificates are proven (:func:`gradcodes.grouped_random`); candidates whose enumeration fits
     ``certify_seconds`` (a fixed cost model, not a clock) are enumerated on the fly. It *meets* ``tol`` when its
-    proven worst float64 error bound (:func:`gradcodes._core.numerics.error_estimate`) is at most ``tol``. The chosen
+    proven worst float64 error bound (the acceptance rule's bound, ``docs/acceptance.md``) is at most ``tol``. The
+    chosen
     code is
 
     1. among the candidates proven to meet ``tol``: the lowest load, then 0/1 decoding, then table order;

@@ -253,3 +253,9 @@ class ModelDelay(Delay):
 
     def describe(self) -> str:
         return f"{self.model.label}, m_data={self.m_data:g}"
+
+
+# shown (reprs, pickles, the API pages' "Bases") under the public module they are imported from
+for _cls in (Delay, NoDelay, ShiftedExponential, FixedDelay, Hang, Combined, ModelDelay):
+    _cls.__module__ = "gradcodes.mpi"
+del _cls

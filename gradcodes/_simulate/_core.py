@@ -232,7 +232,7 @@ def simulate(
     return_samples, return_responders : bool
         Keep the per-iteration times / the per-iteration masks of used workers in the result.
     policy : {"earliest", "first", "all"} or WaitPolicy, optional
-        When the master of a code stops waiting (:mod:`gradcodes._simulate._policies`). Default for an exact
+        When the master of a code stops waiting (the wait policies, :class:`gradcodes.WaitPolicy`). Default for an exact
         code: ``"earliest"``, the first arrival after which the responders can decode
         (:meth:`gradcodes.LinearCode.decodable`; fractional repetition: the maximum over groups of the
         minimum within each group); ``"first"``: the first ``n - s`` messages (the classical rule, the same

@@ -35,32 +35,30 @@ class VerifyReport:
     worst_residual : float
         Largest ``||A_F B - E||_inf`` found; ``worst_responders`` is that set.
     worst_cancellation : float
-        Largest cancellation factor (the worst column of ``|A_F| |B|``, :func:`gradcodes._core.numerics.cancellation`);
+        Largest cancellation factor (the worst column of ``|A_F| |B|``, ``docs/acceptance.md``);
         ``worst_cancellation_responders``.
     error_estimate : float
         Largest error bound ``c_t canc + residual + gamma64_{t+1} (canc + 1)`` of a decode in ``dtype`` (``c_t =
         gamma_{t+2}`` in the dtype's unit roundoff; a bound of the relative error for every gradient; 0 for exact
-        arithmetic; see :func:`gradcodes._core.numerics.error_estimate`), re-evaluated by the reference evaluation
-        for the
-        sets a screening kernel cleared.
+        arithmetic; ``docs/acceptance.md``), re-evaluated by the reference evaluation for the sets a screening
+        kernel cleared.
     error_bound : float
         Largest upper end of the acceptance rule's interval over the checked sets (what no machine's error estimate
-        of those sets exceeds; :func:`gradcodes._core.numerics.error_bounds`); a proof has ``error_bound <= rtol``.
+        of those sets exceeds; ``docs/acceptance.md``); a proof has ``error_bound <= rtol``.
     worst_residual_lower : float or None
         Largest residual minus its rounding allowance (what every machine's residual exceeds): ``"FAILS"`` rather
         than ``"inaccurate"`` when it exceeds ``rtol``. None: ``worst_residual`` is used.
     worst_residual_bound : float
         Largest residual plus its rounding allowance (the residual part of the upper end of the acceptance rule's
-        interval, :func:`gradcodes._core.numerics.error_bounds`); equal to ``worst_residual`` where the residual is
-        computed without rounding.
+        interval, ``docs/acceptance.md``); equal to ``worst_residual`` where the residual is computed without
+        rounding.
     failures : list
         Up to 10 failing patterns (responder tuples; trees list readable patterns); ``n_failures`` counts the
         failing sets found, which is the exact number
         when ``failures_exact`` (an exhaustive run that did not stop early) and a lower bound otherwise.
     borderline : list
         Up to 10 *borderline* patterns: their error estimate lies within the acceptance rule's rounding allowance of
-        the tolerance (:func:`gradcodes._core.numerics.error_bounds`), so whether a decode accepts them can depend on
-        the
+        the tolerance (``docs/acceptance.md``), so whether a decode accepts them can depend on the
         BLAS kernel, batch size or thread count; ``n_borderline`` counts them. Any borderline pattern makes the
         verdict ``"unproven"``: a proof must hold on every machine.
     interrupted : bool

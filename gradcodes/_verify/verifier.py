@@ -241,7 +241,7 @@ def verify(code: LinearCode, *, limit: int | None = None, samples: int = 2000, s
         sampled mode would check anyway); otherwise sample and search. Memory does not grow with it; a time
         estimate is printed on stderr for long runs. Default (``limit=None``, ``time_budget=None``): the default
         budget, ``floor(10 s / c)`` sets, where ``c`` is the microseconds per set that the fixed cost model of
-        :mod:`gradcodes._verify.cost` predicts from ``n``, ``s``, ``k``, ``m``, the non-zeros of ``B``, the field
+        the verifier's cost model predicts from ``n``, ``s``, ``k``, ``m``, the non-zeros of ``B``, the field
         and the decoder (constants measured on one core of a 2-core x86-64 machine). It never depends on a clock,
         the machine's load or ``workers``: the same call gives the same verdict and the same counts everywhere.
     samples : int, default 2000
@@ -276,7 +276,7 @@ def verify(code: LinearCode, *, limit: int | None = None, samples: int = 2000, s
         enumerates more than ``samples`` would check. Default None: the count budget of ``limit``.
     search_seconds : float, optional
         A wall-clock budget in seconds for the restarted search (when not exhaustive). Default None: a fixed
-        count of moves from the same cost model (:func:`gradcodes._verify.cost.search_moves`, about 1 s of one
+        count of moves from the same cost model (``benchmarks/verify/verify_cost_model.py``, about 1 s of one
         core), so the sets searched, and the verdict, are the same on every machine for a given ``rng``.
     workers : int, optional
         Local processes of the exhaustive enumeration (default: every core this process may use,

@@ -96,7 +96,7 @@ class Master:
         The model's parameters (``model.parameters()``), one float dtype (float16, bfloat16, float32 or
         float64), one device (every buffer is allocated there); those with ``requires_grad=False`` are left out.
     policy : str or WaitPolicy, optional
-        When to stop waiting (:func:`gradcodes._simulate._policies.as_policy` of the code decoded here:
+        When to stop waiting (a :class:`gradcodes.WaitPolicy` or its name, for the code decoded here:
         ``"earliest"`` decodable set, the default for exact codes; ``"first"`` ``n - s`` messages, the default for
         approximate codes; ``"all"``). A code of :func:`gradcodes.adversarial_gc` waits for a count of messages,
         at least ``K + a`` (default ``n - s``, which corrects ``a`` wrong ones), and is decoded by
