@@ -523,3 +523,52 @@ def test_scheduler_per_epoch(issue36_job):
     r = _result(issue36_job, "epoch_sched")
     assert r["lr"] == r["lr_ref"] == [0.1] * 12 + [0.05] * 2, r
     assert r["params_err"] <= 1e-12, r
+
+
+# --- issue 36: checkpoint and resume -------------------------------------------------------------------------------
+RESUME_JOB = ROOT / "tests" / "torch_resume_job.py"
+
+
+def run_resume_job(cfg: dict, *, timeout: float = 180) -> tuple[subprocess.CompletedProcess, dict | None]:
+    """Run tests/torch_resume_job.py under torchrun (4 ranks: n = 3); its RESULT, None when it printed none."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "4", str(RESUME_JOB),
+           json.dumps(cfg)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT)
+    found = [json.loads(ln[7:]) for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
+    return proc, (found[0] if found else None)
+
+
+def test_master_sigkilled_mid_run_and_restarted_with_the_same_command_ends_bitwise_as_an_uninterrupted_run(tmp_path):
+    """14 steps (an epoch is 12), a checkpoint every 3; the master SIGKILLs itself after step 7 (torchrun then stops
+    every rank), the same command resumes from the checkpoint of step 6. Adam's moments, StepLR, the data position
+    and the master's torch and numpy random states (a gradient-noise hook draws from them) must all be restored for
+    the final parameters to be bitwise those of an uninterrupted run. Before: no checkpoint; a restarted job began
+    again at step 0 with epoch 0's data order."""
+    base = {"iters": 14, "every": 3, "marker": str(tmp_path / "killed")}
+    _, ref = run_resume_job({**base, "ckpt": str(tmp_path / "ref.pt"), "out": str(tmp_path / "ref_final.pt")})
+    assert ref is not None and ref["start"] == 0 and ref["steps"] == 14, ref
+    cfg = {**base, "ckpt": str(tmp_path / "run.pt"), "out": str(tmp_path / "final.pt"), "kill_at": 7}
+    killed, res = run_resume_job(cfg)
+    assert killed.returncode != 0 and res is None and "KILLED_AFTER 7" in killed.stdout, killed.stderr[-3000:]
+    assert torch.load(tmp_path / "run.pt", weights_only=True)["step"] == 6
+    assert not (tmp_path / "final.pt").exists()
+    proc, res = run_resume_job(cfg)                                             # the same command
+    assert res is not None, _errors(proc.stderr) or proc.stdout[-3000:]
+    assert res["start"] == 6 and res["steps"] == 14 and res["infos"] == 8 and res["lr"] == ref["lr"], (res, ref)
+    want = torch.load(tmp_path / "ref_final.pt", weights_only=True)
+    got = torch.load(tmp_path / "final.pt", weights_only=True)
+    assert want.keys() == got.keys() and all(torch.equal(got[k], want[k]) for k in want), \
+        {k: float((got[k] - want[k]).abs().max()) for k in want}
+    assert torch.load(tmp_path / "run.pt", weights_only=True)["step"] == 14
+
+    # the finished run's command once more: no step to run, every rank ends with the final parameters; then the
+    # same checkpoint with another seed (another data order) is refused on every rank, naming the file
+    _, again = run_resume_job({**cfg, "then_refuse": True})
+    assert again is not None and again["start"] == 14 and again["infos"] == 0 and again["lr"] == ref["lr"], again
+    again_params = torch.load(tmp_path / "final.pt", weights_only=True)
+    assert all(torch.equal(again_params[k], want[k]) for k in want)
+    errors = again["errors"]
+    assert "run.pt" in errors[0] and "seed 0 in the file, 1 in this run" in errors[0], errors
+    assert all(e is not None and "rank 0 refused its checkpoint" in e and "seed 0 in the file" in e
+               for e in errors[1:]), errors

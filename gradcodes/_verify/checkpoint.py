@@ -24,7 +24,7 @@ import numpy as np
 
 from .._base.errors import GradcodesValueError
 
-__all__ = ["CheckpointError", "digest", "write_state", "read_state", "Saver"]
+__all__ = ["CheckpointError", "digest", "write_atomic", "write_state", "read_state", "Saver"]
 
 _FORMAT = "gradcodes-verify-checkpoint"
 _VERSION = 1
@@ -45,16 +45,16 @@ def digest(code: Any, **args: Any) -> str:
     return h.hexdigest()
 
 
-def write_state(path: str, state: dict[str, Any]) -> None:
-    """Write ``state`` (with the format name and version added) to ``path`` atomically, with its checksum."""
-    state = {"format": _FORMAT, "version": _VERSION, **state}
-    body = json.dumps(state, sort_keys=True)
-    text = json.dumps({"sha256": hashlib.sha256(body.encode()).hexdigest(), "state": state}, sort_keys=True)
+def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically: a temporary file in the same directory, flushed and ``fsync``-ed,
+    ``os.replace`` over ``path``, then an ``fsync`` of the directory. A process killed at any moment (SIGKILL
+    included) leaves either the previous file or the new one; a failed write removes its temporary file. The
+    verification's checkpoints and :mod:`gradcodes.torch`'s (``gradcodes/torch/_checkpoint.py``) use it."""
     d = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".ckpt-", dir=d)
     try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -70,6 +70,14 @@ def write_state(path: str, state: dict[str, Any]) -> None:
             os.close(dfd)
     except OSError:  # pragma: no cover - directories cannot be fsynced on some systems
         pass
+
+
+def write_state(path: str, state: dict[str, Any]) -> None:
+    """Write ``state`` (with the format name and version added) to ``path`` atomically, with its checksum."""
+    state = {"format": _FORMAT, "version": _VERSION, **state}
+    body = json.dumps(state, sort_keys=True)
+    text = json.dumps({"sha256": hashlib.sha256(body.encode()).hexdigest(), "state": state}, sort_keys=True)
+    write_atomic(path, text.encode())
 
 
 def read_state(path: str, key: str, total: int) -> dict[str, Any] | None:

@@ -13,7 +13,7 @@ scikit-learn's 8x8 digits, time to accuracy per scheme against DDP). See ``docs/
   messages dropped, a timeout error naming the missing ranks, the same code on every rank checked at set-up,
   ``adversarial_gc`` codes decoded adversarially, any float dtype, frozen parameters left alone), :func:`train`
   (datasets, schedulers, clipping, :class:`Callback` hooks, BatchNorm buffers, the final parameters on every
-  rank) and the :func:`ddp_train` baseline, :class:`TrainResult`, :class:`FlatParams`.
+  rank, checkpoint and resume) and the :func:`ddp_train` baseline, :class:`TrainResult`, :class:`FlatParams`.
 * Straggler injection: the delay models of :mod:`gradcodes.mpi` (``ShiftedExponential``, ``FixedDelay``,
   ``Hang``) and its ``StragglerTimeout``, importable from here too.
 """

@@ -186,11 +186,12 @@ class LoaderFeed:
         self._it = iter(self.loader)
         self._epoch, self._next = epoch, start
 
-    def start(self) -> None:
-        """Start the first pass (iteration 0): the loader processes, if any, start now (before a worker starts its
-        communication threads, which a forked process should not inherit mid-wait)."""
+    def start(self, t: int = 0) -> None:
+        """Start the first pass, from global iteration ``t`` (a resumed run: its first step): the loader
+        processes, if any, start now (before a worker starts its communication threads, which a forked process
+        should not inherit mid-wait)."""
         if self._it is None:
-            self._restart(0, 0)
+            self._restart(*divmod(check_int("t", t, 0), len(self.sampler)))
 
     def get(self, t: int) -> Any:
         """The worker's batch of global iteration ``t`` (the loader's collated batch, on ``device``)."""

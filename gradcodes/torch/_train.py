@@ -6,6 +6,8 @@ CodedReduce tree) and
 
 from __future__ import annotations
 
+import copy
+import os
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -14,6 +16,7 @@ from typing import Any
 
 from .._base.errors import GradcodesValueError
 from .._runtime.delays import Delay, NoDelay
+from ._checkpoint import Checkpointer
 from ._data import CodedSampler, LoaderFeed
 from ._loss import coded_loss, loss_weights
 from ._runtime import GRACE, AggregateInfo, FlatParams, Master, Worker
@@ -139,6 +142,9 @@ class TrainResult:
     lr: list[float] = field(default_factory=list)
     #: with ``clip_grad_norm``: the decoded gradient's norm at each step, before clipping
     grad_norm: list[float] = field(default_factory=list)
+    #: the first step this process ran: 0, or a resumed run's checkpoint step (``times``, ``accuracy``, ``lr``
+    #: and ``grad_norm`` then hold the earlier steps' records from the checkpoint, ``infos`` only this process's)
+    start: int = 0
 
     def time_to(self, accuracy: float) -> float:
         """Cumulative seconds until the accuracy first reached ``accuracy`` (inf if never)."""
@@ -205,7 +211,8 @@ def train(code: Any, model: Any, loss_fn: Callable[[Any, Any], Any], X: Any, y: 
           corrupt: Callable[[int, int, Any], None] | None = None, name: str | None = None,
           encoding: str = "auto", grace: float = GRACE, loader_kwargs: dict[str, Any] | None = None,
           scheduler: Callable[[Any], Any] | None = None, scheduler_step: str = "step",
-          clip_grad_norm: float | None = None, callbacks: Sequence[Any] = ()) -> TrainResult | None:
+          clip_grad_norm: float | None = None, callbacks: Sequence[Any] = (),
+          checkpoint: str | os.PathLike[str] | None = None, checkpoint_every: int | None = None) -> TrainResult | None:
     """Coded data-parallel training on ``code.n + 1`` ranks (rank 0 master, rank ``i + 1`` worker ``i``).
 
     Every rank calls it with the same arguments and an identically initialised ``model``. The master steps
@@ -265,6 +272,20 @@ def train(code: Any, model: Any, loss_fn: Callable[[Any, Any], Any], X: Any, y: 
     callbacks : sequence of Callback
         Their ``on_step`` after ``on_step``, their ``on_step_end`` after each step; one returning True stops
         the run.
+    checkpoint : str or os.PathLike, optional
+        A checkpoint file on the master (its directory must exist). The master writes it every
+        ``checkpoint_every`` steps and at the end of the run, atomically (a temporary file in the same directory,
+        ``fsync``, ``os.replace``): the model's parameters and buffers, the optimizer's and scheduler's state,
+        the next step (the data position: the sampler's epoch and batch follow from it and ``seed``), the
+        master's torch, numpy and Python random states, the delay model's entropy and the steps' records. When
+        the file exists, the run resumes from it: the master loads it and the workers start at its step (their
+        models come with every parameter message), so a job killed at any step and restarted with the same
+        command continues the same trajectory. A file of another run (a different code digest, parameter count
+        or dtype, buffers, batch size, seed, dataset size or scheduler), or one that is corrupt, truncated or
+        too large, raises :class:`~gradcodes.GradcodesValueError` on every rank naming the file and what
+        differs (``docs/torch.md``, "Checkpoint and resume").
+    checkpoint_every : int, optional
+        Steps between checkpoints (default: one epoch, ``len(data) // batch_size`` steps).
 
     Returns
     -------
@@ -306,24 +327,49 @@ def train(code: Any, model: Any, loss_fn: Callable[[Any, Any], Any], X: Any, y: 
     dataset, size = _check_data(X, y)
     if scheduler_step not in ("step", "epoch"):
         raise GradcodesValueError(f"scheduler_step must be 'step' or 'epoch', got {scheduler_step!r}")
+    if checkpoint_every is not None and (isinstance(checkpoint_every, bool)
+                                         or not isinstance(checkpoint_every, int) or checkpoint_every < 1):
+        raise GradcodesValueError(f"checkpoint_every must be a positive int, got {checkpoint_every!r}")
+    if checkpoint_every is not None and checkpoint is None:
+        raise GradcodesValueError("checkpoint_every needs checkpoint= (the file the master saves to)")
     rank = dist.get_rank()
-    box = [delay]
-    dist.broadcast_object_list(box, src=0)  # rank 0's delay model everywhere, so rng=None draws agree
-    delay = box[0]
     buffers = list(model.buffers())
+    first, stopped, problem = 0, False, None
     if rank == 0:
         per_epoch = len(CodedSampler(size, code, None, batch_size=batch_size, seed=seed))   # checks batch_size too
-        master = Master(code, list(model.parameters()), policy=policy, timeout=timeout, grace=grace,
-                        buffers=buffers)
         opt = optimizer(model.parameters())
         sched = scheduler(opt) if scheduler is not None else None
+        res = TrainResult(name or str(getattr(code, "name", "code")))
+        ckpt = None
+        if checkpoint is not None:
+            delay = copy.copy(delay)        # a resumed run sets the copy's entropy, not the caller's model's
+            ckpt = Checkpointer(checkpoint, code=code, model=model, batch_size=batch_size, seed=seed,
+                                dataset_size=size, iterations=iterations, scheduler_step=scheduler_step)
+            try:
+                got = ckpt.load(opt, sched, res, delay)
+            except GradcodesValueError as exc:
+                problem = str(exc)
+            else:
+                if got is not None:
+                    first, stopped = got
+                    res.start = first
+    # rank 0's delay model everywhere (so rng=None draws agree; a resumed run's has the checkpoint's entropy), the
+    # step to resume from and a refused checkpoint's reason (every rank raises it)
+    box: list[Any] = [delay, first, problem]
+    dist.broadcast_object_list(box, src=0)
+    delay, first, problem = box
+    if problem is not None:
+        raise GradcodesValueError(problem if rank == 0 else f"rank 0 refused its checkpoint: {problem}")
+    if rank == 0:
+        master = Master(code, list(model.parameters()), policy=policy, timeout=timeout, grace=grace,
+                        buffers=buffers)
         trainable = [p for p in model.parameters() if p.requires_grad]
         hooks = [on_step] if on_step is not None else []
         hooks += [cb.on_step for cb in callbacks if hasattr(cb, "on_step")]
         ends = [cb.on_step_end for cb in callbacks if hasattr(cb, "on_step_end")]
-        res = TrainResult(name or str(getattr(code, "name", "code")))
+        every = checkpoint_every or per_epoch
         try:
-            for t in range(iterations):
+            for t in range(first, first if stopped else iterations):
                 start = time.monotonic()
                 master.broadcast(t)
                 info = master.aggregate(t)
@@ -339,7 +385,10 @@ def train(code: Any, model: Any, loss_fn: Callable[[Any, Any], Any], X: Any, y: 
                 res.infos.append(info)
                 if evaluate is not None:
                     res.accuracy.append(float(evaluate(model)))
-                if any([bool(end(t, model, res)) for end in ends]):     # every callback sees every step
+                stopped = any([bool(end(t, model, res)) for end in ends])     # every callback sees every step
+                if ckpt is not None and (stopped or (t + 1) % every == 0 or t + 1 == iterations):
+                    ckpt.save(t + 1, opt, sched, res, delay, stopped)
+                if stopped:
                     break
         finally:
             res.skipped = master._skipped
@@ -362,7 +411,7 @@ def train(code: Any, model: Any, loss_fn: Callable[[Any, Any], Any], X: Any, y: 
     feed = None
     if dataset is not None:
         feed = LoaderFeed(dataset, sampler, loader_kwargs, device=grad.flat.device)
-        feed.start()                    # loader processes fork before the communication threads start
+        feed.start(first)               # loader processes fork before the communication threads start
 
     def compute(t: int, out: Any) -> None:
         if feed is not None:
