@@ -118,7 +118,6 @@ class Inbox:
         self.MPI = get_mpi()
         self.comm = comm
         self.sources = [int(r) for r in sources]
-        self.ranks = self.sources
         self.K = len(self.sources)
         self.raw = np.zeros((self.K, q + int(extra)), dtype=dtype)
         self.buf = self.raw[:, :q] if extra else self.raw

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from .._base.errors import GradcodesRuntimeError
-from .._runtime.engine import ABORT, Collection, Lost, _Abort
+from .._runtime.engine import ABORT, Collection, Lost, _Abort, age
 from .._runtime.layout import Combiner, UnitTracker
 
 __all__ = ["Children", "Receiver", "check_key", "finite", "age", "GRAD_TAG", "HEAD", "DATA", "STOP", "BYE",
@@ -43,11 +43,6 @@ GRAD_TAG = 71
 HEAD = 2
 #: message kinds (the header's second word): a payload, the master's stop message, a child's goodbye
 DATA, STOP, BYE = 0, 1, 2
-
-
-def age(tag: int, t: int) -> int:
-    """How many iterations older than ``t`` a message of iteration ``tag`` is (negative: newer)."""
-    return int(t) - int(tag)
 
 
 def buffer(rows: int | None, count: int, dtype: Any, device: Any, nbytes: int = 0) -> Any:
