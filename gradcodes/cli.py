@@ -1,10 +1,11 @@
-"""The ``gradcodes`` command line: ``tour``, ``schemes``, ``build``, ``verify``, ``bound``, ``evaluate``, ``simulate``.
+"""The ``gradcodes`` command line: ``tour``, ``schemes``, ``build``, ``verify``, ``recommend``, ``decode``, ``bound``,
+``evaluate``, ``simulate``.
 
 Results go to stdout (a table, or one JSON document with ``--json``); progress and log lines go to stderr.
 
 Exit status: ``0`` success (for ``verify``: the code is proven to recover, see :class:`gradcodes.VerifyReport`),
-``1`` verification failed or not proven (``verify``; ``tour`` when a row's result is not one of its expected
-results), ``2`` usage error: a bad or missing option, a bad value, an unreadable or invalid code file. User errors
+``1`` verification failed or not proven (``verify``; ``recommend`` when no candidate is proven to meet ``--tol``;
+``decode`` when the responders cannot decode; ``tour`` when a row's result is not one of its expected results), ``2`` usage error: a bad or missing option, a bad value, an unreadable or invalid code file. User errors
 print one line ``gradcodes: error: ...`` and never a Python traceback.
 """
 
@@ -156,9 +157,11 @@ def build_parser() -> argparse.ArgumentParser:
     from . import __version__
 
     parser = argparse.ArgumentParser(
-        prog="gradcodes", description="Gradient codes: build, verify, bound, evaluate, simulate, tour.",
+        prog="gradcodes",
+        description="Gradient codes: build, verify, recommend, decode, bound, evaluate, simulate, tour.",
         epilog="Exit status: 0 success (verify: proven; tour: every row as expected), 1 verification failed or "
-               "not proven (tour: an unexpected row), 2 usage error or "
+               "not proven (recommend: no code proven to meet --tol; decode: not decodable; tour: an unexpected "
+               "row), 2 usage error or "
                "bad code file. Results on stdout, progress on stderr.")
     parser.add_argument("--version", action="version", version=f"gradcodes {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -252,6 +255,126 @@ def _add_evaluate_parser(sub: Any) -> None:
 _SUBCOMMAND_HOOKS.append(_add_evaluate_parser)
 
 
+# ---------------------------------------------------------------------------------------------------- recommend
+# `gradcodes recommend`: the lowest-load code proven to meet tol (gradcodes._families.recommend)
+
+
+def _cmd_recommend(args: argparse.Namespace) -> int:
+    from ._families.recommend import recommend
+
+    if args.output is not None:
+        _check_output_dir(args.output)
+    code = recommend(args.n, args.s, args.m, args.max_load, tol=args.tol, quick=args.quick,
+                     certify_seconds=args.certify_seconds, field=args.field)
+    rec = code.recommendation
+    if args.output is not None:
+        save_code(code, args.output)
+    text = str(rec) + (f"\nwrote {code!r} to {args.output}" if args.output is not None else "")
+    _emit(args, {"recommendation": rec, "code": code.name, "load": code.load, "field": code.field,
+                 "path": args.output}, text)
+    return 0 if rec.meets_tol else 1
+
+
+def _add_recommend_parser(sub: Any) -> None:
+    p = sub.add_parser("recommend", help="the lowest-load code proven to meet a tolerance, with the reasons",
+                       description="Judge every candidate family for (n, s, m) and print the table of loads, "
+                       "proven errors and reasons (gradcodes.recommend). Exit status 0 when the chosen code is "
+                       "proven to meet --tol, 1 when no candidate is (the table says why).")
+    p.add_argument("-n", type=int, required=True, help="workers (= partitions)")
+    p.add_argument("-s", type=int, required=True, help="stragglers tolerated")
+    p.add_argument("-m", type=int, default=1, help="communication factor (default 1)")
+    p.add_argument("--max-load", type=int, help="largest acceptable load, at least s + m (default: none)")
+    p.add_argument("--tol", type=float, default=1e-12, help="proven worst float64 error bound to meet "
+                   "(default 1e-12)")
+    p.add_argument("--field", default="real", choices=["real", "any"],
+                   help="real codes only (default), or complex codes too (complex messages, twice the bytes)")
+    p.add_argument("--quick", action="store_true", help="a 1 s certification budget instead of 10 s")
+    p.add_argument("--certify-seconds", type=float, metavar="SECONDS",
+                   help="estimated seconds (a fixed cost model, not a clock) each candidate may spend on "
+                   "enumeration (default 10; 1 with --quick)")
+    p.add_argument("-o", "--output", help="save the chosen code to this .npz file")
+    _add_json(p)
+    p.set_defaults(func=_cmd_recommend)
+
+
+_SUBCOMMAND_HOOKS.append(_add_recommend_parser)
+
+
+# ---------------------------------------------------------------------------------------------------- decode
+# `gradcodes decode`: the decoding vector of a responder set and its acceptance, or the decoded sum of messages
+
+
+def _responders(text: str) -> list[int]:
+    try:
+        out = [int(x) for x in text.replace(" ", "").split(",") if x]
+    except ValueError:
+        raise UsageError(f"--responders takes comma-separated worker indices, e.g. 0,2,5; got {text!r}") from None
+    if not out:
+        raise UsageError("--responders names no worker")
+    return out
+
+
+def _cmd_decode(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from ._core.acceptance import DecodingError
+
+    code = _load_target(args)
+    F = _responders(args.responders)
+    if args.output is not None:
+        _check_output_dir(args.output)
+    if args.messages is not None:
+        try:
+            Y = np.load(args.messages, allow_pickle=False)       # a file from others: never unpickled
+        except (OSError, ValueError, EOFError) as exc:
+            raise UsageError(f"cannot read the messages {args.messages!r} as a .npy array: {exc}") from None
+        if not isinstance(Y, np.ndarray) or Y.ndim != 2 or Y.shape[0] != len(F):
+            raise UsageError(f"--messages must hold a 2-D array with one row per responder ({len(F)} rows), "
+                             f"got {getattr(Y, 'shape', type(Y).__name__)}")
+    else:
+        dt = np.dtype(args.dtype)
+        Y = np.zeros((len(F), code.m), dtype=np.complex128 if code.field == "complex" else dt)
+    try:
+        A = code.decoding_matrix(F, args.decoder, dtype=Y.dtype if Y.dtype.kind in "fc" else np.float64)
+        decoded, info = code.decode(F, Y, decoder=args.decoder, return_info=True)
+    except DecodingError as exc:
+        _emit(args, {"decodable": False, "responders": F, "message": str(exc)},
+              f"not decodable: {exc}")
+        return 1
+    if args.output is not None:
+        np.save(args.output, np.asarray(decoded), allow_pickle=False)
+    a = np.asarray(A)[:, F]
+    text = (f"responders {F}: decodable with {info.decoder!r} in {Y.dtype} (relative error bound "
+            f"{info.error_estimate:.2e}, cancellation {info.cancellation:.3g}, residual {info.residual:.2e})\n"
+            + "\n".join(f"a[{u}] = {np.array2string(row, precision=6, max_line_width=110)}" for u, row in enumerate(a))
+            + (f"\nwrote the decoded sum to {args.output}" if args.output is not None else ""))
+    _emit(args, {"decodable": True, "responders": F, "decoder": info.decoder, "dtype": str(Y.dtype),
+                 "a": a, "error_estimate": info.error_estimate, "cancellation": info.cancellation,
+                 "residual": info.residual, "exact": info.exact, "path": args.output}, text)
+    return 0
+
+
+def _add_decode_parser(sub: Any) -> None:
+    p = sub.add_parser("decode", help="decode a responder set: its decoding vector and error bound, or messages",
+                       description="Print the decoding vector a_F of the responders (a_F B = 1) and the acceptance "
+                       "rule's relative error bound in --dtype; with --messages, decode a .npy array (one row per "
+                       "responder, in the order given) and save the sum with -o. Exit status 0 when the set "
+                       "decodes to the tolerance, 1 when it cannot.")
+    p.add_argument("target", help="a .npz file written by `gradcodes build`, or a scheme name")
+    _add_code_options(p)
+    p.add_argument("--responders", required=True, help="comma-separated worker indices, e.g. 0,2,5")
+    p.add_argument("--dtype", default="float64", choices=["float64", "float32", "float16"],
+                   help="the messages' dtype the decode is judged in (default float64; with --messages: theirs)")
+    p.add_argument("--messages", metavar="FILE.npy", help="the responders' messages, one row each")
+    p.add_argument("-o", "--output", metavar="FILE.npy", help="save the decoded sum (with --messages)")
+    p.add_argument("--decoder", help="decoder name (default: the code's)")
+    _add_json(p)
+    p.set_defaults(func=_cmd_decode)
+
+
+_SUBCOMMAND_HOOKS.append(_add_decode_parser)
+
+
 # ---------------------------------------------------------------------------------------------------- commands
 
 
@@ -292,10 +415,14 @@ def _cmd_bound(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_build(args: argparse.Namespace) -> int:
-    out_dir = os.path.dirname(os.path.abspath(args.output))
+def _check_output_dir(path: str) -> None:
+    out_dir = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(out_dir):
-        raise UsageError(f"cannot write {args.output!r}: no directory {out_dir!r}")
+        raise UsageError(f"cannot write {path!r}: no directory {out_dir!r}")
+
+
+def _cmd_build(args: argparse.Namespace) -> int:
+    _check_output_dir(args.output)
     code = _build(args)
     save_code(code, args.output)
     if getattr(args, "json", False):

@@ -133,6 +133,7 @@ def test_recommend_contract_grid(n):
         code = gc.recommend(n, s, quick=True)
         rec = code.recommendation
         assert code.n == n and code.s == s and code.load == rec.load
+        assert code.field == "real"                                      # complex codes only when asked
         assert rec.meets_tol and rec.error_estimate <= 1e-12            # a binary code always qualifies
         assert code.load <= stable_binary_load(n, s)
         assert gc.verify(code).exact
@@ -155,13 +156,27 @@ def test_recommend_explains_and_respects_budget():
     assert "no candidate within the budget" in tight.recommendation.reason
 
 
+def test_recommend_real_codes_unless_asked():
+    # recommend(13, 3) returned cyclic_mds[complex]: float32 gradients then decoded to complex64 (twice the bytes
+    # on the wire, a complex .grad); complex codes are now considered only with field="any"
+    code = gc.recommend(13, 3)
+    row = next(r for r in code.recommendation.rows if r["name"] == "cyclic_mds[complex]")
+    assert code.field == "real" and "not considered" in row["status"] and "load" not in row
+    assert code.recommendation.meets_tol and code.load == 4
+    g = np.random.default_rng(0).standard_normal((13, 5)).astype(np.float32)
+    assert code.decode(np.arange(3, 13), code.encode(g)[3:]).dtype == np.float32
+    assert gc.recommend(13, 3, field="any").field == "complex"
+    with pytest.raises(gc.GradcodesValueError, match="field must be 'real'"):
+        gc.recommend(13, 3, field="complex")
+
+
 def test_recommend_found_failure_is_labelled_conclusive():
     # (32, 14): the complex cyclic-MDS code's consecutive straggler sets have predicted errors around 1e-8, far
     # above recommend's tol = 1e-12 on every machine (the lower end of the acceptance rule's interval exceeds it).
     # A set above tol settles the row; it was labelled "above tol, searched (not a worst case)", as if it were only
     # a lower bound.
     for budget in (None, 15):                       # quick screen (binary in budget) and the full measurement
-        rec = gc.recommend(32, 14, max_load=budget, quick=True, rng=0).recommendation
+        rec = gc.recommend(32, 14, max_load=budget, quick=True, rng=0, field="any").recommendation
         row = next(r for r in rec.rows if r["name"] == "cyclic_mds[complex]")
         assert not row["proven"] and not row["error"] <= rec.tol
         assert "conclusive" in row["status"]
@@ -317,3 +332,12 @@ def test_fact3_no_ternary_code_5_2_load_4():
     R = np.array([B[i] for i in range(5)])
     for F in itertools.combinations(range(5), 3):
         assert np.linalg.matrix_rank(R[list(F)]) == np.linalg.matrix_rank(np.vstack([R[list(F)], np.ones(5)]))
+
+
+def test_recommended_code_equals_the_same_construction():
+    # the recommendation attached after construction made a recommended code unequal to the same code built
+    # directly or loaded from its file (and changed its hash after the fact)
+    code = gc.recommend(12, 2, quick=True)
+    direct = gc.fractional_repetition(12, 2)
+    assert code.name == "fractional_repetition" and code == direct and hash(code) == hash(direct)
+    assert code.recommendation is not None

@@ -132,3 +132,52 @@ def test_json_errors_are_json_on_stdout(capsys):
     assert "gradcodes: error: s must be" in err
     assert cli.main(["bound", "-n", "3", "-s", "5"]) == 2
     assert capsys.readouterr().out == ""
+
+
+def test_recommend_subcommand(tmp_path, capsys):
+    path = tmp_path / "rec.npz"
+    assert main(["recommend", "-n", "13", "-s", "3", "-o", str(path)]) == 0      # proven to meet tol: exit 0
+    out = capsys.readouterr().out
+    assert "-> ye_abbe (load 4" in out and "not considered: complex messages" in out and str(path) in out
+    code = gc.load_code(path)
+    assert code == gc.recommend(13, 3) and code.field == "real"
+    assert main(["recommend", "-n", "13", "-s", "3", "--field", "any", "--json"]) == 0
+    import json
+
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["code"] == "cyclic_mds[complex]" and doc["recommendation"]["meets_tol"] is True
+    # a budget no code can meet within: the best is printed, and the exit status says it is not proven to meet tol
+    assert main(["recommend", "-n", "101", "-s", "9", "--max-load", "10", "--quick"]) == 1
+    assert "no candidate within the budget" in capsys.readouterr().out
+    assert main(["recommend", "-n", "10", "-s", "3", "--max-load", "3"]) == 2
+    assert "max_load" in capsys.readouterr().err
+
+
+def test_decode_subcommand(tmp_path, capsys):
+    code = gc.fractional_repetition(6, 2)
+    assert main(["decode", "fractional_repetition", "-n", "6", "-s", "2", "--responders", "0,3",
+                 "--dtype", "float32", "--json"]) == 0
+    import json
+
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["decodable"] and doc["a"] == [[1.0, 1.0]] and doc["dtype"] == "float32"
+    assert 0 < doc["error_estimate"] < 1e-6                               # float32's bound, not float64's
+    assert main(["decode", "fractional_repetition", "-n", "6", "-s", "2", "--responders", "0,1"]) == 1
+    assert "not decodable" in capsys.readouterr().out
+    # messages from a file: the decoded sum equals the true sum of the partitions' gradients
+    g = np.random.default_rng(1).standard_normal((6, 4))
+    F = [1, 2, 4, 5]
+    np.save(tmp_path / "y.npy", code.encode(g)[F])
+    assert main(["decode", "fractional_repetition", "-n", "6", "-s", "2", "--responders", "1,2,4,5",
+                 "--messages", str(tmp_path / "y.npy"), "-o", str(tmp_path / "sum.npy")]) == 0
+    np.testing.assert_allclose(np.load(tmp_path / "sum.npy"), g.sum(axis=0), rtol=1e-13)
+    # untrusted input: a pickled object array is refused, a wrong row count named
+    np.save(tmp_path / "obj.npy", np.array([object()] * 4, dtype=object), allow_pickle=True)
+    assert main(["decode", "fractional_repetition", "-n", "6", "-s", "2", "--responders", "1,2,4,5",
+                 "--messages", str(tmp_path / "obj.npy")]) == 2
+    assert "cannot read the messages" in capsys.readouterr().err
+    assert main(["decode", "fractional_repetition", "-n", "6", "-s", "2", "--responders", "1,2",
+                 "--messages", str(tmp_path / "y.npy")]) == 2
+    assert "one row per responder (2 rows)" in capsys.readouterr().err
+    assert main(["decode", "fractional_repetition", "-n", "6", "-s", "2", "--responders", "a,b"]) == 2
+    assert main(["decode", "fractional_repetition", "-n", "6", "-s", "2", "--responders", "0,9"]) == 2

@@ -22,8 +22,10 @@ import numpy as np
 
 __all__ = ["identity_digest", "NOT_IDENTITY"]
 
-#: attributes that are caches or functions, never part of a code's value
-NOT_IDENTITY = frozenset({"_cache", "_memo", "_inner_cache", "_field_builder", "_cache_size", "decoders"})
+#: attributes that are caches, functions or notes about how the code was chosen (``recommendation``, attached by
+#: :func:`gradcodes.recommend` after construction), never part of a code's value
+NOT_IDENTITY = frozenset({"_cache", "_memo", "_inner_cache", "_field_builder", "_cache_size", "decoders",
+                          "recommendation"})
 
 
 def b_digest(code: Any) -> bytes:

@@ -101,6 +101,10 @@ class Candidate:
     per_set : callable, optional
         ``per_set(n_b, s, m) -> microseconds`` of the family's decoder per straggler set, for
         ``enumeration_seconds`` (default: its conservative dense-solve model).
+    field : {"real", "complex"} or callable, default "real"
+        The field of the messages (or ``field(n, s, m) -> str`` when it depends on the parameters): ``"complex"`` codes send complex messages for real gradients (twice the
+        bytes, complex decoded gradients) and are considered only when :func:`recommend` is called with
+        ``field="any"``.
     """
 
     name: str
@@ -110,6 +114,11 @@ class Candidate:
     note: str = ""
     cost: Callable[[int, int, int], float] | None = None
     per_set: Callable[[int, int, int], float] | None = None
+    field: str | Callable[[int, int, int], str] = "real"
+
+    def field_for(self, n: int, s: int, m: int) -> str:
+        """The field of the code this candidate builds for ``(n, s, m)``, without building it."""
+        return self.field(n, s, m) if callable(self.field) else self.field
 
 
 def _fr_load(n: int, s: int, m: int) -> int | None:
@@ -138,6 +147,15 @@ def _binary_load(n: int, s: int, m: int) -> int | None:
 def _build_grouped_mds(n: int, s: int, m: int) -> GradientCode:
     from .binary import grouped_mds
     return grouped_mds(n, s)
+
+
+def _grouped_field(n: int, s: int, m: int) -> str:
+    """:func:`gradcodes.grouped_mds`'s field: complex when some group has an odd ``t_g >= 3``."""
+    q = n // (s + 1)
+    if q == 0:
+        return "real"
+    base, extra = divmod(n - q * (s + 1), q)
+    return "complex" if any(tg >= 3 and tg % 2 for tg in {base, base + 1 if extra else base}) else "real"
 
 
 def _grouped_load(n: int, s: int, m: int) -> int | None:
@@ -205,14 +223,14 @@ CANDIDATES: list[Candidate] = [
     Candidate("fractional_repetition", _build_fr, _fr_load, True, "0/1 decoding, load s+1; needs (s+1) | n"),
     Candidate("stable_binary", _build_binary, _binary_load, True, "0/1 decoding for every (n, s); load s+1+ceil(r/q)"),
     Candidate("grouped_mds", _build_grouped_mds, _grouped_load, False,
-              "repetition groups with small cyclic-MDS blocks; load s+1 (s+2)"),
+              "repetition groups with small cyclic-MDS blocks; load s+1 (s+2)", field=_grouped_field),
     Candidate("grouped_random", _build_grouped_random, _grouped_random_load, False,
               "random cyclic-repetition groups with one extra unit of load; proven by blocks",
               cost=_grouped_random_cost),
     Candidate("cyclic_mds[real]", _build_mds("real"), _mds_real_load, False,
               "load s+1, real messages; accuracy degrades with n and s (consecutive stragglers)"),
     Candidate("cyclic_mds[complex]", _build_mds("complex"), lambda n, s, m: s + 1 if m == 1 else None, False,
-              "load s+1, complex messages (2x bandwidth); accuracy degrades with n and s"),
+              "load s+1, complex messages (2x bandwidth); accuracy degrades with n and s", field="complex"),
     Candidate("cyclic_repetition", _build_cyclic_rep, lambda n, s, m: s + 1 if m == 1 else None, False,
               "load s+1, random real code (seed 0): stable with high probability, no guarantee"),
     Candidate("ye_abbe", _build_ye_abbe, lambda n, s, m: s + m if s + m <= n else None, False,
@@ -356,7 +374,7 @@ def _rank(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 def recommend(n: int, s: int, m: int = 1, max_load: int | None = None, *, tol: float = 1e-12,
               samples: int = 200, rng: RNGLike = None, quick: bool = False, certify_seconds: float | None = None,
-              seed: RNGLike | Unset = SEED_UNSET) -> GradientCode:
+              field: str = "real", seed: RNGLike | Unset = SEED_UNSET) -> GradientCode:
     r"""The lowest-load code within a budget that is proven to meet ``tol``, with its reasoning attached.
 
     Every applicable candidate of :data:`CANDIDATES` with load at most ``max_load`` is built and judged (see the
@@ -397,6 +415,10 @@ def recommend(n: int, s: int, m: int = 1, max_load: int | None = None, *, tol: f
     certify_seconds : float, optional
         Estimated seconds (by ``enumeration_seconds``) each candidate may spend on an exhaustive check of its
         blocks or of the whole code; default 10 (1 with ``quick``). 0 certifies only by theorems and certificates.
+    field : {"real", "any"}, default "real"
+        ``"real"``: only codes with real coefficients, whose messages and decoded gradients keep the gradients'
+        dtype (float32 stays float32). ``"any"`` also considers complex codes (``cyclic_mds[complex]``: complex
+        messages, twice the bytes on the wire, and a complex decoded gradient whose real part is the sum).
 
     Returns
     -------
@@ -410,8 +432,10 @@ def recommend(n: int, s: int, m: int = 1, max_load: int | None = None, *, tol: f
     >>> code.name, code.load, code.recommendation.proven
     ('fractional_repetition', 10, True)
     >>> code = gc.recommend(13, 3)           # C(13, 3) = 286 sets: every candidate is enumerated
-    >>> code.name, code.load, code.recommendation.meets_tol
-    ('cyclic_mds[complex]', 4, True)
+    >>> code.name, code.field, code.load, code.recommendation.meets_tol
+    ('ye_abbe', 'real', 4, True)
+    >>> gc.recommend(13, 3, field="any").name     # complex codes only when asked
+    'cyclic_mds[complex]'
     >>> code = gc.recommend(42, 21, quick=True)    # load-22 codes cannot be proven: the binary code wins
     >>> print(code.recommendation)        # doctest: +ELLIPSIS
     recommend(n=42, s=21, m=1, max_load=none, tol=1e-12) -> stable_binary (load 42, ..., proven)
@@ -428,6 +452,8 @@ def recommend(n: int, s: int, m: int = 1, max_load: int | None = None, *, tol: f
         max_load = check_int("max_load", max_load, s + m)
     tol = check_real("tol", tol, 0, None, open_lo=True)
     samples = check_int("samples", samples, 1)
+    if field not in ("real", "any"):
+        raise GradcodesValueError(f"field must be 'real' (real codes only) or 'any' (complex codes too), got {field!r}")
     budget = (QUICK_CERTIFY_SECONDS if quick else CERTIFY_SECONDS) if certify_seconds is None else \
         check_real("certify_seconds", certify_seconds, 0, 1e6)
     given = take_rng(rng, seed)
@@ -446,6 +472,9 @@ def recommend(n: int, s: int, m: int = 1, max_load: int | None = None, *, tol: f
             rows.append(row)
             if load is None:
                 row["status"] = "not applicable"
+                continue
+            if field == "real" and cand.field_for(n, s, m) != "real":
+                row["status"] = f"not considered: {cand.field_for(n, s, m)} messages (field='any' to include)"
                 continue
             row["load"] = load
             if max_load is not None and load > max_load:
