@@ -5,8 +5,9 @@ Results go to stdout (a table, or one JSON document with ``--json``); progress a
 
 Exit status: ``0`` success (for ``verify``: the code is proven to recover, see :class:`gradcodes.VerifyReport`),
 ``1`` verification failed or not proven (``verify``; ``recommend`` when no candidate is proven to meet ``--tol``;
-``decode`` when the responders cannot decode; ``tour`` when a row's result is not one of its expected results), ``2`` usage error: a bad or missing option, a bad value, an unreadable or invalid code file. User errors
-print one line ``gradcodes: error: ...`` and never a Python traceback.
+``decode`` when the responders cannot decode; ``tour`` when a row's result is not one of its expected results),
+``2`` usage error: a bad or missing option, a bad value, an unreadable or invalid code file. User errors print one
+line ``gradcodes: error: ...`` and never a Python traceback.
 """
 
 from __future__ import annotations
@@ -267,6 +268,7 @@ def _cmd_recommend(args: argparse.Namespace) -> int:
     code = recommend(args.n, args.s, args.m, args.max_load, tol=args.tol, quick=args.quick,
                      certify_seconds=args.certify_seconds, field=args.field)
     rec = code.recommendation
+    assert rec is not None                    # recommend() always attaches its reasons
     if args.output is not None:
         save_code(code, args.output)
     text = str(rec) + (f"\nwrote {code!r} to {args.output}" if args.output is not None else "")

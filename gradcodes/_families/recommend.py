@@ -102,9 +102,9 @@ class Candidate:
         ``per_set(n_b, s, m) -> microseconds`` of the family's decoder per straggler set, for
         ``enumeration_seconds`` (default: its conservative dense-solve model).
     field : {"real", "complex"} or callable, default "real"
-        The field of the messages (or ``field(n, s, m) -> str`` when it depends on the parameters): ``"complex"`` codes send complex messages for real gradients (twice the
-        bytes, complex decoded gradients) and are considered only when :func:`recommend` is called with
-        ``field="any"``.
+        The field of the messages (or ``field(n, s, m) -> str`` when it depends on the parameters): ``"complex"``
+        codes send complex messages for real gradients (twice the bytes, complex decoded gradients) and are
+        considered only when :func:`recommend` is called with ``field="any"``.
     """
 
     name: str
