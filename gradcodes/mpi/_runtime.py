@@ -24,6 +24,7 @@ import numpy as np
 from .. import ApproximateCode, CodedReduceCode, DecodingError, LinearCode
 from .._base.aliases import DTypeLike
 from .._base.errors import GradcodesRuntimeError, GradcodesTypeError, GradcodesValueError
+from .._base.log import get_logger
 from .._base.validate import renamed_keyword
 from .._core.decoders import Decoder
 from .._families.adversarial import AdversarialCode
@@ -34,6 +35,8 @@ from .._runtime.setup import GRACE, check_grace, height, limit_blas, wait_count,
 from .._simulate._policies import WaitPolicy
 from ._comm import Inbox, ParamSender, StragglerTimeout, Tags, finite, get_mpi, wait_request
 from ._setup import check_same_code, check_size
+
+_log = get_logger("mpi")
 
 #: seconds a watchdog waits between ``MPI_Finalize`` and ``os._exit`` (an exit right after it was sometimes
 #: reported by hydra as a bad termination: measured, ``docs/runtime.md``)
@@ -354,6 +357,8 @@ class _Watchdog(threading.Thread):
         if self.done.wait(self.wait):
             return
         try:
+            # written straight to stderr, not through the logger: a handler's lock held by the stuck compute thread
+            # must not keep this process from ending
             sys.stdout.flush()
             print(f"gradcodes.mpi: rank {self.rank}: the master's stop message came {self.wait:g} s ago and this "
                   "worker has not finished (its compute has not returned): ending the process with status 0",
@@ -660,8 +665,8 @@ class Worker:
             wait = self.grace * height(self.layout, self.rank) if timeout is None else timeout
             missing = self.inbox.drain(wait)
             if missing:                          # the run has finished: report, never raise
-                print(f"gradcodes.mpi: rank {self.rank}: children {[self.inbox.sources[i] for i in missing]} did "
-                      f"not say goodbye within {wait:g} s of the stop message", file=sys.stderr, flush=True)
+                _log.warning("gradcodes.mpi: rank %d: children %s did not say goodbye within %g s of the stop "
+                             "message", self.rank, [self.inbox.sources[i] for i in missing], wait)
                 self.inbox.cancel()
             timeout = wait
         else:

@@ -147,6 +147,8 @@ class _Watchdog(threading.Thread):
         if self.done.wait(self.wait):
             return
         try:
+            # written straight to stderr, not through the logger: a handler's lock held by the stuck compute thread
+            # must not keep this process from ending
             sys.stdout.flush()
             print(f"gradcodes.torch: rank {self.rank}: {self.why} {self.wait:g} s ago and this worker has not "
                   f"finished (its compute has not returned): ending the process with status {status}",

@@ -41,13 +41,13 @@ from __future__ import annotations
 
 import math
 import queue
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from .._base.errors import GradcodesRuntimeError, GradcodesTypeError, GradcodesValueError
+from .._base.log import get_logger
 from .._core.acceptance import DecodingError
 from .._families.adversarial import AdversarialCode
 from .._families.adversarial_decode import decode_adversarial
@@ -64,6 +64,8 @@ __all__ = ["FlatParams", "ModelBuffers", "Master", "Worker", "AggregateInfo", "S
 from ._links import CTRL_TAG, CUT_TAG, ORPHAN_STATUS, PARAM_TAG, STOPPED_STATUS, _Once, _Sender, _Watchdog
 from ._params import FlatParams, ModelBuffers
 from ._setup import STOP_WAIT, _check_tree_dtype, _combined, _layout, check_same, drain_deadline
+
+_log = get_logger("torch")
 
 
 def _dist() -> Any:
@@ -468,8 +470,7 @@ class Worker:
             if not finished:
                 watchdog.done.set()
                 raise
-            print(f"gradcodes.torch: rank {self.rank}: after the stop message ({watchdog.why}): {exc!r}",
-                  file=sys.stderr, flush=True)
+            _log.warning("gradcodes.torch: rank %d: after the stop message (%s): %r", self.rank, watchdog.why, exc)
             count = self.iterations
         watchdog.done.set()
         watchdog.join(self.grace)
@@ -560,7 +561,7 @@ class Worker:
             missing = kids.drain(drain_deadline(self.layout, self.rank, time.monotonic(), self.grace),
                                  threads=threads)
             if missing:
-                print(f"gradcodes.torch: rank {self.rank}: children {missing} did not finish", flush=True)
+                _log.warning("gradcodes.torch: rank %d: children %s did not finish", self.rank, missing)
         self.outbox[1] = BYE
         self.dist.isend(self.outbox, self.parent, tag=GRAD_TAG).wait()
         for th in slots:                 # the slot that took the stop message has ended; the other waits: end it
