@@ -97,3 +97,60 @@ def test_runtime_benchmark_help(script: str, bench_copy: Path) -> None:
     assert res.stdout.startswith("usage:") and "--smoke" in res.stdout and "real" in res.stdout
     assert not res.stderr
     assert sorted(p for p in bench_copy.rglob("*") if "__pycache__" not in p.parts) == before
+
+
+#: committed results files that a test reproduces: file -> (script, arguments, regex of the lines that measure time
+#: or name a plot, whose values depend on the machine and on matplotlib, not on the library)
+REPRODUCED = {
+    "families/results/coded_reduce.txt": (
+        "families/coded_reduce.py", [],
+        r"^(0\. tree figure|1\. simulator speed|   gc\.simulate \(vectorised\)|   baseline: |   plot: |total |"
+        r"   \(matplotlib missing)|steps of gradient descent"),
+}
+
+_NUMBER = r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?"
+
+
+def _same_line(committed: str, fresh: str) -> bool:
+    """Equal text, numbers equal as printed, except rounding-level deviations (both below 1e-12 in magnitude: the
+    "follows uncoded gradient descent to 4.4e-16" columns differ between BLAS kernels)."""
+    import re
+
+    if re.sub(_NUMBER, "#", committed) != re.sub(_NUMBER, "#", fresh):
+        return False
+    for a, b in zip(re.findall(_NUMBER, committed), re.findall(_NUMBER, fresh), strict=True):
+        if a != b and not (abs(float(a)) < 1e-12 and abs(float(b)) < 1e-12):
+            return False
+    return True
+
+
+@pytest.mark.parametrize("result", sorted(REPRODUCED))
+def test_committed_results_match_their_scripts(result: str, bench_copy: Path) -> None:
+    """A committed result is what its script prints now, at full size (the simulated-time tables of CodedReduce said
+    GC took 1,452 s after the simulator's default wait had changed to give 350 s)."""
+    import re
+
+    import gradcodes
+
+    script, argv, volatile = REPRODUCED[result]
+    where = str(Path(gradcodes.__file__).resolve().parent.parent)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([where, os.environ.get("PYTHONPATH", "")]),
+               MPLBACKEND="Agg", OMP_NUM_THREADS="1")
+    res = subprocess.run([sys.executable, str(bench_copy / script), *argv], cwd=bench_copy.parent, env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    keep = re.compile(volatile)
+    committed = [ln for ln in (BENCHMARKS / result).read_text().splitlines() if not keep.search(ln)]
+    fresh = [ln for ln in res.stdout.splitlines() if not keep.search(ln)]
+    assert len(committed) == len(fresh), f"{result}: {len(committed)} lines committed, the script printed {len(fresh)}"
+    stale = [(c, f) for c, f in zip(committed, fresh, strict=True) if not _same_line(c, f)]
+    assert not stale, f"{result} is stale (regenerate: python benchmarks/{script}):\n" + "\n".join(
+        f"  committed: {c}\n  now:       {f}" for c, f in stale[:5])
+
+
+def test_results_check_catches_a_stale_number():
+    assert _same_line("   GC             1451.5      0.1758", "   GC             1451.5      0.1758")
+    assert not _same_line("   GC             1451.5      0.1758", "   GC              350.4      0.1758")
+    assert _same_line("deviation 8.88e-16", "deviation 4.44e-16")
+    assert not _same_line("deviation 8.88e-16", "deviation 4.44e-10")
+    assert not _same_line("GC follows: yes", "GC follows: no")

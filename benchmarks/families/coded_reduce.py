@@ -38,7 +38,7 @@ import numpy as np
 import gradcodes as gc
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
-PAPER = {"n": 12, "L": 2, "s": 5, "m_data": 49_920, "a": 5e-5, "t_c": 0.05}
+PAPER = {"branching": 12, "L": 2, "s": 5, "m_data": 49_920, "a": 5e-5, "t_c": 0.05}
 REF_MC = {"CR": 1.134, "UMW": 7.816, "GC": 5.613, "SGD": 4.566, "RAR": 0.205}
 COLORS = {"CR": "C3", "UMW": "C0", "GC": "C1", "SGD": "C2", "RAR": "C4"}
 
@@ -99,7 +99,8 @@ def part_tree_figure() -> None:
 
 
 def part_speed(iters: int) -> None:
-    print("1. simulator speed: CR on the N = 156 tree (n=12, L=2, s=5)")
+    print("1. simulator speed: CR on the N = 156 tree (n=12, L=2, s=5); load average "
+          f"{os.getloadavg()[0]:.1f} over the last minute (the seconds depend on it, the ratios less)")
     rng = np.random.default_rng(0)
     t0 = time.perf_counter()
     rng.exponential(1.0, size=(iters, 156))
