@@ -56,5 +56,5 @@ def run_simulate_cli(args: argparse.Namespace) -> int:
     print(f"tree n={p['n']} L={p['L']} s={p['s']} (N={p['N']}), s_gc={p['s_gc']}, m_data={p['m_data']:g}, "
           f"a={p['a']:g} s/pt, mu={p['mu']:g}/s, t_c={p['t_c']:g} s, t_step={p['t_step']:g} s, "
           f"iters={p['iters']}, seed={p['seed']}")
-    print(res.table("CR" if "CR" in res.schemes else None))
+    print(res)
     return 0

@@ -110,6 +110,15 @@ class SimulationResult:
             rows.append(row)
         return format_table(rows, right=[c for c in (rows[0] if rows else {}) if c != "scheme"])
 
+    def notes(self) -> list[str]:
+        """Lines that say what a reader of the table needs to know to read it (the models behind surprising rows)."""
+        out = []
+        if "RAR" in self.schemes and self.params.get("alpha", 0.0) == 0 and self.params.get("t_step", 0.0) == 0:
+            out += ["note: RAR (ring all-reduce) is charged no per-message latency here (alpha = 0, t_step = 0),",
+                    "  only bandwidth, so its 2(N - 1) steps cost little; at the paper's setting an alpha of about",
+                    "  5.9 ms makes it 1.8x slower than CR (pass alpha=..., docs/simulate.md). It waits for all N."]
+        return out
+
     def __str__(self) -> str:
-        return self.table("CR" if "CR" in self.schemes else None)
+        return "\n".join([self.table("CR" if "CR" in self.schemes else None), *self.notes()])
 
