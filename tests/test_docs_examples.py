@@ -9,6 +9,9 @@ The convention (documented in docs/index.md, "Examples on these pages are tested
   agree only to the precision written);
 * a ```python block whose first line is a file name comment (``# train.py``) that the page launches with
   ``mpiexec -n N python -m mpi4py train.py`` is an MPI program: it is written to that file and launched so;
+* a ```console block is a terminal session of the ``gradcodes`` command: each ``$ gradcodes ...`` line runs (through
+  ``gradcodes.cli.main``, exit status 0 expected unless the line ends ``# exit N``) and the lines under it, up to
+  the next ``$``, are what it prints on stdout, compared like a text block;
 * other fences (```bash, ```text not after python, bare ```) are not run.
 """
 
@@ -38,6 +41,9 @@ def blocks(text: str) -> list[tuple[str, str, str | None, int]]:
     fences = [(m.group(1), m.group(2), m.start(), m.end()) for m in FENCE.finditer(text)]
     out = []
     for i, (lang, body, start, end) in enumerate(fences):
+        if lang == "console":
+            out.append(("console", body, None, text.count("\n", 0, start) + 1))
+            continue
         if lang != "python":
             continue
         line = text.count("\n", 0, start) + 1
@@ -76,6 +82,9 @@ def run_page(path: Path) -> int:
         if kind == "mpi":
             run_mpi_program(text, src, where)
             continue
+        if kind == "console":
+            run_console(src, where, checker)
+            continue
         if kind == "torchrun":
             run_torchrun_program(text, src, where)
             continue
@@ -87,6 +96,35 @@ def run_page(path: Path) -> int:
             assert checker.check_output(expected, got, FLAGS), (
                 f"{where}: printed output differs from the page\n--- page\n{expected}--- got\n{got}")
     return len(found)
+
+
+def run_console(src: str, where: str, checker: doctest.OutputChecker) -> None:
+    """Run each ``$ gradcodes ...`` command of a console block and compare its stdout with the lines under it."""
+    import shlex
+
+    from gradcodes.cli import main
+
+    sessions: list[tuple[str, list[str]]] = []
+    for line in src.splitlines():
+        if line.startswith("$ "):
+            sessions.append((line[2:], []))
+        else:
+            assert sessions, f"{where}: a console block must start with a '$ gradcodes ...' line"
+            sessions[-1][1].append(line)
+    assert sessions, f"{where}: an empty console block"
+    for command, shown in sessions:
+        status = 0
+        if (m := re.search(r"\s+#\s*exit (\d+)\s*$", command)):
+            status, command = int(m.group(1)), command[:m.start()]
+        argv = shlex.split(command)
+        assert argv[0] == "gradcodes", f"{where}: console blocks run the gradcodes command only, got {argv[0]!r}"
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(io.StringIO()):
+            got_status = main(argv[1:])
+        assert got_status == status, f"{where}: `{command}` exited {got_status}, the page says {status}"
+        expected, got = "\n".join(shown).strip() + "\n", buf.getvalue()
+        assert checker.check_output(expected, got, FLAGS), (
+            f"{where}: `{command}` printed other output than the page\n--- page\n{expected}--- got\n{got}")
 
 
 def run_mpi_program(page: str, src: str, where: str) -> None:
@@ -136,6 +174,13 @@ def test_output_convention_is_enforced():
     assert (kind, expected) == ("script", "3\n")
     assert not _get_checker().check_output(expected, "2\n", FLAGS)
     assert blocks("```python\n>>> 1 + 1\n2\n```\n")[0][0] == "doctest"
+    checker = _get_checker()
+    run_console("$ gradcodes bound -n 7 -s 2\nmin load = k(s+m)/n = 7*(2+1)/7 = 3\n", "page:1", checker)
+    with pytest.raises(AssertionError, match="other output"):
+        run_console("$ gradcodes bound -n 7 -s 2\nmin load = 4\n", "page:1", checker)
+    with pytest.raises(AssertionError, match="exited 2"):
+        run_console("$ gradcodes bound -n 7 -s 9\n", "page:1", checker)
+    run_console("$ gradcodes bound -n 7 -s 9  # exit 2\n", "page:1", checker)
 
 
 def _cells(row: str) -> int:
