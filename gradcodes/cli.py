@@ -157,7 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
     from . import __version__
 
     parser = argparse.ArgumentParser(
-        prog="gradcodes", description="Gradient codes: build, verify, bound, evaluate, simulate, tour.",
+        prog="gradcodes", description="Gradient codes: build, verify, bound, evaluate, worst, simulate, tour.",
         epilog="Exit status: 0 success (verify: proven; tour: every row as expected), 1 verification failed or "
                "not proven (tour: an unexpected row), 2 usage error or "
                "bad code file. Results on stdout, progress on stderr.")

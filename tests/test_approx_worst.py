@@ -209,3 +209,21 @@ def test_cli_worst_prints_both_bounds(capsys):
     rc = main(["worst", "bibd_code", "--param", "q=3", "-s", "3", "--json"])
     doc = json.loads(capsys.readouterr().out)
     assert rc == 0 and doc["proven"] is True and doc["worst_lower"] == doc["worst_upper"]
+
+
+@pytest.mark.parametrize("build", [lambda: gc.expander_code(10, 3, rng=0), lambda: gc.margulis_code(3),
+                                   lambda: gc.bipartite_expander_code(12, 8, 4, rng=1),
+                                   lambda: gc.bibd_code("projective_plane", 2),
+                                   lambda: gc.bibd_code("affine_plane", 3, field="rational")],
+                         ids=["expander", "margulis", "bipartite", "fano", "affine3_rational"])
+def test_upper_bounds_hold_on_every_set_of_every_size(build):
+    code = build()
+    for s in range(code.n):
+        for dec in ("optimal", "fixed", "lstsq"):
+            if dec not in code.decoders:
+                continue
+            ub = upper_bound(code, s, code._decoder(dec))
+            errs = _all_errors(code, s, dec)
+            assert ub is not None and errs.max() <= ub.value * (1 + 1e-9) + 1e-12, (s, dec, ub.value, errs.max())
+            if ub.attained:
+                assert np.allclose(errs, ub.value, rtol=1e-9, atol=1e-12)
