@@ -227,3 +227,17 @@ def test_upper_bounds_hold_on_every_set_of_every_size(build):
             assert ub is not None and errs.max() <= ub.value * (1 + 1e-9) + 1e-12, (s, dec, ub.value, errs.max())
             if ub.attained:
                 assert np.allclose(errs, ub.value, rtol=1e-9, atol=1e-12)
+
+
+def test_default_search_size_is_bounded_by_the_cost_model():
+    # issue 37: worst_case_error(expander_code(300, 10, s=30, rng=0)) evaluated about 1,600 sets silently (58 s);
+    # the default now plans at most 242 (no clock involved) and shows progress when predicted past 10 s
+    from gradcodes._verify.approx_worst import _default_counts
+
+    code = gc.expander_code(300, 10, s=30, rng=0)
+    samples, structured, neighbours = _default_counts(code, code._decoder(None), None, None, None, 10)
+    assert (samples, structured, neighbours) == (50, 32, 8)
+    assert samples + structured + 2 * 10 * neighbours == 242
+    small = gc.expander_code(10, 3, rng=0)
+    assert _default_counts(small, small._decoder(None), None, None, None, 10) == (1000, 256, 64)
+    assert _default_counts(small, small._decoder(None), 7, 3, 5, 10) == (7, 3, 5)     # given counts are kept

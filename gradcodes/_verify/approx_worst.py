@@ -431,6 +431,8 @@ class _Search:
         if finished:
             lower_src = upper_src = f"exhaustive (all {self.total:,} sets)"
             upper, proven = worst, True
+            if ub is not None and worst > ub.value * (1 + 1e-9) + 1e-12:
+                self.notes.append(f"the family's bound {ub.value:.6g} ({ub.source}) is VIOLATED by the enumeration")
         else:
             parts = [k.split(":")[0] for k in self.strategies]
             lower_src = (f"search: {'+'.join(dict.fromkeys(parts))} ({self.count:,} sets)" if parts
