@@ -1,5 +1,5 @@
 """The ``gradcodes`` command line: ``tour``, ``schemes``, ``build``, ``verify``, ``recommend``, ``decode``, ``bound``,
-``evaluate``, ``simulate``.
+``evaluate``, ``worst``, ``simulate``.
 
 Results go to stdout (a table, or one JSON document with ``--json``); progress and log lines go to stderr.
 
@@ -30,6 +30,7 @@ from ._cli.tour import tour, tour_status
 from ._io.files import load_code, save_code
 from ._simulate import add_simulate_parser
 from ._verify.approx_eval import evaluate_approximate
+from ._verify.approx_worst import worst_case_error
 from ._verify.bounds import min_load
 from ._verify.verifier import verify
 
@@ -159,7 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(
         prog="gradcodes",
-        description="Gradient codes: build, verify, recommend, decode, bound, evaluate, simulate, tour.",
+        description="Gradient codes: build, verify, recommend, decode, bound, evaluate, worst, simulate, tour.",
         epilog="Exit status: 0 success (verify: proven; tour: every row as expected), 1 verification failed or "
                "not proven (recommend: no code proven to meet --tol; decode: not decodable; tour: an unexpected "
                "row), 2 usage error or "
@@ -216,7 +217,7 @@ def build_parser() -> argparse.ArgumentParser:
     for hook in _SUBCOMMAND_HOOKS:
         hook(sub)
     for name, action in sub.choices.items():
-        if name in ("simulate", "evaluate") and not any("--json" in a.option_strings for a in action._actions):
+        if name in ("simulate", "evaluate", "worst") and not any("--json" in a.option_strings for a in action._actions):
             _add_json(action)
     return parser
 
@@ -375,6 +376,39 @@ def _add_decode_parser(sub: Any) -> None:
 
 
 _SUBCOMMAND_HOOKS.append(_add_decode_parser)
+
+
+# ---------------------------------------------------------------------------------------------------- worst
+# `gradcodes worst`: the worst straggler set of an approximate code, proven or as two bounds (approx_worst)
+
+
+def _cmd_worst(args: argparse.Namespace) -> int:
+    code = _load_target(args)
+    report = worst_case_error(code, args.stragglers, decoder=args.decoder, limit=args.limit, samples=args.samples,
+                              rng=args.search_seed, time_budget=args.time_budget)
+    _emit(args, report)
+    return 0
+
+
+def _add_worst_parser(sub: Any) -> None:
+    p = sub.add_parser("worst", help="worst-case error of an approximate code over every set of s stragglers: "
+                                     "proven, or a lower bound found by search and a certified upper bound")
+    p.add_argument("target", help="a .npz file written by `gradcodes build`, or a scheme name (e.g. expander_code, "
+                                  "graph_assignment_code, bibd_code)")
+    _add_code_options(p)
+    p.add_argument("--stragglers", type=int, help="stragglers of the evaluation (default: the code's s)")
+    p.add_argument("--decoder", help="decoder name (default: the code's)")
+    p.add_argument("--limit", type=int, default=20_000, help="evaluate every set when there are at most this many "
+                   "(default 20000)")
+    p.add_argument("--samples", type=int, help="random sets of the search (default: from a fixed cost model)")
+    p.add_argument("--time-budget", type=float, default=None, metavar="SECONDS",
+                   help="stop every phase when SECONDS run out and print the bounds found so far (labelled)")
+    p.add_argument("--search-seed", type=int, default=0, help="seed of the random sets and swaps (default 0)")
+    _add_json(p)
+    p.set_defaults(func=_cmd_worst)
+
+
+_SUBCOMMAND_HOOKS.append(_add_worst_parser)
 
 
 # ---------------------------------------------------------------------------------------------------- commands

@@ -65,7 +65,7 @@ def test_bound_attained_for_complete_graph():
     code = gc.expander_code(6, 5, graph=A)
     for s in (1, 2, 3):
         rep = gc.worst_case_error(code, s, decoder="fixed")
-        assert rep.exhaustive and abs(rep.worst_error - code.spectral_bound(s)) < 1e-12
+        assert rep.exhaustive and abs(rep.worst_lower - code.spectral_bound(s)) < 1e-12
 
 
 @given(st.integers(6, 16), st.integers(3, 5), st.integers(0, 10**6), st.integers(1, 3))
@@ -76,9 +76,9 @@ def test_hypothesis_random_regular_bound(n, d, seed, s):
     A = code.adjacency
     assert (A == A.T).all() and (A.sum(axis=0) == d).all() and np.trace(A) == 0
     rep = gc.worst_case_error(code, s, decoder="fixed", limit=600, samples=100)
-    assert rep.worst_error <= code.spectral_bound(s) * (1 + 1e-9)
+    assert rep.worst_lower <= code.spectral_bound(s) * (1 + 1e-9)
     rep_opt = gc.worst_case_error(code, s, limit=600, samples=100)
-    assert rep_opt.worst_error <= rep.worst_error * (1 + 1e-9) + 1e-12
+    assert rep_opt.worst_lower <= rep.worst_lower * (1 + 1e-9) + 1e-12
 
 
 def test_evaluator_exact_average_and_search():
@@ -87,21 +87,22 @@ def test_evaluator_exact_average_and_search():
     errs = [gc.approximation_error(code, [i for i in range(12) if i not in S]) for S in
             itertools.combinations(range(12), 2)]
     assert rep.exhaustive and rep.patterns_checked == 66
-    assert abs(rep.worst_error - max(errs)) < 1e-14 and abs(rep.average_error - np.mean(errs)) < 1e-14
+    assert abs(rep.worst_lower - max(errs)) < 1e-14 and abs(rep.average_error - np.mean(errs)) < 1e-14
     big = gc.expander_code(60, 6, rng=1)
     rep2 = gc.worst_case_error(big, 6, limit=100, samples=50, rng=0)
-    assert not rep2.exhaustive and "search" in rep2.strategies and rep2.average_stderr > 0
-    assert rep2.worst_error >= rep2.average_error
-    assert rep2.worst_error <= big.spectral_bound(6)
-    assert "bound" in str(rep2) and rep2.tour_row()["exhaustive"] == "no"
+    assert not rep2.exhaustive and "greedy" in rep2.strategies and rep2.average_stderr > 0
+    assert rep2.worst_lower >= rep2.average_error
+    assert rep2.worst_lower <= big.spectral_bound(6)
+    assert "a lower bound, not the worst case" in str(rep2) and rep2.tour_row()["exhaustive"] == "no"
+    assert rep2.worst is None and rep2.result == "bounded" and rep2.upper_source.startswith("theorem: Raviv")
 
 
 def test_evaluator_works_for_any_code():
     code = gc.ApproximateCode(np.eye(5), name="uncoded")
     rep = gc.worst_case_error(code, 1, decoder="lstsq")
-    assert rep.worst_error == pytest.approx(1.0) and rep.bound is None
+    assert rep.worst_lower == pytest.approx(1.0) and rep.proven and rep.worst == rep.worst_lower
     exact = gc.fractional_repetition(6, 1)
-    assert gc.worst_case_error(exact, 1).worst_error < 1e-14
+    assert gc.worst_case_error(exact, 1).worst_lower < 1e-14
     with pytest.raises(ValueError, match="s"):
         gc.worst_case_error(code)
 
@@ -208,7 +209,7 @@ def test_registered_for_tour():
     sch = gc.schemes()["expander_code"]
     assert sch.kind == "adversarial"
     row = sch.evaluate(sch.build(**sch.tour[0])).tour_row()
-    assert row["exhaustive"] == "yes" and "approx" in row["result"]
+    assert row["exhaustive"] == "yes" and row["result"] == "proven" and row["worst |err|^2/|g|^2"].startswith("= ")
 
 
 def test_cli_build_and_load(tmp_path):

@@ -62,8 +62,8 @@ def test_bound_holds_on_every_set_of_two_stragglers() -> None:
     bound = code.spectral_bound(2)
     assert bound ** 2 == pytest.approx(min(6 * float(FANO.squared_error(2)), 7 * float(AG2.squared_error(2))))
     rep = gc.worst_case_error(code, 2)
-    assert rep.exhaustive and rep.worst_error <= bound + 1e-12
-    assert rep.worst_error > 0
+    assert rep.exhaustive and rep.worst_lower <= bound + 1e-12
+    assert rep.worst_lower > 0
 
 
 def test_product_of_exact_codes_tolerates_the_larger_s() -> None:

@@ -130,7 +130,8 @@ def test_tour_json_is_typed(capsys):
     assert isinstance(fr["worst_residual"], float) and isinstance(fr["seconds"], float)
     assert fr["load"] == 4 and fr["load_lower_bound"] == 4 and fr["theorem"] is None
     assert isinstance(cr["patterns_checked"], int) and cr["s"] == 1
-    assert ex["result"] == "within bound" and isinstance(ex["bound"], float)
+    assert ex["result"] in ("proven", "bounded") and isinstance(ex["worst_upper"], float)
+    assert isinstance(ex["lower_source"], str) and isinstance(ex["relative_worst_lower"], float)
     assert bgc["result"] == "BIASED" and bgc["demonstration"] is True and bgc["as_expected"] is True
     assert isinstance(bgc["replication"], float) and isinstance(bgc["relative_bias"], float)
 
@@ -179,3 +180,25 @@ def test_ctrl_c_during_a_check_stops_the_tour_with_status_130(capsys, monkeypatc
     monkeypatch.setattr(tour_mod, "verify", interrupted)
     rc, out, err = _run(["tour", "--quick"], capsys)
     assert rc == 130 and "gradcodes: interrupted" in err and "as expected" not in out
+
+
+def test_tour_prints_no_sampled_value_as_a_worst_case(capsys):
+    # issue 37: the graph assignment row (k = 40, d = 6, s = 12) printed "approx: worst 8.1e-16" from sampled sets;
+    # straggling the edges at two vertices gives sqrt(2). Every approximate row is now proven ("= x": every set or
+    # a theorem) or a lower bound found by search (">= x") next to its certified upper bound and their sources.
+    rc, out, _ = _run(["tour", "--schemes", "graph_assignment_code,bibd_code"], capsys)
+    assert rc == 0 and "approx: worst" not in out and "|err|^2/|g|^2" in out
+    lines = [ln for ln in out.splitlines() if ln.startswith(("graph_assignment_code", "bibd_code"))]
+    assert len(lines) == 5
+    for ln in lines:
+        if " no " in ln and "theorem: Kadhe" not in ln:                   # searched: a lower bound, labelled
+            assert ">= " in ln and "search: " in ln and "<= " in ln and "proven" not in ln
+        else:
+            assert "= " in ln and ">= " not in ln and "proven" in ln
+    big = next(ln for ln in lines if ln.startswith("graph_assignment_code  120"))
+    assert ">= 0.05 " in big and "<= 0.1 " in big and "theorem: Glasgow & Wootters 2021" in big   # sqrt(2)^2 / 40
+    rc, out, _ = _run(["tour", "--schemes", "graph_assignment_code", "--json"], capsys)
+    rows = json.loads(out)
+    assert [r["proven"] for r in rows] == [True, False]
+    assert rows[1]["lower_source"].startswith("search: ") and rows[1]["worst_lower"] ** 2 == pytest.approx(2.0)
+    assert rows[1]["relative_worst_upper"] == pytest.approx(0.1) and rows[1]["result"] == "bounded"

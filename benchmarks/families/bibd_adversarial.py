@@ -54,7 +54,7 @@ def measure(code: gc.LinearCode, s: int, decoder: str | None = None) -> tuple[fl
     """Worst and mean normalised squared error over the sets of ``s`` stragglers, and whether exhaustive."""
     rep = gc.worst_case_error(code, s, decoder=decoder, limit=20_000, samples=400, search_steps=5, neighbours=48,
                               rng=0)
-    return rep.worst_error ** 2 / code.k, rep.average_error ** 2 / code.k, rep.exhaustive
+    return rep.worst_lower ** 2 / code.k, rep.average_error ** 2 / code.k, rep.exhaustive
 
 
 def fmt(x: float, exhaustive: bool) -> str:

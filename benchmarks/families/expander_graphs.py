@@ -124,7 +124,7 @@ def adversarial_table(cs, ps, samples, seed) -> list[str]:
                 s = max(1, int(round(p * code.n)))
                 rep = gc.worst_case_error(code, s, decoder=d, samples=samples, rng=seed, search_steps=5,
                                           neighbours=32)
-                worst = rep.worst_error ** 2 / code.k
+                worst = rep.worst_lower ** 2 / code.k
                 if isinstance(code, gc.GraphAssignmentCode):     # the isolating adversary of Glasgow & Wootters
                     worst = max(worst, float(rel_sq(code, isolating_adversary(code, s)[None], d)[0]))
                 bound = getattr(code, "spectral_bound", None)

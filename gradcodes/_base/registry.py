@@ -24,8 +24,9 @@ class Expect:
     results : frozenset of str
         The acceptable results: verdicts of :func:`gradcodes.verify` or :func:`gradcodes.verify_tree` (``"ok"``,
         ``"exact"``, ``"unproven"``, ``"FAILS"``, ``"inaccurate"``, ...), ``"unbiased"`` / ``"BIASED"`` for
-        approximate codes judged under random stragglers, ``"within bound"`` / ``"bound violated"`` /
-        ``"measured"`` for approximate codes judged by their worst straggler set.
+        approximate codes judged under random stragglers, ``"proven"`` / ``"bounded"`` / ``"lower bound only"`` /
+        ``"bound violated"`` for approximate codes judged by their worst straggler set
+        (``ApproximationReport.result``).
     reason : str
         Why these results are expected (shown for demonstration rows and for unexpected results).
     demonstration : bool
@@ -54,7 +55,8 @@ DEFAULT_EXPECT: dict[str, Expect] = {
     "exact": Expect(frozenset({"ok", "exact"}), "a proven exact code"),
     "tree": Expect(frozenset({"ok", "exact"}), "a proven tree code"),
     "partial": Expect(frozenset({"ok", "exact"}), "a per-chunk protocol proven over every chunk-arrival pattern"),
-    "adversarial": Expect(frozenset({"within bound", "measured"}), "worst error within the code's own bound"),
+    "adversarial": Expect(frozenset({"proven", "bounded", "lower bound only"}),
+                          "worst error proven, or a lower bound found by search under a certified upper bound"),
     "approximate": Expect(frozenset({"unbiased"}), "an unbiased approximate code"),
 }
 #: A row too large to enumerate within the verifier's time budget on every machine: proven or sampled.

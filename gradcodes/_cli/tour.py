@@ -41,8 +41,8 @@ def typed_row(report: Any) -> dict[str, Any]:
     """The typed data of one tour row (numbers, booleans, ``None``; snake_case keys), from its report.
 
     ``result`` is the verdict for exact and tree codes, ``"unbiased"`` / ``"BIASED"`` for approximate codes judged
-    under random stragglers, and ``"within bound"`` / ``"bound violated"`` / ``"measured"`` (no bound) for
-    approximate codes judged by their worst straggler set.
+    under random stragglers, and ``"proven"`` / ``"bounded"`` / ``"lower bound only"`` / ``"bound violated"`` for
+    approximate codes judged by their worst straggler set (errors relative to ``|g|^2 = k m``: ``relative_*``).
     """
     if hasattr(report, "verdict"):                      # VerifyReport, TreeVerifyReport, BlockVerifyReport
         return {"n": report.n, "s": report.s, "m": report.m, "k": report.k, "load": _num(report.load),
@@ -62,14 +62,18 @@ def typed_row(report: Any) -> dict[str, Any]:
                 "expected_error_stderr": _num(report.expected_error_stderr),
                 "relative_error": _num(report.relative_error),
                 "relative_bias": float(report.bias_norm) / math.sqrt(norm2) if norm2 else None}
-    if hasattr(report, "worst_error"):                  # ApproximationReport (worst straggler set)
-        bound = None if report.bound is None else float(report.bound)
-        result = ("measured" if bound is None
-                  else "within bound" if report.worst_error <= bound * (1 + 1e-9) else "bound violated")
+    if hasattr(report, "worst_lower"):                  # ApproximationReport (worst straggler set)
+        norm2 = float(report.norm2)
+        upper = None if not math.isfinite(report.worst_upper) else float(report.worst_upper)
         return {"n": report.n, "s": report.s, "load": _num(report.load), "patterns_checked": report.patterns_checked,
                 "patterns_total": _num(report.patterns_total), "exhaustive": bool(report.exhaustive),
-                "result": result, "worst_error": _num(report.worst_error), "average_error": _num(report.average_error),
-                "bound": bound}
+                "result": report.result, "proven": bool(report.proven),
+                "worst_lower": _num(report.worst_lower), "lower_source": report.lower_source,
+                "worst_upper": upper, "upper_source": report.upper_source,
+                "relative_worst_lower": report.worst_lower ** 2 / norm2,
+                "relative_worst_upper": None if upper is None else upper ** 2 / norm2,
+                "average_error": _num(report.average_error),
+                "relative_mean_squared_error": report.mean_squared_error / norm2}
     raise GradcodesTypeError(f"no tour data for a {type(report).__name__}")
 
 
@@ -177,6 +181,9 @@ _KIND_TITLES = {
             "unproven = sampled, not a proof)",
     "partial": "Partial-straggler protocols: a message per finished chunk (rows are messages), recovery from every "
                "admitted chunk-arrival pattern (ok/exact = proven)",
-    "adversarial": "Approximate codes: worst-case and mean error over every set of s stragglers",
-    "approximate": "Approximate codes: expected error and bias under random stragglers",
+    "adversarial": "Approximate codes: worst-case error over the sets of s stragglers, |err|^2/|g|^2 = ||A_F B - E||^2 "
+                   "/ (k m) ('= x' proven: every set or a theorem; '>= x' a lower bound found by search, not the worst "
+                   "case; '<= y' a certified upper bound; 'how' and 'upper from' say how each was obtained)",
+    "approximate": "Approximate codes: expected error and bias under random stragglers, E|err|^2/|g|^2 (the same "
+                   "normalisation)",
 }

@@ -44,6 +44,7 @@ from .._core.decoders import Decoder
 from .._core.fields import RationalField
 from .._core.sparse import owned, use_sparse
 from .._io.files import REBUILDERS
+from .._verify.approx_adversaries import UpperBound, partition_holders, register_adversaries, register_upper_bound
 from .._verify.approx_eval import FixedWeightDecoder, evaluate_approximate, probability_list, straggle_probabilities
 from .._verify.approx_worst import worst_case_error
 
@@ -172,6 +173,7 @@ class BIBDDecoder(Decoder):
     name = "optimal"
     description = "closed form: u_F = K r / (r - λ + λ|F|) on the responders (least squares)"
     deterministic = True
+    least_squares = True
 
     def __init__(self, r: int, block_size: int, lam: int) -> None:
         self.r, self.block_size, self.lam = int(r), int(block_size), int(lam)
@@ -220,8 +222,8 @@ class BIBDCode(ApproximateCode):
     def spectral_bound(self, s: int) -> float:
         """The optimal decoder's error with ``s`` stragglers, the same for every set: ``sqrt(squared_error(s))``.
 
-        (The name is the one :func:`gradcodes.worst_case_error` reads for a code's own bound; here it is attained
-        by every straggler set.)
+        (The name is the one of the other families' bounds; here it is attained by every straggler set, and
+        :func:`gradcodes.worst_case_error` reports it as the proven worst case.)
         """
         e = self.squared_error(s)
         return math.sqrt(e.numerator / e.denominator) if e else 0.0
@@ -296,7 +298,7 @@ def bibd_code(design: Any = "projective_plane", q: int | None = None, *, s: int 
     >>> code.squared_error(2)                                           # 7 - 5*9/7, for every pair
     Fraction(4, 7)
     >>> rep = gc.worst_case_error(code, 2)
-    >>> rep.exhaustive, round(rep.worst_error ** 2, 12), round(rep.average_error ** 2, 12)
+    >>> rep.exhaustive, round(rep.worst_lower ** 2, 12), round(rep.average_error ** 2, 12)
     (True, 0.571428571429, 0.571428571429)
     """
     check_choice("field", field, ("real", "rational"))
@@ -407,7 +409,17 @@ def _rebuild_sgc(design: Any, p: Any, q: int | None = None, **_: Any) -> Approxi
     return stochastic_bibd(design, q, p=p)
 
 
+def _bibd_upper(code: Any, s: int, dec: Any) -> UpperBound | None:
+    """Kadhe et al. (2019): the least-squares error is the same for every set of ``s`` stragglers (attained)."""
+    if dec.name not in ("optimal", "lstsq"):
+        return None
+    return UpperBound(code.spectral_bound(s), "theorem: Kadhe et al. 2019 closed form: b - f r^2/(r - λ + λ f), "
+                      "the same for every straggler set (a BIBD, least-squares decoding)", attained=True)
+
+
 REBUILDERS.update(bibd_code=_rebuild, stochastic_bibd=_rebuild_sgc)
+register_adversaries("bibd_code", partition_holders)
+register_upper_bound("bibd_code", _bibd_upper)
 register(Scheme(
     "bibd_code", _build,
     "Kadhe et al. BIBD code: workers = points, partitions = blocks of PG(2,q) / AG(2,q); the same error for "

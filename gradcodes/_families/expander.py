@@ -35,6 +35,7 @@ from .._base.registry import Scheme, register
 from .._base.validate import SEED_UNSET, check_entries, check_int, check_rng, rng_param, take_rng
 from .._core.code import ApproximateCode
 from .._io.files import REBUILDERS
+from .._verify.approx_adversaries import UpperBound, register_adversaries, register_upper_bound, worker_balls
 from .._verify.approx_worst import (
     ApproximationReport,
     FixedDecoder,
@@ -319,7 +320,7 @@ def expander_code(n: int, degree: int, graph: Any = "random", *, rng: RNGLike = 
     >>> bool(err <= code.spectral_bound(2))
     True
     >>> rep = gc.worst_case_error(code, 2)
-    >>> rep.exhaustive, rep.patterns_checked, bool(rep.worst_error <= code.spectral_bound(2))
+    >>> rep.exhaustive, rep.patterns_checked, bool(rep.worst_lower <= code.spectral_bound(2))
     (True, 45, True)
     """
     n = check_int("n", n, 2)
@@ -404,7 +405,31 @@ def _rebuild(n: int, degree: int, field: str = "real", rng: int | None = None, g
                          field=field)
 
 
+def lapack_margin(n: int, scale: float) -> float:
+    """A safe margin on an eigen- or singular value computed by LAPACK for an ``n x n`` matrix of norm ``scale``:
+    ``1e-13 n scale``, hundreds of times the backward error ``O(n eps ||A||)`` of a symmetric eigensolver or SVD
+    (eigenvalues of a symmetric matrix move by at most the norm of the perturbation: Weyl's inequality)."""
+    return 1e-13 * n * scale
+
+
+def spectral_upper(code: Any, s: int, dec: Any) -> UpperBound | None:
+    """The spectral bound of Raviv et al. (2018) for the fixed decoder, hence for the optimal ones (they are never
+    worse); ``λ`` of the Margulis graph is Gabber & Galil's ``5 sqrt(2)``, else LAPACK's plus a margin."""
+    if not isinstance(dec, (OptimalDecoder, FixedDecoder)) and dec.name != "lstsq":
+        return None
+    n, d = code.n, code.degree
+    exact_lam = code.family == "margulis_code"
+    lam = code.spectral_lambda if exact_lam else code.spectral_lambda + lapack_margin(n, d)
+    how = ("λ <= 5 sqrt(2), Gabber & Galil 1981 (Hoory, Linial & Wigderson 2006, Thm 8.1)" if exact_lam
+           else f"λ = {lam:.6g} = LAPACK eigenvalue + margin")
+    return UpperBound(lam / d * math.sqrt(n * s / (n - s)),
+                      f"theorem: Raviv et al. 2018 spectral bound: (λ/d) sqrt(n s/(n-s)) for a d-regular graph, "
+                      f"fixed decoder and therefore optimal ({how})")
+
+
 REBUILDERS.update(expander_code=_rebuild)
+register_adversaries("expander_code", worker_balls)
+register_upper_bound("expander_code", spectral_upper)
 register(Scheme("expander_code", lambda n, degree=3, s=1, seed=0: expander_code(n, degree, rng=seed, s=s),
                 "Raviv et al. approximate code B = A_G/d of a random d-regular graph (load d; worst/mean error)",
                 tour=({"n": 10, "degree": 3, "s": 2}, {"n": 50, "degree": 6, "s": 5},

@@ -53,8 +53,9 @@ from .._core.code import ApproximateCode, LinearCode
 from .._core.decoders import Decoder
 from .._core.fields import RationalField
 from .._io.files import REBUILDERS
+from .._verify.approx_adversaries import UpperBound, register_adversaries, register_upper_bound, worker_balls
 from .._verify.approx_worst import FixedDecoder, OptimalDecoder, worst_case_error
-from .expander import ExpanderCode, random_regular_graph
+from .expander import ExpanderCode, lapack_margin, random_regular_graph, spectral_upper
 
 __all__ = ["margulis_gabber_galil_graph", "margulis_code", "random_biregular_graph", "bipartite_expander_code",
            "BipartiteExpanderCode", "graph_assignment_code", "GraphAssignmentCode", "ComponentDecoder",
@@ -157,7 +158,7 @@ def margulis_code(N: int, *, s: int | None = None, field: str = "real") -> Expan
     >>> code.n, code.load, float(code.B.sum(axis=0).max())      # loops and multiple edges: load 6 < 8 here
     (16, 6, 1.0)
     >>> rep = gc.worst_case_error(code, decoder="fixed")
-    >>> rep.exhaustive, bool(rep.worst_error <= code.spectral_bound(2))
+    >>> rep.exhaustive, bool(rep.worst_lower <= code.spectral_bound(2))
     (True, True)
     """
     N = check_int("N", N, 2, 10_000)
@@ -519,6 +520,7 @@ class ComponentDecoder(Decoder):
 
     name = "components"
     exact = True
+    least_squares = True
     description = "optimal decoding by connected components (Glasgow & Wootters)"
 
     def matrices(self, code: LinearCode, mask: np.ndarray) -> Any:
@@ -589,6 +591,41 @@ def _rebuild_bipartite(n: int, k: int, degree: int, graph: Any = "random", field
 REBUILDERS.update(margulis_code=lambda N, field="real", s=None, **_: margulis_code(N, s=s, field=field),
                   bipartite_expander_code=_rebuild_bipartite, graph_assignment_code=_rebuild_graph_assignment)
 
+
+
+def _bipartite_upper(code: Any, s: int, dec: Any) -> UpperBound | None:
+    """Raviv et al. (2020, §5): ``(σ_2 / r) sqrt(n s / (n - s))``, fixed decoder and therefore optimal."""
+    if not isinstance(dec, (OptimalDecoder, FixedDecoder)) and dec.name != "lstsq":
+        return None
+    r = code.partition_degree
+    sigma = code.second_singular_value() + lapack_margin(max(code.n, code.k), math.sqrt(code.degree * r))
+    return UpperBound(sigma / r * math.sqrt(code.n * s / (code.n - s)),
+                      f"theorem: Raviv et al. 2020 bipartite spectral bound: (σ_2/r) sqrt(n s/(n-s)), fixed decoder "
+                      f"and therefore optimal (σ_2 = {sigma:.6g} = LAPACK singular value + margin)")
+
+
+def _graph_assignment_upper(code: Any, s: int, dec: Any) -> UpperBound | None:
+    r"""``sqrt(min(k, floor(2 s / d)))`` for the optimal decoders of a graph assignment code.
+
+    By Glasgow & Wootters' closed form the optimal squared error is ``sum (|L| - |R|)^2 / (|L| + |R|)`` over the
+    bipartite components of the surviving edges, ``x_C = |L| - |R| >= 0`` with ``x_C <= |L| + |R|``, so it is at
+    most ``sum x_C``. In such a component no surviving edge joins two vertices of ``L`` (nor is a loop), so at most
+    ``d |R|`` of the ``d |L|`` edge ends at ``L`` survive and at least ``d x_C`` are ends of straggling edges;
+    ``s`` stragglers have ``2 s`` ends, hence ``d sum x_C <= 2 s``. The error is also at most ``sqrt(k)`` (``u = 0``).
+    """
+    if dec.name not in ("components", "optimal", "lstsq"):
+        return None
+    return UpperBound(math.sqrt(min(code.k, (2 * s) // code.degree)),
+                      "theorem: Glasgow & Wootters 2021 components: optimal error^2 <= floor(2 s/d) for a d-regular "
+                      "graph assignment code (from their §IV closed form: each bipartite component costs d (|L|-|R|) "
+                      "straggling edge ends)")
+
+
+register_adversaries("margulis_code", worker_balls)
+register_upper_bound("margulis_code", spectral_upper)
+register_adversaries("bipartite_expander_code", worker_balls)
+register_upper_bound("bipartite_expander_code", _bipartite_upper)
+register_upper_bound("graph_assignment_code", _graph_assignment_upper)
 
 
 def _evaluate(code: LinearCode) -> Any:

@@ -36,6 +36,7 @@ from .._core.code import ApproximateCode
 from .._core.fields import RationalField, field_for
 from .._core.straggle import _scenario
 from .._io.files import REBUILDERS
+from .._verify.approx_adversaries import heaviest_rows, register_adversaries
 from .._verify.approx_eval import (
     FixedWeightDecoder,
     evaluate_approximate,
@@ -401,6 +402,7 @@ def _build(n: int | None = None, k: int | None = None, p: Any = None, tau: float
 
 
 REBUILDERS.update(heterogeneous=heterogeneous)
+register_adversaries("heterogeneous", heaviest_rows)
 register(Scheme(
     "heterogeneous", _build,
     "Song & Choi optimal unbiased approximate code for heterogeneous straggle probabilities p (NW/I/II); "

@@ -43,6 +43,14 @@ from .._base.validate import check_entries, check_int
 from .._core.code import ApproximateCode, LinearCode
 from .._core.sparse import is_scipy_sparse, owned, use_sparse
 from .._io.files import REBUILDERS
+from .._verify.approx_adversaries import (
+    UpperBound,
+    pad,
+    partition_holders,
+    register_adversaries,
+    register_upper_bound,
+    structured_sets,
+)
 from .._verify.approx_worst import OptimalDecoder, worst_case_error
 
 __all__ = ["ProductCode", "product_code"]
@@ -218,7 +226,35 @@ def _build(q: int = 2, s: int = 2) -> ProductCode:
     return product_code(bibd_code("projective_plane", q), bibd_code("projective_plane", q), s=s)
 
 
+def factor_rows(code: Any, s: int) -> Any:
+    """Every worker of whole factor rows: ``S_1 x [n_2]`` for structured sets ``S_1`` of the first factor with
+    ``|S_1| = s // n_2`` (and the same with the factors exchanged), completed by the next factor row's workers."""
+    n1, n2 = code.first.n, code.second.n
+    for factor, other, t, idx in ((code.first, n2, s // n2, lambda a, b: a * n2 + b),
+                                  (code.second, n1, s // n1, lambda a, b: b * n2 + a)):
+        if t < 1 or t > factor.n - 1:
+            continue
+        sets, _ = structured_sets(factor, t, 32)
+        for S1 in sets:
+            S = np.array([idx(a, b) for a in S1.tolist() for b in range(other)], dtype=np.int64)
+            nxt = next((a for a in range(factor.n) if a not in set(S1.tolist())), None)
+            prefer = None if nxt is None else np.array([idx(nxt, b) for b in range(other)], dtype=np.int64)
+            yield pad(S, s, code.n, prefer)
+
+
+def _product_upper(code: Any, s: int, dec: Any) -> UpperBound | None:
+    """:meth:`ProductCode.spectral_bound` (least-squares decoders), with a relative margin of 1e-9 for the factors'
+    floating-point bounds."""
+    if dec.name not in ("optimal", "lstsq"):
+        return None
+    return UpperBound(code.spectral_bound(s) * (1 + 1e-9),
+                      "theorem: Sakorikar & Wang 2021 product bound: k1 k2 - (k1 - e1(s))(k2 - e2(0)) "
+                      "from the factors' certified bounds (the optimal error grows when responders are removed)")
+
+
 REBUILDERS.update(product_code=_rebuild)
+register_adversaries("product_code", partition_holders, factor_rows)
+register_upper_bound("product_code", _product_upper)
 register(Scheme(
     "product_code", _build,
     "Sakorikar & Wang product code: the Kronecker product of two BIBD codes PG(2,q) x PG(2,q) (n = (q^2+q+1)^2, "

@@ -30,6 +30,7 @@ from .._core.fields import as_matrix, field_for, solve_left
 from .._core.group_decoder import GroupDecoder
 from .._core.sparse import csr_from_rows, use_sparse
 from .._io.files import REBUILDERS
+from .._verify.approx_adversaries import partition_holders, register_adversaries
 from ._refine import exact_last_column, refine_rows
 
 __all__ = ["uncoded", "fractional_repetition", "cyclic_repetition", "GroupDecoder"]
@@ -279,6 +280,9 @@ def cyclic_repetition(n: int, s: int, k: int | None = None, *, rng: RNGLike = No
 
 
 REBUILDERS.update(uncoded=uncoded, fractional_repetition=fractional_repetition)
+# beyond their s stragglers (gradcodes.worst_case_error), these codes lose whole partitions: every copy of a block
+register_adversaries("fractional_repetition", partition_holders)
+register_adversaries("cyclic_repetition", partition_holders)
 # The tour's intended failures: the random H of Tandon et al. loses digits on a few straggler sets at these sizes
 _CYCLIC_DEMO = Expect(frozenset({"FAILS", "inaccurate", "unproven"}),
                       "demonstration: Tandon et al.'s random cyclic code (seed 0) has straggler sets whose predicted "

@@ -27,7 +27,7 @@ import numpy as np
 
 from .._base.aliases import ArrayLike, MatrixLike, ProbabilitiesLike, RNGLike, Unset
 from .._base.errors import GradcodesTypeError, GradcodesValueError
-from .._base.validate import SEED_UNSET, check_int, check_rng, check_size, renamed_keyword, take_rng
+from .._base.validate import SEED_UNSET, check_int, check_real, check_rng, check_size, renamed_keyword, take_rng
 from .._core.code import LinearCode
 from .._core.decoders import Decoder
 from .._core.fields import RationalField, field_for
@@ -39,6 +39,7 @@ from .._core.straggle import (
 )
 from .approx_report import ApproxReport
 from .bounds import min_load_heterogeneous
+from .engine import Clock
 
 __all__ = [
     "ApproxReport",
@@ -296,7 +297,8 @@ def closed_form_error(code: LinearCode, gradients: MatrixLike | None = None, *, 
 def evaluate_approximate(code: LinearCode, gradients: MatrixLike | None = None, *, p: ProbabilitiesLike | None = None,
                          decoder: str | Decoder | None = None,
                          method: str = "auto", samples: int = 20000, rng: RNGLike = None, batch_size: int = 4096,
-                         max_enumerate: int = MAX_ENUMERATE, seed: RNGLike | Unset = SEED_UNSET) -> ApproxReport:
+                         max_enumerate: int = MAX_ENUMERATE, time_budget: float | None = None,
+                         progress: bool | None = None, seed: RNGLike | Unset = SEED_UNSET) -> ApproxReport:
     r"""Expected squared error and bias of an approximate code under independent random stragglers.
 
     Worker ``i`` straggles with probability ``p_i`` independently. For every response pattern ``R`` the
@@ -332,6 +334,14 @@ def evaluate_approximate(code: LinearCode, gradients: MatrixLike | None = None, 
         deprecated former keyword).
     max_enumerate : int
         Largest ``n`` that ``"auto"`` enumerates, ``0 <= max_enumerate <= 24``.
+    time_budget : float, optional
+        Seconds (``>= 0``; the clock of :func:`gradcodes.verify`). An enumeration that the rate of its first batches
+        predicts to overrun it is abandoned for Monte Carlo over the time left, and Monte Carlo stops when it runs
+        out, with the estimate of the samples drawn so far (``patterns``; ``budget_exhausted`` and ``notes`` say
+        so; at least one batch is drawn). The result then depends on the machine's speed.
+    progress : bool, optional
+        Progress on stderr (tqdm on a terminal, a line every 10 s otherwise); default: when the run is predicted
+        to take more than 10 s.
 
     Returns
     -------
@@ -354,6 +364,11 @@ def evaluate_approximate(code: LinearCode, gradients: MatrixLike | None = None, 
     samples = check_int("samples", samples, 2)
     batch = check_int("batch_size", batch_size, 1, 1 << 20)  # bounds the (batch, n) masks and (batch, m, k) residuals
     max_enumerate = check_int("max_enumerate", max_enumerate, 0, MAX_ENUMERATE_HARD)
+    budget = None if time_budget is None else check_real("time_budget", time_budget, 0)
+    if progress is not None and not isinstance(progress, bool):
+        raise GradcodesTypeError(f"progress must be a bool or None, got {type(progress).__name__}")
+    notes: list[str] = []
+    ran_out = False
     rng = take_rng(rng, seed)
     gen = check_rng(rng)
     n = code.n
@@ -411,30 +426,69 @@ def evaluate_approximate(code: LinearCode, gradients: MatrixLike | None = None, 
         total = 1 << n
         err = Fraction(0) if exact else 0.0
         bias = field_for(exact).zeros(target.shape)
-        for start in range(0, total, batch):
-            mask = _masks(start, min(total, start + batch), n)
-            probs = np.where(mask, (1 - pp)[None, :], pp[None, :]).prod(axis=1)
-            RG = residuals(mask)
-            err = err + (probs * (RG * RG).sum(axis=(1, 2))).sum()
-            bias = bias + np.tensordot(probs, RG, axes=(0, 0))
+        clock = Clock(total, progress if progress is not None else (False if budget is not None else None),
+                      f"evaluate_approximate({n} workers)", "patterns")
+        start = piece = 0
+        try:
+            while start < total:
+                piece = min(batch, max(64, 2 * piece)) if budget is not None else batch
+                mask = _masks(start, min(total, start + piece), n)
+                probs = np.where(mask, (1 - pp)[None, :], pp[None, :]).prod(axis=1)
+                RG = residuals(mask)
+                err = err + (probs * (RG * RG).sum(axis=(1, 2))).sum()
+                bias = bias + np.tensordot(probs, RG, axes=(0, 0))
+                start += mask.shape[0]
+                clock.update(mask.shape[0])
+                if budget is not None and start < total and clock.over_budget(budget):
+                    break
+        finally:
+            clock.close()
         patterns = total
-    else:
+        if start < total:                     # abandoned: Monte Carlo over the time left (float arithmetic)
+            notes.append(f"enumerating 2^{n} = {total:,} patterns would take about "
+                         f"{clock.predicted() + time.perf_counter() - clock.start:.3g} s > time_budget = {budget:g} s: "
+                         f"Monte Carlo instead")
+            method, exact = "montecarlo", False
+            pp, G = _as_float(pp, G)
+            B, E = _B(code, False), _E(code, False)
+            target = E if G is None else E @ G
+            g2 = (target * target).sum()
+    if method == "montecarlo":
         # sums of (x - K) and (x - K)^2 with K the first batch's mean: the variance does not cancel catastrophically
         s1 = s2 = 0.0
         b1 = np.zeros(target.shape)
         b2 = np.zeros(target.shape)
-        for done in range(0, samples, batch):
-            mask = gen.random((min(batch, samples - done), n)) >= pp[None, :]
-            RG = residuals(mask)
-            e = (RG * RG).sum(axis=(1, 2))
-            if done == 0:
-                ke, kb = e.mean(), RG.mean(axis=0)
-            e, RG = e - ke, RG - kb
-            s1 += e.sum()
-            s2 += (e * e).sum()
-            b1 += RG.sum(axis=0)
-            b2 += (RG * RG).sum(axis=0)
-        N = patterns = samples
+        deadline = None if budget is None else t0 + budget
+        clock = Clock(samples, progress if progress is not None else (False if budget is not None and budget <= 10
+                                                                      else None),
+                      f"evaluate_approximate({n} workers) Monte Carlo", "samples")
+        done = piece = 0
+        mc_start = time.perf_counter()
+        try:
+            while done < samples:
+                piece = min(batch, max(64, 2 * piece)) if budget is not None else batch
+                if deadline is not None and done:          # no piece that the rate so far says would overrun
+                    per = (time.perf_counter() - mc_start) / done
+                    piece = max(2, min(piece, int((deadline - time.perf_counter()) / per))) if per > 0 else piece
+                mask = gen.random((min(piece, samples - done), n)) >= pp[None, :]
+                RG = residuals(mask)
+                e = (RG * RG).sum(axis=(1, 2))
+                if done == 0:
+                    ke, kb = e.mean(), RG.mean(axis=0)
+                e, RG = e - ke, RG - kb
+                s1 += e.sum()
+                s2 += (e * e).sum()
+                b1 += RG.sum(axis=0)
+                b2 += (RG * RG).sum(axis=0)
+                done += mask.shape[0]
+                clock.update(mask.shape[0])
+                if deadline is not None and done < samples and time.perf_counter() > deadline and done >= 2:
+                    ran_out = True
+                    notes.append(f"time_budget = {budget:g} s ran out after {done:,} of {samples:,} samples")
+                    break
+        finally:
+            clock.close()
+        N = patterns = done
         err = ke + s1 / N
         err_se = math.sqrt(max(s2 - s1 * s1 / N, 0.0) / (N - 1) / N)
         bias = kb + b1 / N
@@ -464,5 +518,5 @@ def evaluate_approximate(code: LinearCode, gradients: MatrixLike | None = None, 
         load=int(nz.sum(axis=1).max()), load_lower_bound=bound, meets_lower_bound=bool(rep <= bound),
         min_coefficient=Bc.min(), gradient_norm2=g2,
         seed=int(rng) if isinstance(rng, numbers.Integral) and method == "montecarlo" else None,
-        seconds=time.perf_counter() - t0,
+        seconds=time.perf_counter() - t0, notes=notes, budget_exhausted=ran_out,
     )

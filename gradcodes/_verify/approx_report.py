@@ -1,4 +1,12 @@
-"""The report of :func:`gradcodes.evaluate_approximate`: expected error and bias of an approximate code."""
+"""The reports of approximate codes: ``ApproxReport`` (:func:`gradcodes.evaluate_approximate`, expected error and
+bias under random stragglers) and ``ApproximationReport`` (:func:`gradcodes.worst_case_error`, the worst straggler
+set as a proven value or as a lower and an upper bound).
+
+Both print errors relative to the same quantity: the squared error of the decoded sum divided by the squared norm
+of the true sum, ``|err|^2/|g|^2``. With orthonormal gradients (``g_j = e_j``, the convention of both reports)
+``|g|^2 = ||E||_F^2 = k m``, so a worst-case error ``||A_F B - E||_2`` reads ``||A_F B - E||^2 / (k m)``: rows with
+different numbers of partitions are comparable, and comparable with the expected error ``E|err|^2/|g|^2``.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["ApproxReport"]
+__all__ = ["ApproxReport", "ApproximationReport"]
 
 
 @dataclass
@@ -50,6 +58,10 @@ class ApproxReport:
         Smallest entry of ``B`` (negative entries void the bounded-gradient bound).
     gradient_norm2 : float or Fraction
         ``||g||^2`` of the gradients used.
+    notes : list of str
+        How a ``time_budget`` changed the method or cut the sampling.
+    budget_exhausted : bool
+        The ``time_budget`` ran out (the Monte Carlo estimate is over ``patterns`` samples, fewer than asked).
     """
 
     code_name: str
@@ -78,6 +90,8 @@ class ApproxReport:
     seed: int | None = None
     seconds: float = 0.0
     extra: dict = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    budget_exhausted: bool = False
 
     def _rel_text(self, digits: int = 4) -> str:
         if self.relative_error is None:
@@ -136,5 +150,159 @@ class ApproxReport:
         if float(self.min_coefficient) < 0:
             lines.append(f"  min coefficient = {float(self.min_coefficient):.4g} (negative)")
         lines.append(f"  {self.seconds:.3f} s")
+        lines.extend(f"  note: {x}" for x in self.notes)
         return "\n".join(lines)
 
+
+
+def _rel(x: float, norm2: float) -> str:
+    return "-" if not math.isfinite(x) else f"{x * x / norm2:.3g}"
+
+
+@dataclass
+class ApproximationReport:
+    """The worst error of an approximate code over the sets of ``s`` stragglers: proven, or a lower and an upper bound.
+
+    Errors are ``||A_F B - E||_2`` (the error of the decoded sum per unit of ``||G||_2``, as
+    :func:`gradcodes.approximation_error`); printed tables divide their squares by ``norm2 = ||E||_F^2 = k m``
+    (``|err|^2/|g|^2`` with orthonormal gradients, the normalisation of :class:`gradcodes.ApproxReport` too).
+
+    Attributes
+    ----------
+    worst_lower : float
+        The largest error of the sets evaluated (``worst_responders`` is that set): a lower bound on the worst case,
+        equal to it when ``proven``.
+    lower_source : str
+        How it was found: ``"exhaustive (N sets)"``, ``"theorem: ..."`` or ``"search: structured+random+greedy (N
+        sets)"`` (with ``"time_budget ran out"`` when the budget stopped it).
+    worst_upper : float
+        A certified upper bound on the worst case (``inf`` when there is none): every set was evaluated, or a
+        theorem of the code's family (``upper_source`` cites it with its conditions), or the trivial bound of
+        least-squares decoders.
+    upper_source : str
+        How the upper bound is proven (``"none"`` when there is none).
+    proven : bool
+        The worst case is known exactly: every set was evaluated, or a theorem gives the value and a set attaining
+        it (``worst_lower == worst_upper``).
+    average_error, average_stderr : float
+        Mean of ``||A_F B - E||_2`` over every set (``exhaustive``) or over uniformly random sets (then with its
+        standard error); ``mean_squared_error`` is the mean of the squares.
+    strategies : dict
+        Sets evaluated per strategy (``exhaustive``, ``lexicographic prefix``, ``structured:<adversary>``, ``random``,
+        ``greedy``).
+    notes : list of str
+        Why the result is not exhaustive, and whether a time budget stopped it.
+    """
+
+    name: str
+    n: int
+    s: int
+    decoder: str
+    exhaustive: bool
+    patterns_checked: int
+    patterns_total: int
+    worst_lower: float
+    lower_source: str
+    worst_responders: tuple[int, ...]
+    worst_upper: float
+    upper_source: str
+    proven: bool
+    average_error: float
+    average_stderr: float
+    mean_squared_error: float
+    norm2: float
+    load: int
+    seconds: float
+    strategies: dict[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    budget_exhausted: bool = False
+
+    @property
+    def worst(self) -> float | None:
+        """The worst error when it is proven (every set, or an attained theorem), else ``None``."""
+        return self.worst_lower if self.proven else None
+
+    @property
+    def bound_holds(self) -> bool:
+        """``worst_lower <= worst_upper`` up to rounding (False means a bug in a theorem's implementation)."""
+        return self.worst_lower <= self.worst_upper * (1 + 1e-9) + 1e-12
+
+    @property
+    def worst_error(self) -> float:
+        """Deprecated: ``worst_lower`` (a lower bound unless ``proven``; ``worst`` is the proven value)."""
+        import warnings
+
+        warnings.warn("ApproximationReport.worst_error is deprecated: use worst_lower (a lower bound unless proven), "
+                      "worst (the proven value or None) and worst_upper", DeprecationWarning, stacklevel=2)
+        return self.worst_lower
+
+    @property
+    def bound(self) -> float | None:
+        """Deprecated: ``worst_upper`` (``None`` when it is infinite)."""
+        import warnings
+
+        warnings.warn("ApproximationReport.bound is deprecated: use worst_upper and upper_source", DeprecationWarning,
+                      stacklevel=2)
+        return self.worst_upper if math.isfinite(self.worst_upper) else None
+
+    def relative(self, error: float) -> float:
+        """``error^2 / ||E||_F^2``: an error ``||A_F B - E||_2`` relative to the true sum, squared."""
+        return error * error / self.norm2
+
+    @property
+    def result(self) -> str:
+        """``"proven"``, ``"bounded"`` (a certified upper bound above the lower one), ``"lower bound only"`` or
+        ``"bound violated"``."""
+        if not self.bound_holds:
+            return "bound violated"
+        if self.proven:
+            return "proven"
+        return "bounded" if math.isfinite(self.worst_upper) else "lower bound only"
+
+    def __str__(self) -> str:
+        k_m = self.norm2
+        lines = [f"{self.name} (n={self.n}, s={self.s}, load={self.load}, decoder={self.decoder}); error "
+                 f"||A_F B - E||_2, relative |err|^2/|g|^2 = error^2/{k_m:g}"]
+        if self.proven:
+            lines.append(f"  worst error   = {self.worst_lower:.4g} (relative {_rel(self.worst_lower, k_m)}): "
+                         f"{self.lower_source}")
+        else:
+            lines.append(f"  worst error  >= {self.worst_lower:.4g} (relative {_rel(self.worst_lower, k_m)}): "
+                         f"{self.lower_source} -- a lower bound, not the worst case")
+            up = "none" if not math.isfinite(self.worst_upper) else f"{self.worst_upper:.4g}"
+            lines.append(f"              <= {up} (relative {_rel(self.worst_upper, k_m)}): {self.upper_source}"
+                         + ("" if self.bound_holds else "  -- VIOLATED"))
+        if self.proven and self.upper_source and not self.exhaustive:
+            lines.append(f"                 upper bound: {self.upper_source}")
+        lines.append(f"  average error {self.average_error:.4g}" + (
+            f" (all {self.patterns_total:,} sets)" if self.exhaustive
+            else f" ± {self.average_stderr:.2g} (random sets)") + f", mean relative "
+            f"{self.mean_squared_error / k_m:.3g}")
+        lines.append(f"  {self.patterns_checked:,} of {self.patterns_total:,} straggler sets evaluated in "
+                     f"{self.seconds:.2f} s")
+        lines.extend(f"  note: {x}" for x in self.notes)
+        return "\n".join(lines)
+
+    def tour_row(self) -> dict[str, Any]:
+        """The columns of ``gradcodes tour`` (errors as ``|err|^2/|g|^2``; ``=`` proven, ``>=`` a lower bound)."""
+        k_m = self.norm2
+        lower = ("= " if self.proven else ">= ") + _rel(self.worst_lower, k_m)
+        upper = ("= " if self.proven else "<= ") + _rel(self.worst_upper, k_m) if math.isfinite(self.worst_upper) \
+            else "none"
+        return {"scheme": self.name, "n": self.n, "s": self.s, "load": self.load,
+                "sets checked": f"{self.patterns_checked:,}", "exhaustive": "yes" if self.exhaustive else "no",
+                "result": self.result,
+                "worst |err|^2/|g|^2": lower, "how": _short(self.lower_source),
+                "upper": upper, "upper from": _short(self.upper_source),
+                "mean |err|^2/|g|^2": f"{self.mean_squared_error / k_m:.2g}", "seconds": f"{self.seconds:.2f}"}
+
+
+def _short(source: str) -> str:
+    """The first two clauses of a source (``"theorem: Kadhe et al. 2019 closed form: b - ..."`` -> ``"theorem:
+    Kadhe et al. 2019 closed form"``; ``"search: structured+random (N sets)"`` -> ``"search: structured+random"``).
+
+    >>> _short("theorem: Kadhe et al. 2019 closed form: b - f r^2/(r - λ + λ f)")
+    'theorem: Kadhe et al. 2019 closed form'
+    """
+    parts = source.split(": ")
+    return ": ".join(parts[:2]).split(" (")[0]

@@ -1,7 +1,9 @@
 r"""The error of approximate gradient codes, shared by every :class:`~gradcodes.ApproximateCode` family: the error
 ``||A_F B - E||_2`` of one responder set (:func:`approximation_error`), the worst over the sets of ``n - s``
-responders (:func:`worst_case_error`, exhaustive or sampled plus local search, with the code's own bound when it has
-one), and the two decoders of approximate codes: *optimal* (least squares on the responders, minimum norm; exact
+responders (:func:`worst_case_error`: every set when they are few, else a lower bound found by the family's
+structured adversaries, random sets and a greedy swap search, next to a certified upper bound from
+``gradcodes/_verify/approx_adversaries.py``), and the two decoders of approximate codes: *optimal* (least squares
+on the responders, minimum norm; exact
 for rational codes) and *fixed* (``u_F = (n/|F|) 1_F``, no solve). Raviv, Tamo, Tandon & Dimakis (2018) define
 both decoders for expander codes; Glasgow & Wootters (2021) study the optimal one.
 """
@@ -11,7 +13,6 @@ from __future__ import annotations
 import itertools
 import math
 import time
-from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
@@ -19,10 +20,13 @@ import numpy as np
 
 from .._base.aliases import Responders, RNGLike, Unset
 from .._base.errors import GradcodesTypeError, GradcodesValueError
-from .._base.validate import SEED_UNSET, check_int, check_rng, check_size
+from .._base.validate import SEED_UNSET, check_int, check_real, check_rng, check_size
 from .._core.code import LinearCode
 from .._core.decoders import Decoder, min_norm_solve
 from .._core.fields import RationalField, solve_left
+from .approx_adversaries import structured_sets, upper_bound
+from .approx_report import ApproximationReport
+from .engine import Clock
 from .search import swap_neighbours
 from .verifier import random_straggler_sets
 
@@ -39,6 +43,7 @@ class OptimalDecoder(Decoder):
 
     name = "optimal"
     description = "least squares on the responders (minimum norm)"
+    least_squares = True
 
     def matrices(self, code: LinearCode, mask: np.ndarray) -> Any:
         b, n = mask.shape
@@ -126,69 +131,49 @@ def approximation_error(code: LinearCode, responders: Responders, decoder: str |
     return float(_errors(code, mask[None], code._decoder(decoder))[0])
 
 
-@dataclass
-class ApproximationReport:
-    """Worst and average error of an approximate code over responder sets with ``s`` stragglers.
+#: the default search's work, in units of one set's cost (see ``_set_cost``): a few seconds of one core
+DEFAULT_WORK = 5e8
+_HOPELESS = 1 << 62
+_POLISH_STARTS = 2
 
-    Attributes
-    ----------
-    worst_error : float
-        Largest ``||A_F B - E||_2`` found (over all sets when ``exhaustive``); ``worst_responders`` is that set.
-    average_error : float
-        Mean error over the checked sets (the exact mean over all ``C(n, s)`` sets when ``exhaustive``, else over
-        uniformly random sets, with standard error ``average_stderr``).
-    bound : float or None
-        The code's own worst-case bound when it provides one (``code.spectral_bound(s)``).
-    """
 
-    name: str
-    n: int
-    s: int
-    decoder: str
-    exhaustive: bool
-    patterns_checked: int
-    patterns_total: int
-    worst_error: float
-    worst_responders: tuple[int, ...]
-    average_error: float
-    average_stderr: float
-    bound: float | None
-    load: int
-    seconds: float
-    strategies: dict[str, int] = field(default_factory=dict)
+def _set_cost(code: LinearCode, dec: Decoder) -> float:
+    """A machine-independent cost of one set's error: ``n k m min(n, k m)`` for a solve, ``n k m`` otherwise."""
+    km = code.k * code.m
+    solve = isinstance(dec, OptimalDecoder) or dec.name in ("lstsq", "nullspace")
+    return float(code.n * km * (min(code.n, km) if solve else 1) + code.n * km)
 
-    def __str__(self) -> str:
-        scope = "all" if self.exhaustive else "searched"
-        lines = [f"{self.name} (n={self.n}, s={self.s}, load={self.load}, decoder={self.decoder})",
-                 f"  worst error   {self.worst_error:.4g} over {scope} {self.patterns_checked:,} of "
-                 f"{self.patterns_total:,} straggler sets",
-                 f"  average error {self.average_error:.4g}" + ("" if self.exhaustive else
-                                                              f" ± {self.average_stderr:.2g} (random sets)")]
-        if self.bound is not None:
-            holds = self.worst_error <= self.bound * (1 + 1e-9)
-            lines.append(f"  bound         {self.bound:.4g} ({'holds' if holds else 'VIOLATED'})")
-        lines.append(f"  time          {self.seconds:.2f} s")
-        return "\n".join(lines)
 
-    def tour_row(self) -> dict[str, Any]:
-        """The columns of ``gradcodes tour``."""
-        return {"scheme": self.name, "n": self.n, "s": self.s, "m": 1, "load / bound": f"{self.load} / -",
-                "sets checked": f"{self.patterns_checked:,}", "exhaustive": "yes" if self.exhaustive else "no",
-                "result": f"approx: worst {self.worst_error:.2g}, mean {self.average_error:.2g}"
-                          + ("" if self.bound is None else f", bound {self.bound:.2g}"),
-                "worst residual": f"{self.worst_error:.1e}", "seconds": f"{self.seconds:.2f}"}
+def _default_counts(code: LinearCode, dec: Decoder, samples: int | None, structured: int | None,
+                    neighbours: int | None, search_steps: int) -> tuple[int, int, int]:
+    """``(samples, structured, neighbours)``: the given ones, the others from the fixed cost model (no clock)."""
+    sets = DEFAULT_WORK / _set_cost(code, dec)
+    if samples is None:
+        samples = int(min(1000, max(50, sets / 2)))
+    if structured is None:
+        structured = int(min(256, max(32, sets / 4)))
+    if neighbours is None:
+        neighbours = int(min(64, max(8, sets / (4 * _POLISH_STARTS * max(1, search_steps)))))
+    return samples, structured, neighbours
 
 
 def worst_case_error(code: LinearCode, s: int | None = None, *, decoder: str | Decoder | None = None,
-                           limit: int = 20_000, samples: int = 1000, search: bool = True, rng: RNGLike = None,
-                           batch_size: int = 256, search_steps: int = 10, neighbours: int = 64,
-                           seed: RNGLike | Unset = SEED_UNSET) -> ApproximationReport:
-    """Worst-case and average error of a code over the responder sets with exactly ``s`` stragglers.
+                     limit: int = 20_000, samples: int | None = None, search: bool = True, rng: RNGLike = None,
+                     batch_size: int = 256, search_steps: int = 10, neighbours: int | None = None,
+                     structured: int | None = None, time_budget: float | None = None, progress: bool | None = None,
+                     seed: RNGLike | Unset = SEED_UNSET) -> ApproximationReport:
+    """The worst error of a code over the sets of ``s`` stragglers: proven, or a lower and an upper bound.
 
-    Exhaustive (exact worst case and exact average) when ``C(n, s) <= limit``; otherwise ``samples`` uniformly
-    random sets (the average, with its standard error) plus a greedy local search for the worst set (swap one
-    straggler for one responder while the error grows), so the worst case is then a lower bound on the true one.
-    Works for any :class:`~gradcodes.ApproximateCode` (and for exact codes, where it measures residuals).
+    When ``C(n, s) <= limit`` every set is evaluated: the worst case and the mean are exact (``proven``). Otherwise
+    the worst case is bounded from below by the largest error among the sets evaluated: the structured adversaries
+    of the code's family (all the holders of a few partitions, neighbourhoods, the heaviest rows:
+    ``gradcodes/_verify/approx_adversaries.py``), ``samples`` uniformly random sets (which also give the mean and
+    its standard error) and a greedy swap search from the best ``2`` sets (swap one straggler for one responder
+    while the error grows). From above it is bounded by the family's theorem when one applies to the decoder (e.g.
+    the spectral bound of expander codes, Raviv et al. 2018; the closed form of BIBD codes, Kadhe et al. 2019,
+    which every set attains, so the worst case is then proven), or by the trivial ``||E||_F`` of least-squares
+    decoders. ``lower_source`` and ``upper_source`` say how each bound was obtained. Works for any code (exact
+    codes measure their residuals).
 
     Parameters
     ----------
@@ -197,17 +182,35 @@ def worst_case_error(code: LinearCode, s: int | None = None, *, decoder: str | D
         Number of stragglers, ``0 <= s <= n - 1`` (default: the code's ``s``).
     decoder : str or Decoder, optional
         Default: the code's default decoder.
-    limit, samples, search, rng, batch_size
-        Exhaustive threshold, random sets, local search on/off, random state (None, an int, a SeedSequence or a
-        Generator; ``seed=`` is a deprecated alias), sets per batch.
-    search_steps, neighbours
-        Local search budget: at most ``search_steps`` moves, each trying ``neighbours`` random swaps.
+    limit : int
+        Evaluate every set when there are at most this many (``>= 0``).
+    samples, structured : int, optional
+        Random sets (``>= 1``) and structured sets (``>= 0``) of the search. Default: from a fixed cost model
+        (a few seconds of one core: ``samples`` 50 to 1000, ``structured`` 32 to 256; the same sets on every machine).
+    search : bool
+        Run the greedy swap search after the structured and random sets.
+    rng : None, int, numpy.random.SeedSequence or numpy.random.Generator
+        Random state of the random sets and the swaps (SPEC 7; ``seed=`` is a deprecated alias). An int gives the
+        same report on every run (all but ``seconds``).
+    batch_size : int
+        Sets per batch (``>= 1``).
+    search_steps, neighbours : int
+        Greedy search: at most ``search_steps`` moves (``>= 0``) per start, each trying ``neighbours`` random swaps
+        (``>= 1``; default from the cost model, 8 to 64).
+    time_budget : float, optional
+        Seconds (``>= 0``, the clock of :func:`gradcodes.verify`): beyond ``limit`` every set is still evaluated when
+        the rate measured on the first batches predicts that they fit; every phase stops when the budget runs out
+        and the bounds found so far are returned, labelled in ``lower_source`` and ``notes``
+        (``budget_exhausted``). The result then depends on the machine's speed.
+    progress : bool, optional
+        Progress on stderr (tqdm on a terminal, a line every 10 s otherwise); default: when the run is predicted
+        to take more than 10 s.
 
     Returns
     -------
     ApproximationReport
-        ``worst_error`` (exact when ``exhaustive``, else a lower bound found by sampling and search),
-        ``average_error`` (with ``average_stderr`` when sampled), the worst set and the sets checked.
+        ``worst_lower`` / ``lower_source``, ``worst_upper`` / ``upper_source``, ``proven`` (and ``worst``, the
+        proven value or None), the worst set found, the mean error and the sets evaluated per strategy.
 
     Raises
     ------
@@ -220,11 +223,11 @@ def worst_case_error(code: LinearCode, s: int | None = None, *, decoder: str | D
     --------
     >>> import gradcodes as gc
     >>> r = gc.worst_case_error(gc.expander_code(12, 3, s=3, rng=0))       # C(12, 3) = 220 sets: all of them
-    >>> r.exhaustive, r.patterns_checked, round(float(r.worst_error), 3)
-    (True, 220, 1.134)
-    >>> big = gc.worst_case_error(gc.expander_code(40, 4, s=10, rng=0), limit=1000, samples=200, rng=1)
-    >>> big.exhaustive, big.patterns_total                 # sampled and searched: worst_error is a lower bound
-    (False, 847660528)
+    >>> r.proven, r.patterns_checked, round(r.worst, 3), r.lower_source
+    (True, 220, 1.134, 'exhaustive (all 220 sets)')
+    >>> big = gc.worst_case_error(gc.graph_assignment_code(40, 6, s=12, rng=0), rng=1)
+    >>> big.proven, round(big.worst_lower ** 2, 9), big.worst_upper ** 2     # >= 2 found (two isolated partitions)
+    (False, 2.0, 4.0)
     """
     if not isinstance(code, LinearCode):
         raise GradcodesTypeError(f"code must be a gradcodes code, got {type(code).__name__}")
@@ -235,69 +238,217 @@ def worst_case_error(code: LinearCode, s: int | None = None, *, decoder: str | D
             raise GradcodesValueError("s (the number of stragglers) is required: the code does not declare one")
     s = check_int("s", s, 0, n - 1)
     limit = check_int("limit", limit, 0)
-    samples = check_int("samples", samples, 1)
+    if samples is not None:
+        samples = check_int("samples", samples, 1)
+    if structured is not None:
+        structured = check_int("structured", structured, 0)
+    if neighbours is not None:
+        neighbours = check_int("neighbours", neighbours, 1)
     batch_size = check_int("batch_size", batch_size, 1)
     search_steps = check_int("search_steps", search_steps, 0)
-    neighbours = check_int("neighbours", neighbours, 1)
+    budget = None if time_budget is None else check_real("time_budget", time_budget, 0)
+    if progress is not None and not isinstance(progress, bool):
+        raise GradcodesTypeError(f"progress must be a bool or None, got {type(progress).__name__}")
     rng = check_rng(rng, seed)
     dec = code._decoder(decoder)
+    samples, structured, neighbours = _default_counts(code, dec, samples, structured, neighbours, search_steps)
     total = math.comb(n, s)
-    check_size("the straggler sets checked (min(limit, C(n, s)) + samples + search_steps * neighbours) times n",
-               (min(limit, total) + samples + search_steps * neighbours) * n, "work")
-    start = time.perf_counter()
-    strategies: dict[str, int] = {}
+    planned = structured + samples + (_POLISH_STARTS * search_steps * neighbours if search else 0)
+    check_size("the straggler sets evaluated (min(limit, C(n, s)) + structured + samples + 2 search_steps * "
+               "neighbours) times n", (min(limit, total) + planned) * n, "work")
+    return _Search(code, s, dec, rng, batch_size, budget, progress).run(
+        limit, samples, structured, search, search_steps, neighbours)
 
-    def run(S: np.ndarray) -> np.ndarray:
-        mask = np.ones((S.shape[0], n), dtype=bool)
-        if s:
+
+class _Search:
+    """The phases of ``worst_case_error`` and what they found (the best sets, sums for the mean, the clock)."""
+
+    def __init__(self, code: LinearCode, s: int, dec: Decoder, rng: np.random.Generator, batch: int,
+                 budget: float | None, progress: bool | None) -> None:
+        self.code, self.s, self.dec, self.rng, self.batch = code, s, dec, rng, batch
+        self.n = code.n
+        self.total = math.comb(code.n, s)
+        self.budget, self.progress = budget, progress
+        self.start = time.perf_counter()
+        self.deadline = None if budget is None else self.start + budget
+        self.worst, self.worst_S = -1.0, np.zeros(s, dtype=np.int64)
+        self.strategies: dict[str, int] = {}
+        self.notes: list[str] = []
+        self.count = 0
+        self.ran_out = False
+        self.desc = f"worst_case_error({code.name}, s={s})"
+
+    def errors(self, S: np.ndarray) -> np.ndarray:
+        mask = np.ones((S.shape[0], self.n), dtype=bool)
+        if self.s:
             np.put_along_axis(mask, S, False, axis=1)
-        return _errors(code, mask, dec)
+        e = _errors(self.code, mask, self.dec)
+        self.count += S.shape[0]
+        i = int(np.argmax(e)) if e.size else 0
+        if e.size and e[i] > self.worst:
+            self.worst, self.worst_S = float(e[i]), S[i].copy()
+        return e
 
-    worst, worst_S = -1.0, np.zeros(s, dtype=np.int64)
-    if total <= limit:
-        combos = itertools.combinations(range(n), s)
-        tot, count = 0.0, 0
-        while True:
-            chunk = list(itertools.islice(combos, batch_size))
-            if not chunk:
+    def affordable(self, piece: int) -> int:
+        """``piece``, or fewer sets when the rate so far predicts that ``piece`` would overrun the time budget."""
+        if self.deadline is None or not self.count:
+            return piece
+        per = (time.perf_counter() - self.start) / self.count
+        return max(1, min(piece, int((self.deadline - time.perf_counter()) / per))) if per > 0 else piece
+
+    def late(self) -> bool:
+        if self.deadline is not None and time.perf_counter() > self.deadline:
+            self.ran_out = True
+            return True
+        return False
+
+    def evaluate(self, S: np.ndarray, clock: Clock, what: str) -> np.ndarray:
+        """Errors of the sets ``S`` in batches, stopping when the time budget runs out (fewer errors then)."""
+        out = []
+        lo = 0
+        piece = 4 if self.budget is not None else self.batch   # under a budget: 4, 8, 16, ... sets, then batches
+        while lo < S.shape[0]:
+            if self.late():
+                self.notes.append(f"time_budget = {self.budget:g} s ran out during the {what} sets")
                 break
-            S = np.array(chunk, dtype=np.int64).reshape(len(chunk), s)
-            e = run(S)
-            i = int(np.argmax(e))
-            if e[i] > worst:
-                worst, worst_S = float(e[i]), S[i]
-            tot += float(e.sum())
-            count += len(chunk)
-        strategies["exhaustive"] = count
-        avg, stderr, exhaustive = tot / count, 0.0, True
-    else:
-        S = random_straggler_sets(n, s, samples, rng)
-        e = np.concatenate([run(S[lo:lo + batch_size]) for lo in range(0, samples, batch_size)])
-        strategies["random"] = samples
-        avg, stderr = float(e.mean()), float(e.std(ddof=1) / math.sqrt(samples)) if samples > 1 else 0.0
-        i = int(np.argmax(e))
-        worst, worst_S = float(e[i]), S[i]
-        count = samples
-        if search and s:
-            cur, cur_e = worst_S.copy(), worst
-            evaluated = 0
-            for _ in range(search_steps):
-                cand = swap_neighbours(cur, n, rng, neighbours)
-                ce = np.concatenate([run(cand[lo:lo + batch_size]) for lo in range(0, len(cand), batch_size)])
-                evaluated += len(cand)
+            take = self.affordable(piece)
+            out.append(self.errors(S[lo:lo + take]))
+            lo += take
+            piece = min(self.batch, 2 * piece)
+            clock.update(out[-1].size)
+        done = int(sum(e.size for e in out))
+        if done:
+            self.strategies[what] = self.strategies.get(what, 0) + done
+        return np.concatenate(out) if out else np.empty(0)
+
+    def enumerate(self, limit: int) -> tuple[bool, float, float]:
+        """Every set in lexicographic order (or its prefix, when the budget rule gives up): ``(finished, sum e,
+        sum e^2)``."""
+        n, s, total = self.n, self.s, self.total
+        over = self.budget is not None and total > limit
+        clock = Clock(total, self.progress if self.progress is not None else (False if over else None), self.desc,
+                      "straggler sets")
+        combos = itertools.combinations(range(n), s)
+        tot = tot2 = 0.0
+        done = 0
+        piece = 4 if self.budget is not None else self.batch
+        try:
+            while True:
+                chunk = list(itertools.islice(combos, piece))
+                piece = min(self.batch, 2 * piece)
+                if not chunk:
+                    return True, tot, tot2
+                if self.late() or (over and self.budget is not None and clock.over_budget(self.budget)):
+                    self.notes.append(f"not exhaustive: {total:,} sets would take about "
+                                      f"{total / max(done, 1) * (time.perf_counter() - self.start):.3g} s "
+                                      f"(> time_budget = {self.budget:g} s); pass limit={total} for every set")
+                    self.strategies["lexicographic prefix"] = done
+                    return False, tot, tot2
+                e = self.errors(np.array(chunk, dtype=np.int64).reshape(len(chunk), s))
+                tot += float(e.sum())
+                tot2 += float((e * e).sum())
+                done += len(chunk)
+                clock.update(len(chunk))
+        finally:
+            clock.close()
+
+    def run(self, limit: int, samples: int, structured: int, search: bool, search_steps: int,
+            neighbours: int) -> ApproximationReport:
+        total = self.total
+        mode = ("exhaustive" if total <= limit else
+                "budget" if self.budget is not None and self.budget > 0 and total < _HOPELESS else "search")
+        finished = False
+        if mode != "search":
+            finished, tot, tot2 = self.enumerate(limit)
+        if finished:
+            self.strategies["exhaustive"] = total
+            avg, mse, stderr = tot / total, tot2 / total, 0.0
+        else:
+            if mode == "search" and total >= _HOPELESS:
+                self.notes.append(f"not exhaustive: {total:.3g} sets are far too many to enumerate")
+            elif mode == "search":
+                self.notes.append(f"not exhaustive: {total:,} sets > limit = {limit:,}; pass limit={total} (or a "
+                                  f"time_budget) to evaluate every set")
+            avg, mse, stderr = self.sample(samples, structured, search, search_steps, neighbours)
+        return self.report(finished, avg, mse, stderr)
+
+    def sample(self, samples: int, structured: int, search: bool, search_steps: int,
+               neighbours: int) -> tuple[float, float, float]:
+        n, s = self.n, self.s
+        R = random_straggler_sets(n, s, samples, self.rng)      # drawn first: the same draws whatever the budget
+        plan = structured + samples + (_POLISH_STARTS * search_steps * neighbours if search and s else 0)
+        auto = None if self.budget is None or self.budget > 10 else False      # a short budget: no forecast line
+        clock = Clock(plan, self.progress if self.progress is not None else auto, self.desc + " search",
+                      "straggler sets")
+        pool: list[tuple[float, tuple[int, ...]]] = []
+        try:
+            if structured and s:
+                S, names = structured_sets(self.code, s, structured)
+                e = self.evaluate(S, clock, "structured")
+                pool += [(float(v), tuple(S[i].tolist())) for i, v in enumerate(e)]
+                self.strategies.pop("structured", None)
+                for name in names[:e.size]:                        # the budget may cut the last ones
+                    key = f"structured:{name}"
+                    self.strategies[key] = self.strategies.get(key, 0) + 1
+            e = self.evaluate(R, clock, "random")
+            pool += [(float(v), tuple(R[i].tolist())) for i, v in enumerate(e)]
+            if e.size:
+                avg, mse = float(e.mean()), float((e * e).mean())
+                stderr = float(e.std(ddof=1) / math.sqrt(e.size)) if e.size > 1 else 0.0
+            else:
+                avg = mse = stderr = math.nan
+                self.notes.append("no random set was evaluated: the mean error is unknown")
+            if search and s and search_steps and not self.ran_out:
+                self.polish(pool, clock, search_steps, neighbours)
+        finally:
+            clock.close()
+        return avg, mse, stderr
+
+    def polish(self, pool: list[tuple[float, tuple[int, ...]]], clock: Clock, steps: int, neighbours: int) -> None:
+        """Greedy swaps from the best distinct sets found so far (best first, ties by the set)."""
+        starts: list[tuple[float, tuple[int, ...]]] = []
+        for v, S in sorted(pool, key=lambda t: (-t[0], t[1])):
+            if S not in {x[1] for x in starts}:
+                starts.append((v, S))
+            if len(starts) == _POLISH_STARTS:
+                break
+        for cur_e, S in starts:
+            cur = np.array(S, dtype=np.int64)
+            for _ in range(steps):
+                cand = swap_neighbours(cur, self.n, self.rng, neighbours)
+                ce = self.evaluate(cand, clock, "greedy")
+                if ce.size == 0:
+                    return
                 j = int(np.argmax(ce))
                 if not ce[j] > cur_e:
                     break
                 cur, cur_e = cand[j], float(ce[j])
-            strategies["search"] = evaluated
-            count += evaluated
-            if cur_e > worst:
-                worst, worst_S = cur_e, cur
-        exhaustive = False
-    bound_fn = getattr(code, "spectral_bound", None)
-    bound = float(bound_fn(s)) if callable(bound_fn) else None
-    responders = tuple(int(i) for i in np.setdiff1d(np.arange(n), worst_S))
-    return ApproximationReport(name=code.name, n=n, s=s, decoder=dec.name, exhaustive=exhaustive,
-                               patterns_checked=count, patterns_total=total, worst_error=worst,
-                               worst_responders=responders, average_error=avg, average_stderr=stderr, bound=bound,
-                               load=code.load, seconds=time.perf_counter() - start, strategies=strategies)
+
+    def report(self, finished: bool, avg: float, mse: float, stderr: float) -> ApproximationReport:
+        code, s = self.code, self.s
+        ub = upper_bound(code, s, self.dec)
+        worst = max(self.worst, 0.0)
+        if finished:
+            lower_src = upper_src = f"exhaustive (all {self.total:,} sets)"
+            upper, proven = worst, True
+            if ub is not None and worst > ub.value * (1 + 1e-9) + 1e-12:
+                self.notes.append(f"the family's bound {ub.value:.6g} ({ub.source}) is VIOLATED by the enumeration")
+        else:
+            parts = [k.split(":")[0] for k in self.strategies]
+            lower_src = (f"search: {'+'.join(dict.fromkeys(parts))} ({self.count:,} sets)" if parts
+                         else "no set evaluated")
+            if self.ran_out:
+                lower_src += f"; time_budget = {self.budget:g} s ran out"
+            upper, upper_src = (math.inf, "none: no certified bound for this family and decoder") if ub is None \
+                else (ub.value, ub.source)
+            proven = False
+            if ub is not None and ub.attained and worst <= ub.value * (1 + 1e-9) + 1e-12:
+                worst, lower_src, proven = ub.value, ub.source, True
+        responders = tuple(int(i) for i in np.setdiff1d(np.arange(self.n), self.worst_S))
+        return ApproximationReport(
+            name=code.name, n=self.n, s=s, decoder=self.dec.name, exhaustive=finished, patterns_checked=self.count,
+            patterns_total=self.total, worst_lower=worst, lower_source=lower_src, worst_responders=responders,
+            worst_upper=upper, upper_source=upper_src, proven=proven, average_error=avg, average_stderr=stderr,
+            mean_squared_error=mse, norm2=float(code.k * code.m), load=code.load,
+            seconds=time.perf_counter() - self.start, strategies=self.strategies, notes=self.notes,
+            budget_exhausted=self.ran_out)
