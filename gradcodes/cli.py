@@ -492,6 +492,9 @@ def _cmd_verify(args: argparse.Namespace) -> int:
         return 0 if bool(report) else 1
     if not (args.gf and bool(report)):
         _emit(args, report)
+        if getattr(report, "interrupted", False):    # Ctrl-C: the partial report is printed, then status 130
+            print("gradcodes: interrupted", file=sys.stderr)
+            return 130
         return 0 if bool(report) else 1
     # a GF(p) proof covers the algebra only: the float code's own verdict decides the exit status too
     float_report = verify(code, **opts)
