@@ -72,8 +72,12 @@ nitpick_ignore = [(role, name) for role, names in {
 
 html_theme = "pydata_sphinx_theme"
 html_title = "gradcodes"
-html_static_path: list[str] = []
-html_theme_options = {"navigation_with_keys": False, "show_toc_level": 2}
+html_static_path: list[str] = ["_static"]
+html_css_files = ["gradcodes.css"]
+# every top-level section in the navigation bar (none hidden behind "More"); each section page's children fill the
+# left sidebar of its pages
+html_theme_options = {"navigation_with_keys": False, "show_toc_level": 2, "header_links_before_dropdown": 9,
+                      "show_nav_level": 1}
 
 # Every public name, by topic: (page, title, introduction, [(section, module, names)]).
 API_TOPICS: list[tuple[str, str, str, list[tuple[str, str, list[str]]]]] = [

@@ -1,6 +1,6 @@
 """Every ```python block of every docs page (and the README) runs, in order, and prints what the page shows.
 
-The convention (documented in docs/index.md, "Examples on these pages are tested"):
+The convention (documented in docs/guide.md, "Examples on these pages are tested"):
 
 * a page's ```python blocks run in order in one namespace per page (later blocks see earlier names);
 * a block that starts with ``>>>`` is a doctest: each output line under a prompt is checked;
