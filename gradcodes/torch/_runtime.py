@@ -14,8 +14,8 @@ a preallocated gradient vector and exposes it as the parameters' ``.grad`` (view
 Set-up (collective, every rank): the ranks compare a digest of the code and the number of trainable parameter
 entries (:func:`check_same`, as :func:`gradcodes.mpi._setup.check_same_code` does), so ranks that built
 different codes (a random construction without ``rng``) or models all raise the same error naming the ranks, before
-any message. Every message is an int64 buffer: a header ``[iteration, kind]`` then the payload's bytes in the
-parameters' dtype (:func:`gradcodes.torch._children.buffer`), so any float dtype of torch travels (float16,
+any message. Every message is an int64 buffer: a header ``[iteration, kind, loss scale]`` then the payload's bytes
+in the parameters' dtype (:func:`gradcodes.torch._children.buffer`), so any float dtype of torch travels (float16,
 bfloat16, float32, float64) and the iteration is exact. Only parameters with ``requires_grad`` are sent, decoded
 and given a ``.grad`` (:class:`FlatParams`): frozen ones are never touched. A code of
 :func:`gradcodes.adversarial_gc` is decoded by :func:`gradcodes.decode_adversarial`, as :mod:`gradcodes.mpi`
@@ -23,7 +23,8 @@ does.
 
 Semantics, as in :mod:`gradcodes.mpi`: a message carries its iteration in its header and is dropped when it
 is stale; a message with a NaN or infinite entry is dropped and its sender treated as a straggler, and when the
-NaN/inf senders leave no decodable set the parent raises :class:`gradcodes.mpi.StragglerTimeout` at once; when
+NaN/inf senders leave no decodable set the parent raises :class:`gradcodes.mpi.StragglerTimeout` at once (under a
+loss scaler, ``nonfinite="overflow"``, such a message is an overflow signal and an answer instead); when
 the children cannot decode within ``timeout`` seconds the parent raises the same error naming the missing ranks
 (a tree parent counts the time since its last decode, across the iterations it abandoned for newer
 parameters); a crash on any rank ends the job (``torchrun`` stops every process when one fails). A worker whose
@@ -55,7 +56,21 @@ from .._runtime.delays import Delay, NoDelay
 from .._runtime.engine import StragglerTimeout
 from .._runtime.layout import TreeCheck, write_tail
 from .._runtime.setup import GRACE, check_grace, height
-from ._children import BYE, DATA, GRAD_TAG, STOP, Children, Receiver, as_np_dtype, body, buffer, check_key, trailer
+from ._children import (
+    BYE,
+    DATA,
+    GRAD_TAG,
+    STOP,
+    Children,
+    Receiver,
+    as_np_dtype,
+    body,
+    buffer,
+    check_key,
+    finite,
+    scale_word,
+    trailer,
+)
 
 __all__ = ["FlatParams", "ModelBuffers", "Master", "Worker", "AggregateInfo", "StragglerTimeout", "GRAD_TAG",
            "PARAM_TAG", "CTRL_TAG", "CUT_TAG", "STOPPED_STATUS", "ORPHAN_STATUS", "GRACE", "STOP_WAIT", "check_same",
@@ -82,6 +97,10 @@ class AggregateInfo:
     seconds: float = 0.0
     #: codes of :func:`gradcodes.adversarial_gc`: the workers whose messages were found wrong and corrected
     adversaries: list[int] = field(default_factory=list)
+    #: under a loss scaler (``nonfinite="overflow"``): the decoded gradient is not finite (the scaler skips the step)
+    overflow: bool = False
+    #: with :attr:`overflow`: the responders whose messages were not finite
+    nonfinite: list[int] = field(default_factory=list)
 
 class Master:
     """The master (rank 0): send parameters, collect the first decodable messages, decode into ``.grad``.
@@ -113,10 +132,16 @@ class Master:
         The model's buffers (``model.buffers()``: BatchNorm running statistics); the same on every rank. They
         travel with the parameters, and :meth:`aggregate` takes those of the first responder of the decoding set
         (in arrival order; an ``adversarial_gc`` code: the first not found wrong).
+    nonfinite : {"straggler", "overflow"}, default "straggler"
+        What a NaN/inf message is (``gradcodes._runtime.engine.Collection``): a straggler's (dropped), or, under a
+        loss scaler, an overflow signal accepted as an answer (:attr:`AggregateInfo.overflow`: the decode is not
+        finite). The attribute ``scale`` (1.0; set before each :meth:`broadcast`) travels in every parameter
+        message's header. Not with an ``adversarial_gc`` code, whose decode compares messages.
     """
 
     def __init__(self, code: Any, params: Sequence[Any], *, policy: Any = None, timeout: float = 60.0,
-                 poll: float = 2e-4, grace: float = GRACE, buffers: Sequence[Any] = ()) -> None:
+                 poll: float = 2e-4, grace: float = GRACE, buffers: Sequence[Any] = (),
+                 nonfinite: str = "straggler") -> None:
         import torch
 
         from .._simulate._policies import FixedK, as_policy
@@ -134,6 +159,11 @@ class Master:
         self.q = -(-self.flat.size // self.m)
         inner = _combined(code, self.layout)
         self.adversarial = isinstance(code, AdversarialCode)
+        self.overflow = nonfinite == "overflow"
+        self.scale = 1.0
+        if self.adversarial and self.overflow:
+            raise GradcodesValueError("nonfinite='overflow' (a loss scaler) is not supported with an adversarial_gc "
+                                      "code, whose decode compares messages")
         if self.adversarial:
             if policy is None:          # n - s messages: a wrong ones can be corrected
                 policy = FixedK(code.n - code.stragglers)
@@ -170,7 +200,7 @@ class Master:
         kids = self.layout.children(0)
         self.children = Children(self.dist, inner, kids, self.q, self.dtype, self.device,
                                  self._arrived, 0, self.policy, extra=self.layout.tail(kids[0]) if tree else 0,
-                                 nbytes=nbytes)
+                                 nbytes=nbytes, nonfinite=nonfinite)
         #: a CodedReduce tree: the whole tree's acceptance of each iteration's pattern (None for flat codes)
         self.tree_check = TreeCheck(code, self.layout, self.np_dtype) if tree else None
         self.tracker = self.children.tracker
@@ -208,7 +238,9 @@ class Master:
         self._send[w].send()
 
     def _fill(self, w: int) -> None:
-        """Write the current parameters and buffers into worker ``w``'s message (its send is not in flight)."""
+        """Write the current parameters, buffers and loss scale into worker ``w``'s message (its send is not in
+        flight)."""
+        scale_word(self.outbox[w]).fill_(self.scale)
         self.flat.read(self.out_params[w])
         if self.bufs.nbytes:
             self.bufs.pack(self.out_bufs[w])
@@ -255,10 +287,14 @@ class Master:
             except DecodingError:
                 self.children.release(rows)
                 raise
+        overflow, nonfinite = False, []
+        if self.overflow and not finite(self.grad):   # one check of the decode; the senders only when it fails
+            overflow = True
+            nonfinite = [kids[i] - 1 for i in rows if not finite(self.children.payload[i])]
         self.children.release(rows)
         self.flat.set_grads(self.grad[:self.flat.size])
         return AggregateInfo(iteration, [kids[i] - 1 for i in rows], stale, [kids[i] - 1 for i in bad],
-                             time.monotonic() - start, adversaries)
+                             time.monotonic() - start, adversaries, overflow, nonfinite)
 
     def _decode_adversarial(self, rows: list[int], iteration: int) -> list[int]:
         """Decode an adversarial_gc code's messages of ``rows`` (flat: row ``i`` is worker ``i``) with
@@ -378,6 +414,8 @@ class Worker:
     buffers : sequence of tensors, optional
         The model's buffers (``model.buffers()``): overwritten with the master's with every parameters, sent with
         every message as ``compute`` left them (the master keeps the first responder's).
+    nonfinite : {"straggler", "overflow"}, default "straggler"
+        The master's (the same on every rank): what a tree parent makes of a child's NaN/inf message.
 
     After :meth:`run` the model holds the master's final parameters and buffers (they come with the stop
     message), unless the worker's compute was stuck when the run ended.
@@ -385,7 +423,7 @@ class Worker:
 
     def __init__(self, code: Any, worker: int, params: Sequence[Any], *, delay: Delay | None = None,
                  poll: float = 2e-4, policy: Any = None, timeout: float = 60.0, grace: float = GRACE,
-                 buffers: Sequence[Any] = ()) -> None:
+                 buffers: Sequence[Any] = (), nonfinite: str = "straggler") -> None:
 
         from .._simulate._policies import as_policy
 
@@ -421,13 +459,16 @@ class Worker:
         self.ctrl = buffer(None, 0, self.flat.dtype, dev)      # the control stop message (header words only)
         self.load_fraction = float(code.loads[self.worker]) / float(code.k)
         self.iterations = 0
+        #: the loss scale of the parameters being computed on (from the header of the master's message)
+        self.scale = 1.0
         self._arrived: queue.Queue[int] = queue.Queue()
         kids = self.layout.children(self.rank)
         self.children: Children | None = None
         if kids:
             inner = _combined(code, self.layout)
             self.children = Children(self.dist, inner, kids, self.q, self.flat.dtype, dev, self._arrived, 2,
-                                     as_policy(policy, inner), extra=self.layout.tail(kids[0]), nbytes=nbytes)
+                                     as_policy(policy, inner), extra=self.layout.tail(kids[0]), nbytes=nbytes,
+                                     nonfinite=nonfinite)
 
     @property
     def message(self) -> Any:
@@ -476,7 +517,8 @@ class Worker:
         return count
 
     def _take(self, slot: int) -> None:
-        """Write the parameters and buffers of parameter slot ``slot`` into the model."""
+        """Write the parameters and buffers of parameter slot ``slot`` into the model (and take its loss scale)."""
+        self.scale = float(scale_word(self.inbox[slot]))
         self.flat.write(self.params_in[slot])
         if self.bufs.nbytes:
             self.bufs.unpack(self.bufs_in[slot])
