@@ -233,3 +233,20 @@ def test_loss_scaler_state_and_overflow_records_round_trip_and_a_missing_scaler_
     _ckpt(plain, code, model).save(1, opt, sched, TrainResult("x", times=[0.0]), None)
     with pytest.raises(gc.GradcodesValueError, match="written without a grad_scaler, this run has one"):
         _ckpt(plain, code, model).load(opt, sched, TrainResult("x"), None, fresh)
+
+
+def test_a_checkpoint_of_another_accumulation_is_refused():
+    """The data position is accumulate_grad_batches batches per step: resuming with another value would read other
+    batches. Files written before the key existed count as 1."""
+    import tempfile
+
+    code, model, opt, sched = _setup()
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "acc.pt"
+        _ckpt(path, code, model, accumulate_grad_batches=4).save(1, opt, sched, TrainResult("x", times=[0.0]), None)
+        with pytest.raises(gc.GradcodesValueError, match="accumulate_grad_batches 4 in the file, 1 in this run"):
+            _ckpt(path, code, model).load(opt, sched, TrainResult("x"), None)
+        st = torch.load(path, weights_only=True)
+        del st["accumulate_grad_batches"]
+        torch.save(st, path)
+        assert _ckpt(path, code, model).load(opt, sched, TrainResult("x"), None) == (1, False)

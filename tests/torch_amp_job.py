@@ -5,7 +5,8 @@ batches.
 
 Scenario keys: ``code`` (``"cyclic"``: ``cyclic_repetition(3, 1, rng=0)``, non-0/1 coefficients, per-partition
 messages; ``"frac"``: ``fractional_repetition(3, 2)``, 0/1, one weighted backward pass; ``"ye_abbe"``: ``m = 2``),
-``model`` (``"mlp"``: Linear 64-32, ReLU, Linear 32-10; ``"cnn"``: the digits CNN), ``dtype``, ``iters``,
+``model`` (``"mlp"``: Linear 64-32, ReLU, Linear 32-10; ``"cnn"``, ``"linear"``: the digits CNN or linear
+model), ``dtype``, ``iters``, ``batch``, ``lr``, ``noref`` (no single-process run: float16 and bfloat16 parameters),
 ``autocast`` (``"float16"``/``"bfloat16"``), ``scaler`` (GradScaler keyword arguments; absent: no scaler),
 ``poison`` (indices of training samples set to 1e5, which is inf in float16: every batch holding one overflows),
 ``fault: "nan"`` (worker ``worker`` sends NaN every step), ``accumulate`` (batches per optimizer step),
@@ -83,9 +84,10 @@ def scenario(sc: dict, rank: int, n: int) -> None:
         scaler = torch.amp.GradScaler("cpu", **scaler_kw) if scaler_kw is not None else None
         sampler = CodedSampler(len(X), code, None, batch_size=batch, seed=0)
         per_epoch = len(sampler)
-        scales, skipped, acc = [], [], []
+        scales, skipped, acc, lrs = [], [], [], []
         ctx = (lambda: torch.autocast("cpu", dtype=half)) if half is not None else contextlib.nullcontext
-        for t in range(iters):
+        epoch_ended = False       # the scheduler steps after the optimizer step that used an epoch's last batch
+        for t in range(0 if sc.get("noref") else iters):
             opt.zero_grad()
             for a in range(k):
                 b = t * k + a
@@ -94,6 +96,8 @@ def scenario(sc: dict, rank: int, n: int) -> None:
                 with ctx():
                     loss = loss_fn(ref(X[idx]), y[idx]).mean() / k
                 (scaler.scale(loss) if scaler is not None else loss).backward()
+                epoch_ended = epoch_ended or (b + 1) % per_epoch == 0
+            lrs.append(opt.param_groups[0]["lr"])
             if scaler is not None:
                 scales.append(float(scaler.get_scale()))
                 scaler.unscale_(opt)
@@ -103,15 +107,17 @@ def scenario(sc: dict, rank: int, n: int) -> None:
                 scaler.update()
             else:
                 opt.step()
-            if sched is not None and (t + 1) * k // per_epoch > t * k // per_epoch:
+            if sched is not None and epoch_ended:
                 sched.step()
+            epoch_ended = False
             if sc.get("evaluate"):
                 acc.append(accuracy(ref))
         pa = torch.cat([p.detach().double().reshape(-1) for p in model.parameters()])
         pb = torch.cat([p.detach().double().reshape(-1) for p in ref.parameters()])
         out = {"name": sc["name"], "iterations": len(res.infos), "overflow": res.overflow, "overflow_ref": skipped,
-               "loss_scale": res.loss_scale, "loss_scale_ref": scales, "lr": res.lr,
+               "loss_scale": res.loss_scale, "loss_scale_ref": scales, "lr": res.lr, "lr_ref": lrs,
                "params_err": float((pa - pb).norm() / pb.norm()), "accuracy": res.accuracy[-1:],
+               "final_accuracy": accuracy(model), "finite": bool(torch.isfinite(pa).all()),
                "accuracy_ref": acc[-1:], "responders": sorted({w for i in res.infos for w in i.responders}),
                "nonfinite": sorted({w for i in res.infos for w in i.nonfinite}),
                "bad": sorted({w for i in res.infos for w in i.bad})}

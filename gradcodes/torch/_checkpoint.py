@@ -78,10 +78,13 @@ class Checkpointer:
         The run's (a checkpoint of another batch size, seed or dataset size is refused).
     scheduler_step : str
         ``"step"`` or ``"epoch"`` (checked with the scheduler's presence).
+    accumulate_grad_batches : int
+        Global batches per step (the data position is this many batches per step: a checkpoint of another value
+        is refused).
     """
 
     def __init__(self, path: Any, *, code: Any, model: Any, batch_size: int, seed: int, dataset_size: int,
-                 iterations: int, scheduler_step: str = "step") -> None:
+                 iterations: int, scheduler_step: str = "step", accumulate_grad_batches: int = 1) -> None:
         from .._runtime.setup import fingerprint
 
         self.path = Path(os.fspath(path))
@@ -96,6 +99,7 @@ class Checkpointer:
             "seed": int(seed),
             "dataset_size": int(dataset_size),
             "scheduler_step": str(scheduler_step),
+            "accumulate_grad_batches": int(accumulate_grad_batches),
         }
         self.code_name = str(getattr(code, "name", type(code).__name__))
         self.iterations = int(iterations)
@@ -178,9 +182,11 @@ class Checkpointer:
             raise self._fail(f"has format version {st.get('version')!r}, this gradcodes reads {VERSION}")
         labels = {"code": "code digest", "params": "number of trainable parameter entries", "dtype": "parameter dtype",
                   "buffers": "buffer bytes", "batch_size": "batch_size", "seed": "seed",
-                  "dataset_size": "dataset size", "scheduler_step": "scheduler_step"}
-        diff = [f"{labels[k]} {st.get(k)!r} in the file, {v!r} in this run" for k, v in self.ident.items()
-                if st.get(k) != v]
+                  "dataset_size": "dataset size", "scheduler_step": "scheduler_step",
+                  "accumulate_grad_batches": "accumulate_grad_batches"}
+        older = {"accumulate_grad_batches": 1}         # the value of a key that files written before it lack
+        diff = [f"{labels[k]} {st.get(k, older.get(k))!r} in the file, {v!r} in this run"
+                for k, v in self.ident.items() if st.get(k, older.get(k)) != v]
         if diff:
             if st.get("code") != self.ident["code"]:
                 diff[0] += f" (the file's code: {st.get('code_name')!r}, this run's: {self.code_name!r})"

@@ -243,7 +243,8 @@ def train(code: Any, model: Any, loss_fn: Callable[[Any, Any], Any], X: Any, y: 
           scheduler: Callable[[Any], Any] | None = None, scheduler_step: str = "step",
           clip_grad_norm: float | None = None, callbacks: Sequence[Any] = (),
           checkpoint: str | os.PathLike[str] | None = None, checkpoint_every: int | None = None,
-          autocast: Any = None, grad_scaler: Callable[[], Any] | None = None) -> TrainResult | None:
+          autocast: Any = None, grad_scaler: Callable[[], Any] | None = None,
+          accumulate_grad_batches: int = 1) -> TrainResult | None:
     """Coded data-parallel training on ``code.n + 1`` ranks (rank 0 master, rank ``i + 1`` worker ``i``).
 
     Every rank calls it with the same arguments and an identically initialised ``model``. The master steps
@@ -294,8 +295,8 @@ def train(code: Any, model: Any, loss_fn: Callable[[Any, Any], Any], X: Any, y: 
         ``persistent_workers``, ``prefetch_factor``, ...); ``collate_fn`` must return ``(inputs, targets)``.
     scheduler : callable, optional
         ``scheduler(optimizer)`` builds a learning-rate scheduler (``torch.optim.lr_scheduler``) on the master,
-        stepped after the optimizer every step, or at the end of every epoch (``scheduler_step="epoch"``: every
-        ``len(data) // batch_size`` steps).
+        stepped after the optimizer every step, or at the end of every epoch (``scheduler_step="epoch"``: after
+        the step that used the epoch's last global batch; an epoch is ``len(data) // batch_size`` batches).
     scheduler_step : {"step", "epoch"}, default "step"
     clip_grad_norm : float, optional
         Clip the decoded gradient to this norm (``torch.nn.utils.clip_grad_norm_``) before the optimizer step;
@@ -316,7 +317,8 @@ def train(code: Any, model: Any, loss_fn: Callable[[Any, Any], Any], X: Any, y: 
         too large, raises :class:`~gradcodes.GradcodesValueError` on every rank naming the file and what
         differs (``docs/torch.md``, "Checkpoint and resume").
     checkpoint_every : int, optional
-        Steps between checkpoints (default: one epoch, ``len(data) // batch_size`` steps).
+        Steps between checkpoints (default: the steps of one epoch, ``len(data) // batch_size //
+        accumulate_grad_batches``, at least 1).
     autocast : torch.dtype, optional
         ``torch.float16`` or ``torch.bfloat16``: every worker runs its forward passes and ``loss_fn`` under
         ``torch.autocast(device_type, dtype)`` (the parameters, the backward passes' gradients and the messages
@@ -333,6 +335,14 @@ def train(code: Any, model: Any, loss_fn: Callable[[Any, Any], Any], X: Any, y: 
         a scale of 1 or below (no scale makes the gradient finite: a faulty worker, or a diverged model) raises
         :class:`~gradcodes.GradcodesRuntimeError` on the master naming the ranks whose messages were not finite
         (``docs/torch.md``, "Mixed precision"). Without a scaler a NaN/inf message is a straggler's.
+    accumulate_grad_batches : int, default 1
+        Global batches per optimizer step (gradient accumulation, as ``DistributedDataParallel.no_sync`` lets a
+        data-parallel job do): each worker sums its messages of ``k`` consecutive global batches locally and
+        sends once per step, so the decoded gradient is that of the mean loss over the ``k * batch_size``
+        samples, with one message per worker and step. Step ``t`` uses global batches ``t k`` to ``t k + k - 1``
+        of the batch sequence (epoch after epoch, a step may span two epochs); ``iterations`` counts optimizer
+        steps; checkpoints record the step, so the data position is ``k`` batches per step (a checkpoint of
+        another ``k`` is refused).
 
     Returns
     -------
@@ -377,6 +387,10 @@ def train(code: Any, model: Any, loss_fn: Callable[[Any, Any], Any], X: Any, y: 
     if checkpoint_every is not None and (isinstance(checkpoint_every, bool)
                                          or not isinstance(checkpoint_every, int) or checkpoint_every < 1):
         raise GradcodesValueError(f"checkpoint_every must be a positive int, got {checkpoint_every!r}")
+    if isinstance(accumulate_grad_batches, bool) or not isinstance(accumulate_grad_batches, int) \
+            or accumulate_grad_batches < 1:
+        raise GradcodesValueError(f"accumulate_grad_batches must be a positive int, got {accumulate_grad_batches!r}")
+    acc = accumulate_grad_batches
     if checkpoint_every is not None and checkpoint is None:
         raise GradcodesValueError("checkpoint_every needs checkpoint= (the file the master saves to)")
     flat = FlatParams(list(model.parameters()))
@@ -395,7 +409,8 @@ def train(code: Any, model: Any, loss_fn: Callable[[Any, Any], Any], X: Any, y: 
         if checkpoint is not None:
             delay = copy.copy(delay)        # a resumed run sets the copy's entropy, not the caller's model's
             ckpt = Checkpointer(checkpoint, code=code, model=model, batch_size=batch_size, seed=seed,
-                                dataset_size=size, iterations=iterations, scheduler_step=scheduler_step)
+                                dataset_size=size, iterations=iterations, scheduler_step=scheduler_step,
+                                accumulate_grad_batches=acc)
             try:
                 got = ckpt.load(opt, sched, res, delay, amp.scaler if amp is not None else None)
             except GradcodesValueError as exc:
@@ -420,7 +435,7 @@ def train(code: Any, model: Any, loss_fn: Callable[[Any, Any], Any], X: Any, y: 
         hooks = [on_step] if on_step is not None else []
         hooks += [cb.on_step for cb in callbacks if hasattr(cb, "on_step")]
         ends = [cb.on_step_end for cb in callbacks if hasattr(cb, "on_step_end")]
-        every = checkpoint_every or per_epoch
+        every = checkpoint_every or max(1, per_epoch // acc)
         try:
             for t in range(first, first if stopped else iterations):
                 start = time.monotonic()
@@ -442,7 +457,9 @@ def train(code: Any, model: Any, loss_fn: Callable[[Any, Any], Any], X: Any, y: 
                     amp.step()
                 else:
                     opt.step()
-                if sched is not None and (scheduler_step == "step" or (t + 1) % per_epoch == 0):
+                # "epoch": after the step that used an epoch's last batch (batches t acc .. (t + 1) acc - 1)
+                if sched is not None and (scheduler_step == "step"
+                                          or (t + 1) * acc // per_epoch > t * acc // per_epoch):
                     sched.step()
                 res.times.append(time.monotonic() - start)
                 res.infos.append(info)
@@ -474,16 +491,18 @@ def train(code: Any, model: Any, loss_fn: Callable[[Any, Any], Any], X: Any, y: 
     feed = None
     if dataset is not None:
         feed = LoaderFeed(dataset, sampler, loader_kwargs, device=grad.flat.device)
-        feed.start(first)               # loader processes fork before the communication threads start
+        feed.start(first * acc)         # loader processes fork before the communication threads start
 
     def compute(t: int, out: Any) -> None:
-        if feed is not None:
-            inputs, targets = feed.get(t)
-        else:
-            sampler.set_epoch(t // per_epoch)
-            idx = sampler.global_batch(t % per_epoch)[sampler._offsets]
-            inputs, targets = X[idx], y[idx]
-        grad(inputs, targets, out, scale=worker.scale)
+        for a in range(acc):            # global batches t acc .. t acc + acc - 1, summed into one message
+            b = t * acc + a
+            if feed is not None:
+                inputs, targets = feed.get(b)
+            else:
+                sampler.set_epoch(b // per_epoch)
+                idx = sampler.global_batch(b % per_epoch)[sampler._offsets]
+                inputs, targets = X[idx], y[idx]
+            grad(inputs, targets, out, scale=worker.scale, micro=(a, acc))
         if corrupt is not None:
             corrupt(w, t, out)
 
