@@ -1,6 +1,7 @@
 """Mixed precision of gradcodes.torch.train (issue 36): autocast on the workers, the master's GradScaler, the inf
 rule (an overflow message is an answer under a scaler, a straggler's without one) and its guard against a faulty
-worker; gradient accumulation (``accumulate_grad_batches``); real ``torchrun`` jobs of tests/torch_amp_job.py (n = 3
+worker; gradient accumulation (``accumulate_grad_batches``); messages staged through host memory as for CUDA
+parameters (forced on the CPU); real ``torchrun`` jobs of tests/torch_amp_job.py (n = 3
 workers, Gloo), each against single-process training over the same global batches. Skipped when torch is not
 installed.
 """
@@ -152,3 +153,42 @@ def test_float16_parameters_run_3000_iterations_and_bfloat16_parameters_train(am
     f16, bf16 = _result(amp_job, "float16_3000"), _result(amp_job, "bfloat16_300")
     assert f16["iterations"] == 3000 and f16["finite"] and f16["final_accuracy"] >= 0.9, f16
     assert bf16["iterations"] == 300 and bf16["finite"] and bf16["final_accuracy"] >= 0.8, bf16
+
+
+def test_messages_staged_through_host_vectors_as_for_cuda_parameters_train_exactly():
+    """CUDA parameters go over Gloo through host buffers, one copy per message (FlatParams' device vector); no GPU
+    here, so the staging is forced for CPU parameters (tests/torch_job.py ``"stage"``): float64 decoded gradients
+    and parameters within 1e-12 of single-process training (cyclic, a hung worker, BatchNorm buffers, every rank's
+    final model), ye_abbe m = 2 in float32 within 1e-6. CUDA itself was not run (benchmarks/runtime/
+    torch_cuda_check.py is the check for a GPU session)."""
+    proc, res, _ = run_job([
+        {"name": "staged_cyclic", "stage": True, "model": "linear", "iters": 6, "final": True},
+        {"name": "staged_hang", "stage": True, "fault": "hang", "model": "linear", "iters": 4},
+        {"name": "staged_bn", "stage": True, "model": "bn", "iters": 4, "final": True},
+        {"name": "staged_ye_abbe", "stage": True, "code": "ye_abbe", "dtype": "float32", "iters": 4}])
+    for name in ("staged_cyclic", "staged_hang", "staged_bn"):
+        r = _result((proc, res, 0), name)
+        assert r["grad_err"] <= 1e-12 and r["params_err"] <= 1e-12 and r["buffers_err"] <= 1e-12, r
+    assert res["staged_cyclic"]["final_same"] == res["staged_bn"]["final_same"] == [True] * 4
+    assert 0 not in res["staged_hang"]["responders"]
+    r = _result((proc, res, 0), "staged_ye_abbe")
+    assert r["grad_err"] <= 1e-6 and r["params_err"] <= 1e-6, r
+
+
+def test_cuda_check_script_runs_its_job_with_staged_cpu_parameters(tmp_path):
+    """benchmarks/runtime/torch_cuda_check.py --cpu-staged: the GPU session's script, run end to end on the CPU
+    (its torchrun job, its comparison and its bounds); without CUDA the plain command says it skipped."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
+    script = str(ROOT / "benchmarks" / "runtime" / "torch_cuda_check.py")
+    res = subprocess.run([sys.executable, script, "--cpu-staged", "--smoke"], capture_output=True, text=True,
+                         timeout=300, env=env, cwd=tmp_path)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert res.stdout.count(": ok);") == 2 and "not a CUDA measurement" in res.stdout, res.stdout
+    if not torch.cuda.is_available():
+        res = subprocess.run([sys.executable, script, "--smoke"], capture_output=True, text=True, timeout=60,
+                             env=env, cwd=tmp_path)
+        assert res.returncode == 0 and res.stdout.startswith("skipped: no CUDA"), res.stdout + res.stderr

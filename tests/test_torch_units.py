@@ -422,6 +422,9 @@ class _World(_FakeDist):
         self.gate = threading.Event()
         self.gate.set()
 
+    def get_backend(self):
+        return "gloo"
+
     def get_world_size(self):
         return self.size
 
@@ -676,3 +679,30 @@ def test_train_refuses_bad_data_and_scheduler_step_before_any_message():
     adv = gc.adversarial_gc(np.ones((3, 3), dtype=np.int64), 0, 1)
     with pytest.raises(gc.GradcodesValueError, match="not supported with an adversarial_gc code"):
         train(adv, model, None, torch.zeros(6, 2), torch.zeros(6), grad_scaler=lambda: None, **kw)
+
+
+def test_staged_flat_params_move_a_whole_vector_in_one_copy_through_one_device_vector(monkeypatch):
+    """CUDA parameters over Gloo: messages live in host buffers and FlatParams gathers into (or scatters from) one
+    vector on the parameters' device, allocated once, with one copy per message (here forced on the CPU)."""
+    import gradcodes.torch._params as params_module
+    from gradcodes.torch._runtime import FlatParams
+
+    monkeypatch.setattr(params_module, "FORCE_STAGING", True)
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Linear(4, 2)).double()
+    flat = FlatParams(list(model.parameters()))
+    assert flat.stage and params_module.wire_device(flat.device, True) == torch.device("cpu")
+    assert not params_module.pin("cpu")
+    want = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+    out = torch.zeros(flat.size, dtype=torch.float64)
+    flat.read(out)
+    scratch = flat._scratch
+    assert torch.equal(out, want) and scratch is not None and scratch.data_ptr() != out.data_ptr()
+    flat.write(out * 2)
+    assert torch.equal(torch.cat([p.detach().reshape(-1) for p in model.parameters()]), 2 * want)
+    model(torch.ones(5, 3, dtype=torch.float64)).sum().backward()
+    flat.read_grads(out)
+    assert torch.equal(out, torch.cat([p.grad.reshape(-1) for p in model.parameters()]))
+    assert flat._scratch is scratch                                # allocated once
+    monkeypatch.setattr(params_module, "FORCE_STAGING", False)
+    assert not FlatParams(list(model.parameters())).stage         # CPU parameters: messages in place

@@ -47,16 +47,17 @@ HEAD = 3
 DATA, STOP, BYE = 0, 1, 2
 
 
-def buffer(rows: int | None, count: int, dtype: Any, device: Any, nbytes: int = 0) -> Any:
+def buffer(rows: int | None, count: int, dtype: Any, device: Any, nbytes: int = 0, pinned: bool = False) -> Any:
     """A message buffer (``rows`` messages, or one for None): int64, :data:`HEAD` header words then room for
     ``count`` entries of ``dtype`` and, word-aligned after them, ``nbytes`` raw bytes (the model's buffers,
-    :func:`trailer`); :func:`body` views the entries."""
+    :func:`trailer`); :func:`body` views the entries. ``pinned``: page-locked host memory (staged CUDA
+    messages)."""
     import torch
 
     size = torch.empty(0, dtype=dtype).element_size()
     words = HEAD + -(-int(count) * size // 8) + -(-int(nbytes) // 8)
     shape = (words,) if rows is None else (int(rows), words)
-    return torch.zeros(shape, dtype=torch.int64, device=device)
+    return torch.zeros(shape, dtype=torch.int64, device=device, pin_memory=pinned)
 
 
 def scale_word(buf: Any) -> Any:
@@ -172,6 +173,8 @@ class Children:
     nbytes : int, default 0
         Raw bytes after the entries of every child's message: the child's model buffers (BatchNorm running
         statistics, ``gradcodes.torch._runtime.ModelBuffers``); row ``i`` of :attr:`buffers` holds child ``i``'s.
+    pinned : bool, default False
+        Page-locked receive rows (host messages of a model on CUDA, staged: ``gradcodes.torch._params``).
     nonfinite : {"straggler", "overflow"}, default "straggler"
         What a child's NaN/inf message is (``gradcodes._runtime.engine.Collection``): a straggler's, or, under
         a loss scaler, an overflow signal accepted as an answer.
@@ -179,7 +182,7 @@ class Children:
 
     def __init__(self, dist: Any, code: Any, ranks: Sequence[int], q: int, dtype: Any, device: Any,
                  arrived: queue.Queue[int], base: int, policy: Any, extra: int = 0, nbytes: int = 0,
-                 nonfinite: str = "straggler") -> None:
+                 pinned: bool = False, nonfinite: str = "straggler") -> None:
         import torch
 
         self.code, self.ranks, self.K, self.q = code, [int(r) for r in ranks], len(ranks), int(q)
@@ -187,7 +190,7 @@ class Children:
         self.np_dtype = as_np_dtype(dtype)
         self.m = int(code.m)
         #: the messages as received: int64 header words, then the payload and tail in ``dtype`` (:func:`buffer`)
-        self.inbox = buffer(self.K, self.q + int(extra), dtype, device, nbytes)
+        self.inbox = buffer(self.K, self.q + int(extra), dtype, device, nbytes, pinned)
         self.head = self.inbox[:, :HEAD]
         entries = body(self.inbox, self.q + int(extra), dtype)
         self.payload = entries[:, :self.q]                   # the messages without header and tail

@@ -77,7 +77,7 @@ __all__ = ["FlatParams", "ModelBuffers", "Master", "Worker", "AggregateInfo", "S
            "drain_deadline", "height"]
 
 from ._links import CTRL_TAG, CUT_TAG, ORPHAN_STATUS, PARAM_TAG, STOPPED_STATUS, _Once, _Sender, _Watchdog
-from ._params import FlatParams, ModelBuffers
+from ._params import FlatParams, ModelBuffers, pin, wire_device
 from ._setup import STOP_WAIT, _check_tree_dtype, _combined, _layout, check_same, drain_deadline
 
 
@@ -113,7 +113,8 @@ class Master:
         ``branching`` children with the inner code).
     params : sequence of tensors
         The model's parameters (``model.parameters()``), one float dtype (float16, bfloat16, float32 or
-        float64), one device (every buffer is allocated there); those with ``requires_grad=False`` are left out.
+        float64), one device (off the CPU on Gloo the messages are staged through pinned host buffers, one copy
+        per message: ``docs/torch.md``, "CUDA parameters"); those with ``requires_grad=False`` are left out.
     policy : str or WaitPolicy, optional
         When to stop waiting (a :class:`gradcodes.WaitPolicy` or its name, for the code decoded here:
         ``"earliest"`` decodable set, the default for exact codes; ``"first"`` ``n - s`` messages, the default for
@@ -149,9 +150,12 @@ class Master:
         self.dist = _dist()
         self.flat = FlatParams(params)
         self.dtype, self.device = self.flat.dtype, self.flat.device
+        #: where the messages live: the host when the parameters are staged (CUDA over Gloo), else their device
+        self.wire = wire_device(self.device, self.flat.stage, self.dist.get_backend())
+        pinned = pin(self.device) and self.wire.type == "cpu"
         #: the model's buffers, sent after the parameters and taken from the first responder
         self.bufs = ModelBuffers(buffers)
-        check_same(code, self.dist, self.flat.size, self.device, self.bufs.nbytes)
+        check_same(code, self.dist, self.flat.size, self.wire, self.bufs.nbytes)
         self.layout = _layout(code, self.dist)
         _check_tree_dtype(self.layout, self.dtype)
         self.code, self.n, self.m = code, int(self.layout.workers), int(code.m)
@@ -182,15 +186,18 @@ class Master:
         self.timeout, self.poll = float(timeout), float(poll)
         self.grace = check_grace(grace)
         #: the control stop message of every worker (header words only; ``CTRL_TAG``)
-        self.ctrl = buffer(self.n, 0, self.dtype, self.device)
+        self.ctrl = buffer(self.n, 0, self.dtype, self.wire)
         self.ctrl[:, 1] = STOP
         self._ctrl: list[_Once] = []
         nbytes = self.bufs.nbytes
         #: one parameter message per worker: header words, then the parameters (``out_params``), then the buffers
-        self.outbox = buffer(self.n, self.flat.size, self.dtype, self.device, nbytes)
+        self.outbox = buffer(self.n, self.flat.size, self.dtype, self.wire, nbytes, pinned)
         self.out_params = body(self.outbox, self.flat.size, self.dtype)
         self.out_bufs = trailer(self.outbox, self.flat.size, self.dtype, nbytes)
         self.grad = torch.zeros(self.m * self.q, dtype=self.dtype, device=self.device)
+        #: the decode's target: ``grad``, or (staged) a host vector copied into it in one piece
+        self.grad_wire = self.grad if not self.flat.stage else \
+            torch.zeros(self.m * self.q, dtype=self.dtype, device=self.wire, pin_memory=pinned)
         #: ranks that failed after the last iteration (rank: what happened), filled by :meth:`stop`
         self.failures: dict[int, str] = {}
         self._skipped = 0
@@ -198,9 +205,9 @@ class Master:
         self._arrived: queue.Queue[int] = queue.Queue()
         tree = self.layout.kind == "tree"
         kids = self.layout.children(0)
-        self.children = Children(self.dist, inner, kids, self.q, self.dtype, self.device,
+        self.children = Children(self.dist, inner, kids, self.q, self.dtype, self.wire,
                                  self._arrived, 0, self.policy, extra=self.layout.tail(kids[0]) if tree else 0,
-                                 nbytes=nbytes, nonfinite=nonfinite)
+                                 nbytes=nbytes, pinned=pinned, nonfinite=nonfinite)
         #: a CodedReduce tree: the whole tree's acceptance of each iteration's pattern (None for flat codes)
         self.tree_check = TreeCheck(code, self.layout, self.np_dtype) if tree else None
         self.tracker = self.children.tracker
@@ -275,7 +282,9 @@ class Master:
         if self.adversarial:
             adversaries = self._decode_adversarial(rows, iteration)
         else:
-            self.children.combine(rows, self.grad, accumulate=False)
+            self.children.combine(rows, self.grad_wire, accumulate=False)
+            if self.grad_wire is not self.grad:
+                self.grad.copy_(self.grad_wire)
         if self.bufs.nbytes:                  # the first responder's buffers (not one found wrong)
             first = next((i for i in rows if kids[i] - 1 not in adversaries), rows[0])
             self.bufs.unpack(self.children.buffers[first])
@@ -375,7 +384,7 @@ class Master:
         stuck |= {th.dst for th in self._send if th.is_alive()} | {th.dst for th in self._ctrl if th.is_alive()}
         if not stuck:
             return stuck
-        scratch = buffer(None, 0, self.dtype, self.device)
+        scratch = buffer(None, 0, self.dtype, self.wire)
         for rank in sorted(stuck):
             try:
                 self.dist.irecv(scratch, src=rank, tag=CUT_TAG).wait(timeout=datetime.timedelta(milliseconds=1))
@@ -429,7 +438,8 @@ class Worker:
 
         self.dist = _dist()
         self.flat = FlatParams(params)
-        dev = self.flat.device
+        dev = wire_device(self.flat.device, self.flat.stage, self.dist.get_backend())      # the messages' device
+        pinned = pin(self.flat.device) and dev.type == "cpu"
         self.bufs = ModelBuffers(buffers)
         check_same(code, self.dist, self.flat.size, dev, self.bufs.nbytes)
         self.layout = _layout(code, self.dist)
@@ -443,13 +453,13 @@ class Worker:
         self.q = -(-self.flat.size // int(code.m))
         nbytes = self.bufs.nbytes
         #: two parameter slots: header words, then the parameters (``params_in``), then the buffers (``bufs_in``)
-        self.inbox = buffer(2, self.flat.size, self.flat.dtype, dev, nbytes)
+        self.inbox = buffer(2, self.flat.size, self.flat.dtype, dev, nbytes, pinned)
         self.params_in = body(self.inbox, self.flat.size, self.flat.dtype)
         self.bufs_in = trailer(self.inbox, self.flat.size, self.flat.dtype, nbytes)
         #: entries after the payload: a tree parent's flags of the ranks below it whose messages are in its sum
         #: (``gradcodes._runtime.layout``, tree message format); 0 for a leaf and for flat codes
         self.tail = self.layout.tail(self.rank)
-        self.outbox = buffer(None, self.q + self.tail, self.flat.dtype, dev, nbytes)
+        self.outbox = buffer(None, self.q + self.tail, self.flat.dtype, dev, nbytes, pinned)
         self._body = body(self.outbox, self.q + self.tail, self.flat.dtype)
         self.bufs_out = trailer(self.outbox, self.q + self.tail, self.flat.dtype, nbytes)
         self.delay = delay or NoDelay()
@@ -468,7 +478,7 @@ class Worker:
             inner = _combined(code, self.layout)
             self.children = Children(self.dist, inner, kids, self.q, self.flat.dtype, dev, self._arrived, 2,
                                      as_policy(policy, inner), extra=self.layout.tail(kids[0]), nbytes=nbytes,
-                                     nonfinite=nonfinite)
+                                     pinned=pinned, nonfinite=nonfinite)
 
     @property
     def message(self) -> Any:
