@@ -43,7 +43,7 @@ class FlatParams:
     optimizer (AdamW's weight decay, momentum) never moves them; every rank holds the same frozen values from
     its identical initial model.
 
-    :attr:`stage` (parameters off the CPU, or :data:`FORCE_STAGING`): :meth:`read`, :meth:`write` and
+    :attr:`stage` (parameters off the CPU, or ``FORCE_STAGING``): :meth:`read`, :meth:`write` and
     :meth:`read_grads` go through a vector on the parameters' device, allocated on first use, and one copy
     between it and the caller's vector (a host message buffer)."""
 
