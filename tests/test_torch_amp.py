@@ -77,6 +77,28 @@ def test_huge_initial_scale_skips_exactly_the_steps_single_process_amp_skips(amp
         assert r["nonfinite"] and r["bad"] == [], r          # the overflow messages were answers, not stragglers
 
 
+def test_overflow_messages_are_answers_through_a_codedreduce_tree():
+    """coded_reduce(2, 2, 1) on 7 ranks, float16 autocast, initial scale 2**40, poisoned samples: the inner parents
+    take their children's overflow messages as answers too (their sums are then not finite), so the master skips
+    every step of the initial descent and every poisoned step, and its scales follow GradScaler's rule on its own
+    skipped steps (halve at an overflow, double after 4 finite steps). The boundary steps of the scale differ from
+    single-process AMP's (per-partition float16 sums over 20 samples), so they are not compared with it."""
+    proc, res, _ = run_job([{"name": "tree", "code": "tree", "autocast": "float16", "scaler": HUGE,
+                             "poison": POISON, "iters": 26}], ranks=7, job=AMP_JOB)
+    r = _result((proc, res, 0), "tree")
+    assert r["iterations"] == 26 and set(range(20)) | set(r["poisoned"]) <= set(r["overflow"]), r
+    assert r["poisoned"] and max(r["poisoned"]) >= 20, r
+    scale, good = 2.0 ** 40, 0
+    for t, s in enumerate(r["loss_scale"]):
+        assert s == scale, (t, r)
+        if t in r["overflow"]:
+            scale, good = scale / 2, 0
+        else:
+            good += 1
+            if good == HUGE["growth_interval"]:
+                scale, good = scale * 2, 0
+
+
 def test_autocast_with_gradscaler_trains_the_cnn_to_single_process_amp_accuracy(amp_job):
     """The digits CNN, float16 autocast, the default GradScaler, 100 steps: test accuracy within 0.03 of
     single-process AMP's over the same batches. 0.03 is the spread of single-process AMP's own accuracy over the

@@ -4,9 +4,10 @@ SCENARIOS``), n = 3 workers: mixed precision (autocast, the master's GradScaler)
 batches.
 
 Scenario keys: ``code`` (``"cyclic"``: ``cyclic_repetition(3, 1, rng=0)``, non-0/1 coefficients, per-partition
-messages; ``"frac"``: ``fractional_repetition(3, 2)``, 0/1, one weighted backward pass; ``"ye_abbe"``: ``m = 2``),
-``model`` (``"mlp"``: Linear 64-32, ReLU, Linear 32-10; ``"cnn"``, ``"linear"``: the digits CNN or linear
-model), ``dtype``, ``iters``, ``batch``, ``lr``, ``noref`` (no single-process run: float16 and bfloat16 parameters),
+messages; ``"frac"``: ``fractional_repetition(3, 2)``, 0/1, one weighted backward pass; ``"ye_abbe"``: ``m = 2``;
+``"tree"``: ``coded_reduce(2, 2, 1)`` on 7 ranks), ``model`` (``"mlp"``: Linear 64-32, ReLU, Linear 32-10;
+``"cnn"``, ``"linear"``: the digits CNN or linear model), ``dtype``, ``iters``, ``batch``, ``lr``, ``noref`` (no
+single-process run: float16 and bfloat16 parameters),
 ``autocast`` (``"float16"``/``"bfloat16"``), ``scaler`` (GradScaler keyword arguments; absent: no scaler),
 ``poison`` (indices of training samples set to 1e5, which is inf in float16: every batch holding one overflows),
 ``fault: "nan"`` (worker ``worker`` sends NaN every step), ``accumulate`` (batches per optimizer step),
@@ -36,7 +37,8 @@ def scenario(sc: dict, rank: int, n: int) -> None:
     dtype = getattr(torch, sc.get("dtype", "float32"))
     code = {"cyclic": lambda: gc.cyclic_repetition(n, 1, rng=0),
             "frac": lambda: gc.fractional_repetition(n, n - 1),
-            "ye_abbe": lambda: gc.ye_abbe(n, 1, 2)}[sc.get("code", "cyclic")]()
+            "ye_abbe": lambda: gc.ye_abbe(n, 1, 2),
+            "tree": lambda: gc.coded_reduce(2, 2, 1)}[sc.get("code", "cyclic")]()
     X, y, Xt, yt = digits(dtype)
     for i in sc.get("poison", []):
         X[i] = 1e5
@@ -86,6 +88,12 @@ def scenario(sc: dict, rank: int, n: int) -> None:
         per_epoch = len(sampler)
         scales, skipped, acc, lrs = [], [], [], []
         ctx = (lambda: torch.autocast("cpu", dtype=half)) if half is not None else contextlib.nullcontext
+        poisoned = []              # the steps whose batches hold a poisoned sample (they overflow at any scale)
+        for t in range(iters):
+            for b in range(t * k, t * k + k):
+                sampler.set_epoch(b // per_epoch)
+                if set(sampler.global_batch(b % per_epoch).tolist()) & set(sc.get("poison", [])):
+                    poisoned.append(t)
         epoch_ended = False       # the scheduler steps after the optimizer step that used an epoch's last batch
         for t in range(0 if sc.get("noref") else iters):
             opt.zero_grad()
@@ -115,6 +123,7 @@ def scenario(sc: dict, rank: int, n: int) -> None:
         pa = torch.cat([p.detach().double().reshape(-1) for p in model.parameters()])
         pb = torch.cat([p.detach().double().reshape(-1) for p in ref.parameters()])
         out = {"name": sc["name"], "iterations": len(res.infos), "overflow": res.overflow, "overflow_ref": skipped,
+               "poisoned": sorted(set(poisoned)),
                "loss_scale": res.loss_scale, "loss_scale_ref": scales, "lr": res.lr, "lr_ref": lrs,
                "params_err": float((pa - pb).norm() / pb.norm()), "accuracy": res.accuracy[-1:],
                "final_accuracy": accuracy(model), "finite": bool(torch.isfinite(pa).all()),
