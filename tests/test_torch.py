@@ -29,12 +29,12 @@ JOB = ROOT / "tests" / "torch_job.py"
 ENDED = [0.0]
 
 
-def run_job(scenarios: list[dict], *, timeout: float = 240,
-            ranks: int = 4) -> tuple[subprocess.CompletedProcess, dict, float]:
+def run_job(scenarios: list[dict], *, timeout: float = 240, ranks: int = 4,
+            job: Path = JOB) -> tuple[subprocess.CompletedProcess, dict, float]:
     env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
     # --standalone: torchrun's own single-node launch, its rendezvous store on a port the OS picks (fixed ports
     # derived from the test process's pid collided between the two xdist workers: EADDRINUSE in a CI run)
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(ranks), str(JOB),
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(ranks), str(job),
            json.dumps(scenarios)]
     t0 = time.monotonic()
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT)

@@ -15,7 +15,8 @@ raises in the last iteration and exits: the job's last scenario, every rank then
 ``"data": "dataset"`` (a map-style Dataset read through a DataLoader, ``"loader_workers"`` processes),
 ``"model": "bn"`` (BatchNorm: ghost-batch statistics per partition, the first responder's buffers),
 ``"sched"``, ``"clip"``, ``"stop_at"`` (a scheduler per step or epoch, clipping, a callback that stops the run);
-``"final": true`` checks that every rank ends with the master's final parameters and buffers.
+``"final": true`` checks that every rank ends with the master's final parameters and buffers; ``"stage": true``
+stages every message through host vectors as for CUDA parameters (``gradcodes.torch._params.FORCE_STAGING``).
 """
 
 from __future__ import annotations
@@ -95,10 +96,13 @@ def scenario(sc: dict, rank: int, n: int) -> None:
     import torch.distributed as dist
 
     import gradcodes as gc
+    import gradcodes.torch._params as params_module
     from gradcodes.mpi import FixedDelay, Hang
     from gradcodes.torch import CodedSampler, train
     from gradcodes.torch._job import digits, make_model
 
+    # messages staged through a separate host vector, as for CUDA parameters (the path a GPU takes, on the CPU)
+    params_module.FORCE_STAGING = bool(sc.get("stage"))
     dtype = getattr(torch, sc.get("dtype", "float64"))
     half = dtype in (torch.float16, torch.bfloat16)
     code = {"cyclic": lambda: gc.cyclic_repetition(n, 1, rng=0),
@@ -321,15 +325,16 @@ def scenario(sc: dict, rank: int, n: int) -> None:
     dist.barrier()
 
 
-def main() -> None:
+def main(run=None) -> None:
+    """Run the scenarios of ``sys.argv[1]`` in turn with ``run(sc, rank, n)`` (default: :func:`scenario`; the
+    other jobs of tests/ pass theirs)."""
     import torch.distributed as dist
-
 
     dist.init_process_group("gloo")
     rank = dist.get_rank()
     n = dist.get_world_size() - 1
     for sc in json.loads(sys.argv[1]):
-        scenario(sc, rank, n)
+        (run or scenario)(sc, rank, n)
     dist.destroy_process_group()
 
 
