@@ -410,8 +410,9 @@ def run(tracker: Tracker, *, limit: int | None, samples: int, search: bool, rng:
     sampling would check anyway) or at most ``set_budget`` (the default budget, a count of patterns from the fixed
     cost model of :mod:`gradcodes._verify.cost`: the decision never depends on a clock); only when the caller
     gives ``time_budget`` seconds (``set_budget`` is then ignored) does a wall-clock rule decide: enumerate
-    while the rate measured on the first batches predicts that the whole enumeration fits (0: never). With a
-    ``limit``, every pattern is enumerated when there are at most ``max(limit, sampled_size)``. Otherwise (or when
+    while the rate measured on the first batches predicts that the whole enumeration fits (0: never). A ``limit``
+    is the most patterns enumerated, exactly: every pattern is enumerated when there are at most ``limit`` (0:
+    never, however few), whatever ``time_budget`` and ``sampled_size`` say. Otherwise (or when
     a time budget runs out) the model's structured patterns, ``samples`` random ones and, with ``search``, the
     model's search are checked. ``before_sampling()`` runs first in that case and returns whether to search.
     Ctrl-C keeps what was checked (``interrupted``; never a proof).
@@ -441,7 +442,7 @@ def run(tracker: Tracker, *, limit: int | None, samples: int, search: bool, rng:
             out.notes.append(f"not exhaustive: time_budget = 0 skips enumerating {total:,} {noun}; pass "
                              f"limit={total} or a positive time_budget for a full check")
     else:
-        mode = "exhaustive" if total <= max(limit, sampled_size) else "sample"
+        mode = "exhaustive" if total <= limit else "sample"
     try:
         if mode in ("exhaustive", "budget"):
             done, out.stopped, finished = _enumerate(tracker, batch, stop_on_failure, progress,
