@@ -21,6 +21,8 @@ import math
 import sys
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, NamedTuple
@@ -44,7 +46,7 @@ from .._core.numerics import (
 from . import mpi_driver as _mpi_driver  # noqa: F401  (registers the MPI drivers with .parallel)
 from .report import _hms
 
-__all__ = ["PatternModel", "Tracker", "Evaluation", "Outcome", "run"]
+__all__ = ["PatternModel", "Tracker", "Evaluation", "Outcome", "run", "Clock", "shared_clock"]
 
 #: no enumeration of this many patterns could finish (and counts beyond it overflow float rates)
 _HOPELESS = 2**62
@@ -335,7 +337,12 @@ class Interrupted(Exception):
 
 
 class Clock:
-    """Progress on stderr for long runs (tqdm on a terminal, a line every 10 s otherwise) and the time budget."""
+    """Progress on stderr for long runs (tqdm on a terminal, a line every 10 s otherwise) and the time budget.
+
+    A clock made while another is *shared* (:func:`shared_clock`: one run made of several enumerations, e.g. the
+    distinct blocks of a proof by blocks) counts for that one: its own rate serves its time budget, and the
+    progress shown is the shared clock's, over every enumeration of the run.
+    """
 
     def __init__(self, total: int, enabled: bool | None, desc: str, noun: str = "sets") -> None:
         self.total, self.enabled, self.desc, self.noun = total, enabled, desc, noun
@@ -343,9 +350,16 @@ class Clock:
         self.done = 0
         self.bar: Any = None
         self.last = self.start
+        self.parent: Clock | None = _SHARED_CLOCK.get()
+        #: time and count at the first update: the rate after it leaves out one-off set-up (decoder caches,
+        #: loading a compiled kernel) that the first piece pays
+        self._first: tuple[float, int] | None = None
 
     def rate(self) -> float:
-        dt = time.perf_counter() - self.start
+        now = time.perf_counter()
+        if self._first is not None and self.done > self._first[1] and now > self._first[0]:
+            return (self.done - self._first[1]) / (now - self._first[0])
+        dt = now - self.start
         return self.done / dt if dt > 0 else float("inf")
 
     def predicted(self) -> float:
@@ -355,12 +369,20 @@ class Clock:
 
     def over_budget(self, budget: float) -> bool:
         """True when the rate so far predicts that the whole enumeration exceeds ``budget`` seconds (one-off
-        set-up such as compiling a kernel is not counted: restart ``start`` after it)."""
+        set-up such as compiling a kernel is not counted: restart ``start`` after it). The rate is measured after
+        the first piece when there is one (its set-up would otherwise predict hours for a check of a second), and no
+        verdict comes before ``min(1 s, budget / 10)`` (at least 0.05 s) of work: a few pieces of a fast
+        enumeration say little about its rate."""
         elapsed = time.perf_counter() - self.start
-        return elapsed > 0.05 and elapsed + self.predicted() > budget
+        return elapsed > max(0.05, min(1.0, budget / 10)) and elapsed + self.predicted() > budget
 
     def update(self, k: int) -> None:
         self.done += k
+        if self._first is None:
+            self._first = (time.perf_counter(), self.done)
+        if self.parent is not None:
+            self.parent.update(k)
+            return
         if self.enabled is None and self.done and time.perf_counter() - self.start > 1.0:
             self.enabled = self.predicted() > 10.0
             if self.enabled:
@@ -387,6 +409,20 @@ class Clock:
     def close(self) -> None:
         if self.bar:
             self.bar.close()
+
+
+_SHARED_CLOCK: ContextVar[Clock | None] = ContextVar("gradcodes_shared_clock", default=None)
+
+
+@contextmanager
+def shared_clock(clock: Clock) -> Iterator[Clock]:
+    """Make ``clock`` the progress of every enumeration started inside the ``with`` block (see :class:`Clock`)."""
+    token = _SHARED_CLOCK.set(clock)
+    try:
+        yield clock
+    finally:
+        _SHARED_CLOCK.reset(token)
+        clock.close()
 
 
 @dataclass

@@ -241,7 +241,9 @@ def verify(code: LinearCode, *, limit: int | None = None, samples: int = 2000, s
         there are at most ``limit``; otherwise none is, and the sampled check runs instead: the consecutive sets,
         ``samples`` random sets and, with ``search``, the search (not a proof, unless the decoder states a theorem
         for the code). ``limit=0`` never enumerates, however small the code. Memory does not grow with it; a time
-        estimate is printed on stderr for long runs. Default (``limit=None``,
+        estimate is printed on stderr for long runs. A code proven by blocks (:func:`gradcodes.by_blocks`) shares
+        its budget (``limit``, the default one or ``time_budget``) among its distinct blocks, in order: each block
+        is enumerated when it fits what is left, else sampled (the report says which). Default (``limit=None``,
         ``time_budget=None``): enumerate when ``C(n, s)`` is at most the default budget, ``floor(10 s / c)``
         sets, where ``c`` is the microseconds per set that the fixed cost model of the verifier's cost model
         predicts from ``n``, ``s``, ``k``, ``m``, the non-zeros of ``B``, the field and the decoder (constants
