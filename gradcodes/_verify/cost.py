@@ -140,9 +140,12 @@ def flat_default_limit(code: Any, dec: Any, seconds: float = DEFAULT_SECONDS) ->
 
 def limit_note(total: int, noun: str, budget: int) -> str:
     """The report's note when the default budget does not cover the enumeration."""
-    return (f"not exhaustive: {total:,} {noun} exceed the default budget of {budget:,} (a fixed cost model, "
+    from .._base.output import count_text
+
+    hint = str(total) if total < 10**30 else count_text(total)
+    return (f"not exhaustive: {count_text(total)} {noun} exceed the default budget of {budget:,} (a fixed cost model, "
             f"about {DEFAULT_SECONDS:g} s of one core, the same on every machine: gradcodes._verify.cost); pass "
-            f"limit={total} for a full check, or time_budget= seconds for a wall-clock budget")
+            f"limit={hint} for a full check, or time_budget= seconds for a wall-clock budget")
 
 
 def search_moves(n: int, s: int, seconds: float = SEARCH_SECONDS) -> int:

@@ -29,6 +29,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from .._base.output import count_text
 from .._core.decoders import single_threaded_blas
 from .._core.numerics import (
     BORDERLINE,
@@ -386,7 +387,7 @@ class Clock:
         if self.enabled is None and self.done and time.perf_counter() - self.start > 1.0:
             self.enabled = self.predicted() > 10.0
             if self.enabled:
-                print(f"{self.desc}: {self.total:,} {self.noun}, about {_hms(self.predicted())} at "
+                print(f"{self.desc}: {count_text(self.total)} {self.noun}, about {_hms(self.predicted())} at "
                       f"{self.rate():,.0f} {self.noun}/s (Ctrl-C keeps the partial report)", file=sys.stderr,
                       flush=True)
         if not self.enabled:
@@ -409,6 +410,11 @@ class Clock:
     def close(self) -> None:
         if self.bar:
             self.bar.close()
+
+
+def _plain(total: int) -> str:
+    """A count as a ``limit=`` value (digits), or its :func:`count_text` when it has too many digits to print."""
+    return str(total) if total < 10**30 else count_text(total)
 
 
 _SHARED_CLOCK: ContextVar[Clock | None] = ContextVar("gradcodes_shared_clock", default=None)
@@ -473,10 +479,10 @@ def run(tracker: Tracker, *, limit: int | None, samples: int, search: bool, rng:
         mode = "exhaustive" if total <= sampled_size else (
             "budget" if time_budget > 0 and total < _HOPELESS else "sample")
         if mode == "sample" and total >= _HOPELESS:
-            out.notes.append(f"not exhaustive: {total:.3g} {noun} are far too many to enumerate")
+            out.notes.append(f"not exhaustive: {count_text(total)} {noun} are far too many to enumerate")
         elif mode == "sample":
-            out.notes.append(f"not exhaustive: time_budget = 0 skips enumerating {total:,} {noun}; pass "
-                             f"limit={total} or a positive time_budget for a full check")
+            out.notes.append(f"not exhaustive: time_budget = 0 skips enumerating {count_text(total)} {noun}; pass "
+                             f"limit={count_text(total).replace(',', '')} or a positive time_budget for a full check")
     else:
         mode = "exhaustive" if total <= limit else "sample"
     try:
@@ -486,14 +492,14 @@ def run(tracker: Tracker, *, limit: int | None, samples: int, search: bool, rng:
             out.strategies["exhaustive" if finished else "lexicographic prefix"] = done
             out.exhaustive = finished and not out.stopped
             if not finished and not out.stopped:
-                out.notes.append(f"not exhaustive: {total:,} {noun} would take about "
+                out.notes.append(f"not exhaustive: {count_text(total)} {noun} would take about "
                                  f"{_hms(total / max(done, 1) * (time.perf_counter() - start))} (> time_budget = "
                                  f"{time_budget:g} s); pass limit={total} for a full check")
                 mode = "sample"
         if mode == "sample" and not (stop_on_failure and tracker.n_failures):
             if limit is not None:
-                out.notes.append(f"not exhaustive: {total:,} {noun} > limit = {limit:,}; pass limit={total} "
-                                 f"for a full check")
+                out.notes.append(f"not exhaustive: {count_text(total)} {noun} > limit = {limit:,}; pass "
+                                 f"limit={_plain(total)} for a full check")
             searchable = before_sampling() if before_sampling is not None else True
             do_search = search and searchable
             with single_threaded_blas():
