@@ -85,3 +85,9 @@ def test_the_33824_worker_ye_abbe_tree_gets_a_verdict_in_seconds():
     assert any("composed bounds" in note for note in rep.notes)
     assert "~5.156e4880" in str(rep)
     assert seconds < 60                                       # under 10 s on an idle machine (CHANGELOG)
+
+
+def test_a_dense_tree_with_a_group_decoded_inner_code_is_proven_by_composition():
+    code = gc.coded_reduce(6, 3, 2)                          # fractional repetition inner code, 29^43 patterns
+    rep = gc.verify(code)
+    assert rep and "composition" in rep.theorem and rep.worst_cancellation == pytest.approx(1.0, rel=1e-5)

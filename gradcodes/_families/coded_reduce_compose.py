@@ -200,7 +200,8 @@ def compose(code: CodedReduceCode, rtol: float, dtype: np.dtype, tracker: Tracke
     a proof; None when the theorem's conditions do not hold (no allocation lists, a matrix that is not
     CR.Allocate's, an inner code not verified over all its sets within the default budget, a complex inner
     code)."""
-    from .._verify.blocks import is_proof
+    from .._core.group_decoder import GroupDecoder
+    from .._verify.blocks import BlockVerifyReport, is_proof
     from .._verify.verifier import verify
 
     inner = code.inner
@@ -211,7 +212,12 @@ def compose(code: CodedReduceCode, rtol: float, dtype: np.dtype, tracker: Tracke
     if not (loads_equal and allocation_ok and _allocation_matches(code)):
         return None
     ri = verify(inner, samples=0, search=False, stop_on_failure=False, dtype=dtype, progress=False)
-    if not (bool(ri.exhaustive and not ri.stopped_early and not ri.interrupted) or bool(ri.theorem)):
+    # worst values over every set: an exhaustive run's, the proof by blocks' bounds, or the 0/1 group decoder's
+    # (the same for every set, by its theorem); another theorem's report holds only the sets it sampled
+    dec = inner.decoders[inner.default_decoder]
+    whole = bool(ri.exhaustive and not ri.stopped_early and not ri.interrupted) or (
+        bool(ri.theorem) and (isinstance(ri, BlockVerifyReport) or isinstance(dec, GroupDecoder)))
+    if not whole:
         return None
     if code.exact:
         proven = is_proof(ri)
