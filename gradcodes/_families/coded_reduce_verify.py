@@ -278,8 +278,17 @@ def verify_tree(code: CodedReduceCode, *, limit: int | None = None, samples: int
       ancestors each lose the ``s`` siblings preceding the path), ``samples`` uniformly random patterns, and
       with ``search=True`` a worst-case search (coordinate ascent: each parent whose output reaches the master
       in turn tries every straggler set given the others, keeping the one that maximises the residual, then
-      the cancellation factor; at most ``search_budget`` patterns). Only the exhaustive mode is a proof: the
-      sampled mode reports ``"unproven"`` (falsy) when it finds no failure.
+      the cancellation factor; at most ``search_budget`` patterns). The sampled patterns alone are no proof.
+    * **Composition** (``gradcodes/_families/coded_reduce_compose.py``, Reisizadeh et al. 2019): when the
+      patterns are more than the count above (``limit``, or the default budget; with ``time_budget``, when they
+      are past ``2^62`` or the code is stored sparse), the inner code's proof over all its sets is composed along
+      the tree: when ``B`` is CR.Allocate's matrix of the inner code and the composed acceptance bound (inner
+      cancellation ``C``: ``C^L``; inner residual ``rho``: ``rho (1 + C + ... + C^{L-1})``) is within ``rtol``,
+      every pattern with at most ``s`` stragglers per parent is proven (exactly, for rational codes). With
+      ``limit=None`` that report is returned without sampling; with a ``limit`` the sampled check runs too and
+      the report is a proof when it finds no failure. When the bound exceeds ``rtol``, the patterns that reach
+      it are built and checked: a failing one is returned as the counterexample (``"inaccurate"`` or
+      ``"FAILS"``); otherwise the sampled check runs and the report is ``"unproven"``.
 
     The load is checked too: every worker stores exactly ``r P`` units, ``B`` matches the CR.Allocate lists,
     and ``r`` is compared with the optimum :func:`coded_reduce_load`.
