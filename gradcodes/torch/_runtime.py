@@ -111,8 +111,9 @@ class Master:
         :attr:`failures`. Every worker must be given the same ``grace``.
     buffers : sequence of tensors, optional
         The model's buffers (``model.buffers()``: BatchNorm running statistics); the same on every rank. They
-        travel with the parameters, and :meth:`aggregate` takes those of the first responder of the decoding set
-        (in arrival order; an ``adversarial_gc`` code: the first not found wrong).
+        travel with the parameters, and :meth:`aggregate` takes those of the lowest-ranked responder of the decoding
+        set (an ``adversarial_gc`` code: the lowest-ranked not found wrong), so that a run whose decoding sets are
+        deterministic (``policy="all"``) has deterministic running statistics too.
     """
 
     def __init__(self, code: Any, params: Sequence[Any], *, policy: Any = None, timeout: float = 60.0,
@@ -124,7 +125,7 @@ class Master:
         self.dist = _dist()
         self.flat = FlatParams(params)
         self.dtype, self.device = self.flat.dtype, self.flat.device
-        #: the model's buffers, sent after the parameters and taken from the first responder
+        #: the model's buffers, sent after the parameters and taken from the lowest-ranked responder
         self.bufs = ModelBuffers(buffers)
         check_same(code, self.dist, self.flat.size, self.device, self.bufs.nbytes)
         self.layout = _layout(code, self.dist)
@@ -244,8 +245,8 @@ class Master:
             adversaries = self._decode_adversarial(rows, iteration)
         else:
             self.children.combine(rows, self.grad, accumulate=False)
-        if self.bufs.nbytes:                  # the first responder's buffers (not one found wrong)
-            first = next((i for i in rows if kids[i] - 1 not in adversaries), rows[0])
+        if self.bufs.nbytes:                  # the lowest-ranked responder's buffers (not one found wrong)
+            first = min((i for i in rows if kids[i] - 1 not in adversaries), default=min(rows))
             self.bufs.unpack(self.children.buffers[first])
         if self.tree_check is not None:
             tails = self.children.tails
@@ -377,7 +378,7 @@ class Worker:
         (``_Watchdog``; status 1 when the link to the master failed before any stop message).
     buffers : sequence of tensors, optional
         The model's buffers (``model.buffers()``): overwritten with the master's with every parameters, sent with
-        every message as ``compute`` left them (the master keeps the first responder's).
+        every message as ``compute`` left them (the master keeps the lowest-ranked responder's).
 
     After :meth:`run` the model holds the master's final parameters and buffers (they come with the stop
     message), unless the worker's compute was stuck when the run ended.
