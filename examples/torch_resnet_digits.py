@@ -12,8 +12,8 @@ schedule, gradient clipping, an evaluation callback (with early stopping at ``--
 
 The data: the 1797 8x8 images of ``sklearn.datasets.load_digits`` (shipped with scikit-learn, no download),
 upsampled to 16x16 (bilinear), 1500 for training and 297 for testing (a fixed split). ``--quick`` trains 36 steps
-(three epochs) for the test suite. At the end every rank holds the final model: each prints a digest of its
-``state_dict`` (the master checks that they agree) and rank 0 saves it with ``--save``.
+(three epochs) for the test suite. At the end every rank holds the final model: the ranks' digests of their
+``state_dict`` are gathered and the master prints whether they agree; rank 0 saves it with ``--save``.
 """
 
 from __future__ import annotations

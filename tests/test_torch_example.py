@@ -97,7 +97,7 @@ def test_the_docs_diff_is_the_difference_between_the_ddp_and_the_gradcodes_scrip
     coded = _block(page, "train_coded.py").splitlines()[1:]
     m = re.search(r"```diff\n(.*?)```", page, flags=re.S)
     assert m, "docs/torch.md shows no ```diff block"
-    shown = [ln for ln in m.group(1).splitlines() if ln[:1] in "+-"]
+    shown = [ln for ln in m.group(1).splitlines() if ln.startswith(("+", "-"))]
     want = [ln for ln in difflib.unified_diff(ddp, coded, lineterm="", n=0)
-            if ln[:1] in "+-" and not ln.startswith(("---", "+++"))]
+            if ln.startswith(("+", "-")) and not ln.startswith(("---", "+++"))]
     assert shown == want, "\n".join(want)

@@ -30,7 +30,9 @@ over the repeats:
    the in-memory tensors, and :func:`gradcodes.torch.ddp_train` (DDP on the workers, ``EX_BATCH / EX_N`` samples
    each: one partition of the coded run, so the same BatchNorm ghost batches), without stragglers and with the last
    worker ``DELAY`` seconds late every iteration. Constant-rate SGD with momentum for all (``ddp_train`` has no
-   scheduler or clipping). Time to ``EX_TARGET`` test accuracy (evaluation not timed) against DDP, and the
+   scheduler or clipping). Time to ``EX_TARGET`` test accuracy (the state after each step is copied, and
+   evaluated after the run: not timed, and overlapping no other rank's work; ``steps``: the iterations until
+   then) against DDP, and the
    per-iteration overhead of the DataLoader path against the in-memory path: each run's median iteration time,
    medians over the repeats. The workers run this script under torchrun (``--example-worker CONFIG``), which loads
    the example's model and data from ``examples/``.
@@ -203,9 +205,14 @@ def example_worker(cfg: dict) -> int:
     loss_fn = torch.nn.CrossEntropyLoss(reduction="none")
     code = gc.cyclic_repetition(n, s, rng=0)
     rows = []
+    snaps: list[dict] = []
 
     def evaluate(model: torch.nn.Module) -> float:
-        return ex.accuracy(model, X_test, y_test)
+        """A copy of the state after each step (microseconds), evaluated after the run: an evaluation inside the
+        run would overlap DDP's next iteration on the other ranks (``ddp_train`` evaluates on rank 1 only, while
+        the late rank already sleeps) and hide up to its duration of the straggler's delay."""
+        snaps.append({k: v.clone() for k, v in model.state_dict().items()})
+        return 0.0
 
     def sgd(params: object) -> torch.optim.Optimizer:
         return torch.optim.SGD(params, lr=cfg["lr"], momentum=0.9)
@@ -213,6 +220,7 @@ def example_worker(cfg: dict) -> int:
     for label, scheme, late in cfg["runs"]:
         delay = FixedDelay(late, workers=range(n - s, n)) if late else None
         model = ex.make_model(0)
+        snaps.clear()
         kw = {"batch_size": cfg["batch"], "iterations": cfg["iters"], "optimizer": sgd, "delay": delay}
         if scheme == "ddp":
             res = ddp_train(model, loss_fn, X, y, workers=n, group=group, evaluate=evaluate, **kw)
@@ -220,10 +228,16 @@ def example_worker(cfg: dict) -> int:
             res = train(code, model, loss_fn, data, evaluate=evaluate, loader_kwargs={"num_workers": 0}, **kw)
         else:
             res = train(code, model, loss_fn, X, y, evaluate=evaluate, **kw)
-        stats = torch.zeros(5, dtype=torch.float64)          # DDP's record is rank 1's: sent to the master
+        stats = torch.zeros(6, dtype=torch.float64)          # DDP's record is rank 1's: sent to the master
         if res is not None:
+            res.accuracy = []
+            for state in snaps:
+                model.load_state_dict(state)
+                res.accuracy.append(ex.accuracy(model, X_test, y_test))
             stats[:] = torch.tensor([res.time_to(cfg["target"]), res.mean_iteration, float(np.median(res.times)),
-                                     res.accuracy[-1], len(res.times)], dtype=torch.float64)
+                                     res.accuracy[-1], len(res.times),
+                                     next((t + 1 for t, a in enumerate(res.accuracy) if a >= cfg["target"]),
+                                          float("inf"))], dtype=torch.float64)
         if scheme == "ddp" and rank == 1:
             dist.send(stats, 0, tag=98)
         elif scheme == "ddp" and rank == 0:
@@ -232,7 +246,8 @@ def example_worker(cfg: dict) -> int:
         if rank == 0:
             rows.append({"job": label, "scheme": scheme, "time_to_target": float(stats[0]),
                          "mean_iteration": float(stats[1]), "median_iteration": float(stats[2]),
-                         "final_accuracy": float(stats[3]), "iterations": int(stats[4])})
+                         "final_accuracy": float(stats[3]), "iterations": int(stats[4]),
+                         "steps_to_target": float(stats[5])})
     if rank == 0:
         print("ROWS " + json.dumps(rows), flush=True)
     dist.destroy_process_group()
@@ -260,11 +275,11 @@ def example_rows(repeats: int, *, n: int = EX_N, s: int = 1, iters: int = EX_ITE
     lines = [f"the worked example's model (examples/torch_resnet_digits.py: ResNet with BatchNorm, digits 16x16) on "
              f"{n} workers + master (Gloo, localhost), s = {s}, cyclic repetition, batch {EX_BATCH}, SGD lr {EX_LR} "
              f"momentum 0.9, {iters} iterations, medians of {repeats} runs{procs_note}",
-             f"{'job':22s} {'scheme':30s} {'s/iter':>8s} {'median':>8s} {to:>12s} {'final acc':>9s}"]
+             f"{'job':22s} {'scheme':30s} {'s/iter':>8s} {'median':>8s} {to:>12s} {'steps':>6s} {'final acc':>9s}"]
     for job, scheme, _ in cfg["runs"]:
         lines.append(f"{job:22s} {EX_SCHEMES[scheme]:30s} {m(job, scheme, 'mean_iteration'):8.4f} "
                      f"{m(job, scheme, 'median_iteration'):8.4f} {m(job, scheme, 'time_to_target'):12.3f} "
-                     f"{m(job, scheme, 'final_accuracy'):9.3f}")
+                     f"{m(job, scheme, 'steps_to_target'):6.0f} {m(job, scheme, 'final_accuracy'):9.3f}")
     base = "no stragglers"
     dl, mem = m(base, "dataset", "median_iteration"), m(base, "memory", "median_iteration")
 
