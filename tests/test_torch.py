@@ -498,9 +498,9 @@ def test_map_style_dataset_through_a_dataloader_with_2_loader_processes_trains_a
         assert r["grad_err"] <= 1e-12 and r["params_err"] <= 1e-12, r
 
 
-def test_batchnorm_matches_ghost_batch_single_process_and_the_first_responders_running_stats(issue36_job):
+def test_batchnorm_matches_ghost_batch_single_process_and_the_lowest_ranked_responders_running_stats(issue36_job):
     """Parameters as single-process training that normalises each partition over its own samples (1e-12), running
-    statistics those the first responder's partitions leave from the step's start (1e-12), num_batches_tracked
+    statistics those the lowest-ranked responder's partitions leave from the step's start (1e-12), num_batches_tracked
     equal. Before: the master's running statistics never moved from their initial values."""
     for name in ("bn", "bn_ds"):
         r = _result(issue36_job, name)

@@ -13,7 +13,7 @@ worker), ``"freeze"`` and ``"opt": "adamw"`` (frozen parameters), ``"delay": "co
 without ``rng``), ``"repeat"`` (several ``train`` calls: threads and memory), ``"fault": "after"`` (a worker
 raises in the last iteration and exits: the job's last scenario, every rank then exits at once). Issue 36:
 ``"data": "dataset"`` (a map-style Dataset read through a DataLoader, ``"loader_workers"`` processes),
-``"model": "bn"`` (BatchNorm: ghost-batch statistics per partition, the first responder's buffers),
+``"model": "bn"`` (BatchNorm: ghost-batch statistics per partition, the lowest-ranked responder's buffers),
 ``"sched"``, ``"clip"``, ``"stop_at"`` (a scheduler per step or epoch, clipping, a callback that stops the run);
 ``"final": true`` checks that every rank ends with the master's final parameters and buffers; ``"stage": true``
 stages every message through host vectors as for CUDA parameters (``gradcodes.torch._params.FORCE_STAGING``).
@@ -287,11 +287,11 @@ def scenario(sc: dict, rank: int, n: int) -> None:
             idx = ref_sampler.global_batch(t % len(ref_sampler))
             saved = [b.clone() for b in ref.buffers()]
             batch_grad(ref, X, idx)
-            if bn:          # the buffers: those the first responder's partitions leave, from the step's start
+            if bn:          # the buffers: those the lowest-ranked responder's partitions leave, from the step's start
                 for b, v in zip(ref.buffers(), saved, strict=True):
                     b.copy_(v)
                 with torch.no_grad():
-                    for j in code.supports[res.infos[t].responders[0]]:
+                    for j in code.supports[min(res.infos[t].responders)]:
                         ref(X[idx[j * per:(j + 1) * per]])
             if sc.get("clip"):
                 torch.nn.utils.clip_grad_norm_(list(ref.parameters()), sc["clip"])

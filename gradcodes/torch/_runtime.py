@@ -133,8 +133,9 @@ class Master:
         :attr:`failures`. Every worker must be given the same ``grace``.
     buffers : sequence of tensors, optional
         The model's buffers (``model.buffers()``: BatchNorm running statistics); the same on every rank. They
-        travel with the parameters, and :meth:`aggregate` takes those of the first responder of the decoding set
-        (in arrival order; an ``adversarial_gc`` code: the first not found wrong).
+        travel with the parameters, and :meth:`aggregate` takes those of the lowest-ranked responder of the decoding
+        set (an ``adversarial_gc`` code: the lowest-ranked not found wrong), so that a run whose decoding sets are
+        deterministic (``policy="all"``) has deterministic running statistics too.
     nonfinite : {"straggler", "overflow"}, default "straggler"
         What a NaN/inf message is (``gradcodes._runtime.engine.Collection``): a straggler's (dropped), or, under a
         loss scaler, an overflow signal accepted as an answer (:attr:`AggregateInfo.overflow`: the decode is not
@@ -155,7 +156,7 @@ class Master:
         #: where the messages live: the host when the parameters are staged (CUDA over Gloo), else their device
         self.wire = wire_device(self.device, self.flat.stage, self.dist.get_backend())
         pinned = pin(self.device) and self.wire.type == "cpu"
-        #: the model's buffers, sent after the parameters and taken from the first responder
+        #: the model's buffers, sent after the parameters and taken from the lowest-ranked responder
         self.bufs = ModelBuffers(buffers)
         check_same(code, self.dist, self.flat.size, self.wire, self.bufs.nbytes)
         self.layout = _layout(code, self.dist)
@@ -287,8 +288,8 @@ class Master:
             self.children.combine(rows, self.grad_wire, accumulate=False)
             if self.grad_wire is not self.grad:
                 self.grad.copy_(self.grad_wire)
-        if self.bufs.nbytes:                  # the first responder's buffers (not one found wrong)
-            first = next((i for i in rows if kids[i] - 1 not in adversaries), rows[0])
+        if self.bufs.nbytes:                  # the lowest-ranked responder's buffers (not one found wrong)
+            first = min((i for i in rows if kids[i] - 1 not in adversaries), default=min(rows))
             self.bufs.unpack(self.children.buffers[first])
         if self.tree_check is not None:
             tails = self.children.tails
@@ -424,7 +425,7 @@ class Worker:
         (``_Watchdog``; status 1 when the link to the master failed before any stop message).
     buffers : sequence of tensors, optional
         The model's buffers (``model.buffers()``): overwritten with the master's with every parameters, sent with
-        every message as ``compute`` left them (the master keeps the first responder's).
+        every message as ``compute`` left them (the master keeps the lowest-ranked responder's).
     nonfinite : {"straggler", "overflow"}, default "straggler"
         The master's (the same on every rank): what a tree parent makes of a child's NaN/inf message.
 

@@ -263,7 +263,7 @@ def train(code: Any, model: Any, loss_fn: Callable[[Any, Any], Any], X: Any, y: 
         :class:`gradcodes.mpi.StragglerTimeout` naming its missing children.
     model : torch.nn.Module
         Initialised identically on every rank. Its buffers (BatchNorm running statistics) follow the master's:
-        each step the master takes those of the first responder of the decoding set and sends them with the
+        each step the master takes those of the lowest-ranked responder of the decoding set and sends them with the
         parameters (``docs/torch.md``, "Buffers").
     loss_fn : callable
         ``loss_fn(outputs, targets)`` returning per-sample losses (``reduction="none"``).
