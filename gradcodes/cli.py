@@ -145,7 +145,8 @@ def _add_code_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("-s", type=int, help="stragglers tolerated")
     p.add_argument("-m", type=int, help="communication factor (messages are 1/m of a gradient)")
     p.add_argument("-k", type=int, help="number of partitions (default n)")
-    p.add_argument("--seed", type=int, help="seed of randomised constructions")
+    p.add_argument("--seed", type=int, help="seed of a randomised construction, passed as its rng= (default: the "
+                   "scheme's registered seed, 0, so a build is reproducible; Python's rng=None draws fresh entropy)")
     p.add_argument("--param", action="append", metavar="KEY=VALUE",
                    help="any other constructor parameter, e.g. --param placement=textbook (repeatable)")
 
@@ -193,7 +194,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a wall-clock budget instead of the default count: enumerate when the rate measured on "
                    "the first batches predicts the check fits SECONDS (the verdict then depends on the "
                    "machine's speed and load)")
-    p.add_argument("--samples", type=int, default=2000, help="random sets when not exhaustive")
+    p.add_argument("--samples", type=int, default=2000, help="random sets when not exhaustive (default 2000, drawn "
+                   "from fresh entropy as verify(rng=None) does)")
     p.add_argument("--no-search", action="store_true", help="skip the worst-set local search")
     p.add_argument("--decoder", help="decoder name (default: the code's)")
     p.add_argument("--gf", action="store_true", help="verify the construction over a finite field GF(p)")
@@ -250,7 +252,7 @@ def _add_evaluate_parser(sub: Any) -> None:
                    help="g_j = e_j (default) or all g_j equal")
     p.add_argument("--method", default="auto", choices=["auto", "enumerate", "montecarlo", "closed"])
     p.add_argument("--samples", type=int, default=20000, help="Monte Carlo samples")
-    p.add_argument("--mc-seed", type=int, default=0, help="Monte Carlo seed")
+    p.add_argument("--mc-seed", type=int, default=0, help="Monte Carlo seed (default 0)")
     p.add_argument("--decoder", help="decoder name (default: the code's)")
     p.set_defaults(func=_cmd_evaluate)
 

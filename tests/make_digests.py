@@ -64,7 +64,7 @@ def cases() -> Iterator[tuple[str, str, dict[str, Any]]]:
 
     for name, scheme in gc.schemes().items():
         sig = inspect.signature(scheme.build).parameters
-        seeded = "seed" in sig and "rng" not in sig  # (where both exist, seed= is a deprecated alias of rng=)
+        seeded = "seed" in sig
         for sizes in scheme.tour:
             for seed in SEEDS if seeded else (None,):
                 kwargs = dict(sizes) if seed is None else {**sizes, "seed": seed}

@@ -1,6 +1,7 @@
-"""One meaning per name: the renamed keywords and functions keep working under their former names with a
-DeprecationWarning (the test configuration turns gradcodes' own deprecations into errors everywhere else), the
-new names are the ones in every public signature, and files written with the former parameter names still load."""
+"""One meaning per name: the keywords renamed before the first release are gone (calling with one is a TypeError),
+the renamed functions keep working under their former names with a DeprecationWarning (the test configuration
+turns gradcodes' own deprecations into errors everywhere else), the new names are the ones in every public
+signature, and files written with the former parameter names still load."""
 
 from __future__ import annotations
 
@@ -14,21 +15,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import gradcodes as gc
+import gradcodes.mpi as gm
 import gradcodes.testing as gt
 
 
-def test_coded_reduce_branching_and_its_deprecated_alias():
+def test_coded_reduce_takes_branching():
     code = gc.coded_reduce(3, 2, 1)
     assert code.n == code.N == 12 and code.branching == 3 and code.params["branching"] == 3
     assert "n" not in code.params
-    with pytest.warns(DeprecationWarning, match=r"^n= is deprecated, use branching="):
-        old = gc.coded_reduce(n=3, L=2, s=1)
-    assert old == code
     assert gc.coded_reduce(branching=3, L=2, s=1) == code
-    with pytest.warns(DeprecationWarning), pytest.raises(TypeError, match="not both"):
-        gc.coded_reduce(n=3, branching=3, L=2, s=1)
-    with pytest.warns(DeprecationWarning, match="branching="):
-        assert gc.coded_reduce_load(n=3, L=2, s=1) == gc.coded_reduce_load(branching=3, L=2, s=1)
+    assert gc.coded_reduce_load(3, 2, 1) == gc.coded_reduce_load(branching=3, L=2, s=1)
 
 
 @pytest.mark.parametrize(("fn", "args", "kwargs"), [
@@ -37,25 +33,65 @@ def test_coded_reduce_branching_and_its_deprecated_alias():
     (gc.erasurehead, (6,), dict(degree=2)),
     (gc.optimal_decoding, (6,), dict(degree=3, rng=0)),
 ])
-def test_baselines_take_degree_and_the_deprecated_d(fn, args, kwargs):
+def test_baselines_take_degree(fn, args, kwargs):
     code = fn(*args, **kwargs)
     assert code.params["degree"] == kwargs["degree"] and "d" not in code.params
-    old = dict(kwargs)
-    old["d"] = old.pop("degree")
-    with pytest.warns(DeprecationWarning, match=r"^d= is deprecated, use degree="):
-        assert fn(*args, **old) == code
 
 
-def test_batch_size_everywhere():
-    tree = gc.coded_reduce(3, 2, 1)
-    with pytest.warns(DeprecationWarning, match=r"^batch= is deprecated, use batch_size="):
-        old = gc.verify_tree(tree, batch=64)
-    assert old.patterns_checked == gc.verify_tree(tree, batch_size=64).patterns_checked
-    het = gc.heterogeneous(["1/10", "1/5", "1/2"], 3)
-    with pytest.warns(DeprecationWarning, match="batch_size="):
-        a = gc.evaluate_approximate(het, batch=8, method="enumerate")
-    b = gc.evaluate_approximate(het, batch_size=8, method="enumerate")
-    assert a.expected_error == b.expected_error and a.bias.tolist() == b.bias.tolist()
+# (callable, positional arguments, the keyword removed before the first release): gradcodes 0.1.0 has one name per
+# parameter, with no deprecated aliases (seed= for rng=, n= for branching=, batch= for batch_size=, d= for degree=,
+# p= for length=, progress= for callback=)
+REMOVED = [
+    (gc.cyclic_repetition, (6, 2), "seed"),
+    (gc.ye_abbe, (6, 1, 2), "seed"),
+    (gc.coded_reduce, (3, 2, 1), "seed"),
+    (gc.coded_reduce, (None, 2, 1), "n"),
+    (gc.coded_reduce_load, (None, 2, 1), "n"),
+    (gc.expander_code, (8, 3), "seed"),
+    (gc.random_regular_graph, (8, None), "d"),
+    (gc.random_regular_graph, (8, 3), "seed"),
+    (gc.stochastic_gc, (6, None, 0.2), "d"),
+    (gc.stochastic_gc, (6, 2, 0.2), "seed"),
+    (gc.bernoulli_gc, (6, None), "d"),
+    (gc.bernoulli_gc, (6, 2), "seed"),
+    (gc.erasurehead, (6, None), "d"),
+    (gc.optimal_decoding, (6, None), "d"),
+    (gc.optimal_decoding, (6, 3), "seed"),
+    (gc.exponential_straggle_probabilities, (6, 1.5), "seed"),
+    (gc.simulate, ("CR",), "n"),
+    (gc.simulate, ("CR",), "seed"),
+    (gc.simulate_training, (gc.FixedK(3),), "batch"),
+    (gc.recommend, (7, 2), "seed"),
+    (gc.verify, (None,), "seed"),
+    (gc.verify_tree, (None,), "seed"),
+    (gc.verify_tree, (None,), "batch"),
+    (gc.worst_case_error, (None, 2), "seed"),
+    (gc.evaluate_approximate, (None,), "seed"),
+    (gc.evaluate_approximate, (None,), "batch"),
+    (gt.partial_gradients, (None,), "p"),
+    (gc.CodedReduceCode.random_patterns, (None, 3), "seed"),
+    (gm.ShiftedExponential, (1e-3,), "seed"),
+    (gm.FixedDelay, (0.5,), "seed"),
+    (gm.predict, (None, None), "seed"),
+    (gm.Master, (None, 4), "p"),
+    (gm.Worker, (None, 4, None), "p"),
+    (gm.train, (None, None, None, None), "progress"),
+    (gm.allreduce_train, (None, None, None), "progress"),
+]
+
+
+@pytest.mark.parametrize(("fn", "args", "old"), REMOVED, ids=[f"{f.__qualname__}({o}=)" for f, _, o in REMOVED])
+def test_removed_aliases_are_type_errors(fn, args, old):
+    assert old not in inspect.signature(fn).parameters
+    with pytest.raises(TypeError, match=rf"unexpected keyword argument '{old}'"):
+        fn(*args, **{old: 3})
+
+
+def test_synthetic_problem_has_no_seed_alias():
+    from gradcodes.mpi._problem import SyntheticProblem
+
+    with pytest.raises(TypeError, match="unexpected keyword argument 'seed'"):
+        SyntheticProblem(points=12, dim=3, seed=3)
 
 
 def test_stop_on_failure_defaults_agree():
@@ -97,11 +133,6 @@ def test_partial_gradients_takes_length(length, data):
     assert G.shape == (4, length)
 
 
-def test_partial_gradients_deprecated_p():
-    with pytest.warns(DeprecationWarning, match=r"^p= is deprecated, use length="):
-        gt.partial_gradients(gc.fractional_repetition(4, 1), p=3)
-
-
 def _public_functions():
     for mod in (gc, gt):
         for name in mod.__all__:
@@ -117,7 +148,7 @@ def test_no_public_signature_uses_a_former_name():
     for name, fn in _public_functions():
         params = inspect.signature(fn).parameters
         bad += [f"{name}({p}=)" for p in params if p in ("batch", "d")
-                and name != "gradcodes.random_regular_graph"]        # its d= is a documented deprecated keyword
+]
         if "branching" in params or "L" in params:
             bad += [f"{name}(n=)" for p in params if p == "n"]
         ann = params["p"].annotation if "p" in params else None

@@ -1,4 +1,4 @@
-"""Random state as scientific Python's SPEC 7 recommends: one ``rng`` parameter everywhere, ``seed`` deprecated."""
+"""Random state as scientific Python's SPEC 7 recommends: one ``rng`` parameter everywhere (no ``seed=`` alias)."""
 
 import inspect
 import warnings
@@ -51,11 +51,6 @@ def test_rng_forms(name):
         call(rng=-1)
     with pytest.raises(TypeError, match="rng must be"):
         call(rng="x")
-    with pytest.warns(DeprecationWarning, match="seed= is deprecated, use rng="):
-        call(seed=3)
-    with pytest.raises(TypeError, match="not both"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        call(rng=1, seed=2)
 
 
 def test_same_seed_same_code_and_seedsequence():
@@ -63,15 +58,11 @@ def test_same_seed_same_code_and_seedsequence():
     np.testing.assert_array_equal(a, gc.cyclic_repetition(8, 3, rng=5).B)
     np.testing.assert_array_equal(gc.cyclic_repetition(8, 3, rng=np.random.SeedSequence(5)).B,
                                   gc.cyclic_repetition(8, 3, rng=np.random.SeedSequence(5)).B)
-    with pytest.warns(DeprecationWarning):
-        np.testing.assert_array_equal(a, gc.cyclic_repetition(8, 3, seed=5).B)
 
 
-def test_graph_degree_has_one_name(tmp_path):
+def test_graph_degree_has_one_name():
     assert "degree" in inspect.signature(gc.random_regular_graph).parameters
-    A = gc.random_regular_graph(10, degree=3, rng=0)
-    with pytest.warns(DeprecationWarning, match="d= is deprecated"):
-        np.testing.assert_array_equal(A, gc.random_regular_graph(10, d=3, rng=0))
+    np.testing.assert_array_equal(gc.random_regular_graph(10, degree=3, rng=0), gc.random_regular_graph(10, 3, rng=0))
 
 
 def test_int_rng_is_saved_and_rebuilt(tmp_path):
@@ -99,7 +90,7 @@ def _draws(model):
 
 
 @pytest.mark.parametrize("name", list(MPI_RANDOM))
-def test_mpi_models_take_rng_and_keep_seed_as_deprecated_alias(name):
+def test_mpi_models_take_rng(name):
     call = MPI_RANDOM[name]
     with warnings.catch_warnings():
         warnings.simplefilter("error", DeprecationWarning)
@@ -108,20 +99,14 @@ def test_mpi_models_take_rng_and_keep_seed_as_deprecated_alias(name):
         np.testing.assert_array_equal(call(rng=np.random.SeedSequence(3)), call(rng=np.random.SeedSequence(3)))
         call(rng=np.random.default_rng(3))
         call(rng=None)
-    with pytest.warns(DeprecationWarning, match="seed= is deprecated, use rng="):
-        old = call(seed=3)
-    np.testing.assert_array_equal(old, first)                                  # the alias behaves the same
     with pytest.raises(ValueError, match="non-negative integer seed"):
         call(rng=-1)
     with pytest.raises(TypeError, match="rng must be"):
         call(rng="x")
-    with pytest.raises(TypeError, match="not both"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        call(rng=1, seed=2)
 
 
-def test_delay_draws_with_an_int_are_those_of_the_former_seed():
-    """``rng=s`` keys the draws exactly as ``seed=s`` did, so recorded experiments reproduce."""
+def test_delay_draws_with_an_int_are_keyed_by_the_int():
+    """``rng=s`` keys each draw by ``(s, worker, iteration)``, so recorded experiments reproduce."""
     d = ShiftedExponential(1e-3, m_data=100, rng=4)
     expected = 1e-3 * 50 + np.random.default_rng([4, 1, 2, 7]).exponential(50 / 1e3)
     assert d.delay(2, 7, workers=4, load_fraction=0.5) == expected
@@ -129,3 +114,49 @@ def test_delay_draws_with_an_int_are_those_of_the_former_seed():
     assert late == frozenset(int(w) for w in np.random.default_rng([9, 2, 11]).choice(8, 3, replace=False))
     fresh = [ShiftedExponential(1e-3, m_data=100).entropy for _ in range(3)]
     assert len(set(fresh)) == 3 and all(e >= 0 for e in fresh)                # None: fresh entropy each time
+
+
+def test_every_registered_builder_defaults_to_seed_0():
+    """The command line's ``--seed`` is the builders' ``seed`` (passed on as ``rng``); without it every scheme builds
+    with seed 0, so ``gradcodes build`` is reproducible (Python's ``rng=None`` draws fresh entropy)."""
+    from gradcodes._base.registry import schemes
+
+    for name, scheme in schemes().items():
+        params = inspect.signature(scheme.build).parameters
+        assert "rng" not in params, name                      # one name on the command line: --seed
+        if "seed" in params:
+            assert params["seed"].default == 0, name
+
+
+@pytest.mark.parametrize(("argv", "python"), [
+    (["ye_abbe", "-n", "6", "-s", "1", "-m", "2", "--param", "nodes=random"],
+     lambda rng: gc.ye_abbe(6, 1, 2, nodes="random", rng=rng)),
+    (["coded_reduce", "-n", "3", "--param", "L=2", "-s", "1", "--param", "field=rational"],
+     lambda rng: gc.coded_reduce(3, 2, 1, field="rational", rng=rng)),
+    (["cyclic_repetition", "-n", "7", "-s", "2"], lambda rng: gc.cyclic_repetition(7, 2, rng=rng)),
+])
+def test_cli_build_without_seed_is_reproducible(tmp_path, argv, python):
+    from gradcodes.cli import main
+
+    paths = [tmp_path / f"{i}.npz" for i in range(2)]
+    for path in paths:
+        assert main(["build", *argv, "-o", str(path)]) == 0
+    first, second = (gc.load_code(p) for p in paths)
+    np.testing.assert_array_equal(first.B, second.B)
+    np.testing.assert_array_equal(first.B, python(0).B)               # the registered seed is 0
+    assert main(["build", *argv, "--seed", "3", "-o", str(paths[0])]) == 0
+    np.testing.assert_array_equal(gc.load_code(paths[0]).B, python(3).B)
+
+
+def test_mpi_code_seed_reaches_every_scheme():
+    import argparse
+
+    from gradcodes.mpi._cli import build_code
+
+    opts = dict(n=7, branching=None, s=2, L=None, m=None, k=None, degree=None)
+    for seed in (0, 5):
+        code = build_code(argparse.Namespace(scheme="cyclic_repetition", code_seed=seed, **opts))
+        np.testing.assert_array_equal(code.B, gc.cyclic_repetition(7, 2, rng=seed).B)
+    tree = build_code(argparse.Namespace(scheme="coded_reduce", code_seed=4,
+                                         **{**opts, "n": None, "branching": 3, "L": 2, "s": 1}))
+    assert tree == gc.coded_reduce(3, 2, 1, rng=4)

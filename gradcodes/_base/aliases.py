@@ -6,8 +6,7 @@
 * :data:`MatrixLike` — an encoding matrix: anything numpy reads as an array, or nested sequences of Fractions;
 * :data:`ProbabilitiesLike` — straggle probabilities (floats, Fractions or strings such as ``"1/10"``);
 * :data:`Array` — what the code types return: an ndarray (float, complex, object of Fractions, or a galois
-  ``FieldArray``, which subclasses ndarray);
-* :class:`Unset` — the type of the marker of a deprecated ``seed=`` that was not given.
+  ``FieldArray``, which subclasses ndarray).
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ import numpy as np
 from numpy.typing import ArrayLike, DTypeLike, NDArray
 
 __all__ = ["ArrayLike", "DTypeLike", "NDArray", "RNGLike", "Responders", "FieldLike", "MatrixLike", "Array",
-           "ProbabilitiesLike", "Unset"]
+           "ProbabilitiesLike"]
 
 #: None (fresh entropy), a non-negative int, a SeedSequence, a BitGenerator or a Generator.
 RNGLike: TypeAlias = None | int | np.integer | np.random.SeedSequence | np.random.BitGenerator | np.random.Generator
@@ -41,11 +40,3 @@ ProbabilitiesLike: TypeAlias = ArrayLike | Sequence[Fraction | float | str]
 #: An array of any dtype (float32/float64/complex, object arrays of Fractions, galois GF(p) arrays).
 Array: TypeAlias = NDArray[Any]
 
-
-class Unset:
-    """The type of :data:`gradcodes._base.validate.SEED_UNSET`: a deprecated ``seed=`` that was not given."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "<unset>"

@@ -21,13 +21,11 @@ from typing import Any, TypeVar, cast
 
 import numpy as np
 
-from .aliases import RNGLike, Unset
 from .errors import GradcodesTypeError, GradcodesValueError
 
-__all__ = ["check_int", "check_ns", "check_responders", "check_seed", "check_choice", "check_real", "check_size",
-           "check_rng", "take_rng", "rng_param", "SEED_UNSET", "RNG_TYPES",
-           "check_entries", "check_tree_size", "SizeLimitError", "Limits", "limits", "renamed_keyword",
-           "deprecated_alias"]
+__all__ = ["check_int", "check_ns", "check_responders", "check_choice", "check_real", "check_size",
+           "check_rng", "rng_param", "RNG_TYPES",
+           "check_entries", "check_tree_size", "SizeLimitError", "Limits", "limits", "deprecated_alias"]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -154,25 +152,20 @@ def check_ns(n: object, s: object, *, s_max_offset: int = 1) -> tuple[int, int]:
     return n, s
 
 
-#: Marks a deprecated ``seed=`` argument that was not given.
-SEED_UNSET: Unset = Unset()
-
 #: What an ``rng`` parameter accepts (scientific Python's SPEC 7).
 RNG_TYPES = "None, a non-negative int, a numpy.random.SeedSequence, a BitGenerator or a numpy.random.Generator"
 
 
-def check_rng(rng: object = None, seed: object = SEED_UNSET, *, name: str = "rng") -> np.random.Generator:
+def check_rng(rng: object = None, *, name: str = "rng") -> np.random.Generator:
     """The :class:`numpy.random.Generator` of an ``rng`` argument, as scientific Python's SPEC 7 recommends.
 
     ``None`` draws fresh entropy from the operating system; an int (``>= 0``), a :class:`numpy.random.SeedSequence`
     or a BitGenerator seeds a new Generator (:func:`numpy.random.default_rng`); a Generator is used as it is (its
-    state advances). ``seed`` is the deprecated former name: given, it warns (DeprecationWarning) and is used as
-    ``rng``; giving both is an error.
+    state advances).
 
     >>> check_rng(0).integers(10) == check_rng(np.random.SeedSequence(0)).integers(10)
     np.True_
     """
-    rng = take_rng(rng, seed, name=name, stacklevel=4)
     if isinstance(rng, np.random.Generator):
         return rng
     if rng is None or isinstance(rng, (np.random.SeedSequence, np.random.BitGenerator)):
@@ -182,49 +175,6 @@ def check_rng(rng: object = None, seed: object = SEED_UNSET, *, name: str = "rng
     if int(rng) < 0:
         raise GradcodesValueError(f"{name} must be a non-negative integer seed (or {RNG_TYPES}), got {int(rng)}")
     return np.random.default_rng(int(rng))
-
-
-def take_rng(rng: object, seed: object = SEED_UNSET, *, name: str = "rng", stacklevel: int = 3) -> RNGLike:
-    """The ``rng`` value, taking the deprecated ``seed=`` alias into account (with a DeprecationWarning)."""
-    if seed is SEED_UNSET:
-        return cast("RNGLike", rng)     # checked by the caller (check_rng)
-    import warnings
-
-    warnings.warn(f"seed= is deprecated, use {name}= (it accepts the same values: {RNG_TYPES})",
-                  DeprecationWarning, stacklevel=stacklevel)
-    if rng is not None:
-        raise GradcodesTypeError(f"pass {name}= or its deprecated alias seed=, not both")
-    return cast("RNGLike", seed)
-
-
-def renamed_keyword(old: str, new: str) -> Callable[[_F], _F]:
-    """Decorator: accept the keyword ``old`` as a deprecated alias of ``new`` (DeprecationWarning naming both;
-    giving both is a TypeError). The signature (``inspect.signature``, type checkers) shows ``new`` only.
-
-    >>> @renamed_keyword("n", "branching")
-    ... def f(branching: int) -> int:
-    ...     return branching
-    >>> import warnings
-    >>> with warnings.catch_warnings(record=True) as w:
-    ...     warnings.simplefilter("always")
-    ...     f(n=3), str(w[0].message)
-    (3, 'n= is deprecated, use branching= (same meaning)')
-    """
-    def wrap(fn: _F) -> _F:
-        @functools.wraps(fn)
-        def inner(*args: Any, **kwargs: Any) -> Any:
-            if old in kwargs:
-                import warnings
-
-                warnings.warn(f"{old}= is deprecated, use {new}= (same meaning)", DeprecationWarning, stacklevel=2)
-                if new in kwargs:
-                    raise GradcodesTypeError(f"pass {new}= or its deprecated alias {old}=, not both")
-                kwargs[new] = kwargs.pop(old)
-            return fn(*args, **kwargs)
-
-        return cast("_F", inner)
-
-    return wrap
 
 
 def deprecated_alias(fn: _F, old: str, new: str) -> _F:
@@ -243,18 +193,16 @@ def deprecated_alias(fn: _F, old: str, new: str) -> _F:
     return cast("_F", alias)
 
 
-def rng_entropy(rng: object = None, seed: object = SEED_UNSET, *, name: str = "rng") -> int:
+def rng_entropy(rng: object = None, *, name: str = "rng") -> int:
     """A non-negative int that keys reproducible, order-independent draws (``default_rng([entropy, *key])``).
 
     For models that draw per ``(worker, iteration)`` rather than in sequence (the MPI delay models): an int ``rng``
-    is its own entropy (so ``rng=s`` draws what the former ``seed=s`` drew); a SeedSequence gives its 128-bit
+    is its own entropy; a SeedSequence gives its 128-bit
     state, a Generator or BitGenerator 128 random bits (advancing it), and None 128 bits of fresh OS entropy.
-    ``seed`` is the deprecated alias (DeprecationWarning), as in :func:`check_rng`.
 
     >>> rng_entropy(5), rng_entropy(np.random.SeedSequence(5)) == rng_entropy(np.random.SeedSequence(5))
     (5, True)
     """
-    rng = take_rng(rng, seed, name=name, stacklevel=4)
     if isinstance(rng, numbers.Integral) and not isinstance(rng, bool):
         if int(rng) < 0:
             raise GradcodesValueError(f"{name} must be a non-negative integer seed (or {RNG_TYPES}), got {int(rng)}")
@@ -270,11 +218,6 @@ def rng_param(rng: object) -> int | None:
     """The value of ``rng`` worth recording in a code's ``params`` (so that :func:`gradcodes.load_code` can rebuild it):
     the int seed, or None for entropy, SeedSequences and Generators."""
     return int(rng) if isinstance(rng, numbers.Integral) and not isinstance(rng, bool) else None
-
-
-def check_seed(seed: object) -> np.random.Generator:
-    """Former name of :func:`check_rng` (kept for internal callers); no deprecation warning."""
-    return check_rng(seed, name="seed")
 
 
 def check_choice(name: str, value: object, choices: Iterable[str]) -> str:

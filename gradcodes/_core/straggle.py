@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from .._base.aliases import ProbabilitiesLike, RNGLike, Unset
+from .._base.aliases import ProbabilitiesLike, RNGLike
 from .._base.errors import GradcodesTypeError, GradcodesValueError
-from .._base.validate import SEED_UNSET, check_int, check_real, check_rng, check_size
+from .._base.validate import check_int, check_real, check_rng, check_size
 from . import detlinalg as _det
 
 __all__ = ["straggle_probabilities", "exponential_straggle_probabilities", "probability_list"]
@@ -103,7 +103,7 @@ def straggle_probabilities(p: ProbabilitiesLike, n: int | None = None, *, exact:
 
 
 def exponential_straggle_probabilities(n: int, tau: float, *, psi: tuple[float, float] = (0.1, 2.0),
-                                       rng: RNGLike = None, seed: RNGLike | Unset = SEED_UNSET) -> np.ndarray:
+                                       rng: RNGLike = None) -> np.ndarray:
     r"""Straggle probabilities of Song & Choi's experiments: ``p_i = exp(-psi_i (tau - 1))``.
 
     Worker ``i``'s response time is ``1 + Exp(psi_i)`` (shift-1 exponential with rate ``psi_i``), and it is a
@@ -122,8 +122,7 @@ def exponential_straggle_probabilities(n: int, tau: float, *, psi: tuple[float, 
     psi : (float, float)
         Range of the rates, ``0 < lo <= hi``.
     rng : None, int, numpy.random.SeedSequence or numpy.random.Generator, optional
-        Random state (SPEC 7: None for fresh entropy, an int, a SeedSequence or a Generator; ``seed=`` is a
-        deprecated alias).
+        Random state (SPEC 7: None for fresh entropy, an int, a SeedSequence or a Generator).
 
     Returns
     -------
@@ -143,7 +142,7 @@ def exponential_straggle_probabilities(n: int, tau: float, *, psi: tuple[float, 
         raise GradcodesValueError(f"psi must be a pair (lo, hi) of rates, got {psi!r}")
     lo = check_real("psi[0]", psi[0], 0.0, None, open_lo=True)
     hi = check_real("psi[1]", psi[1], lo, None)
-    rates = check_rng(rng, seed).uniform(lo, hi, size=n)
+    rates = check_rng(rng).uniform(lo, hi, size=n)
     p = _det.exp(-rates * (tau - 1.0))        # basic operations in a fixed order: the same bits on every machine
     if not np.all((p > 0) & (p < 1)):
         raise GradcodesValueError(f"tau = {tau} and psi = {psi} give straggle probabilities that round to 0 or 1")

@@ -23,10 +23,10 @@ from typing import Any
 
 import numpy as np
 
-from .._base.aliases import ProbabilitiesLike, RNGLike, Unset
+from .._base.aliases import ProbabilitiesLike, RNGLike
 from .._base.errors import GradcodesTypeError, GradcodesValueError
 from .._base.registry import Expect, Scheme, register
-from .._base.validate import SEED_UNSET, check_entries, check_int, check_rng, renamed_keyword, take_rng
+from .._base.validate import check_entries, check_int, check_rng
 from .._core.code import ApproximateCode
 from .._core.decoders import Decoder, LeastSquaresDecoder
 from .._core.fields import RationalField, field_for
@@ -208,9 +208,8 @@ def _cyclic_support(n: int, k: int, d: int) -> np.ndarray:
     return S
 
 
-@renamed_keyword("d", "degree")
 def stochastic_gc(n: int, degree: int, p: ProbabilitiesLike, *, k: int | None = None, assignment: str = "cyclic",
-                  rng: RNGLike = None, seed: RNGLike | Unset = SEED_UNSET) -> ApproximateCode:
+                  rng: RNGLike = None) -> ApproximateCode:
     r"""Stochastic gradient coding (SGC, Bitar–Wootters–El Rouayheb) for known straggle probabilities.
 
     Partition ``j`` is stored by ``d`` workers; worker ``i`` sends ``sum_{j in S_i} g_j / ((1-p_i) d)`` and
@@ -227,14 +226,14 @@ def stochastic_gc(n: int, degree: int, p: ProbabilitiesLike, *, k: int | None = 
         Number of workers.
     degree : int
         ``d``: replication per partition (its degree in the worker--partition assignment graph),
-        ``1 <= d <= n``. ``d=`` is the deprecated former keyword.
+        ``1 <= d <= n``.
     p : array_like or float
         Straggle probabilities (required: they are part of the encoding). ``Fraction``\ s make it exact.
     k : int, optional
         Number of partitions (default ``n``).
     assignment : {"cyclic", "random"}
     rng : None, int, numpy.random.SeedSequence or numpy.random.Generator, optional
-        Random state of ``"random"`` (SPEC 7; default None: fresh entropy). ``seed=`` is a deprecated alias.
+        Random state of ``"random"`` (SPEC 7; default None: fresh entropy).
 
     Returns
     -------
@@ -252,7 +251,6 @@ def stochastic_gc(n: int, degree: int, p: ProbabilitiesLike, *, k: int | None = 
     k = n if k is None else check_int("k", k, 1)
     d = check_int("degree", degree, 1, n)
     check_entries(n, k)
-    rng = take_rng(rng, seed)
     pp = straggle_probabilities(p, n)
     exact = pp.dtype == object
     if assignment == "cyclic":
@@ -281,9 +279,8 @@ def stochastic_gc(n: int, degree: int, p: ProbabilitiesLike, *, k: int | None = 
                            straggle_probabilities=pp)
 
 
-@renamed_keyword("d", "degree")
 def bernoulli_gc(n: int, degree: float, *, k: int | None = None, p: ProbabilitiesLike | None = None,
-                 rng: RNGLike = None, decoder: str = "optimal", seed: RNGLike | Unset = SEED_UNSET) -> ApproximateCode:
+                 rng: RNGLike = None, decoder: str = "optimal") -> ApproximateCode:
     r"""Bernoulli gradient coding (BGC, Charles–Papailiopoulos–Ellenberg).
 
     ``B_ij ~ Bernoulli(d/k)`` i.i.d. (seeded), so each worker holds ``d`` partitions on average. Decoders:
@@ -296,13 +293,13 @@ def bernoulli_gc(n: int, degree: float, *, k: int | None = None, p: Probabilitie
         Number of workers.
     degree : float
         ``d``: expected load per worker (its expected degree in the worker--partition assignment graph),
-        ``0 < d <= k``. ``d=`` is the deprecated former keyword.
+        ``0 < d <= k``.
     k : int, optional
         Number of partitions (default ``n``).
     p : array_like or float, optional
         Straggle probabilities stored for evaluation.
     rng : None, int, numpy.random.SeedSequence or numpy.random.Generator, optional
-        Random state (SPEC 7; default None: fresh entropy). ``seed=`` is a deprecated alias.
+        Random state (SPEC 7; default None: fresh entropy).
     decoder : {"optimal", "sum"}
 
     Returns
@@ -325,7 +322,6 @@ def bernoulli_gc(n: int, degree: float, *, k: int | None = None, p: Probabilitie
     if not (0 < d <= k):  # also rejects NaN
         raise GradcodesValueError(f"degree (expected load) must be a real number in (0, k = {k}], got {d!r}")
     check_entries(n, k)
-    rng = take_rng(rng, seed)
     gen = check_rng(rng)
     B = (gen.random((n, k)) < d / k).astype(np.float64)
     decs: dict[str, Decoder] = {"optimal": OptimalDecoder(), "sum": FixedWeightDecoder("sum", np.ones(n))}
@@ -338,7 +334,6 @@ def bernoulli_gc(n: int, degree: float, *, k: int | None = None, p: Probabilitie
                            straggle_probabilities=pp)
 
 
-@renamed_keyword("d", "degree")
 def erasurehead(n: int, degree: int, *, k: int | None = None, p: ProbabilitiesLike | None = None,
                 decoder: str = "group") -> ApproximateCode:
     r"""ErasureHead-style group decoding (EHD, Wang–Charles–Papailiopoulos).
@@ -355,7 +350,7 @@ def erasurehead(n: int, degree: int, *, k: int | None = None, p: ProbabilitiesLi
         Number of workers.
     degree : int
         ``d``: group size = replication (each worker's and each partition's degree in the assignment graph),
-        ``d | n``. ``d=`` is the deprecated former keyword.
+        ``d | n``.
     k : int, optional
         Number of partitions, ``k >= n/d`` (default ``n``).
     p : array_like or float, optional
@@ -400,9 +395,8 @@ def erasurehead(n: int, degree: int, *, k: int | None = None, p: ProbabilitiesLi
                            default_decoder=decoder, straggle_probabilities=pp)
 
 
-@renamed_keyword("d", "degree")
 def optimal_decoding(n: int, degree: int, *, p: ProbabilitiesLike | None = None, rng: RNGLike = None,
-                     decoder: str = "optimal", seed: RNGLike | Unset = SEED_UNSET) -> ApproximateCode:
+                     decoder: str = "optimal") -> ApproximateCode:
     r"""Optimal decoding on an expander assignment (OD, Glasgow–Wootters), ``k = n``.
 
     ``B = A_G / d`` with ``A_G`` the adjacency of a random simple ``d``-regular graph
@@ -415,12 +409,11 @@ def optimal_decoding(n: int, degree: int, *, p: ProbabilitiesLike | None = None,
     n : int
         Number of workers = partitions.
     degree : int
-        ``d``: the graph's degree = load, ``1 <= d <= n - 1``, ``n d`` even. ``d=`` is the deprecated former
-        keyword.
+        ``d``: the graph's degree = load, ``1 <= d <= n - 1``, ``n d`` even.
     p : array_like or float, optional
         Straggle probabilities stored for evaluation.
     rng : None, int, numpy.random.SeedSequence or numpy.random.Generator, optional
-        Random state (SPEC 7; default None: fresh entropy). ``seed=`` is a deprecated alias.
+        Random state (SPEC 7; default None: fresh entropy).
     decoder : {"optimal", "fixed"}
 
     Returns
@@ -437,7 +430,6 @@ def optimal_decoding(n: int, degree: int, *, p: ProbabilitiesLike | None = None,
     n = check_int("n", n, 2)
     d = check_int("degree", degree, 1, n - 1)
     check_entries(n, n)
-    rng = take_rng(rng, seed)
     A = random_regular_graph(n, d, check_rng(rng))
     pp = _p(p, n)
     decs: dict[str, Decoder] = {"optimal": OptimalDecoder(), "fixed": RescaleDecoder(name="fixed")}

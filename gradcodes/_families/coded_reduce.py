@@ -24,18 +24,15 @@ from typing import Any
 
 import numpy as np
 
-from .._base.aliases import RNGLike, Unset
+from .._base.aliases import RNGLike
 from .._base.errors import GradcodesTypeError, GradcodesValueError
 from .._base.registry import SAMPLED, Scheme, register
 from .._base.validate import (
-    SEED_UNSET,
     check_entries,
     check_int,
     check_rng,
     check_size,
     check_tree_size,
-    renamed_keyword,
-    take_rng,
 )
 from .._core.code import GradientCode
 from .._core.fields import RationalField
@@ -90,9 +87,8 @@ def _default_inner(n: int, s: int, field: str, rng: Any) -> GradientCode:
         f"field must be 'real' or 'rational', got {field!r}")  # pragma: no cover - checked by caller
 
 
-@renamed_keyword("n", "branching")
 def coded_reduce(branching: int, L: int, s: int, inner: GradientCode | None = None, *, P: int | None = None,
-                 field: str | None = None, rng: RNGLike = None, seed: RNGLike | Unset = SEED_UNSET) -> CodedReduceCode:
+                 field: str | None = None, rng: RNGLike = None) -> CodedReduceCode:
     r"""CodedReduce: gradient codes composed along the ``(b, L)``-regular tree (Reisizadeh et al., CodedReduce).
 
     The master is the root; every node at levels ``0..L-1`` has ``b = branching`` children (the paper's ``n``); the
@@ -111,8 +107,8 @@ def coded_reduce(branching: int, L: int, s: int, inner: GradientCode | None = No
     Parameters
     ----------
     branching : int
-        Children per node (the tree's branching factor ``n`` in Reisizadeh et al.), ``>= 2``. ``n=`` is its
-        deprecated former keyword (DeprecationWarning): ``n`` is the number of workers everywhere else.
+        Children per node (the tree's branching factor ``n`` in Reisizadeh et al.), ``>= 2``
+        (``n`` is the number of workers everywhere else).
     L : int
         Levels of workers, ``L >= 1`` (``L = 1`` is master--worker gradient coding with the inner code).
     s : int
@@ -130,7 +126,7 @@ def coded_reduce(branching: int, L: int, s: int, inner: GradientCode | None = No
         takes the inner code's field, and a different ``field`` is an error. Default ``"real"``.
     rng : None, int, numpy.random.SeedSequence or numpy.random.Generator, optional
         Random state of the default rational cyclic-repetition inner code (unused otherwise), as scientific
-        Python's SPEC 7 recommends. ``seed=`` is a deprecated alias.
+        Python's SPEC 7 recommends.
 
     Returns
     -------
@@ -162,7 +158,6 @@ def coded_reduce(branching: int, L: int, s: int, inner: GradientCode | None = No
     True
     """
     n, L, s = _check_tree(branching, L, s)
-    rng = take_rng(rng, seed)
     check_rng(rng)                       # validated even when the default inner code does not use it
     if inner is None:
         fld = "real" if field is None else field
@@ -275,12 +270,15 @@ REBUILDERS["coded_reduce"] = _from_record
 
 def _scheme_build(branching: int | None = None, L: int | None = None, s: int | None = None,
                   inner: GradientCode | None = None, *, P: int | None = None, field: str | None = None,
-                  rng: RNGLike = None, n: int | None = None) -> CodedReduceCode:
-    """The registry's builder (command lines): :func:`coded_reduce`, also under the deprecated keyword ``n``
-    (``gradcodes.mpi``'s ``-n`` is still the children per node of a tree)."""
+                  seed: RNGLike = 0, n: int | None = None) -> CodedReduceCode:
+    """The registry's builder (command lines): :func:`coded_reduce` with ``rng=seed`` (0 by default, so that builds
+    are reproducible, as for every registered scheme) and ``n`` for ``branching`` (the command lines' ``-n`` is the
+    children per node of a tree)."""
     if n is not None:
-        return coded_reduce(L=L, s=s, inner=inner, P=P, field=field, rng=rng, n=n)  # type: ignore[call-arg, arg-type]
-    return coded_reduce(branching, L, s, inner, P=P, field=field, rng=rng)  # type: ignore[arg-type]
+        if branching is not None:
+            raise GradcodesTypeError("pass branching or n (the same number: children per node), not both")
+        branching = n
+    return coded_reduce(branching, L, s, inner, P=P, field=field, rng=seed)  # type: ignore[arg-type]
 
 
 # ----------------------------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .._base.validate import check_int, check_tree_size, renamed_keyword
+from .._base.validate import check_int, check_tree_size
 
 __all__ = ["coded_reduce_load"]
 
@@ -39,7 +39,6 @@ def _tree_fractions(q: Fraction, L: int) -> tuple[Fraction, list[Fraction]]:
     return r, D
 
 
-@renamed_keyword("n", "branching")
 def coded_reduce_load(branching: int, L: int, s: int) -> Fraction:
     r"""The CodedReduce computation load ``r_CR``: the fraction of the dataset every worker processes.
 
@@ -67,8 +66,7 @@ def coded_reduce_load(branching: int, L: int, s: int) -> Fraction:
     Parameters
     ----------
     branching : int
-        Children per node (``n`` in the formulas), ``>= 2``. ``n=`` is its deprecated former keyword
-        (DeprecationWarning).
+        Children per node (``n`` in the formulas), ``>= 2``.
     L : int
         Depth (levels of workers), ``L >= 1``.
     s : int

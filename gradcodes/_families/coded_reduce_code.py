@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._base.aliases import MatrixLike, Responders, RNGLike, Unset
+from .._base.aliases import MatrixLike, Responders, RNGLike
 from .._base.errors import GradcodesTypeError, GradcodesValueError
-from .._base.validate import SEED_UNSET, check_int, check_real, check_rng
+from .._base.validate import check_int, check_real, check_rng
 from .._core.acceptance import NonFiniteMessageError
 from .._core.code import DecodingError, GradientCode, LinearCode, check_float_decode, check_underflow
 from .._core.decoders import Decoder
@@ -453,12 +453,12 @@ class CodedReduceCode(LinearCode):
                 rows.append(row)
         return np.array(rows)
 
-    def random_patterns(self, count: int, rng: RNGLike = None, *, seed: RNGLike | Unset = SEED_UNSET) -> np.ndarray:
+    def random_patterns(self, count: int, rng: RNGLike = None) -> np.ndarray:
         """``count`` random responder masks (count, N): each parent picks a straggler set uniformly among the
         sets of size at most ``s`` (no table of sets is built). ``rng``: random state (None, an int, a
-        SeedSequence or a Generator; ``seed=`` is a deprecated alias)."""
+        SeedSequence or a Generator)."""
         count = check_int("count", count, 0)
-        rng = check_rng(rng, seed)
+        rng = check_rng(rng)
         n = self.branching
         sizes = np.arange(self.s + 1)
         w = np.array([math.comb(n, j) for j in sizes], dtype=float)

@@ -16,18 +16,15 @@ from typing import Any
 
 import numpy as np
 
-from .._base.aliases import DTypeLike, RNGLike, Unset
+from .._base.aliases import DTypeLike, RNGLike
 from .._base.errors import GradcodesTypeError
 from .._base.output import count_text
 from .._base.validate import (
-    SEED_UNSET,
     check_int,
     check_real,
     check_rng,
     check_size,
     limits,
-    renamed_keyword,
-    take_rng,
 )
 from .._verify.engine import PatternModel, Tracker, run
 from .._verify.report import VerifyReport
@@ -251,11 +248,10 @@ class TreePatterns(PatternModel):
         return {"search": _search(self.code, tracker, rng, budget=self.search_budget)}
 
 
-@renamed_keyword("batch", "batch_size")
 def verify_tree(code: CodedReduceCode, *, limit: int | None = None, samples: int = 2_000, search: bool = True,
                 rng: RNGLike = None, rtol: float | None = None, batch_size: int = 4096, max_failures: int = 5,
                 search_budget: int | None = None, dtype: DTypeLike = np.float64, stop_on_failure: bool = True,
-                progress: bool | None = None, time_budget: float | None = None, seed: RNGLike | Unset = SEED_UNSET,
+                progress: bool | None = None, time_budget: float | None = None,
                 workers: int | None = None, checkpoint: str | os.PathLike[str] | None = None,
                 checkpoint_every: float = 60.0, comm: Any = None) -> TreeVerifyReport:
     """Verify a CodedReduce code under its straggler model (at most ``s`` straggling children per parent).
@@ -304,12 +300,12 @@ def verify_tree(code: CodedReduceCode, *, limit: int | None = None, samples: int
         Run the worst-case search when not exhaustive.
     rng : None, int, numpy.random.SeedSequence or numpy.random.Generator, optional
         Random state of the sampling (SPEC 7: None for fresh entropy, an int, a SeedSequence or a
-        Generator; ``seed=`` is a deprecated alias).
+        Generator).
     rtol : float, optional
         Float codes: accepted predicted relative error, in (0, 1) (default: the code's ``rtol``, 1e-8, carried
         over to ``dtype`` as :func:`gradcodes.verify` does).
     batch_size : int, default 4096
-        Patterns per batch (as in :func:`gradcodes.verify`; ``batch=`` is the deprecated former keyword).
+        Patterns per batch (as in :func:`gradcodes.verify`).
     max_failures : int
         Failing patterns kept in the report.
     search_budget : int, optional
@@ -345,7 +341,6 @@ def verify_tree(code: CodedReduceCode, *, limit: int | None = None, samples: int
     from .._verify.cost import default_limit, pattern_cost_us
     from .._verify.verifier import _scale_options, borderline_note, check_dtype_rtol
 
-    rng = take_rng(rng, seed)
     scale = _scale_options(workers, checkpoint, checkpoint_every, comm)        # checked before any work
     if not isinstance(code, CodedReduceCode):
         raise GradcodesTypeError(f"verify_tree takes a CodedReduceCode, got {type(code).__name__}")

@@ -29,10 +29,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .._base.aliases import MatrixLike, RNGLike, Unset
+from .._base.aliases import MatrixLike, RNGLike
 from .._base.errors import GradcodesRuntimeError, GradcodesTypeError, GradcodesValueError
 from .._base.registry import Scheme, register
-from .._base.validate import SEED_UNSET, check_entries, check_int, check_rng, rng_param, take_rng
+from .._base.validate import check_entries, check_int, check_rng, rng_param
 from .._core.code import ApproximateCode
 from .._io.files import REBUILDERS
 from .._verify.approx_adversaries import UpperBound, register_adversaries, register_upper_bound, worker_balls
@@ -49,8 +49,7 @@ __all__ = ["expander_code", "random_regular_graph", "approximation_error", "wors
 
 
 # ----------------------------------------------------------------------------------------------- graphs
-def random_regular_graph(n: int, degree: int | None = None, rng: RNGLike = None, max_tries: int = 1000, *,
-                         d: int | Unset = SEED_UNSET, seed: RNGLike | Unset = SEED_UNSET) -> np.ndarray:
+def random_regular_graph(n: int, degree: int, rng: RNGLike = None, max_tries: int = 1000) -> np.ndarray:
     """Adjacency matrix (n x n, 0/1 int) of a uniformly-ish random simple ``d``-regular graph.
 
     Steger & Wormald's algorithm: pairs two uniformly random free half-edges at a time, keeping the pair when it is
@@ -60,29 +59,19 @@ def random_regular_graph(n: int, degree: int | None = None, rng: RNGLike = None,
     enumerated and one is drawn exactly (weight ``free_u * free_v``, the same distribution), or the dead end is
     detected. Expected cost about ``O(n d)`` plus the ``n x n`` matrix.
 
-    ``degree`` is the graph degree (``d=`` is its deprecated former name, as in :func:`expander_code`); ``rng`` the
-    random state (None, an int, a SeedSequence or a Generator; ``seed=`` is a deprecated alias).
+    ``degree`` is the graph degree; ``rng`` the random state (None, an int, a SeedSequence or a Generator).
 
     >>> A = random_regular_graph(10, 3, rng=0)
     >>> A.sum(axis=0).tolist() == [3] * 10, bool((A == A.T).all()), int(A.trace())
     (True, True, 0)
     """
     n = check_int("n", n, 1)
-    if d is not SEED_UNSET:
-        import warnings
-
-        warnings.warn("d= is deprecated, use degree=", DeprecationWarning, stacklevel=2)
-        if degree is not None:
-            raise GradcodesTypeError("pass degree= or its deprecated alias d=, not both")
-        degree = d  # type: ignore[assignment]  # validated by check_int below
-    if degree is None:
-        raise GradcodesTypeError("random_regular_graph() needs the graph degree (degree=)")
     d = check_int("degree", degree, 0, n - 1)
     check_entries(n, n, what="the adjacency matrix")
     if (n * d) % 2:
         raise GradcodesValueError(f"a d-regular graph on n vertices needs n*d even; got n={n}, degree={d}")
     max_tries = check_int("max_tries", max_tries, 1)
-    rng = check_rng(rng, seed)
+    rng = check_rng(rng)
     for _ in range(max_tries):
         A = _pair_stubs(n, d, rng)
         if A is not None:
@@ -274,8 +263,7 @@ class ExpanderCode(ApproximateCode):
 
 
 def expander_code(n: int, degree: int, graph: Any = "random", *, rng: RNGLike = None, s: int | None = None,
-                  field: str = "real", require_connected: bool = True,
-                  seed: RNGLike | Unset = SEED_UNSET) -> ExpanderCode:
+                  field: str = "real", require_connected: bool = True) -> ExpanderCode:
     r"""Approximate gradient code ``B = A_G / d`` of a ``d``-regular graph (Raviv et al. 2018).
 
     Parameters
@@ -288,8 +276,7 @@ def expander_code(n: int, degree: int, graph: Any = "random", *, rng: RNGLike = 
         ``"random"``: a random simple ``d``-regular graph drawn with ``rng``. Otherwise a user graph, which must be
         simple (0/1, symmetric, no self-loops), ``d``-regular and (by default) connected.
     rng : None, int, numpy.random.SeedSequence or numpy.random.Generator, optional
-        Random state of the random graph (SPEC 7: None, an int, a SeedSequence or a Generator; ``seed=`` is a
-        deprecated alias).
+        Random state of the random graph (SPEC 7: None, an int, a SeedSequence or a Generator).
     s : int, optional
         The number of stragglers the code is meant for (informational: decodes accept any responder set; used as
         the default of :func:`worst_case_error`).
@@ -325,7 +312,6 @@ def expander_code(n: int, degree: int, graph: Any = "random", *, rng: RNGLike = 
     """
     n = check_int("n", n, 2)
     degree = check_int("degree", degree, 1, n - 1 if isinstance(graph, str) else None)   # multigraphs: any d
-    rng = take_rng(rng, seed)
     check_entries(n, n, exact=field == "rational")
     if field not in ("real", "rational"):
         raise GradcodesValueError(f"field must be 'real' or 'rational', got {field!r}")

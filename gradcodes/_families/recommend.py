@@ -37,9 +37,9 @@ from typing import Any
 
 import numpy as np
 
-from .._base.aliases import RNGLike, Unset
+from .._base.aliases import RNGLike
 from .._base.errors import GradcodesTypeError, GradcodesValueError
-from .._base.validate import SEED_UNSET, check_entries, check_int, check_ns, check_real, check_rng, check_size, take_rng
+from .._base.validate import check_entries, check_int, check_ns, check_real, check_rng, check_size
 from .._core.code import CERTIFY_SECONDS, GradientCode, LinearCode, Recommendation
 from .._core.decoders import single_threaded_blas
 
@@ -363,7 +363,7 @@ def _rank(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 def recommend(n: int, s: int, m: int = 1, max_load: int | None = None, *, tol: float = 1e-12,
               samples: int = 200, rng: RNGLike = None, quick: bool = False, certify_seconds: float | None = None,
-              field: str = "real", seed: RNGLike | Unset = SEED_UNSET) -> GradientCode:
+              field: str = "real") -> GradientCode:
     r"""The lowest-load code within a budget that is proven to meet ``tol``, with its reasoning attached.
 
     Every applicable candidate of :data:`CANDIDATES` with load at most ``max_load`` is built and judged (see the
@@ -398,7 +398,7 @@ def recommend(n: int, s: int, m: int = 1, max_load: int | None = None, *, tol: f
         Random straggler sets per unproven candidate, checked only when no candidate is proven to meet ``tol``.
     rng : None, int, numpy.random.SeedSequence or numpy.random.Generator, optional
         Random state of those sets. None means the fixed seed ``DEFAULT_RNG`` (0), so that the answer is the
-        same on every call; pass a Generator for other sets. ``seed=`` is a deprecated alias.
+        same on every call; pass a Generator for other sets.
     quick : bool, default False
         Lower the default certification budget to 1 s.
     certify_seconds : float, optional
@@ -445,8 +445,7 @@ def recommend(n: int, s: int, m: int = 1, max_load: int | None = None, *, tol: f
         raise GradcodesValueError(f"field must be 'real' (real codes only) or 'any' (complex codes too), got {field!r}")
     budget = (QUICK_CERTIFY_SECONDS if quick else CERTIFY_SECONDS) if certify_seconds is None else \
         check_real("certify_seconds", certify_seconds, 0, 1e6)
-    given = take_rng(rng, seed)
-    gen = check_rng(DEFAULT_RNG if given is None else given)
+    gen = check_rng(DEFAULT_RNG if rng is None else rng)
     check_size("the sampled straggler sets times n", samples * n, "work")
     rows: list[dict[str, Any]] = []
     codes: dict[str, GradientCode] = {}

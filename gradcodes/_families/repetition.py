@@ -10,11 +10,10 @@ from typing import Any
 
 import numpy as np
 
-from .._base.aliases import MatrixLike, RNGLike, Unset
+from .._base.aliases import MatrixLike, RNGLike
 from .._base.errors import GradcodesValueError
 from .._base.registry import Expect, Scheme, register
 from .._base.validate import (
-    SEED_UNSET,
     check_choice,
     check_entries,
     check_int,
@@ -22,7 +21,6 @@ from .._base.validate import (
     check_rng,
     check_size,
     rng_param,
-    take_rng,
 )
 from .._core.code import GradientCode
 from .._core.detlinalg import solve
@@ -168,8 +166,7 @@ def _cyclic_rows_from_H(H: Any, n: int, s: int, exact: bool, refine: int = 0, lo
 
 
 def cyclic_repetition(n: int, s: int, k: int | None = None, *, rng: RNGLike = None, H: MatrixLike | None = None,
-                      field: str = "real", refine: int | None = None,
-                      seed: RNGLike | Unset = SEED_UNSET) -> GradientCode:
+                      field: str = "real", refine: int | None = None) -> GradientCode:
     r"""Cyclic repetition code (Tandon et al. 2017): worker ``i`` stores partitions ``i, ..., i+s (mod n)``.
 
     Every row of ``B`` lies in the null space of a matrix ``H`` (``s × n``) with ``H 1 = 0``: row ``i`` has a 1 at
@@ -191,7 +188,7 @@ def cyclic_repetition(n: int, s: int, k: int | None = None, *, rng: RNGLike = No
     rng : None, int, numpy.random.SeedSequence or numpy.random.Generator, optional
         Random state of the Gaussian ``H`` (ignored when ``H`` is given), as scientific Python's SPEC 7
         recommends: None draws fresh entropy, an int or SeedSequence seeds a new Generator, a Generator is used as
-        it is. ``seed=`` is a deprecated alias.
+        it is.
     H : array_like, shape (s, n), optional
         A given ``H`` with ``H 1 = 0`` (Fractions or integers allowed with ``field="rational"``).
     field : {"real", "rational"}
@@ -232,7 +229,6 @@ def cyclic_repetition(n: int, s: int, k: int | None = None, *, rng: RNGLike = No
     2
     """
     n, s = check_ns(n, s)
-    rng = take_rng(rng, seed)
     gen = check_rng(rng)
     check_choice("field", field, ("real", "rational"))
     exact = field == "rational"

@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from .._base.aliases import RNGLike, Unset
+from .._base.aliases import RNGLike
 from .._base.errors import GradcodesTypeError, GradcodesValueError
-from .._base.validate import SEED_UNSET, check_int, rng_entropy
+from .._base.validate import check_int, rng_entropy
 
 __all__ = ["Delay", "NoDelay", "ShiftedExponential", "FixedDelay", "Hang", "Combined"]
 
@@ -76,7 +76,6 @@ class ShiftedExponential(Delay):
     rng : None, int, SeedSequence or Generator, optional
         Random state, as scientific Python's SPEC 7 recommends (default None: fresh entropy). Draws depend on
         ``(rng, worker, iteration)`` only; :func:`~gradcodes.mpi.train` uses rank 0's model on every rank.
-        ``seed=`` is a deprecated alias.
 
     Examples
     --------
@@ -86,8 +85,7 @@ class ShiftedExponential(Delay):
     (True, True)
     """
 
-    def __init__(self, a: float, mu: float | None = None, *, m_data: float, rng: RNGLike = None,
-                 seed: RNGLike | Unset = SEED_UNSET) -> None:
+    def __init__(self, a: float, mu: float | None = None, *, m_data: float, rng: RNGLike = None) -> None:
         self.a = _nonneg("a", a)
         if mu is None:
             if self.a == 0:
@@ -98,7 +96,7 @@ class ShiftedExponential(Delay):
             raise GradcodesValueError("mu must be > 0")
         self.m_data = _nonneg("m_data", m_data)
         #: The int that keys every draw (see :func:`gradcodes._base.validate.rng_entropy`).
-        self.entropy = rng_entropy(rng, seed)
+        self.entropy = rng_entropy(rng)
 
     def delay(self, worker: int, iteration: int, *, workers: int, load_fraction: float) -> float:
         points = load_fraction * self.m_data
@@ -126,7 +124,7 @@ class FixedDelay(Delay):
         iteration)``, the same on every rank) are late. Give ``workers`` or ``count``.
     rng : None, int, SeedSequence or Generator, optional
         Random state of ``count`` (SPEC 7; default None: fresh entropy); :func:`~gradcodes.mpi.train` uses rank
-        0's model on every rank. ``seed=`` is a deprecated alias.
+        0's model on every rank.
 
     Examples
     --------
@@ -138,13 +136,13 @@ class FixedDelay(Delay):
     """
 
     def __init__(self, seconds: float, *, workers: Iterable[int] | None = None, count: int | None = None,
-                 rng: RNGLike = None, seed: RNGLike | Unset = SEED_UNSET) -> None:
+                 rng: RNGLike = None) -> None:
         self.seconds = _nonneg("seconds", seconds)
         if (workers is None) == (count is None):
             raise GradcodesValueError("give either workers (persistent stragglers) or count (random per iteration)")
         self.workers = None if workers is None else frozenset(_workers("workers", workers))
         self.count = None if count is None else check_int("count", count, 0)
-        self.entropy = rng_entropy(rng, seed)
+        self.entropy = rng_entropy(rng)
 
     def stragglers(self, iteration: int, workers: int) -> frozenset[int]:
         """The late workers of an iteration."""
@@ -237,7 +235,7 @@ class ModelDelay(Delay):
         self.model = model
         self.m_data = _nonneg("m_data", m_data)
         self.horizon = check_int("horizon", horizon, 1)
-        self.entropy = rng_entropy(rng, SEED_UNSET)
+        self.entropy = rng_entropy(rng)
         self._cache: dict[tuple[int, float], np.ndarray] = {}
 
     def times(self, workers: int, load_fraction: float) -> np.ndarray:

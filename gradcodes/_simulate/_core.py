@@ -31,9 +31,9 @@ import numpy as np
 if TYPE_CHECKING:
     from .._core.code import LinearCode
 
-from .._base.aliases import RNGLike, Unset
+from .._base.aliases import RNGLike
 from .._base.errors import GradcodesTypeError, GradcodesValueError
-from .._base.validate import SEED_UNSET, check_rng, check_size, check_tree_size, renamed_keyword, take_rng
+from .._base.validate import check_rng, check_size, check_tree_size
 from ._models import _rng_for
 from ._policies import FixedK, WaitPolicy, as_policy
 from ._result import SchemeResult, SimulationResult
@@ -132,7 +132,6 @@ def _scalar_or_none(value: Any) -> bool:
     return value is None or np.ndim(value) == 0
 
 
-@renamed_keyword("n", "branching")
 def simulate(
     schemes: str | LinearCode | Sequence[str | LinearCode] = SCHEME_NAMES,
     *,
@@ -151,7 +150,6 @@ def simulate(
     rng: RNGLike = None,
     return_samples: bool = False,
     return_responders: bool = False,
-    seed: RNGLike | Unset = SEED_UNSET,
     policy: str | WaitPolicy | None = None,
     model: WorkerModel | None = None,
     deadline: float | None = None,
@@ -199,8 +197,8 @@ def simulate(
         Codes with equal names get labels ``"GC[name]"``, ``"GC[name]#2"``, ...
     branching, L, s : int
         The tree for ``"CR"``: ``branching = n >= 2`` children per node, ``L >= 1`` levels, ``0 <= s <= n-1``
-        stragglers per parent (CodedReduce's notation, where ``n`` is the branching factor; ``n=`` is a deprecated
-        alias of ``branching=``); ``N`` also sets the number of workers of the other labelled schemes.
+        stragglers per parent (CodedReduce's notation, where ``n`` is the branching factor); ``N`` also sets the
+        number of workers of the other labelled schemes.
     s_gc : int, optional
         Stragglers tolerated (GC) or ignored (SGD) by the master--worker schemes. Default
         ``floor(s*N/n)`` (the same resiliency ``s/n``; 65 for ``n=12, s=5, L=2``).
@@ -228,7 +226,7 @@ def simulate(
         Random state (scientific Python's SPEC 7): a non-negative int seed; a SeedSequence, BitGenerator or
         Generator (advanced) gives one. Each scheme gets its own stream derived from ``(seed, label)``, so a
         scheme's samples do not depend on which other schemes are simulated. ``None``: fresh entropy (not
-        reproducible). ``seed=`` is a deprecated alias.
+        reproducible).
     return_samples, return_responders : bool
         Keep the per-iteration times / the per-iteration masks of used workers in the result.
     policy : {"earliest", "first", "all"} or WaitPolicy, optional
@@ -301,7 +299,6 @@ def simulate(
     iters = _int("iters", iters, 2)
     check_size("iters (simulated iterations)", iters, "entries")
     check_size("the simulated worker times iters * N", iters * N, "work")
-    rng = take_rng(rng, seed)
     entropy = _seed_entropy(rng)
     if not isinstance(overlap, (bool, np.bool_)):
         raise GradcodesTypeError(f"overlap must be a bool, got {type(overlap).__name__}")

@@ -29,7 +29,7 @@ import numpy as np
 
 from .._base.aliases import RNGLike
 from .._base.errors import GradcodesTypeError
-from .._base.validate import check_int, check_rng, check_size, renamed_keyword
+from .._base.validate import check_int, check_rng, check_size
 from ._models import _reception_times
 from ._policies import AdaptiveK, FixedK, KAsync, WaitPolicy
 from ._workers import ShiftedExponentialWorkers, WorkerModel
@@ -86,7 +86,6 @@ def _problem(M: int, dim: int, noise: float, rng: np.random.Generator) -> tuple[
     return X, y, H, w_opt
 
 
-@renamed_keyword("batch", "batch_size")
 def simulate_training(policy: WaitPolicy, *, n: int = 8, code: LinearCode | None = None, time_budget: float | None
                       = None, updates: int = 500, batch_size: int = 8, points: int = 4000, dim: int = 10,
                       noise: float = 1.0, lr: float = 0.05, a: float = 1e-3, mu: float | None = None,

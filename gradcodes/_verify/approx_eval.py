@@ -25,9 +25,9 @@ from typing import Any
 
 import numpy as np
 
-from .._base.aliases import ArrayLike, MatrixLike, ProbabilitiesLike, RNGLike, Unset
+from .._base.aliases import ArrayLike, MatrixLike, ProbabilitiesLike, RNGLike
 from .._base.errors import GradcodesTypeError, GradcodesValueError
-from .._base.validate import SEED_UNSET, check_int, check_real, check_rng, check_size, renamed_keyword, take_rng
+from .._base.validate import check_int, check_real, check_rng, check_size
 from .._core.code import LinearCode
 from .._core.decoders import Decoder
 from .._core.fields import RationalField, field_for
@@ -293,12 +293,11 @@ def closed_form_error(code: LinearCode, gradients: MatrixLike | None = None, *, 
 # --------------------------------------------------------------------------------------------------------
 
 
-@renamed_keyword("batch", "batch_size")
 def evaluate_approximate(code: LinearCode, gradients: MatrixLike | None = None, *, p: ProbabilitiesLike | None = None,
                          decoder: str | Decoder | None = None,
                          method: str = "auto", samples: int = 20000, rng: RNGLike = None, batch_size: int = 4096,
                          max_enumerate: int = MAX_ENUMERATE, time_budget: float | None = None,
-                         progress: bool | None = None, seed: RNGLike | Unset = SEED_UNSET) -> ApproxReport:
+                         progress: bool | None = None) -> ApproxReport:
     r"""Expected squared error and bias of an approximate code under independent random stragglers.
 
     Worker ``i`` straggles with probability ``p_i`` independently. For every response pattern ``R`` the
@@ -328,10 +327,9 @@ def evaluate_approximate(code: LinearCode, gradients: MatrixLike | None = None, 
         Monte Carlo sample count (>= 2).
     rng : None, int, numpy.random.SeedSequence or numpy.random.Generator, optional
         Monte Carlo random state (SPEC 7: None for fresh entropy, an int, a SeedSequence or a
-        Generator; ``seed=`` is a deprecated alias).
+        Generator).
     batch_size : int
-        Patterns per vectorised batch, ``1 <= batch_size <= 2^20`` (memory grows with it; ``batch=`` is the
-        deprecated former keyword).
+        Patterns per vectorised batch, ``1 <= batch_size <= 2^20`` (memory grows with it).
     max_enumerate : int
         Largest ``n`` that ``"auto"`` enumerates, ``0 <= max_enumerate <= 24``.
     time_budget : float, optional
@@ -369,7 +367,6 @@ def evaluate_approximate(code: LinearCode, gradients: MatrixLike | None = None, 
         raise GradcodesTypeError(f"progress must be a bool or None, got {type(progress).__name__}")
     notes: list[str] = []
     ran_out = False
-    rng = take_rng(rng, seed)
     gen = check_rng(rng)
     n = code.n
     check_size("the Monte Carlo work samples * n", samples * n, "work")

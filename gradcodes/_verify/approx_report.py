@@ -22,7 +22,7 @@ __all__ = ["ApproxReport", "ApproximationReport"]
 
 @dataclass
 class ApproxReport:
-    """Expected error and bias of an approximate code under independent stragglers.
+    """Expected error and bias under independent stragglers (the worst case is :class:`~gradcodes.ApproximationReport`).
 
     Attributes
     ----------
@@ -161,7 +161,9 @@ def _rel(x: float, norm2: float) -> str:
 
 @dataclass
 class ApproximationReport:
-    """The worst error of an approximate code over the sets of ``s`` stragglers: proven, or a lower and an upper bound.
+    """Worst-case error over the sets of ``s`` stragglers (the expected error is :class:`~gradcodes.ApproxReport`).
+
+    The worst error is proven, or bracketed by a lower and an upper bound.
 
     Errors are ``||A_F B - E||_2`` (the error of the decoded sum per unit of ``||G||_2``, as
     :func:`gradcodes.approximation_error`); printed tables divide their squares by ``norm2 = ||E||_F^2 = k m``

@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from .._base.aliases import Responders, RNGLike, Unset
+from .._base.aliases import Responders, RNGLike
 from .._base.errors import GradcodesTypeError, GradcodesValueError
-from .._base.validate import SEED_UNSET, check_int, check_real, check_rng, check_size
+from .._base.validate import check_int, check_real, check_rng, check_size
 from .._core.code import LinearCode
 from .._core.decoders import Decoder, min_norm_solve
 from .._core.fields import RationalField, solve_left
@@ -160,8 +160,8 @@ def _default_counts(code: LinearCode, dec: Decoder, samples: int | None, structu
 def worst_case_error(code: LinearCode, s: int | None = None, *, decoder: str | Decoder | None = None,
                      limit: int = 20_000, samples: int | None = None, search: bool = True, rng: RNGLike = None,
                      batch_size: int = 256, search_steps: int = 10, neighbours: int | None = None,
-                     structured: int | None = None, time_budget: float | None = None, progress: bool | None = None,
-                     seed: RNGLike | Unset = SEED_UNSET) -> ApproximationReport:
+                     structured: int | None = None, time_budget: float | None = None,
+                     progress: bool | None = None) -> ApproximationReport:
     """The worst error of a code over the sets of ``s`` stragglers: proven, or a lower and an upper bound.
 
     When ``C(n, s) <= limit`` every set is evaluated: the worst case and the mean are exact (``proven``). Otherwise
@@ -190,7 +190,7 @@ def worst_case_error(code: LinearCode, s: int | None = None, *, decoder: str | D
     search : bool
         Run the greedy swap search after the structured and random sets.
     rng : None, int, numpy.random.SeedSequence or numpy.random.Generator
-        Random state of the random sets and the swaps (SPEC 7; ``seed=`` is a deprecated alias). An int gives the
+        Random state of the random sets and the swaps (SPEC 7). An int gives the
         same report on every run (all but ``seconds``).
     batch_size : int
         Sets per batch (``>= 1``).
@@ -249,7 +249,7 @@ def worst_case_error(code: LinearCode, s: int | None = None, *, decoder: str | D
     budget = None if time_budget is None else check_real("time_budget", time_budget, 0)
     if progress is not None and not isinstance(progress, bool):
         raise GradcodesTypeError(f"progress must be a bool or None, got {type(progress).__name__}")
-    rng = check_rng(rng, seed)
+    rng = check_rng(rng)
     dec = code._decoder(decoder)
     samples, structured, neighbours = _default_counts(code, dec, samples, structured, neighbours, search_steps)
     total = math.comb(n, s)

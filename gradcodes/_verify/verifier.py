@@ -44,9 +44,9 @@ from typing import Any
 
 import numpy as np
 
-from .._base.aliases import DTypeLike, FieldLike, RNGLike, Unset
+from .._base.aliases import DTypeLike, FieldLike, RNGLike
 from .._base.errors import GradcodesTypeError, GradcodesValueError
-from .._base.validate import SEED_UNSET, check_int, check_real, check_rng, check_size, take_rng
+from .._base.validate import check_int, check_real, check_rng, check_size
 from .._core.code import GradientCode, LinearCode
 from .._core.decoders import Decoder
 from .._core.numerics import tolerance, unit_roundoff
@@ -227,7 +227,7 @@ def verify(code: LinearCode, *, limit: int | None = None, samples: int = 2000, s
            rng: RNGLike = None, rtol: float | None = None, decoder: str | Decoder | None = None,
            field: FieldLike | None = None, stop_on_failure: bool = True, batch_size: int | None = None,
            progress: bool | None = None, dtype: DTypeLike = np.float64, time_budget: float | None = None,
-           search_seconds: float | None = None, seed: RNGLike | Unset = SEED_UNSET, workers: int | None = None,
+           search_seconds: float | None = None, workers: int | None = None,
            checkpoint: str | os.PathLike[str] | None = None, checkpoint_every: float = 60.0,
            comm: Any = None) -> VerifyReport:
     """Check that every set of ``n - s`` responders recovers the gradient; ``ok`` only for a proof.
@@ -257,8 +257,7 @@ def verify(code: LinearCode, *, limit: int | None = None, samples: int = 2000, s
         solve from random starts (null-space codes; ``search_seconds``), then greedy swaps from the worst sets.
     rng : None, int, numpy.random.SeedSequence or numpy.random.Generator, optional
         Random state of the random sets and the search (exhaustive checks use none), as scientific Python's
-        SPEC 7 recommends: None for fresh entropy, an int, a SeedSequence or a Generator. ``seed=`` is a
-        deprecated alias.
+        SPEC 7 recommends: None for fresh entropy, an int, a SeedSequence or a Generator.
     rtol : float, optional
         Accepted predicted relative error. Default: :func:`default_rtol` (the code's ``rtol``, 1e-8, for
         float64 messages; the same share of digits for other dtypes, 2.4e-4 for float32).
@@ -345,7 +344,6 @@ def verify(code: LinearCode, *, limit: int | None = None, samples: int = 2000, s
     >>> gc.verify(gc.cyclic_repetition(30, 3, rng=2), limit=100, samples=50, rng=0).verdict
     'unproven'
     """
-    rng = take_rng(rng, seed)
     scale = _scale_options(workers, checkpoint, checkpoint_every, comm)        # checked before any work
     hook = getattr(code, "_verify_hook", None)
     if hook is not None:  # code types with their own straggler model (CodedReduce trees) verify themselves

@@ -71,11 +71,11 @@ def build_code(args: argparse.Namespace) -> Any:
     scheme = get_scheme(args.scheme)
     given = {"n": args.n, "branching": args.branching, "s": args.s, "L": args.L, "m": args.m, "k": args.k,
              "degree": args.degree,
-             "rng": args.code_seed}
+             "seed": args.code_seed}
     sig = inspect.signature(scheme.build)
     accepts_any = any(q.kind is q.VAR_KEYWORD for q in sig.parameters.values())
     kwargs = {k: v for k, v in given.items() if v is not None and (k in sig.parameters or accepts_any)}
-    unknown = [k for k, v in given.items() if v is not None and k not in kwargs and k != "rng"]
+    unknown = [k for k, v in given.items() if v is not None and k not in kwargs and k != "seed"]
     if unknown:
         raise GradcodesValueError(f"scheme {scheme.name!r} does not take {', '.join('--' + u for u in unknown)}; it "
                                   f"takes "

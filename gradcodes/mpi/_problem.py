@@ -6,9 +6,9 @@ from typing import Any
 
 import numpy as np
 
-from .._base.aliases import DTypeLike, RNGLike, Unset
+from .._base.aliases import DTypeLike, RNGLike
 from .._base.errors import GradcodesValueError
-from .._base.validate import SEED_UNSET, check_int, check_rng
+from .._base.validate import check_int, check_rng
 
 __all__ = ["SyntheticProblem"]
 
@@ -30,8 +30,7 @@ class SyntheticProblem:
         Data points ``M`` and dimension.
     rng : None, int, SeedSequence or Generator, default 0
         Random state of the data (SPEC 7). The default is 0, not None, because every rank of an MPI job must
-        build the same data and the problem has no communicator to agree on fresh entropy. ``seed=`` is a
-        deprecated alias.
+        build the same data and the problem has no communicator to agree on fresh entropy.
     dtype : dtype, default float64
 
     Examples
@@ -44,7 +43,7 @@ class SyntheticProblem:
     """
 
     def __init__(self, kind: str = "least-squares", *, points: int = 2400, dim: int = 50, rng: RNGLike = 0,
-                 dtype: DTypeLike = np.float64, seed: RNGLike | Unset = SEED_UNSET) -> None:
+                 dtype: DTypeLike = np.float64) -> None:
         if kind not in ("least-squares", "logistic"):
             raise GradcodesValueError(f"kind must be 'least-squares' or 'logistic', got {kind!r}")
         self.kind = kind
@@ -53,9 +52,7 @@ class SyntheticProblem:
         if self.points * self.dim > 2 * 10**8:
             raise GradcodesValueError(f"points * dim = {self.points * self.dim} exceeds 2e8 entries")
         self.dtype = np.dtype(dtype)
-        if seed is not SEED_UNSET and type(rng) is int and rng == 0:
-            rng = None                   # the default 0 gives way to the deprecated alias
-        rng = check_rng(rng, seed)
+        rng = check_rng(rng)
         self.X = rng.normal(size=(self.points, self.dim)).astype(self.dtype)
         self.w_star = rng.normal(size=self.dim) / np.sqrt(self.dim)
         z = self.X.astype(np.float64) @ self.w_star

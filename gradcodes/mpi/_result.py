@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._base.aliases import RNGLike, Unset
-from .._base.validate import SEED_UNSET, check_rng
+from .._base.aliases import RNGLike
+from .._base.validate import check_rng
 
 if TYPE_CHECKING:
     from .._core.code import LinearCode
@@ -159,7 +159,7 @@ class RunResult:
 
 
 def predict(code: LinearCode | str, delay: Delay, *, workers: int, need: int, t_c: float = 0.0, iters: int = 20_000,
-            rng: RNGLike = None, seed: RNGLike | Unset = SEED_UNSET, policy: Any = None) -> float | None:
+            rng: RNGLike = None, policy: Any = None) -> float | None:
     """:func:`gradcodes.simulate`'s mean iteration time for a run, or None when it does not model the run.
 
     Modelled: a :class:`~gradcodes.mpi.ModelDelay` (unequal, persistent or replayed workers) with an exact code, a
@@ -167,14 +167,14 @@ def predict(code: LinearCode | str, delay: Delay, *, workers: int, need: int, t_
     (CR), ignore-stragglers (SGD, any code waiting for fewer than ``n`` with load ``1/n``) and ``"allreduce"``
     (RAR). ``t_c`` is the per-message time of the simulator's single-port model (calibrated from a run without
     delays, see ``docs/runtime.md``). ``rng`` is the simulator's random state (SPEC 7; default None: fresh
-    entropy; ``seed=`` is a deprecated alias). ``policy`` is the master's wait policy (default: the
+    entropy). ``policy`` is the master's wait policy (default: the
     simulator's, the earliest decodable set for exact codes).
     """
     from .. import CodedReduceCode, GradientCode
     from .._runtime.delays import ModelDelay, ShiftedExponential
     from .._simulate import simulate
 
-    gen = check_rng(rng, seed)
+    gen = check_rng(rng)
     if isinstance(delay, ModelDelay) and isinstance(code, GradientCode):
         # the same worker model (unequal, persistent or replayed) in the simulator
         res = simulate(code, branching=2, L=1, s=0, m_data=delay.m_data, model=delay.model, t_c=t_c, iters=iters,

@@ -25,7 +25,6 @@ from .. import ApproximateCode, CodedReduceCode, DecodingError, LinearCode
 from .._base.aliases import DTypeLike
 from .._base.errors import GradcodesRuntimeError, GradcodesTypeError, GradcodesValueError
 from .._base.log import get_logger
-from .._base.validate import renamed_keyword
 from .._core.decoders import Decoder
 from .._families.adversarial import AdversarialCode
 from .._families.adversarial_decode import decode_adversarial
@@ -96,8 +95,7 @@ class Master:
         An exact :class:`~gradcodes.GradientCode` (any ``m``), an :class:`~gradcodes.ApproximateCode` or a
         :class:`~gradcodes.CodedReduceCode` (run as a tree).
     length : int
-        Number of parameters (the gradient length; ``p=`` is a deprecated alias: ``p`` is a straggle probability
-        elsewhere).
+        Number of parameters (the gradient length).
     dtype : numpy dtype, default float64
         Parameters, gradients and messages (float32 stays float32).
     comm : mpi4py communicator, optional
@@ -137,7 +135,6 @@ class Master:
     copied; its receive is posted again at the next :meth:`aggregate`).
     """
 
-    @renamed_keyword("p", "length")
     def __init__(self, code: LinearCode, length: int, dtype: DTypeLike = np.float64, *, comm: Any = None,
                  wait_for: int | None = None, deadline: float | None = None, decoder: str | Decoder | None = None,
                  timeout: float = 60.0, poll: float = 0.0, policy: str | WaitPolicy | None = None,
@@ -380,7 +377,7 @@ class Worker:
     code : LinearCode
         The same code as the master's.
     length : int
-        Number of parameters (``p=`` is a deprecated alias).
+        Number of parameters.
     partial_gradient : callable or None
         ``partial_gradient(params, j) -> flat array of that length``: the gradient on partition ``j`` (on a
         CodedReduce tree, data unit ``j``). May be None when ``coded_gradient`` is given.
@@ -420,7 +417,6 @@ class Worker:
     message is built by :class:`WorkerEncoder` with precomputed coefficients (or by ``coded_gradient``).
     """
 
-    @renamed_keyword("p", "length")
     def __init__(self, code: LinearCode, length: int,
                  partial_gradient: Callable[[np.ndarray, int], np.ndarray] | None,
                  dtype: DTypeLike = np.float64, *, comm: Any = None, delay: Delay | None = None,

@@ -11,7 +11,6 @@ from typing import Any
 import numpy as np
 
 from .._base.errors import GradcodesTypeError, GradcodesValueError
-from .._base.validate import renamed_keyword
 from .._core.code import LinearCode
 from .._core.decoders import Decoder
 from .._runtime.delays import Delay, NoDelay
@@ -39,7 +38,6 @@ def _check_iterations(iterations: Any) -> int:
     return int(iterations)
 
 
-@renamed_keyword("progress", "callback")
 def train(code: LinearCode | str, params: np.ndarray,
           partial_gradient: Callable[[np.ndarray, int], np.ndarray] | None, step: Step, *, iterations: int,
           comm: Any = None, delay: Delay | None = None, wait_for: int | None = None, deadline: float | None = None,
@@ -103,8 +101,7 @@ def train(code: LinearCode | str, params: np.ndarray,
     t_c : float
         Per-message time for the :func:`gradcodes.simulate` prediction stored in the result.
     callback : callable, optional
-        ``callback(iteration, seconds, loss)`` on the master after each iteration (``progress=`` is a deprecated
-        alias: ``progress`` is a bool switch of a progress display elsewhere).
+        ``callback(iteration, seconds, loss)`` on the master after each iteration.
 
     Returns
     -------
@@ -189,7 +186,6 @@ OBSERVE_POLL = 1e-2
 _RECORD, _READY, _FINAL = 1, 2, 3      # tags of the baseline's observation channel (a duplicate communicator)
 
 
-@renamed_keyword("progress", "callback")
 def allreduce_train(params: np.ndarray, partial_gradient: Callable[[np.ndarray, int], np.ndarray] | None,
                     step: Step, *, iterations: int, comm: Any = None, delay: Delay | None = None,
                     timeout: float = 60.0, poll: float = 1e-4, loss: Callable[[np.ndarray], float] | None = None,

@@ -26,7 +26,6 @@ from .._base.aliases import MatrixLike, ProbabilitiesLike, Responders
 from .._base.arrays import is_foreign, to_numpy
 from .._base.errors import GradcodesValueError
 from .._base.registry import schemes
-from .._base.validate import renamed_keyword
 from .._core.code import LinearCode
 
 __all__ = ["straggler_sets", "responder_sets", "windows", "verifier_flagged", "scheme_parameters", "codes",
@@ -110,14 +109,12 @@ def codes(kind: str | None = "exact", *, names: list[str] | None = None,
     return st.sampled_from(pairs).map(lambda np_: reg[np_[0]].build(**np_[1]))
 
 
-@renamed_keyword("p", "length")
 def partial_gradients(code: LinearCode, *, dtype: npt.DTypeLike = np.float64,
                       length: int | st.SearchStrategy[int] = 4, bound: float = 1e3) -> st.SearchStrategy[np.ndarray]:
     """Arrays ``G`` of shape ``(code.k, length)`` and dtype ``dtype``: finite values in ``[-bound, bound]``.
 
     ``length`` is the gradient length (an int or a strategy of ints), as ``length=`` of
-    :meth:`gradcodes.LinearCode.decode`; ``p=`` is its deprecated former keyword (``p`` names straggle
-    probabilities everywhere else, as in :func:`assert_unbiased`).
+    :meth:`gradcodes.LinearCode.decode` (``p`` names straggle probabilities, as in :func:`assert_unbiased`).
     """
     dt = np.dtype(dtype)
     if dt.kind not in "fc":

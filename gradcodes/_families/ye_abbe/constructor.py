@@ -10,10 +10,10 @@ from typing import Any
 
 import numpy as np
 
-from ..._base.aliases import ArrayLike, RNGLike, Unset
+from ..._base.aliases import ArrayLike, RNGLike
 from ..._base.errors import GradcodesValueError
 from ..._base.registry import SAMPLED, Scheme, register
-from ..._base.validate import SEED_UNSET, check_choice, check_entries, check_int, check_rng, rng_param, take_rng
+from ..._base.validate import check_choice, check_entries, check_int, check_rng, rng_param
 from ..._core.code import GradientCode
 from ..._core.fields import Field, PrimeField, RationalField, RealField, to_fraction
 from ..._io.files import REBUILDERS, CodeFileError
@@ -101,8 +101,8 @@ def _poly_in_field(theta: Any, n: int, s: int, m: int, k: int, label: str, param
 
 
 def ye_abbe(n: int, s: int, m: int = 2, k: int | None = None, *, nodes: str | ArrayLike = "fourier",
-            rng: RNGLike = None, spacing: str | float | None = None, stride: int | None = None, field: str = "real",
-            seed: RNGLike | Unset = SEED_UNSET) -> YeAbbeCode:
+            rng: RNGLike = None, spacing: str | float | None = None, stride: int | None = None,
+            field: str = "real") -> YeAbbeCode:
     r"""Ye–Abbe communication-efficient gradient code: load ``s + m``, messages of length ``ceil(length/m)``.
 
     Worker ``i`` stores partitions ``i, ..., i+s+m-1 (mod n)``; any ``n - s`` responders recover the sum
@@ -129,7 +129,6 @@ def ye_abbe(n: int, s: int, m: int = 2, k: int | None = None, *, nodes: str | Ar
         top-monomial-coefficient functionals. ``"random"``: Gaussian generator and functionals, seeded.
     rng : None, int, numpy.random.SeedSequence or numpy.random.Generator, optional
         Random state of ``nodes="random"`` (ignored otherwise), as scientific Python's SPEC 7 recommends.
-        ``seed=`` is a deprecated alias.
     spacing : None, "auto" or float, optional
         ``nodes="fourier"`` only. None (default): the top frequencies. ``"auto"`` or a number: frequencies spread
         over the band with that spacing (``"auto"``: chosen by the worst consecutive-straggler estimate); kept for
@@ -202,8 +201,7 @@ def ye_abbe(n: int, s: int, m: int = 2, k: int | None = None, *, nodes: str | Ar
                                       f"super-partitions), got k={k}")
     check_choice("field", field, ("real", "rational"))
     check_entries(n, k * m, exact=field == "rational")
-    rng_value = take_rng(rng, seed)
-    rng = check_rng(rng_value)             # validated for every node choice; used by nodes="random" only
+    gen = check_rng(rng)                   # validated for every node choice; used by nodes="random" only
     exact = field == "rational"
     params: dict[str, Any] = {"n": n, "s": s, "m": m, "k": k, "field": field}
     if isinstance(nodes, str):
@@ -255,11 +253,11 @@ def ye_abbe(n: int, s: int, m: int = 2, k: int | None = None, *, nodes: str | Ar
         return code
 
     if isinstance(nodes, str) and nodes == "random":
-        if rng_param(rng_value) is not None:
-            params["rng"] = rng_param(rng_value)
+        if rng_param(rng) is not None:
+            params["rng"] = rng_param(rng)
         N = n - s
-        Vf = rng.standard_normal((N, n))
-        Cf = rng.standard_normal((N, m))
+        Vf = gen.standard_normal((N, n))
+        Cf = gen.standard_normal((N, m))
         bk = RationalField() if exact else RealField()
         V = bk.const(Vf.tolist()) if exact else Vf
         C = bk.const(Cf.tolist()) if exact else Cf
@@ -340,7 +338,7 @@ def _rebuild(**params: Any) -> YeAbbeCode:
 REBUILDERS.update(ye_abbe=_rebuild)
 
 
-def _scheme_build(n: int, s: int, m: int = 2, k: int | None = None, seed: Any = None, nodes: Any = "fourier",
+def _scheme_build(n: int, s: int, m: int = 2, k: int | None = None, seed: Any = 0, nodes: Any = "fourier",
                   stride: int | None = None, spacing: Any = None, field: str = "real") -> YeAbbeCode:
     return ye_abbe(n, s, m, k, nodes=nodes, rng=seed, stride=stride, spacing=spacing, field=field)
 
