@@ -311,6 +311,28 @@ def verify_adversarial(code: AdversarialCode, *, limit: int = 20_000, rng: RNGLi
     ``limit``; otherwise the first ``limit`` pairs in lexicographic order. ``rng`` (SPEC 7: None, an int, a
     SeedSequence or a Generator; default 0) draws the gradients and the errors.
 
+    Parameters
+    ----------
+    code : AdversarialCode
+        A code of :func:`adversarial_gc`.
+    limit : int, default 20000
+        Largest number of (straggler set, adversary set) pairs checked.
+    rng : None, int, SeedSequence or Generator, default 0
+        Random state (SPEC 7) of the gradients and the errors.
+
+    Returns
+    -------
+    AdversarialVerifyReport
+        ``ok`` (every pair checked decoded exactly and named its adversaries), ``exhaustive``, ``checked`` and the
+        failures.
+
+    Raises
+    ------
+    GradcodesTypeError
+        If ``code`` is not an :func:`adversarial_gc` code.
+    GradcodesValueError
+        If ``limit < 1``.
+
     Examples
     --------
     >>> import gradcodes as gc

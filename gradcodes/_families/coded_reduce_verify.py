@@ -252,14 +252,14 @@ def verify_tree(code: CodedReduceCode, *, limit: int | None = None, samples: int
     A straggler pattern lets every parent (the master and every internal worker) pick at most ``s`` straggling
     children; a straggler silences its subtree. For each pattern the hierarchical decoding vector ``A`` is
     computed (:class:`TreeDecoder`) and ``A B = 1`` is checked: exactly (with integers, never rounded) for
-    rational codes; float codes are judged by the acceptance rule in ``dtype`` (:func:`gradcodes._core.numerics.judge`:
+    rational codes; float codes are judged by the acceptance rule in ``dtype`` (docs/acceptance.md:
     ok, borderline or fails on every machine). The tree supplies only this pattern model; enumeration, sampling,
     the acceptance rule, progress, Ctrl-C and the time budget are :func:`gradcodes.verify`'s engine, and
     ``gc.verify(code)`` dispatches here for tree codes.
 
     * Every pattern is checked when there are at most ``limit``, or, with ``limit=None``, when there are at most
-      the default budget: ``floor(10 s / c)`` patterns, ``c`` the microseconds per pattern that the fixed cost
-      model of :mod:`gradcodes._verify.cost` predicts from ``N`` and ``P`` (never a clock: the same verdict on
+      the default budget: ``floor(10 s / c)`` patterns, ``c`` the microseconds per pattern that the verifier's fixed
+      cost model predicts from ``N`` and ``P`` (never a clock: the same verdict on
       every machine); or, when ``time_budget`` seconds are given, when the enumeration fits them at the rate
       measured on the first batches (the n=3, L=2, s=1 tree has 256).
     * Otherwise: the structured patterns (no stragglers; the same ``s`` cyclically consecutive children at

@@ -63,6 +63,35 @@ def random_regular_graph(n: int, degree: int | None = None, rng: RNGLike = None,
     ``degree`` is the graph degree (``d=`` is its deprecated former name, as in :func:`expander_code`); ``rng`` the
     random state (None, an int, a SeedSequence or a Generator; ``seed=`` is a deprecated alias).
 
+    Parameters
+    ----------
+    n : int
+        Number of vertices, ``n >= 1``.
+    degree : int
+        Degree of every vertex, ``0 <= degree <= n - 1`` with ``n * degree`` even (required).
+    rng : None, int, SeedSequence or Generator, optional
+        Random state (SPEC 7).
+    max_tries : int, default 1000
+        Restarts allowed after a dead end.
+    d, seed
+        Deprecated former names of ``degree`` and ``rng`` (DeprecationWarning).
+
+    Returns
+    -------
+    numpy.ndarray of int, shape (n, n)
+        The symmetric 0/1 adjacency matrix, zero diagonal, every row summing to ``degree``.
+
+    Raises
+    ------
+    GradcodesValueError
+        If ``n``, ``degree`` or ``max_tries`` is out of range or ``n * degree`` is odd.
+    GradcodesTypeError
+        If ``degree`` is not given.
+    GradcodesRuntimeError
+        If all ``max_tries`` draws dead-end.
+
+    Examples
+    --------
     >>> A = random_regular_graph(10, 3, rng=0)
     >>> A.sum(axis=0).tolist() == [3] * 10, bool((A == A.T).all()), int(A.trace())
     (True, True, 0)

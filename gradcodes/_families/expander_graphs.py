@@ -109,6 +109,11 @@ def margulis_gabber_galil_graph(N: int) -> Any:
     N : int
         Side of the torus, ``N >= 2`` (``N**2`` vertices).
 
+    Returns
+    -------
+    scipy.sparse.csr_array
+        The ``N**2 x N**2`` symmetric integer adjacency matrix, every row summing to 8.
+
     Examples
     --------
     >>> A = margulis_gabber_galil_graph(3)
@@ -183,6 +188,33 @@ def random_biregular_graph(n: int, k: int, degree: int, rng: RNGLike = None, max
     dead end (fewer free partitions than needed) restarts the draw, at most ``max_tries`` times. Integer draws and
     integer prefix sums only, so a seed gives the same graph everywhere.
 
+    Parameters
+    ----------
+    n : int
+        Number of workers (left vertices).
+    k : int
+        Number of partitions (right vertices); ``n * degree`` must be a multiple of ``k``.
+    degree : int
+        Partitions per worker, ``1 <= degree <= k``.
+    rng : None, int, SeedSequence or Generator, optional
+        Random state (SPEC 7).
+    max_tries : int, default 1000
+        Restarts allowed after a dead end.
+
+    Returns
+    -------
+    scipy.sparse.csr_array of int, shape (n, k)
+        The 0/1 biadjacency matrix: rows sum to ``degree``, columns to ``n * degree / k``.
+
+    Raises
+    ------
+    GradcodesValueError
+        If a size is out of range or ``k`` does not divide ``n * degree``.
+    GradcodesRuntimeError
+        If all ``max_tries`` draws dead-end.
+
+    Examples
+    --------
     >>> H = random_biregular_graph(6, 4, 2, rng=0)
     >>> H.sum(axis=1).tolist(), H.sum(axis=0).tolist()
     ([2, 2, 2, 2, 2, 2], [3, 3, 3, 3])
@@ -544,6 +576,25 @@ def graph_assignment_error(code: GraphAssignmentCode, responders: Responders) ->
     ``sum over bipartite components C = L ∪ R of the surviving edges of (|L| - |R|)^2 / |C|`` (an isolated
     partition counts 1; Glasgow & Wootters 2021, §IV).
 
+    Parameters
+    ----------
+    code : GraphAssignmentCode
+        A code of :func:`graph_assignment_code`.
+    responders : iterable of int or bool mask
+        The workers whose messages arrived.
+
+    Returns
+    -------
+    fractions.Fraction
+        The optimal squared error, exactly (0 when the responders recover the sum).
+
+    Raises
+    ------
+    GradcodesTypeError
+        If ``code`` is not a graph assignment code.
+
+    Examples
+    --------
     >>> import gradcodes as gc
     >>> code = gc.graph_assignment_code(4, 8, graph="margulis")
     >>> gc.graph_assignment_error(code, range(code.n))

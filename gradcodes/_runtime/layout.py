@@ -112,7 +112,28 @@ class Layout:
 
 
 def layout_for(code: LinearCode) -> Layout:
-    """The :class:`Layout` of a code: a tree for CodedReduce, master--worker for every other code."""
+    """The :class:`Layout` of a code: a tree for CodedReduce, master--worker for every other code.
+
+    Parameters
+    ----------
+    code : LinearCode
+        The code the job runs.
+
+    Returns
+    -------
+    Layout
+        Its kind (``"flat"`` or ``"tree"``), the ranks the job needs (``size``, the master included) and the tree's
+        parents and children.
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> from gradcodes.mpi import layout_for
+    >>> layout_for(gc.cyclic_repetition(6, 2, rng=0))        # mpiexec -n 7
+    Layout(kind='flat', size=7, workers=6, branching=6)
+    >>> layout_for(gc.coded_reduce(2, 2, 1))
+    Layout(kind='tree', size=7, workers=6, branching=2)
+    """
     if isinstance(code, CodedReduceCode):
         return Layout("tree", code.N + 1, code.N, code.branching)
     if not isinstance(code, LinearCode):
@@ -134,7 +155,7 @@ class WorkerEncoder:
     coefficients ``B[i, j m + u]`` are cast to the messages' dtype and their zeros dropped, and the sequence of
     row operations is fixed. :meth:`encode` then only calls ``partial_gradient`` and runs that sequence: for
     ``m = 1`` one pass per stored partition (a copy, add or subtract for coefficients ``+-1``, one BLAS ``axpy``
-    otherwise; the loop of :func:`gradcodes._core.apply.combine_rows`), the same sums as
+    otherwise), the same sums as
     :meth:`gradcodes.LinearCode.encode_worker` without its per-call validation.
 
     Parameters

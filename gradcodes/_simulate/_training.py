@@ -114,10 +114,15 @@ def simulate_training(policy: WaitPolicy, *, n: int = 8, code: LinearCode | None
     rng : None, int, SeedSequence or Generator
         Random state (SPEC 7): data, minibatches and delays.
 
+    Returns
+    -------
+    TrainingResult
+        The error, the simulated time and the gradients used at each update.
+
     Examples
     --------
-    >>> from gradcodes._simulate import FixedK
-    >>> r = simulate_training(FixedK(4), n=8, updates=200, rng=0)
+    >>> import gradcodes as gc
+    >>> r = gc.simulate_training(gc.FixedK(4), n=8, updates=200, rng=0)
     >>> bool(r.error[-1] < r.error[0]), r.used[0]
     (True, np.int64(4))
     """

@@ -119,6 +119,11 @@ def approximation_error(code: LinearCode, responders: Responders, decoder: str |
     decoder : str or Decoder, optional
         Default: the code's default decoder.
 
+    Returns
+    -------
+    float
+        ``||A_F B - E||_2`` (0 for a set from which the code decodes exactly).
+
     Examples
     --------
     >>> import numpy as np, gradcodes as gc

@@ -84,6 +84,18 @@ def blocks_of(code: LinearCode) -> list[Block]:
     """The blocks of ``code.B``: connected components of the worker-partition support graph, ordered by their
     smallest worker (partitions stored by nobody form blocks without workers).
 
+    Parameters
+    ----------
+    code : LinearCode
+        Any code.
+
+    Returns
+    -------
+    list of Block
+        One entry per block, with the index tuples ``workers`` and ``partitions``.
+
+    Examples
+    --------
     >>> import gradcodes as gc
     >>> [b.workers for b in blocks_of(gc.fractional_repetition(6, 2))]
     [(0, 1, 2), (3, 4, 5)]
@@ -190,8 +202,8 @@ class BlockVerifyReport(VerifyReport):
 
     ``blocks`` lists one dict per block: ``workers``, ``partitions``, ``same_as`` (index of the identical block
     checked instead, or None) and ``report`` (its :class:`~gradcodes.VerifyReport`, None without partitions).
-    The worst residual, cancellation and error estimate are the bounds of the theorem in
-    :mod:`gradcodes._verify.blocks`, reached at the reported responder sets up to the rounding of the bound.
+    The worst residual, cancellation and error estimate are the bounds of the proof by blocks (docs/stable_codes.md,
+    "Proof by blocks"), reached at the reported responder sets up to the rounding of the bound.
     """
 
     blocks: list[dict[str, Any]] = field(default_factory=list)
@@ -217,6 +229,25 @@ def by_blocks(code: GradientCode) -> GradientCode:
     """The same code decoded block by block (:class:`BlockDecoder`), so that :func:`gradcodes.verify` proves it
     block by block; each block keeps the original code's generic default decoder.
 
+    Parameters
+    ----------
+    code : GradientCode
+        A code whose matrix has several blocks (connected components, :func:`blocks_of`).
+
+    Returns
+    -------
+    GradientCode
+        The same matrix, ``s`` and tolerance, decoded by a :class:`BlockDecoder`.
+
+    Raises
+    ------
+    GradcodesTypeError
+        If ``code`` is not a :class:`GradientCode`.
+    GradcodesValueError
+        If a block has at most ``s`` workers (``s`` stragglers could silence it).
+
+    Examples
+    --------
     >>> import numpy as np, gradcodes as gc
     >>> B = np.kron(np.eye(2), gc.cyclic_repetition(5, 2, rng=0).B)      # two copies of a (5, 2) code
     >>> code = by_blocks(gc.GradientCode(B, s=2))

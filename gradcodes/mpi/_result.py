@@ -169,6 +169,42 @@ def predict(code: LinearCode | str, delay: Delay, *, workers: int, need: int, t_
     delays, see ``docs/runtime.md``). ``rng`` is the simulator's random state (SPEC 7; default None: fresh
     entropy; ``seed=`` is a deprecated alias). ``policy`` is the master's wait policy (default: the
     simulator's, the earliest decodable set for exact codes).
+
+    Parameters
+    ----------
+    code : LinearCode or "allreduce"
+        The code the run used (or the ``"allreduce"`` baseline).
+    delay : Delay
+        The run's injected straggling.
+    workers : int
+        Number of workers of the run.
+    need : int
+        Messages the master waits for (``n - s`` for an exact code).
+    t_c : float, default 0
+        Per-message time (seconds).
+    iters : int, default 20000
+        Simulated iterations.
+    rng : None, int, SeedSequence or Generator, optional
+        The simulator's random state (SPEC 7); ``seed`` is its deprecated alias.
+    policy : WaitPolicy, optional
+        The master's wait policy.
+
+    Returns
+    -------
+    float or None
+        The predicted mean iteration time (seconds), None for a run the simulator does not model (for example one
+        without injected delays).
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> from gradcodes.mpi import predict, ShiftedExponential, NoDelay
+    >>> code = gc.cyclic_repetition(6, 2, rng=0)
+    >>> t = predict(code, ShiftedExponential(a=1e-3, mu=1e3, m_data=1, rng=0), workers=6, need=4, iters=2000, rng=0)
+    >>> f"{t * 1e3:.2f} ms"
+    '0.97 ms'
+    >>> predict(code, NoDelay(), workers=6, need=4) is None
+    True
     """
     from .. import CodedReduceCode, GradientCode
     from .._runtime.delays import ModelDelay, ShiftedExponential

@@ -411,7 +411,7 @@ class Worker:
         self.params_in = body(self.inbox, self.flat.size, self.flat.dtype)
         self.bufs_in = trailer(self.inbox, self.flat.size, self.flat.dtype, nbytes)
         #: entries after the payload: a tree parent's flags of the ranks below it whose messages are in its sum
-        #: (``gradcodes._runtime.layout``, tree message format); 0 for a leaf and for flat codes
+        #: (the tree message format, docs/runtime.md); 0 for a leaf and for flat codes
         self.tail = self.layout.tail(self.rank)
         self.outbox = buffer(None, self.q + self.tail, self.flat.dtype, dev, nbytes)
         self._body = body(self.outbox, self.q + self.tail, self.flat.dtype)
