@@ -4,7 +4,8 @@ The walk covers the public functions of ``gradcodes``, ``gradcodes.mpi``, ``grad
 installed) and ``gradcodes.testing`` (when hypothesis is), the public classes there (their docstring documents the
 constructor: Parameters when it takes any, and Examples), and the public methods of those classes (each function
 once, under the first public class that has it). A function needs Parameters when it takes any argument besides
-``self``/``cls``, Returns (or Yields) unless it is annotated to return None, and Examples, parsed with
+``self``/``cls``, Returns (or Yields) unless it is annotated to return None, Raises when its own body raises a
+gradcodes error (``raise GradcodesValueError(...)``: bad input it checks), and Examples, parsed with
 ``numpydoc.docscrape`` as the docs build parses them. Deprecated aliases (their docstring starts "Deprecated alias")
 and exceptions and warnings (raised by the library, not called by users) are exempt.
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -107,12 +109,27 @@ def missing_sections(kind: str, obj: Any) -> set[str]:
         gaps.add("Returns")
     if not parsed["Examples"]:
         gaps.add("Examples")
+    if kind != "class" and not parsed["Raises"] and _raises_directly(obj):
+        gaps.add("Raises")
     return gaps
 
 
-# The gaps left: 208 callables (1 function, 64 classes, 143 methods).
+_RAISE = re.compile(r"^\s*raise (?:Gradcodes\w+|SizeLimitError|CodeFileError|DecodingError|CheckpointError)\b", re.M)
+
+
+def _raises_directly(fn: Any) -> bool:
+    """Whether the function's own body raises a gradcodes error (bad input it checks itself)."""
+    try:
+        source = inspect.getsource(inspect.unwrap(fn))
+    except (OSError, TypeError):
+        return False
+    return bool(_RAISE.search(source))
+
+
+# The gaps left: 210 callables (2 functions, 64 classes, 144 methods).
 MISSING: dict[str, tuple[str, ...]] = {
     # functions
+    "gradcodes.torch.train": ("Raises",),
     "gradcodes.torch.ddp_train": ("Examples", "Parameters", "Returns"),
     # classes (Parameters and Examples in the class docstring)
     "gradcodes.LinearCode": ("Examples",),
@@ -180,11 +197,12 @@ MISSING: dict[str, tuple[str, ...]] = {
     "gradcodes.torch.FlatParams": ("Examples", "Parameters"),
     "gradcodes.torch.TrainResult": ("Examples", "Parameters"),
     # methods
-    "gradcodes.LinearCode.encode": ("Examples",),
+    "gradcodes.LinearCode.encode": ("Examples", "Raises"),
+    "gradcodes.LinearCode.encode_worker": ("Raises",),
     "gradcodes.LinearCode.decodability": ("Parameters", "Returns"),
-    "gradcodes.LinearCode.float_B": ("Examples", "Parameters", "Returns"),
-    "gradcodes.LinearCode.in_field": ("Examples", "Parameters", "Returns"),
-    "gradcodes.LinearCode.decoding_matrices": ("Examples", "Parameters", "Returns"),
+    "gradcodes.LinearCode.float_B": ("Examples", "Parameters", "Raises", "Returns"),
+    "gradcodes.LinearCode.in_field": ("Examples", "Parameters", "Raises", "Returns"),
+    "gradcodes.LinearCode.decoding_matrices": ("Examples", "Parameters", "Raises", "Returns"),
     "gradcodes.LinearCode.residual": ("Examples", "Parameters", "Returns"),
     "gradcodes.LinearCode.error_estimate": ("Examples", "Parameters", "Returns"),
     "gradcodes.ApproximateCode.approximation_error": ("Examples", "Parameters", "Returns"),
@@ -195,34 +213,34 @@ MISSING: dict[str, tuple[str, ...]] = {
     "gradcodes.ExactDecoder.basis": ("Examples", "Parameters", "Returns"),
     "gradcodes.ExactDecoder.matrices": ("Examples", "Parameters", "Returns"),
     "gradcodes.CodedReduceCode.node": ("Examples", "Parameters", "Returns"),
-    "gradcodes.CodedReduceCode.worker": ("Examples", "Parameters", "Returns"),
+    "gradcodes.CodedReduceCode.worker": ("Examples", "Parameters", "Raises", "Returns"),
     "gradcodes.CodedReduceCode.level": ("Examples", "Parameters", "Returns"),
     "gradcodes.CodedReduceCode.children": ("Examples", "Parameters", "Returns"),
     "gradcodes.CodedReduceCode.parent": ("Examples", "Parameters", "Returns"),
-    "gradcodes.CodedReduceCode.assigned": ("Examples", "Parameters", "Returns"),
+    "gradcodes.CodedReduceCode.assigned": ("Examples", "Parameters", "Raises", "Returns"),
     "gradcodes.CodedReduceCode.own": ("Examples", "Parameters", "Returns"),
     "gradcodes.CodedReduceCode.reachable": ("Examples", "Parameters", "Returns"),
     "gradcodes.CodedReduceCode.decoding_matrices": ("Examples", "Parameters", "Returns"),
     "gradcodes.CodedReduceCode.used": ("Examples", "Parameters", "Returns"),
     "gradcodes.CodedReduceCode.execute": ("Examples",),
     "gradcodes.CodedReduceCode.patterns_total": ("Examples", "Returns"),
-    "gradcodes.CodedReduceCode.straggler_options": ("Examples", "Returns"),
+    "gradcodes.CodedReduceCode.straggler_options": ("Examples", "Raises", "Returns"),
     "gradcodes.CodedReduceCode.random_patterns": ("Examples", "Parameters", "Returns"),
     "gradcodes.CodedReduceCode.pattern_text": ("Examples", "Parameters", "Returns"),
     "gradcodes.LagrangeDecoder.matrices": ("Examples", "Parameters", "Returns"),
     "gradcodes.PartialStragglerCode.used_messages": ("Examples", "Parameters", "Returns"),
     "gradcodes.PartialStragglerCode.message": ("Examples", "Parameters", "Returns"),
-    "gradcodes.PartialStragglerCode.progress_mask": ("Examples", "Parameters", "Returns"),
+    "gradcodes.PartialStragglerCode.progress_mask": ("Examples", "Parameters", "Raises", "Returns"),
     "gradcodes.PartialStragglerCode.decodable_progress": ("Examples", "Parameters", "Returns"),
     "gradcodes.PartialStragglerCode.squared_error": ("Examples", "Parameters", "Returns"),
     "gradcodes.PartialStragglerCode.approximation_error": ("Examples", "Parameters", "Returns"),
     "gradcodes.PartialStragglerCode.classical_code": ("Examples", "Returns"),
-    "gradcodes.ChunkDecoder.matrices": ("Examples", "Parameters", "Returns"),
+    "gradcodes.ChunkDecoder.matrices": ("Examples", "Parameters", "Raises", "Returns"),
     "gradcodes.ExpanderCode.spectral_bound": ("Examples", "Parameters", "Returns"),
     "gradcodes.BipartiteExpanderCode.second_singular_value": ("Examples", "Returns"),
     "gradcodes.BipartiteExpanderCode.spectral_bound": ("Examples", "Parameters", "Returns"),
-    "gradcodes.ComponentDecoder.matrices": ("Examples", "Parameters", "Returns"),
-    "gradcodes.InterpolationDecoder.matrices": ("Examples", "Parameters", "Returns"),
+    "gradcodes.ComponentDecoder.matrices": ("Examples", "Parameters", "Raises", "Returns"),
+    "gradcodes.InterpolationDecoder.matrices": ("Examples", "Parameters", "Raises", "Returns"),
     "gradcodes.BIBDCode.squared_error": ("Examples", "Parameters", "Returns"),
     "gradcodes.BIBDCode.spectral_bound": ("Examples", "Parameters", "Returns"),
     "gradcodes.BIBDDecoder.weight": ("Examples", "Parameters", "Returns"),
@@ -236,44 +254,44 @@ MISSING: dict[str, tuple[str, ...]] = {
     "gradcodes.ApproximationReport.relative": ("Examples", "Parameters", "Returns"),
     "gradcodes.ApproximationReport.tour_row": ("Examples", "Returns"),
     "gradcodes.ApproxReport.tour_row": ("Examples", "Returns"),
-    "gradcodes.FixedWeightDecoder.matrices": ("Examples", "Parameters", "Returns"),
-    "gradcodes.SimulationResult.speedup": ("Examples", "Parameters", "Returns"),
+    "gradcodes.FixedWeightDecoder.matrices": ("Examples", "Parameters", "Raises", "Returns"),
+    "gradcodes.SimulationResult.speedup": ("Examples", "Parameters", "Raises", "Returns"),
     "gradcodes.SimulationResult.table": ("Examples", "Parameters", "Returns"),
     "gradcodes.SimulationResult.notes": ("Examples", "Returns"),
-    "gradcodes.Decodability.add": ("Examples", "Parameters", "Returns"),
+    "gradcodes.Decodability.add": ("Examples", "Parameters", "Raises", "Returns"),
     "gradcodes.Decodability.reset": ("Examples",),
     "gradcodes.WaitPolicy.counts": ("Examples", "Parameters", "Returns"),
     "gradcodes.WaitPolicy.tracker": ("Examples", "Parameters", "Returns"),
-    "gradcodes.EarliestDecodable.counts": ("Examples", "Parameters", "Returns"),
+    "gradcodes.EarliestDecodable.counts": ("Examples", "Parameters", "Raises", "Returns"),
     "gradcodes.EarliestDecodable.tracker": ("Examples", "Parameters", "Returns"),
-    "gradcodes.FixedK.need": ("Examples", "Parameters", "Returns"),
+    "gradcodes.FixedK.need": ("Examples", "Parameters", "Raises", "Returns"),
     "gradcodes.FixedK.counts": ("Examples", "Parameters", "Returns"),
-    "gradcodes.FixedK.need_count": ("Examples", "Parameters", "Returns"),
+    "gradcodes.FixedK.need_count": ("Examples", "Parameters", "Raises", "Returns"),
     "gradcodes.FixedK.tracker": ("Examples", "Parameters", "Returns"),
     "gradcodes.BackupWorkers.need": ("Examples", "Parameters", "Returns"),
-    "gradcodes.BackupWorkers.need_count": ("Examples", "Parameters", "Returns"),
+    "gradcodes.BackupWorkers.need_count": ("Examples", "Parameters", "Raises", "Returns"),
     "gradcodes.AdaptiveK.reset": ("Examples",),
     "gradcodes.AdaptiveK.current_k": ("Examples", "Parameters", "Returns"),
     "gradcodes.AdaptiveK.observe": ("Examples", "Parameters"),
     "gradcodes.AdaptiveK.counts": ("Examples", "Parameters", "Returns"),
     "gradcodes.AdaptiveK.tracker": ("Examples", "Parameters", "Returns"),
-    "gradcodes.KAsync.need": ("Examples", "Parameters", "Returns"),
-    "gradcodes.KAsync.counts": ("Examples", "Parameters", "Returns"),
-    "gradcodes.KAsync.tracker": ("Examples", "Parameters", "Returns"),
+    "gradcodes.KAsync.need": ("Examples", "Parameters", "Raises", "Returns"),
+    "gradcodes.KAsync.counts": ("Examples", "Parameters", "Raises", "Returns"),
+    "gradcodes.KAsync.tracker": ("Examples", "Parameters", "Raises", "Returns"),
     "gradcodes.TrainingResult.time_to": ("Examples", "Parameters", "Returns"),
     "gradcodes.TrainingResult.final": ("Examples", "Parameters", "Returns"),
     "gradcodes.WorkerModel.times": ("Examples", "Parameters", "Returns"),
-    "gradcodes.ShiftedExponentialWorkers.params": ("Examples", "Parameters", "Returns"),
+    "gradcodes.ShiftedExponentialWorkers.params": ("Examples", "Parameters", "Raises", "Returns"),
     "gradcodes.ShiftedExponentialWorkers.times": ("Examples", "Parameters", "Returns"),
     "gradcodes.PersistentStragglers.states": ("Examples", "Parameters", "Returns"),
-    "gradcodes.PersistentStragglers.times": ("Examples", "Parameters", "Returns"),
+    "gradcodes.PersistentStragglers.times": ("Examples", "Parameters", "Raises", "Returns"),
     "gradcodes.PersistentStragglers.with_base": ("Examples", "Parameters", "Returns"),
-    "gradcodes.TraceReplay.times": ("Examples", "Parameters", "Returns"),
+    "gradcodes.TraceReplay.times": ("Examples", "Parameters", "Raises", "Returns"),
     "gradcodes.Scheme.expected": ("Examples", "Parameters", "Returns"),
     "gradcodes.Limits.raised": ("Examples", "Parameters", "Returns"),
     "gradcodes.mpi.Master.broadcast": ("Examples", "Parameters"),
     "gradcodes.mpi.Master.writable_params": ("Examples", "Parameters", "Returns"),
-    "gradcodes.mpi.Master.aggregate": ("Examples", "Parameters", "Returns"),
+    "gradcodes.mpi.Master.aggregate": ("Examples", "Parameters", "Raises", "Returns"),
     "gradcodes.mpi.Master.stop": ("Examples", "Parameters", "Returns"),
     "gradcodes.mpi.Worker.step": ("Examples", "Returns"),
     "gradcodes.mpi.Worker.run": ("Examples", "Returns"),
@@ -286,7 +304,7 @@ MISSING: dict[str, tuple[str, ...]] = {
     "gradcodes.mpi.Delay.describe": ("Examples", "Returns"),
     "gradcodes.mpi.ShiftedExponential.delay": ("Examples", "Parameters", "Returns"),
     "gradcodes.mpi.ShiftedExponential.describe": ("Examples", "Returns"),
-    "gradcodes.mpi.FixedDelay.stragglers": ("Examples", "Parameters", "Returns"),
+    "gradcodes.mpi.FixedDelay.stragglers": ("Examples", "Parameters", "Raises", "Returns"),
     "gradcodes.mpi.FixedDelay.delay": ("Examples", "Parameters", "Returns"),
     "gradcodes.mpi.FixedDelay.describe": ("Examples", "Returns"),
     "gradcodes.mpi.Hang.delay": ("Examples", "Parameters", "Returns"),
@@ -300,8 +318,8 @@ MISSING: dict[str, tuple[str, ...]] = {
     "gradcodes.mpi.Layout.children": ("Examples", "Parameters", "Returns"),
     "gradcodes.mpi.Layout.preorder": ("Examples", "Parameters", "Returns"),
     "gradcodes.mpi.Layout.tail": ("Examples", "Parameters", "Returns"),
-    "gradcodes.mpi.WorkerEncoder.check_part": ("Examples", "Parameters", "Returns"),
-    "gradcodes.mpi.WorkerEncoder.check_message": ("Examples", "Parameters", "Returns"),
+    "gradcodes.mpi.WorkerEncoder.check_part": ("Examples", "Parameters", "Raises", "Returns"),
+    "gradcodes.mpi.WorkerEncoder.check_message": ("Examples", "Parameters", "Raises", "Returns"),
     "gradcodes.mpi.WorkerEncoder.encode": ("Examples", "Parameters"),
     "gradcodes.mpi.PartialMaster.broadcast": ("Examples", "Parameters"),
     "gradcodes.mpi.PartialMaster.aggregate": ("Examples", "Parameters", "Returns"),

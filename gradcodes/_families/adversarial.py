@@ -258,6 +258,14 @@ def adversarial_gc(placement: Any, s: int, a: int, *, m: int | None = None, k: i
         A :class:`~gradcodes.GradientCode` with ``s = s + 2a`` (any ``K = n - s - 2a`` responders decode), decoder
         ``"interpolation"``; decode with wrong messages through :func:`decode_adversarial`.
 
+    Raises
+    ------
+    GradcodesValueError
+        If a parameter is out of its range (the message names the parameter and the range), the placement stores some
+        partition on fewer than ``s + 2a + m`` workers, or ``nodes`` are not ``n`` distinct rationals.
+    GradcodesTypeError
+        If the placement or ``nodes`` have the wrong type.
+
     Examples
     --------
     Six workers, four partitions, the least replicated partition on ``r = 5`` workers; one straggler and one

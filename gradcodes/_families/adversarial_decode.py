@@ -101,6 +101,16 @@ def decode_adversarial(code: AdversarialCode, responders: Responders, messages: 
     -------
     AdversarialDecodeResult
 
+    Raises
+    ------
+    GradcodesTypeError
+        If ``code`` is not an :func:`adversarial_gc` code or ``messages`` not an array of numbers.
+    GradcodesValueError
+        If ``messages`` has not one row per responder (or per worker) or holds NaN or inf.
+    DecodingError
+        If the responders are too few to correct ``a`` wrong messages, or the messages are inconsistent with at most
+        ``a`` adversaries.
+
     Examples
     --------
     >>> import numpy as np, gradcodes as gc

@@ -315,6 +315,11 @@ def verify_tree(code: CodedReduceCode, *, limit: int | None = None, samples: int
     TreeVerifyReport
         Truthy only for a proof. Ctrl-C returns the partial report, marked interrupted.
 
+    Raises
+    ------
+    GradcodesTypeError
+        If ``code`` is not a :class:`CodedReduceCode`.
+
     Examples
     --------
     >>> import gradcodes as gc

@@ -480,6 +480,12 @@ def cyclic_mds(n: int, s: int, field: str = "complex", *, placement: str = "cent
         (exact closed form), ``"product"`` (textbook window), ``"residue"`` (real cyclic FR, default there), plus
         the generic ones. ``gc.verify(code, field="GF")`` re-checks the construction exactly over GF(p).
 
+    Raises
+    ------
+    GradcodesValueError
+        If a parameter is out of its range (the message names the parameter and the range), or ``field`` is unknown or
+        does not fit the placement.
+
     Examples
     --------
     A real example (n = 5, s = 2): ``c = (1, φ, 1, 0, 0)``.

@@ -335,6 +335,12 @@ def expander_code(n: int, degree: int, graph: Any = "random", *, rng: RNGLike = 
         generic ones). Attributes ``degree``, ``spectral_lambda`` (``λ``), ``adjacency``; method
         ``spectral_bound(s)``.
 
+    Raises
+    ------
+    GradcodesValueError
+        If a parameter is out of its range (the message names the parameter and the range), or ``graph`` is not a
+        connected regular graph on ``n`` vertices.
+
     Examples
     --------
     The Petersen graph (``d = 3``, ``λ = 2``):

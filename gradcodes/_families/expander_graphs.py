@@ -307,6 +307,14 @@ def bipartite_expander_code(n: int, k: int, degree: int, graph: Any = "random", 
     BipartiteExpanderCode
         Decoders ``"optimal"`` (default) and ``"fixed"``; ``spectral_bound(s)``.
 
+    Raises
+    ------
+    GradcodesValueError
+        If a parameter is out of its range (the message names the parameter and the range), ``k`` does not divide ``n
+        * degree``, or a given ``graph`` is not an ``n x k`` 0/1 matrix of these degrees.
+    GradcodesTypeError
+        If ``graph`` is neither ``"random"`` nor a matrix.
+
     Examples
     --------
     >>> import gradcodes as gc
@@ -414,6 +422,14 @@ def graph_assignment_code(k: int, degree: int, graph: Any = "random", *, rng: RN
     GraphAssignmentCode
         Decoders ``"components"`` (:class:`ComponentDecoder`, the optimal decoder in closed form; default),
         ``"optimal"`` (least squares) and ``"fixed"``.
+
+    Raises
+    ------
+    GradcodesValueError
+        If a parameter is out of its range (the message names the parameter and the range), or ``graph`` is not a
+        ``degree``-regular multigraph on ``k`` vertices (``"margulis"``: ``k = N**2``, ``degree = 8``).
+    GradcodesTypeError
+        If ``graph`` is neither a name nor a matrix.
 
     Examples
     --------

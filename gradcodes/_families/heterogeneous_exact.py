@@ -230,6 +230,13 @@ def min_time_heterogeneous(speeds: Any, s: int, k: int | None = None, *, integra
     fractions.Fraction
         The exact bound.
 
+    Raises
+    ------
+    GradcodesValueError
+        If a parameter is out of its range (the message names the parameter and the range).
+    GradcodesTypeError
+        If ``integral`` is not a bool.
+
     Examples
     --------
     >>> min_time_heterogeneous([1, 1, 2, 2], 1, 6)

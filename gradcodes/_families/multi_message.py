@@ -159,6 +159,12 @@ def multi_message_time(n: int, r: int, *, a: float = 1.0, mu: float = 1.0, proto
     float
         ``E[T]`` in seconds.
 
+    Raises
+    ------
+    GradcodesValueError
+        If a parameter is out of its range (the message names the parameter and the range), ``mu <= 0``, or ``r`` does
+        not divide ``n`` for fractional repetition.
+
     Examples
     --------
     Two workers holding both partitions (``a = 0``, ``mu = 1``): multi-message communication takes

@@ -369,6 +369,12 @@ def partial_straggler_code(n: int, s: int | None = None, m: int = 1, *, assignme
     -------
     PartialStragglerCode
 
+    Raises
+    ------
+    GradcodesValueError
+        If a parameter is out of its range (the message names the parameter and the range), ``s`` is missing without
+        an assignment or given with one, or the assignment does not fit ``n`` and ``m``.
+
     Examples
     --------
     The paper's Figure 1 setting: three workers, three chunks, two chunks each. Worker 2 has failed and worker 0

@@ -224,6 +224,11 @@ def verify_partial(code: PartialStragglerCode, *, limit: int | None = None, samp
         ``pattern_model == "chunk-arrival patterns"``; ``n`` is the number of workers, ``load`` the largest number
         of chunks per worker and ``load_lower_bound`` the classical ``(s + m) k / n`` of the same assignment class.
 
+    Raises
+    ------
+    GradcodesTypeError
+        If ``code`` is not a :class:`PartialStragglerCode`.
+
     Examples
     --------
     >>> import gradcodes as gc

@@ -425,6 +425,12 @@ def recommend(n: int, s: int, m: int = 1, max_load: int | None = None, *, tol: f
     GradientCode
         With ``code.recommendation`` (a :class:`Recommendation`; ``print`` it for the table).
 
+    Raises
+    ------
+    GradcodesValueError
+        If a parameter is out of its range (the message names the parameter and the range), or ``field`` is neither
+        ``"real"`` nor ``"any"``.
+
     Examples
     --------
     >>> import gradcodes as gc

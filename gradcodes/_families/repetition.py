@@ -100,6 +100,12 @@ def fractional_repetition(n: int, s: int, k: int | None = None, *, field: str = 
     GradientCode
         The ``n x k`` code tolerating ``s`` stragglers, each worker storing ``(s + 1) k / n`` partitions.
 
+    Raises
+    ------
+    GradcodesValueError
+        If a parameter is out of its range (the message names the parameter and the range), or ``s + 1`` does not
+        divide ``n``.
+
     Notes
     -----
     Decoders: ``"group"`` (default): the smallest-index responder of each group, weight 1. ``"group-mean"``: weight
@@ -224,6 +230,12 @@ def cyclic_repetition(n: int, s: int, k: int | None = None, *, rng: RNGLike = No
     -------
     GradientCode
         The ``n x k`` code tolerating any ``s`` stragglers, each worker storing ``(s + 1) k / n`` partitions.
+
+    Raises
+    ------
+    GradcodesValueError
+        If a parameter is out of its range (the message names the parameter and the range), or a given ``H`` has not
+        the shape ``(s, n)`` or rows that do not sum to 0.
 
     Examples
     --------

@@ -125,6 +125,12 @@ def layout_for(code: LinearCode) -> Layout:
         Its kind (``"flat"`` or ``"tree"``), the ranks the job needs (``size``, the master included) and the tree's
         parents and children.
 
+    Raises
+    ------
+    GradcodesTypeError
+        If ``code`` is not a gradcodes code, or is a :class:`~gradcodes.PartialStragglerCode` (a message per chunk:
+        :class:`~gradcodes.mpi.PartialMaster`).
+
     Examples
     --------
     >>> import gradcodes as gc

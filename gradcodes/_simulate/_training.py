@@ -119,6 +119,13 @@ def simulate_training(policy: WaitPolicy, *, n: int = 8, code: LinearCode | None
     TrainingResult
         The error, the simulated time and the gradients used at each update.
 
+    Raises
+    ------
+    GradcodesTypeError
+        If ``policy``, ``code`` or ``model`` has the wrong type, or ``policy`` needs a ``code``.
+    GradcodesValueError
+        If a parameter is out of its range (the message names the parameter and the range).
+
     Examples
     --------
     >>> import gradcodes as gc

@@ -124,6 +124,11 @@ def approximation_error(code: LinearCode, responders: Responders, decoder: str |
     float
         ``||A_F B - E||_2`` (0 for a set from which the code decodes exactly).
 
+    Raises
+    ------
+    GradcodesTypeError
+        If ``code`` is not a gradcodes code.
+
     Examples
     --------
     >>> import numpy as np, gradcodes as gc

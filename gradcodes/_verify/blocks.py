@@ -94,6 +94,11 @@ def blocks_of(code: LinearCode) -> list[Block]:
     list of Block
         One entry per block, with the index tuples ``workers`` and ``partitions``.
 
+    Raises
+    ------
+    GradcodesTypeError
+        If ``code`` is not a gradcodes code.
+
     Examples
     --------
     >>> import gradcodes as gc

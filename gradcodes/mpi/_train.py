@@ -110,6 +110,12 @@ def train(code: LinearCode | str, params: np.ndarray,
     -------
     RunResult on the master, None on the workers.
 
+    Raises
+    ------
+    GradcodesValueError
+        If a parameter is out of its range (the message names the parameter and the range), or ``code`` is neither a
+        gradcodes code nor ``"allreduce"``.
+
     Examples
     --------
     The same script on every rank (``mpiexec -n 7 python -m mpi4py script.py``)::
@@ -273,6 +279,14 @@ def allreduce_train(params: np.ndarray, partial_gradient: Callable[[np.ndarray, 
     -------
     RunResult or None
         The run's record on the master (rank 0), None on the workers.
+
+    Raises
+    ------
+    GradcodesTypeError
+        If neither ``partial_gradient`` nor ``coded_gradient`` is given.
+    GradcodesValueError
+        If a parameter is out of its range (the message names the parameter and the range), or the communicator has
+        fewer than 2 ranks.
 
     Examples
     --------
