@@ -195,6 +195,13 @@ class AdversarialCode(GradientCode):
     scale_exponents : tuple of int
         Worker ``i`` sends ``2^{-e_i} f(x_i)`` (all 0 for monomial functionals).
     node_kind : {"unity", "spread", "chebyshev", "given"}
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> code = gc.adversarial_gc([[0, 1, 2], [0, 1, 3], [0, 2, 3], [1, 2, 3], [0, 1, 2, 3]], s=1, a=1)
+    >>> isinstance(code, gc.AdversarialCode), code.n, code.k
+    (True, 5, 4)
     """
 
     def __init__(self, B: MatrixLike, s: int, *, stragglers: int, adversaries: int,

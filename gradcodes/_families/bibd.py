@@ -205,6 +205,13 @@ class BIBDCode(ApproximateCode):
     v, b, r, block_size, lam : int
         The design's parameters ``(v, b, r, K, λ)``: ``n = v`` workers, ``k = b`` partitions, load ``r``,
         replication ``K``, pair count ``λ``.
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> code = gc.bibd_code("projective_plane", 2)
+    >>> isinstance(code, gc.BIBDCode), code.n, code.load
+    (True, 7, 3)
     """
 
     def __init__(self, B: MatrixLike, *, blocks: list[list[int]], design: tuple[int, int, int, int, int],

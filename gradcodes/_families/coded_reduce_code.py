@@ -97,6 +97,13 @@ class CodedReduceCode(LinearCode):
         ``D_l``: the fraction of the data a level-``l`` subtree is responsible for.
     P : int
         Number of data units (``k``): the partials passed to :meth:`encode` are one per unit.
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> code = gc.coded_reduce(2, 2, 1)
+    >>> isinstance(code, gc.CodedReduceCode), code.n, code.k, code.load
+    (True, 6, 4, 2)
     """
 
     def __init__(self, B: MatrixLike, *, branching: int, L: int, s: int, inner: GradientCode, P: int,

@@ -90,6 +90,13 @@ class CyclicMDSCode(GradientCode):
         The construction's constants read by the closed-form decoders: ``"window"`` (support length ``m``),
         ``"c1"`` (``c(1)``, the sum of the codeword), ``"freqs"`` (the zero frequencies), ``"construction"``
         (``"bch"`` or ``"cyclic_fr"``) and, over GF(p), ``"omega"`` (the n-th root of unity).
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> code = gc.cyclic_mds(5, 2, field="real")
+    >>> isinstance(code, gc.CyclicMDSCode), code.field, code.load
+    (True, 'real', 3)
     """
 
     def __init__(self, B: MatrixLike, s: int, info: dict[str, Any], **kwargs: Any) -> None:

@@ -282,6 +282,13 @@ class ExpanderCode(ApproximateCode):
         ``λ``, the largest absolute eigenvalue of ``A`` other than ``d``.
     adjacency : numpy.ndarray
         The 0/1 adjacency matrix (n, n).
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> code = gc.expander_code(8, 3, rng=0)
+    >>> isinstance(code, gc.ExpanderCode), code.load
+    (True, 3)
     """
 
     degree: int

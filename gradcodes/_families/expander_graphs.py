@@ -264,6 +264,13 @@ class BipartiteExpanderCode(ApproximateCode):
         Partition degree ``r = n d / k``.
     biadjacency : numpy.ndarray
         ``H`` (n, k), 0/1.
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> code = gc.bipartite_expander_code(6, 4, 2, rng=0)
+    >>> isinstance(code, gc.BipartiteExpanderCode), code.n, code.k, code.load
+    (True, 6, 4, 2)
     """
 
     def __init__(self, B: MatrixLike, *, degree: int, partition_degree: int, biadjacency: Any, **kwargs: Any) -> None:
@@ -383,6 +390,13 @@ class GraphAssignmentCode(ApproximateCode):
         (n, 2) end points of each worker's edge (equal for a loop).
     adjacency : numpy.ndarray
         (k, k) multigraph adjacency matrix (a loop counts 2).
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> code = gc.graph_assignment_code(4, 8, graph="margulis")
+    >>> isinstance(code, gc.GraphAssignmentCode), code.n, code.k
+    (True, 16, 4)
     """
 
     def __init__(self, B: MatrixLike, *, degree: int, edges: Any, adjacency: Any, **kwargs: Any) -> None:

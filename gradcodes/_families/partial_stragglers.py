@@ -166,6 +166,13 @@ class PartialStragglerCode(GradientCode):
         Worker ``i``'s messages are rows ``offsets[i] .. offsets[i+1] - 1``.
     message_worker, message_chunk, message_position : numpy.ndarray, shape (n,)
         For every message row: its worker, its chunk and its position in the worker's order.
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> code = gc.partial_straggler_code(4, 1)
+    >>> isinstance(code, gc.PartialStragglerCode), code.n, code.k
+    (True, 8, 4)
     """
 
     def __init__(self, B: MatrixLike, *, assignment: np.ndarray, order: tuple[tuple[int, ...], ...], s: int, m: int,

@@ -63,6 +63,13 @@ class ProductCode(ApproximateCode):
     ----------
     first, second : LinearCode
         The factor codes; worker ``(i_1, i_2)`` is row ``i_1 * second.n + i_2``.
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> code = gc.product_code(gc.fractional_repetition(2, 1), gc.fractional_repetition(2, 1))
+    >>> isinstance(code, gc.ProductCode), code.n, code.load
+    (True, 4, 4)
     """
 
     def __init__(self, B: MatrixLike, *, first: LinearCode, second: LinearCode, **kwargs: Any) -> None:
