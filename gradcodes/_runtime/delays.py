@@ -45,6 +45,34 @@ class Delay:
     """Base class: no delay. Add models with ``+`` (their delays add up)."""
 
     def delay(self, worker: int, iteration: int, *, workers: int, load_fraction: float) -> float:
+        """Seconds that ``worker`` waits, on top of its compute, in ``iteration``.
+
+        Parameters
+        ----------
+        worker : int
+            The worker's index, ``0 <= worker < workers``.
+        iteration : int
+            The iteration.
+        workers : int
+            Number of workers of the job.
+        load_fraction : float
+            The worker's share of the data (models that scale with the work use it).
+
+        Returns
+        -------
+        float
+            Seconds, ``>= 0``; a random model's draw depends only on its ``rng``, ``worker``, ``iteration`` and
+            ``workers`` (the same on every rank).
+
+        Examples
+        --------
+        >>> from gradcodes.mpi import FixedDelay, NoDelay
+        >>> d = FixedDelay(0.5, workers=[1])
+        >>> d.delay(1, 0, workers=4, load_fraction=0.25), d.delay(0, 0, workers=4, load_fraction=0.25)
+        (0.5, 0.0)
+        >>> NoDelay().delay(1, 0, workers=4, load_fraction=0.25)
+        0.0
+        """
         return 0.0
 
     def __add__(self, other: Delay) -> Delay:
@@ -53,6 +81,19 @@ class Delay:
         return Combined(self, other)
 
     def describe(self) -> str:
+        """One line for logs and reports.
+
+        Returns
+        -------
+        str
+            The model and its parameters.
+
+        Examples
+        --------
+        >>> from gradcodes.mpi import FixedDelay, NoDelay
+        >>> FixedDelay(0.5, workers=[1]).describe(), NoDelay().describe()
+        ('fixed 0.5 s on workers [1]', 'none')
+        """
         return "none"
 
 

@@ -74,11 +74,48 @@ class Layout:
     branching: int
 
     def parent(self, rank: int) -> int:
-        """The rank a worker sends its messages to."""
+        """The rank a worker sends its messages to.
+
+        Parameters
+        ----------
+        rank : int
+            A worker's rank, ``1 <= rank <= workers``.
+
+        Returns
+        -------
+        int
+            0 (the master) on a flat layout, the tree parent's rank on a tree.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> from gradcodes.mpi import layout_for
+        >>> tree = layout_for(gc.coded_reduce(2, 2, 1))          # master 0; ranks 1, 2; leaves 3..6
+        >>> [tree.parent(r) for r in range(1, 7)]
+        [0, 0, 1, 1, 2, 2]
+        """
         return 0 if self.kind == "flat" else (rank - 1) // self.branching
 
     def children(self, rank: int) -> list[int]:
-        """The ranks a node receives from (empty for a leaf)."""
+        """The ranks a node receives from (empty for a leaf).
+
+        Parameters
+        ----------
+        rank : int
+            A rank (0: the master).
+
+        Returns
+        -------
+        list of int
+            Its children's ranks, in order.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> from gradcodes.mpi import layout_for
+        >>> tree = layout_for(gc.coded_reduce(2, 2, 1))          # master 0; ranks 1, 2; leaves 3..6
+        >>> tree.children(0), tree.children(1), tree.children(3)
+        ([1, 2], [3, 4], [])"""
         if self.kind == "flat":
             return list(range(1, self.size)) if rank == 0 else []
         lo = rank * self.branching + 1
@@ -89,7 +126,25 @@ class Layout:
         for a leaf and for a flat layout's workers.
 
         A tree parent's message ends with one flag per rank of this list (the *tail*, see the module's
-        docstring): 1 where that worker's message went into the sum, 0 elsewhere."""
+        docstring): 1 where that worker's message went into the sum, 0 elsewhere.
+
+        Parameters
+        ----------
+        rank : int
+            A rank (0: the master).
+
+        Returns
+        -------
+        list of int
+            The ranks of its subtree, itself excluded.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> from gradcodes.mpi import layout_for
+        >>> tree = layout_for(gc.coded_reduce(2, 2, 1))          # master 0; ranks 1, 2; leaves 3..6
+        >>> tree.preorder(0), tree.preorder(1)
+        ([1, 3, 4, 2, 5, 6], [3, 4])"""
         out: list[int] = []
         for c in self.children(rank) if self.kind == "tree" else []:
             out.append(c)
@@ -98,7 +153,25 @@ class Layout:
 
     def tail(self, rank: int) -> int:
         """Entries after the payload of the messages ``rank`` sends (its *tail*, see the module's docstring): the
-        number of ranks below it on a tree (0 for leaves, the master and flat layouts)."""
+        number of ranks below it on a tree (0 for leaves, the master and flat layouts).
+
+        Parameters
+        ----------
+        rank : int
+            A rank.
+
+        Returns
+        -------
+        int
+            ``len(preorder(rank))`` for a tree's worker, else 0.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> from gradcodes.mpi import layout_for
+        >>> tree = layout_for(gc.coded_reduce(2, 2, 1))          # master 0; ranks 1, 2; leaves 3..6
+        >>> tree.tail(1), tree.tail(3)
+        (2, 0)"""
         if self.kind != "tree" or rank == 0:
             return 0
         n, below, width = self.branching, 0, 1

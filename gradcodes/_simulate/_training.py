@@ -67,13 +67,49 @@ class TrainingResult:
 
     def time_to(self, error: float, window: int = 1) -> float:
         """The first simulated time at which the running mean of ``window`` errors is at most ``error``
-        (``inf`` if never)."""
+        (``inf`` if never).
+
+        Parameters
+        ----------
+        error : float
+            The target error ``f(w_t) - f(w*)``.
+        window : int, default 1
+            Updates averaged.
+
+        Returns
+        -------
+        float
+            Simulated seconds, or ``inf``.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> r = gc.simulate_training(gc.FixedK(4), n=8, updates=200, rng=0)
+        >>> bool(r.time_to(r.error[0] / 2) < r.time[-1]), r.time_to(-1.0)
+        (True, inf)"""
         e = self.error if window <= 1 else np.convolve(self.error, np.ones(window) / window, mode="valid")
         hit = np.flatnonzero(e <= error)
         return float(self.time[hit[0] + (window - 1 if window > 1 else 0)]) if hit.size else math.inf
 
     def final(self, window: int = 50) -> float:
-        """The mean error of the last ``window`` updates."""
+        """The mean error of the last ``window`` updates.
+
+        Parameters
+        ----------
+        window : int, default 50
+            Updates averaged (all of them when there are fewer).
+
+        Returns
+        -------
+        float
+            The mean of ``error[-window:]``.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> r = gc.simulate_training(gc.FixedK(4), n=8, updates=200, rng=0)
+        >>> bool(r.final(50) < r.error[0] / 100)
+        True"""
         return float(self.error[-window:].mean())
 
 
