@@ -307,7 +307,20 @@ class AdaptiveK(WaitPolicy):
         return {"k0": self.k0, "step": self.step, "burn": self.burn}
 
     def reset(self) -> None:
-        """Back to ``k0`` (and forget the test's statistics)."""
+        """Back to ``k0`` (and forget the test's statistics).
+
+        Examples
+        --------
+        >>> import numpy as np, gradcodes as gc
+        >>> p = gc.AdaptiveK(k0=2, burn=1)
+        >>> for g in ([1.0], [-1.0]):
+        ...     p.observe(np.array(g), 8)
+        >>> p.current_k(8)
+        3
+        >>> p.reset()
+        >>> p.current_k(8), p.switches
+        (2, [])
+        """
         self.k = self.k0
         self._sum = 0.0
         self._count = 0
@@ -316,11 +329,44 @@ class AdaptiveK(WaitPolicy):
         self.switches: list[int] = []
 
     def current_k(self, n: int) -> int:
-        """The current ``k`` (at most ``n``)."""
+        """The current ``k`` (at most ``n``).
+
+        Parameters
+        ----------
+        n : int
+            Number of workers.
+
+        Returns
+        -------
+        int
+            ``min(k, n)``.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> gc.AdaptiveK(k0=5).current_k(8), gc.AdaptiveK(k0=5).current_k(3)
+        (5, 3)
+        """
         return min(self.k, n)
 
     def observe(self, g: np.ndarray, n: int) -> None:
-        """Feed the update direction of one update; may increase ``k``."""
+        """Feed the update direction of one update; may increase ``k``.
+
+        Parameters
+        ----------
+        g : ndarray
+            The update direction (the gradient used) of one update.
+        n : int
+            Number of workers (``k`` never exceeds it).
+
+        Examples
+        --------
+        >>> import numpy as np, gradcodes as gc
+        >>> p = gc.AdaptiveK(k0=1, step=2, burn=1)
+        >>> p.observe(np.array([1.0, 0.0]), 8); p.observe(np.array([-1.0, 0.0]), 8)   # <g_2, g_1> < 0
+        >>> p.current_k(8), p.switches
+        (3, [2])
+        """
         g = np.asarray(g, dtype=float)
         self._updates += 1
         if self._prev is not None:
@@ -368,6 +414,29 @@ class KAsync(WaitPolicy):
         return {"K": self.K}
 
     def need(self, n: int) -> int:
+        """Gradients per update among ``n`` workers.
+
+        Parameters
+        ----------
+        n : int
+            Number of workers.
+
+        Returns
+        -------
+        int
+            ``K``.
+
+        Raises
+        ------
+        GradcodesValueError
+            If ``K > n``.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> gc.KAsync(3).need(8)
+        3
+        """
         if self.K > n:
             raise GradcodesValueError(f"K={self.K} exceeds the number of workers n={n}")
         return self.K

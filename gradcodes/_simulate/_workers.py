@@ -62,7 +62,32 @@ class WorkerModel:
 
     def times(self, generator: np.random.Generator, iters: int, workers: int,
               points: float | np.ndarray) -> np.ndarray:
-        """``(iters, workers)`` computation times (seconds) of workers processing ``points`` data points each."""
+        """``(iters, workers)`` computation times (seconds) of workers processing ``points`` data points each.
+
+        Parameters
+        ----------
+        generator : numpy.random.Generator
+            The random state (advanced by the draw).
+        iters : int
+            Iterations.
+        workers : int
+            Workers.
+        points : float or ndarray of shape (workers,)
+            Data points per worker per iteration (its load).
+
+        Returns
+        -------
+        ndarray, shape (iters, workers)
+            Computation times in seconds.
+
+        Examples
+        --------
+        >>> import numpy as np, gradcodes as gc
+        >>> model = gc.ShiftedExponentialWorkers(a=1e-3, mu=1e3)      # at least a = 1 ms per point
+        >>> T = model.times(np.random.default_rng(0), 3, 4, 100.0)
+        >>> T.shape, bool((T >= 0.1).all())
+        ((3, 4), True)
+        """
         raise NotImplementedError
 
     def __repr__(self) -> str:
