@@ -87,6 +87,13 @@ class Scheme:
     expect : sequence of Expect or None
         The expected outcome of each tour row, in the order of ``tour`` (empty, or one entry per row; ``None``
         takes the kind's default from ``DEFAULT_EXPECT``).
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> scheme = gc.schemes()["fractional_repetition"]
+    >>> scheme.kind, scheme.build(n=6, s=2).load
+    ('exact', 3)
     """
 
     name: str

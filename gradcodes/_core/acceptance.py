@@ -78,6 +78,15 @@ class DecodeInfo:
         docs/acceptance.md, "The bound of one decode"), plus the underflow floor; 0 for exact arithmetic.
     exact : bool
         True when the decode ran in exact arithmetic.
+
+    Examples
+    --------
+    >>> import numpy as np, gradcodes as gc
+    >>> code = gc.cyclic_repetition(5, 2, rng=0)
+    >>> Y = code.encode(np.arange(10.0).reshape(5, 2))        # five partial gradients of length 2
+    >>> g, info = code.decode([0, 2, 4], Y[[0, 2, 4]], return_info=True)
+    >>> info.responders, info.decoder, info.exact, bool(info.error_estimate < 1e-12)
+    ((0, 2, 4), 'nullspace', False, True)
     """
 
     responders: tuple[int, ...]

@@ -129,6 +129,15 @@ class LinearCode(DecodeMixin, EncodeMixin, DecodableMixin):
     field_builder : callable, optional
         ``field_builder(field) -> code``: the same construction over another field (e.g. GF(p)); used by
         ``verify(code, field=...)``.
+
+    Examples
+    --------
+    >>> import numpy as np, gradcodes as gc
+    >>> code = gc.LinearCode(np.eye(3))              # usually a subclass: GradientCode, ApproximateCode
+    >>> code
+    LinearCode(name='custom', n=3, k=3, m=1, field='real', load=1)
+    >>> code.decode([0, 1, 2], code.encode(np.ones((3, 2)))).tolist()
+    [3.0, 3.0]
     """
 
     #: Set by :func:`gradcodes.recommend` on the code it returns: the reasoning (candidates, loads, errors).

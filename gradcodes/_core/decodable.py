@@ -247,6 +247,13 @@ class Decodability:
         The workers added so far, in arrival order.
     done : bool
         Whether the responders so far are decodable (the value of the last :meth:`add`).
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> t = gc.fractional_repetition(6, 2).decodability()       # a code's tracker
+    >>> [t.add(w) for w in (1, 2, 4)], t.responders
+    ([False, False, True], [1, 2, 4])
     """
 
     def __init__(self, code: DecodableMixin, *, dtype: DTypeLike = np.float64) -> None:

@@ -42,7 +42,15 @@ _EPS = float(np.finfo(np.float64).eps)
 
 
 class Decoder:
-    """Base class of all decoders. Subclasses set :attr:`name` and implement :meth:`matrices`."""
+    """Base class of all decoders. Subclasses set :attr:`name` and implement :meth:`matrices`.
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> code = gc.cyclic_repetition(5, 2, rng=0)
+    >>> sorted(code.decoders), code.default_decoder           # by name; decode(..., decoder=...) picks one
+    (['lstsq', 'nullspace'], 'nullspace')
+    """
 
     #: Key of the decoder in ``code.decoders``.
     name: str = "decoder"
@@ -167,6 +175,14 @@ class LeastSquaresDecoder(Decoder):
 
     Singular values below ``max(n, k m) * eps * sigma_max`` are dropped, which picks the small-norm solution among
     the many that agree to rounding when ``B_F`` is numerically rank-deficient (see :func:`min_norm_solve`).
+
+    Examples
+    --------
+    >>> import numpy as np, gradcodes as gc
+    >>> code = gc.cyclic_repetition(5, 2, rng=0)
+    >>> Y = code.encode(np.arange(10.0).reshape(5, 2))        # five partial gradients of length 2
+    >>> np.round(code.decode([0, 2, 4], Y[[0, 2, 4]], decoder=gc.LeastSquaresDecoder()), 9).tolist()
+    [20.0, 25.0]
     """
 
     name = "lstsq"
@@ -214,6 +230,14 @@ class NullSpaceDecoder(Decoder):
         Relative residual of the small solve above which a pattern falls back to least squares.
     refine : int >= 0, default 1
         Steps of iterative refinement.
+
+    Examples
+    --------
+    >>> import numpy as np, gradcodes as gc
+    >>> code = gc.cyclic_repetition(5, 2, rng=0)
+    >>> Y = code.encode(np.arange(10.0).reshape(5, 2))        # five partial gradients of length 2
+    >>> np.round(code.decode([0, 2, 4], Y[[0, 2, 4]], decoder=gc.NullSpaceDecoder()), 9).tolist()
+    [20.0, 25.0]
     """
 
     name = "nullspace"
@@ -339,6 +363,14 @@ class ExactDecoder(Decoder):
     ``C`` and the left-null basis ``K`` are computed once by exact Gaussian elimination; each pattern then solves
     ``K_S z = -c_S`` exactly. A pattern with no solution gets a zero matrix (its residual is not zero, so the
     code and the verifier report it).
+
+    Examples
+    --------
+    >>> import numpy as np, gradcodes as gc
+    >>> code = gc.fractional_repetition(4, 1, field="rational")
+    >>> Y = code.encode(np.arange(8).reshape(4, 2))
+    >>> [int(x) for x in code.decode([0, 2, 3], Y[[0, 2, 3]], decoder=gc.ExactDecoder())]
+    [12, 16]
     """
 
     name = "exact"

@@ -50,7 +50,14 @@ __all__ = ["WaitPolicy", "EarliestDecodable", "FixedK", "BackupWorkers", "Adapti
 
 
 class WaitPolicy:
-    """Base class of the wait policies (module docstring)."""
+    """Base class of the wait policies (module docstring).
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> all(isinstance(p, gc.WaitPolicy) for p in (gc.FixedK(3), gc.EarliestDecodable(), gc.KAsync(2)))
+    True
+    """
 
     name = "policy"
 

@@ -41,6 +41,13 @@ class SchemeResult:
     error : float or None
         Approximate codes: the mean over iterations of ``||A_F B - E||`` for the responders used (the expected
         error of the decoded sum per unit of gradient norm); None for exact schemes.
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> gc_row = gc.simulate(iters=200, rng=0).schemes["GC"]
+    >>> gc_row.name, gc_row.iters
+    ('GC', 200)
     """
 
     name: str

@@ -56,6 +56,13 @@ class TrainingResult:
     staleness : ndarray or None
         K-async: the mean staleness (updates since the gradients' parameters) of each update.
     details : dict
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> r = gc.simulate_training(gc.FixedK(4), n=8, updates=200, rng=0)
+    >>> r.time.shape, bool(r.error[-1] < r.error[0])
+    ((200,), True)
     """
 
     policy: str

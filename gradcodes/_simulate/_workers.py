@@ -55,7 +55,14 @@ def _per_worker(name: str, value: Any, workers: int, *, positive: bool, allow_in
 
 class WorkerModel:
     """Base class of the worker models: :meth:`~gradcodes.WorkerModel.times` gives every worker's computation time
-    per iteration."""
+    per iteration.
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> isinstance(gc.ShiftedExponentialWorkers(a=1e-3, mu=1e3), gc.WorkerModel)
+    True
+    """
 
     #: Label shown in results.
     label = "model"

@@ -71,6 +71,13 @@ class VerifyReport:
     pattern_model : str
         The straggler-pattern model that was checked (``"straggler sets"``: every set of ``s`` of the ``n``
         workers; trees: :class:`gradcodes.TreeVerifyReport`).
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> report = gc.verify(gc.fractional_repetition(6, 2))
+    >>> bool(report), report.exhaustive, report.patterns_checked
+    (True, True, 15)
     """
 
     name: str
