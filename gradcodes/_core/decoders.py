@@ -63,7 +63,29 @@ class Decoder:
     description: str = ""
 
     def matrices(self, code: LinearCode, mask: np.ndarray) -> Array:
-        """Decoding matrices (b, m, n) for the responder masks ``mask`` (b, n)."""
+        """Decoding matrices (b, m, n) for the responder masks ``mask`` (b, n).
+
+        Parameters
+        ----------
+        code : LinearCode
+            The code (its matrix ``B``, ``m`` and the decoder's cached factorisations).
+        mask : ndarray of bool, shape (b, n)
+            Each row: the responders of one set.
+
+        Returns
+        -------
+        ndarray, shape (b, m, n)
+            ``A_F`` of each set, zero in the columns of non-responders; not checked (the code's
+            :meth:`~gradcodes.LinearCode.decode` and :func:`gradcodes.verify` judge ``A_F B - E``).
+
+        Examples
+        --------
+        >>> import numpy as np, gradcodes as gc
+        >>> code = gc.fractional_repetition(4, 1)
+        >>> mask = np.array([[1, 0, 1, 1], [0, 1, 1, 1]], dtype=bool)
+        >>> gc.LeastSquaresDecoder().matrices(code, mask).round(9).tolist()     # the min-norm solutions
+        [[[1.0, 0.0, 0.5, 0.5]], [[0.0, 1.0, 0.5, 0.5]]]
+        """
         raise NotImplementedError
 
     def __repr__(self) -> str:
@@ -250,7 +272,25 @@ class NullSpaceDecoder(Decoder):
     @staticmethod
     def basis(code: LinearCode) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(C, K, P)``: min-norm particular solution ``C`` (m, n), orthonormal left-null basis ``K`` (n, d) and
-        ``P = pinv(B)`` (k m, n)."""
+        ``P = pinv(B)`` (k m, n).
+
+        Parameters
+        ----------
+        code : LinearCode
+            The code; the result is cached with it.
+
+        Returns
+        -------
+        tuple of ndarray
+            ``C``, ``K`` and ``P``.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> C, K, P = gc.NullSpaceDecoder.basis(gc.cyclic_repetition(5, 2, rng=0))
+        >>> C.shape, K.shape, P.shape                  # d = s = 2: the left null space of B
+        ((1, 5), (5, 2), (5, 5))
+        """
         cached = code._memo.get("nullspace")
         if cached is None:
             Bn = row_scaled(code)[0]                             # solve for the row-normalised matrix
