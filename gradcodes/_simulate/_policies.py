@@ -152,7 +152,7 @@ class FixedK(WaitPolicy):
     Examples
     --------
     >>> import numpy as np, gradcodes as gc
-    >>> FixedK(3).counts(gc.fractional_repetition(6, 2), np.array([[5, 4, 3, 2, 1, 0]])).tolist()
+    >>> gc.FixedK(3).counts(gc.fractional_repetition(6, 2), np.array([[5, 4, 3, 2, 1, 0]])).tolist()
     [3]
     """
 
@@ -248,7 +248,8 @@ class BackupWorkers(FixedK):
 
     Examples
     --------
-    >>> BackupWorkers(2).name
+    >>> import gradcodes as gc
+    >>> gc.BackupWorkers(2).name
     'backup b=2'
     """
 
@@ -294,8 +295,8 @@ class AdaptiveK(WaitPolicy):
 
     Examples
     --------
-    >>> import numpy as np
-    >>> p = AdaptiveK(k0=1, step=2, burn=2)
+    >>> import numpy as np, gradcodes as gc
+    >>> p = gc.AdaptiveK(k0=1, step=2, burn=2)
     >>> for g in ([1.0], [1.0], [-1.0], [1.0]):
     ...     p.observe(np.array(g), 8)
     >>> p.current_k(8), p.switches
@@ -407,7 +408,8 @@ class KAsync(WaitPolicy):
 
     Examples
     --------
-    >>> KAsync(3).name
+    >>> import gradcodes as gc
+    >>> gc.KAsync(3).name
     'K-async K=3'
     """
 
@@ -471,7 +473,7 @@ class EarliestDecodable(WaitPolicy):
     Examples
     --------
     >>> import numpy as np, gradcodes as gc
-    >>> EarliestDecodable().counts(gc.fractional_repetition(6, 2), np.array([[0, 1, 5, 2, 3, 4]])).tolist()
+    >>> gc.EarliestDecodable().counts(gc.fractional_repetition(6, 2), np.array([[0, 1, 5, 2, 3, 4]])).tolist()
     [3]
     """
 
