@@ -337,7 +337,6 @@ class PartialStragglerCode(GradientCode):
         Equal to ``sum_j max(0, m - c_j)`` with ``c_j`` the messages about chunk ``j`` (an integer: the gradient
         blocks the messages leave undetermined; 0 exactly when the set decodes). Divide by ``k * m`` for the
         normalised error (docs: "Partial stragglers", section 7).
-        
 
         Parameters
         ----------
