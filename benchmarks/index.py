@@ -34,6 +34,7 @@ TOPICS = {
 #: script stem -> (results file, or None for ``results/<stem>.*``; regular expression of the headline line)
 HEADLINES: dict[str, tuple[str | None, str]] = {
     "certify_seeds": ("certify_check.txt", r"verdict"),
+    "tree_composition": (None, r"coded_reduce\(32, 3, 4\)"),
     "frontier": (None, r"lowest load proven"),
     "runtime_floor": (None, r"targets"),
     "runtime_mpi": (None, r"targets"),

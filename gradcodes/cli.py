@@ -185,9 +185,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("verify", help="verify a saved code (.npz) or a scheme built on the fly")
     p.add_argument("target", help="a .npz file written by `gradcodes build`, or a scheme name")
     _add_code_options(p)
-    p.add_argument("--limit", type=int, help="check all C(n, s) sets up to this many (default: a fixed count "
-                   "of sets from the verifier's cost model, about 10 s of one core; the same verdict on every "
-                   "machine)")
+    p.add_argument("--limit", type=int, help="the most sets enumerated: all C(n, s) sets when there are at most "
+                   "this many, none otherwise (sampled and searched instead; 0 never enumerates). Default: a fixed "
+                   "count of sets from the verifier's cost model, about 10 s of one core; the same verdict on every "
+                   "machine")
     p.add_argument("--time-budget", type=float, default=None, metavar="SECONDS",
                    help="a wall-clock budget instead of the default count: enumerate when the rate measured on "
                    "the first batches predicts the check fits SECONDS (the verdict then depends on the "

@@ -154,7 +154,8 @@ class Resume:
         self.at = time.time()
 
 
-def _kill_all(proc: subprocess.Popen) -> None:
+def kill_all(proc: subprocess.Popen) -> None:
+    """``SIGKILL`` every process of the job ``proc`` (started in a session of its own) and reap the launcher."""
     pids = descendants(proc.pid)
     try:
         os.killpg(proc.pid, signal.SIGKILL)         # the launcher runs in a session of its own (its pid is the group)
@@ -178,12 +179,13 @@ def result_of(out: str) -> dict | None:
 
 
 def run_job(cmd: Sequence[str], *, env: dict[str, str], timeout: float, cwd: Any = None,
-            on_result: Callable[[subprocess.Popen], None] | None = None) -> Run:
+            on_result: Callable[[subprocess.Popen], None] | None = None, when: str = "MASTER_EXIT") -> Run:
     """Run the launcher command ``cmd`` (mpiexec or torchrun with a fault job) in a session of its own.
 
-    ``on_result(proc)`` runs once, as soon as the master printed ``MASTER_EXIT`` (the harness's turn: resuming or
-    killing a stopped worker). A job still running at ``timeout`` seconds is killed, every process of it, and
-    reported with status ``"hung"``.
+    ``on_result(proc)`` runs once, as soon as a line of the output contains ``when`` (default: the master printed
+    ``MASTER_EXIT``, the harness's turn: resuming or killing a stopped worker; :func:`kill_all` kills the whole
+    job). A job still running at ``timeout`` seconds is killed, every process of it, and reported with status
+    ``"hung"``.
     """
     t0 = time.monotonic()
     proc = subprocess.Popen(list(cmd), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
@@ -197,14 +199,14 @@ def run_job(cmd: Sequence[str], *, env: dict[str, str], timeout: float, cwd: Any
         if proc.poll() is not None:
             status = proc.returncode
             break
-        if not called and any("MASTER_EXIT" in ln for ln in list(lines)):
+        if not called and any(when in ln for ln in list(lines)):
             called = True
             assert on_result is not None
             on_result(proc)
         time.sleep(0.1)
     ended, wall = time.time(), time.monotonic() - t0
     if status == "hung":
-        _kill_all(proc)
+        kill_all(proc)
     reader.join(5)
     out = "".join(lines)
     return Run(status, out, result_of(out), ended, wall)

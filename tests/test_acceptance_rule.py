@@ -120,7 +120,8 @@ def test_verify_by_blocks_passes_the_time_budget(monkeypatch):
     code = gc.by_blocks(gc.GradientCode(np.kron(np.eye(2), gc.cyclic_repetition(6, 2, rng=0).B), s=2))
     real(code, dtype=np.float32, time_budget=3.5, search_seconds=0.25)
     kw = seen["calls"][0]
-    assert kw["dtype"] == np.float32 and kw["time_budget"] == 3.5 and kw["search_seconds"] == 0.25
+    # one wall clock for the whole code: the first distinct block gets what is left of 3.5 s
+    assert kw["dtype"] == np.float32 and 3.0 < kw["time_budget"] <= 3.5 and kw["search_seconds"] == 0.25
 
 
 def test_coded_reduce_execute_refuses_what_decode_refuses():

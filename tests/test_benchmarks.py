@@ -29,6 +29,8 @@ TOPICS = ("verify", "numerics", "runtime", "families", "speed", "reviews")
 def bench_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
     dest = tmp_path_factory.mktemp("bench") / "benchmarks"
     shutil.copytree(BENCHMARKS, dest, ignore=shutil.ignore_patterns("__pycache__", "*.png"))
+    # runtime/runtime_torch.py's job 5 trains the worked example's model: examples/ sits next to benchmarks/
+    shutil.copytree(ROOT / "examples", dest.parent / "examples", ignore=shutil.ignore_patterns("__pycache__"))
     return dest
 
 

@@ -326,3 +326,21 @@ def test_float32_data_with_a_matrix_beyond_float32_is_an_error():
     with pytest.raises(ValueError, match="does not fit float32"):
         code.encode(np.ones((2, 3), dtype=np.float32))
     np.testing.assert_allclose(code.decode([0, 1], code.encode(np.ones((2, 3)))), 2 * np.ones(3))
+
+
+def test_a_hand_made_matrix_that_cannot_tolerate_s_warns():
+    # GradientCode(np.eye(3), s=1) was accepted without a word: partition j on c <= s workers is lost when they
+    # straggle. The constructor warns (the object stays valid: verifier tests build such codes on purpose) and
+    # verify reports FAILS.
+    with pytest.warns(UserWarning, match=r"partition 0 is held by 1 worker\(s\).*s at most 0"):
+        code = gc.GradientCode(np.eye(3), s=1)
+    assert gc.verify(code).verdict == "FAILS"
+    with pytest.warns(UserWarning, match="partition 1 is stored on no worker"):
+        gc.GradientCode(np.array([[1.0, 0, 1], [1, 0, 1]]), s=0)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        gc.GradientCode(np.eye(3), s=0)                       # enough holders: silent
+        gc.GradientCode(np.ones((3, 3)) / 3, s=2)
+        gc.fractional_repetition(6, 2)                        # families are not re-checked

@@ -8,7 +8,9 @@ The convention (documented in docs/guide.md, "Examples on these pages are tested
   compared with doctest's checker (``...`` matches anything, whitespace is normalized, and numbers need to
   agree only to the precision written);
 * a ```python block whose first line is a file name comment (``# train.py``) that the page launches with
-  ``mpiexec -n N python -m mpi4py train.py`` is an MPI program: it is written to that file and launched so;
+  ``mpiexec -n N python -m mpi4py train.py`` is an MPI program: it is written to that file and launched so; one
+  that the page launches with ``torchrun --nproc-per-node N train.py`` or ``python train.py`` (a script that
+  starts its own processes) likewise;
 * a ```console block is a terminal session of the ``gradcodes`` command: each ``$ gradcodes ...`` line runs (through
   ``gradcodes.cli.main``, exit status 0 expected unless the line ends ``# exit N``) and the lines under it, up to
   the next ``$``, are what it prints on stdout, compared like a text block;
@@ -58,6 +60,9 @@ def blocks(text: str) -> list[tuple[str, str, str | None, int]]:
         if named and re.search(rf"torchrun (?:--standalone )?--nproc-per-node \d+ {re.escape(named.group(1))}", text):
             out.append(("torchrun", body, None, line))
             continue
+        if named and re.search(rf"^python {re.escape(named.group(1))}$", text, flags=re.M):
+            out.append(("python-file", body, None, line))
+            continue
         expected = None
         if i + 1 < len(fences) and fences[i + 1][0] == "text" and text[end:fences[i + 1][2]].strip() == "":
             expected = fences[i + 1][1]
@@ -87,6 +92,9 @@ def run_page(path: Path) -> int:
             continue
         if kind == "torchrun":
             run_torchrun_program(text, src, where)
+            continue
+        if kind == "python-file":
+            run_python_file(src, where)
             continue
         buf = io.StringIO()
         with contextlib.redirect_stdout(buf):
@@ -157,6 +165,16 @@ def run_torchrun_program(page: str, src: str, where: str) -> None:
     assert proc.returncode == 0, f"{where}: {name} failed under torchrun\n{proc.stdout}\n{proc.stderr}"
 
 
+def run_python_file(src: str, where: str) -> None:
+    """Write the program to its file and run it with ``python`` as the page says (it starts its own processes)."""
+    name = src.lstrip().splitlines()[0].lstrip("#").strip()
+    Path(name).write_text(src, encoding="utf-8")
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
+    proc = subprocess.run([sys.executable, name], capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, f"{where}: python {name} failed\n{proc.stdout}\n{proc.stderr}"
+
+
 @pytest.mark.parametrize("path", PAGES, ids=[p.name for p in PAGES])
 def test_page_examples_run_and_match(path, tmp_path, monkeypatch):
     if any("gradcodes.mpi" in src for _, src, _, _ in blocks(path.read_text(encoding="utf-8"))):
@@ -181,6 +199,10 @@ def test_output_convention_is_enforced():
     with pytest.raises(AssertionError, match="exited 2"):
         run_console("$ gradcodes bound -n 7 -s 9\n", "page:1", checker)
     run_console("$ gradcodes bound -n 7 -s 9  # exit 2\n", "page:1", checker)
+    launched = "```python\n# job.py\nprint(1)\n```\n\n```bash\npython job.py\n```\n"
+    assert blocks(launched)[0][0] == "python-file"
+    assert blocks(launched.replace("python job.py", "python -m mpi4py job.py"))[0][0] == "mpi"
+    assert blocks(launched.replace("python job.py", "python other.py"))[0][0] == "script"
 
 
 def _cells(row: str) -> int:

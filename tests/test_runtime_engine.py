@@ -235,6 +235,32 @@ def test_a_collection_needs_a_policy():
         Collection([1, 2])
 
 
+def test_overflow_mode_takes_nan_messages_as_answers_where_the_straggler_mode_drops_them():
+    """Mixed precision with a loss scaler: the NaN senders of test_nan_senders_end_the_iteration_at_once_naming_them
+    are answers (a partition that overflows does so on every holder: waiting for finite holders would time out);
+    the decode is then not finite, for the scaler to skip the step. The straggler mode is unchanged."""
+    code = gc.cyclic_repetition(4, 1, rng=0)
+    for mode in ("overflow", "straggler"):
+        ep = SimEndpoint(code, [], {})
+        col = Collection([1, 2, 3, 4], tracker=gc.EarliestDecodable().tracker(code), nonfinite=mode)
+        for i in range(code.n):
+            ep.send(i, 0, np.full(ep.q, np.nan) if i < 2 else np.ones(ep.q))
+        if mode == "straggler":
+            with pytest.raises(StragglerTimeout, match=r"ranks \[1, 2\] sent NaN"):
+                col.collect(ep, 0, deadline=time.monotonic() + 60)
+            continue
+        rows, bad = col.collect(ep, 0, deadline=time.monotonic() + 60)
+        assert rows[:2] == [0, 1] and _decodable(code, rows) and bad == []
+        out = np.zeros(code.m * ep.q)
+        with np.errstate(invalid="ignore"):
+            Combiner(code).combine(rows, ep.buf, out)
+        assert not np.isfinite(out).all()
+    with pytest.raises(gc.GradcodesValueError, match="nonfinite must be 'straggler' or 'overflow', got 'skip'"):
+        Collection([1, 2], need=1, nonfinite="skip")
+    with pytest.raises(gc.GradcodesValueError, match="no row can be bad"):
+        Collection([1, 2], need=1, nonfinite="overflow").collect(SimEndpoint(code, [], {}), 0, bad=[0])
+
+
 # --- bfloat16: its own rule (numpy has no bfloat16, the runtimes used the float16 rule alone) -----------------------
 def test_bfloat16_decodes_meet_bfloat16s_own_rule_not_only_float16s():
     from gradcodes._core.numerics import tolerance_for

@@ -29,12 +29,12 @@ JOB = ROOT / "tests" / "torch_job.py"
 ENDED = [0.0]
 
 
-def run_job(scenarios: list[dict], *, timeout: float = 240,
-            ranks: int = 4) -> tuple[subprocess.CompletedProcess, dict, float]:
+def run_job(scenarios: list[dict], *, timeout: float = 240, ranks: int = 4,
+            job: Path = JOB) -> tuple[subprocess.CompletedProcess, dict, float]:
     env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
     # --standalone: torchrun's own single-node launch, its rendezvous store on a port the OS picks (fixed ports
     # derived from the test process's pid collided between the two xdist workers: EADDRINUSE in a CI run)
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(ranks), str(JOB),
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(ranks), str(job),
            json.dumps(scenarios)]
     t0 = time.monotonic()
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT)
@@ -498,9 +498,9 @@ def test_map_style_dataset_through_a_dataloader_with_2_loader_processes_trains_a
         assert r["grad_err"] <= 1e-12 and r["params_err"] <= 1e-12, r
 
 
-def test_batchnorm_matches_ghost_batch_single_process_and_the_first_responders_running_stats(issue36_job):
+def test_batchnorm_matches_ghost_batch_single_process_and_the_lowest_ranked_responders_running_stats(issue36_job):
     """Parameters as single-process training that normalises each partition over its own samples (1e-12), running
-    statistics those the first responder's partitions leave from the step's start (1e-12), num_batches_tracked
+    statistics those the lowest-ranked responder's partitions leave from the step's start (1e-12), num_batches_tracked
     equal. Before: the master's running statistics never moved from their initial values."""
     for name in ("bn", "bn_ds"):
         r = _result(issue36_job, name)

@@ -209,3 +209,44 @@ def test_loader_feed_starts_its_first_pass_at_a_resumed_step():
     assert (feed._epoch, feed._next) == (1, 2)
     ref = LoaderFeed(data, CodedSampler(40, code, 1, batch_size=8, seed=3))
     assert torch.equal(feed.get(7)[1], ref.get(7)[1]) and (feed._epoch, feed._next) == (1, 3)
+
+
+def test_loss_scaler_state_and_overflow_records_round_trip_and_a_missing_scaler_is_refused(tmp_path):
+    """train(grad_scaler=...): the scaler's scale and growth tracker, the skipped steps and the scales are restored;
+    a checkpoint written with a scaler is refused by a run without one, and the reverse."""
+    code, model, opt, sched = _setup()
+    scaler = torch.amp.GradScaler("cpu", init_scale=2.0 ** 10, growth_interval=3)
+    scaler.scale(torch.zeros(()))
+    scaler.update(2.0 ** 7)                                     # a state that differs from a fresh scaler's
+    res = TrainResult("x", times=[0.0] * 4, loss_scale=[1024.0, 512.0, 512.0, 512.0], overflow=[0])
+    path = tmp_path / "amp.pt"
+    _ckpt(path, code, model).save(4, opt, sched, res, None, scaler=scaler)
+    fresh = torch.amp.GradScaler("cpu", init_scale=2.0 ** 10, growth_interval=3)
+    got = TrainResult("x")
+    assert _ckpt(path, code, model).load(opt, sched, got, None, fresh) == (4, False)
+    fresh.scale(torch.zeros(()))
+    assert fresh.get_scale() == 2.0 ** 7 and fresh.state_dict() == scaler.state_dict()
+    assert got.loss_scale == res.loss_scale and got.overflow == [0]
+    with pytest.raises(gc.GradcodesValueError, match="written with a grad_scaler, this run has none"):
+        _ckpt(path, code, model).load(opt, sched, TrainResult("x"), None)
+    plain = tmp_path / "plain.pt"
+    _ckpt(plain, code, model).save(1, opt, sched, TrainResult("x", times=[0.0]), None)
+    with pytest.raises(gc.GradcodesValueError, match="written without a grad_scaler, this run has one"):
+        _ckpt(plain, code, model).load(opt, sched, TrainResult("x"), None, fresh)
+
+
+def test_a_checkpoint_of_another_accumulation_is_refused():
+    """The data position is accumulate_grad_batches batches per step: resuming with another value would read other
+    batches. Files written before the key existed count as 1."""
+    import tempfile
+
+    code, model, opt, sched = _setup()
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "acc.pt"
+        _ckpt(path, code, model, accumulate_grad_batches=4).save(1, opt, sched, TrainResult("x", times=[0.0]), None)
+        with pytest.raises(gc.GradcodesValueError, match="accumulate_grad_batches 4 in the file, 1 in this run"):
+            _ckpt(path, code, model).load(opt, sched, TrainResult("x"), None)
+        st = torch.load(path, weights_only=True)
+        del st["accumulate_grad_batches"]
+        torch.save(st, path)
+        assert _ckpt(path, code, model).load(opt, sched, TrainResult("x"), None) == (1, False)

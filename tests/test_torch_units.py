@@ -422,6 +422,9 @@ class _World(_FakeDist):
         self.gate = threading.Event()
         self.gate.set()
 
+    def get_backend(self):
+        return "gloo"
+
     def get_world_size(self):
         return self.size
 
@@ -604,7 +607,7 @@ def test_loader_feed_refuses_the_arguments_it_sets_and_a_wrong_size():
 
 
 def test_model_buffers_travel_bitwise_after_the_message_and_leave_bufferless_messages_unchanged():
-    from gradcodes.torch._children import body, buffer, trailer
+    from gradcodes.torch._children import HEAD, body, buffer, trailer
     from gradcodes.torch._runtime import ModelBuffers
 
     torch.manual_seed(0)
@@ -615,14 +618,14 @@ def test_model_buffers_travel_bitwise_after_the_message_and_leave_bufferless_mes
     assert src.nbytes == 2 * (2 * 24 + 8)                # float32 statistics of 20 bytes padded to 24, the counter
     for dtype in (torch.float64, torch.float32, torch.bfloat16):
         msg = buffer(2, 3, dtype, "cpu", src.nbytes)
-        assert msg.shape == (2, 2 + -(-3 * msg.new_empty(0, dtype=dtype).element_size() // 8) + src.nbytes // 8)
+        assert msg.shape == (2, HEAD + -(-3 * msg.new_empty(0, dtype=dtype).element_size() // 8) + src.nbytes // 8)
         body(msg, 3, dtype).fill_(1.5)
         src.pack(trailer(msg, 3, dtype, src.nbytes)[1])
         dst.unpack(trailer(msg, 3, dtype, src.nbytes)[1])
         assert body(msg, 3, dtype).eq(1.5).all()         # the entries are untouched
         for x, y in zip(a.buffers(), b.buffers(), strict=True):
             assert x.dtype == y.dtype and torch.equal(x, y)
-    assert buffer(None, 3, torch.float32, "cpu").shape == buffer(None, 3, torch.float32, "cpu", 0).shape == (4,)
+    assert buffer(None, 3, torch.float32, "cpu").shape == buffer(None, 3, torch.float32, "cpu", 0).shape == (HEAD + 2,)
 
 
 def test_batchnorm_models_compute_one_forward_pass_per_partition():
@@ -666,3 +669,40 @@ def test_train_refuses_bad_data_and_scheduler_step_before_any_message():
         train(code, model, None, 5, **kw)
     with pytest.raises(ValueError, match="scheduler_step"):
         train(code, model, None, torch.zeros(6, 2), torch.zeros(6), scheduler_step="batch", **kw)
+    with pytest.raises(gc.GradcodesValueError, match="autocast must be None, torch.float16 or torch.bfloat16"):
+        train(code, model, None, torch.zeros(6, 2), torch.zeros(6), autocast=torch.float32, **kw)
+    with pytest.raises(gc.GradcodesTypeError, match="grad_scaler must be a callable"):
+        train(code, model, None, torch.zeros(6, 2), torch.zeros(6), grad_scaler=object(), **kw)
+    with pytest.raises(gc.GradcodesValueError, match="grad_scaler needs float32 or float64 parameters"):
+        train(code, torch.nn.Linear(2, 1).half(), None, torch.zeros(6, 2), torch.zeros(6),
+              grad_scaler=lambda: torch.amp.GradScaler("cpu"), **kw)
+    adv = gc.adversarial_gc(np.ones((3, 3), dtype=np.int64), 0, 1)
+    with pytest.raises(gc.GradcodesValueError, match="not supported with an adversarial_gc code"):
+        train(adv, model, None, torch.zeros(6, 2), torch.zeros(6), grad_scaler=lambda: None, **kw)
+
+
+def test_staged_flat_params_move_a_whole_vector_in_one_copy_through_one_device_vector(monkeypatch):
+    """CUDA parameters over Gloo: messages live in host buffers and FlatParams gathers into (or scatters from) one
+    vector on the parameters' device, allocated once, with one copy per message (here forced on the CPU)."""
+    import gradcodes.torch._params as params_module
+    from gradcodes.torch._runtime import FlatParams
+
+    monkeypatch.setattr(params_module, "FORCE_STAGING", True)
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Linear(4, 2)).double()
+    flat = FlatParams(list(model.parameters()))
+    assert flat.stage and params_module.wire_device(flat.device, True) == torch.device("cpu")
+    assert not params_module.pin("cpu")
+    want = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+    out = torch.zeros(flat.size, dtype=torch.float64)
+    flat.read(out)
+    scratch = flat._scratch
+    assert torch.equal(out, want) and scratch is not None and scratch.data_ptr() != out.data_ptr()
+    flat.write(out * 2)
+    assert torch.equal(torch.cat([p.detach().reshape(-1) for p in model.parameters()]), 2 * want)
+    model(torch.ones(5, 3, dtype=torch.float64)).sum().backward()
+    flat.read_grads(out)
+    assert torch.equal(out, torch.cat([p.grad.reshape(-1) for p in model.parameters()]))
+    assert flat._scratch is scratch                                # allocated once
+    monkeypatch.setattr(params_module, "FORCE_STAGING", False)
+    assert not FlatParams(list(model.parameters())).stage         # CPU parameters: messages in place

@@ -47,8 +47,8 @@ def test_perturbed_entry_in_cyclic_code_is_caught():
     report = gc.verify(gc.GradientCode(B, s=3))
     assert not report.exact and report.n_failures > 0
     assert report.failing_responders in brute_force_failing(B, 3)
-    # a limit below C(n, s) on a code this small still enumerates: sampling would check more sets than exist
-    report = gc.verify(gc.GradientCode(B, s=3), limit=10)
+    # without a limit a code this small is enumerated: sampling would check more sets than exist
+    report = gc.verify(gc.GradientCode(B, s=3), samples=10)
     assert report.exhaustive and not report.exact
     assert report.failing_responders in brute_force_failing(B, 3)
     # the same kind of corruption caught by the sampled path on a code too large to enumerate under the limit
@@ -135,7 +135,7 @@ def test_local_search_finds_a_planted_bad_set():
     B = np.zeros((n, 4))
     for g, members in enumerate(groups):
         B[members, g] = 1.0
-    report = gc.verify(gc.GradientCode(B, s=s), limit=0, samples=5)
+    report = gc.verify(gc.GradientCode(B, s=s), samples=5)
     assert not report.exact and report.exhaustive          # 364 sets: enumerating is cheaper than sampling
     assert set(range(n)) - set(report.failing_responders) in ({0, 1, 2}, {11, 12, 13})
 
@@ -202,8 +202,8 @@ def test_sampled_check_is_never_truthy():
     assert report.tour_row()["result"] == "unproven"
 
 
-def test_uncoded_limit_zero_checks_the_one_set():
-    report = gc.verify(gc.uncoded(5), limit=0)
+def test_uncoded_default_checks_the_one_set():
+    report = gc.verify(gc.uncoded(5))
     assert report.patterns_checked == report.patterns_total == 1
     assert report.exhaustive and report.verdict == "ok" and bool(report)
     assert "2,001" not in str(report)

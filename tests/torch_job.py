@@ -13,9 +13,10 @@ worker), ``"freeze"`` and ``"opt": "adamw"`` (frozen parameters), ``"delay": "co
 without ``rng``), ``"repeat"`` (several ``train`` calls: threads and memory), ``"fault": "after"`` (a worker
 raises in the last iteration and exits: the job's last scenario, every rank then exits at once). Issue 36:
 ``"data": "dataset"`` (a map-style Dataset read through a DataLoader, ``"loader_workers"`` processes),
-``"model": "bn"`` (BatchNorm: ghost-batch statistics per partition, the first responder's buffers),
+``"model": "bn"`` (BatchNorm: ghost-batch statistics per partition, the lowest-ranked responder's buffers),
 ``"sched"``, ``"clip"``, ``"stop_at"`` (a scheduler per step or epoch, clipping, a callback that stops the run);
-``"final": true`` checks that every rank ends with the master's final parameters and buffers.
+``"final": true`` checks that every rank ends with the master's final parameters and buffers; ``"stage": true``
+stages every message through host vectors as for CUDA parameters (``gradcodes.torch._params.FORCE_STAGING``).
 """
 
 from __future__ import annotations
@@ -95,10 +96,13 @@ def scenario(sc: dict, rank: int, n: int) -> None:
     import torch.distributed as dist
 
     import gradcodes as gc
+    import gradcodes.torch._params as params_module
     from gradcodes.mpi import FixedDelay, Hang
     from gradcodes.torch import CodedSampler, train
     from gradcodes.torch._job import digits, make_model
 
+    # messages staged through a separate host vector, as for CUDA parameters (the path a GPU takes, on the CPU)
+    params_module.FORCE_STAGING = bool(sc.get("stage"))
     dtype = getattr(torch, sc.get("dtype", "float64"))
     half = dtype in (torch.float16, torch.bfloat16)
     code = {"cyclic": lambda: gc.cyclic_repetition(n, 1, rng=0),
@@ -283,11 +287,11 @@ def scenario(sc: dict, rank: int, n: int) -> None:
             idx = ref_sampler.global_batch(t % len(ref_sampler))
             saved = [b.clone() for b in ref.buffers()]
             batch_grad(ref, X, idx)
-            if bn:          # the buffers: those the first responder's partitions leave, from the step's start
+            if bn:          # the buffers: those the lowest-ranked responder's partitions leave, from the step's start
                 for b, v in zip(ref.buffers(), saved, strict=True):
                     b.copy_(v)
                 with torch.no_grad():
-                    for j in code.supports[res.infos[t].responders[0]]:
+                    for j in code.supports[min(res.infos[t].responders)]:
                         ref(X[idx[j * per:(j + 1) * per]])
             if sc.get("clip"):
                 torch.nn.utils.clip_grad_norm_(list(ref.parameters()), sc["clip"])
@@ -321,15 +325,16 @@ def scenario(sc: dict, rank: int, n: int) -> None:
     dist.barrier()
 
 
-def main() -> None:
+def main(run=None) -> None:
+    """Run the scenarios of ``sys.argv[1]`` in turn with ``run(sc, rank, n)`` (default: :func:`scenario`; the
+    other jobs of tests/ pass theirs)."""
     import torch.distributed as dist
-
 
     dist.init_process_group("gloo")
     rank = dist.get_rank()
     n = dist.get_world_size() - 1
     for sc in json.loads(sys.argv[1]):
-        scenario(sc, rank, n)
+        (run or scenario)(sc, rank, n)
     dist.destroy_process_group()
 
 

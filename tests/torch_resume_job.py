@@ -9,7 +9,8 @@ With ``"kill_at": t`` the master SIGKILLs itself at the end of step ``t``, once:
 ``CONFIG["marker"]``, and a run that finds the marker does not kill, so the restart is the same command. Rank 0
 saves its final ``state_dict`` to ``CONFIG["out"]`` and prints ``RESULT {...}``; with ``"then_refuse": true`` a
 second ``train`` call with another seed follows, whose refusal of the checkpoint is caught on every rank and the
-messages are gathered into the RESULT (``"errors"``).
+messages are gathered into the RESULT (``"errors"``). ``"accumulate"`` and ``"sched_step"`` are passed as
+``accumulate_grad_batches`` and ``scheduler_step``.
 """
 
 from __future__ import annotations
@@ -60,7 +61,8 @@ def main() -> None:
                      optimizer=lambda ps: torch.optim.Adam(ps, lr=0.01),
                      scheduler=lambda opt: torch.optim.lr_scheduler.StepLR(opt, 4, gamma=0.5),
                      callbacks=[Noise(), Kill()], checkpoint=cfg["ckpt"], checkpoint_every=cfg["every"],
-                     loader_kwargs={"num_workers": 0}, timeout=60.0)
+                     loader_kwargs={"num_workers": 0}, timeout=60.0,
+                     accumulate_grad_batches=cfg.get("accumulate", 1), scheduler_step=cfg.get("sched_step", "step"))
 
     res = run(0)
     out = {"start": res.start, "steps": len(res.times), "infos": len(res.infos), "lr": res.lr} if rank == 0 else None

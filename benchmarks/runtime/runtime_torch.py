@@ -3,6 +3,7 @@
     python benchmarks/runtime/runtime_torch.py          # launches the torchrun jobs itself (5 processes: n = 4, s = 1)
     python benchmarks/runtime/runtime_torch.py --smoke  # 3 processes, 3 iterations, no files; skipped without torch
     python benchmarks/runtime/runtime_torch.py --real-straggler-only --out FILE   # only job 4, its table to FILE
+    python benchmarks/runtime/runtime_torch.py --example-only --out FILE          # only job 5, its table to FILE
 
 Every job is ``torchrun -m gradcodes.torch`` (a small CNN on scikit-learn's 8x8 digits, global batch 240, SGD with
 momentum, the same initial weights and batches for every scheme), repeated ``REPEATS`` times; one table of medians
@@ -23,11 +24,24 @@ over the repeats:
    ``gradcodes.torch``'s built-in job). Wall-clock time to the stated test accuracy (both schemes are exact: the same
    gradients, the same accuracies) for the coded scheme and DDP over Gloo on the same workers, with and
    without the real straggler; medians of ``REPEATS`` runs (the full run reuses job 1's runs without it).
+5. **The worked example's model** (``examples/torch_resnet_digits.py``: a small ResNet with BatchNorm on the digits
+   upsampled to 16x16, a map-style ``Dataset``), on ``EX_N`` workers + master, global batch ``EX_BATCH``: the coded
+   scheme through the example's ``Dataset`` and a ``DataLoader`` per worker (``num_workers=0``), the same through
+   the in-memory tensors, and :func:`gradcodes.torch.ddp_train` (DDP on the workers, ``EX_BATCH / EX_N`` samples
+   each: one partition of the coded run, so the same BatchNorm ghost batches), without stragglers and with the last
+   worker ``DELAY`` seconds late every iteration. Constant-rate SGD with momentum for all (``ddp_train`` has no
+   scheduler or clipping). Time to ``EX_TARGET`` test accuracy (the state after each step is copied, and
+   evaluated after the run: not timed, and overlapping no other rank's work; ``steps``: the iterations until
+   then) against DDP, and the
+   per-iteration overhead of the DataLoader path against the in-memory path: each run's median iteration time,
+   medians over the repeats. The workers run this script under torchrun (``--example-worker CONFIG``), which loads
+   the example's model and data from ``examples/``.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import signal
@@ -36,6 +50,7 @@ import sys
 import tempfile
 import threading
 import time
+import types
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -48,14 +63,17 @@ ITERS, TARGET, BATCH, LR = 80, 0.85, 240, 0.1
 STOP_S, PERIOD_S = 0.2, 0.25  # real straggler: SIGSTOP for STOP_S seconds out of every PERIOD_S
 PIDS_ENV = "GRADCODES_BENCH_PIDS"
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+EXAMPLE = os.path.join(ROOT, "examples", "torch_resnet_digits.py")
+EX_N, EX_ITERS, EX_TARGET, EX_BATCH, EX_LR = 3, 60, 0.90, 120, 0.05   # job 5: the example's model
 
 
-def launch(procs: int, args: list[str], pids: str | None = None) -> list[dict]:
+def launch(procs: int, args: list[str], pids: str | None = None, entry: list[str] | None = None) -> list[dict]:
     """Run the built-in job under torchrun; with ``pids`` (a folder), the workers run this script's ``--worker``
-    entry instead, which writes each rank's PID there first."""
+    entry instead, which writes each rank's PID there first; ``entry`` replaces the job (``--example-worker``)."""
     env = dict(os.environ, OMP_NUM_THREADS="1")
     env["PYTHONPATH"] = os.pathsep.join([ROOT, env.get("PYTHONPATH", "")])
-    entry = ["-m", "gradcodes.torch"] if pids is None else [os.path.abspath(__file__), "--worker"]
+    if entry is None:
+        entry = ["-m", "gradcodes.torch"] if pids is None else [os.path.abspath(__file__), "--worker"]
     if pids is not None:
         env[PIDS_ENV] = pids
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(procs), *entry,
@@ -158,6 +176,128 @@ def real_straggler(rank: int, stop_s: float = STOP_S, period_s: float = PERIOD_S
             ctl.finish()
 
 
+def load_example() -> types.ModuleType:
+    """The worked example as a module (its model, data and accuracy), loaded from ``examples/``."""
+    spec = importlib.util.spec_from_file_location("torch_resnet_digits", EXAMPLE)
+    if spec is None or spec.loader is None or not os.path.exists(EXAMPLE):
+        raise FileNotFoundError(f"job 5 needs the worked example {EXAMPLE}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def example_worker(cfg: dict) -> int:
+    """A torchrun rank of job 5: every run of ``cfg["runs"]`` (``[label, scheme, delay seconds]``, scheme
+    ``"dataset"``, ``"memory"`` or ``"ddp"``) in turn, the same initial weights and batches; rank 0 prints
+    ``ROWS [...]``."""
+    import torch
+    import torch.distributed as dist
+
+    import gradcodes as gc
+    from gradcodes.torch import FixedDelay, ddp_train, train
+
+    ex = load_example()
+    dist.init_process_group("gloo")
+    rank, n, s = dist.get_rank(), dist.get_world_size() - 1, cfg["s"]
+    X, y, X_test, y_test = ex.load_digits16()
+    data = ex.Digits16(X, y)
+    group = dist.new_group(list(range(1, n + 1)))
+    loss_fn = torch.nn.CrossEntropyLoss(reduction="none")
+    code = gc.cyclic_repetition(n, s, rng=0)
+    rows = []
+    snaps: list[dict] = []
+
+    def evaluate(model: torch.nn.Module) -> float:
+        """A copy of the state after each step (microseconds), evaluated after the run: an evaluation inside the
+        run would overlap DDP's next iteration on the other ranks (``ddp_train`` evaluates on rank 1 only, while
+        the late rank already sleeps) and hide up to its duration of the straggler's delay."""
+        snaps.append({k: v.clone() for k, v in model.state_dict().items()})
+        return 0.0
+
+    def sgd(params: object) -> torch.optim.Optimizer:
+        return torch.optim.SGD(params, lr=cfg["lr"], momentum=0.9)
+
+    for label, scheme, late in cfg["runs"]:
+        delay = FixedDelay(late, workers=range(n - s, n)) if late else None
+        model = ex.make_model(0)
+        snaps.clear()
+        kw = {"batch_size": cfg["batch"], "iterations": cfg["iters"], "optimizer": sgd, "delay": delay}
+        if scheme == "ddp":
+            res = ddp_train(model, loss_fn, X, y, workers=n, group=group, evaluate=evaluate, **kw)
+        elif scheme == "dataset":
+            res = train(code, model, loss_fn, data, evaluate=evaluate, loader_kwargs={"num_workers": 0}, **kw)
+        else:
+            res = train(code, model, loss_fn, X, y, evaluate=evaluate, **kw)
+        stats = torch.zeros(6, dtype=torch.float64)          # DDP's record is rank 1's: sent to the master
+        if res is not None:
+            res.accuracy = []
+            for state in snaps:
+                model.load_state_dict(state)
+                res.accuracy.append(ex.accuracy(model, X_test, y_test))
+            stats[:] = torch.tensor([res.time_to(cfg["target"]), res.mean_iteration, float(np.median(res.times)),
+                                     res.accuracy[-1], len(res.times),
+                                     next((t + 1 for t, a in enumerate(res.accuracy) if a >= cfg["target"]),
+                                          float("inf"))], dtype=torch.float64)
+        if scheme == "ddp" and rank == 1:
+            dist.send(stats, 0, tag=98)
+        elif scheme == "ddp" and rank == 0:
+            dist.recv(stats, 1, tag=98)
+        dist.barrier()
+        if rank == 0:
+            rows.append({"job": label, "scheme": scheme, "time_to_target": float(stats[0]),
+                         "mean_iteration": float(stats[1]), "median_iteration": float(stats[2]),
+                         "final_accuracy": float(stats[3]), "iterations": int(stats[4]),
+                         "steps_to_target": float(stats[5])})
+    if rank == 0:
+        print("ROWS " + json.dumps(rows), flush=True)
+    dist.destroy_process_group()
+    return 0
+
+
+EX_SCHEMES = {"dataset": "coded, Dataset + DataLoader", "memory": "coded, in-memory tensors", "ddp": "DDP allreduce"}
+
+
+def example_rows(repeats: int, *, n: int = EX_N, s: int = 1, iters: int = EX_ITERS, delay: float = DELAY,
+                 procs_note: str = "") -> list[str]:
+    """Job 5: the example's model; the lines of its table."""
+    late = f"{s} worker {delay} s late"
+    cfg = {"s": s, "iters": iters, "batch": EX_BATCH, "lr": EX_LR, "target": EX_TARGET,
+           "runs": [["no stragglers", "dataset", 0.0], ["no stragglers", "memory", 0.0],
+                    ["no stragglers", "ddp", 0.0], [late, "dataset", delay], [late, "ddp", delay]]}
+    runs = [launch(n + 1, [json.dumps(cfg)], entry=[os.path.abspath(__file__), "--example-worker"])
+            for _ in range(repeats)]
+
+    def m(job: str, scheme: str, key: str) -> float:
+        return float(np.median([next(r[key] for r in rows if r["job"] == job and r["scheme"] == scheme)
+                                for rows in runs]))
+
+    to = "time to " + format(EX_TARGET, ".0%")
+    lines = [f"the worked example's model (examples/torch_resnet_digits.py: ResNet with BatchNorm, digits 16x16) on "
+             f"{n} workers + master (Gloo, localhost), s = {s}, cyclic repetition, batch {EX_BATCH}, SGD lr {EX_LR} "
+             f"momentum 0.9, {iters} iterations, medians of {repeats} runs{procs_note}",
+             f"{'job':22s} {'scheme':30s} {'s/iter':>8s} {'median':>8s} {to:>12s} {'steps':>6s} {'final acc':>9s}"]
+    for job, scheme, _ in cfg["runs"]:
+        lines.append(f"{job:22s} {EX_SCHEMES[scheme]:30s} {m(job, scheme, 'mean_iteration'):8.4f} "
+                     f"{m(job, scheme, 'median_iteration'):8.4f} {m(job, scheme, 'time_to_target'):12.3f} "
+                     f"{m(job, scheme, 'steps_to_target'):6.0f} {m(job, scheme, 'final_accuracy'):9.3f}")
+    base = "no stragglers"
+    dl, mem = m(base, "dataset", "median_iteration"), m(base, "memory", "median_iteration")
+
+    def one(rows: list[dict], scheme: str) -> float:
+        return next(r["median_iteration"] for r in rows if r["job"] == base and r["scheme"] == scheme)
+
+    paired = float(np.median([one(rows, "dataset") - one(rows, "memory") for rows in runs]))
+    lines += [f"{to} without stragglers: DDP / coded (DataLoader) = "
+              f"{m(base, 'ddp', 'time_to_target') / m(base, 'dataset', 'time_to_target'):.2f}x",
+              f"{to} with {late}: DDP / coded (DataLoader) = "
+              f"{m(late, 'ddp', 'time_to_target') / m(late, 'dataset', 'time_to_target'):.2f}x; coded with / without "
+              f"the straggler = {m(late, 'dataset', 'time_to_target') / m(base, 'dataset', 'time_to_target'):.2f}x",
+              f"DataLoader path against in-memory tensors, per iteration (median iteration of each run, medians of "
+              f"{repeats} runs): {dl * 1e3:.1f} ms against {mem * 1e3:.1f} ms ({dl / mem:.2f}x; paired difference "
+              f"{paired * 1e3:+.1f} ms)"]
+    return lines
+
+
 def smoke() -> int:
     try:
         import torch  # noqa: F401
@@ -170,7 +310,10 @@ def smoke() -> int:
                           "--model", "linear", "--batch-size", "60"], pids=folder)
     print(f"smoke, real straggler (rank 2, PID {ctl.pid}, {ctl.stops} SIGSTOPs): {len(rows)} schemes, "
           f"mean iteration {rows[0]['mean_iteration']:.4f} s (coded), {rows[1]['mean_iteration']:.4f} s (DDP)")
-    return 0 if ctl.pid is not None and len(rows) == 2 else 1
+    # job 5 on 2 workers, 3 iterations, a 0.05 s straggler: the example's model through every path
+    lines = example_rows(1, n=2, iters=3, delay=0.05)
+    print("smoke, the example's model:\n" + "\n".join(lines))
+    return 0 if ctl.pid is not None and len(rows) == 2 and len(lines) == 10 else 1
 
 
 def med(runs: list[list[dict]], scheme: str, key: str) -> float:
@@ -215,6 +358,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                                 epilog="(--worker ARGS...: the torchrun workers' entry used by job 4; not for users)")
     p.add_argument("--smoke", action="store_true", help="tiny jobs (3 processes, 3 iterations), no files")
     p.add_argument("--real-straggler-only", action="store_true", help="run only job 4 (the real straggler)")
+    p.add_argument("--example-only", action="store_true", help="run only job 5 (the worked example's model)")
     p.add_argument("--repeats", type=int, default=REPEATS, help="repeats per job (default %(default)s)")
     p.add_argument("--out", help="also write the output to this file, under a header (command, date, machine, load)")
     return p.parse_args(argv)
@@ -226,6 +370,8 @@ def main(args: argparse.Namespace) -> int:
     load0 = os.getloadavg()
     if args.real_straggler_only:
         lines = real_straggler_rows(n, s, args.repeats)
+    elif args.example_only:
+        lines = example_rows(args.repeats)
     else:
         lines = full(n, s, args.repeats)
     print("\n".join(lines), flush=True)
@@ -283,11 +429,14 @@ def full(n: int, s: int, repeats: int) -> list[str]:
         say(f"shifted exponential: measured {measured:.4f} s/iter, gc.simulate {pred:.4f} s/iter "
             f"({measured / pred - 1:+.1%}; target within 15%)")
     say("")
-    return lines + real_straggler_rows(n, s, repeats, base=base)     # job 4 reuses job 1's no-straggler runs
+    lines += real_straggler_rows(n, s, repeats, base=base)        # job 4 reuses job 1's no-straggler runs
+    return lines + [""] + example_rows(repeats)
 
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--worker"]:
         sys.exit(worker(sys.argv[2:]))
+    if sys.argv[1:2] == ["--example-worker"]:
+        sys.exit(example_worker(json.loads(sys.argv[-1])))
     ns = parse_args(sys.argv[1:])
     sys.exit(smoke() if ns.smoke else main(ns))

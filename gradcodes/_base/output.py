@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["to_json", "emit", "format_table"]
+__all__ = ["to_json", "emit", "format_table", "count_text"]
 
 
 def format_table(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = None,
@@ -51,6 +51,25 @@ def format_table(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None =
     return "\n".join([line(list(columns)), "  ".join("-" * w for w in widths), *(line(r) for r in cells)])
 
 
+def count_text(n: int) -> str:
+    """A count for reports: thousands separators, or ``~d.ddde<exp>`` past ``10^30`` (a tree's pattern count can
+    have thousands of digits, more than Python converts to a string or numpy to a float).
+
+    >>> count_text(1234567), count_text(3 * 10**4880)
+    ('1,234,567', '~3.000e4880')
+    """
+    n = int(n)
+    if abs(n) < 10**30:
+        return f"{n:,}"
+    exp = int(math.log10(abs(n)))
+    q = abs(n) // 10 ** (exp - 3)
+    while q >= 10_000:                                   # log10 may round up or down by one
+        exp, q = exp + 1, q // 10
+    while q < 1_000:
+        exp, q = exp - 1, abs(n) // 10 ** (exp - 4)
+    return f"~{'-' if n < 0 else ''}{q // 1000}.{q % 1000:03d}e{exp}"
+
+
 def to_json(obj: Any) -> Any:
     """A JSON-ready form of a report, typed: dataclasses become objects, Fractions numbers (an int when integral,
     else the nearest float; reports that need the exact value carry it as a ``"p/q"`` string in a field of its
@@ -76,6 +95,8 @@ def to_json(obj: Any) -> Any:
         return [to_json(v) for v in obj.tolist()] if obj.dtype == object else to_json(obj.tolist())
     if isinstance(obj, np.generic):
         return to_json(obj.item())
+    if isinstance(obj, int) and not isinstance(obj, bool) and abs(obj) >= 10**300:
+        return count_text(obj)                           # no JSON reader takes (nor Python prints) such an int
     if isinstance(obj, bool) or obj is None or isinstance(obj, (int, str)):
         return obj
     if isinstance(obj, Fraction):

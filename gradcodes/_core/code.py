@@ -220,6 +220,27 @@ class GradientCode(LinearCode):
         super().__init__(B, m=m, **kwargs)
         self.s = check_int("s", s, 0, self.n - 1)
         self.rtol = check_real("rtol", rtol, 0, 1, open_lo=True, open_hi=True)
+        if type(self) is GradientCode:      # a matrix given by hand (families prove their own structure)
+            self._check_replication()
+
+    def _check_replication(self) -> None:
+        """Warn about a matrix that cannot tolerate ``s`` stragglers: a partition held by ``c <= s`` workers is lost
+        when those ``c`` straggle (the other rows are zero on its columns, so no ``A_F`` gives ``A_F B = E``).
+        One pass over the non-zeros; a necessary condition only. A warning, not an error: such a code is still a
+        valid object (tests of verifiers build them on purpose), and :func:`gradcodes.verify` reports it FAILS."""
+        rep = np.asarray(self.replication)
+        short = np.flatnonzero(rep <= self.s)
+        if not short.size:
+            return
+        import warnings
+
+        j = int(short[0])
+        why = (f"partition {j} is stored on no worker" if rep[j] == 0 else
+               f"partition {j} is held by {int(rep[j])} worker(s), so s={self.s} stragglers holding it leave it out "
+               f"of every decode (s at most {int(rep.min()) - 1} for this matrix)")
+        warnings.warn(f"GradientCode(B, s={self.s}) cannot recover the sum from every n - s responders: {why}; "
+                      f"{short.size} of the {self.k} partitions have fewer than s + 1 = {self.s + 1} holders "
+                      f"(gradcodes.verify(code) reports FAILS)", UserWarning, stacklevel=3)
 
     def _min_responders(self) -> int:
         return self.n - self.s

@@ -18,13 +18,24 @@ import numpy as np
 
 from .._base.aliases import DTypeLike, RNGLike, Unset
 from .._base.errors import GradcodesTypeError
-from .._base.validate import SEED_UNSET, check_int, check_real, check_rng, check_size, renamed_keyword, take_rng
+from .._base.output import count_text
+from .._base.validate import (
+    SEED_UNSET,
+    check_int,
+    check_real,
+    check_rng,
+    check_size,
+    limits,
+    renamed_keyword,
+    take_rng,
+)
 from .._verify.engine import PatternModel, Tracker, run
 from .._verify.report import VerifyReport
 from .coded_reduce_alloc import coded_reduce_load
 from .coded_reduce_code import VERIFIERS, CodedReduceCode
+from .coded_reduce_compose import _allocation, compose
 
-__all__ = ["TreeVerifyReport", "TreePatterns", "verify_tree"]
+__all__ = ["TreeVerifyReport", "TreePatterns", "verify_tree", "composition_report"]
 
 # ----------------------------------------------------------------------------------------------------------
 # the report
@@ -79,7 +90,7 @@ class TreeVerifyReport(VerifyReport):
 
     def __repr__(self) -> str:
         return (f"<TreeVerifyReport {self.name}: {self.verdict}, {self.patterns_checked:,} of "
-                f"{self.patterns_total:,} patterns checked"
+                f"{count_text(self.patterns_total)} patterns checked"
                 + (f", {'' if self.failures_exact else '>= '}{self.n_failures:,} failing" if self.n_failures else "")
                 + ">")
 
@@ -102,7 +113,7 @@ class TreeVerifyReport(VerifyReport):
         lines = [
             f"verify_tree: {self.name} [{self.field}, dtype={self.dtype}]",
             f"  verdict       : {self._headline()}",
-            f"  checked       : {self.patterns_checked:,} of {self.patterns_total:,} ({strat}); "
+            f"  checked       : {self.patterns_checked:,} of {count_text(self.patterns_total)} ({strat}); "
             f"{self.distinct_checked:,} distinct decodings"
             + (" [stopped at the first failing batch]" if self.stopped_early else "")
             + (" [interrupted]" if self.interrupted else ""),
@@ -267,8 +278,17 @@ def verify_tree(code: CodedReduceCode, *, limit: int | None = None, samples: int
       ancestors each lose the ``s`` siblings preceding the path), ``samples`` uniformly random patterns, and
       with ``search=True`` a worst-case search (coordinate ascent: each parent whose output reaches the master
       in turn tries every straggler set given the others, keeping the one that maximises the residual, then
-      the cancellation factor; at most ``search_budget`` patterns). Only the exhaustive mode is a proof: the
-      sampled mode reports ``"unproven"`` (falsy) when it finds no failure.
+      the cancellation factor; at most ``search_budget`` patterns). The sampled patterns alone are no proof.
+    * **Composition** (``gradcodes/_families/coded_reduce_compose.py``, Reisizadeh et al. 2019): when the
+      patterns are more than the count above (``limit``, or the default budget; with ``time_budget``, when they
+      are past ``2^62`` or the code is stored sparse), the inner code's proof over all its sets is composed along
+      the tree: when ``B`` is CR.Allocate's matrix of the inner code and the composed acceptance bound (inner
+      cancellation ``C``: ``C^L``; inner residual ``rho``: ``rho (1 + C + ... + C^{L-1})``) is within ``rtol``,
+      every pattern with at most ``s`` stragglers per parent is proven (exactly, for rational codes). With
+      ``limit=None`` that report is returned without sampling; with a ``limit`` the sampled check runs too and
+      the report is a proof when it finds no failure. When the bound exceeds ``rtol``, the patterns that reach
+      it are built and checked: a failing one is returned as the counterexample (``"inaccurate"`` or
+      ``"FAILS"``); otherwise the sampled check runs and the report is ``"unproven"``.
 
     The load is checked too: every worker stores exactly ``r P`` units, ``B`` matches the CR.Allocate lists,
     and ``r`` is compared with the optimum :func:`coded_reduce_load`.
@@ -350,19 +370,35 @@ def verify_tree(code: CodedReduceCode, *, limit: int | None = None, samples: int
         proof = _theorem_report(code, rtol, dt)        # large trees: a proof by composition, no enumeration
         if proof is not None:
             return proof
+    set_budget = default_limit(pattern_cost_us("tree_rational" if code.exact else "tree", n=code.N, s=code.s,
+                                               k=code.P, complex_=code.field == "complex"))
+    sampled_size = 1 + code.branching + code.N + samples + (search_budget if search else 0)
+    total = code.patterns_total()
+    if time_budget is None:
+        compose = total > (limit if limit is not None else max(set_budget, sampled_size))
+    else:
+        compose = code.sparse or total >= 2**62
+    composed = None
+    if compose:       # too many patterns to enumerate: the inner code's proof, composed along the tree
+        composed = composition_report(code, rtol, dt, max_failures)
+        # a counterexample settles it; a proof does too, unless a limit asks for the sampled check as well (as a
+        # flat code's theorem is checked alongside its sampled sets)
+        if composed is not None and (composed.n_failures or (composed.exact and limit is None)):
+            return composed
+    # one batch of masks within gradcodes.limits.entries (the verdict does not depend on the batch size)
+    batch = min(batch, max(1, limits.entries // code.N))
     check_size("batch_size * N (one batch of masks)", batch * code.N, "entries")
     model = TreePatterns(code, search_budget)
     model.scale = scale
     if comm is not None and comm.Get_size() > 1:     # every rank samples and searches the same patterns
         rng = np.random.default_rng(comm.bcast(int(rng.integers(2**63)) if comm.Get_rank() == 0 else None, root=0))
     tr = Tracker(model, rtol, dt, max_failures, load=int(code.load) + 2 * code.L)   # CodedReduceCode._terms
-    sampled_size = 1 + code.branching + code.N + samples + (search_budget if search else 0)
     out = run(tr, limit=limit, samples=samples, search=search, rng=rng, batch=batch,
               stop_on_failure=stop_on_failure, progress=progress, time_budget=time_budget,
-              sampled_size=sampled_size, desc=f"verify_tree {code.name}",
-              set_budget=default_limit(pattern_cost_us("tree_rational" if code.exact else "tree", n=code.N,
-                                                       s=code.s, k=code.P, complex_=code.field == "complex")))
+              sampled_size=sampled_size, desc=f"verify_tree {code.name}", set_budget=set_budget)
     notes = out.notes
+    if composed is not None:
+        notes.extend(f"composition: {note}" for note in composed.notes)
     if (scale["checkpoint"] is not None or (comm is not None and comm.Get_size() > 1)) and not scale.get("used"):
         notes.append("checkpoint / comm not used: they serve the exhaustive enumeration (this run was sampled)")
     loads, loads_equal, allocation_ok = _allocation(code, notes)
@@ -374,6 +410,10 @@ def verify_tree(code: CodedReduceCode, *, limit: int | None = None, samples: int
         notes.append(borderline_note(tr))
     ok = (out.exhaustive and not tr.n_failures and not tr.n_borderline and tr.checked > 0 and loads_equal
           and allocation_ok)
+    theorem, est, bound = None, tr.worst_est, tr.worst_hi
+    if composed is not None and composed.exact and not (tr.n_failures or tr.n_borderline or out.interrupted):
+        ok, theorem = True, composed.theorem       # the composition proves what the sampled sets did not break
+        est, bound = max(est, composed.error_estimate), max(bound, composed.error_bound)
     res_txt = code.pattern_text(tr.worst_res_P) if tr.worst_res_P is not None else "-"
     canc_txt = code.pattern_text(tr.worst_canc_P) if tr.worst_canc_P is not None else "-"
     return TreeVerifyReport(
@@ -381,58 +421,47 @@ def verify_tree(code: CodedReduceCode, *, limit: int | None = None, samples: int
         exhaustive=out.exhaustive, patterns_checked=tr.checked, patterns_total=model.total,
         strategies=out.strategies, worst_residual=max(tr.worst_res, 0.0), worst_responders=tr.worst_res_S,
         worst_cancellation=max(tr.worst_canc, 0.0), worst_cancellation_responders=tr.worst_canc_S,
-        error_estimate=tr.worst_est, failures=tr.failures, n_failures=tr.n_failures, load=int(code.load),
+        error_estimate=est, failures=tr.failures, n_failures=tr.n_failures, load=int(code.load),
         average_load=Fraction(int(loads.sum()), code.N), load_lower_bound=opt, meets_lower_bound=frac == opt,
         borderline=tr.borderline, n_borderline=tr.n_borderline, worst_residual_bound=max(tr.worst_res_hi, 0.0),
-        worst_residual_lower=None if code.exact else tr.worst_res_lo, error_bound=tr.worst_hi,
+        worst_residual_lower=None if code.exact else tr.worst_res_lo, error_bound=bound, theorem=theorem,
         rtol=rtol, seconds=out.seconds, stopped_early=out.stopped, notes=notes, interrupted=out.interrupted,
         dtype=str(dt), pattern_model="tree patterns", distinct_checked=len(model.seen), worst_pattern=res_txt,
         worst_cancellation_pattern=canc_txt, loads_equal=loads_equal, allocation_ok=allocation_ok,
         load_fraction=frac)
 
 
-def _allocation(code: CodedReduceCode, notes: list[str]) -> tuple[np.ndarray, bool, bool]:
-    """``(loads, loads_equal, allocation_ok)``: every worker stores ``r P`` units, and row ``v`` of ``B`` is
-    exactly worker ``v``'s own share of the CR.Allocate list (cost O(nnz) for a code stored sparse)."""
-    loads = np.asarray(code.loads)
-    loads_equal = bool(np.all(loads == loads[0])) and int(loads[0]) == int(code.r * code.P)
-    allocation_ok = True
-    if code._lists is None:
-        notes.append("no allocation lists (code built from a matrix): allocation not checked")
-        return loads, loads_equal, allocation_ok
-    own_len = int(code.r * code.P)
-    n_leaf = code.branching**code.L
-    shares = [slice(None) if v >= code.N - n_leaf else slice(0, own_len) for v in range(code.N)]
-    if code.sparse:
-        indptr, indices, data = code._csr_parts()
-        units = [code._lists[0][v][sh] for v, sh in enumerate(shares)]
-        lengths = np.array([u.size for u in units], dtype=np.int64)
-        U = np.concatenate(units)
-        C = np.concatenate([code._lists[1][v][sh] for v, sh in enumerate(shares)])
-        rows = np.repeat(np.arange(code.N), lengths)
-        order = np.lexsort((U, rows))
-        bad = None
-        if not np.array_equal(np.diff(indptr), lengths):
-            bad = int(np.flatnonzero(np.diff(indptr) != lengths)[0])
-        else:
-            wrong = (indices != U[order]) | (data != C[order])
-            if wrong.any():
-                bad = int(rows[order][np.flatnonzero(wrong)[0]])
-        if bad is not None:
-            allocation_ok = False
-            notes.append(f"row {bad} of B does not match worker {bad}'s allocation list")
-        return loads, loads_equal, allocation_ok
-    for v in range(code.N):
-        u, c = code._lists[0][v][shares[v]], code._lists[1][v][shares[v]]
-        row = np.asarray(code.B[v])
-        expect_support = np.zeros(code.P, dtype=bool)
-        expect_support[u] = True
-        if not (np.array_equal(np.asarray(row != 0), expect_support) and
-                all(row[ui] == ci for ui, ci in zip(u, c, strict=True))):
-            allocation_ok = False
-            notes.append(f"row {v} of B does not match worker {v}'s allocation list")
-            break
-    return loads, loads_equal, allocation_ok
+def composition_report(code: CodedReduceCode, rtol: float, dtype: np.dtype,
+                       max_failures: int = 5) -> TreeVerifyReport | None:
+    """The report of a proof by composition (:func:`gradcodes._families.coded_reduce_compose.compose`: the inner
+    code's proof composed along the tree), or of the patterns that reach the composed bound when it is no proof;
+    None when the composition's conditions do not hold."""
+    import time
+
+    start = time.perf_counter()
+    tr = Tracker(TreePatterns(code, 0), rtol, dtype, max_failures, load=int(code.load) + 2 * code.L)
+    c = compose(code, rtol, dtype, tr)
+    if c is None:
+        return None
+    b, proven = c.bounds, c.proven
+    frac = Fraction(int(code.load), code.P)
+    opt = coded_reduce_load(code.branching, code.L, code.s)
+    return TreeVerifyReport(
+        name=code.name, n=code.N, s=code.s, k=code.P, m=1, field=code.field, decoder="tree",
+        exact=bool(proven and not tr.n_failures), exhaustive=False, patterns_checked=tr.checked,
+        patterns_total=TreePatterns(code, 0).total, strategies={"composition": 0, **c.checked},
+        worst_residual=b["residual"] if proven else max(tr.worst_res, 0.0), worst_responders=tr.worst_res_S,
+        worst_cancellation=max(tr.worst_canc, 0.0) if tr.worst_canc_P is not None else b["canc"],
+        worst_cancellation_responders=tr.worst_canc_S,
+        error_estimate=b["estimate"] if proven else max(tr.worst_est, 0.0), failures=tr.failures,
+        n_failures=tr.n_failures, borderline=tr.borderline, n_borderline=tr.n_borderline, load=int(code.load),
+        average_load=Fraction(int(c.loads.sum()), code.N), load_lower_bound=opt, meets_lower_bound=frac == opt,
+        worst_residual_bound=b["residual_hi"], worst_residual_lower=None if code.exact else tr.worst_res_lo,
+        error_bound=b["bound"], rtol=rtol, seconds=time.perf_counter() - start, theorem=c.theorem,
+        notes=c.notes, dtype=str(dtype), pattern_model="tree patterns",
+        worst_pattern=code.pattern_text(tr.worst_res_P) if tr.worst_res_P is not None else "-",
+        worst_cancellation_pattern=code.pattern_text(tr.worst_canc_P) if tr.worst_canc_P is not None else "-",
+        loads_equal=c.loads_equal, allocation_ok=c.allocation_ok, load_fraction=frac)
 
 
 def tree_theorem(code: CodedReduceCode, rtol: float, dtype: Any = np.float64) -> str | None:

@@ -288,17 +288,6 @@ def _certify_cost(code: LinearCode, per_set: Callable[[int, int, int], float] | 
     return enumeration_seconds(code.n, s, code.m, cplx, per_set), math.comb(code.n, s)
 
 
-def _enumeration_limit(code: LinearCode) -> int:
-    """The ``limit`` that makes :func:`gradcodes.verify` enumerate the code (every distinct block)."""
-    from .._verify.blocks import BlockDecoder
-
-    s = int(getattr(code, "s", 0))
-    dec = code._decoder(None)
-    if isinstance(dec, BlockDecoder):
-        return max([math.comb(sub.n, min(s, sub.n)) for sub in dec.subcodes if sub is not None], default=0)
-    return math.comb(code.n, s)
-
-
 def _how(rep: Any) -> str:
     """How a proven :func:`gradcodes.verify` report proved the code."""
     from .._verify.blocks import BlockVerifyReport
@@ -328,7 +317,7 @@ def _judge(code: LinearCode, cand: Candidate, budget: float, cost: float | None)
     est, sets = _certify_cost(code, cand.per_set)
     est = est if cost is None else cost
     if est <= budget or cand.stable:
-        limit = _enumeration_limit(code) if est <= budget else 0
+        limit = sets if est <= budget else 0      # the sets of the code (of its distinct blocks, together)
         rep = verify(code, limit=limit, samples=0 if est <= budget else 20, search=False, rng=DEFAULT_RNG,
                      stop_on_failure=True)
         failed = bool(rep.n_failures)

@@ -8,6 +8,8 @@ the same over MPI and over ``torch.distributed``, and is decided here, in :meth:
   iteration (a parent that fell behind its children) is kept for that iteration;
 * a message with a **NaN or infinite** entry makes its sender a straggler for the iteration: it is dropped and the
   wait goes on (the parent may also combine first and check the sum once, passing the culprits back as ``bad``);
+  with ``nonfinite="overflow"`` (mixed-precision training with a loss scaler) it is an answer like any other
+  instead: the decode is then not finite, the caller's scaler skips the step and lowers the scale;
 * a child whose **link failed** (its process ended: a crash, ``os._exit``, a kill the launcher let the job
   survive) is a straggler from then on, never waited for again (:attr:`Collection.dead`);
 * as soon as the children left (outside the NaN senders, the dead, and the rows the caller knows cannot answer)
@@ -122,12 +124,27 @@ class Collection:
         At least one of ``tracker`` and ``need`` is given.
     who : str, default ""
         Prefix of error messages (a tree parent: ``"rank r: "``).
+    nonfinite : {"straggler", "overflow"}, default "straggler"
+        What a message with a NaN or infinite entry is. ``"straggler"``: a faulty message, its sender a straggler
+        for the iteration (dropped; the wait goes on). ``"overflow"``: a loss scaler's overflow signal (a scaled
+        float16 gradient that overflowed, ``torch.amp.GradScaler``), accepted as an answer like any other
+        message and never checked here: a partition that overflows overflows on every worker that holds it, so
+        waiting for finite holders would only run into the timeout. The caller finds the decode non-finite
+        (``finite``) and its scaler skips the step, as single-process mixed precision skips a batch any part
+        of which overflowed.
     """
 
+    #: the values of ``nonfinite``
+    NONFINITE = ("straggler", "overflow")
+
     def __init__(self, ranks: Sequence[int], *, tracker: Any = None, need: int | None = None,
-                 who: str = "") -> None:
+                 who: str = "", nonfinite: str = "straggler") -> None:
         if tracker is None and need is None:
             raise GradcodesValueError("Collection needs a wait policy's tracker or a count of messages (need)")
+        if nonfinite not in self.NONFINITE:
+            raise GradcodesValueError(f"nonfinite must be 'straggler' or 'overflow', got {nonfinite!r}")
+        #: what a NaN/inf message is: a straggler's (dropped) or a loss scaler's overflow (an answer)
+        self.nonfinite = nonfinite
         self.ranks = [int(r) for r in ranks]
         self.K = len(self.ranks)
         self.tracker = tracker
@@ -176,7 +193,14 @@ class Collection:
         this iteration (a set is used as it is, so the caller may shrink it while waiting). ``bad``: rows already
         found non-finite for ``t`` by a check of their combined sum; their messages are dropped. ``check_finite``:
         check each message as it arrives (else the caller checks the sum and passes the culprits back as ``bad``).
+        With ``nonfinite="overflow"`` no message is checked (``check_finite`` is ignored) and ``bad`` must be empty:
+        a NaN/inf message is an answer.
         """
+        overflow = self.nonfinite == "overflow"
+        if overflow and bad:
+            raise GradcodesValueError("a collection with nonfinite='overflow' takes NaN/inf messages as answers: "
+                                      "no row can be bad")
+        check_finite = check_finite and not overflow
         if self.tracker is not None:
             self.tracker.reset()
         got: list[int] = []

@@ -45,6 +45,12 @@ every block decode accepted, and (c) the combined bound of part 2 (with the whol
 residual, so (c) is checked from the blocks' worst values. Blocks with equal ``B_b`` (and equal decoders) have the
 same worst values, so each is checked once. The work is ``sum over distinct blocks of C(n_b, s)`` straggler sets
 instead of ``C(n, s)``.
+
+**One budget.** The verifier's budget is the whole code's, shared by the distinct blocks in their order: ``limit``
+counts their sets together, the default budget their predicted seconds (the cost model of
+:mod:`gradcodes._verify.cost`, about 10 s of one core in all), and ``time_budget`` is one wall clock (each block
+gets what the blocks before it left). A block is enumerated when it fits what is left, else sampled and searched:
+the report is then unproven and names the block. Progress is one count over every enumerated block's sets.
 """
 
 from __future__ import annotations
@@ -386,6 +392,62 @@ def _confirm_failures(code: GradientCode, dec: BlockDecoder, lifted: list[tuple[
     return [F for F, v in zip(lifted, verdict, strict=True) if v == FAILS]
 
 
+def _verify_distinct(code: GradientCode, todo: list[tuple[int, GradientCode]], rows: list[dict[str, Any]],
+                     options: dict[str, Any], notes: list[str]) -> None:
+    """Verify the distinct blocks ``todo`` (``(row, block code)``) under one budget and one clock; each report goes
+    to ``rows[row]["report"]``.
+
+    The budget is the whole code's, shared by the blocks in their order: ``limit`` (the most sets enumerated, all
+    blocks together), the default budget (:data:`gradcodes._verify.cost.DEFAULT_SECONDS` of the cost model's
+    predicted time, all blocks together; a block no larger than its sampled check is always enumerated, as a flat
+    code is) or ``time_budget`` (wall-clock seconds since the start, what is left going to the next block). A
+    block that does not fit what is left is sampled and searched, not enumerated: the report is then unproven and
+    says which. Progress (``progress``) is one clock over the sets of every enumerated block."""
+    from .cost import DEFAULT_SECONDS, flat_cost_us
+    from .engine import Clock, shared_clock
+    from .verifier import verify
+
+    options = dict(options)
+    limit, time_budget = options.pop("limit", None), options.pop("time_budget", None)
+    samples, search = int(options.get("samples", 2000)), bool(options.get("search", True))
+    s = code.s
+    totals = [math.comb(sub.n, s) for _, sub in todo]
+    whole = sum(totals)
+    plan: list[bool] = []                 # enumerate the block (limit / default budget; unused with time_budget)
+    left_sets, left_seconds = limit, DEFAULT_SECONDS
+    for (i, sub), total in zip(todo, totals, strict=True):
+        if limit is not None:
+            fits = total <= left_sets
+            left_sets -= total if fits else 0
+            why = f"what is left of limit = {limit:,} ({left_sets:,} sets after the blocks before it)"
+        else:
+            seconds = total * flat_cost_us(sub, sub._decoder(None)) * 1e-6
+            fits = total <= sub.n + samples + (2000 if search else 0) or seconds <= left_seconds
+            left_seconds = max(left_seconds - (seconds if fits else 0.0), 0.0)
+            why = (f"what is left of the default budget (about {left_seconds:.2g} of {DEFAULT_SECONDS:g} s of one "
+                   f"core, shared by the distinct blocks; gradcodes._verify.cost): about {seconds:.3g} s")
+        plan.append(fits)
+        if time_budget is None and not fits:
+            notes.append(f"block {i} ({sub.n} workers): its {total:,} sets exceed {why}; sampled and searched, not "
+                         f"enumerated")
+    if time_budget is None and not all(plan):
+        notes.append(f"pass limit={whole} (every distinct block: {whole:,} sets) or time_budget= seconds for a full "
+                     f"check")
+    clock_total = whole if time_budget is not None else sum(t for t, f in zip(totals, plan, strict=True) if f)
+    start = time.perf_counter()
+    ckpt = options.get("checkpoint")
+    with shared_clock(Clock(max(clock_total, 1), options.get("progress"), f"verify {code.name} (blocks)")):
+        for ((i, sub), total, fits) in zip(todo, totals, plan, strict=True):
+            sub_options = dict(options)
+            if ckpt is not None:                           # one checkpoint file per distinct block
+                sub_options["checkpoint"] = f"{os.fspath(ckpt)}.block{i}"
+            if time_budget is not None:
+                sub_options["time_budget"] = max(0.0, time_budget - (time.perf_counter() - start))
+            else:
+                sub_options["limit"] = total if fits else 0
+            rows[i]["report"] = verify(sub, **sub_options)
+
+
 def verify_blocks(code: GradientCode, dec: BlockDecoder, **options: Any) -> VerifyReport:
     """Proof by blocks (module docstring): verify each distinct block once and combine the reports. When
     ``code.B`` is not exactly the decoder's blocks (or the field is exact), the decoder is checked set by set."""
@@ -411,6 +473,7 @@ def verify_blocks(code: GradientCode, dec: BlockDecoder, **options: Any) -> Veri
     notes: list[str] = []
     dead: Block | None = None
     covered: set[int] = set()
+    todo: list[tuple[int, GradientCode]] = []             # the distinct blocks to verify: (row, block code)
     for i, (blk, sub) in enumerate(zip(dec.blocks, dec.subcodes, strict=True)):
         covered.update(blk.partitions)
         row: dict[str, Any] = {"workers": blk.workers, "partitions": blk.partitions, "same_as": None,
@@ -423,13 +486,17 @@ def verify_blocks(code: GradientCode, dec: BlockDecoder, **options: Any) -> Veri
             continue
         if id(sub) in by_id:
             row["same_as"] = by_id[id(sub)]
-            row["report"] = rows[by_id[id(sub)]]["report"]
         else:
             by_id[id(sub)] = i
-            ckpt = options.get("checkpoint")        # one checkpoint file per distinct block
-            sub_options = options if ckpt is None else {**options, "checkpoint": f"{os.fspath(ckpt)}.block{i}"}
-            row["report"] = _repetition_report(sub, dtype) or verify(sub, **sub_options)
-        reports.append((blk, row["report"]))
+            row["report"] = _repetition_report(sub, dtype)
+            if row["report"] is None:
+                todo.append((i, sub))
+    _verify_distinct(code, todo, rows, options, notes)
+    for blk, row in zip(dec.blocks, rows, strict=True):
+        if row["same_as"] is not None:
+            row["report"] = rows[row["same_as"]]["report"]
+        if row["report"] is not None:
+            reports.append((blk, row["report"]))
     missing = sorted(set(range(k)) - covered)
     everyone = tuple(range(n))
     if missing:

@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["DEFAULT_SECONDS", "COSTS", "SEARCH_SECONDS", "pattern_cost_us", "default_limit", "flat_path",
-           "flat_default_limit", "limit_note", "search_moves"]
+           "flat_cost_us", "flat_default_limit", "limit_note", "search_moves"]
 
 #: below this many sets the screening kernel is not worth its set-up (and numba's first-use compilation); the
 #: verifier's switch (:mod:`gradcodes._verify.verifier`) reads it here, so the cost model and the engine agree
@@ -123,21 +123,29 @@ def flat_path(code: Any, dec: Any, total: int) -> str:
     return "reference"
 
 
+def flat_cost_us(code: Any, dec: Any) -> float:
+    """Predicted microseconds per straggler set of a flat code's enumeration under decoder ``dec``
+    (:func:`pattern_cost_us` on the path of :func:`flat_path`)."""
+    total = math.comb(code.n, code.s)
+    nnz = int(np.count_nonzero(code.support_matrix))
+    return pattern_cost_us(flat_path(code, dec, total), n=code.n, s=code.s, k=code.k, m=code.m, nnz=nnz,
+                           complex_=code.field == "complex")
+
+
 def flat_default_limit(code: Any, dec: Any, seconds: float = DEFAULT_SECONDS) -> int:
     """:func:`default_limit` of a flat code's ``C(n, s)`` straggler sets under decoder ``dec`` (``seconds``: of
     one core of the calibration machine)."""
-    total = math.comb(code.n, code.s)
-    nnz = int(np.count_nonzero(code.support_matrix))
-    path = flat_path(code, dec, total)
-    return default_limit(pattern_cost_us(path, n=code.n, s=code.s, k=code.k, m=code.m, nnz=nnz,
-                                         complex_=code.field == "complex"), seconds)
+    return default_limit(flat_cost_us(code, dec), seconds)
 
 
 def limit_note(total: int, noun: str, budget: int) -> str:
     """The report's note when the default budget does not cover the enumeration."""
-    return (f"not exhaustive: {total:,} {noun} exceed the default budget of {budget:,} (a fixed cost model, "
+    from .._base.output import count_text
+
+    hint = str(total) if total < 10**30 else count_text(total)
+    return (f"not exhaustive: {count_text(total)} {noun} exceed the default budget of {budget:,} (a fixed cost model, "
             f"about {DEFAULT_SECONDS:g} s of one core, the same on every machine: gradcodes._verify.cost); pass "
-            f"limit={total} for a full check, or time_budget= seconds for a wall-clock budget")
+            f"limit={hint} for a full check, or time_budget= seconds for a wall-clock budget")
 
 
 def search_moves(n: int, s: int, seconds: float = SEARCH_SECONDS) -> int:

@@ -21,12 +21,15 @@ import math
 import sys
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, NamedTuple
 
 import numpy as np
 
+from .._base.output import count_text
 from .._core.decoders import single_threaded_blas
 from .._core.numerics import (
     BORDERLINE,
@@ -44,7 +47,7 @@ from .._core.numerics import (
 from . import mpi_driver as _mpi_driver  # noqa: F401  (registers the MPI drivers with .parallel)
 from .report import _hms
 
-__all__ = ["PatternModel", "Tracker", "Evaluation", "Outcome", "run"]
+__all__ = ["PatternModel", "Tracker", "Evaluation", "Outcome", "run", "Clock", "shared_clock"]
 
 #: no enumeration of this many patterns could finish (and counts beyond it overflow float rates)
 _HOPELESS = 2**62
@@ -335,7 +338,12 @@ class Interrupted(Exception):
 
 
 class Clock:
-    """Progress on stderr for long runs (tqdm on a terminal, a line every 10 s otherwise) and the time budget."""
+    """Progress on stderr for long runs (tqdm on a terminal, a line every 10 s otherwise) and the time budget.
+
+    A clock made while another is *shared* (:func:`shared_clock`: one run made of several enumerations, e.g. the
+    distinct blocks of a proof by blocks) counts for that one: its own rate serves its time budget, and the
+    progress shown is the shared clock's, over every enumeration of the run.
+    """
 
     def __init__(self, total: int, enabled: bool | None, desc: str, noun: str = "sets") -> None:
         self.total, self.enabled, self.desc, self.noun = total, enabled, desc, noun
@@ -343,9 +351,16 @@ class Clock:
         self.done = 0
         self.bar: Any = None
         self.last = self.start
+        self.parent: Clock | None = _SHARED_CLOCK.get()
+        #: time and count at the first update: the rate after it leaves out one-off set-up (decoder caches,
+        #: loading a compiled kernel) that the first piece pays
+        self._first: tuple[float, int] | None = None
 
     def rate(self) -> float:
-        dt = time.perf_counter() - self.start
+        now = time.perf_counter()
+        if self._first is not None and self.done > self._first[1] and now > self._first[0]:
+            return (self.done - self._first[1]) / (now - self._first[0])
+        dt = now - self.start
         return self.done / dt if dt > 0 else float("inf")
 
     def predicted(self) -> float:
@@ -355,16 +370,24 @@ class Clock:
 
     def over_budget(self, budget: float) -> bool:
         """True when the rate so far predicts that the whole enumeration exceeds ``budget`` seconds (one-off
-        set-up such as compiling a kernel is not counted: restart ``start`` after it)."""
+        set-up such as compiling a kernel is not counted: restart ``start`` after it). The rate is measured after
+        the first piece when there is one (its set-up would otherwise predict hours for a check of a second), and no
+        verdict comes before ``min(1 s, budget / 10)`` (at least 0.05 s) of work: a few pieces of a fast
+        enumeration say little about its rate."""
         elapsed = time.perf_counter() - self.start
-        return elapsed > 0.05 and elapsed + self.predicted() > budget
+        return elapsed > max(0.05, min(1.0, budget / 10)) and elapsed + self.predicted() > budget
 
     def update(self, k: int) -> None:
         self.done += k
+        if self._first is None:
+            self._first = (time.perf_counter(), self.done)
+        if self.parent is not None:
+            self.parent.update(k)
+            return
         if self.enabled is None and self.done and time.perf_counter() - self.start > 1.0:
             self.enabled = self.predicted() > 10.0
             if self.enabled:
-                print(f"{self.desc}: {self.total:,} {self.noun}, about {_hms(self.predicted())} at "
+                print(f"{self.desc}: {count_text(self.total)} {self.noun}, about {_hms(self.predicted())} at "
                       f"{self.rate():,.0f} {self.noun}/s (Ctrl-C keeps the partial report)", file=sys.stderr,
                       flush=True)
         if not self.enabled:
@@ -389,6 +412,25 @@ class Clock:
             self.bar.close()
 
 
+def _plain(total: int) -> str:
+    """A count as a ``limit=`` value (digits), or its :func:`count_text` when it has too many digits to print."""
+    return str(total) if total < 10**30 else count_text(total)
+
+
+_SHARED_CLOCK: ContextVar[Clock | None] = ContextVar("gradcodes_shared_clock", default=None)
+
+
+@contextmanager
+def shared_clock(clock: Clock) -> Iterator[Clock]:
+    """Make ``clock`` the progress of every enumeration started inside the ``with`` block (see :class:`Clock`)."""
+    token = _SHARED_CLOCK.set(clock)
+    try:
+        yield clock
+    finally:
+        _SHARED_CLOCK.reset(token)
+        clock.close()
+
+
 @dataclass
 class Outcome:
     """What :func:`run` did: the tracker's contents plus how the patterns were chosen."""
@@ -410,8 +452,9 @@ def run(tracker: Tracker, *, limit: int | None, samples: int, search: bool, rng:
     sampling would check anyway) or at most ``set_budget`` (the default budget, a count of patterns from the fixed
     cost model of :mod:`gradcodes._verify.cost`: the decision never depends on a clock); only when the caller
     gives ``time_budget`` seconds (``set_budget`` is then ignored) does a wall-clock rule decide: enumerate
-    while the rate measured on the first batches predicts that the whole enumeration fits (0: never). With a
-    ``limit``, every pattern is enumerated when there are at most ``max(limit, sampled_size)``. Otherwise (or when
+    while the rate measured on the first batches predicts that the whole enumeration fits (0: never). A ``limit``
+    is the most patterns enumerated, exactly: every pattern is enumerated when there are at most ``limit`` (0:
+    never, however few), whatever ``time_budget`` and ``sampled_size`` say. Otherwise (or when
     a time budget runs out) the model's structured patterns, ``samples`` random ones and, with ``search``, the
     model's search are checked. ``before_sampling()`` runs first in that case and returns whether to search.
     Ctrl-C keeps what was checked (``interrupted``; never a proof).
@@ -436,12 +479,12 @@ def run(tracker: Tracker, *, limit: int | None, samples: int, search: bool, rng:
         mode = "exhaustive" if total <= sampled_size else (
             "budget" if time_budget > 0 and total < _HOPELESS else "sample")
         if mode == "sample" and total >= _HOPELESS:
-            out.notes.append(f"not exhaustive: {total:.3g} {noun} are far too many to enumerate")
+            out.notes.append(f"not exhaustive: {count_text(total)} {noun} are far too many to enumerate")
         elif mode == "sample":
-            out.notes.append(f"not exhaustive: time_budget = 0 skips enumerating {total:,} {noun}; pass "
-                             f"limit={total} or a positive time_budget for a full check")
+            out.notes.append(f"not exhaustive: time_budget = 0 skips enumerating {count_text(total)} {noun}; pass "
+                             f"limit={count_text(total).replace(',', '')} or a positive time_budget for a full check")
     else:
-        mode = "exhaustive" if total <= max(limit, sampled_size) else "sample"
+        mode = "exhaustive" if total <= limit else "sample"
     try:
         if mode in ("exhaustive", "budget"):
             done, out.stopped, finished = _enumerate(tracker, batch, stop_on_failure, progress,
@@ -449,14 +492,14 @@ def run(tracker: Tracker, *, limit: int | None, samples: int, search: bool, rng:
             out.strategies["exhaustive" if finished else "lexicographic prefix"] = done
             out.exhaustive = finished and not out.stopped
             if not finished and not out.stopped:
-                out.notes.append(f"not exhaustive: {total:,} {noun} would take about "
+                out.notes.append(f"not exhaustive: {count_text(total)} {noun} would take about "
                                  f"{_hms(total / max(done, 1) * (time.perf_counter() - start))} (> time_budget = "
                                  f"{time_budget:g} s); pass limit={total} for a full check")
                 mode = "sample"
         if mode == "sample" and not (stop_on_failure and tracker.n_failures):
             if limit is not None:
-                out.notes.append(f"not exhaustive: {total:,} {noun} > limit = {limit:,}; pass limit={total} "
-                                 f"for a full check")
+                out.notes.append(f"not exhaustive: {count_text(total)} {noun} > limit = {limit:,}; pass "
+                                 f"limit={_plain(total)} for a full check")
             searchable = before_sampling() if before_sampling is not None else True
             do_search = search and searchable
             with single_threaded_blas():

@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 
+from .._base.output import count_text
+
 __all__ = ["VerifyReport"]
 
 
@@ -162,8 +164,8 @@ class VerifyReport:
 
     def _count_text(self) -> str:
         if self.failures_exact:
-            return f"{self.n_failures:,} of {self.patterns_total:,}"
-        return f"at least {self.n_failures:,} of {self.patterns_total:,}"
+            return f"{self.n_failures:,} of {count_text(self.patterns_total)}"
+        return f"at least {self.n_failures:,} of {count_text(self.patterns_total)}"
 
     def _headline(self) -> str:
         v = self.verdict
@@ -178,9 +180,9 @@ class VerifyReport:
                     f"machine); not a proof")
         if v == "unproven":
             how = "interrupted; " if self.interrupted else ""
-            return (f"UNPROVEN: no failure found in {self.patterns_checked:,} checked of {self.patterns_total:,} "
-                    f"{self.pattern_model} ({how}not a proof)")
-        scope = (f"all {self.patterns_total:,} {self.pattern_model} checked" if self.exhaustive else
+            return (f"UNPROVEN: no failure found in {self.patterns_checked:,} checked of "
+                    f"{count_text(self.patterns_total)} {self.pattern_model} ({how}not a proof)")
+        scope = (f"all {count_text(self.patterns_total)} {self.pattern_model} checked" if self.exhaustive else
                  f"by a theorem ({self.patterns_checked:,} sets also checked)")
         if self.field.startswith("GF("):
             return (f"EXACT RECOVERY over {self.field}, {scope}: proves the algebra of the construction over "
@@ -191,7 +193,7 @@ class VerifyReport:
 
     def __repr__(self) -> str:
         return (f"<VerifyReport {self.name} (n={self.n}, s={self.s}): {self.verdict}, "
-                f"{self.patterns_checked:,} of {self.patterns_total:,} sets checked"
+                f"{self.patterns_checked:,} of {count_text(self.patterns_total)} sets checked"
                 + (f", {'' if self.failures_exact else '>= '}{self.n_failures:,} failing" if self.n_failures else "")
                 + ">")
 
@@ -207,7 +209,7 @@ class VerifyReport:
             f"{self.name} (n={self.n}, s={self.s}, k={self.k}, m={self.m}, field={self.field}, "
             f"decoder={self.decoder}, dtype={self.dtype})",
             f"  verdict            {self._headline()}",
-            f"  checked            {self.patterns_checked:,} of {self.patterns_total:,} ({strat})"
+            f"  checked            {self.patterns_checked:,} of {count_text(self.patterns_total)} ({strat})"
             + (" [stopped at the first failing batch]" if self.stopped_early else "")
             + (" [interrupted]" if self.interrupted else ""),
         ]

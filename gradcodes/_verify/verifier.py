@@ -237,13 +237,19 @@ def verify(code: LinearCode, *, limit: int | None = None, samples: int = 2000, s
     code : GradientCode
         The code to check.
     limit : int, optional
-        Enumerate all ``C(n, s)`` straggler sets when there are at most this many (or at most as many as the
-        sampled mode would check anyway); otherwise sample and search. Memory does not grow with it; a time
-        estimate is printed on stderr for long runs. Default (``limit=None``, ``time_budget=None``): the default
-        budget, ``floor(10 s / c)`` sets, where ``c`` is the microseconds per set that the fixed cost model of
-        the verifier's cost model predicts from ``n``, ``s``, ``k``, ``m``, the non-zeros of ``B``, the field
-        and the decoder (constants measured on one core of a 2-core x86-64 machine). It never depends on a clock,
-        the machine's load or ``workers``: the same call gives the same verdict and the same counts everywhere.
+        The most straggler sets enumerated. All ``C(n, s)`` sets are enumerated (a proof when none fails) when
+        there are at most ``limit``; otherwise none is, and the sampled check runs instead: the consecutive sets,
+        ``samples`` random sets and, with ``search``, the search (not a proof, unless the decoder states a theorem
+        for the code). ``limit=0`` never enumerates, however small the code. Memory does not grow with it; a time
+        estimate is printed on stderr for long runs. A code proven by blocks (:func:`gradcodes.by_blocks`) shares
+        its budget (``limit``, the default one or ``time_budget``) among its distinct blocks, in order: each block
+        is enumerated when it fits what is left, else sampled (the report says which). Default (``limit=None``,
+        ``time_budget=None``): enumerate when ``C(n, s)`` is at most the default budget, ``floor(10 s / c)``
+        sets, where ``c`` is the microseconds per set that the fixed cost model of the verifier's cost model
+        predicts from ``n``, ``s``, ``k``, ``m``, the non-zeros of ``B``, the field and the decoder (constants
+        measured on one core of a 2-core x86-64 machine), or at most as many sets as the sampled check would
+        check (``n + samples``, plus 2000 with ``search``). It never depends on a clock, the machine's load or
+        ``workers``: the same call gives the same verdict and the same counts everywhere.
     samples : int, default 2000
         Random straggler sets checked when not exhaustive.
     search : bool, default True

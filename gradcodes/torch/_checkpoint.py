@@ -1,13 +1,13 @@
 """Checkpoint and resume of :func:`gradcodes.torch.train` on the master (``train(..., checkpoint=path)``).
 
 The file is one ``torch.save`` of plain data (tensors, numbers, strings, lists, dicts): the model's ``state_dict``
-(parameters and buffers), the optimizer's and the scheduler's ``state_dict``, the next step, the master's random
-states (torch, numpy's global generator, Python's ``random``), the delay model's entropy, the record of the steps
-done, and what identifies the run: the code's digest (``fingerprint``), the number of trainable parameter entries,
-their dtype, the buffers' bytes, the batch size, the seed and the dataset's size. It is written atomically (a
-temporary file in the same directory, ``fsync``, ``os.replace``, ``fsync`` of the directory: the verification's
-``write_atomic``), so a crash at any moment leaves the previous checkpoint or the new one, never a mix (and at
-most a stray ``.ckpt-*`` temporary file).
+(parameters and buffers), the optimizer's, the scheduler's and the loss scaler's ``state_dict``, the next step, the
+master's random states (torch, numpy's global generator, Python's ``random``), the delay model's entropy, the record
+of the steps done, and what identifies the run: the code's digest (``fingerprint``), the number of trainable
+parameter entries, their dtype, the buffers' bytes, the batch size, the seed and the dataset's size. It is written
+atomically (a temporary file in the same directory, ``fsync``, ``os.replace``, ``fsync`` of the directory: the
+verification's ``write_atomic``), so a crash at any moment leaves the previous checkpoint or the new one, never a
+mix (and at most a stray ``.ckpt-*`` temporary file).
 
 A checkpoint is untrusted input: its size is bounded before it is read, it is read with
 ``torch.load(weights_only=True)`` (no code runs), every field is type-checked, and a checkpoint of another run
@@ -78,10 +78,13 @@ class Checkpointer:
         The run's (a checkpoint of another batch size, seed or dataset size is refused).
     scheduler_step : str
         ``"step"`` or ``"epoch"`` (checked with the scheduler's presence).
+    accumulate_grad_batches : int
+        Global batches per step (the data position is this many batches per step: a checkpoint of another value
+        is refused).
     """
 
     def __init__(self, path: Any, *, code: Any, model: Any, batch_size: int, seed: int, dataset_size: int,
-                 iterations: int, scheduler_step: str = "step") -> None:
+                 iterations: int, scheduler_step: str = "step", accumulate_grad_batches: int = 1) -> None:
         from .._runtime.setup import fingerprint
 
         self.path = Path(os.fspath(path))
@@ -96,6 +99,7 @@ class Checkpointer:
             "seed": int(seed),
             "dataset_size": int(dataset_size),
             "scheduler_step": str(scheduler_step),
+            "accumulate_grad_batches": int(accumulate_grad_batches),
         }
         self.code_name = str(getattr(code, "name", type(code).__name__))
         self.iterations = int(iterations)
@@ -105,7 +109,8 @@ class Checkpointer:
         self.limit = LIMIT_FACTOR * state_bytes + LIMIT_SLACK
 
     # ---- save ----
-    def state(self, step: int, opt: Any, sched: Any, result: Any, delay: Any, stopped: bool = False) -> dict:
+    def state(self, step: int, opt: Any, sched: Any, result: Any, delay: Any, stopped: bool = False,
+              scaler: Any = None) -> dict:
         """The checkpoint's content after ``step`` steps."""
         import numpy as np
         import torch
@@ -127,20 +132,24 @@ class Checkpointer:
             "model": {k: v.detach().clone() for k, v in self.model.state_dict().items()},
             "optimizer": opt.state_dict(),
             "scheduler": sched.state_dict() if sched is not None else None,
+            "scaler": scaler.state_dict() if scaler is not None else None,
             "rng": rng,
             "delay_entropy": str(entropy) if isinstance(entropy, int) else None,
             "result": {"times": [float(v) for v in result.times], "accuracy": [float(v) for v in result.accuracy],
-                       "lr": [float(v) for v in result.lr], "grad_norm": [float(v) for v in result.grad_norm]},
+                       "lr": [float(v) for v in result.lr], "grad_norm": [float(v) for v in result.grad_norm],
+                       "loss_scale": [float(v) for v in result.loss_scale],
+                       "overflow": [int(v) for v in result.overflow]},
         }
         _check_plain(st, "the state")
         return st
 
-    def save(self, step: int, opt: Any, sched: Any, result: Any, delay: Any, stopped: bool = False) -> None:
+    def save(self, step: int, opt: Any, sched: Any, result: Any, delay: Any, stopped: bool = False,
+             scaler: Any = None) -> None:
         """Write the checkpoint after ``step`` steps, atomically (:func:`write_atomic`)."""
         import torch
 
         buf = io.BytesIO()
-        torch.save(self.state(step, opt, sched, result, delay, stopped), buf)
+        torch.save(self.state(step, opt, sched, result, delay, stopped, scaler), buf)
         write_atomic(self.path, buf.getvalue())
 
     # ---- load ----
@@ -173,9 +182,11 @@ class Checkpointer:
             raise self._fail(f"has format version {st.get('version')!r}, this gradcodes reads {VERSION}")
         labels = {"code": "code digest", "params": "number of trainable parameter entries", "dtype": "parameter dtype",
                   "buffers": "buffer bytes", "batch_size": "batch_size", "seed": "seed",
-                  "dataset_size": "dataset size", "scheduler_step": "scheduler_step"}
-        diff = [f"{labels[k]} {st.get(k)!r} in the file, {v!r} in this run" for k, v in self.ident.items()
-                if st.get(k) != v]
+                  "dataset_size": "dataset size", "scheduler_step": "scheduler_step",
+                  "accumulate_grad_batches": "accumulate_grad_batches"}
+        older = {"accumulate_grad_batches": 1}         # the value of a key that files written before it lack
+        diff = [f"{labels[k]} {st.get(k, older.get(k))!r} in the file, {v!r} in this run"
+                for k, v in self.ident.items() if st.get(k, older.get(k)) != v]
         if diff:
             if st.get("code") != self.ident["code"]:
                 diff[0] += f" (the file's code: {st.get('code_name')!r}, this run's: {self.code_name!r})"
@@ -188,10 +199,10 @@ class Checkpointer:
                 raise self._fail(f"has no valid {key!r} entry")
         return st
 
-    def load(self, opt: Any, sched: Any, result: Any, delay: Any) -> tuple[int, bool] | None:
-        """Resume from the checkpoint, if there is one: load the model, optimizer, scheduler, random states, delay
-        entropy and the record of the steps done into the objects given. Returns ``(step, stopped)`` (the next
-        step, and whether a callback had stopped the run), or None when there is no file."""
+    def load(self, opt: Any, sched: Any, result: Any, delay: Any, scaler: Any = None) -> tuple[int, bool] | None:
+        """Resume from the checkpoint, if there is one: load the model, optimizer, scheduler, loss scaler, random
+        states, delay entropy and the record of the steps done into the objects given. Returns ``(step, stopped)``
+        (the next step, and whether a callback had stopped the run), or None when there is no file."""
         import numpy as np
         import torch
 
@@ -201,11 +212,16 @@ class Checkpointer:
         if (st["scheduler"] is None) != (sched is None):
             raise self._fail("was written " + ("without" if st["scheduler"] is None else "with")
                              + " a scheduler, this run has " + ("one" if sched is not None else "none"))
+        if (st.get("scaler") is None) != (scaler is None):
+            raise self._fail("was written " + ("without" if st.get("scaler") is None else "with")
+                             + " a grad_scaler, this run has " + ("one" if scaler is not None else "none"))
         try:
             self.model.load_state_dict(st["model"], strict=True)
             opt.load_state_dict(st["optimizer"])
             if sched is not None:
                 sched.load_state_dict(st["scheduler"])
+            if scaler is not None:
+                scaler.load_state_dict(st["scaler"])
         except Exception as exc:
             raise self._fail(f"does not fit this model, optimizer or scheduler ({type(exc).__name__}: "
                              f"{str(exc)[:300]})") from exc
@@ -217,6 +233,11 @@ class Checkpointer:
         result.accuracy[:0] = _floats(rec.get("accuracy"), "result.accuracy", self._fail)
         result.lr[:0] = _floats(rec.get("lr"), "result.lr", self._fail)
         result.grad_norm[:0] = _floats(rec.get("grad_norm"), "result.grad_norm", self._fail)
+        result.loss_scale[:0] = _floats(rec.get("loss_scale", []), "result.loss_scale", self._fail)
+        overflow = rec.get("overflow", [])
+        if not isinstance(overflow, list) or not all(isinstance(v, int) and 0 <= v < st["step"] for v in overflow):
+            raise self._fail("result.overflow is not a list of steps before the checkpoint's")
+        result.overflow[:0] = overflow
         rng = st["rng"]
         try:
             torch.set_rng_state(rng["torch"])

@@ -9,15 +9,17 @@ set, cached, validated by the acceptance rule in the messages' dtype); only the 
 arithmetic are torch's.
 
 Message format: every message is one int64 buffer, a header of :data:`HEAD` int64 words (the iteration, the
-kind: :data:`DATA`, :data:`STOP` or :data:`BYE`) followed by the payload's bytes in the parameters' dtype (viewed in
-place, :func:`body`), so the iteration is exact whatever the dtype (float16 could not count past 2048, and
+kind: :data:`DATA`, :data:`STOP` or :data:`BYE`, and the loss scale as the bits of a float64: :func:`scale_word`,
+1.0 unless the master's ``torch.amp.GradScaler`` set it) followed by the payload's bytes in the parameters' dtype
+(viewed in place, :func:`body`), so the iteration is exact whatever the dtype (float16 could not count past 2048, and
 bfloat16 had no numpy dtype for a float header) and nothing is pickled.
 
 Semantics (as :mod:`gradcodes.mpi`'s ``Inbox``): a message of an earlier iteration is dropped, one of a later
 iteration (a parent that fell behind) is kept for that iteration; a message with a NaN or infinite entry is
-dropped and its sender treated as a straggler, and as soon as the children still able to answer cannot decode any
-more the wait ends with :class:`gradcodes.mpi.StragglerTimeout` naming the ranks (no point waiting for the
-timeout); past the deadline the same error names the ranks that did not answer.
+dropped and its sender treated as a straggler (with ``nonfinite="overflow"``, mixed precision with a loss
+scaler: an answer like any other, ``gradcodes._runtime.engine.Collection``), and as soon as the children still
+able to answer cannot decode any more the wait ends with :class:`gradcodes.mpi.StragglerTimeout` naming the ranks
+(no point waiting for the timeout); past the deadline the same error names the ranks that did not answer.
 """
 
 from __future__ import annotations
@@ -36,25 +38,35 @@ from .._runtime.engine import ABORT, Collection, Lost, _Abort, age
 from .._runtime.layout import Combiner, UnitTracker
 
 __all__ = ["Children", "Receiver", "check_key", "finite", "age", "GRAD_TAG", "HEAD", "DATA", "STOP", "BYE",
-           "buffer", "body", "trailer", "as_np_dtype"]
+           "buffer", "body", "trailer", "scale_word", "as_np_dtype"]
 
 GRAD_TAG = 71
-#: int64 words of every message's header: ``[iteration, kind]``
-HEAD = 2
+#: int64 words of every message's header: ``[iteration, kind, loss scale (float64 bits)]``
+HEAD = 3
 #: message kinds (the header's second word): a payload, the master's stop message, a child's goodbye
 DATA, STOP, BYE = 0, 1, 2
 
 
-def buffer(rows: int | None, count: int, dtype: Any, device: Any, nbytes: int = 0) -> Any:
+def buffer(rows: int | None, count: int, dtype: Any, device: Any, nbytes: int = 0, pinned: bool = False) -> Any:
     """A message buffer (``rows`` messages, or one for None): int64, :data:`HEAD` header words then room for
     ``count`` entries of ``dtype`` and, word-aligned after them, ``nbytes`` raw bytes (the model's buffers,
-    :func:`trailer`); :func:`body` views the entries."""
+    :func:`trailer`); :func:`body` views the entries. ``pinned``: page-locked host memory (staged CUDA
+    messages)."""
     import torch
 
     size = torch.empty(0, dtype=dtype).element_size()
     words = HEAD + -(-int(count) * size // 8) + -(-int(nbytes) // 8)
     shape = (words,) if rows is None else (int(rows), words)
-    return torch.zeros(shape, dtype=torch.int64, device=device)
+    return torch.zeros(shape, dtype=torch.int64, device=device, pin_memory=pinned)
+
+
+def scale_word(buf: Any) -> Any:
+    """The loss-scale word of the header of the message buffer ``buf`` (or of each row), viewed as float64 (a view,
+    no copy): the master writes its ``GradScaler``'s scale there in every parameter message. Scales are powers of
+    two, so the worker gets the master's exactly."""
+    import torch
+
+    return buf[..., 2:3].view(torch.float64)[..., 0]
 
 
 def body(buf: Any, count: int, dtype: Any) -> Any:
@@ -161,10 +173,16 @@ class Children:
     nbytes : int, default 0
         Raw bytes after the entries of every child's message: the child's model buffers (BatchNorm running
         statistics, ``gradcodes.torch._runtime.ModelBuffers``); row ``i`` of :attr:`buffers` holds child ``i``'s.
+    pinned : bool, default False
+        Page-locked receive rows (host messages of a model on CUDA, staged: ``gradcodes.torch._params``).
+    nonfinite : {"straggler", "overflow"}, default "straggler"
+        What a child's NaN/inf message is (``gradcodes._runtime.engine.Collection``): a straggler's, or, under
+        a loss scaler, an overflow signal accepted as an answer.
     """
 
     def __init__(self, dist: Any, code: Any, ranks: Sequence[int], q: int, dtype: Any, device: Any,
-                 arrived: queue.Queue[int], base: int, policy: Any, extra: int = 0, nbytes: int = 0) -> None:
+                 arrived: queue.Queue[int], base: int, policy: Any, extra: int = 0, nbytes: int = 0,
+                 pinned: bool = False, nonfinite: str = "straggler") -> None:
         import torch
 
         self.code, self.ranks, self.K, self.q = code, [int(r) for r in ranks], len(ranks), int(q)
@@ -172,7 +190,7 @@ class Children:
         self.np_dtype = as_np_dtype(dtype)
         self.m = int(code.m)
         #: the messages as received: int64 header words, then the payload and tail in ``dtype`` (:func:`buffer`)
-        self.inbox = buffer(self.K, self.q + int(extra), dtype, device, nbytes)
+        self.inbox = buffer(self.K, self.q + int(extra), dtype, device, nbytes, pinned)
         self.head = self.inbox[:, :HEAD]
         entries = body(self.inbox, self.q + int(extra), dtype)
         self.payload = entries[:, :self.q]                   # the messages without header and tail
@@ -193,7 +211,7 @@ class Children:
         self.failed: dict[int, str] = {}
         #: the collection protocol (wait policy, stale/NaN/lost messages, timeouts naming ranks), shared with
         #: :mod:`gradcodes.mpi`; this object is its endpoint (:meth:`age`, :meth:`finite`, :meth:`drop`, :meth:`wait`)
-        self.collection = Collection(self.ranks, tracker=self.tracker)
+        self.collection = Collection(self.ranks, tracker=self.tracker, nonfinite=nonfinite)
         self._other: Callable[[int], bool] | None = None
         self._threads: Sequence[Receiver] = ()
 

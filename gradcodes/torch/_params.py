@@ -1,5 +1,10 @@
 """A model's trainable parameters as one flat vector (``FlatParams``: ``.grad`` as views of one buffer) and its
 buffers as raw bytes (``ModelBuffers``: BatchNorm running statistics) for :mod:`gradcodes.torch`.
+
+Staging: Gloo reads and writes host memory only, so the runtime's messages of a model on an accelerator (CUDA) live
+in host buffers (pinned for CUDA, allocated once) and ``FlatParams`` moves a whole vector between the device and
+such a buffer with one copy per message, not one per tensor: the parameters (or gradients) are gathered into a
+device vector allocated once, then copied in one piece (and the reverse for writing).
 """
 
 from __future__ import annotations
@@ -9,6 +14,26 @@ from typing import Any
 
 from .._base.errors import GradcodesTypeError, GradcodesValueError
 
+#: stage through a separate vector even for parameters on the CPU (the tests exercise the staging path on a
+#: machine without an accelerator); parameters on any other device are always staged
+FORCE_STAGING = False
+
+
+def wire_device(device: Any, stage: bool, backend: str = "gloo") -> Any:
+    """Where the messages of parameters on ``device`` live: the host when staged (Gloo reads host memory only),
+    else ``device`` (and always on an NCCL process group, which carries device memory)."""
+    import torch
+
+    return torch.device("cpu") if stage and str(backend) != "nccl" else torch.device(device)
+
+
+def pin(device: Any) -> bool:
+    """Whether host message buffers for parameters on ``device`` are pinned (page-locked: CUDA copies from and to
+    them run at full speed without a bounce buffer)."""
+    import torch
+
+    return torch.device(device).type == "cuda" and torch.cuda.is_available()
+
 
 class FlatParams:
     """The trainable parameters of a model as one flat vector: copy in, copy out, and ``.grad`` as views of a
@@ -16,7 +41,11 @@ class FlatParams:
 
     Parameters with ``requires_grad=False`` (frozen) are left out: never read, written or given a ``.grad``, so an
     optimizer (AdamW's weight decay, momentum) never moves them; every rank holds the same frozen values from
-    its identical initial model."""
+    its identical initial model.
+
+    :attr:`stage` (parameters off the CPU, or ``FORCE_STAGING``): :meth:`read`, :meth:`write` and
+    :meth:`read_grads` go through a vector on the parameters' device, allocated on first use, and one copy
+    between it and the caller's vector (a host message buffer)."""
 
     def __init__(self, params: Sequence[Any]) -> None:
         self.params = [p for p in params if p.requires_grad]
@@ -31,6 +60,19 @@ class FlatParams:
         self.dtype = self.params[0].dtype
         if any(p.dtype != self.dtype for p in self.params):
             raise GradcodesTypeError("all parameters must have one dtype")
+        #: whether messages are staged through host memory (parameters off the CPU, or FORCE_STAGING)
+        self.stage = self.device.type != "cpu" or FORCE_STAGING
+        self._scratch: Any = None
+
+    def _staged(self, vec: Any) -> Any:
+        """The vector to gather into or scatter from: ``vec`` itself, or (staging) the device vector."""
+        if not self.stage:
+            return vec
+        if self._scratch is None:
+            import torch
+
+            self._scratch = torch.empty(self.size, dtype=self.dtype, device=self.device)
+        return self._scratch
 
     def _views(self, vec: Any) -> list[Any]:
         out, o = [], 0
@@ -40,22 +82,32 @@ class FlatParams:
         return out
 
     def read(self, out: Any) -> None:
-        """Copy the parameters into ``out`` (length ``size``)."""
-        for v, p in zip(self._views(out), self.params, strict=True):
+        """Copy the parameters into ``out`` (length ``size``; staged: one copy into ``out``)."""
+        vec = self._staged(out)
+        for v, p in zip(self._views(vec), self.params, strict=True):
             v.copy_(p.detach())
+        if vec is not out:
+            out.copy_(vec)
 
     def write(self, vec: Any) -> None:
-        """Copy ``vec`` into the parameters."""
-        for v, p in zip(self._views(vec), self.params, strict=True):
+        """Copy ``vec`` into the parameters (staged: one copy from ``vec``)."""
+        src = self._staged(vec)
+        if src is not vec:
+            src.copy_(vec)
+        for v, p in zip(self._views(src), self.params, strict=True):
             p.data.copy_(v)
 
     def read_grads(self, out: Any) -> None:
-        """Copy the parameters' gradients into ``out`` (zeros where a gradient is None)."""
-        for v, p in zip(self._views(out), self.params, strict=True):
+        """Copy the parameters' gradients into ``out`` (zeros where a gradient is None; staged: one copy into
+        ``out``)."""
+        vec = self._staged(out)
+        for v, p in zip(self._views(vec), self.params, strict=True):
             if p.grad is None:
                 v.zero_()
             else:
                 v.copy_(p.grad)
+        if vec is not out:
+            out.copy_(vec)
 
     def set_grads(self, vec: Any) -> None:
         """Make each parameter's ``.grad`` a view of ``vec`` (no copy)."""

@@ -14,8 +14,8 @@ a preallocated gradient vector and exposes it as the parameters' ``.grad`` (view
 Set-up (collective, every rank): the ranks compare a digest of the code and the number of trainable parameter
 entries (:func:`check_same`, as :func:`gradcodes.mpi._setup.check_same_code` does), so ranks that built
 different codes (a random construction without ``rng``) or models all raise the same error naming the ranks, before
-any message. Every message is an int64 buffer: a header ``[iteration, kind]`` then the payload's bytes in the
-parameters' dtype (:func:`gradcodes.torch._children.buffer`), so any float dtype of torch travels (float16,
+any message. Every message is an int64 buffer: a header ``[iteration, kind, loss scale]`` then the payload's bytes
+in the parameters' dtype (:func:`gradcodes.torch._children.buffer`), so any float dtype of torch travels (float16,
 bfloat16, float32, float64) and the iteration is exact. Only parameters with ``requires_grad`` are sent, decoded
 and given a ``.grad`` (:class:`FlatParams`): frozen ones are never touched. A code of
 :func:`gradcodes.adversarial_gc` is decoded by :func:`gradcodes.decode_adversarial`, as :mod:`gradcodes.mpi`
@@ -23,7 +23,8 @@ does.
 
 Semantics, as in :mod:`gradcodes.mpi`: a message carries its iteration in its header and is dropped when it
 is stale; a message with a NaN or infinite entry is dropped and its sender treated as a straggler, and when the
-NaN/inf senders leave no decodable set the parent raises :class:`gradcodes.mpi.StragglerTimeout` at once; when
+NaN/inf senders leave no decodable set the parent raises :class:`gradcodes.mpi.StragglerTimeout` at once (under a
+loss scaler, ``nonfinite="overflow"``, such a message is an overflow signal and an answer instead); when
 the children cannot decode within ``timeout`` seconds the parent raises the same error naming the missing ranks
 (a tree parent counts the time since its last decode, across the iterations it abandoned for newer
 parameters); a crash on any rank ends the job (``torchrun`` stops every process when one fails). A worker whose
@@ -55,14 +56,28 @@ from .._runtime.delays import Delay, NoDelay
 from .._runtime.engine import StragglerTimeout
 from .._runtime.layout import TreeCheck, write_tail
 from .._runtime.setup import GRACE, check_grace, height
-from ._children import BYE, DATA, GRAD_TAG, STOP, Children, Receiver, as_np_dtype, body, buffer, check_key, trailer
+from ._children import (
+    BYE,
+    DATA,
+    GRAD_TAG,
+    STOP,
+    Children,
+    Receiver,
+    as_np_dtype,
+    body,
+    buffer,
+    check_key,
+    finite,
+    scale_word,
+    trailer,
+)
 
 __all__ = ["FlatParams", "ModelBuffers", "Master", "Worker", "AggregateInfo", "StragglerTimeout", "GRAD_TAG",
            "PARAM_TAG", "CTRL_TAG", "CUT_TAG", "STOPPED_STATUS", "ORPHAN_STATUS", "GRACE", "STOP_WAIT", "check_same",
            "drain_deadline", "height"]
 
 from ._links import CTRL_TAG, CUT_TAG, ORPHAN_STATUS, PARAM_TAG, STOPPED_STATUS, _Once, _Sender, _Watchdog
-from ._params import FlatParams, ModelBuffers
+from ._params import FlatParams, ModelBuffers, pin, wire_device
 from ._setup import STOP_WAIT, _check_tree_dtype, _combined, _layout, check_same, drain_deadline
 
 _log = get_logger("torch")
@@ -84,6 +99,10 @@ class AggregateInfo:
     seconds: float = 0.0
     #: codes of :func:`gradcodes.adversarial_gc`: the workers whose messages were found wrong and corrected
     adversaries: list[int] = field(default_factory=list)
+    #: under a loss scaler (``nonfinite="overflow"``): the decoded gradient is not finite (the scaler skips the step)
+    overflow: bool = False
+    #: with :attr:`overflow`: the responders whose messages were not finite
+    nonfinite: list[int] = field(default_factory=list)
 
 class Master:
     """The master (rank 0): send parameters, collect the first decodable messages, decode into ``.grad``.
@@ -96,7 +115,8 @@ class Master:
         ``branching`` children with the inner code).
     params : sequence of tensors
         The model's parameters (``model.parameters()``), one float dtype (float16, bfloat16, float32 or
-        float64), one device (every buffer is allocated there); those with ``requires_grad=False`` are left out.
+        float64), one device (off the CPU on Gloo the messages are staged through pinned host buffers, one copy
+        per message: ``docs/torch.md``, "CUDA parameters"); those with ``requires_grad=False`` are left out.
     policy : str or WaitPolicy, optional
         When to stop waiting (a :class:`gradcodes.WaitPolicy` or its name, for the code decoded here:
         ``"earliest"`` decodable set, the default for exact codes; ``"first"`` ``n - s`` messages, the default for
@@ -113,12 +133,19 @@ class Master:
         :attr:`failures`. Every worker must be given the same ``grace``.
     buffers : sequence of tensors, optional
         The model's buffers (``model.buffers()``: BatchNorm running statistics); the same on every rank. They
-        travel with the parameters, and :meth:`aggregate` takes those of the first responder of the decoding set
-        (in arrival order; an ``adversarial_gc`` code: the first not found wrong).
+        travel with the parameters, and :meth:`aggregate` takes those of the lowest-ranked responder of the decoding
+        set (an ``adversarial_gc`` code: the lowest-ranked not found wrong), so that a run whose decoding sets are
+        deterministic (``policy="all"``) has deterministic running statistics too.
+    nonfinite : {"straggler", "overflow"}, default "straggler"
+        What a NaN/inf message is (``gradcodes._runtime.engine.Collection``): a straggler's (dropped), or, under a
+        loss scaler, an overflow signal accepted as an answer (:attr:`AggregateInfo.overflow`: the decode is not
+        finite). The attribute ``scale`` (1.0; set before each :meth:`broadcast`) travels in every parameter
+        message's header. Not with an ``adversarial_gc`` code, whose decode compares messages.
     """
 
     def __init__(self, code: Any, params: Sequence[Any], *, policy: Any = None, timeout: float = 60.0,
-                 poll: float = 2e-4, grace: float = GRACE, buffers: Sequence[Any] = ()) -> None:
+                 poll: float = 2e-4, grace: float = GRACE, buffers: Sequence[Any] = (),
+                 nonfinite: str = "straggler") -> None:
         import torch
 
         from .._simulate._policies import FixedK, as_policy
@@ -126,9 +153,12 @@ class Master:
         self.dist = _dist()
         self.flat = FlatParams(params)
         self.dtype, self.device = self.flat.dtype, self.flat.device
-        #: the model's buffers, sent after the parameters and taken from the first responder
+        #: where the messages live: the host when the parameters are staged (CUDA over Gloo), else their device
+        self.wire = wire_device(self.device, self.flat.stage, self.dist.get_backend())
+        pinned = pin(self.device) and self.wire.type == "cpu"
+        #: the model's buffers, sent after the parameters and taken from the lowest-ranked responder
         self.bufs = ModelBuffers(buffers)
-        check_same(code, self.dist, self.flat.size, self.device, self.bufs.nbytes)
+        check_same(code, self.dist, self.flat.size, self.wire, self.bufs.nbytes)
         self.layout = _layout(code, self.dist)
         _check_tree_dtype(self.layout, self.dtype)
         self.code, self.n, self.m = code, int(self.layout.workers), int(code.m)
@@ -136,6 +166,11 @@ class Master:
         self.q = -(-self.flat.size // self.m)
         inner = _combined(code, self.layout)
         self.adversarial = isinstance(code, AdversarialCode)
+        self.overflow = nonfinite == "overflow"
+        self.scale = 1.0
+        if self.adversarial and self.overflow:
+            raise GradcodesValueError("nonfinite='overflow' (a loss scaler) is not supported with an adversarial_gc "
+                                      "code, whose decode compares messages")
         if self.adversarial:
             if policy is None:          # n - s messages: a wrong ones can be corrected
                 policy = FixedK(code.n - code.stragglers)
@@ -154,15 +189,18 @@ class Master:
         self.timeout, self.poll = float(timeout), float(poll)
         self.grace = check_grace(grace)
         #: the control stop message of every worker (header words only; ``CTRL_TAG``)
-        self.ctrl = buffer(self.n, 0, self.dtype, self.device)
+        self.ctrl = buffer(self.n, 0, self.dtype, self.wire)
         self.ctrl[:, 1] = STOP
         self._ctrl: list[_Once] = []
         nbytes = self.bufs.nbytes
         #: one parameter message per worker: header words, then the parameters (``out_params``), then the buffers
-        self.outbox = buffer(self.n, self.flat.size, self.dtype, self.device, nbytes)
+        self.outbox = buffer(self.n, self.flat.size, self.dtype, self.wire, nbytes, pinned)
         self.out_params = body(self.outbox, self.flat.size, self.dtype)
         self.out_bufs = trailer(self.outbox, self.flat.size, self.dtype, nbytes)
         self.grad = torch.zeros(self.m * self.q, dtype=self.dtype, device=self.device)
+        #: the decode's target: ``grad``, or (staged) a host vector copied into it in one piece
+        self.grad_wire = self.grad if not self.flat.stage else \
+            torch.zeros(self.m * self.q, dtype=self.dtype, device=self.wire, pin_memory=pinned)
         #: ranks that failed after the last iteration (rank: what happened), filled by :meth:`stop`
         self.failures: dict[int, str] = {}
         self._skipped = 0
@@ -170,9 +208,9 @@ class Master:
         self._arrived: queue.Queue[int] = queue.Queue()
         tree = self.layout.kind == "tree"
         kids = self.layout.children(0)
-        self.children = Children(self.dist, inner, kids, self.q, self.dtype, self.device,
+        self.children = Children(self.dist, inner, kids, self.q, self.dtype, self.wire,
                                  self._arrived, 0, self.policy, extra=self.layout.tail(kids[0]) if tree else 0,
-                                 nbytes=nbytes)
+                                 nbytes=nbytes, pinned=pinned, nonfinite=nonfinite)
         #: a CodedReduce tree: the whole tree's acceptance of each iteration's pattern (None for flat codes)
         self.tree_check = TreeCheck(code, self.layout, self.np_dtype) if tree else None
         self.tracker = self.children.tracker
@@ -210,7 +248,9 @@ class Master:
         self._send[w].send()
 
     def _fill(self, w: int) -> None:
-        """Write the current parameters and buffers into worker ``w``'s message (its send is not in flight)."""
+        """Write the current parameters, buffers and loss scale into worker ``w``'s message (its send is not in
+        flight)."""
+        scale_word(self.outbox[w]).fill_(self.scale)
         self.flat.read(self.out_params[w])
         if self.bufs.nbytes:
             self.bufs.pack(self.out_bufs[w])
@@ -245,9 +285,11 @@ class Master:
         if self.adversarial:
             adversaries = self._decode_adversarial(rows, iteration)
         else:
-            self.children.combine(rows, self.grad, accumulate=False)
-        if self.bufs.nbytes:                  # the first responder's buffers (not one found wrong)
-            first = next((i for i in rows if kids[i] - 1 not in adversaries), rows[0])
+            self.children.combine(rows, self.grad_wire, accumulate=False)
+            if self.grad_wire is not self.grad:
+                self.grad.copy_(self.grad_wire)
+        if self.bufs.nbytes:                  # the lowest-ranked responder's buffers (not one found wrong)
+            first = min((i for i in rows if kids[i] - 1 not in adversaries), default=min(rows))
             self.bufs.unpack(self.children.buffers[first])
         if self.tree_check is not None:
             tails = self.children.tails
@@ -257,10 +299,14 @@ class Master:
             except DecodingError:
                 self.children.release(rows)
                 raise
+        overflow, nonfinite = False, []
+        if self.overflow and not finite(self.grad):   # one check of the decode; the senders only when it fails
+            overflow = True
+            nonfinite = [kids[i] - 1 for i in rows if not finite(self.children.payload[i])]
         self.children.release(rows)
         self.flat.set_grads(self.grad[:self.flat.size])
         return AggregateInfo(iteration, [kids[i] - 1 for i in rows], stale, [kids[i] - 1 for i in bad],
-                             time.monotonic() - start, adversaries)
+                             time.monotonic() - start, adversaries, overflow, nonfinite)
 
     def _decode_adversarial(self, rows: list[int], iteration: int) -> list[int]:
         """Decode an adversarial_gc code's messages of ``rows`` (flat: row ``i`` is worker ``i``) with
@@ -341,7 +387,7 @@ class Master:
         stuck |= {th.dst for th in self._send if th.is_alive()} | {th.dst for th in self._ctrl if th.is_alive()}
         if not stuck:
             return stuck
-        scratch = buffer(None, 0, self.dtype, self.device)
+        scratch = buffer(None, 0, self.dtype, self.wire)
         for rank in sorted(stuck):
             try:
                 self.dist.irecv(scratch, src=rank, tag=CUT_TAG).wait(timeout=datetime.timedelta(milliseconds=1))
@@ -379,7 +425,9 @@ class Worker:
         (``_Watchdog``; status 1 when the link to the master failed before any stop message).
     buffers : sequence of tensors, optional
         The model's buffers (``model.buffers()``): overwritten with the master's with every parameters, sent with
-        every message as ``compute`` left them (the master keeps the first responder's).
+        every message as ``compute`` left them (the master keeps the lowest-ranked responder's).
+    nonfinite : {"straggler", "overflow"}, default "straggler"
+        The master's (the same on every rank): what a tree parent makes of a child's NaN/inf message.
 
     After :meth:`run` the model holds the master's final parameters and buffers (they come with the stop
     message), unless the worker's compute was stuck when the run ended.
@@ -387,13 +435,14 @@ class Worker:
 
     def __init__(self, code: Any, worker: int, params: Sequence[Any], *, delay: Delay | None = None,
                  poll: float = 2e-4, policy: Any = None, timeout: float = 60.0, grace: float = GRACE,
-                 buffers: Sequence[Any] = ()) -> None:
+                 buffers: Sequence[Any] = (), nonfinite: str = "straggler") -> None:
 
         from .._simulate._policies import as_policy
 
         self.dist = _dist()
         self.flat = FlatParams(params)
-        dev = self.flat.device
+        dev = wire_device(self.flat.device, self.flat.stage, self.dist.get_backend())      # the messages' device
+        pinned = pin(self.flat.device) and dev.type == "cpu"
         self.bufs = ModelBuffers(buffers)
         check_same(code, self.dist, self.flat.size, dev, self.bufs.nbytes)
         self.layout = _layout(code, self.dist)
@@ -407,13 +456,13 @@ class Worker:
         self.q = -(-self.flat.size // int(code.m))
         nbytes = self.bufs.nbytes
         #: two parameter slots: header words, then the parameters (``params_in``), then the buffers (``bufs_in``)
-        self.inbox = buffer(2, self.flat.size, self.flat.dtype, dev, nbytes)
+        self.inbox = buffer(2, self.flat.size, self.flat.dtype, dev, nbytes, pinned)
         self.params_in = body(self.inbox, self.flat.size, self.flat.dtype)
         self.bufs_in = trailer(self.inbox, self.flat.size, self.flat.dtype, nbytes)
         #: entries after the payload: a tree parent's flags of the ranks below it whose messages are in its sum
         #: (the tree message format, docs/runtime.md); 0 for a leaf and for flat codes
         self.tail = self.layout.tail(self.rank)
-        self.outbox = buffer(None, self.q + self.tail, self.flat.dtype, dev, nbytes)
+        self.outbox = buffer(None, self.q + self.tail, self.flat.dtype, dev, nbytes, pinned)
         self._body = body(self.outbox, self.q + self.tail, self.flat.dtype)
         self.bufs_out = trailer(self.outbox, self.q + self.tail, self.flat.dtype, nbytes)
         self.delay = delay or NoDelay()
@@ -423,13 +472,16 @@ class Worker:
         self.ctrl = buffer(None, 0, self.flat.dtype, dev)      # the control stop message (header words only)
         self.load_fraction = float(code.loads[self.worker]) / float(code.k)
         self.iterations = 0
+        #: the loss scale of the parameters being computed on (from the header of the master's message)
+        self.scale = 1.0
         self._arrived: queue.Queue[int] = queue.Queue()
         kids = self.layout.children(self.rank)
         self.children: Children | None = None
         if kids:
             inner = _combined(code, self.layout)
             self.children = Children(self.dist, inner, kids, self.q, self.flat.dtype, dev, self._arrived, 2,
-                                     as_policy(policy, inner), extra=self.layout.tail(kids[0]), nbytes=nbytes)
+                                     as_policy(policy, inner), extra=self.layout.tail(kids[0]), nbytes=nbytes,
+                                     pinned=pinned, nonfinite=nonfinite)
 
     @property
     def message(self) -> Any:
@@ -477,7 +529,8 @@ class Worker:
         return count
 
     def _take(self, slot: int) -> None:
-        """Write the parameters and buffers of parameter slot ``slot`` into the model."""
+        """Write the parameters and buffers of parameter slot ``slot`` into the model (and take its loss scale)."""
+        self.scale = float(scale_word(self.inbox[slot]))
         self.flat.write(self.params_in[slot])
         if self.bufs.nbytes:
             self.bufs.unpack(self.bufs_in[slot])

@@ -16,6 +16,7 @@ from typing import Any
 
 from .._base.errors import GradcodesValueError
 from .._runtime.delays import Delay, NoDelay
+from ._amp import Scaling, autocast_context, check_precision
 from ._checkpoint import Checkpointer
 from ._data import CodedSampler, LoaderFeed
 from ._loss import coded_loss, loss_weights
@@ -58,15 +59,19 @@ class CodedGradient:
     gradient of any loss. One forward pass per partition normalises each partition over its own
     ``batch_size / k`` samples (ghost batch normalisation, the ghost batches being the partitions), the same on
     every worker (``docs/torch.md``, "Buffers").
+
+    ``autocast`` (``torch.float16`` or ``torch.bfloat16``) runs every forward pass and ``loss_fn`` under
+    ``torch.autocast``; the backward passes and the message stay in the parameters' dtype.
     """
 
     def __init__(self, model: Any, loss_fn: Callable[[Any, Any], Any], code: Any, worker: int,
-                 sampler: CodedSampler, *, encoding: str = "auto") -> None:
+                 sampler: CodedSampler, *, encoding: str = "auto", autocast: Any = None) -> None:
         import numpy as np
         import torch
 
         self.model, self.loss_fn, self.code, self.worker = model, loss_fn, code, int(worker)
         self.flat = FlatParams(list(model.parameters()))
+        self.autocast = autocast_context(autocast, self.flat.device)
         self.batch_size = sampler.batch_size
         self.per_partition = sampler.per_partition
         self.parts = sampler.partitions
@@ -100,26 +105,45 @@ class CodedGradient:
         self.row = torch.zeros(P, dtype=self.flat.dtype, device=dev)
         self.acc = torch.zeros(q, dtype=torch.float64, device=dev)
 
-    def __call__(self, inputs: Any, targets: Any, out: Any) -> None:
-        """Write the message for ``inputs``/``targets`` (this worker's batch from the sampler) into ``out``."""
+    def __call__(self, inputs: Any, targets: Any, out: Any, *, scale: float = 1.0,
+                 micro: tuple[int, int] = (0, 1)) -> None:
+        """Write the message for ``inputs``/``targets`` (this worker's batch from the sampler) into ``out``.
+
+        ``scale``: the loss is multiplied by it before the backward pass (a loss scaler's scale, a power of two).
+        ``micro=(a, k)``: this batch is the ``a``-th of ``k`` whose messages are summed, each of the mean loss
+        divided by ``k`` (gradient accumulation: the message of the mean loss over the ``k`` batches); the
+        first zeroes the sum, the last writes it into ``out``, the others leave ``out`` alone.
+        """
+        a, k = micro
+        f = float(scale) / k
         if self.encoding == "loss":
-            self.model.zero_grad(set_to_none=False)
-            coded_loss(self.loss_fn(self.model(inputs), targets), self.weights).backward()
-            self.flat.read_grads(out)
+            if a == 0:
+                self.model.zero_grad(set_to_none=False)
+            with self.autocast():
+                losses = self.loss_fn(self.model(inputs), targets)
+            loss = coded_loss(losses, self.weights)
+            (loss if f == 1.0 else loss * f).backward()
+            if a == k - 1:
+                self.flat.read_grads(out)
             return
         b, q = self.per_partition, self.q
-        self.acc.zero_()
+        if a == 0:
+            self.acc.zero_()
         for r, plan in enumerate(self.plan):
             if not plan:
                 continue
             self.model.zero_grad(set_to_none=False)
             sl = slice(r * b, (r + 1) * b)
-            (self.loss_fn(self.model(inputs[sl]), targets[sl]).sum() / self.batch_size).backward()
+            with self.autocast():
+                losses = self.loss_fn(self.model(inputs[sl]), targets[sl])
+            loss = losses.sum() / self.batch_size
+            (loss if f == 1.0 else loss * f).backward()
             self.flat.read_grads(self.row)
             for u, L, c in plan:
                 if L:
                     self.acc[:L].add_(self.row[u * q:u * q + L], alpha=c)
-        out.copy_(self.acc)
+        if a == k - 1:
+            out.copy_(self.acc)
 
 
 @dataclass
@@ -142,8 +166,14 @@ class TrainResult:
     lr: list[float] = field(default_factory=list)
     #: with ``clip_grad_norm``: the decoded gradient's norm at each step, before clipping
     grad_norm: list[float] = field(default_factory=list)
+    #: with ``grad_scaler``: the loss scale each step's messages were computed with
+    loss_scale: list[float] = field(default_factory=list)
+    #: with ``grad_scaler``: the steps whose decoded gradient was not finite (an overflow: the scaler skipped the
+    #: optimizer step and lowered the scale)
+    overflow: list[int] = field(default_factory=list)
     #: the first step this process ran: 0, or a resumed run's checkpoint step (``times``, ``accuracy``, ``lr``
-    #: and ``grad_norm`` then hold the earlier steps' records from the checkpoint, ``infos`` only this process's)
+    #: ``grad_norm``, ``loss_scale`` and ``overflow`` then hold the earlier steps' records from the checkpoint,
+    #: ``infos`` only this process's)
     start: int = 0
 
     def time_to(self, accuracy: float) -> float:
@@ -212,7 +242,9 @@ def train(code: Any, model: Any, loss_fn: Callable[[Any, Any], Any], X: Any, y: 
           encoding: str = "auto", grace: float = GRACE, loader_kwargs: dict[str, Any] | None = None,
           scheduler: Callable[[Any], Any] | None = None, scheduler_step: str = "step",
           clip_grad_norm: float | None = None, callbacks: Sequence[Any] = (),
-          checkpoint: str | os.PathLike[str] | None = None, checkpoint_every: int | None = None) -> TrainResult | None:
+          checkpoint: str | os.PathLike[str] | None = None, checkpoint_every: int | None = None,
+          autocast: Any = None, grad_scaler: Callable[[], Any] | None = None,
+          accumulate_grad_batches: int = 1) -> TrainResult | None:
     """Coded data-parallel training on ``code.n + 1`` ranks (rank 0 master, rank ``i + 1`` worker ``i``).
 
     Every rank calls it with the same arguments and an identically initialised ``model``. The master steps
@@ -231,7 +263,7 @@ def train(code: Any, model: Any, loss_fn: Callable[[Any, Any], Any], X: Any, y: 
         :class:`gradcodes.mpi.StragglerTimeout` naming its missing children.
     model : torch.nn.Module
         Initialised identically on every rank. Its buffers (BatchNorm running statistics) follow the master's:
-        each step the master takes those of the first responder of the decoding set and sends them with the
+        each step the master takes those of the lowest-ranked responder of the decoding set and sends them with the
         parameters (``docs/torch.md``, "Buffers").
     loss_fn : callable
         ``loss_fn(outputs, targets)`` returning per-sample losses (``reduction="none"``).
@@ -263,8 +295,8 @@ def train(code: Any, model: Any, loss_fn: Callable[[Any, Any], Any], X: Any, y: 
         ``persistent_workers``, ``prefetch_factor``, ...); ``collate_fn`` must return ``(inputs, targets)``.
     scheduler : callable, optional
         ``scheduler(optimizer)`` builds a learning-rate scheduler (``torch.optim.lr_scheduler``) on the master,
-        stepped after the optimizer every step, or at the end of every epoch (``scheduler_step="epoch"``: every
-        ``len(data) // batch_size`` steps).
+        stepped after the optimizer every step, or at the end of every epoch (``scheduler_step="epoch"``: after
+        the step that used the epoch's last global batch; an epoch is ``len(data) // batch_size`` batches).
     scheduler_step : {"step", "epoch"}, default "step"
     clip_grad_norm : float, optional
         Clip the decoded gradient to this norm (``torch.nn.utils.clip_grad_norm_``) before the optimizer step;
@@ -285,7 +317,32 @@ def train(code: Any, model: Any, loss_fn: Callable[[Any, Any], Any], X: Any, y: 
         too large, raises :class:`~gradcodes.GradcodesValueError` on every rank naming the file and what
         differs (``docs/torch.md``, "Checkpoint and resume").
     checkpoint_every : int, optional
-        Steps between checkpoints (default: one epoch, ``len(data) // batch_size`` steps).
+        Steps between checkpoints (default: the steps of one epoch, ``len(data) // batch_size //
+        accumulate_grad_batches``, at least 1).
+    autocast : torch.dtype, optional
+        ``torch.float16`` or ``torch.bfloat16``: every worker runs its forward passes and ``loss_fn`` under
+        ``torch.autocast(device_type, dtype)`` (the parameters, the backward passes' gradients and the messages
+        keep the parameters' dtype).
+    grad_scaler : callable, optional
+        ``grad_scaler()`` builds a ``torch.amp.GradScaler`` on the master, e.g. ``lambda:
+        torch.amp.GradScaler("cpu")`` (float32 or float64 parameters). The master owns it: its scale travels to
+        the workers with every parameter message (exactly: scales are powers of two), the workers backpropagate
+        the scaled loss, and the master decodes the scaled gradient, then calls ``scaler.unscale_`` (so
+        ``on_step`` and the callbacks see the unscaled gradient), clips, and calls ``scaler.step`` and
+        ``scaler.update``, as single-process mixed precision does. A NaN/inf message is then an overflow signal,
+        not a faulty worker: it is accepted as an answer, the decode is not finite, and the scaler skips the
+        step and lowers the scale (:attr:`TrainResult.overflow`, :attr:`TrainResult.loss_scale`). An overflow at
+        a scale of 1 or below (no scale makes the gradient finite: a faulty worker, or a diverged model) raises
+        :class:`~gradcodes.GradcodesRuntimeError` on the master naming the ranks whose messages were not finite
+        (``docs/torch.md``, "Mixed precision"). Without a scaler a NaN/inf message is a straggler's.
+    accumulate_grad_batches : int, default 1
+        Global batches per optimizer step (gradient accumulation, as ``DistributedDataParallel.no_sync`` lets a
+        data-parallel job do): each worker sums its messages of ``k`` consecutive global batches locally and
+        sends once per step, so the decoded gradient is that of the mean loss over the ``k * batch_size``
+        samples, with one message per worker and step. Step ``t`` uses global batches ``t k`` to ``t k + k - 1``
+        of the batch sequence (epoch after epoch, a step may span two epochs); ``iterations`` counts optimizer
+        steps; checkpoints record the step, so the data position is ``k`` batches per step (a checkpoint of
+        another ``k`` is refused).
 
     Returns
     -------
@@ -330,23 +387,32 @@ def train(code: Any, model: Any, loss_fn: Callable[[Any, Any], Any], X: Any, y: 
     if checkpoint_every is not None and (isinstance(checkpoint_every, bool)
                                          or not isinstance(checkpoint_every, int) or checkpoint_every < 1):
         raise GradcodesValueError(f"checkpoint_every must be a positive int, got {checkpoint_every!r}")
+    if isinstance(accumulate_grad_batches, bool) or not isinstance(accumulate_grad_batches, int) \
+            or accumulate_grad_batches < 1:
+        raise GradcodesValueError(f"accumulate_grad_batches must be a positive int, got {accumulate_grad_batches!r}")
+    acc = accumulate_grad_batches
     if checkpoint_every is not None and checkpoint is None:
         raise GradcodesValueError("checkpoint_every needs checkpoint= (the file the master saves to)")
+    flat = FlatParams(list(model.parameters()))
+    check_precision(autocast, grad_scaler, flat.dtype, code)
     rank = dist.get_rank()
     buffers = list(model.buffers())
+    nonfinite = "straggler" if grad_scaler is None else "overflow"
     first, stopped, problem = 0, False, None
     if rank == 0:
         per_epoch = len(CodedSampler(size, code, None, batch_size=batch_size, seed=seed))   # checks batch_size too
         opt = optimizer(model.parameters())
         sched = scheduler(opt) if scheduler is not None else None
+        amp = Scaling(grad_scaler(), opt, flat.device) if grad_scaler is not None else None
         res = TrainResult(name or str(getattr(code, "name", "code")))
         ckpt = None
         if checkpoint is not None:
             delay = copy.copy(delay)        # a resumed run sets the copy's entropy, not the caller's model's
             ckpt = Checkpointer(checkpoint, code=code, model=model, batch_size=batch_size, seed=seed,
-                                dataset_size=size, iterations=iterations, scheduler_step=scheduler_step)
+                                dataset_size=size, iterations=iterations, scheduler_step=scheduler_step,
+                                accumulate_grad_batches=acc)
             try:
-                got = ckpt.load(opt, sched, res, delay)
+                got = ckpt.load(opt, sched, res, delay, amp.scaler if amp is not None else None)
             except GradcodesValueError as exc:
                 problem = str(exc)
             else:
@@ -362,24 +428,38 @@ def train(code: Any, model: Any, loss_fn: Callable[[Any, Any], Any], X: Any, y: 
         raise GradcodesValueError(problem if rank == 0 else f"rank 0 refused its checkpoint: {problem}")
     if rank == 0:
         master = Master(code, list(model.parameters()), policy=policy, timeout=timeout, grace=grace,
-                        buffers=buffers)
+                        buffers=buffers, nonfinite=nonfinite)
+        if amp is not None:
+            amp.start()
         trainable = [p for p in model.parameters() if p.requires_grad]
         hooks = [on_step] if on_step is not None else []
         hooks += [cb.on_step for cb in callbacks if hasattr(cb, "on_step")]
         ends = [cb.on_step_end for cb in callbacks if hasattr(cb, "on_step_end")]
-        every = checkpoint_every or per_epoch
+        every = checkpoint_every or max(1, per_epoch // acc)
         try:
             for t in range(first, first if stopped else iterations):
                 start = time.monotonic()
+                if amp is not None:
+                    master.scale = amp.scale()
                 master.broadcast(t)
                 info = master.aggregate(t)
+                if amp is not None:
+                    res.loss_scale.append(master.scale)
+                    if info.overflow:
+                        res.overflow.append(t)
+                    amp.unscale(t, master.scale, info)
                 for hook in hooks:
                     hook(t, model, info)
                 if clip_grad_norm is not None:
                     res.grad_norm.append(float(torch.nn.utils.clip_grad_norm_(trainable, clip_grad_norm)))
                 res.lr.append(float(opt.param_groups[0]["lr"]))
-                opt.step()
-                if sched is not None and (scheduler_step == "step" or (t + 1) % per_epoch == 0):
+                if amp is not None:
+                    amp.step()
+                else:
+                    opt.step()
+                # "epoch": after the step that used an epoch's last batch (batches t acc .. (t + 1) acc - 1)
+                if sched is not None and (scheduler_step == "step"
+                                          or (t + 1) * acc // per_epoch > t * acc // per_epoch):
                     sched.step()
                 res.times.append(time.monotonic() - start)
                 res.infos.append(info)
@@ -387,7 +467,7 @@ def train(code: Any, model: Any, loss_fn: Callable[[Any, Any], Any], X: Any, y: 
                     res.accuracy.append(float(evaluate(model)))
                 stopped = any([bool(end(t, model, res)) for end in ends])     # every callback sees every step
                 if ckpt is not None and (stopped or (t + 1) % every == 0 or t + 1 == iterations):
-                    ckpt.save(t + 1, opt, sched, res, delay, stopped)
+                    ckpt.save(t + 1, opt, sched, res, delay, stopped, amp.scaler if amp is not None else None)
                 if stopped:
                     break
         finally:
@@ -404,23 +484,25 @@ def train(code: Any, model: Any, loss_fn: Callable[[Any, Any], Any], X: Any, y: 
         return res
     w = rank - 1
     sampler = CodedSampler(size, code, w, batch_size=batch_size, seed=seed)
-    grad = CodedGradient(model, loss_fn, code, w, sampler, encoding=encoding)
+    grad = CodedGradient(model, loss_fn, code, w, sampler, encoding=encoding, autocast=autocast)
     worker = Worker(code, w, list(model.parameters()), delay=delay or NoDelay(), policy=policy,
-                    timeout=timeout, grace=grace, buffers=buffers)
+                    timeout=timeout, grace=grace, buffers=buffers, nonfinite=nonfinite)
     per_epoch = len(sampler)
     feed = None
     if dataset is not None:
         feed = LoaderFeed(dataset, sampler, loader_kwargs, device=grad.flat.device)
-        feed.start(first)               # loader processes fork before the communication threads start
+        feed.start(first * acc)         # loader processes fork before the communication threads start
 
     def compute(t: int, out: Any) -> None:
-        if feed is not None:
-            inputs, targets = feed.get(t)
-        else:
-            sampler.set_epoch(t // per_epoch)
-            idx = sampler.global_batch(t % per_epoch)[sampler._offsets]
-            inputs, targets = X[idx], y[idx]
-        grad(inputs, targets, out)
+        for a in range(acc):            # global batches t acc .. t acc + acc - 1, summed into one message
+            b = t * acc + a
+            if feed is not None:
+                inputs, targets = feed.get(b)
+            else:
+                sampler.set_epoch(b // per_epoch)
+                idx = sampler.global_batch(b % per_epoch)[sampler._offsets]
+                inputs, targets = X[idx], y[idx]
+            grad(inputs, targets, out, scale=worker.scale, micro=(a, acc))
         if corrupt is not None:
             corrupt(w, t, out)
 
