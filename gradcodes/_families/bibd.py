@@ -221,7 +221,24 @@ class BIBDCode(ApproximateCode):
         self.v, self.b, self.r, self.block_size, self.lam = design
 
     def squared_error(self, s: int) -> Fraction:
-        r"""``||u_F B - 1||_2^2 = b - f r^2 / (r - λ + λ f)`` for ``f = n - s`` responders, exactly (any such set)."""
+        r"""``||u_F B - 1||_2^2 = b - f r^2 / (r - λ + λ f)`` for ``f = n - s`` responders, exactly (any such set).
+
+        Parameters
+        ----------
+        s : int
+            Number of stragglers, ``0 <= s < n``.
+
+        Returns
+        -------
+        fractions.Fraction
+            The optimal decoder's squared error, the same for every set.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> gc.bibd_code("projective_plane", 2).squared_error(2)            # the Fano plane
+        Fraction(4, 7)
+        """
         s = check_int("s", s, 0, self.n - 1)
         f = self.n - s
         return self.b - Fraction(f * self.r * self.r, self.r - self.lam + self.lam * f)

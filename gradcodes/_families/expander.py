@@ -303,7 +303,24 @@ class ExpanderCode(ApproximateCode):
         self.adjacency = np.asarray(adjacency)
 
     def spectral_bound(self, s: int) -> float:
-        """``(λ/d) sqrt(n s / (n - s))``: bound on the fixed (hence optimal) decoder's error with ``s`` stragglers."""
+        """``(λ/d) sqrt(n s / (n - s))``: bound on the fixed (hence optimal) decoder's error with ``s`` stragglers.
+
+        Parameters
+        ----------
+        s : int
+            Number of stragglers, ``0 <= s < n``.
+
+        Returns
+        -------
+        float
+            An upper bound on ``||A_F B - E||_2`` for every set of ``n - s`` responders.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> f"{gc.expander_code(8, 3, rng=0).spectral_bound(2):.3f}"
+        '1.314'
+        """
         n = self.n
         s = check_int("s", s, 0, n - 1)
         return self.spectral_lambda / self.degree * math.sqrt(n * s / (n - s))

@@ -280,12 +280,41 @@ class BipartiteExpanderCode(ApproximateCode):
         self.biadjacency = np.asarray(biadjacency)
 
     def second_singular_value(self) -> float:
-        """``σ_2`` of ``H``: a diagnostic computed on demand with LAPACK (not part of the code's value)."""
+        """``σ_2`` of ``H``: a diagnostic computed on demand with LAPACK (not part of the code's value).
+
+        Returns
+        -------
+        float
+            The second largest singular value of the biadjacency matrix.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> f"{gc.bipartite_expander_code(6, 4, 2, rng=0).second_singular_value():.3f}"
+        '2.000'
+        """
         sv = np.linalg.svd(self.biadjacency.astype(np.float64), compute_uv=False)
         return float(sv[1]) if sv.size > 1 else 0.0
 
     def spectral_bound(self, s: int) -> float:
-        """``(σ_2 / r) sqrt(n s / (n - s))``: bound on the fixed (hence optimal) decoder's error, ``s`` stragglers."""
+        """``(σ_2 / r) sqrt(n s / (n - s))``: bound on the fixed (hence optimal) decoder's error, ``s`` stragglers.
+
+        Parameters
+        ----------
+        s : int
+            Number of stragglers, ``0 <= s < n``.
+
+        Returns
+        -------
+        float
+            An upper bound on ``||A_F B - E||_2`` for every set of ``n - s`` responders.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> f"{gc.bipartite_expander_code(6, 4, 2, rng=0).spectral_bound(1):.3f}"
+        '0.730'
+        """
         s = check_int("s", s, 0, self.n - 1)
         return self.second_singular_value() / self.partition_degree * math.sqrt(self.n * s / (self.n - s))
 
