@@ -137,7 +137,7 @@ class Master:
         set (an ``adversarial_gc`` code: the lowest-ranked not found wrong), so that a run whose decoding sets are
         deterministic (``policy="all"``) has deterministic running statistics too.
     nonfinite : {"straggler", "overflow"}, default "straggler"
-        What a NaN/inf message is (``gradcodes._runtime.engine.Collection``): a straggler's (dropped), or, under a
+        What a NaN/inf message is: a straggler's (dropped), or, under a
         loss scaler, an overflow signal accepted as an answer (:attr:`AggregateInfo.overflow`: the decode is not
         finite). The attribute ``scale`` (1.0; set before each :meth:`broadcast`) travels in every parameter
         message's header. Not with an ``adversarial_gc`` code, whose decode compares messages.
