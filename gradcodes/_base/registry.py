@@ -105,7 +105,24 @@ class Scheme:
     expect: Sequence[Expect | None] = field(default_factory=tuple)
 
     def expected(self, index: int) -> Expect:
-        """The expected outcome of tour row ``index``."""
+        """The expected outcome of tour row ``index``.
+
+        Parameters
+        ----------
+        index : int
+            A row of ``tour``.
+
+        Returns
+        -------
+        Expect
+            The given expectation, or the default of the scheme's kind.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> sorted(gc.schemes()["uncoded"].expected(0).results)
+        ['exact', 'ok']
+        """
         given = self.expect[index] if index < len(self.expect) else None
         return given if given is not None else DEFAULT_EXPECT.get(self.kind, DEFAULT_EXPECT["exact"])
 

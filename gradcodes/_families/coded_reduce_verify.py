@@ -95,7 +95,19 @@ class TreeVerifyReport(VerifyReport):
                 + ">")
 
     def tour_row(self) -> dict[str, Any]:
-        """The tour's columns."""
+        """The tour's columns.
+
+        Returns
+        -------
+        dict of str to str or number
+            Column name to cell, ``result`` among them.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> gc.verify(gc.coded_reduce(2, 2, 1)).tour_row()["result"]
+        'ok'
+        """
         bound = self.load_lower_bound * (Fraction(self.load) / self.load_fraction)
         return {
             "scheme": self.name, "n": self.n, "s": f"{self.s}/parent", "m": 1,

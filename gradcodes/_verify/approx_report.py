@@ -109,7 +109,19 @@ class ApproxReport:
         return "above it"
 
     def tour_row(self) -> dict[str, Any]:
-        """The columns ``gradcodes tour`` prints for an approximate code (error and bias, not exactness)."""
+        """The columns ``gradcodes tour`` prints for an approximate code (error and bias, not exactness).
+
+        Returns
+        -------
+        dict of str to str or number
+            Column name to cell, ``result`` among them.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> gc.evaluate_approximate(gc.stochastic_gc(6, 2, 0.2, rng=0), p=0.2).tour_row()["result"]
+        'unbiased'
+        """
         return {
             "scheme": self.code_name, "n": self.n, "k": self.k,
             "load / bound": f"{self.load} / -",
@@ -246,7 +258,24 @@ class ApproximationReport:
         return self.worst_upper if math.isfinite(self.worst_upper) else None
 
     def relative(self, error: float) -> float:
-        """``error^2 / ||E||_F^2``: an error ``||A_F B - E||_2`` relative to the true sum, squared."""
+        """``error^2 / ||E||_F^2``: an error ``||A_F B - E||_2`` relative to the true sum, squared.
+
+        Parameters
+        ----------
+        error : float
+            An error ``||A_F B - E||_2``.
+
+        Returns
+        -------
+        float
+            ``error**2 / (k m)``.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> gc.worst_case_error(gc.expander_code(8, 3, rng=0), s=2).relative(1.0)        # k m = 8
+        0.125
+        """
         return error * error / self.norm2
 
     @property
@@ -284,7 +313,19 @@ class ApproximationReport:
         return "\n".join(lines)
 
     def tour_row(self) -> dict[str, Any]:
-        """The columns of ``gradcodes tour`` (errors as ``|err|^2/|g|^2``; ``=`` proven, ``>=`` a lower bound)."""
+        """The columns of ``gradcodes tour`` (errors as ``|err|^2/|g|^2``; ``=`` proven, ``>=`` a lower bound).
+
+        Returns
+        -------
+        dict of str to str or number
+            Column name to cell, ``result`` among them.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> gc.worst_case_error(gc.expander_code(8, 3, rng=0), s=2).tour_row()["result"]
+        'proven'
+        """
         k_m = self.norm2
         lower = ("= " if self.proven else ">= ") + _rel(self.worst_lower, k_m)
         upper = ("= " if self.proven else "<= ") + _rel(self.worst_upper, k_m) if math.isfinite(self.worst_upper) \
