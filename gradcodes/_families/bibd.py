@@ -179,7 +179,25 @@ class BIBDDecoder(Decoder):
         self.r, self.block_size, self.lam = int(r), int(block_size), int(lam)
 
     def weight(self, f: int) -> Fraction:
-        """The weight ``K r / (r - λ + λ f)`` for ``f`` responders."""
+        """The weight ``K r / (r - λ + λ f)`` for ``f`` responders.
+
+        Parameters
+        ----------
+        f : int
+            Number of responders.
+
+        Returns
+        -------
+        fractions.Fraction
+            The weight of every responder's message.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> code = gc.bibd_code("projective_plane", 2)              # K = r = 3, λ = 1
+        >>> code.decoders["optimal"].weight(5)
+        Fraction(9, 7)
+        """
         return Fraction(self.block_size * self.r, self.r - self.lam + self.lam * f)
 
     def matrices(self, code: LinearCode, mask: np.ndarray) -> Any:

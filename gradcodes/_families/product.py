@@ -77,7 +77,25 @@ class ProductCode(ApproximateCode):
         self.first, self.second = first, second
 
     def factor_workers(self, worker: int) -> tuple[int, int]:
-        """The pair ``(i_1, i_2)`` of factor workers of product worker ``worker`` (``worker = i_1 n_2 + i_2``)."""
+        """The pair ``(i_1, i_2)`` of factor workers of product worker ``worker`` (``worker = i_1 n_2 + i_2``).
+
+        Parameters
+        ----------
+        worker : int
+            A worker of the product code, ``0 <= worker < n``.
+
+        Returns
+        -------
+        tuple of int
+            ``(i_1, i_2)``.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> fr = gc.fractional_repetition(2, 1)
+        >>> gc.product_code(fr, fr).factor_workers(3)
+        (1, 1)
+        """
         worker = check_int("worker", worker, 0, self.n - 1)
         return divmod(worker, self.second.n)
 

@@ -184,7 +184,30 @@ class PersistentStragglers(WorkerModel):
         self.label = f"persistent(p_slow={p_slow:g}, p_recover={p_recover:g}, slowdown={slowdown:g})"
 
     def states(self, generator: np.random.Generator, iters: int, workers: int) -> np.ndarray:
-        """Boolean (iters, workers): True where the worker is slow (the chain, from its stationary law)."""
+        """Boolean (iters, workers): True where the worker is slow (the chain, from its stationary law).
+
+        Parameters
+        ----------
+        generator : numpy.random.Generator
+            The random state (advanced).
+        iters : int
+            Iterations.
+        workers : int
+            Workers.
+
+        Returns
+        -------
+        ndarray of bool, shape (iters, workers)
+            True where the worker is slow.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> import numpy as np
+        >>> S = gc.PersistentStragglers(0.1, 0.5, 10.0).states(np.random.default_rng(0), 5, 4)
+        >>> S.shape, S.dtype
+        ((5, 4), dtype('bool'))
+        """
         u = generator.random((iters, workers))
         slow = np.empty((iters, workers), dtype=bool)
         slow[0] = u[0] < self.p_slow / (self.p_slow + self.p_recover)
@@ -201,7 +224,25 @@ class PersistentStragglers(WorkerModel):
         return np.where(self.states(generator, iters, workers), T * self.slowdown, T)
 
     def with_base(self, base: WorkerModel) -> PersistentStragglers:
-        """The same chain over another base model."""
+        """The same chain over another base model.
+
+        Parameters
+        ----------
+        base : WorkerModel
+            The model of a worker's time when it is not slow.
+
+        Returns
+        -------
+        PersistentStragglers
+            A new model; this one is unchanged.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> slow = gc.PersistentStragglers(0.1, 0.5, 10.0)
+        >>> slow.with_base(gc.ShiftedExponentialWorkers(a=1e-3, mu=1e3)).base is slow.base
+        False
+        """
         return PersistentStragglers(self.p_slow, self.p_recover, self.slowdown, base=base)
 
 
