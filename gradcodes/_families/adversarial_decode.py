@@ -51,6 +51,17 @@ class AdversarialDecodeResult:
         True when some message was inconsistent (wrong messages were detected, corrected or not).
     responders : tuple of int
         The responders used.
+
+    Examples
+    --------
+    >>> import numpy as np, gradcodes as gc
+    >>> placement = [[0, 1, 2], [0, 1, 3], [0, 2, 3], [1, 2, 3], [0, 1, 2, 3]]
+    >>> code = gc.adversarial_gc(placement, s=1, a=1)
+    >>> Y = code.encode(np.arange(8.0).reshape(4, 2))
+    >>> Y[1] += 5.0                                             # worker 1 lies
+    >>> res = gc.decode_adversarial(code, [0, 1, 2, 3], Y[[0, 1, 2, 3]])
+    >>> res.adversarial, res.corrected, np.round(res.gradient, 9).tolist()
+    ((1,), True, [12.0, 16.0])
     """
 
     gradient: np.ndarray | None
@@ -299,6 +310,14 @@ class AdversarialVerifyReport:
     detected_beyond : bool or None
         With ``beyond=True``: whether every pattern of ``a + 1`` wrong messages (where ``n - s >= K + 2a + 1``) was
         detected or corrected rather than silently miscorrected; None otherwise.
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> placement = [[0, 1, 2], [0, 1, 3], [0, 2, 3], [1, 2, 3], [0, 1, 2, 3]]
+    >>> report = gc.verify_adversarial(gc.adversarial_gc(placement, s=1, a=1))
+    >>> report.ok, report.exhaustive, report.failures
+    (True, True, [])
     """
 
     ok: bool

@@ -168,6 +168,13 @@ class BIBDDecoder(Decoder):
     r"""The optimal decoder of a BIBD code: ``u_F = K r / (r - λ + λ |F|) 1_F`` (least squares, closed form).
 
     Exact for rational codes; in floats one correctly rounded quotient of integers per pattern.
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> code = gc.bibd_code("projective_plane", 2)
+    >>> code.decoders["optimal"].weight(7)            # every worker responds: K r / (r - λ + λ n) = 1
+    Fraction(1, 1)
     """
 
     name = "optimal"

@@ -67,6 +67,13 @@ class TreeVerifyReport(VerifyReport):
     load, load_fraction, load_lower_bound
         ``r P`` units, ``r``, and the optimum ``r_CR`` (Fraction, a share of the data);
         ``meets_lower_bound`` = ``r == r_CR``.
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> report = gc.verify(gc.coded_reduce(2, 2, 1))           # every straggler pattern of the tree
+    >>> bool(report), report.exhaustive, report.patterns_checked
+    (True, True, 27)
     """
 
     distinct_checked: int = 0

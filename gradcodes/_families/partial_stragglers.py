@@ -90,6 +90,21 @@ class ChunkDecoder(Decoder):
     which leaves ``m - c`` in ``||A B - E||_F^2`` for that chunk (``V^+ V`` projects onto a ``c``-dimensional
     row space). Chunks with ``m`` or more messages are decoded exactly as above, so both decoders agree on every
     decodable set.
+
+    Parameters
+    ----------
+    exact : bool, default False
+        Exact rational inverses (for rational codes).
+    approximate : bool, default False
+        Least squares for chunks with fewer than ``m`` messages (name ``"chunks_lstsq"``).
+
+    Examples
+    --------
+    >>> import numpy as np, gradcodes as gc
+    >>> code = gc.partial_straggler_code(4, 1)
+    >>> mask = code.progress_mask(np.array([2, 2, 2, 0]))            # worker 3 sent nothing
+    >>> float(code.residual(np.flatnonzero(mask), decoder="chunks"))
+    0.0
     """
 
     name = "chunks"

@@ -66,6 +66,14 @@ class Layout:
         Number of workers.
     branching : int
         Children per parent (``n`` workers for flat, the tree's ``n`` for CodedReduce).
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> from gradcodes.mpi import layout_for
+    >>> layout = layout_for(gc.coded_reduce(2, 2, 1))
+    >>> layout.kind, layout.size, layout.children(0)
+    ('tree', 7, [1, 2])
     """
 
     kind: str

@@ -62,6 +62,13 @@ class ApproxReport:
         How a ``time_budget`` changed the method or cut the sampling.
     budget_exhausted : bool
         The ``time_budget`` ran out (the Monte Carlo estimate is over ``patterns`` samples, fewer than asked).
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> report = gc.evaluate_approximate(gc.stochastic_gc(6, 2, 0.2, rng=0), p=0.2)
+    >>> report.method, report.patterns, bool(report.bias_norm < 1e-12)      # 2**6 patterns, exactly
+    ('enumerate', 64, True)
     """
 
     code_name: str
@@ -204,6 +211,13 @@ class ApproximationReport:
         ``greedy``).
     notes : list of str
         Why the result is not exhaustive, and whether a time budget stopped it.
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> report = gc.worst_case_error(gc.expander_code(8, 3, rng=0), s=2)
+    >>> report.proven, report.exhaustive
+    (True, True)
     """
 
     name: str

@@ -171,6 +171,13 @@ class BlockDecoder(Decoder):
         decodes the block. None for blocks without partitions.
     name : str, default "blocks"
         The decoder's name.
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> code = gc.stable_binary(6, 2)
+    >>> code.default_decoder, sorted(gc.blocks_of(code)[0].workers)
+    ('blocks', [0, 1, 2])
     """
 
     description = "per block: the block code's decoder on its first n_b - s responders"
@@ -215,6 +222,13 @@ class BlockVerifyReport(VerifyReport):
     checked instead, or None) and ``report`` (its :class:`~gradcodes.VerifyReport`, None without partitions).
     The worst residual, cancellation and error estimate are the bounds of the proof by blocks (docs/stable_codes.md,
     "Proof by blocks"), reached at the reported responder sets up to the rounding of the bound.
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> report = gc.verify(gc.stable_binary(6, 2))             # two blocks of 3 workers
+    >>> bool(report), [b["workers"] for b in report.blocks]
+    (True, [(0, 1, 2), (3, 4, 5)])
     """
 
     blocks: list[dict[str, Any]] = field(default_factory=list)
