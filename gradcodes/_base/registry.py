@@ -87,6 +87,13 @@ class Scheme:
     expect : sequence of Expect or None
         The expected outcome of each tour row, in the order of ``tour`` (empty, or one entry per row; ``None``
         takes the kind's default from ``DEFAULT_EXPECT``).
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> scheme = gc.schemes()["fractional_repetition"]
+    >>> scheme.kind, scheme.build(n=6, s=2).load
+    ('exact', 3)
     """
 
     name: str
@@ -98,7 +105,24 @@ class Scheme:
     expect: Sequence[Expect | None] = field(default_factory=tuple)
 
     def expected(self, index: int) -> Expect:
-        """The expected outcome of tour row ``index``."""
+        """The expected outcome of tour row ``index``.
+
+        Parameters
+        ----------
+        index : int
+            A row of ``tour``.
+
+        Returns
+        -------
+        Expect
+            The given expectation, or the default of the scheme's kind.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> sorted(gc.schemes()["uncoded"].expected(0).results)
+        ['exact', 'ok']
+        """
         given = self.expect[index] if index < len(self.expect) else None
         return given if given is not None else DEFAULT_EXPECT.get(self.kind, DEFAULT_EXPECT["exact"])
 
@@ -107,7 +131,39 @@ _SCHEMES: dict[str, Scheme] = {}
 
 
 def register(scheme: Scheme) -> Scheme:
-    """Add a scheme to the registry (a later registration of the same name replaces the earlier one)."""
+    """Add a scheme to the registry (a later registration of the same name replaces the earlier one).
+
+    Registered schemes are built by ``gradcodes build NAME``, listed by ``gradcodes tour`` and drawn by
+    :func:`gradcodes.testing.codes`.
+
+    Parameters
+    ----------
+    scheme : Scheme
+        The construction, its summary and its tour parameters.
+
+    Returns
+    -------
+    Scheme
+        ``scheme`` itself (so ``register`` can wrap a definition).
+
+    Raises
+    ------
+    GradcodesTypeError
+        If ``scheme`` is not a :class:`Scheme`.
+    GradcodesValueError
+        If ``scheme.expect`` is given and has not one entry per tour row.
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> doubled = gc.Scheme("uncoded_k2", lambda n: gc.uncoded(n, 2 * n), "two partitions per worker",
+    ...                     tour=({"n": 4},))
+    >>> doubled.build(n=4).k
+    8
+    >>> uncoded = gc.schemes()["uncoded"]
+    >>> gc.register(uncoded) is uncoded        # registering again replaces it by itself
+    True
+    """
     if not isinstance(scheme, Scheme):
         raise GradcodesTypeError(f"register() takes a Scheme, got {type(scheme).__name__}")
     if scheme.expect and len(scheme.expect) != len(scheme.tour):
@@ -121,6 +177,13 @@ def register(scheme: Scheme) -> Scheme:
 def schemes() -> dict[str, Scheme]:
     """All registered schemes, by name, in registration order.
 
+    Returns
+    -------
+    dict of str to Scheme
+        A copy: changing it does not change the registry (use :func:`register`).
+
+    Examples
+    --------
     >>> import gradcodes as gc
     >>> "cyclic_repetition" in gc.schemes()
     True

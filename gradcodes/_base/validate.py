@@ -74,7 +74,35 @@ class Limits:
 
     @contextlib.contextmanager
     def raised(self, **bounds: int) -> Iterator[Limits]:
-        """Context manager: set some bounds (``entries=..., exact_entries=..., work=...``) for a ``with`` block."""
+        """Context manager: set some bounds (``entries=..., exact_entries=..., work=...``) for a ``with`` block.
+
+        Parameters
+        ----------
+        **bounds : int
+            New values (``>= 1``) of some of ``entries``, ``exact_entries`` and ``work``; the old values come back
+            when the block ends, also on an exception.
+
+        Yields
+        ------
+        Limits
+            This object, with the new bounds.
+
+        Raises
+        ------
+        AttributeError
+            If a name is not a bound.
+        GradcodesValueError
+            If a value is not an integer ``>= 1`` (GradcodesTypeError for a non-integer).
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> with gc.limits.raised(work=10**12) as lim:
+        ...     lim.work
+        1000000000000
+        >>> gc.limits.work
+        10000000000
+        """
         old = {k: getattr(self, k) for k in bounds}
         try:
             for k, v in bounds.items():

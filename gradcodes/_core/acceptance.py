@@ -70,14 +70,23 @@ class DecodeInfo:
         ``||A_F B - E||_inf`` (0 for exact decoders that succeeded).
     cancellation : float
         The worst column of ``|A_F| |B|`` (summed over the ``m`` pieces; >= 1; 1 means no cancellation;
-        :func:`gradcodes._core.numerics.cancellation`).
+        docs/acceptance.md).
     error_estimate : float
         A bound on the relative error of the decoded sum for every gradient (relative to ``max sum_j |g_j|``):
         ``gamma_{t+2} cancellation + residual + gamma64_{t+1} (cancellation + 1)`` with ``t`` the rounded
         operations per coordinate, ``gamma`` in the unit roundoff of the messages' dtype (``gamma64`` in float64's;
-        :func:`gradcodes._core.numerics.error_estimate`), plus the underflow floor; 0 for exact arithmetic.
+        docs/acceptance.md, "The bound of one decode"), plus the underflow floor; 0 for exact arithmetic.
     exact : bool
         True when the decode ran in exact arithmetic.
+
+    Examples
+    --------
+    >>> import numpy as np, gradcodes as gc
+    >>> code = gc.cyclic_repetition(5, 2, rng=0)
+    >>> Y = code.encode(np.arange(10.0).reshape(5, 2))        # five partial gradients of length 2
+    >>> g, info = code.decode([0, 2, 4], Y[[0, 2, 4]], return_info=True)
+    >>> info.responders, info.decoder, info.exact, bool(info.error_estimate < 1e-12)
+    ((0, 2, 4), 'nullspace', False, True)
     """
 
     responders: tuple[int, ...]

@@ -129,6 +129,15 @@ class LinearCode(DecodeMixin, EncodeMixin, DecodableMixin):
     field_builder : callable, optional
         ``field_builder(field) -> code``: the same construction over another field (e.g. GF(p)); used by
         ``verify(code, field=...)``.
+
+    Examples
+    --------
+    >>> import numpy as np, gradcodes as gc
+    >>> code = gc.LinearCode(np.eye(3))              # usually a subclass: GradientCode, ApproximateCode
+    >>> code
+    LinearCode(name='custom', n=3, k=3, m=1, field='real', load=1)
+    >>> code.decode([0, 1, 2], code.encode(np.ones((3, 2)))).tolist()
+    [3.0, 3.0]
     """
 
     #: Set by :func:`gradcodes.recommend` on the code it returns: the reasoning (candidates, loads, errors).
@@ -289,7 +298,27 @@ class ApproximateCode(LinearCode):
         self.straggle_probabilities = straggle_probabilities
 
     def approximation_error(self, responders: Responders, decoder: str | Decoder | None = None) -> float:
-        """``||A_F B - E||_2`` (Frobenius for m > 1): the error of the decoded sum per unit of gradient norm."""
+        """``||A_F B - E||_2`` (Frobenius for m > 1): the error of the decoded sum per unit of gradient norm.
+
+        Parameters
+        ----------
+        responders : iterable of int or bool mask
+            The workers whose messages arrived.
+        decoder : str or Decoder, optional
+            Default: the code's default decoder.
+
+        Returns
+        -------
+        float
+            The error (0 up to rounding when the responders decode exactly).
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> code = gc.expander_code(8, 3, rng=0)
+        >>> f"{code.approximation_error([0, 1, 2, 3, 4, 5]):.3f}"         # workers 6 and 7 straggle
+        '0.354'
+        """
         F, mask = self._mask(responders)
         A = self._raw_decoding_matrix(F, mask, self._decoder(decoder))[0]
         if self.exact:

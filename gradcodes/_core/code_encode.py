@@ -94,6 +94,15 @@ class EncodeMixin(CodeBase):
         See Also
         --------
         encode_worker : one worker's message from its own partial gradients only.
+
+        Examples
+        --------
+        >>> import numpy as np, gradcodes as gc
+        >>> code = gc.cyclic_repetition(5, 2, rng=0)
+        >>> G = np.arange(10.0).reshape(5, 2)                 # five partial gradients of length 2
+        >>> Y = code.encode(G)
+        >>> Y.shape, code.decode([0, 2, 4], Y[[0, 2, 4]]).tolist()
+        ((5, 2), [20.0, 25.0])
         """
         G = self._check_data("partials", partials)
         if G.shape[0] != self._k:

@@ -247,6 +247,13 @@ class Decodability:
         The workers added so far, in arrival order.
     done : bool
         Whether the responders so far are decodable (the value of the last :meth:`add`).
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> t = gc.fractional_repetition(6, 2).decodability()       # a code's tracker
+    >>> [t.add(w) for w in (1, 2, 4)], t.responders
+    ([False, False, True], [1, 2, 4])
     """
 
     def __init__(self, code: DecodableMixin, *, dtype: DTypeLike = np.float64) -> None:
@@ -290,7 +297,30 @@ class Decodability:
         return self._group_ok
 
     def add(self, worker: int) -> bool:
-        """Record that ``worker``'s message arrived; return whether the responders so far are decodable."""
+        """Record that ``worker``'s message arrived; return whether the responders so far are decodable.
+
+        Parameters
+        ----------
+        worker : int
+            The worker whose message arrived, ``0 <= worker < n``.
+
+        Returns
+        -------
+        bool
+            Whether the responders so far can decode (:meth:`gradcodes.LinearCode.decodable`).
+
+        Raises
+        ------
+        GradcodesValueError
+            If ``worker`` is out of range or was already added since the last :meth:`reset`.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> t = gc.fractional_repetition(6, 2).decodability()
+        >>> t.add(1), t.add(2), t.add(4)                 # groups {0, 1, 2} and {3, 4, 5}
+        (False, False, True)
+        """
         n = self.code.n
         w = check_int("worker", worker, 0, n - 1)
         bit = 1 << w
@@ -325,7 +355,17 @@ class Decodability:
         return done
 
     def reset(self) -> None:
-        """Forget every responder (for the next iteration)."""
+        """Forget every responder (for the next iteration).
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> t = gc.fractional_repetition(6, 2).decodability()
+        >>> t.add(1), t.add(4)
+        (False, True)
+        >>> t.reset()
+        >>> t.responders, t.done
+        ([], False)"""
         if self._bounds is not None:
             self._hits[:] = 0
             self._missing_groups = self._bounds.size - 1

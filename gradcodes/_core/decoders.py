@@ -42,7 +42,15 @@ _EPS = float(np.finfo(np.float64).eps)
 
 
 class Decoder:
-    """Base class of all decoders. Subclasses set :attr:`name` and implement :meth:`matrices`."""
+    """Base class of all decoders. Subclasses set :attr:`name` and implement :meth:`matrices`.
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> code = gc.cyclic_repetition(5, 2, rng=0)
+    >>> sorted(code.decoders), code.default_decoder           # by name; decode(..., decoder=...) picks one
+    (['lstsq', 'nullspace'], 'nullspace')
+    """
 
     #: Key of the decoder in ``code.decoders``.
     name: str = "decoder"
@@ -55,7 +63,29 @@ class Decoder:
     description: str = ""
 
     def matrices(self, code: LinearCode, mask: np.ndarray) -> Array:
-        """Decoding matrices (b, m, n) for the responder masks ``mask`` (b, n)."""
+        """Decoding matrices (b, m, n) for the responder masks ``mask`` (b, n).
+
+        Parameters
+        ----------
+        code : LinearCode
+            The code (its matrix ``B``, ``m`` and the decoder's cached factorisations).
+        mask : ndarray of bool, shape (b, n)
+            Each row: the responders of one set.
+
+        Returns
+        -------
+        ndarray, shape (b, m, n)
+            ``A_F`` of each set, zero in the columns of non-responders; not checked (the code's
+            :meth:`~gradcodes.LinearCode.decode` and :func:`gradcodes.verify` judge ``A_F B - E``).
+
+        Examples
+        --------
+        >>> import numpy as np, gradcodes as gc
+        >>> code = gc.fractional_repetition(4, 1)
+        >>> mask = np.array([[1, 0, 1, 1], [0, 1, 1, 1]], dtype=bool)
+        >>> gc.LeastSquaresDecoder().matrices(code, mask).round(9).tolist()     # the min-norm solutions
+        [[[1.0, 0.0, 0.5, 0.5]], [[0.0, 1.0, 0.5, 0.5]]]
+        """
         raise NotImplementedError
 
     def __repr__(self) -> str:
@@ -167,6 +197,14 @@ class LeastSquaresDecoder(Decoder):
 
     Singular values below ``max(n, k m) * eps * sigma_max`` are dropped, which picks the small-norm solution among
     the many that agree to rounding when ``B_F`` is numerically rank-deficient (see :func:`min_norm_solve`).
+
+    Examples
+    --------
+    >>> import numpy as np, gradcodes as gc
+    >>> code = gc.cyclic_repetition(5, 2, rng=0)
+    >>> Y = code.encode(np.arange(10.0).reshape(5, 2))        # five partial gradients of length 2
+    >>> np.round(code.decode([0, 2, 4], Y[[0, 2, 4]], decoder=gc.LeastSquaresDecoder()), 9).tolist()
+    [20.0, 25.0]
     """
 
     name = "lstsq"
@@ -214,6 +252,14 @@ class NullSpaceDecoder(Decoder):
         Relative residual of the small solve above which a pattern falls back to least squares.
     refine : int >= 0, default 1
         Steps of iterative refinement.
+
+    Examples
+    --------
+    >>> import numpy as np, gradcodes as gc
+    >>> code = gc.cyclic_repetition(5, 2, rng=0)
+    >>> Y = code.encode(np.arange(10.0).reshape(5, 2))        # five partial gradients of length 2
+    >>> np.round(code.decode([0, 2, 4], Y[[0, 2, 4]], decoder=gc.NullSpaceDecoder()), 9).tolist()
+    [20.0, 25.0]
     """
 
     name = "nullspace"
@@ -226,7 +272,25 @@ class NullSpaceDecoder(Decoder):
     @staticmethod
     def basis(code: LinearCode) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(C, K, P)``: min-norm particular solution ``C`` (m, n), orthonormal left-null basis ``K`` (n, d) and
-        ``P = pinv(B)`` (k m, n)."""
+        ``P = pinv(B)`` (k m, n).
+
+        Parameters
+        ----------
+        code : LinearCode
+            The code; the result is cached with it.
+
+        Returns
+        -------
+        tuple of ndarray
+            ``C``, ``K`` and ``P``.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> C, K, P = gc.NullSpaceDecoder.basis(gc.cyclic_repetition(5, 2, rng=0))
+        >>> C.shape, K.shape, P.shape                  # d = s = 2: the left null space of B
+        ((1, 5), (5, 2), (5, 5))
+        """
         cached = code._memo.get("nullspace")
         if cached is None:
             Bn = row_scaled(code)[0]                             # solve for the row-normalised matrix
@@ -339,6 +403,14 @@ class ExactDecoder(Decoder):
     ``C`` and the left-null basis ``K`` are computed once by exact Gaussian elimination; each pattern then solves
     ``K_S z = -c_S`` exactly. A pattern with no solution gets a zero matrix (its residual is not zero, so the
     code and the verifier report it).
+
+    Examples
+    --------
+    >>> import numpy as np, gradcodes as gc
+    >>> code = gc.fractional_repetition(4, 1, field="rational")
+    >>> Y = code.encode(np.arange(8).reshape(4, 2))
+    >>> [int(x) for x in code.decode([0, 2, 3], Y[[0, 2, 3]], decoder=gc.ExactDecoder())]
+    [12, 16]
     """
 
     name = "exact"

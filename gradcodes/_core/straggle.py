@@ -47,6 +47,13 @@ def straggle_probabilities(p: ProbabilitiesLike, n: int | None = None, *, exact:
     numpy.ndarray
         float64 array, or object array of ``Fraction`` when exact.
 
+    Raises
+    ------
+    GradcodesValueError
+        If a probability is not strictly inside ``(0, 1)`` or there is not one per worker.
+    GradcodesTypeError
+        If a probability is not a real number.
+
     Examples
     --------
     >>> straggle_probabilities("1/10, 1/2")
@@ -128,6 +135,11 @@ def exponential_straggle_probabilities(n: int, tau: float, *, psi: tuple[float, 
     -------
     numpy.ndarray
         float64, length ``n``, entries in (0, 1).
+
+    Raises
+    ------
+    GradcodesValueError
+        If ``psi`` is not a pair of rates, or the probabilities round to 0 or 1.
 
     Examples
     --------

@@ -112,6 +112,25 @@ def adversarial_comm_cost(placement: Any, s: int, a: int) -> Fraction:
     ``s`` stragglers and ``a`` adversarial workers, each worker must send at least ``1/(r - s - 2a)`` of a
     gradient, and the polynomial construction (:func:`adversarial_gc`) meets it. Needs ``r >= s + 2a + 1``.
 
+    Parameters
+    ----------
+    placement : (n, k) 0/1 array_like or sequence of sequences of int
+        ``placement[i]``: the partitions worker ``i`` stores (a 0/1 matrix, or per-worker lists of indices).
+    s : int
+        Stragglers tolerated, ``0 <= s <= n - 1``.
+    a : int
+        Adversarial workers tolerated, ``0 <= a <= n - 1``.
+
+    Returns
+    -------
+    fractions.Fraction
+        ``1 / (r - s - 2a)``, the fraction of a gradient each worker sends.
+
+    Raises
+    ------
+    GradcodesValueError
+        If the placement is malformed or ``r < s + 2a + 1`` (no exact recovery).
+
     Examples
     --------
     >>> import gradcodes as gc
@@ -176,6 +195,13 @@ class AdversarialCode(GradientCode):
     scale_exponents : tuple of int
         Worker ``i`` sends ``2^{-e_i} f(x_i)`` (all 0 for monomial functionals).
     node_kind : {"unity", "spread", "chebyshev", "given"}
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> code = gc.adversarial_gc([[0, 1, 2], [0, 1, 3], [0, 2, 3], [1, 2, 3], [0, 1, 2, 3]], s=1, a=1)
+    >>> isinstance(code, gc.AdversarialCode), code.n, code.k
+    (True, 5, 4)
     """
 
     def __init__(self, B: MatrixLike, s: int, *, stragglers: int, adversaries: int,
@@ -219,9 +245,9 @@ def adversarial_gc(placement: Any, s: int, a: int, *, m: int | None = None, k: i
     nodes : {"unity", "spread", "chebyshev"} or sequence of n distinct rationals, optional
         ``"unity"`` (default, ``None``): dyadic Cayley images ``tan(θ_i/2)`` of stride-permuted roots of unity
         with the top *Fourier* coefficients as the decoded functionals (the well-conditioned real form, see
-        ``gradcodes._families.adversarial_fourier``); ``"spread"``: the same form with the workers' angles
+        docs/adversarial.md, "Numerics"); ``"spread"``: the same form with the workers' angles
         assigned for this placement, so that every partition's holders are spread around the circle (a
-        deterministic local search, ``gradcodes._families.adversarial_fourier.spread_angles``: seconds at
+        deterministic local search: seconds at
         ``n = 100``; for arbitrary placements, where the stride leaves some holders bunched); ``"chebyshev"``:
         dyadic Chebyshev points with the paper's top monomial coefficients (ill-conditioned from ``n ≈ 20``, kept
         for comparison); or your own evaluation points (ints, Fractions or floats, taken exactly; top monomial
@@ -238,6 +264,14 @@ def adversarial_gc(placement: Any, s: int, a: int, *, m: int | None = None, k: i
     AdversarialCode
         A :class:`~gradcodes.GradientCode` with ``s = s + 2a`` (any ``K = n - s - 2a`` responders decode), decoder
         ``"interpolation"``; decode with wrong messages through :func:`decode_adversarial`.
+
+    Raises
+    ------
+    GradcodesValueError
+        If a parameter is out of its range (the message names the parameter and the range), the placement stores some
+        partition on fewer than ``s + 2a + m`` workers, or ``nodes`` are not ``n`` distinct rationals.
+    GradcodesTypeError
+        If the placement or ``nodes`` have the wrong type.
 
     Examples
     --------

@@ -51,6 +51,17 @@ class AdversarialDecodeResult:
         True when some message was inconsistent (wrong messages were detected, corrected or not).
     responders : tuple of int
         The responders used.
+
+    Examples
+    --------
+    >>> import numpy as np, gradcodes as gc
+    >>> placement = [[0, 1, 2], [0, 1, 3], [0, 2, 3], [1, 2, 3], [0, 1, 2, 3]]
+    >>> code = gc.adversarial_gc(placement, s=1, a=1)
+    >>> Y = code.encode(np.arange(8.0).reshape(4, 2))
+    >>> Y[1] += 5.0                                             # worker 1 lies
+    >>> res = gc.decode_adversarial(code, [0, 1, 2, 3], Y[[0, 1, 2, 3]])
+    >>> res.adversarial, res.corrected, np.round(res.gradient, 9).tolist()
+    ((1,), True, [12.0, 16.0])
     """
 
     gradient: np.ndarray | None
@@ -100,6 +111,16 @@ def decode_adversarial(code: AdversarialCode, responders: Responders, messages: 
     Returns
     -------
     AdversarialDecodeResult
+
+    Raises
+    ------
+    GradcodesTypeError
+        If ``code`` is not an :func:`adversarial_gc` code or ``messages`` not an array of numbers.
+    GradcodesValueError
+        If ``messages`` has not one row per responder (or per worker) or holds NaN or inf.
+    DecodingError
+        If the responders are too few to correct ``a`` wrong messages, or the messages are inconsistent with at most
+        ``a`` adversaries.
 
     Examples
     --------
@@ -289,6 +310,14 @@ class AdversarialVerifyReport:
     detected_beyond : bool or None
         With ``beyond=True``: whether every pattern of ``a + 1`` wrong messages (where ``n - s >= K + 2a + 1``) was
         detected or corrected rather than silently miscorrected; None otherwise.
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> placement = [[0, 1, 2], [0, 1, 3], [0, 2, 3], [1, 2, 3], [0, 1, 2, 3]]
+    >>> report = gc.verify_adversarial(gc.adversarial_gc(placement, s=1, a=1))
+    >>> report.ok, report.exhaustive, report.failures
+    (True, True, [])
     """
 
     ok: bool
@@ -310,6 +339,28 @@ def verify_adversarial(code: AdversarialCode, *, limit: int = 20_000, rng: RNGLi
     through its rational twin (same placement, nodes, ``m``). Exhaustive when the number of pairs is at most
     ``limit``; otherwise the first ``limit`` pairs in lexicographic order. ``rng`` (SPEC 7: None, an int, a
     SeedSequence or a Generator; default 0) draws the gradients and the errors.
+
+    Parameters
+    ----------
+    code : AdversarialCode
+        A code of :func:`adversarial_gc`.
+    limit : int, default 20000
+        Largest number of (straggler set, adversary set) pairs checked.
+    rng : None, int, SeedSequence or Generator, default 0
+        Random state (SPEC 7) of the gradients and the errors.
+
+    Returns
+    -------
+    AdversarialVerifyReport
+        ``ok`` (every pair checked decoded exactly and named its adversaries), ``exhaustive``, ``checked`` and the
+        failures.
+
+    Raises
+    ------
+    GradcodesTypeError
+        If ``code`` is not an :func:`adversarial_gc` code.
+    GradcodesValueError
+        If ``limit < 1``.
 
     Examples
     --------

@@ -239,6 +239,12 @@ def stochastic_gc(n: int, degree: int, p: ProbabilitiesLike, *, k: int | None = 
     -------
     ApproximateCode
 
+    Raises
+    ------
+    GradcodesValueError
+        If a parameter is out of its range (the message names the parameter and the range), or ``assignment`` is
+        unknown.
+
     Examples
     --------
     >>> import gradcodes as gc
@@ -306,6 +312,13 @@ def bernoulli_gc(n: int, degree: float, *, k: int | None = None, p: Probabilitie
     -------
     ApproximateCode
 
+    Raises
+    ------
+    GradcodesValueError
+        If ``degree`` is not in ``(0, k]`` or another parameter is out of its range.
+    GradcodesTypeError
+        If ``degree`` is not a real number.
+
     Examples
     --------
     >>> import gradcodes as gc
@@ -360,6 +373,12 @@ def erasurehead(n: int, degree: int, *, k: int | None = None, p: ProbabilitiesLi
     Returns
     -------
     ApproximateCode
+
+    Raises
+    ------
+    GradcodesValueError
+        If a parameter is out of its range (the message names the parameter and the range), or ``degree`` does not
+        divide ``n``.
 
     Examples
     --------

@@ -168,6 +168,13 @@ class BIBDDecoder(Decoder):
     r"""The optimal decoder of a BIBD code: ``u_F = K r / (r - λ + λ |F|) 1_F`` (least squares, closed form).
 
     Exact for rational codes; in floats one correctly rounded quotient of integers per pattern.
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> code = gc.bibd_code("projective_plane", 2)
+    >>> code.decoders["optimal"].weight(7)            # every worker responds: K r / (r - λ + λ n) = 1
+    Fraction(1, 1)
     """
 
     name = "optimal"
@@ -179,7 +186,25 @@ class BIBDDecoder(Decoder):
         self.r, self.block_size, self.lam = int(r), int(block_size), int(lam)
 
     def weight(self, f: int) -> Fraction:
-        """The weight ``K r / (r - λ + λ f)`` for ``f`` responders."""
+        """The weight ``K r / (r - λ + λ f)`` for ``f`` responders.
+
+        Parameters
+        ----------
+        f : int
+            Number of responders.
+
+        Returns
+        -------
+        fractions.Fraction
+            The weight of every responder's message.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> code = gc.bibd_code("projective_plane", 2)              # K = r = 3, λ = 1
+        >>> code.decoders["optimal"].weight(5)
+        Fraction(9, 7)
+        """
         return Fraction(self.block_size * self.r, self.r - self.lam + self.lam * f)
 
     def matrices(self, code: LinearCode, mask: np.ndarray) -> Any:
@@ -205,6 +230,13 @@ class BIBDCode(ApproximateCode):
     v, b, r, block_size, lam : int
         The design's parameters ``(v, b, r, K, λ)``: ``n = v`` workers, ``k = b`` partitions, load ``r``,
         replication ``K``, pair count ``λ``.
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> code = gc.bibd_code("projective_plane", 2)
+    >>> isinstance(code, gc.BIBDCode), code.n, code.load
+    (True, 7, 3)
     """
 
     def __init__(self, B: MatrixLike, *, blocks: list[list[int]], design: tuple[int, int, int, int, int],
@@ -214,7 +246,24 @@ class BIBDCode(ApproximateCode):
         self.v, self.b, self.r, self.block_size, self.lam = design
 
     def squared_error(self, s: int) -> Fraction:
-        r"""``||u_F B - 1||_2^2 = b - f r^2 / (r - λ + λ f)`` for ``f = n - s`` responders, exactly (any such set)."""
+        r"""``||u_F B - 1||_2^2 = b - f r^2 / (r - λ + λ f)`` for ``f = n - s`` responders, exactly (any such set).
+
+        Parameters
+        ----------
+        s : int
+            Number of stragglers, ``0 <= s < n``.
+
+        Returns
+        -------
+        fractions.Fraction
+            The optimal decoder's squared error, the same for every set.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> gc.bibd_code("projective_plane", 2).squared_error(2)            # the Fano plane
+        Fraction(4, 7)
+        """
         s = check_int("s", s, 0, self.n - 1)
         f = self.n - s
         return self.b - Fraction(f * self.r * self.r, self.r - self.lam + self.lam * f)

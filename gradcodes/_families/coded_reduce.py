@@ -133,6 +133,14 @@ def coded_reduce(branching: int, L: int, s: int, inner: GradientCode | None = No
     CodedReduceCode
         ``n`` = ``N`` workers, ``k`` = ``P`` units, ``load`` = ``r P``.
 
+    Raises
+    ------
+    GradcodesValueError
+        If a parameter is out of its range (the message names the parameter and the range), or ``inner`` or ``P`` does
+        not fit the tree.
+    GradcodesTypeError
+        If ``inner`` is not an exact :class:`GradientCode`.
+
     Examples
     --------
     A worked example (branching 3, L = 2, s = 1), in exact arithmetic:

@@ -97,6 +97,13 @@ class CodedReduceCode(LinearCode):
         ``D_l``: the fraction of the data a level-``l`` subtree is responsible for.
     P : int
         Number of data units (``k``): the partials passed to :meth:`encode` are one per unit.
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> code = gc.coded_reduce(2, 2, 1)
+    >>> isinstance(code, gc.CodedReduceCode), code.n, code.k, code.load
+    (True, 6, 4, 2)
     """
 
     def __init__(self, B: MatrixLike, *, branching: int, L: int, s: int, inner: GradientCode, P: int,
@@ -128,7 +135,25 @@ class CodedReduceCode(LinearCode):
         return 1 + self.N - self.branching**self.L
 
     def node(self, worker: int) -> tuple[int, ...]:
-        """The tuple address ``(t_1, ..., t_l)`` of a worker (breadth-first index)."""
+        """The tuple address ``(t_1, ..., t_l)`` of a worker (breadth-first index).
+
+        Parameters
+        ----------
+        worker : int
+            A worker's breadth-first index, ``0 <= worker < n``.
+
+        Returns
+        -------
+        tuple of int
+            Child indices from the master down, one per level.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> code = gc.coded_reduce(2, 2, 1)      # workers 0, 1 at level 1; 2, 3 under 0; 4, 5 under 1
+        >>> code.node(0), code.node(4)
+        ((0,), (1, 0))
+        """
         worker = check_int("worker", worker, 0, self.N - 1)
         n = self.branching
         path: list[int] = []
@@ -139,7 +164,30 @@ class CodedReduceCode(LinearCode):
         return tuple(reversed(path))
 
     def worker(self, node: tuple[int, ...]) -> int:
-        """The breadth-first index of the worker at address ``node``."""
+        """The breadth-first index of the worker at address ``node``.
+
+        Parameters
+        ----------
+        node : tuple of int
+            An address ``(t_1, ..., t_l)``, ``1 <= l <= L``, each ``0 <= t < branching``.
+
+        Returns
+        -------
+        int
+            The worker's breadth-first index.
+
+        Raises
+        ------
+        GradcodesValueError
+            If ``node`` has not between 1 and ``L`` entries.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> code = gc.coded_reduce(2, 2, 1)      # workers 0, 1 at level 1; 2, 3 under 0; 4, 5 under 1
+        >>> code.worker((1, 0))
+        4
+        """
         node = tuple(node)
         if not 1 <= len(node) <= self.L:
             raise GradcodesValueError(f"node must have between 1 and L={self.L} entries, got {node!r}")
@@ -150,24 +198,101 @@ class CodedReduceCode(LinearCode):
         return p - 1
 
     def level(self, worker: int) -> int:
-        """The level (1..L) of a worker."""
+        """The level (1..L) of a worker.
+
+        Parameters
+        ----------
+        worker : int
+            A worker's breadth-first index, ``0 <= worker < n``.
+
+        Returns
+        -------
+        int
+            ``len(node(worker))``.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> code = gc.coded_reduce(2, 2, 1)      # workers 0, 1 at level 1; 2, 3 under 0; 4, 5 under 1
+        >>> [code.level(w) for w in range(code.n)]
+        [1, 1, 2, 2, 2, 2]
+        """
         return len(self.node(worker))
 
     def children(self, worker: int | None) -> np.ndarray:
-        """The children of a worker (``None`` = the master); empty for a leaf."""
+        """The children of a worker (``None`` = the master); empty for a leaf.
+
+        Parameters
+        ----------
+        worker : int or None
+            A worker's index, or None for the master.
+
+        Returns
+        -------
+        ndarray of int
+            The children's indices.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> code = gc.coded_reduce(2, 2, 1)      # workers 0, 1 at level 1; 2, 3 under 0; 4, 5 under 1
+        >>> code.children(None).tolist(), code.children(0).tolist(), code.children(2).tolist()
+        ([0, 1], [2, 3], [])
+        """
         p = 0 if worker is None else check_int("worker", worker, 0, self.N - 1) + 1
         if p >= self.parents:
             return np.zeros(0, dtype=np.int64)
         return np.arange(p * self.branching, (p + 1) * self.branching)
 
     def parent(self, worker: int) -> int | None:
-        """The parent of a worker (``None`` for the master)."""
+        """The parent of a worker (``None`` for the master).
+
+        Parameters
+        ----------
+        worker : int
+            A worker's breadth-first index, ``0 <= worker < n``.
+
+        Returns
+        -------
+        int or None
+            The parent's index; None when the parent is the master.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> code = gc.coded_reduce(2, 2, 1)      # workers 0, 1 at level 1; 2, 3 under 0; 4, 5 under 1
+        >>> code.parent(0), code.parent(5)
+        (None, 1)
+        """
         worker = check_int("worker", worker, 0, self.N - 1)
         p = worker // self.branching
         return None if p == 0 else p - 1
 
     def assigned(self, worker: int) -> list[tuple[int, Any]]:
-        """The ordered list ``[(unit, coefficient), ...]`` CR.Allocate gives a worker."""
+        """The ordered list ``[(unit, coefficient), ...]`` CR.Allocate gives a worker.
+
+        Parameters
+        ----------
+        worker : int
+            A worker's breadth-first index, ``0 <= worker < n``.
+
+        Returns
+        -------
+        list of (int, coefficient)
+            The data units and their coefficients, in CR.Allocate's order.
+
+        Raises
+        ------
+        GradcodesValueError
+            If the code was built from a matrix (it has no allocation lists).
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> code = gc.coded_reduce(2, 2, 1)      # workers 0, 1 at level 1; 2, 3 under 0; 4, 5 under 1
+        >>> [unit for unit, _ in code.assigned(2)]
+        [2, 3]
+        """
         worker = check_int("worker", worker, 0, self.N - 1)
         if self._lists is None:
             raise GradcodesValueError("this code was built from a matrix; it has no allocation lists")
@@ -175,7 +300,25 @@ class CodedReduceCode(LinearCode):
         return [(int(a), b) for a, b in zip(u, c, strict=True)]
 
     def own(self, worker: int) -> list[tuple[int, Any]]:
-        """The part of :meth:`assigned` the worker computes itself (its first ``r P`` entries)."""
+        """The part of :meth:`assigned` the worker computes itself (its first ``r P`` entries).
+
+        Parameters
+        ----------
+        worker : int
+            A worker's breadth-first index, ``0 <= worker < n``.
+
+        Returns
+        -------
+        list of (int, coefficient)
+            The first ``r P`` entries of :meth:`assigned`.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> code = gc.coded_reduce(2, 2, 1)      # workers 0, 1 at level 1; 2, 3 under 0; 4, 5 under 1
+        >>> [unit for unit, _ in code.own(2)]
+        [2, 3]
+        """
         lst = self.assigned(worker)
         return lst[: int(self.r * self.P)]
 
@@ -343,14 +486,53 @@ class CodedReduceCode(LinearCode):
         return self.reachable(mask[None])[0]
 
     def decoding_matrices(self, mask: np.ndarray, decoder: str | Decoder | None = None) -> Any:
-        """Batched decoding matrices (b, 1, N); workers below a straggler get weight 0 whatever the decoder."""
+        """Batched decoding matrices (b, 1, N); workers below a straggler get weight 0 whatever the decoder.
+
+        Parameters
+        ----------
+        mask : ndarray of bool, shape (b, N)
+            Each row: the responders of one set.
+        decoder : str or Decoder, optional
+            Default: the tree decoder.
+
+        Returns
+        -------
+        ndarray, shape (b, 1, N)
+            The decoding vectors of the flattened code.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> code = gc.coded_reduce(2, 2, 1)      # workers 0, 1 at level 1; 2, 3 under 0; 4, 5 under 1
+        >>> import numpy as np
+        >>> code.decoding_matrices(code.random_patterns(3, rng=0)).shape
+        (3, 1, 6)
+        """
         mask = np.asarray(mask, dtype=bool)
         if mask.ndim == 2 and mask.shape[1] == self.N:
             mask = self.reachable(mask)
         return super().decoding_matrices(mask, decoder)
 
     def used(self, responders: Responders) -> np.ndarray:
-        """Bool mask (N,): the workers whose messages reach the master (each parent's first ``n - s``)."""
+        """Bool mask (N,): the workers whose messages reach the master (each parent's first ``n - s``).
+
+        Parameters
+        ----------
+        responders : iterable of int or bool mask
+            The workers whose messages arrived.
+
+        Returns
+        -------
+        ndarray of bool, shape (N,)
+            True for the messages the tree decode uses.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> code = gc.coded_reduce(2, 2, 1)      # workers 0, 1 at level 1; 2, 3 under 0; 4, 5 under 1
+        >>> code.used([1, 2, 3, 4, 5]).astype(int).tolist()       # worker 0 straggles: 2, 3 are cut off
+        [0, 1, 0, 0, 1, 0]
+        """
         F, mask = self._mask(responders)
         return self._tree_weights(mask[None])[1][0]
 
@@ -439,7 +621,25 @@ class CodedReduceCode(LinearCode):
     def straggler_options(self) -> np.ndarray:
         """All straggler sets of one parent's children (size <= s) as bool rows (True = straggler).
 
-        Raises ValueError beyond 10^6 sets (no dense C(n, s)-sized tables; use :meth:`random_patterns`)."""
+        Raises ValueError beyond 10^6 sets (no dense C(n, s)-sized tables; use :meth:`random_patterns`).
+
+        Returns
+        -------
+        ndarray of bool, shape (sets, branching)
+            Every straggler set of size at most ``s``, the empty one first.
+
+        Raises
+        ------
+        GradcodesValueError
+            If there are more than ``10**6`` sets.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> code = gc.coded_reduce(2, 2, 1)      # workers 0, 1 at level 1; 2, 3 under 0; 4, 5 under 1
+        >>> code.straggler_options().astype(int).tolist()
+        [[0, 0], [1, 0], [0, 1]]
+        """
         n = self.branching
         count = sum(math.comb(n, j) for j in range(self.s + 1))
         if count > 1_000_000:
@@ -456,7 +656,28 @@ class CodedReduceCode(LinearCode):
     def random_patterns(self, count: int, rng: RNGLike = None) -> np.ndarray:
         """``count`` random responder masks (count, N): each parent picks a straggler set uniformly among the
         sets of size at most ``s`` (no table of sets is built). ``rng``: random state (None, an int, a
-        SeedSequence or a Generator)."""
+        SeedSequence or a Generator).
+
+        Parameters
+        ----------
+        count : int
+            Number of masks.
+        rng : None, int, SeedSequence or Generator, optional
+            Random state (SPEC 7).
+
+        Returns
+        -------
+        ndarray of bool, shape (count, N)
+            True for a responding worker.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> code = gc.coded_reduce(2, 2, 1)      # workers 0, 1 at level 1; 2, 3 under 0; 4, 5 under 1
+        >>> masks = code.random_patterns(4, rng=0)
+        >>> masks.shape, bool((masks.sum(axis=1) >= code.n - 3).all())     # at most s = 1 per parent (3 parents)
+        ((4, 6), True)
+        """
         count = check_int("count", count, 0)
         rng = check_rng(rng)
         n = self.branching
@@ -470,7 +691,26 @@ class CodedReduceCode(LinearCode):
 
     def pattern_text(self, mask: np.ndarray) -> str:
         """Readable straggler pattern ``{parent: [straggling child indices t]}``, for the parents whose output
-        reaches the master (``master`` or a node address; children are numbered ``0..n-1`` under their parent)."""
+        reaches the master (``master`` or a node address; children are numbered ``0..n-1`` under their parent).
+
+        Parameters
+        ----------
+        mask : ndarray of bool, shape (N,)
+            One responder mask.
+
+        Returns
+        -------
+        str
+            ``{parent: [straggling children]}``.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> code = gc.coded_reduce(2, 2, 1)      # workers 0, 1 at level 1; 2, 3 under 0; 4, 5 under 1
+        >>> import numpy as np
+        >>> code.pattern_text(np.array([False, True, True, True, True, True]))
+        '{master: [0]}'
+        """
         mask = np.asarray(mask, dtype=bool)
         used = self._tree_weights(mask[None])[1][0]
         parts = []

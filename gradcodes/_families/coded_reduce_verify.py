@@ -64,6 +64,13 @@ class TreeVerifyReport(VerifyReport):
     load, load_fraction, load_lower_bound
         ``r P`` units, ``r``, and the optimum ``r_CR`` (Fraction, a share of the data);
         ``meets_lower_bound`` = ``r == r_CR``.
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> report = gc.verify(gc.coded_reduce(2, 2, 1))           # every straggler pattern of the tree
+    >>> bool(report), report.exhaustive, report.patterns_checked
+    (True, True, 27)
     """
 
     distinct_checked: int = 0
@@ -92,7 +99,19 @@ class TreeVerifyReport(VerifyReport):
                 + ">")
 
     def tour_row(self) -> dict[str, Any]:
-        """The tour's columns."""
+        """The tour's columns.
+
+        Returns
+        -------
+        dict of str to str or number
+            Column name to cell, ``result`` among them.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> gc.verify(gc.coded_reduce(2, 2, 1)).tour_row()["result"]
+        'ok'
+        """
         bound = self.load_lower_bound * (Fraction(self.load) / self.load_fraction)
         return {
             "scheme": self.name, "n": self.n, "s": f"{self.s}/parent", "m": 1,
@@ -259,14 +278,14 @@ def verify_tree(code: CodedReduceCode, *, limit: int | None = None, samples: int
     A straggler pattern lets every parent (the master and every internal worker) pick at most ``s`` straggling
     children; a straggler silences its subtree. For each pattern the hierarchical decoding vector ``A`` is
     computed (:class:`TreeDecoder`) and ``A B = 1`` is checked: exactly (with integers, never rounded) for
-    rational codes; float codes are judged by the acceptance rule in ``dtype`` (:func:`gradcodes._core.numerics.judge`:
+    rational codes; float codes are judged by the acceptance rule in ``dtype`` (docs/acceptance.md:
     ok, borderline or fails on every machine). The tree supplies only this pattern model; enumeration, sampling,
     the acceptance rule, progress, Ctrl-C and the time budget are :func:`gradcodes.verify`'s engine, and
     ``gc.verify(code)`` dispatches here for tree codes.
 
     * Every pattern is checked when there are at most ``limit``, or, with ``limit=None``, when there are at most
-      the default budget: ``floor(10 s / c)`` patterns, ``c`` the microseconds per pattern that the fixed cost
-      model of :mod:`gradcodes._verify.cost` predicts from ``N`` and ``P`` (never a clock: the same verdict on
+      the default budget: ``floor(10 s / c)`` patterns, ``c`` the microseconds per pattern that the verifier's fixed
+      cost model predicts from ``N`` and ``P`` (never a clock: the same verdict on
       every machine); or, when ``time_budget`` seconds are given, when the enumeration fits them at the rate
       measured on the first batches (the n=3, L=2, s=1 tree has 256).
     * Otherwise: the structured patterns (no stragglers; the same ``s`` cyclically consecutive children at
@@ -330,6 +349,11 @@ def verify_tree(code: CodedReduceCode, *, limit: int | None = None, samples: int
     -------
     TreeVerifyReport
         Truthy only for a proof. Ctrl-C returns the partial report, marked interrupted.
+
+    Raises
+    ------
+    GradcodesTypeError
+        If ``code`` is not a :class:`CodedReduceCode`.
 
     Examples
     --------

@@ -90,6 +90,13 @@ class CyclicMDSCode(GradientCode):
         The construction's constants read by the closed-form decoders: ``"window"`` (support length ``m``),
         ``"c1"`` (``c(1)``, the sum of the codeword), ``"freqs"`` (the zero frequencies), ``"construction"``
         (``"bch"`` or ``"cyclic_fr"``) and, over GF(p), ``"omega"`` (the n-th root of unity).
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> code = gc.cyclic_mds(5, 2, field="real")
+    >>> isinstance(code, gc.CyclicMDSCode), code.field, code.load
+    (True, 'real', 3)
     """
 
     def __init__(self, B: MatrixLike, s: int, info: dict[str, Any], **kwargs: Any) -> None:
@@ -479,6 +486,12 @@ def cyclic_mds(n: int, s: int, field: str = "complex", *, placement: str = "cent
         A :class:`~gradcodes.GradientCode` with decoders ``"spectral"`` (default, min-norm), ``"barycentric"``
         (exact closed form), ``"product"`` (textbook window), ``"residue"`` (real cyclic FR, default there), plus
         the generic ones. ``gc.verify(code, field="GF")`` re-checks the construction exactly over GF(p).
+
+    Raises
+    ------
+    GradcodesValueError
+        If a parameter is out of its range (the message names the parameter and the range), or ``field`` is unknown or
+        does not fit the placement.
 
     Examples
     --------

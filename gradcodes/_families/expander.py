@@ -61,6 +61,35 @@ def random_regular_graph(n: int, degree: int, rng: RNGLike = None, max_tries: in
 
     ``degree`` is the graph degree; ``rng`` the random state (None, an int, a SeedSequence or a Generator).
 
+    Parameters
+    ----------
+    n : int
+        Number of vertices, ``n >= 1``.
+    degree : int
+        Degree of every vertex, ``0 <= degree <= n - 1`` with ``n * degree`` even (required).
+    rng : None, int, SeedSequence or Generator, optional
+        Random state (SPEC 7).
+    max_tries : int, default 1000
+        Restarts allowed after a dead end.
+    d, seed
+        Deprecated former names of ``degree`` and ``rng`` (DeprecationWarning).
+
+    Returns
+    -------
+    numpy.ndarray of int, shape (n, n)
+        The symmetric 0/1 adjacency matrix, zero diagonal, every row summing to ``degree``.
+
+    Raises
+    ------
+    GradcodesValueError
+        If ``n``, ``degree`` or ``max_tries`` is out of range or ``n * degree`` is odd.
+    GradcodesTypeError
+        If ``degree`` is not given.
+    GradcodesRuntimeError
+        If all ``max_tries`` draws dead-end.
+
+    Examples
+    --------
     >>> A = random_regular_graph(10, 3, rng=0)
     >>> A.sum(axis=0).tolist() == [3] * 10, bool((A == A.T).all()), int(A.trace())
     (True, True, 0)
@@ -242,6 +271,13 @@ class ExpanderCode(ApproximateCode):
         ``λ``, the largest absolute eigenvalue of ``A`` other than ``d``.
     adjacency : numpy.ndarray
         The 0/1 adjacency matrix (n, n).
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> code = gc.expander_code(8, 3, rng=0)
+    >>> isinstance(code, gc.ExpanderCode), code.load
+    (True, 3)
     """
 
     degree: int
@@ -256,7 +292,24 @@ class ExpanderCode(ApproximateCode):
         self.adjacency = np.asarray(adjacency)
 
     def spectral_bound(self, s: int) -> float:
-        """``(λ/d) sqrt(n s / (n - s))``: bound on the fixed (hence optimal) decoder's error with ``s`` stragglers."""
+        """``(λ/d) sqrt(n s / (n - s))``: bound on the fixed (hence optimal) decoder's error with ``s`` stragglers.
+
+        Parameters
+        ----------
+        s : int
+            Number of stragglers, ``0 <= s < n``.
+
+        Returns
+        -------
+        float
+            An upper bound on ``||A_F B - E||_2`` for every set of ``n - s`` responders.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> f"{gc.expander_code(8, 3, rng=0).spectral_bound(2):.3f}"
+        '1.314'
+        """
         n = self.n
         s = check_int("s", s, 0, n - 1)
         return self.spectral_lambda / self.degree * math.sqrt(n * s / (n - s))
@@ -292,6 +345,12 @@ def expander_code(n: int, degree: int, graph: Any = "random", *, rng: RNGLike = 
         An :class:`~gradcodes.ApproximateCode` with decoders ``"optimal"`` (default) and ``"fixed"`` (plus the
         generic ones). Attributes ``degree``, ``spectral_lambda`` (``λ``), ``adjacency``; method
         ``spectral_bound(s)``.
+
+    Raises
+    ------
+    GradcodesValueError
+        If a parameter is out of its range (the message names the parameter and the range), or ``graph`` is not a
+        connected regular graph on ``n`` vertices.
 
     Examples
     --------

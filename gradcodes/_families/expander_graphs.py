@@ -109,6 +109,11 @@ def margulis_gabber_galil_graph(N: int) -> Any:
     N : int
         Side of the torus, ``N >= 2`` (``N**2`` vertices).
 
+    Returns
+    -------
+    scipy.sparse.csr_array
+        The ``N**2 x N**2`` symmetric integer adjacency matrix, every row summing to 8.
+
     Examples
     --------
     >>> A = margulis_gabber_galil_graph(3)
@@ -183,6 +188,33 @@ def random_biregular_graph(n: int, k: int, degree: int, rng: RNGLike = None, max
     dead end (fewer free partitions than needed) restarts the draw, at most ``max_tries`` times. Integer draws and
     integer prefix sums only, so a seed gives the same graph everywhere.
 
+    Parameters
+    ----------
+    n : int
+        Number of workers (left vertices).
+    k : int
+        Number of partitions (right vertices); ``n * degree`` must be a multiple of ``k``.
+    degree : int
+        Partitions per worker, ``1 <= degree <= k``.
+    rng : None, int, SeedSequence or Generator, optional
+        Random state (SPEC 7).
+    max_tries : int, default 1000
+        Restarts allowed after a dead end.
+
+    Returns
+    -------
+    scipy.sparse.csr_array of int, shape (n, k)
+        The 0/1 biadjacency matrix: rows sum to ``degree``, columns to ``n * degree / k``.
+
+    Raises
+    ------
+    GradcodesValueError
+        If a size is out of range or ``k`` does not divide ``n * degree``.
+    GradcodesRuntimeError
+        If all ``max_tries`` draws dead-end.
+
+    Examples
+    --------
     >>> H = random_biregular_graph(6, 4, 2, rng=0)
     >>> H.sum(axis=1).tolist(), H.sum(axis=0).tolist()
     ([2, 2, 2, 2, 2, 2], [3, 3, 3, 3])
@@ -232,6 +264,13 @@ class BipartiteExpanderCode(ApproximateCode):
         Partition degree ``r = n d / k``.
     biadjacency : numpy.ndarray
         ``H`` (n, k), 0/1.
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> code = gc.bipartite_expander_code(6, 4, 2, rng=0)
+    >>> isinstance(code, gc.BipartiteExpanderCode), code.n, code.k, code.load
+    (True, 6, 4, 2)
     """
 
     def __init__(self, B: MatrixLike, *, degree: int, partition_degree: int, biadjacency: Any, **kwargs: Any) -> None:
@@ -241,12 +280,41 @@ class BipartiteExpanderCode(ApproximateCode):
         self.biadjacency = np.asarray(biadjacency)
 
     def second_singular_value(self) -> float:
-        """``σ_2`` of ``H``: a diagnostic computed on demand with LAPACK (not part of the code's value)."""
+        """``σ_2`` of ``H``: a diagnostic computed on demand with LAPACK (not part of the code's value).
+
+        Returns
+        -------
+        float
+            The second largest singular value of the biadjacency matrix.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> f"{gc.bipartite_expander_code(6, 4, 2, rng=0).second_singular_value():.3f}"
+        '2.000'
+        """
         sv = np.linalg.svd(self.biadjacency.astype(np.float64), compute_uv=False)
         return float(sv[1]) if sv.size > 1 else 0.0
 
     def spectral_bound(self, s: int) -> float:
-        """``(σ_2 / r) sqrt(n s / (n - s))``: bound on the fixed (hence optimal) decoder's error, ``s`` stragglers."""
+        """``(σ_2 / r) sqrt(n s / (n - s))``: bound on the fixed (hence optimal) decoder's error, ``s`` stragglers.
+
+        Parameters
+        ----------
+        s : int
+            Number of stragglers, ``0 <= s < n``.
+
+        Returns
+        -------
+        float
+            An upper bound on ``||A_F B - E||_2`` for every set of ``n - s`` responders.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> f"{gc.bipartite_expander_code(6, 4, 2, rng=0).spectral_bound(1):.3f}"
+        '0.730'
+        """
         s = check_int("s", s, 0, self.n - 1)
         return self.second_singular_value() / self.partition_degree * math.sqrt(self.n * s / (self.n - s))
 
@@ -274,6 +342,14 @@ def bipartite_expander_code(n: int, k: int, degree: int, graph: Any = "random", 
     -------
     BipartiteExpanderCode
         Decoders ``"optimal"`` (default) and ``"fixed"``; ``spectral_bound(s)``.
+
+    Raises
+    ------
+    GradcodesValueError
+        If a parameter is out of its range (the message names the parameter and the range), ``k`` does not divide ``n
+        * degree``, or a given ``graph`` is not an ``n x k`` 0/1 matrix of these degrees.
+    GradcodesTypeError
+        If ``graph`` is neither ``"random"`` nor a matrix.
 
     Examples
     --------
@@ -343,6 +419,13 @@ class GraphAssignmentCode(ApproximateCode):
         (n, 2) end points of each worker's edge (equal for a loop).
     adjacency : numpy.ndarray
         (k, k) multigraph adjacency matrix (a loop counts 2).
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> code = gc.graph_assignment_code(4, 8, graph="margulis")
+    >>> isinstance(code, gc.GraphAssignmentCode), code.n, code.k
+    (True, 16, 4)
     """
 
     def __init__(self, B: MatrixLike, *, degree: int, edges: Any, adjacency: Any, **kwargs: Any) -> None:
@@ -382,6 +465,14 @@ def graph_assignment_code(k: int, degree: int, graph: Any = "random", *, rng: RN
     GraphAssignmentCode
         Decoders ``"components"`` (:class:`ComponentDecoder`, the optimal decoder in closed form; default),
         ``"optimal"`` (least squares) and ``"fixed"``.
+
+    Raises
+    ------
+    GradcodesValueError
+        If a parameter is out of its range (the message names the parameter and the range), or ``graph`` is not a
+        ``degree``-regular multigraph on ``k`` vertices (``"margulis"``: ``k = N**2``, ``degree = 8``).
+    GradcodesTypeError
+        If ``graph`` is neither a name nor a matrix.
 
     Examples
     --------
@@ -516,6 +607,13 @@ class ComponentDecoder(Decoder):
     side| / |C|``; then ``u`` on a spanning tree (plus the odd-cycle edge) solves ``u B = α`` exactly, leaf by
     leaf, in integers over the denominator ``|C|`` (or 2). Its error equals the least-squares optimum
     (:func:`graph_assignment_error`); no eigen- or least-squares solver, exactly zero on stragglers.
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> code = gc.graph_assignment_code(4, 8, graph="margulis")
+    >>> code.default_decoder, code.approximation_error(range(code.n)) < 1e-12
+    ('components', True)
     """
 
     name = "components"
@@ -544,6 +642,25 @@ def graph_assignment_error(code: GraphAssignmentCode, responders: Responders) ->
     ``sum over bipartite components C = L ∪ R of the surviving edges of (|L| - |R|)^2 / |C|`` (an isolated
     partition counts 1; Glasgow & Wootters 2021, §IV).
 
+    Parameters
+    ----------
+    code : GraphAssignmentCode
+        A code of :func:`graph_assignment_code`.
+    responders : iterable of int or bool mask
+        The workers whose messages arrived.
+
+    Returns
+    -------
+    fractions.Fraction
+        The optimal squared error, exactly (0 when the responders recover the sum).
+
+    Raises
+    ------
+    GradcodesTypeError
+        If ``code`` is not a graph assignment code.
+
+    Examples
+    --------
     >>> import gradcodes as gc
     >>> code = gc.graph_assignment_code(4, 8, graph="margulis")
     >>> gc.graph_assignment_error(code, range(code.n))

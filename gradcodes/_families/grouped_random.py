@@ -285,6 +285,13 @@ def grouped_random(n: int, s: int, extra: int = 1, *, rng: RNGLike = None, candi
         ``certificates`` (per group size: seed, worst error estimate, ``proven`` or searched, sets checked, the
         candidates' errors).
 
+    Raises
+    ------
+    GradcodesValueError
+        If a parameter is out of its range (the message names the parameter and the range).
+    GradcodesTypeError
+        If ``block_seeds`` is not a dict or ``certificates`` not a list of dicts.
+
     Examples
     --------
     >>> import gradcodes as gc

@@ -287,6 +287,13 @@ class HeterogeneousCode(ApproximateCode):
         ``Y``, the optimal row sums (:func:`optimal_row_sums`; Fractions for a rational code).
     objective : float or fractions.Fraction
         The bounded-gradient objective ``sum_i delta_i (sum_j |alpha_ij|)^2``.
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> code = gc.heterogeneous([0.1, 0.1, 0.2, 0.2], 4)
+    >>> isinstance(code, gc.HeterogeneousCode), code.n, code.load
+    (True, 4, 2)
     """
 
     def __init__(self, B: MatrixLike, *, row_sums: ArrayLike, objective: float | Fraction,

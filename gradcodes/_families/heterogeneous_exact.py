@@ -230,6 +230,13 @@ def min_time_heterogeneous(speeds: Any, s: int, k: int | None = None, *, integra
     fractions.Fraction
         The exact bound.
 
+    Raises
+    ------
+    GradcodesValueError
+        If a parameter is out of its range (the message names the parameter and the range).
+    GradcodesTypeError
+        If ``integral`` is not a bool.
+
     Examples
     --------
     >>> min_time_heterogeneous([1, 1, 2, 2], 1, 6)
@@ -400,6 +407,13 @@ class HeterogeneousExactCode(GradientCode):
         The Gaussian integer ``ρ`` of the decoded functional ``Re(ρ c_{K-1})`` (real and imaginary part).
     time : fractions.Fraction
         The computation time ``max_i L_i / c_i``, equal to :func:`min_time_heterogeneous`.
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> code = gc.heterogeneous_exact([1, 1, 2, 2], s=1)
+    >>> isinstance(code, gc.HeterogeneousExactCode), code.s, code.k
+    (True, 1, 4)
     """
 
     def __init__(self, B: MatrixLike, s: int, *, speeds: list[Fraction], nodes: Iterable[Fraction | int],

@@ -167,6 +167,13 @@ class RobustHeterogeneousCode(HeterogeneousExactCode):
         The extra tolerance ``e'`` chosen.
     worst_time : fractions.Fraction
         The guaranteed worst-case time ``W`` (:func:`worst_time_heterogeneous`).
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> code = gc.robust_heterogeneous_exact([1, 1, 2, 2], s=1)
+    >>> isinstance(code, gc.RobustHeterogeneousCode), code.n, code.k
+    (True, 4, 4)
     """
 
     def __init__(self, *args: Any, stragglers: int, misestimated: int, slowdown: Fraction, extra: int,

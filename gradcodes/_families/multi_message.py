@@ -131,7 +131,7 @@ def multi_message_time(n: int, r: int, *, a: float = 1.0, mu: float = 1.0, proto
 
     Model: worker ``i`` needs ``X_i`` seconds per partition, ``X_i = a + Exp(rate mu)`` independent across
     workers, one draw per worker and iteration (a slow worker is slow for all its partitions); messages arrive
-    instantly. See the module notes (``gradcodes._families.multi_message``) for the derivations.
+    instantly. See docs/multi_message.md, "2. Expected iteration time", for the derivations.
 
     * ``"multi"`` (Ozfatura, Gündüz & Ulukus 2019, :func:`multi_message_code`):
       ``T = max_j min_{0<=t<r} (t+1) X_{j-t}``; ``E[T] = a + \int_a^\infty (1 - \mathrm{tr}\, M(x)^n) dx`` with the
@@ -158,6 +158,12 @@ def multi_message_time(n: int, r: int, *, a: float = 1.0, mu: float = 1.0, proto
     -------
     float
         ``E[T]`` in seconds.
+
+    Raises
+    ------
+    GradcodesValueError
+        If a parameter is out of its range (the message names the parameter and the range), ``mu <= 0``, or ``r`` does
+        not divide ``n`` for fractional repetition.
 
     Examples
     --------

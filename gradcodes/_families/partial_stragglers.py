@@ -90,6 +90,21 @@ class ChunkDecoder(Decoder):
     which leaves ``m - c`` in ``||A B - E||_F^2`` for that chunk (``V^+ V`` projects onto a ``c``-dimensional
     row space). Chunks with ``m`` or more messages are decoded exactly as above, so both decoders agree on every
     decodable set.
+
+    Parameters
+    ----------
+    exact : bool, default False
+        Exact rational inverses (for rational codes).
+    approximate : bool, default False
+        Least squares for chunks with fewer than ``m`` messages (name ``"chunks_lstsq"``).
+
+    Examples
+    --------
+    >>> import numpy as np, gradcodes as gc
+    >>> code = gc.partial_straggler_code(4, 1)
+    >>> mask = code.progress_mask(np.array([2, 2, 2, 0]))            # worker 3 sent nothing
+    >>> float(code.residual(np.flatnonzero(mask), decoder="chunks"))
+    0.0
     """
 
     name = "chunks"
@@ -166,6 +181,13 @@ class PartialStragglerCode(GradientCode):
         Worker ``i``'s messages are rows ``offsets[i] .. offsets[i+1] - 1``.
     message_worker, message_chunk, message_position : numpy.ndarray, shape (n,)
         For every message row: its worker, its chunk and its position in the worker's order.
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> code = gc.partial_straggler_code(4, 1)
+    >>> isinstance(code, gc.PartialStragglerCode), code.n, code.k
+    (True, 8, 4)
     """
 
     def __init__(self, B: MatrixLike, *, assignment: np.ndarray, order: tuple[tuple[int, ...], ...], s: int, m: int,
@@ -198,7 +220,25 @@ class PartialStragglerCode(GradientCode):
             arr.flags.writeable = False
 
     def used_messages(self, mask: ArrayLike) -> np.ndarray:
-        """The messages :class:`ChunkDecoder` uses from message masks (..., n): the first ``m`` of every chunk."""
+        """The messages :class:`ChunkDecoder` uses from message masks (..., n): the first ``m`` of every chunk.
+
+        Parameters
+        ----------
+        mask : array_like of bool, shape (..., n)
+            Message masks: True for an arrived message.
+
+        Returns
+        -------
+        ndarray of bool, shape (..., n)
+            The messages the decode reads.
+
+        Examples
+        --------
+        >>> import numpy as np, gradcodes as gc
+        >>> code = gc.partial_straggler_code(4, 1)     # 4 workers, 2 chunks each: n = 8 messages
+        >>> code.used_messages(code.progress_mask(np.array([2, 2, 2, 0]))).astype(int).tolist()
+        [1, 1, 0, 1, 0, 1, 0, 0]
+        """
         mask = np.asarray(mask, dtype=bool)
         used = np.zeros_like(mask)
         for rows in self.holders:
@@ -220,14 +260,57 @@ class PartialStragglerCode(GradientCode):
         return q_max(self.assignment, self.order, self.m)
 
     def message(self, worker: int, position: int) -> int:
-        """The message row of ``worker``'s chunk number ``position`` (0-based) in its order."""
+        """The message row of ``worker``'s chunk number ``position`` (0-based) in its order.
+
+        Parameters
+        ----------
+        worker : int
+            A worker, ``0 <= worker < workers``.
+        position : int
+            The chunk's place in the worker's order.
+
+        Returns
+        -------
+        int
+            The message's row of ``B``.
+
+        Examples
+        --------
+        >>> import numpy as np, gradcodes as gc
+        >>> code = gc.partial_straggler_code(4, 1)     # 4 workers, 2 chunks each: n = 8 messages
+        >>> code.message(0, 0), code.message(0, 1), code.message(1, 0)
+        (0, 1, 2)
+        """
         worker = check_int("worker", worker, 0, self.workers - 1)
         position = check_int("position", position, 0, len(self.order[worker]) - 1)
         return int(self.offsets[worker] + position)
 
     def progress_mask(self, progress: Any) -> np.ndarray:
         """Message masks (shape (..., n)) of progress vectors (shape (..., workers)): worker ``i`` has sent its first
-        ``progress[i]`` messages."""
+        ``progress[i]`` messages.
+
+        Parameters
+        ----------
+        progress : array_like of int, shape (..., workers)
+            Messages sent by each worker (a prefix of its order).
+
+        Returns
+        -------
+        ndarray of bool, shape (..., n)
+            The arrived messages.
+
+        Raises
+        ------
+        GradcodesValueError
+            If ``progress`` is not integers of shape ``(..., workers)``.
+
+        Examples
+        --------
+        >>> import numpy as np, gradcodes as gc
+        >>> code = gc.partial_straggler_code(4, 1)     # 4 workers, 2 chunks each: n = 8 messages
+        >>> code.progress_mask(np.array([1, 1, 0, 0])).astype(int).tolist()
+        [1, 0, 1, 0, 0, 0, 0, 0]
+        """
         P = np.asarray(progress)
         if P.dtype.kind not in "iu" or P.shape[-1:] != (self.workers,):
             raise GradcodesValueError(f"progress must be integers of shape (..., {self.workers}), got "
@@ -238,7 +321,25 @@ class PartialStragglerCode(GradientCode):
         return P[..., self.message_worker] > self.message_position
 
     def decodable_progress(self, progress: Any) -> np.ndarray | bool:
-        """Whether progress states decode: every chunk processed by at least ``m`` workers (exact criterion)."""
+        """Whether progress states decode: every chunk processed by at least ``m`` workers (exact criterion).
+
+        Parameters
+        ----------
+        progress : array_like of int, shape (..., workers)
+            Messages sent by each worker.
+
+        Returns
+        -------
+        bool or ndarray of bool, shape (...)
+            Whether each state decodes.
+
+        Examples
+        --------
+        >>> import numpy as np, gradcodes as gc
+        >>> code = gc.partial_straggler_code(4, 1)     # 4 workers, 2 chunks each: n = 8 messages
+        >>> code.decodable_progress(np.array([[2, 2, 2, 0], [1, 1, 0, 0]])).tolist()
+        [True, False]
+        """
         M = self.progress_mask(progress)
         counts = np.stack([M[..., rows].sum(axis=-1) for rows in self.holders], axis=-1)
         out = np.all(counts >= self.m, axis=-1)
@@ -251,13 +352,48 @@ class PartialStragglerCode(GradientCode):
         Equal to ``sum_j max(0, m - c_j)`` with ``c_j`` the messages about chunk ``j`` (an integer: the gradient
         blocks the messages leave undetermined; 0 exactly when the set decodes). Divide by ``k * m`` for the
         normalised error (docs: "Partial stragglers", section 7).
+
+        Parameters
+        ----------
+        mask : array_like of bool, shape (..., n)
+            Message masks: True for an arrived message.
+
+        Returns
+        -------
+        int or ndarray of int, shape (...)
+            The squared error of each mask.
+
+        Examples
+        --------
+        >>> import numpy as np, gradcodes as gc
+        >>> code = gc.partial_straggler_code(4, 1)     # 4 workers, 2 chunks each: n = 8 messages
+        >>> code.squared_error(code.progress_mask(np.array([1, 1, 0, 0])))       # 2 chunks undetermined
+        2
         """
         from .partial_stragglers_approx import squared_error
 
         return squared_error(self, mask)
 
     def approximation_error(self, responders: Responders) -> float:
-        """``||A_F B - E||_F`` of the least-squares estimate from these messages (as for approximate codes)."""
+        """``||A_F B - E||_F`` of the least-squares estimate from these messages (as for approximate codes).
+
+        Parameters
+        ----------
+        responders : iterable of int or bool mask
+            The arrived messages (rows of ``B``).
+
+        Returns
+        -------
+        float
+            The Frobenius norm of the residual (0 when the messages decode).
+
+        Examples
+        --------
+        >>> import numpy as np, gradcodes as gc
+        >>> code = gc.partial_straggler_code(4, 1)     # 4 workers, 2 chunks each: n = 8 messages
+        >>> float(code.approximation_error([0, 2]) ** 2)             # sqrt of squared_error
+        2.0...
+        """
         _, mask = self._mask(responders)
         return float(np.sqrt(self.squared_error(mask)))
 
@@ -313,7 +449,20 @@ class PartialStragglerCode(GradientCode):
 
     def classical_code(self) -> GradientCode:
         """The classical code storing the same data (cyclic assignment): ``gc.ye_abbe(workers, s, m)``, whose
-        workers send one message after their whole load (used by :func:`gradcodes.simulate_partial`)."""
+        workers send one message after their whole load (used by :func:`gradcodes.simulate_partial`).
+
+        Returns
+        -------
+        GradientCode
+            ``gc.ye_abbe(workers, s, m)``.
+
+        Examples
+        --------
+        >>> import numpy as np, gradcodes as gc
+        >>> code = gc.partial_straggler_code(4, 1)     # 4 workers, 2 chunks each: n = 8 messages
+        >>> code.classical_code().n
+        4
+        """
         from .partial_stragglers_approx import classical_code
 
         return classical_code(self)
@@ -368,6 +517,12 @@ def partial_straggler_code(n: int, s: int | None = None, m: int = 1, *, assignme
     Returns
     -------
     PartialStragglerCode
+
+    Raises
+    ------
+    GradcodesValueError
+        If a parameter is out of its range (the message names the parameter and the range), ``s`` is missing without
+        an assignment or given with one, or the assignment does not fit ``n`` and ``m``.
 
     Examples
     --------

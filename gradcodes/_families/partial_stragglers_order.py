@@ -188,6 +188,11 @@ def q_max(assignment: Any, order: Any, m: int = 1) -> int:
     m : int >= 1
         Copies of each chunk needed (the communication factor).
 
+    Returns
+    -------
+    int
+        ``Q_max``: any ``Q_max`` processed chunks (in the workers' orders) suffice to decode.
+
     Examples
     --------
     >>> A = cyclic_assignment(3, 2)

@@ -185,8 +185,8 @@ def verify_partial(code: PartialStragglerCode, *, limit: int | None = None, samp
     of :class:`~gradcodes.ChunkDecoder` is computed and ``A_t B = E`` is checked, exactly (integer arithmetic) for
     rational codes, by the acceptance rule of :func:`gradcodes.verify` in ``dtype`` for float codes. Every state
     is checked when the progress space (``prod_i (gamma_i + 1)`` states, of which the admitted ones are counted
-    exactly up to ``2^20``) fits ``limit``, the default budget (a count of patterns from the fixed cost model of
-    :mod:`gradcodes._verify.cost`, never a clock) or, when given, ``time_budget``; otherwise the structured
+    exactly up to ``2^20``) fits ``limit``, the default budget (a count of patterns from a fixed cost model of
+    the verifier, never a clock) or, when given, ``time_budget``; otherwise the structured
     states (every worker finished; one worker silent), and ``samples`` random admitted states, which alone is
     never a proof; rational codes are then proven *by chunks* (``chunk_proof``: the decoder is block diagonal by
     chunk, so checking every selection of ``m`` messages about every chunk covers every state).
@@ -197,7 +197,7 @@ def verify_partial(code: PartialStragglerCode, *, limit: int | None = None, samp
     code : PartialStragglerCode
     limit : int, optional
         Largest number of patterns checked exhaustively (default: ``floor(10 s / c)``, ``c`` the microseconds
-        per pattern the cost model of :mod:`gradcodes._verify.cost` predicts for the reference path).
+        per pattern the verifier's fixed cost model predicts for the reference path).
     samples : int, default 2000
         Random patterns when not exhaustive.
     rng : None, int, numpy.random.SeedSequence or numpy.random.Generator, optional
@@ -223,6 +223,11 @@ def verify_partial(code: PartialStragglerCode, *, limit: int | None = None, samp
     VerifyReport
         ``pattern_model == "chunk-arrival patterns"``; ``n`` is the number of workers, ``load`` the largest number
         of chunks per worker and ``load_lower_bound`` the classical ``(s + m) k / n`` of the same assignment class.
+
+    Raises
+    ------
+    GradcodesTypeError
+        If ``code`` is not a :class:`PartialStragglerCode`.
 
     Examples
     --------

@@ -63,6 +63,13 @@ class ProductCode(ApproximateCode):
     ----------
     first, second : LinearCode
         The factor codes; worker ``(i_1, i_2)`` is row ``i_1 * second.n + i_2``.
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> code = gc.product_code(gc.fractional_repetition(2, 1), gc.fractional_repetition(2, 1))
+    >>> isinstance(code, gc.ProductCode), code.n, code.load
+    (True, 4, 4)
     """
 
     def __init__(self, B: MatrixLike, *, first: LinearCode, second: LinearCode, **kwargs: Any) -> None:
@@ -70,7 +77,25 @@ class ProductCode(ApproximateCode):
         self.first, self.second = first, second
 
     def factor_workers(self, worker: int) -> tuple[int, int]:
-        """The pair ``(i_1, i_2)`` of factor workers of product worker ``worker`` (``worker = i_1 n_2 + i_2``)."""
+        """The pair ``(i_1, i_2)`` of factor workers of product worker ``worker`` (``worker = i_1 n_2 + i_2``).
+
+        Parameters
+        ----------
+        worker : int
+            A worker of the product code, ``0 <= worker < n``.
+
+        Returns
+        -------
+        tuple of int
+            ``(i_1, i_2)``.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> fr = gc.fractional_repetition(2, 1)
+        >>> gc.product_code(fr, fr).factor_workers(3)
+        (1, 1)
+        """
         worker = check_int("worker", worker, 0, self.n - 1)
         return divmod(worker, self.second.n)
 

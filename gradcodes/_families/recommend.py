@@ -366,8 +366,8 @@ def recommend(n: int, s: int, m: int = 1, max_load: int | None = None, *, tol: f
               field: str = "real") -> GradientCode:
     r"""The lowest-load code within a budget that is proven to meet ``tol``, with its reasoning attached.
 
-    Every applicable candidate of :data:`CANDIDATES` with load at most ``max_load`` is built and judged (see the
-    module docstring of :mod:`gradcodes._families.recommend`). A candidate is *proven* when
+    Every applicable candidate of :data:`CANDIDATES` with load at most ``max_load`` is built and judged (see
+    docs/stable_codes.md, section ``recommend``). A candidate is *proven* when
     :func:`gradcodes.verify` returns a proof (exhaustive enumeration, a decoder's theorem, a proof by blocks) or its
     group certificates are proven (:func:`gradcodes.grouped_random`); candidates whose enumeration fits
     ``certify_seconds`` (a fixed cost model, not a clock) are enumerated on the fly. It *meets* ``tol`` when its
@@ -413,6 +413,12 @@ def recommend(n: int, s: int, m: int = 1, max_load: int | None = None, *, tol: f
     -------
     GradientCode
         With ``code.recommendation`` (a :class:`Recommendation`; ``print`` it for the table).
+
+    Raises
+    ------
+    GradcodesValueError
+        If a parameter is out of its range (the message names the parameter and the range), or ``field`` is neither
+        ``"real"`` nor ``"any"``.
 
     Examples
     --------

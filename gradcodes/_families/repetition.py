@@ -56,6 +56,11 @@ def uncoded(n: int, k: int | None = None, *, field: str = "real") -> GradientCod
     field : {"real", "rational"}
         Floating point or exact arithmetic.
 
+    Returns
+    -------
+    GradientCode
+        The ``n x k`` code with ``s = 0``, decoded by summing every worker's message.
+
     Examples
     --------
     >>> import gradcodes as gc
@@ -87,6 +92,17 @@ def fractional_repetition(n: int, s: int, k: int | None = None, *, field: str = 
         Number of partitions, a multiple of ``n/(s+1)`` (default ``n``).
     field : {"real", "rational"}
         Floating point or exact arithmetic.
+
+    Returns
+    -------
+    GradientCode
+        The ``n x k`` code tolerating ``s`` stragglers, each worker storing ``(s + 1) k / n`` partitions.
+
+    Raises
+    ------
+    GradcodesValueError
+        If a parameter is out of its range (the message names the parameter and the range), or ``s + 1`` does not
+        divide ``n``.
 
     Notes
     -----
@@ -206,6 +222,17 @@ def cyclic_repetition(n: int, s: int, k: int | None = None, *, rng: RNGLike = No
         without ``refine`` in their parameters were built that way, and it is kept only to reproduce them.
         ``params["refine"]`` always records the value used. Both draw the same ``H``, so their codes differ only
         in these roundings.
+
+    Returns
+    -------
+    GradientCode
+        The ``n x k`` code tolerating any ``s`` stragglers, each worker storing ``(s + 1) k / n`` partitions.
+
+    Raises
+    ------
+    GradcodesValueError
+        If a parameter is out of its range (the message names the parameter and the range), or a given ``H`` has not
+        the shape ``(s, n)`` or rows that do not sum to 0.
 
     Examples
     --------

@@ -57,7 +57,7 @@ def save_code(code: LinearCode, path: str | os.PathLike[str]) -> None:
 
     The file keeps the matrix bit for bit (float entries as IEEE 754 binary64, rational entries as integer
     numerators and denominators, GF(p) entries as integers; a code stored sparse as its compressed rows, so that
-    the file is proportional to the non-zeros: :mod:`gradcodes._io.sparse`), its shape, the family's parameters (so that
+    the file is proportional to the non-zeros, docs/scale.md), its shape, the family's parameters (so that
     :func:`load_code` can restore the family decoders), the default decoder, the acceptance tolerance ``rtol``
     and, for approximate codes, the straggle probabilities. The entries are stored uncompressed. Decoders of custom
     codes (built directly from a matrix) are not stored: such codes come back with the generic decoders.

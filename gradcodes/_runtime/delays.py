@@ -42,9 +42,45 @@ def _workers(name: str, workers: Iterable[int]) -> tuple[int, ...]:
 
 
 class Delay:
-    """Base class: no delay. Add models with ``+`` (their delays add up)."""
+    """Base class: no delay. Add models with ``+`` (their delays add up).
+
+    Examples
+    --------
+    >>> from gradcodes.mpi import Delay, FixedDelay, Hang
+    >>> model = FixedDelay(0.5, workers=[1]) + Hang([3], start=10)
+    >>> isinstance(model, Delay), model.describe()
+    (True, 'fixed 0.5 s on workers [1] + hung workers [3] from iteration 10')
+    """
 
     def delay(self, worker: int, iteration: int, *, workers: int, load_fraction: float) -> float:
+        """Seconds that ``worker`` waits, on top of its compute, in ``iteration``.
+
+        Parameters
+        ----------
+        worker : int
+            The worker's index, ``0 <= worker < workers``.
+        iteration : int
+            The iteration.
+        workers : int
+            Number of workers of the job.
+        load_fraction : float
+            The worker's share of the data (models that scale with the work use it).
+
+        Returns
+        -------
+        float
+            Seconds, ``>= 0``; a random model's draw depends only on its ``rng``, ``worker``, ``iteration`` and
+            ``workers`` (the same on every rank).
+
+        Examples
+        --------
+        >>> from gradcodes.mpi import FixedDelay, NoDelay
+        >>> d = FixedDelay(0.5, workers=[1])
+        >>> d.delay(1, 0, workers=4, load_fraction=0.25), d.delay(0, 0, workers=4, load_fraction=0.25)
+        (0.5, 0.0)
+        >>> NoDelay().delay(1, 0, workers=4, load_fraction=0.25)
+        0.0
+        """
         return 0.0
 
     def __add__(self, other: Delay) -> Delay:
@@ -53,11 +89,33 @@ class Delay:
         return Combined(self, other)
 
     def describe(self) -> str:
+        """One line for logs and reports.
+
+        Returns
+        -------
+        str
+            The model and its parameters.
+
+        Examples
+        --------
+        >>> from gradcodes.mpi import FixedDelay, NoDelay
+        >>> FixedDelay(0.5, workers=[1]).describe(), NoDelay().describe()
+        ('fixed 0.5 s on workers [1]', 'none')
+        """
         return "none"
 
 
 class NoDelay(Delay):
-    """No injected delay."""
+    """No injected delay.
+
+    Examples
+    --------
+    >>> from gradcodes.mpi import NoDelay, FixedDelay
+    >>> NoDelay().delay(0, 0, workers=4, load_fraction=0.25)
+    0.0
+    >>> (NoDelay() + FixedDelay(0.5, workers=[1])).describe()      # adding to NoDelay gives the other model
+    'fixed 0.5 s on workers [1]'
+    """
 
 
 class ShiftedExponential(Delay):
@@ -165,8 +223,26 @@ class FixedDelay(Delay):
 class Hang(Delay):
     """Workers that stop answering from iteration ``start`` on (they still obey the final STOP).
 
-    >>> Hang([2]).delay(2, 0, workers=4, load_fraction=0.5)
-    inf
+    Parameters
+    ----------
+    workers : iterable of int
+        The hanging workers (0-based).
+    start : int, default 0
+        The first iteration they do not answer.
+
+    Raises
+    ------
+    GradcodesValueError
+        If ``start`` is negative or a worker index is not a non-negative integer.
+
+    Examples
+    --------
+    >>> from gradcodes.mpi import Hang
+    >>> hang = Hang([2], start=3)
+    >>> hang.delay(2, 2, workers=4, load_fraction=0.5), hang.delay(2, 3, workers=4, load_fraction=0.5)
+    (0.0, inf)
+    >>> hang.describe()
+    'hung workers [2] from iteration 3'
     """
 
     def __init__(self, workers: Iterable[int], *, start: int = 0) -> None:
@@ -181,7 +257,25 @@ class Hang(Delay):
 
 
 class Combined(Delay):
-    """The sum of several models' delays."""
+    """The sum of several models' delays (what ``model_a + model_b`` builds).
+
+    Parameters
+    ----------
+    *models : Delay
+        The models added.
+
+    Raises
+    ------
+    GradcodesTypeError
+        If a model is not a :class:`Delay`.
+
+    Examples
+    --------
+    >>> from gradcodes.mpi import FixedDelay
+    >>> both = FixedDelay(0.5, workers=[1]) + FixedDelay(0.25, workers=[1, 2])
+    >>> type(both).__name__, both.delay(1, 0, workers=4, load_fraction=0.25)
+    ('Combined', 0.75)
+    """
 
     def __init__(self, *models: Delay) -> None:
         for m in models:
@@ -257,3 +351,5 @@ class ModelDelay(Delay):
 for _cls in (Delay, NoDelay, ShiftedExponential, FixedDelay, Hang, Combined, ModelDelay):
     _cls.__module__ = "gradcodes.mpi"
 del _cls
+# doctest's finder skips classes whose __module__ is another module's: name them, so their examples run here
+__test__ = {c.__name__: c for c in (Delay, NoDelay, ShiftedExponential, FixedDelay, Hang, Combined, ModelDelay)}

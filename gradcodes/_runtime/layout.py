@@ -66,6 +66,14 @@ class Layout:
         Number of workers.
     branching : int
         Children per parent (``n`` workers for flat, the tree's ``n`` for CodedReduce).
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> from gradcodes.mpi import layout_for
+    >>> layout = layout_for(gc.coded_reduce(2, 2, 1))
+    >>> layout.kind, layout.size, layout.children(0)
+    ('tree', 7, [1, 2])
     """
 
     kind: str
@@ -74,11 +82,48 @@ class Layout:
     branching: int
 
     def parent(self, rank: int) -> int:
-        """The rank a worker sends its messages to."""
+        """The rank a worker sends its messages to.
+
+        Parameters
+        ----------
+        rank : int
+            A worker's rank, ``1 <= rank <= workers``.
+
+        Returns
+        -------
+        int
+            0 (the master) on a flat layout, the tree parent's rank on a tree.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> from gradcodes.mpi import layout_for
+        >>> tree = layout_for(gc.coded_reduce(2, 2, 1))          # master 0; ranks 1, 2; leaves 3..6
+        >>> [tree.parent(r) for r in range(1, 7)]
+        [0, 0, 1, 1, 2, 2]
+        """
         return 0 if self.kind == "flat" else (rank - 1) // self.branching
 
     def children(self, rank: int) -> list[int]:
-        """The ranks a node receives from (empty for a leaf)."""
+        """The ranks a node receives from (empty for a leaf).
+
+        Parameters
+        ----------
+        rank : int
+            A rank (0: the master).
+
+        Returns
+        -------
+        list of int
+            Its children's ranks, in order.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> from gradcodes.mpi import layout_for
+        >>> tree = layout_for(gc.coded_reduce(2, 2, 1))          # master 0; ranks 1, 2; leaves 3..6
+        >>> tree.children(0), tree.children(1), tree.children(3)
+        ([1, 2], [3, 4], [])"""
         if self.kind == "flat":
             return list(range(1, self.size)) if rank == 0 else []
         lo = rank * self.branching + 1
@@ -89,7 +134,25 @@ class Layout:
         for a leaf and for a flat layout's workers.
 
         A tree parent's message ends with one flag per rank of this list (the *tail*, see the module's
-        docstring): 1 where that worker's message went into the sum, 0 elsewhere."""
+        docstring): 1 where that worker's message went into the sum, 0 elsewhere.
+
+        Parameters
+        ----------
+        rank : int
+            A rank (0: the master).
+
+        Returns
+        -------
+        list of int
+            The ranks of its subtree, itself excluded.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> from gradcodes.mpi import layout_for
+        >>> tree = layout_for(gc.coded_reduce(2, 2, 1))          # master 0; ranks 1, 2; leaves 3..6
+        >>> tree.preorder(0), tree.preorder(1)
+        ([1, 3, 4, 2, 5, 6], [3, 4])"""
         out: list[int] = []
         for c in self.children(rank) if self.kind == "tree" else []:
             out.append(c)
@@ -98,7 +161,25 @@ class Layout:
 
     def tail(self, rank: int) -> int:
         """Entries after the payload of the messages ``rank`` sends (its *tail*, see the module's docstring): the
-        number of ranks below it on a tree (0 for leaves, the master and flat layouts)."""
+        number of ranks below it on a tree (0 for leaves, the master and flat layouts).
+
+        Parameters
+        ----------
+        rank : int
+            A rank.
+
+        Returns
+        -------
+        int
+            ``len(preorder(rank))`` for a tree's worker, else 0.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> from gradcodes.mpi import layout_for
+        >>> tree = layout_for(gc.coded_reduce(2, 2, 1))          # master 0; ranks 1, 2; leaves 3..6
+        >>> tree.tail(1), tree.tail(3)
+        (2, 0)"""
         if self.kind != "tree" or rank == 0:
             return 0
         n, below, width = self.branching, 0, 1
@@ -112,7 +193,34 @@ class Layout:
 
 
 def layout_for(code: LinearCode) -> Layout:
-    """The :class:`Layout` of a code: a tree for CodedReduce, master--worker for every other code."""
+    """The :class:`Layout` of a code: a tree for CodedReduce, master--worker for every other code.
+
+    Parameters
+    ----------
+    code : LinearCode
+        The code the job runs.
+
+    Returns
+    -------
+    Layout
+        Its kind (``"flat"`` or ``"tree"``), the ranks the job needs (``size``, the master included) and the tree's
+        parents and children.
+
+    Raises
+    ------
+    GradcodesTypeError
+        If ``code`` is not a gradcodes code, or is a :class:`~gradcodes.PartialStragglerCode` (a message per chunk:
+        :class:`~gradcodes.mpi.PartialMaster`).
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> from gradcodes.mpi import layout_for
+    >>> layout_for(gc.cyclic_repetition(6, 2, rng=0))        # mpiexec -n 7
+    Layout(kind='flat', size=7, workers=6, branching=6)
+    >>> layout_for(gc.coded_reduce(2, 2, 1))
+    Layout(kind='tree', size=7, workers=6, branching=2)
+    """
     if isinstance(code, CodedReduceCode):
         return Layout("tree", code.N + 1, code.N, code.branching)
     if not isinstance(code, LinearCode):
@@ -134,7 +242,7 @@ class WorkerEncoder:
     coefficients ``B[i, j m + u]`` are cast to the messages' dtype and their zeros dropped, and the sequence of
     row operations is fixed. :meth:`encode` then only calls ``partial_gradient`` and runs that sequence: for
     ``m = 1`` one pass per stored partition (a copy, add or subtract for coefficients ``+-1``, one BLAS ``axpy``
-    otherwise; the loop of :func:`gradcodes._core.apply.combine_rows`), the same sums as
+    otherwise), the same sums as
     :meth:`gradcodes.LinearCode.encode_worker` without its per-call validation.
 
     Parameters

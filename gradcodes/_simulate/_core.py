@@ -253,6 +253,14 @@ def simulate(
     SimulationResult
         ``res[label]`` has ``mean`` and ``stderr`` (standard error of the mean) and more.
 
+    Raises
+    ------
+    GradcodesValueError
+        If a parameter is out of its range (the message names the parameter and the range), a scheme label is unknown
+        or given twice, or an option does not apply to the schemes.
+    GradcodesTypeError
+        If ``schemes``, ``model``, ``policy`` or ``overlap`` has the wrong type.
+
     Notes
     -----
     Bounds for CR (derived from the models): with ``l = r m``, ``a l + L(n-s) t_c <= T_CR`` always and

@@ -128,6 +128,14 @@ def simulate_partial(code: PartialStragglerCode, *, model: WorkerModel | None = 
     -------
     PartialSimulation
 
+    Raises
+    ------
+    GradcodesTypeError
+        If ``code`` is not a :class:`PartialStragglerCode` or ``model`` not a :class:`WorkerModel`.
+    GradcodesValueError
+        If a parameter is out of its range (the message names the parameter and the range), or ``classical`` is given
+        without ``deadlines``.
+
     Examples
     --------
     Equal deterministic speeds: every chunk has been processed once after the first round of chunks, while the

@@ -50,16 +50,66 @@ __all__ = ["WaitPolicy", "EarliestDecodable", "FixedK", "BackupWorkers", "Adapti
 
 
 class WaitPolicy:
-    """Base class of the wait policies (module docstring)."""
+    """Base class of the wait policies (module docstring).
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> all(isinstance(p, gc.WaitPolicy) for p in (gc.FixedK(3), gc.EarliestDecodable(), gc.KAsync(2)))
+    True
+    """
 
     name = "policy"
 
     def counts(self, code: LinearCode, order: np.ndarray) -> np.ndarray:
-        """Messages waited for in each of the ``b`` iterations of ``order`` (b, n)."""
+        """Messages waited for in each of the ``b`` iterations of ``order``.
+
+        Parameters
+        ----------
+        code : LinearCode
+            The code the master decodes (its ``n`` workers and, for some policies, its decodability).
+        order : ndarray of int, shape (b, n)
+            Each row: one iteration's workers in the order their messages arrive.
+
+        Returns
+        -------
+        ndarray of int64, shape (b,)
+            The number of messages the master waits for in each iteration.
+
+        Examples
+        --------
+        >>> import numpy as np, gradcodes as gc
+        >>> order = np.array([[0, 1, 5, 2, 3, 4], [0, 1, 2, 3, 4, 5]])
+        >>> gc.EarliestDecodable().counts(gc.fractional_repetition(6, 2), order).tolist()
+        [3, 4]
+        >>> gc.FixedK().counts(gc.fractional_repetition(6, 2), order).tolist()      # n - s
+        [4, 4]
+        """
         raise NotImplementedError
 
     def tracker(self, code: LinearCode, dtype: DTypeLike = np.float64) -> Any:
-        """A per-message tracker: ``add(worker) -> bool`` (True: stop waiting) and ``reset()``."""
+        """A per-message tracker for a runtime's master: ``add(worker) -> bool`` (True: stop waiting), ``reset()``.
+
+        Parameters
+        ----------
+        code : LinearCode
+            The code the master decodes.
+        dtype : dtype, default float64
+            The messages' dtype (the decodability of a set is judged in it).
+
+        Returns
+        -------
+        object
+            Its ``add(worker)`` records one arrived message and says whether to stop waiting; ``reset()`` starts
+            the next iteration.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> t = gc.EarliestDecodable().tracker(gc.fractional_repetition(4, 1))
+        >>> t.add(0), t.add(1), t.add(2)           # workers 0 and 1 hold the same partitions
+        (False, False, True)
+        """
         raise NotImplementedError
 
     def __str__(self) -> str:
@@ -89,8 +139,20 @@ class _CountTracker:
 class FixedK(WaitPolicy):
     """Wait for the first ``k`` messages (``k=None``: ``n - s`` of the code, the classical rule).
 
+    Parameters
+    ----------
+    k : int, optional
+        Messages waited for, ``k >= 1`` (at most the code's ``n``); None: ``n - s``.
+
+    Raises
+    ------
+    GradcodesValueError
+        If ``k`` is not a positive integer.
+
+    Examples
+    --------
     >>> import numpy as np, gradcodes as gc
-    >>> FixedK(3).counts(gc.fractional_repetition(6, 2), np.array([[5, 4, 3, 2, 1, 0]])).tolist()
+    >>> gc.FixedK(3).counts(gc.fractional_repetition(6, 2), np.array([[5, 4, 3, 2, 1, 0]])).tolist()
     [3]
     """
 
@@ -104,6 +166,29 @@ class FixedK(WaitPolicy):
         return {} if self.k is None else {"k": self.k}
 
     def need(self, code: LinearCode) -> int:
+        """Messages waited for with ``code``.
+
+        Parameters
+        ----------
+        code : LinearCode
+            The code the master decodes.
+
+        Returns
+        -------
+        int
+            ``k``, or ``code.n - code.s`` for ``k=None``.
+
+        Raises
+        ------
+        GradcodesValueError
+            If ``k`` exceeds ``code.n``.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> gc.FixedK().need(gc.cyclic_repetition(6, 2, rng=0)), gc.BackupWorkers(1).need(gc.uncoded(4))
+        (4, 3)
+        """
         if self.k is None:
             s = getattr(code, "s", None)
             return int(code.n - (s or 0))
@@ -115,7 +200,29 @@ class FixedK(WaitPolicy):
         return np.full(order.shape[0], self.need(code), dtype=np.int64)
 
     def need_count(self, n: int) -> int:
-        """Messages waited for among ``n`` uncoded workers (``k=None``: all ``n``)."""
+        """Messages waited for among ``n`` uncoded workers (``k=None``: all ``n``).
+
+        Parameters
+        ----------
+        n : int
+            Number of workers.
+
+        Returns
+        -------
+        int
+            ``k``, or ``n`` for ``k=None``.
+
+        Raises
+        ------
+        GradcodesValueError
+            If ``k > n``.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> gc.FixedK(3).need_count(8), gc.FixedK().need_count(8), gc.BackupWorkers(2).need_count(8)
+        (3, 8, 6)
+        """
         if self.k is None:
             return n
         if self.k > n:
@@ -129,7 +236,20 @@ class FixedK(WaitPolicy):
 class BackupWorkers(FixedK):
     """Synchronous SGD with ``b`` backup workers (Chen et al. 2016): wait for the first ``n - b`` messages.
 
-    >>> BackupWorkers(2).name
+    Parameters
+    ----------
+    b : int
+        Backup workers, ``0 <= b < n``.
+
+    Raises
+    ------
+    GradcodesValueError
+        If ``b`` is not an integer ``>= 0``.
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> gc.BackupWorkers(2).name
     'backup b=2'
     """
 
@@ -159,8 +279,24 @@ class AdaptiveK(WaitPolicy):
 
     Stateful: :meth:`observe` feeds it the update directions, :meth:`reset` starts over.
 
-    >>> import numpy as np
-    >>> p = AdaptiveK(k0=1, step=2, burn=2)
+    Parameters
+    ----------
+    k0 : int, default 1
+        The initial ``k``.
+    step : int, default 1
+        Increase of ``k`` at each switch.
+    burn : int, default 20
+        Updates between two tests.
+
+    Raises
+    ------
+    GradcodesValueError
+        If ``k0``, ``step`` or ``burn`` is not an integer ``>= 1``.
+
+    Examples
+    --------
+    >>> import numpy as np, gradcodes as gc
+    >>> p = gc.AdaptiveK(k0=1, step=2, burn=2)
     >>> for g in ([1.0], [1.0], [-1.0], [1.0]):
     ...     p.observe(np.array(g), 8)
     >>> p.current_k(8), p.switches
@@ -179,7 +315,20 @@ class AdaptiveK(WaitPolicy):
         return {"k0": self.k0, "step": self.step, "burn": self.burn}
 
     def reset(self) -> None:
-        """Back to ``k0`` (and forget the test's statistics)."""
+        """Back to ``k0`` (and forget the test's statistics).
+
+        Examples
+        --------
+        >>> import numpy as np, gradcodes as gc
+        >>> p = gc.AdaptiveK(k0=2, burn=1)
+        >>> for g in ([1.0], [-1.0]):
+        ...     p.observe(np.array(g), 8)
+        >>> p.current_k(8)
+        3
+        >>> p.reset()
+        >>> p.current_k(8), p.switches
+        (2, [])
+        """
         self.k = self.k0
         self._sum = 0.0
         self._count = 0
@@ -188,11 +337,44 @@ class AdaptiveK(WaitPolicy):
         self.switches: list[int] = []
 
     def current_k(self, n: int) -> int:
-        """The current ``k`` (at most ``n``)."""
+        """The current ``k`` (at most ``n``).
+
+        Parameters
+        ----------
+        n : int
+            Number of workers.
+
+        Returns
+        -------
+        int
+            ``min(k, n)``.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> gc.AdaptiveK(k0=5).current_k(8), gc.AdaptiveK(k0=5).current_k(3)
+        (5, 3)
+        """
         return min(self.k, n)
 
     def observe(self, g: np.ndarray, n: int) -> None:
-        """Feed the update direction of one update; may increase ``k``."""
+        """Feed the update direction of one update; may increase ``k``.
+
+        Parameters
+        ----------
+        g : ndarray
+            The update direction (the gradient used) of one update.
+        n : int
+            Number of workers (``k`` never exceeds it).
+
+        Examples
+        --------
+        >>> import numpy as np, gradcodes as gc
+        >>> p = gc.AdaptiveK(k0=1, step=2, burn=1)
+        >>> p.observe(np.array([1.0, 0.0]), 8); p.observe(np.array([-1.0, 0.0]), 8)   # <g_2, g_1> < 0
+        >>> p.current_k(8), p.switches
+        (3, [2])
+        """
         g = np.asarray(g, dtype=float)
         self._updates += 1
         if self._prev is not None:
@@ -214,7 +396,20 @@ class AdaptiveK(WaitPolicy):
 class KAsync(WaitPolicy):
     """K-async SGD (Dutta et al., AISTATS 2018; module docstring): any ``K`` gradients, possibly stale.
 
-    >>> KAsync(3).name
+    Parameters
+    ----------
+    K : int
+        Gradients per update, ``1 <= K <= n``.
+
+    Raises
+    ------
+    GradcodesValueError
+        If ``K`` is not a positive integer.
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> gc.KAsync(3).name
     'K-async K=3'
     """
 
@@ -228,6 +423,29 @@ class KAsync(WaitPolicy):
         return {"K": self.K}
 
     def need(self, n: int) -> int:
+        """Gradients per update among ``n`` workers.
+
+        Parameters
+        ----------
+        n : int
+            Number of workers.
+
+        Returns
+        -------
+        int
+            ``K``.
+
+        Raises
+        ------
+        GradcodesValueError
+            If ``K > n``.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> gc.KAsync(3).need(8)
+        3
+        """
         if self.K > n:
             raise GradcodesValueError(f"K={self.K} exceeds the number of workers n={n}")
         return self.K
@@ -247,8 +465,15 @@ class EarliestDecodable(WaitPolicy):
     decode) and judges them in batches with the decode's acceptance rule; for group codes it is the closed form
     ``max over groups of (min arrival rank within the group) + 1``.
 
+    Parameters
+    ----------
+    dtype : dtype, default float64
+        The messages' dtype: a set is decodable when its decode passes the acceptance rule in it.
+
+    Examples
+    --------
     >>> import numpy as np, gradcodes as gc
-    >>> EarliestDecodable().counts(gc.fractional_repetition(6, 2), np.array([[0, 1, 5, 2, 3, 4]])).tolist()
+    >>> gc.EarliestDecodable().counts(gc.fractional_repetition(6, 2), np.array([[0, 1, 5, 2, 3, 4]])).tolist()
     [3]
     """
 

@@ -56,6 +56,13 @@ class TrainingResult:
     staleness : ndarray or None
         K-async: the mean staleness (updates since the gradients' parameters) of each update.
     details : dict
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> r = gc.simulate_training(gc.FixedK(4), n=8, updates=200, rng=0)
+    >>> r.time.shape, bool(r.error[-1] < r.error[0])
+    ((200,), True)
     """
 
     policy: str
@@ -67,13 +74,49 @@ class TrainingResult:
 
     def time_to(self, error: float, window: int = 1) -> float:
         """The first simulated time at which the running mean of ``window`` errors is at most ``error``
-        (``inf`` if never)."""
+        (``inf`` if never).
+
+        Parameters
+        ----------
+        error : float
+            The target error ``f(w_t) - f(w*)``.
+        window : int, default 1
+            Updates averaged.
+
+        Returns
+        -------
+        float
+            Simulated seconds, or ``inf``.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> r = gc.simulate_training(gc.FixedK(4), n=8, updates=200, rng=0)
+        >>> bool(r.time_to(r.error[0] / 2) < r.time[-1]), r.time_to(-1.0)
+        (True, inf)"""
         e = self.error if window <= 1 else np.convolve(self.error, np.ones(window) / window, mode="valid")
         hit = np.flatnonzero(e <= error)
         return float(self.time[hit[0] + (window - 1 if window > 1 else 0)]) if hit.size else math.inf
 
     def final(self, window: int = 50) -> float:
-        """The mean error of the last ``window`` updates."""
+        """The mean error of the last ``window`` updates.
+
+        Parameters
+        ----------
+        window : int, default 50
+            Updates averaged (all of them when there are fewer).
+
+        Returns
+        -------
+        float
+            The mean of ``error[-window:]``.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> r = gc.simulate_training(gc.FixedK(4), n=8, updates=200, rng=0)
+        >>> bool(r.final(50) < r.error[0] / 100)
+        True"""
         return float(self.error[-window:].mean())
 
 
@@ -113,10 +156,22 @@ def simulate_training(policy: WaitPolicy, *, n: int = 8, code: LinearCode | None
     rng : None, int, SeedSequence or Generator
         Random state (SPEC 7): data, minibatches and delays.
 
+    Returns
+    -------
+    TrainingResult
+        The error, the simulated time and the gradients used at each update.
+
+    Raises
+    ------
+    GradcodesTypeError
+        If ``policy``, ``code`` or ``model`` has the wrong type, or ``policy`` needs a ``code``.
+    GradcodesValueError
+        If a parameter is out of its range (the message names the parameter and the range).
+
     Examples
     --------
-    >>> from gradcodes._simulate import FixedK
-    >>> r = simulate_training(FixedK(4), n=8, updates=200, rng=0)
+    >>> import gradcodes as gc
+    >>> r = gc.simulate_training(gc.FixedK(4), n=8, updates=200, rng=0)
     >>> bool(r.error[-1] < r.error[0]), r.used[0]
     (True, np.int64(4))
     """

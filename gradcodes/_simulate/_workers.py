@@ -55,14 +55,46 @@ def _per_worker(name: str, value: Any, workers: int, *, positive: bool, allow_in
 
 class WorkerModel:
     """Base class of the worker models: :meth:`~gradcodes.WorkerModel.times` gives every worker's computation time
-    per iteration."""
+    per iteration.
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> isinstance(gc.ShiftedExponentialWorkers(a=1e-3, mu=1e3), gc.WorkerModel)
+    True
+    """
 
     #: Label shown in results.
     label = "model"
 
     def times(self, generator: np.random.Generator, iters: int, workers: int,
               points: float | np.ndarray) -> np.ndarray:
-        """``(iters, workers)`` computation times (seconds) of workers processing ``points`` data points each."""
+        """``(iters, workers)`` computation times (seconds) of workers processing ``points`` data points each.
+
+        Parameters
+        ----------
+        generator : numpy.random.Generator
+            The random state (advanced by the draw).
+        iters : int
+            Iterations.
+        workers : int
+            Workers.
+        points : float or ndarray of shape (workers,)
+            Data points per worker per iteration (its load).
+
+        Returns
+        -------
+        ndarray, shape (iters, workers)
+            Computation times in seconds.
+
+        Examples
+        --------
+        >>> import numpy as np, gradcodes as gc
+        >>> model = gc.ShiftedExponentialWorkers(a=1e-3, mu=1e3)      # at least a = 1 ms per point
+        >>> T = model.times(np.random.default_rng(0), 3, 4, 100.0)
+        >>> T.shape, bool((T >= 0.1).all())
+        ((3, 4), True)
+        """
         raise NotImplementedError
 
     def __repr__(self) -> str:
@@ -152,7 +184,30 @@ class PersistentStragglers(WorkerModel):
         self.label = f"persistent(p_slow={p_slow:g}, p_recover={p_recover:g}, slowdown={slowdown:g})"
 
     def states(self, generator: np.random.Generator, iters: int, workers: int) -> np.ndarray:
-        """Boolean (iters, workers): True where the worker is slow (the chain, from its stationary law)."""
+        """Boolean (iters, workers): True where the worker is slow (the chain, from its stationary law).
+
+        Parameters
+        ----------
+        generator : numpy.random.Generator
+            The random state (advanced).
+        iters : int
+            Iterations.
+        workers : int
+            Workers.
+
+        Returns
+        -------
+        ndarray of bool, shape (iters, workers)
+            True where the worker is slow.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> import numpy as np
+        >>> S = gc.PersistentStragglers(0.1, 0.5, 10.0).states(np.random.default_rng(0), 5, 4)
+        >>> S.shape, S.dtype
+        ((5, 4), dtype('bool'))
+        """
         u = generator.random((iters, workers))
         slow = np.empty((iters, workers), dtype=bool)
         slow[0] = u[0] < self.p_slow / (self.p_slow + self.p_recover)
@@ -169,7 +224,25 @@ class PersistentStragglers(WorkerModel):
         return np.where(self.states(generator, iters, workers), T * self.slowdown, T)
 
     def with_base(self, base: WorkerModel) -> PersistentStragglers:
-        """The same chain over another base model."""
+        """The same chain over another base model.
+
+        Parameters
+        ----------
+        base : WorkerModel
+            The model of a worker's time when it is not slow.
+
+        Returns
+        -------
+        PersistentStragglers
+            A new model; this one is unchanged.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> slow = gc.PersistentStragglers(0.1, 0.5, 10.0)
+        >>> slow.with_base(gc.ShiftedExponentialWorkers(a=1e-3, mu=1e3)).base is slow.base
+        False
+        """
         return PersistentStragglers(self.p_slow, self.p_recover, self.slowdown, base=base)
 
 

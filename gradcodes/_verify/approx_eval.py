@@ -271,6 +271,12 @@ def closed_form_error(code: LinearCode, gradients: MatrixLike | None = None, *, 
     float or fractions.Fraction
         Exact when the code, ``p``, ``G`` and the weights are rational.
 
+    Raises
+    ------
+    GradcodesValueError
+        If the decoder has no fixed weights for this code (only fixed-weight decoders of ``m = 1`` codes have a closed
+        form).
+
     Examples
     --------
     >>> import gradcodes as gc
@@ -346,6 +352,14 @@ def evaluate_approximate(code: LinearCode, gradients: MatrixLike | None = None, 
     ApproxReport
         Exact (``Fraction`` values, ``exact=True``) when the code is rational, its decoder exact, ``p`` and ``G``
         rational (``Fraction`` or int entries) and the method is ``"enumerate"`` or ``"closed"``.
+
+    Raises
+    ------
+    GradcodesValueError
+        If a parameter is out of its range (the message names the parameter and the range), ``method`` is unknown, or
+        ``method="closed"`` with a decoder that has no fixed weights.
+    GradcodesTypeError
+        If ``progress`` is not a bool or None.
 
     Examples
     --------

@@ -62,6 +62,13 @@ class ApproxReport:
         How a ``time_budget`` changed the method or cut the sampling.
     budget_exhausted : bool
         The ``time_budget`` ran out (the Monte Carlo estimate is over ``patterns`` samples, fewer than asked).
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> report = gc.evaluate_approximate(gc.stochastic_gc(6, 2, 0.2, rng=0), p=0.2)
+    >>> report.method, report.patterns, bool(report.bias_norm < 1e-12)      # 2**6 patterns, exactly
+    ('enumerate', 64, True)
     """
 
     code_name: str
@@ -109,7 +116,19 @@ class ApproxReport:
         return "above it"
 
     def tour_row(self) -> dict[str, Any]:
-        """The columns ``gradcodes tour`` prints for an approximate code (error and bias, not exactness)."""
+        """The columns ``gradcodes tour`` prints for an approximate code (error and bias, not exactness).
+
+        Returns
+        -------
+        dict of str to str or number
+            Column name to cell, ``result`` among them.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> gc.evaluate_approximate(gc.stochastic_gc(6, 2, 0.2, rng=0), p=0.2).tour_row()["result"]
+        'unbiased'
+        """
         return {
             "scheme": self.code_name, "n": self.n, "k": self.k,
             "load / bound": f"{self.load} / -",
@@ -194,6 +213,13 @@ class ApproximationReport:
         ``greedy``).
     notes : list of str
         Why the result is not exhaustive, and whether a time budget stopped it.
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> report = gc.worst_case_error(gc.expander_code(8, 3, rng=0), s=2)
+    >>> report.proven, report.exhaustive
+    (True, True)
     """
 
     name: str
@@ -248,7 +274,24 @@ class ApproximationReport:
         return self.worst_upper if math.isfinite(self.worst_upper) else None
 
     def relative(self, error: float) -> float:
-        """``error^2 / ||E||_F^2``: an error ``||A_F B - E||_2`` relative to the true sum, squared."""
+        """``error^2 / ||E||_F^2``: an error ``||A_F B - E||_2`` relative to the true sum, squared.
+
+        Parameters
+        ----------
+        error : float
+            An error ``||A_F B - E||_2``.
+
+        Returns
+        -------
+        float
+            ``error**2 / (k m)``.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> gc.worst_case_error(gc.expander_code(8, 3, rng=0), s=2).relative(1.0)        # k m = 8
+        0.125
+        """
         return error * error / self.norm2
 
     @property
@@ -286,7 +329,19 @@ class ApproximationReport:
         return "\n".join(lines)
 
     def tour_row(self) -> dict[str, Any]:
-        """The columns of ``gradcodes tour`` (errors as ``|err|^2/|g|^2``; ``=`` proven, ``>=`` a lower bound)."""
+        """The columns of ``gradcodes tour`` (errors as ``|err|^2/|g|^2``; ``=`` proven, ``>=`` a lower bound).
+
+        Returns
+        -------
+        dict of str to str or number
+            Column name to cell, ``result`` among them.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> gc.worst_case_error(gc.expander_code(8, 3, rng=0), s=2).tour_row()["result"]
+        'proven'
+        """
         k_m = self.norm2
         lower = ("= " if self.proven else ">= ") + _rel(self.worst_lower, k_m)
         upper = ("= " if self.proven else "<= ") + _rel(self.worst_upper, k_m) if math.isfinite(self.worst_upper) \

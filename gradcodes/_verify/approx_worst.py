@@ -119,6 +119,16 @@ def approximation_error(code: LinearCode, responders: Responders, decoder: str |
     decoder : str or Decoder, optional
         Default: the code's default decoder.
 
+    Returns
+    -------
+    float
+        ``||A_F B - E||_2`` (0 for a set from which the code decodes exactly).
+
+    Raises
+    ------
+    GradcodesTypeError
+        If ``code`` is not a gradcodes code.
+
     Examples
     --------
     >>> import numpy as np, gradcodes as gc

@@ -90,6 +90,23 @@ def blocks_of(code: LinearCode) -> list[Block]:
     """The blocks of ``code.B``: connected components of the worker-partition support graph, ordered by their
     smallest worker (partitions stored by nobody form blocks without workers).
 
+    Parameters
+    ----------
+    code : LinearCode
+        Any code.
+
+    Returns
+    -------
+    list of Block
+        One entry per block, with the index tuples ``workers`` and ``partitions``.
+
+    Raises
+    ------
+    GradcodesTypeError
+        If ``code`` is not a gradcodes code.
+
+    Examples
+    --------
     >>> import gradcodes as gc
     >>> [b.workers for b in blocks_of(gc.fractional_repetition(6, 2))]
     [(0, 1, 2), (3, 4, 5)]
@@ -154,6 +171,13 @@ class BlockDecoder(Decoder):
         decodes the block. None for blocks without partitions.
     name : str, default "blocks"
         The decoder's name.
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> code = gc.stable_binary(6, 2)
+    >>> code.default_decoder, sorted(gc.blocks_of(code)[0].workers)
+    ('blocks', [0, 1, 2])
     """
 
     description = "per block: the block code's decoder on its first n_b - s responders"
@@ -196,8 +220,15 @@ class BlockVerifyReport(VerifyReport):
 
     ``blocks`` lists one dict per block: ``workers``, ``partitions``, ``same_as`` (index of the identical block
     checked instead, or None) and ``report`` (its :class:`~gradcodes.VerifyReport`, None without partitions).
-    The worst residual, cancellation and error estimate are the bounds of the theorem in
-    :mod:`gradcodes._verify.blocks`, reached at the reported responder sets up to the rounding of the bound.
+    The worst residual, cancellation and error estimate are the bounds of the proof by blocks (docs/stable_codes.md,
+    "Proof by blocks"), reached at the reported responder sets up to the rounding of the bound.
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> report = gc.verify(gc.stable_binary(6, 2))             # two blocks of 3 workers
+    >>> bool(report), [b["workers"] for b in report.blocks]
+    (True, [(0, 1, 2), (3, 4, 5)])
     """
 
     blocks: list[dict[str, Any]] = field(default_factory=list)
@@ -223,6 +254,25 @@ def by_blocks(code: GradientCode) -> GradientCode:
     """The same code decoded block by block (:class:`BlockDecoder`), so that :func:`gradcodes.verify` proves it
     block by block; each block keeps the original code's generic default decoder.
 
+    Parameters
+    ----------
+    code : GradientCode
+        A code whose matrix has several blocks (connected components, :func:`blocks_of`).
+
+    Returns
+    -------
+    GradientCode
+        The same matrix, ``s`` and tolerance, decoded by a :class:`BlockDecoder`.
+
+    Raises
+    ------
+    GradcodesTypeError
+        If ``code`` is not a :class:`GradientCode`.
+    GradcodesValueError
+        If a block has at most ``s`` workers (``s`` stragglers could silence it).
+
+    Examples
+    --------
     >>> import numpy as np, gradcodes as gc
     >>> B = np.kron(np.eye(2), gc.cyclic_repetition(5, 2, rng=0).B)      # two copies of a (5, 2) code
     >>> code = by_blocks(gc.GradientCode(B, s=2))

@@ -73,6 +73,13 @@ class VerifyReport:
     pattern_model : str
         The straggler-pattern model that was checked (``"straggler sets"``: every set of ``s`` of the ``n``
         workers; trees: :class:`gradcodes.TreeVerifyReport`).
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> report = gc.verify(gc.fractional_repetition(6, 2))
+    >>> bool(report), report.exhaustive, report.patterns_checked
+    (True, True, 15)
     """
 
     name: str
@@ -226,7 +233,19 @@ class VerifyReport:
         return "\n".join(lines)
 
     def tour_row(self) -> dict[str, Any]:
-        """The columns of ``gradcodes tour``."""
+        """The columns of ``gradcodes tour``.
+
+        Returns
+        -------
+        dict of str to str or number
+            Column name to cell, ``result`` among them.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> gc.verify(gc.fractional_repetition(6, 2)).tour_row()["result"]
+        'ok'
+        """
         return {
             "scheme": self.name, "n": self.n, "s": self.s, "m": self.m,
             "load / bound": f"{self.load} / {_frac(self.load_lower_bound)}",

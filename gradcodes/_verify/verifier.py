@@ -286,7 +286,7 @@ def verify(code: LinearCode, *, limit: int | None = None, samples: int = 2000, s
     workers : int, optional
         Local processes of the exhaustive enumeration (default: every core this process may use,
         ``os.sched_getaffinity``; started only for enough work, and threads where ``fork`` does not exist). The
-        report is the same for every value (:mod:`gradcodes._verify.parallel`), for every code: float, exact
+        report is the same for every value (the same sets, checked in the same order), for every code: float, exact
         (rational, GF(p)), any decoder, trees and blocks.
     checkpoint : path, optional
         A file where the exhaustive enumeration saves its progress (atomically, at most every

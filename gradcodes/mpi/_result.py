@@ -81,7 +81,29 @@ class RunResult:
         return np.cumsum(self.time)
 
     def summary(self, skip: int = 1) -> dict[str, Any]:
-        """Mean and median iteration time (the first ``skip`` iterations, which include set-up, are left out)."""
+        """Mean and median iteration time (the first ``skip`` iterations, which include set-up, are left out).
+
+        Parameters
+        ----------
+        skip : int, default 1
+            Iterations left out at the start.
+
+        Returns
+        -------
+        dict
+            The scheme, layout, sizes and the means and medians of the times.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from gradcodes.mpi import RunResult
+        >>> run = RunResult("cyclic_repetition", "flat", 4, 3, time=np.array([0.2, 0.1, 0.12]),
+        ...                 wait=np.array([0.1, 0.05, 0.06]), decode=np.full(3, 0.001),
+        ...                 used=np.array([[1, 1, 1, 0], [1, 0, 1, 1], [0, 1, 1, 1]], dtype=bool))  # as train returns
+        >>> s = run.summary()                      # iterations 1 and 2
+        >>> s["iterations"], round(s["mean_time"], 6), s["mean_workers_used"]
+        (3, 0.11, 3.0)
+        """
         t = self.time[skip:] if self.time.size > skip else self.time
         out = {"scheme": self.scheme, "layout": self.layout, "workers": self.workers, "need": self.need,
                "iterations": self.iterations, "mean_time": float(np.mean(t)), "median_time": float(np.median(t)),
@@ -96,7 +118,28 @@ class RunResult:
         return out
 
     def table(self, rows: int = 10) -> str:
-        """A per-iteration table (first ``rows`` iterations) and a summary line."""
+        """A per-iteration table (first ``rows`` iterations) and a summary line.
+
+        Parameters
+        ----------
+        rows : int, default 10
+            Iterations shown.
+
+        Returns
+        -------
+        str
+            A header line, the table and the summary line.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from gradcodes.mpi import RunResult
+        >>> run = RunResult("cyclic_repetition", "flat", 4, 3, time=np.array([0.2, 0.1, 0.12]),
+        ...                 wait=np.array([0.1, 0.05, 0.06]), decode=np.full(3, 0.001),
+        ...                 used=np.array([[1, 1, 1, 0], [1, 0, 1, 1], [0, 1, 1, 1]], dtype=bool))  # as train returns
+        >>> print(run.table(rows=1).splitlines()[0])
+        cyclic_repetition (flat, 4 workers, waits for 3; delay: none)
+        """
         from .._base.output import format_table
 
         table = []
@@ -121,7 +164,24 @@ class RunResult:
         return self.table()
 
     def records(self) -> list[dict[str, Any]]:
-        """One dict per iteration (for CSV)."""
+        """One dict per iteration (for CSV).
+
+        Returns
+        -------
+        list of dict
+            Keys ``iteration``, ``time``, ``elapsed``, ``wait``, ``decode``, ``used`` (and ``loss``,
+            ``error_estimate`` when recorded).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from gradcodes.mpi import RunResult
+        >>> run = RunResult("cyclic_repetition", "flat", 4, 3, time=np.array([0.2, 0.1, 0.12]),
+        ...                 wait=np.array([0.1, 0.05, 0.06]), decode=np.full(3, 0.001),
+        ...                 used=np.array([[1, 1, 1, 0], [1, 0, 1, 1], [0, 1, 1, 1]], dtype=bool))  # as train returns
+        >>> run.records()[0]["used"]                 # the workers used, space-separated
+        '0 1 2'
+        """
         out = []
         for t in range(self.iterations):
             r = {"iteration": t, "time": float(self.time[t]), "elapsed": float(self.elapsed[t]),
@@ -135,7 +195,26 @@ class RunResult:
         return out
 
     def to_csv(self, path: str) -> None:
-        """Write one row per iteration."""
+        """Write one row per iteration.
+
+        Parameters
+        ----------
+        path : str
+            The CSV file written (replaced if it exists).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from gradcodes.mpi import RunResult
+        >>> run = RunResult("cyclic_repetition", "flat", 4, 3, time=np.array([0.2, 0.1, 0.12]),
+        ...                 wait=np.array([0.1, 0.05, 0.06]), decode=np.full(3, 0.001),
+        ...                 used=np.array([[1, 1, 1, 0], [1, 0, 1, 1], [0, 1, 1, 1]], dtype=bool))  # as train returns
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "run.csv")
+        >>> run.to_csv(path)
+        >>> open(path).readline().strip()
+        'iteration,time,elapsed,wait,decode,used'
+        """
         rec = self.records()
         with open(path, "w", newline="") as fh:
             w = csv.DictWriter(fh, fieldnames=list(rec[0]) if rec else ["iteration"])
@@ -143,7 +222,29 @@ class RunResult:
             w.writerows(rec)
 
     def to_json(self, path: str | None = None) -> str:
-        """The summary, parameters and per-iteration records as JSON (written to ``path`` if given)."""
+        """The summary, parameters and per-iteration records as JSON (written to ``path`` if given).
+
+        Parameters
+        ----------
+        path : str, optional
+            A file to write the JSON to.
+
+        Returns
+        -------
+        str
+            The JSON text.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from gradcodes.mpi import RunResult
+        >>> run = RunResult("cyclic_repetition", "flat", 4, 3, time=np.array([0.2, 0.1, 0.12]),
+        ...                 wait=np.array([0.1, 0.05, 0.06]), decode=np.full(3, 0.001),
+        ...                 used=np.array([[1, 1, 1, 0], [1, 0, 1, 1], [0, 1, 1, 1]], dtype=bool))  # as train returns
+        >>> import json
+        >>> sorted(json.loads(run.to_json()))
+        ['failures', 'iterations', 'params', 'summary']
+        """
         def clean(v: Any) -> Any:
             if isinstance(v, float) and not math.isfinite(v):
                 return None
@@ -169,6 +270,42 @@ def predict(code: LinearCode | str, delay: Delay, *, workers: int, need: int, t_
     delays, see ``docs/runtime.md``). ``rng`` is the simulator's random state (SPEC 7; default None: fresh
     entropy). ``policy`` is the master's wait policy (default: the
     simulator's, the earliest decodable set for exact codes).
+
+    Parameters
+    ----------
+    code : LinearCode or "allreduce"
+        The code the run used (or the ``"allreduce"`` baseline).
+    delay : Delay
+        The run's injected straggling.
+    workers : int
+        Number of workers of the run.
+    need : int
+        Messages the master waits for (``n - s`` for an exact code).
+    t_c : float, default 0
+        Per-message time (seconds).
+    iters : int, default 20000
+        Simulated iterations.
+    rng : None, int, SeedSequence or Generator, optional
+        The simulator's random state (SPEC 7).
+    policy : WaitPolicy, optional
+        The master's wait policy.
+
+    Returns
+    -------
+    float or None
+        The predicted mean iteration time (seconds), None for a run the simulator does not model (for example one
+        without injected delays).
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> from gradcodes.mpi import predict, ShiftedExponential, NoDelay
+    >>> code = gc.cyclic_repetition(6, 2, rng=0)
+    >>> t = predict(code, ShiftedExponential(a=1e-3, mu=1e3, m_data=1, rng=0), workers=6, need=4, iters=2000, rng=0)
+    >>> f"{t * 1e3:.2f} ms"
+    '0.97 ms'
+    >>> predict(code, NoDelay(), workers=6, need=4) is None
+    True
     """
     from .. import CodedReduceCode, GradientCode
     from .._runtime.delays import ModelDelay, ShiftedExponential

@@ -119,7 +119,7 @@ class Master:
         (:meth:`gradcodes.LinearCode.decodable`; e.g. one worker per group of fractional repetition), at most
         ``n - s`` messages; ``"first"``: the first ``n - s`` (or ``wait_for``) messages.
     blas_threads : int or None, default 1
-        BLAS threads of this process, set once here (``gradcodes.mpi._setup.limit_blas``); None leaves BLAS alone.
+        BLAS threads of this process, set once here (through threadpoolctl); None leaves BLAS alone.
     grace : float, default ``GRACE`` (5 s)
         After the last iteration (:meth:`stop`): seconds per tree level, plus one, that the master waits for the
         workers' goodbyes; the same on every rank (a worker stuck in its compute ends its own process this long
@@ -402,7 +402,7 @@ class Worker:
         adds its children's decode to it in one pass into its own send buffer, never writing the callback's
         array), and is not read after the next call.
     blas_threads : int or None, default 1
-        BLAS threads of this process, set once (``gradcodes.mpi._setup.limit_blas``); None leaves BLAS alone.
+        BLAS threads of this process, set once (through threadpoolctl); None leaves BLAS alone.
     grace : float, default ``GRACE`` (5 s)
         The master's (the same on every rank): when :meth:`run` has not returned ``grace`` seconds per tree level
         below this worker, plus one, after the master's stop message came on the control channel (a leaf:
@@ -459,7 +459,7 @@ class Worker:
         kids = self.layout.children(self.rank)
         self.inbox = None
         #: entries after the payload of this worker's messages: a tree parent's 0/1 flags of the ranks below it
-        #: whose messages are in its sum (``gradcodes._runtime.layout``, tree message format); 0 for a leaf
+        #: whose messages are in its sum (the tree message format, docs/runtime.md); 0 for a leaf
         self.tail = self.layout.tail(self.rank)
         if kids:
             assert isinstance(code, CodedReduceCode)

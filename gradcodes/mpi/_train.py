@@ -107,6 +107,12 @@ def train(code: LinearCode | str, params: np.ndarray,
     -------
     RunResult on the master, None on the workers.
 
+    Raises
+    ------
+    GradcodesValueError
+        If a parameter is out of its range (the message names the parameter and the range), or ``code`` is neither a
+        gradcodes code nor ``"allreduce"``.
+
     Examples
     --------
     The same script on every rank (``mpiexec -n 7 python -m mpi4py script.py``)::
@@ -226,7 +232,74 @@ def allreduce_train(params: np.ndarray, partial_gradient: Callable[[np.ndarray, 
     the workers that did not finish their gradient (``missing``), which with ``python -m mpi4py`` aborts the job.
     (The former baseline, which broadcast the parameters from the master every iteration and summed over all ranks,
     could only say that "a rank is hung".) The iteration count is known to every rank (the same ``iterations``
-    argument), so no control message is sent."""
+    argument), so no control message is sent.
+
+    Parameters
+    ----------
+    params : ndarray, shape (length,)
+        The initial parameters (a flat float array; rank 0's values are broadcast to every worker).
+    partial_gradient : callable or None
+        ``partial_gradient(params, j)``: the gradient on partition ``j`` (flat, of the parameters' length). May
+        be None when ``coded_gradient`` is given.
+    step : callable
+        ``step(params, gradient, iteration)`` on every worker: update ``params`` in place or return new ones; it
+        must be deterministic.
+    iterations : int
+        Iterations run (the same on every rank).
+    comm : mpi4py communicator, optional
+        Default ``MPI.COMM_WORLD``; one master and ``n`` workers.
+    delay : Delay, optional
+        Injected straggling (evaluated on the workers; rank 0's model is broadcast).
+    timeout : float, default 60
+        With ``blocking=False``: seconds the master waits for an iteration's record before raising
+        :class:`StragglerTimeout`.
+    poll : float, default 1e-4
+        With ``blocking=False``: the workers' sleep between two tests of ``Iallreduce`` (seconds).
+    loss : callable, optional
+        ``loss(params) -> float``, computed on worker 1 after its step.
+    t_c : float
+        Per-message time for the :func:`gradcodes.simulate` prediction stored in the result.
+    callback : callable, optional
+        ``callback(iteration, seconds, loss)`` on the master as the records arrive (``progress=`` is a deprecated
+        alias).
+    blocking : bool, default True
+        Blocking ``Allreduce`` (a hung worker hangs the job) or polled ``Iallreduce`` (a hung worker raises
+        :class:`StragglerTimeout` on the master).
+    coded_gradient : callable, optional
+        ``coded_gradient(params, weights)``: called with the unit vector of the worker's partition when
+        ``partial_gradient`` is None.
+    blas_threads : int or None, default 1
+        BLAS threads of every rank, set once per process; None leaves BLAS alone.
+
+    Returns
+    -------
+    RunResult or None
+        The run's record on the master (rank 0), None on the workers.
+
+    Raises
+    ------
+    GradcodesTypeError
+        If neither ``partial_gradient`` nor ``coded_gradient`` is given.
+    GradcodesValueError
+        If a parameter is out of its range (the message names the parameter and the range), or the communicator has
+        fewer than 2 ranks.
+
+    Examples
+    --------
+    The same script on every rank (``mpiexec -n 7 python -m mpi4py script.py``), as for :func:`train` with
+    ``"allreduce"`` in place of the code::
+
+        import numpy as np
+        from gradcodes.mpi import allreduce_train
+        X = np.random.default_rng(0).normal(size=(600, 10)); y = X @ np.ones(10)
+        parts = np.array_split(np.arange(600), 6)
+        grad = lambda w, j: X[parts[j]].T @ (X[parts[j]] @ w - y[parts[j]]) / 600
+        def sgd(w, g, t):
+            w -= 0.1 * g
+        res = allreduce_train(np.zeros(10), grad, sgd, iterations=50)
+        if res is not None:                       # rank 0
+            print(res.time.mean())
+    """
     MPI = get_mpi()
     comm = MPI.COMM_WORLD if comm is None else comm
     params = _check_params(params)

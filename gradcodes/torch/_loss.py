@@ -25,6 +25,29 @@ def loss_weights(code: Any, worker: int | None, partition_ids: Any, batch_size: 
     Only for codes with ``m = 1``; codes with ``m > 1`` take one backward pass per partition and
     :meth:`gradcodes.LinearCode.encode_worker` (see :class:`gradcodes.torch.CodedGradient`).
 
+    Parameters
+    ----------
+    code : LinearCode
+        A code with ``m = 1``.
+    worker : int or None
+        The worker whose row of ``B`` weights the samples; None: the uncoded weight ``1 / batch_size``.
+    partition_ids : sequence of int or tensor
+        The partition of each sample of the batch.
+    batch_size : int
+        The normalisation ``N`` of the mean loss.
+    dtype, device : optional
+        Of the returned tensor (default torch's default dtype, the CPU).
+
+    Returns
+    -------
+    torch.Tensor, shape (len(partition_ids),)
+        The weights to multiply the per-sample losses by (:func:`coded_loss`).
+
+    Raises
+    ------
+    GradcodesValueError
+        If ``code.m > 1``.
+
     Examples
     --------
     >>> import gradcodes as gc, torch
@@ -46,5 +69,26 @@ def loss_weights(code: Any, worker: int | None, partition_ids: Any, batch_size: 
 
 
 def coded_loss(per_sample_losses: Any, weights: Any) -> Any:
-    """``sum_r weights[r] * losses[r]``: its gradient is the worker's coded message (``reduction="none"`` losses)."""
+    """``sum_r weights[r] * losses[r]``: its gradient is the worker's coded message (``reduction="none"`` losses).
+
+    Parameters
+    ----------
+    per_sample_losses : torch.Tensor, shape (batch,)
+        The unreduced losses of a batch (a loss function with ``reduction="none"``).
+    weights : torch.Tensor, shape (batch,)
+        From :func:`loss_weights`.
+
+    Returns
+    -------
+    torch.Tensor
+        The scalar weighted loss; ``backward()`` on it leaves the worker's coded gradient in ``.grad``.
+
+    Examples
+    --------
+    >>> import gradcodes as gc, torch
+    >>> code = gc.fractional_repetition(4, 1)
+    >>> w = loss_weights(code, 0, [0, 0, 1, 1], 4, dtype=torch.float64)
+    >>> coded_loss(torch.tensor([1.0, 2.0, 3.0, 4.0], dtype=torch.float64), w).item()
+    2.5
+    """
     return (per_sample_losses * weights).sum()

@@ -137,7 +137,7 @@ class Master:
         set (an ``adversarial_gc`` code: the lowest-ranked not found wrong), so that a run whose decoding sets are
         deterministic (``policy="all"``) has deterministic running statistics too.
     nonfinite : {"straggler", "overflow"}, default "straggler"
-        What a NaN/inf message is (``gradcodes._runtime.engine.Collection``): a straggler's (dropped), or, under a
+        What a NaN/inf message is: a straggler's (dropped), or, under a
         loss scaler, an overflow signal accepted as an answer (:attr:`AggregateInfo.overflow`: the decode is not
         finite). The attribute ``scale`` (1.0; set before each :meth:`broadcast`) travels in every parameter
         message's header. Not with an ``adversarial_gc`` code, whose decode compares messages.
@@ -460,7 +460,7 @@ class Worker:
         self.params_in = body(self.inbox, self.flat.size, self.flat.dtype)
         self.bufs_in = trailer(self.inbox, self.flat.size, self.flat.dtype, nbytes)
         #: entries after the payload: a tree parent's flags of the ranks below it whose messages are in its sum
-        #: (``gradcodes._runtime.layout``, tree message format); 0 for a leaf and for flat codes
+        #: (the tree message format, docs/runtime.md); 0 for a leaf and for flat codes
         self.tail = self.layout.tail(self.rank)
         self.outbox = buffer(None, self.q + self.tail, self.flat.dtype, dev, nbytes, pinned)
         self._body = body(self.outbox, self.q + self.tail, self.flat.dtype)

@@ -38,7 +38,14 @@ class YeAbbeCode(GradientCode):
         ``nodes="fourier"``: a one-line description of the functionals and the stride.
     cancellation_bound : float or None
         ``nodes="fourier"`` with the top functionals: a proven upper bound on the cancellation factor of every
-        responder set (the module notes of :mod:`gradcodes._families.ye_abbe`); None otherwise.
+        responder set (docs/ye_abbe.md, "A proven worst case, not just a searched one"); None otherwise.
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> code = gc.ye_abbe(6, 2, 2)
+    >>> isinstance(code, gc.YeAbbeCode), code.m, code.load
+    (True, 2, 4)
     """
 
     functional_frequencies: tuple[float, ...] | None = None
