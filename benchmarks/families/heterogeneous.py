@@ -88,7 +88,7 @@ def error_part(samples: int, lsq_samples: int, log: Callable[[str], None],
                 t0 = time.perf_counter()
                 code = build()
                 lsq = code.default_decoder == "optimal"
-                kw = {"samples": lsq_samples if lsq else samples, "seed": 0}
+                kw = {"samples": lsq_samples if lsq else samples, "rng": 0}
                 orth = gc.evaluate_approximate(code, "orthonormal", **kw)
                 al = gc.evaluate_approximate(code, "aligned", **kw)
                 res[name] = (orth, al, code)
