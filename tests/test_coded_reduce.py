@@ -430,3 +430,11 @@ def test_silenced_workers_never_used_by_any_decoder(decoder):
     assert info.responders == (1, 2, 6, 7, 8, 9, 10, 11)
     order = R[::-1]                                       # one row per listed responder, in that order
     np.testing.assert_allclose(code.decode(order, Y[order], decoder=decoder), G.sum(axis=0), atol=1e-10)
+
+
+def test_pattern_text_names_a_wrong_mask():
+    # a 2-D mask failed inside numpy with a bare ValueError
+    code = gc.coded_reduce(2, 2, 1)
+    with pytest.raises(gc.GradcodesValueError, match=r"mask must be one responder mask of shape \(6,\)"):
+        code.pattern_text(np.ones((2, 6), dtype=bool))
+    assert code.pattern_text(np.array([False, True, True, True, True, True])) == "{master: [0]}"

@@ -712,6 +712,9 @@ class CodedReduceCode(LinearCode):
         '{master: [0]}'
         """
         mask = np.asarray(mask, dtype=bool)
+        if mask.shape != (self.n,):
+            raise GradcodesValueError(f"mask must be one responder mask of shape ({self.n},), got an array "
+                                      f"of shape {mask.shape}")
         used = self._tree_weights(mask[None])[1][0]
         parts = []
         n = self.branching
