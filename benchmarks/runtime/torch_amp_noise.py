@@ -54,6 +54,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--smoke", action="store_true", help="one seed, 5 steps, write nothing")
     args = ap.parse_args()
+    import importlib.util
+
+    missing = [m for m in ("torch", "sklearn") if importlib.util.find_spec(m) is None]
+    if missing:                       # optional extras: skip with a message
+        print(f"skipped: {', '.join(missing)} not installed (pip install 'gradcodes[torch]')")
+        return
     seeds, steps = ([0], 5) if args.smoke else (range(5), 100)
     lines = [f"load average before: {os.getloadavg()[0]:.2f}",
              f"digits CNN, {steps} steps of 120 samples, test accuracy on 297 images, data orders of seeds "

@@ -125,6 +125,12 @@ def main() -> int:
     if args.rank_job:
         rank_job(steps, args.device)
         return 0
+    import importlib.util
+
+    missing = [m for m in ("torch", "sklearn") if importlib.util.find_spec(m) is None]
+    if missing:                       # optional extras: skip with a message
+        print(f"skipped: {', '.join(missing)} not installed (pip install 'gradcodes[torch]')")
+        return 0
     import torch
 
     device = "cpu" if args.cpu_staged else "cuda:0"
