@@ -703,6 +703,11 @@ class CodedReduceCode(LinearCode):
         str
             ``{parent: [straggling children]}``.
 
+        Raises
+        ------
+        GradcodesValueError
+            If ``mask`` is not one mask of shape ``(N,)``.
+
         Examples
         --------
         >>> import gradcodes as gc
