@@ -153,6 +153,8 @@ def scenario(sc: dict, rank: int, n: int) -> None:
         delay = Hang(sc["hang"])
     elif fault == "late":
         delay = FixedDelay(0.05, workers=[2])
+    elif "others_late" in sc:           # the faulty workers answer first, the others this many seconds later
+        delay = FixedDelay(sc["others_late"], workers=[w for w in range(n) if w not in sc.get("workers", [2])])
 
     def corrupt(w, t, msg, fault=fault):
         if fault == "nan" and w in sc.get("workers", [2]) and t >= sc.get("start", 0):
