@@ -6,7 +6,7 @@ from fractions import Fraction as Fr
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import gradcodes as gc
@@ -379,8 +379,13 @@ def test_screened_enumeration_matches_the_reference(monkeypatch, use_numba, case
     monkeypatch.setattr(V, "_USE_NUMBA", use_numba)
     code = {"good": lambda: gc.cyclic_repetition(16, 4, rng=3), "planted": lambda: planted(16, 4, 5),
             "failing": lambda: gc.cyclic_repetition(18, 5, rng=0)}[case]()
-    new = gc.verify(code, stop_on_failure=False, limit=10**6)
+    import gradcodes._verify.parallel as P
+
+    before = P.SCREEN_DISAGREEMENTS
+    new = gc.verify(code, stop_on_failure=False, limit=10**6, workers=1)
     ref = reference_verify(code)
+    assert P.SCREEN_DISAGREEMENTS == before          # the reference never contradicted the screen
+    assert new.n_borderline == ref.n_borderline and new.borderline == ref.borderline
     assert new.exhaustive and new.patterns_checked == ref.checked == math.comb(code.n, code.s)
     assert new.n_failures == ref.n_failures and new.failures == ref.failures
     assert new.worst_cancellation_responders == ref.worst_canc_S
@@ -481,3 +486,96 @@ def test_blocks_with_more_than_half_stragglers_enumerate_without_overflow():
     assert got[:3].tolist() == first and got[3].tolist() == list(range(n - s, n))
     report = gc.verify(gc.grouped_mds(1000, 100))
     assert report.n_failures > 0 and not report        # complex MDS blocks of 111 workers, 100 stragglers: FAILS
+
+
+# ------------------------------------------------------------------------------------------------------------
+# the screen decides sets on its own (cleared, failing, borderline): every decision is the reference's
+
+
+def _screen_cases():
+    from gradcodes._core.decoders import NullSpaceDecoder
+
+    scaled = gc.cyclic_repetition(16, 4, rng=3)
+    return {
+        "cyclic_repetition(16, 4, rng=3)": (gc.cyclic_repetition(16, 4, rng=3), None),
+        "cyclic_repetition(18, 5, rng=0)": (gc.cyclic_repetition(18, 5, rng=0), None),
+        "cyclic_repetition(30, 4, rng=7, refine=0)": (gc.cyclic_repetition(30, 4, rng=7, refine=0), None),
+        "cyclic_repetition(25, 5, rng=13, refine=0)": (gc.cyclic_repetition(25, 5, rng=13, refine=0), None),
+        "rows scaled by 0.5..3": (gc.GradientCode(scaled.B * np.linspace(0.5, 3.0, 16)[:, None], s=4), None),
+        "ye_abbe(12, 3, 2), null-space decoder (m = 2)": (gc.ye_abbe(12, 3, 2), NullSpaceDecoder()),
+    }
+
+
+def _screen_vs_reference(code, dec, rtol, dtype, use_numba):
+    from gradcodes._core.numerics import BORDERLINE, FAILS, OK, unit_roundoff
+    from gradcodes._verify.fast import BORDER, CLEAR, FAIL, NullSpaceScreen, screen_range
+    from gradcodes._verify.verifier import _Tracker
+
+    dec = dec or code._decoder(None)
+    assert NullSpaceScreen.applies(code, dec)
+    tr = _Tracker(code, dec, rtol, dtype)
+    screen = NullSpaceScreen(code, unit_roundoff(dtype), rtol, tr.load)
+    total = math.comb(code.n, code.s)
+    S, canc, res, hi, rhi, verdict = screen_range(screen, code.n, np.arange(code.s, dtype=np.int64), total,
+                                                  use_numba, best=np.zeros(1))
+    ev = tr.evaluate(S)
+    for kind, want in ((CLEAR, OK), (FAIL, FAILS), (BORDER, BORDERLINE)):
+        wrong = np.flatnonzero((verdict == kind) & (ev.verdict != want))
+        assert wrong.size == 0, f"screen verdict {kind} but reference {ev.verdict[wrong[0]]} at {S[wrong[0]]}"
+    decided = verdict != 1
+    # the upper bound of a decided set is at least the reference's upper end
+    exact = decided & (canc > 0)
+    assert np.all(hi[exact] >= ev.hi[exact])
+    return verdict, ev.verdict
+
+
+@pytest.mark.parametrize("use_numba", [True, False])
+@pytest.mark.parametrize("name", list(_screen_cases()))
+def test_every_screen_decision_is_the_reference_verdict(name, use_numba):
+    """The kernel clears, fails and marks borderline only sets the reference judges the same way, at the default
+    tolerance and at tolerances that put many sets near the line (fails, borderline, float32)."""
+    from gradcodes._core.numerics import OK
+
+    code, dec = _screen_cases()[name]
+    decided = 0
+    for rtol, dtype in ((1e-8, np.float64), (3e-11, np.float64), (2.4e-4, np.float32)):
+        verdict, ref = _screen_vs_reference(code, dec, rtol, dtype, use_numba)
+        decided += int(np.count_nonzero(verdict != 1))
+        if np.all(ref == OK):
+            continue
+        # the band handed on is narrow: most sets that are not ok are decided by the kernel alone
+        assert np.count_nonzero(verdict == 1) <= max(8, 0.25 * np.count_nonzero(ref != OK))
+    assert decided > 0
+
+
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(6, 18), s=st.integers(1, 4), seed=st.integers(0, 10**6), e=st.floats(-13.0, -6.0))
+def test_screen_decisions_on_random_codes_and_tolerances(n, s, seed, e):
+    code = gc.cyclic_repetition(n, min(s, n - 2), rng=seed)
+    _screen_vs_reference(code, None, 10.0 ** e, np.float64, True)
+
+
+def test_a_wrong_screen_verdict_sends_the_chunk_to_the_reference(monkeypatch):
+    """Mutation: a kernel that clears every set is contradicted by the reference on the sets it re-evaluates
+    (the chunk's largest cancellation), so the chunk is evaluated by the reference and the report is the
+    reference's."""
+    import gradcodes._verify.cost
+    import gradcodes._verify.fast as vf
+    import gradcodes._verify.parallel as P
+
+    monkeypatch.setattr(gradcodes._verify.cost, "_KERNEL_MIN_SETS", 0)
+    real = vf.screen_range
+
+    def lenient(*args, **kwargs):
+        out = real(*args, **kwargs)
+        out[5][:] = vf.CLEAR
+        return out
+
+    monkeypatch.setattr(vf, "screen_range", lenient)
+    code = gc.cyclic_repetition(30, 4, rng=7, refine=0)            # 7 failing sets
+    before = P.SCREEN_DISAGREEMENTS
+    rep = gc.verify(code, stop_on_failure=False, limit=10**6, workers=1)
+    ref = reference_verify(code)
+    assert P.SCREEN_DISAGREEMENTS > before
+    assert rep.n_failures == ref.n_failures > 0 and rep.failures == ref.failures
+    assert rep.n_borderline == ref.n_borderline

@@ -8,25 +8,36 @@ Python loop runs per set.
 
 **Screening kernel (null-space codes).** Every solution of ``a B = E`` is ``a = c + K z`` (``c`` a particular
 solution, ``K`` an orthonormal basis of the left null space, ``d`` columns). When ``d = s`` a straggler set ``S``
-determines ``z`` by the s x s system ``K_S z = -c_S`` and then
+determines ``z`` by the s x s system ``K_S z = -c_S`` (LU with partial pivoting), and the kernel decides the set
+*without* the reference evaluation whenever it can prove what the acceptance rule
+(:func:`gradcodes._core.numerics.judge`) would say:
 
-* the cancellation factor ``canc = max_u sum_v max_j (|a_u| |B|)_(j,v)`` (the worst column,
-  :func:`gradcodes._core.numerics.cancellation`) has the cheap upper bound ``max_u sum_i |a_ui| omega_i`` with
-  ``omega_i = sum_v max_j |B_i,(j,v)|``, one (n x d) product, and
-* the residual is ``c B - E + z^T (K^T B)``: the k-vector ``c B - E`` and the d x k matrix ``K^T B`` are computed
-  once, so the residual costs O(d k) instead of the O(n k) product ``a B``.
+* **How far the kernel's vector is from the exact one.** ``N >= ||K_S^-1||_inf`` from the LU factors (the
+  comparison matrices of the triangular factors bound their inverses, and ``P K_S + dK = L U`` with ``|dK| <=
+  gamma_s |L||U|``, Higham 2002, Thm 9.3; the numpy screen uses an approximate inverse and the Neumann bound
+  instead), so ``||z - z*|| <= N ||K_S z + c_S||`` (the residual with the rounding of its evaluation). The
+  cancellation factor is a sum of absolute values, so it moves by at most ``sum_j |dz_j| kappa_j`` with
+  ``kappa_j = sum_i |K_ij| omega_i`` and ``omega_i = sum_v max_j |B_i,(j,v)|``; the rounding of forming ``a``
+  and of the sums adds ``gamma_{n+s+3}`` times the cheap bound ``canc <= max_u sum_i |a_ui| omega_i``.
+* **What every machine computes.** The rule's own allowances carry the exact vector's values to every machine's
+  (the cancellation within the relative ``CANC_ALLOWANCE``, a residual of at most ``delta`` for a set the code
+  recovers), as they carry this machine's to another's. The residual the decoder measures is the one after its
+  refinement step: the part of ``a B - E`` outside the row space of ``B``, ``(c B - E + z^T K^T B) Q`` with ``Q =
+  I - pinv(B) B``, computed in O(d k m) per set from two matrices formed once; the upper end takes 64 times it
+  (``_RES_SLACK``) or ``delta``, whichever is larger.
+* **Decisions.** With these bounds the kernel computes an upper bound of the rule's upper end and a lower bound
+  of its lower end (and the converse pair), each widened by ``2^-9`` for the rule's outward rounding to its grid:
+  a set is *cleared* when the upper end is within ``rtol``, *failing* when the lower end exceeds it,
+  *borderline* when the interval certainly straddles it, and handed to the reference evaluation otherwise
+  (within about 0.3 % of either end, a singular or ill-determined ``K_S`` with ``dC > CANC_ALLOWANCE canc``, a
+  non-finite value). The exact factor (a sparse pass over the non-zeros of ``|B|``) and residual are computed
+  only for sets whose cheap bounds cannot clear them or may beat the running worst.
 
-The kernel only *screens*: a set is accepted here when its upper bound
-``u (k + 2) canc + (gamma_{t+2} + gamma64_{t+1}) (1 + eta) canc + residual + |K_S z + c_S| max ||B_i||_1 + delta
-+ gamma64_{t+1}`` is at most ``rtol / 16`` (``u`` the unit roundoff of the message dtype, ``gamma`` in that unit
-roundoff, ``gamma64`` in float64's, ``t = n - s + load`` the most terms of a decode, ``eta`` and ``delta =
-(gamma_{w+1} + 2 gamma_w)(mag + 1)`` the allowances of the acceptance rule,
-:func:`gradcodes._core.numerics.error_bounds`, with ``w = n - s`` and ``mag <= canc``), i.e. far inside the upper end of
-the rule's interval whatever the rounding of the decoder's own computation (bounded by ``u k canc``). The exact
-factor is computed (one ``|a| |B|`` product) only for sets whose cheap bound may beat the running worst or clear
-no screen. Every other set (near the threshold, failing, singular ``K_S``, non-finite values) is handed back
-to the reference evaluation (the code's decoder and the batched residual), so verdicts and failing sets are those
-of the reference rule.
+The reference evaluation still sees each chunk's worst-cancellation set, its largest screened estimates and its
+first failing and borderline sets, so the reported worst values and the sets listed are the reference's; if it
+ever judges one of them otherwise than the kernel did, the whole chunk is evaluated by the reference instead
+(:data:`gradcodes._verify.parallel.SCREEN_DISAGREEMENTS`). On ``cyclic_repetition(66, 5, rng=2)`` the reference
+now sees about 250 of every million sets (it saw 446,075 under the former one-sided screen at ``rtol / 16``).
 """
 
 from __future__ import annotations
@@ -136,50 +147,93 @@ def _solve_small(M: np.ndarray, R: np.ndarray) -> np.ndarray:
     return X
 
 
+#: ``NullSpaceScreen.par`` slots (one float64 array, so that the compiled kernel's signature stays short)
+_U, _U64, _RTOL, _COEF_HI, _G_HI, _SLOPE, _ETA, _LOAD, _M = range(9)
+
+#: Verdicts of the screen per set: cleared (every machine's decode accepts), handed to the reference evaluation,
+#: failing (every machine's decode refuses), borderline (the rule's interval certainly straddles the tolerance).
+CLEAR, REFER, FAIL, BORDER = 0, 1, 2, 3
+
+#: Relative widening of the screen's interval ends: the rule's ends are rounded outward to a grid of relative
+#: spacing ``2^-11`` twice (:func:`gradcodes._core.numerics.outward`), and the screen's own products and sums
+#: round; ``2^-9`` covers both with room to spare.
+_WIDEN = 2.0 ** -9
+
+
+#: Factor on the screen's estimate of the refined residual in the upper end (module docstring).
+_RES_SLACK = 64.0
+
+
+def _gamma64(t: float) -> float:
+    u = 2.0 ** -53
+    return t * u / (1.0 - t * u)
+
+
 class NullSpaceScreen:
     """Screening kernel for float codes whose verified decoder is the null-space decoder and ``dim K = s``.
 
-    ``screen(S)`` returns ``(canc, res, suspect)`` for a batch of straggler sets: the cancellation factor and the
-    algebraic residual of ``a = c + K z`` (to rounding, the values the reference evaluation reports), and the sets
-    that must be re-evaluated by the reference path.
+    ``screen(S)`` returns, for a batch of straggler sets, ``(canc, res, hi, rhi, verdict)``: the cancellation
+    factor and the residual of the kernel's decoding vector (exact values positive; a negative ``canc`` is minus
+    an upper bound that sufficed), an upper bound ``hi`` of the acceptance rule's interval (``rhi`` of its
+    residual part) and the screen's verdict per set (:data:`CLEAR`, :data:`REFER` or :data:`FAIL`; module
+    docstring).
     """
 
-    def __init__(self, code: Any, u: float, rtol: float, load: int | None = None) -> None:
-        from .._core.numerics import CANC_ALLOWANCE, _gamma, residual_slack
+    #: the attributes the kernel reads (the MPI driver broadcasts rank 0's, so every rank screens alike)
+    FIELDS = ("k", "C", "K", "KT", "Ksum", "absB", "col_ptr", "col_row", "col_val", "R0", "M", "c_canc", "kappa",
+              "sumkappa", "r0max", "mmax", "summmax", "par", "rtol")
 
-        C, K, _ = NullSpaceDecoder.basis(code)
+    def __init__(self, code: Any, u: float, rtol: float, load: int | None = None) -> None:
+        from scipy.sparse import csc_matrix
+
+        from .._core.numerics import CANC_ALLOWANCE, residual_slack
+
+        C, K, P = NullSpaceDecoder.basis(code)
         Bs, _ = row_scaled(code)
         E = code.target
+        n, s = code.n, code.s
         self.k = code.k
         self.C = np.ascontiguousarray(C)                                       # (m, n)
         self.K = np.ascontiguousarray(K)                                       # (n, d)
         self.KT = np.ascontiguousarray(K.T)
+        self.Ksum = np.abs(self.K).sum(axis=1)                                 # (n,)
         m = E.shape[0]
-        self.absB = np.ascontiguousarray(np.abs(Bs))                           # (n, k m)
-        # omega_i = sum_v max_j |B_i,(j,v)|: canc(a) <= max_u sum_i |a_ui| omega_i (module docstring)
-        self.w = self.absB.reshape(Bs.shape[0], -1, m).max(axis=1, initial=0.0).sum(axis=1)
         self.m = m
-        self.R0 = C @ Bs - E                                                   # (m, k m)
-        self.M = K.T @ Bs                                                      # (d, k m)
-        self.wmax = float(self.absB.sum(axis=1).max(initial=0.0))             # max_i ||(diag(d) B)_i||_1
-        # bounds of the compiled kernel: canc(a) <= canc(c) + sum_j |z_j| kappa_j; res <= max|R0| + sum |z_j| mmax_j
-        self.c_canc = np.abs(self.C) @ self.w
-        self.kappa = (np.abs(self.K) * self.w[:, None]).sum(axis=0)
+        self.absB = np.ascontiguousarray(np.abs(Bs))                           # (n, k m)
+        csc = csc_matrix(self.absB)
+        csc.sort_indices()
+        self.col_ptr = csc.indptr.astype(np.int64)
+        self.col_row = csc.indices.astype(np.int64)
+        self.col_val = csc.data.astype(np.float64)
+        # omega_i = sum_v max_j |B_i,(j,v)|: canc(a) <= max_u sum_i |a_ui| omega_i (module docstring)
+        w = self.absB.reshape(n, -1, m).max(axis=1, initial=0.0).sum(axis=1)
+        # the residual after the decoder's refinement step: the part of a B - E outside the row space of B,
+        # (c B - E + z^T K^T B) Q with Q = I - pinv(B) B (module docstring)
+        Q = np.eye(Bs.shape[1]) - P @ Bs
+        self.R0 = (C @ Bs - E) @ Q                                             # (m, k m)
+        self.M = (K.T @ Bs) @ Q                                                # (d, k m)
+        self.c_canc = np.abs(self.C) @ w                                       # (m,)
+        self.kappa = (np.abs(self.K) * w[:, None]).sum(axis=0)                # (d,)
+        self.sumkappa = float(self.kappa.sum())
         self.r0max = float(np.abs(self.R0).max(initial=0.0))
         self.mmax = np.abs(self.M).max(axis=1, initial=0.0)
-        #: running largest exact cancellation (the kernel computes exact values only for sets that may beat it)
+        self.summmax = float(self.mmax.sum())
+        #: running largest exact cancellation (the kernel computes exact values only where they are needed)
         self.best = np.zeros(1)
         self.u = u
         self.rtol = rtol
-        # the upper end of the acceptance rule's interval, linear in canc: ucoef * canc + const (module docstring)
-        width = code.n - code.s
+        width = n - s
         terms = width + (int(code.load) if load is None else int(load))
-        slope = float(residual_slack(1.0, width)) / 2                  # (gamma_{w+1} + 2 gamma_w) per unit of mag
-        g64 = float(_gamma(terms + 1))
-        coef = (terms + 2) * u / (1 - (terms + 2) * u)                   # rounding_factor of a real dtype
-        # mag <= canc (the largest entry of |A||B| is at most its worst column), so the slack is slope (canc + 1)
-        self.ucoef = u * (self.k + 2) + (coef + g64) * (1 + CANC_ALLOWANCE) + slope
-        self.const = slope + g64
+        par = np.zeros(9)
+        par[_U], par[_U64], par[_RTOL] = u, 2.0 ** -53, rtol
+        tu = (terms + 2) * u
+        par[_COEF_HI] = tu / (1 - tu) + _gamma64(terms + 1)      # rounding_factor + gamma_{t+1}, t = n - s + load
+        par[_G_HI] = _gamma64(terms + 1)
+        par[_SLOPE] = float(residual_slack(0.0, width))         # delta = slope (mag + 1)
+        par[_ETA] = CANC_ALLOWANCE
+        par[_LOAD] = terms - width
+        par[_M] = m
+        self.par = par
 
     @staticmethod
     def applies(code: Any, decoder: object) -> bool:
@@ -191,59 +245,161 @@ class NullSpaceScreen:
         s = code.s
         return s > 0 and NullSpaceDecoder.basis(code)[1].shape[1] == s
 
-    def screen(self, S: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def screen(self, S: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The numpy screen (every set's exact values; the compiled kernel computes the same bounds)."""
         b, s = S.shape
-        C, K = self.C, self.K
+        C, K, par = self.C, self.K, self.par
         m, n = C.shape
+        u64, eta = par[_U64], par[_ETA]
         KS = K[S]                                                              # (b, s, d)
-        cS = np.swapaxes(C[:, S], 0, 1)                                        # (b, m, s) -> need (b, s, m)
-        cS = np.swapaxes(cS, 1, 2)
-        Z = _solve_small(KS, -cS)                                              # (b, d, m)
-        with np.errstate(invalid="ignore", over="ignore"):
-            solve_err = np.abs(KS @ Z + cS).reshape(b, -1).max(axis=1)
+        cS = np.swapaxes(C[:, S], 0, 1)                                        # (b, m, s)
+        cS = np.ascontiguousarray(np.swapaxes(cS, 1, 2))                       # (b, s, m)
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            try:                                       # LAPACK, batched; a singular K_S anywhere: the slow path
+                Z = np.linalg.solve(KS, -cS)                                   # (b, d, m)
+                Xi = np.linalg.inv(KS)                                         # approximate inverses
+            except np.linalg.LinAlgError:
+                Z = _solve_small(KS, -cS)
+                Xi = _solve_small(KS, np.broadcast_to(np.eye(s), (b, s, s)))
+            # N >= ||K_S^-1||_inf (Neumann: rho >= ||I - Xi K_S||_inf with the rounding of its evaluation)
+            absXi = np.abs(Xi)
+            rho = (np.abs(np.eye(s) - Xi @ KS).sum(axis=2).max(axis=1)
+                   + _gamma64(s + 1) * (absXi @ np.abs(KS)).sum(axis=2).max(axis=1))
+            N = absXi.sum(axis=2).max(axis=1) / (1 - rho) * (1 + 8 * u64)
+            absZ = np.abs(Z)                                                   # (b, d, m)
+            r = np.abs(KS @ Z + cS) + _gamma64(s + 2) * (np.abs(cS) + np.abs(KS) @ absZ)
+            dz = N * r.reshape(b, -1).max(axis=1) * (1 + 4 * u64)
+            cb = (self.c_canc[None, :] + np.einsum("bdm,d->bm", absZ, self.kappa)).max(axis=1)
+            dC = dz * self.sumkappa * (1 + 4 * u64) + _gamma64(n + s + 3) * cb
             Zt = np.swapaxes(Z, 1, 2).reshape(b * m, -1)                       # (b m, d)
             A = (Zt @ self.KT).reshape(b, m, n)
             A += C
-            np.abs(A, out=A)
-            canc = column_factor(np.asarray(A.reshape(b * m, n) @ self.absB).reshape(b, m, -1), m)
+            np.put_along_axis(A, np.broadcast_to(S[:, None, :], (b, m, s)), 0.0, axis=2)
+            absA = np.abs(A)
+            canc = column_factor(np.asarray(absA.reshape(b * m, n) @ self.absB).reshape(b, m, -1), m)
             R = (Zt @ self.M).reshape(b, m, -1)
             R += self.R0
             res = np.abs(R).reshape(b, -1).max(axis=1)
-            bound = self.ucoef * canc + res + solve_err * self.wmax + self.const
-            suspect = ~np.isfinite(bound) | (bound > self.rtol / 16)
-        return canc, res, suspect
+            rb = self.r0max + np.einsum("bdm,d->bm", absZ, self.mmax).max(axis=1)
+            Rp = res + _gamma64(s + 2) * rb + dz * self.summmax
+            hi, rhi = _hi(canc + dC, Rp, par)
+            rt = par[_RTOL]
+            verdict = np.where(hi <= rt, CLEAR, REFER).astype(np.int8)
+            near = np.flatnonzero(verdict == REFER)
+            if near.size:
+                # the entries certainly non-zero in every machine's decoding vector: the widths' lower bound
+                dzn, aZ, aA = dz[near], absZ[near], absA[near]
+                dev = (dzn[:, None, None] * self.Ksum[None, None, :]
+                       + _gamma64(s + 2) * (np.abs(C)[None] + np.swapaxes(aZ, 1, 2) @ np.abs(K).T))
+                wlo = (aA > 2 * dev + eta * aA.max(axis=2, keepdims=True)).sum(axis=2).max(axis=1)
+                cn, dCn = canc[near], dC[near]
+                lo = _lo(cn - dCn, wlo, par)
+                straddles = (_hi_lower(cn - dCn, wlo, par) > rt) & (_lo_upper(cn + dCn, Rp[near], par) <= rt)
+                verdict[near] = np.where(lo > rt, FAIL, np.where(straddles, BORDER, REFER))
+            unsure = ~(np.isfinite(hi) & np.isfinite(canc)) | ~(rho < 0.5) | ~(dC <= eta * canc)
+            verdict[unsure] = REFER
+        return canc, res, hi, rhi, verdict
+
+
+def _hi(Chi: Any, Rp: Any, par: np.ndarray) -> tuple[Any, Any]:
+    """Upper ends of the rule's interval (and of its residual part) for a cancellation factor of the exact
+    decoding vector at most ``Chi`` and an exact residual at most ``Rp`` (module docstring)."""
+    eta = par[_ETA]
+    Cr = Chi * (1 + eta)                              # every machine's computed factor (the rule's allowance)
+    delta = par[_SLOPE] * (Cr + 1)
+    rhi = (np.maximum(_RES_SLACK * Rp, delta) + delta) * (1 + _WIDEN)
+    return (par[_COEF_HI] * Cr * (1 + eta) + par[_G_HI] + rhi) * (1 + _WIDEN), rhi
+
+
+def _lo(Clo: Any, width: Any, par: np.ndarray) -> Any:
+    """Lower end of the rule's interval for a cancellation factor of the exact decoding vector at least ``Clo``
+    and decodes of at least ``width + load`` terms (the residual part left out: it is non-negative)."""
+    eta = par[_ETA]
+    t = np.maximum(width + par[_LOAD], 1.0)
+    tu = (t + 2) * par[_U]
+    tv = (t + 1) * par[_U64]
+    coef = tu / (1 - tu) + tv / (1 - tv)
+    return coef * np.maximum(Clo, 0.0) * (1 - eta) * (1 - eta) * (1 - _WIDEN)
+
+
+def _hi_lower(Clo: Any, width: Any, par: np.ndarray) -> Any:
+    """Lower bound of the rule's upper end: the cancellation part at the fewest terms, and the residual part at
+    least ``2 delta`` (``mag >= canc / m``; module docstring)."""
+    eta = par[_ETA]
+    w = np.maximum(width, 1.0)
+    t = w + par[_LOAD]
+    tu = (t + 2) * par[_U]
+    tv = (t + 1) * par[_U64]
+    coef = tu / (1 - tu) + tv / (1 - tv)
+    Cr = np.maximum(Clo, 0.0) * (1 - eta)
+    wu = (w + 1) * par[_U64]
+    wv = w * par[_U64]
+    delta = (wu / (1 - wu) + 2 * wv / (1 - wv)) * (Cr / par[_M] + 1)
+    return (coef * Cr * (1 + eta) + 2 * delta) * (1 - _WIDEN)
+
+
+def _lo_upper(Chi: Any, Rp: Any, par: np.ndarray) -> Any:
+    """Upper bound of the rule's lower end (module docstring)."""
+    eta = par[_ETA]
+    Cr = Chi * (1 + eta)
+    return (par[_COEF_HI] * Cr * (1 - eta) + par[_G_HI] + _RES_SLACK * Rp) * (1 + _WIDEN)
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # compiled kernel (numba, compiled lazily on first use and cached on disk; never at ``import gradcodes``)
 
 _KERNEL: object = None
+_HI_NB: Any = None
+_LO_NB: Any = None
+_G64_NB: Any = None
+_HIL_NB: Any = None
+_LOU_NB: Any = None
 
 
 def _build_kernel() -> object:
     import numba
 
+    global _HI_NB, _LO_NB, _G64_NB, _HIL_NB, _LOU_NB
+    # module globals (not closure variables), so that the kernel that calls them is cached on disk
+    _HI_NB = numba.njit(cache=True, nogil=True)(_hi)
+    _LO_NB = numba.njit(cache=True, nogil=True)(_lo)
+    _HIL_NB = numba.njit(cache=True, nogil=True)(_hi_lower)
+    _LOU_NB = numba.njit(cache=True, nogil=True)(_lo_upper)
+    _G64_NB = numba.njit(cache=True, nogil=True)(_gamma64)
+
     @numba.njit(cache=True, nogil=True)
-    def kernel(n, first, count, C, K, absB, R0, M, c_canc, kappa, r0max, mmax, wmax, ucoef, const, k, thresh, best,
-               out_S, out_canc, out_res, out_flag):
+    def kernel(n, first, count, C, K, Ksum, col_ptr, col_row, col_val, R0, M, c_canc, kappa, sumkappa, r0max,
+               mmax, summmax, par, best, out_S, out_canc, out_res, out_hi, out_rhi, out_flag):
         s = first.shape[0]
         m = C.shape[0]
         d = K.shape[1]
         km = M.shape[1]
+        u64 = par[1]
+        rtol = par[2]
+        eta = par[6]
         comb = first.copy()
         arow = np.empty(n)
+        isS = np.zeros(n, dtype=np.bool_)
         pmax = np.empty(m)
         KS = np.empty((s, s))
         X = np.empty((s, m))
         Z = np.empty((s, m))
+        bvec = np.empty(s)
+        uvec = np.empty(s)
+        piv = np.empty(s, dtype=np.int64)
+        g_s1 = _G64_NB(s + 1.0)
+        g_2s = _G64_NB(2.0 * s + 3.0)
+        g_s2 = _G64_NB(s + 2.0)
+        g_form = _G64_NB(n + s + 3.0)
         for t in range(count):
             for i in range(s):
                 out_S[t, i] = comb[i]
+                isS[comb[i]] = True
                 for j in range(d):
                     KS[i, j] = K[comb[i], j]
                 for v in range(m):
                     X[i, v] = -C[v, comb[i]]
-            # LU with partial pivoting on KS, applied to X
+            # LU with partial pivoting (multipliers kept below the diagonal), applied to X
             singular = False
             for j in range(s):
                 p = j
@@ -252,7 +408,8 @@ def _build_kernel() -> object:
                     if abs(KS[i, j]) > pbest:
                         pbest = abs(KS[i, j])
                         p = i
-                if pbest == 0.0:
+                piv[j] = p
+                if not (pbest > 0.0):
                     singular = True
                     break
                 if p != j:
@@ -266,77 +423,146 @@ def _build_kernel() -> object:
                         X[p, v] = tmp
                 for i in range(j + 1, s):
                     f = KS[i, j] / KS[j, j]
+                    KS[i, j] = f
                     for q in range(j + 1, s):
                         KS[i, q] -= f * KS[j, q]
                     for v in range(m):
                         X[i, v] -= f * X[j, v]
-            if singular:
-                out_canc[t] = np.inf
-                out_res[t] = np.inf
-                out_flag[t] = True
-            else:
+            flag = 1
+            canc = np.inf
+            res = np.inf
+            hi = np.inf
+            rhi = np.inf
+            if not singular:
                 for j in range(s - 1, -1, -1):
                     for v in range(m):
                         acc = X[j, v]
                         for q in range(j + 1, s):
                             acc -= KS[j, q] * Z[q, v]
                         Z[j, v] = acc / KS[j, j]
-                # solve error |K_S z + c_S| (with the original rows)
-                serr = 0.0
+                # N >= ||K_S^-1||_inf from the factors: |U^-1| |L^-1| <= M(U)^-1 M(L)^-1 (comparison matrices of
+                # triangular factors), and P K_S + dK = L U with |dK| <= gamma_s |L| |U| (Higham 2002, Thm 9.3)
                 for i in range(s):
+                    acc = 1.0
+                    for q in range(i):
+                        acc += abs(KS[i, q]) * bvec[q]
+                    bvec[i] = acc
+                nx = 0.0
+                for i in range(s - 1, -1, -1):
+                    acc = bvec[i]
+                    for q in range(i + 1, s):
+                        acc += abs(KS[i, q]) * bvec[q]
+                    bvec[i] = acc / abs(KS[i, i])
+                    nx = max(nx, bvec[i])
+                nx *= 1.0 + g_2s
+                for q in range(s):                                # (|U| e)_q
+                    acc = 0.0
+                    for r in range(q, s):
+                        acc += abs(KS[q, r])
+                    uvec[q] = acc
+                lu = 0.0                                          # || |L| |U| e ||_inf
+                for i in range(s):
+                    acc = uvec[i]
+                    for q in range(i):
+                        acc += abs(KS[i, q]) * uvec[q]
+                    lu = max(lu, acc)
+                rho = nx * g_s1 * lu * (1.0 + g_2s)
+                if rho < 0.5:
+                    N = nx / (1.0 - rho) * (1.0 + 8.0 * u64)
+                    # the solve's residual, with the rounding of its evaluation: ||z - z*|| <= N ||r||
+                    rmax = 0.0
+                    for i in range(s):
+                        for v in range(m):
+                            acc = C[v, comb[i]]
+                            aacc = abs(acc)
+                            for j in range(d):
+                                acc += K[comb[i], j] * Z[j, v]
+                                aacc += abs(K[comb[i], j]) * abs(Z[j, v])
+                            rmax = max(rmax, abs(acc) + g_s2 * aacc)
+                    dz = N * rmax * (1.0 + 4.0 * u64)
+                    cb = 0.0
+                    rb = 0.0
                     for v in range(m):
-                        acc = C[v, comb[i]]
+                        c1 = c_canc[v]
+                        r1 = 0.0
                         for j in range(d):
-                            acc += K[comb[i], j] * Z[j, v]
-                        serr = max(serr, abs(acc))
-                # cheap upper bounds: canc <= canc(c) + sum_j |z_j| kappa_j, res <= |R0| + sum_j |z_j| |M_j|
-                canc = 0.0
-                res = 0.0
-                for v in range(m):
-                    cb = c_canc[v]
-                    rb = r0max
-                    for j in range(d):
-                        cb += abs(Z[j, v]) * kappa[j]
-                        rb += abs(Z[j, v]) * mmax[j]
-                    canc = max(canc, cb)
-                    res = max(res, rb)
-                exact = canc > best[0]
-                bound = ucoef * canc + res + serr * wmax + const
-                if exact or not (bound <= thresh):
-                    # the exact factor: the worst column of |a_u| |B|, summed over the m pieces, largest over u
-                    canc = 0.0
-                    for v in range(m):
-                        for i in range(n):
-                            acc = C[v, i]
-                            for j in range(d):
-                                acc += K[i, j] * Z[j, v]
-                            arow[i] = abs(acc)
-                        for p in range(m):
-                            pmax[p] = 0.0
-                        for c in range(km):
-                            col = 0.0
+                            c1 += abs(Z[j, v]) * kappa[j]
+                            r1 += abs(Z[j, v]) * mmax[j]
+                        cb = max(cb, c1)
+                        rb = max(rb, r1)
+                    rb += r0max
+                    dzk = dz * sumkappa * (1.0 + 4.0 * u64)
+                    dC = dzk + g_form * cb
+                    Rp = rb + g_s2 * rb + dz * summmax
+                    hi, rhi = _HI_NB(cb + dC, Rp, par)
+                    canc = -cb
+                    res = rb
+                    if cb > best[0] or not (hi <= rtol) or not (dC <= eta * cb):
+                        # exact values: the kernel's decoding vector (zero on the stragglers), its worst column
+                        # of |a| |B| (summed over the m pieces), its residual, and the widths' lower bound
+                        canc = 0.0
+                        wlo = 0
+                        for v in range(m):
+                            amax = 0.0
                             for i in range(n):
-                                col += arow[i] * absB[i, c]
-                            if col > pmax[c % m]:
-                                pmax[c % m] = col
-                        tot = 0.0
-                        for p in range(m):
-                            tot += pmax[p]
-                        canc = max(canc, tot)
-                    res = 0.0
-                    for v in range(m):
-                        for c in range(km):
-                            acc = R0[v, c]
-                            for j in range(d):
-                                acc += Z[j, v] * M[j, c]
-                            res = max(res, abs(acc))
-                    if canc > best[0]:
-                        best[0] = canc
-                    exact = True
-                    bound = ucoef * canc + res + serr * wmax + const
-                out_canc[t] = canc if exact else -canc
-                out_res[t] = res
-                out_flag[t] = not (bound <= thresh)
+                                if isS[i]:
+                                    arow[i] = 0.0
+                                else:
+                                    acc = C[v, i]
+                                    for j in range(d):
+                                        acc += K[i, j] * Z[j, v]
+                                    arow[i] = abs(acc)
+                                    amax = max(amax, arow[i])
+                            cnt = 0
+                            for i in range(n):
+                                if not isS[i]:
+                                    aacc = abs(C[v, i])
+                                    for j in range(d):
+                                        aacc += abs(K[i, j]) * abs(Z[j, v])
+                                    if arow[i] > 2.0 * (dz * Ksum[i] + g_s2 * aacc) + eta * amax:
+                                        cnt += 1
+                            wlo = max(wlo, cnt)
+                            for p in range(m):
+                                pmax[p] = 0.0
+                            for c in range(km):
+                                col = 0.0
+                                for q in range(col_ptr[c], col_ptr[c + 1]):
+                                    col += arow[col_row[q]] * col_val[q]
+                                if col > pmax[c % m]:
+                                    pmax[c % m] = col
+                            tot = 0.0
+                            for p in range(m):
+                                tot += pmax[p]
+                            canc = max(canc, tot)
+                        res = 0.0
+                        for v in range(m):
+                            for c in range(km):
+                                acc = R0[v, c]
+                                for j in range(d):
+                                    acc += Z[j, v] * M[j, c]
+                                res = max(res, abs(acc))
+                        if canc > best[0]:
+                            best[0] = canc
+                        Rp = res + g_s2 * rb + dz * summmax
+                        hi, rhi = _HI_NB(canc + dC, Rp, par)
+                        lo = _LO_NB(canc - dC, float(wlo), par)
+                        if not (dC <= eta * canc):
+                            flag = 1                  # the kernel's own vector is not known well enough
+                        elif hi <= rtol:
+                            flag = 0
+                        elif lo > rtol:
+                            flag = 2
+                        elif _HIL_NB(canc - dC, float(wlo), par) > rtol and _LOU_NB(canc + dC, Rp, par) <= rtol:
+                            flag = 3
+                    elif hi <= rtol:
+                        flag = 0
+            out_canc[t] = canc
+            out_res[t] = res
+            out_hi[t] = hi
+            out_rhi[t] = rhi
+            out_flag[t] = flag
+            for i in range(s):
+                isS[comb[i]] = False
             # next combination in lexicographic order
             i = s - 1
             while i >= 0 and comb[i] == n - s + i:
@@ -364,10 +590,13 @@ def compiled_kernel() -> object:
 #: sets per call of the numpy screen (intermediates of about 1 MB per array for s = 4, n = 40)
 _SCREEN_BATCH = 4096
 
+Screened = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
 
 def screen_range(screen: NullSpaceScreen, n: int, first: np.ndarray, count: int, use_numba: bool,
-                 best: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """``count`` consecutive straggler sets (lexicographic) from ``first``: ``(S, canc, res, suspect)``.
+                 best: np.ndarray | None = None) -> Screened:
+    """``count`` consecutive straggler sets (lexicographic) from ``first``: ``(S, canc, res, hi, rhi, verdict)``
+    (:meth:`NullSpaceScreen.screen`).
 
     ``best`` (a 1-element float array, default ``screen.best``) is the running largest exact cancellation of the
     compiled kernel; a thread of its own per concurrent call."""
@@ -380,17 +609,19 @@ def screen_range(screen: NullSpaceScreen, n: int, first: np.ndarray, count: int,
             return (S, *screen.screen(S))
         # sub-batches whose intermediates stay in cache (one 65,536-set batch is several times slower per set)
         parts = [screen.screen(S[lo:lo + _SCREEN_BATCH]) for lo in range(0, count, _SCREEN_BATCH)]
-        canc, res, suspect = (np.concatenate(col) for col in zip(*parts, strict=True))
-        return S, canc, res, suspect
+        cols = [np.concatenate(col) for col in zip(*parts, strict=True)]
+        return S, cols[0], cols[1], cols[2], cols[3], cols[4]
     S = np.empty((count, s), dtype=np.int64)
     canc = np.empty(count)
     res = np.empty(count)
-    flag = np.empty(count, dtype=np.bool_)
-    kern(n, first.astype(np.int64), count, screen.C, screen.K, screen.absB, screen.R0, screen.M,  # type: ignore[operator]
-         screen.c_canc, screen.kappa, screen.r0max, screen.mmax, screen.wmax, screen.ucoef, screen.const,
-         float(screen.k),
-         screen.rtol / 16, screen.best if best is None else best, S, canc, res, flag)
-    return S, canc, res, flag
+    hi = np.empty(count)
+    rhi = np.empty(count)
+    flag = np.empty(count, dtype=np.int8)
+    kern(n, first.astype(np.int64), count, screen.C, screen.K, screen.Ksum, screen.col_ptr,  # type: ignore[operator]
+         screen.col_row, screen.col_val, screen.R0, screen.M, screen.c_canc, screen.kappa, screen.sumkappa,
+         screen.r0max, screen.mmax, screen.summmax, screen.par, screen.best if best is None else best, S, canc, res,
+         hi, rhi, flag)
+    return S, canc, res, hi, rhi, flag
 
 
 def lex_rank(n: int, S: np.ndarray) -> int:

@@ -31,13 +31,11 @@ __all__ = ["enumerate_mpi", "share_screen"]
 _TASK, _RESULT, _STOP = 2201, 2202, 2203
 #: grid chunks per task (the unit of load balancing)
 TASK_CHUNKS = 4
-_SCREEN_FIELDS = ("k", "C", "K", "KT", "w", "R0", "M", "wmax", "c_canc", "kappa", "r0max", "mmax", "u", "rtol",
-                  "ucoef", "const")
 
 
 def share_screen(comm: Any, screen: Any) -> None:
     """Every rank screens with rank 0's arrays (collective)."""
-    state = comm.bcast({f: getattr(screen, f) for f in _SCREEN_FIELDS} if comm.Get_rank() == 0 else None, root=0)
+    state = comm.bcast({f: getattr(screen, f) for f in screen.FIELDS} if comm.Get_rank() == 0 else None, root=0)
     for f, v in state.items():
         setattr(screen, f, v)
 

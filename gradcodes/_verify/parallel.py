@@ -6,8 +6,9 @@ numbered by their rank, and the ranks are cut into *chunks* on a fixed grid (:cl
 nothing but the rank. A chunk is computed with no state carried over from other chunks, so its result is a
 function of the chunk alone; two computations exist:
 
-* :func:`screen_chunk` (float null-space codes): the screening kernel of :mod:`gradcodes._verify.fast`, and the
-  reference evaluation of the sets it selects; grid of 4,096, 16,384, then 65,536 sets;
+* :func:`screen_chunk` (float null-space codes): the screening kernel of :mod:`gradcodes._verify.fast` (which
+  decides most sets itself), and the reference evaluation of the sets it hands on and of a sample; grid of
+  4,096, 16,384, then 65,536 sets;
 * :func:`reference_chunk` (every other model: exact fields, other decoders, trees): the reference evaluation of
   every pattern; chunks of the verifier's batch size (under a time budget the first one is cut into 4, 8, 16,
   ... patterns, so that a slow decoder is noticed after a few patterns: :func:`reference_grid`).
@@ -252,35 +253,58 @@ def _like(old: Any, new: list[int] | None, dst: Any) -> Any:
 
 def screen_chunk(template: Any, screen: Any, lo: int, hi: int, use_numba: bool) -> Piece:
     """Screen the straggler sets of ranks ``[lo, hi)`` (one grid chunk) and re-evaluate, with the reference rule,
-    the sets the kernel cannot clear, the chunk's largest cancellation and the ``_TOP`` largest screened error
-    estimates; returns the chunk's :class:`Piece`. Nothing outside the chunk is read, so the result does not depend
-    on which thread or rank runs it, nor on the chunks before it."""
-    from .fast import screen_range, unrank_lex
+    the sets the kernel hands on, the chunk's largest cancellation, its ``_TOP`` largest screened error estimates
+    and its first failing sets; returns the chunk's :class:`Piece`. Sets the kernel clears count as checked, sets
+    it proves failing as failures. Nothing outside the chunk is read, so the result does not depend on which
+    thread or rank runs it, nor on the chunks before it.
+
+    The re-evaluated sample also checks the kernel: a cleared or failing set that the reference judges otherwise
+    sends the whole chunk through the reference evaluation (and is counted in :data:`SCREEN_DISAGREEMENTS`)."""
+    from .._core.numerics import BORDERLINE, FAILS, OK
+    from .fast import BORDER, CLEAR, FAIL, REFER, screen_range, unrank_lex
 
     code = template.code
     n, s = code.n, code.s
     first = unrank_lex(n, s, np.array([lo], dtype=np.int64))[0]
     count = hi - lo
-    S, canc, res, suspect = screen_range(screen, n, first, count, use_numba, best=np.zeros(1))
-    pick = suspect.copy()                                      # sets for the reference evaluation
+    S, canc, res, up, rup, verdict = screen_range(screen, n, first, count, use_numba, best=np.zeros(1))
+    pick = verdict == REFER                                    # sets for the reference evaluation
     j = int(np.argmax(canc))                                   # exact values are positive (bounds negative)
     if canc[j] > 0:
         pick[j] = True
     u_t = unit_roundoff(template.dtype) * math.sqrt(n - s + template.load)
     approx = u_t * np.abs(canc) + res
-    clear = np.flatnonzero(~suspect)
-    if clear.size > _TOP:
-        clear = clear[np.argpartition(approx[clear], -_TOP)[-_TOP:]]
-    pick[clear] = True
+    decided = np.flatnonzero(verdict != REFER)
+    if decided.size > _TOP:
+        decided = decided[np.argpartition(approx[decided], -_TOP)[-_TOP:]]
+    pick[decided] = True
+    for kind in (FAIL, BORDER):                                # the failing and borderline sets listed are the
+        pick[np.flatnonzero(verdict == kind)[:template.max_failures]] = True   # first ones
     ref = np.flatnonzero(pick)                                 # sorted, each set once
     tr = template.plain()
     tr.checked = count
-    if ref.size < count:                  # cleared sets: their upper bounds are below the screen's threshold
-        tr.worst_res_hi = tr.worst_hi = screen.rtol / 16
+    rest = ~pick
+    if rest.any():                        # sets decided by the kernel alone: its upper bounds hold for them
+        tr.worst_hi = float(up[rest].max())
+        tr.worst_res_hi = float(rup[rest].max())
     if ref.size:
         Sr = S[ref]
-        tr.record(Sr, tr.evaluate(Sr), count=False)
+        ev = tr.evaluate(Sr)
+        vk = verdict[ref]
+        if np.any((vk == CLEAR) & (ev.verdict != OK)) or np.any((vk == FAIL) & (ev.verdict != FAILS)) \
+                or np.any((vk == BORDER) & (ev.verdict != BORDERLINE)):
+            global SCREEN_DISAGREEMENTS
+            SCREEN_DISAGREEMENTS += 1
+            return reference_chunk(template, lo, hi)
+        tr.record(Sr, ev, count=False)
+    tr.n_failures += int(np.count_nonzero(rest & (verdict == FAIL)))
+    tr.n_borderline += int(np.count_nonzero(rest & (verdict == BORDER)))
     return Piece.of(tr, lo, hi)
+
+
+#: chunks in which the reference evaluation contradicted the screening kernel on a set it re-evaluated (each such
+#: chunk was then evaluated by the reference alone); the tests require zero
+SCREEN_DISAGREEMENTS = 0
 
 
 def reference_chunk(template: Any, lo: int, hi: int) -> Piece:
