@@ -245,3 +245,26 @@ def test_default_table_says_why_ring_allreduce_is_fast():
     assert "note: RAR" in text and "alpha = 0" in text
     slow = gc.simulate(iters=50, rng=0, alpha=0.0059)
     assert "note: RAR" not in str(slow) and slow["RAR"].mean > slow["CR"].mean
+
+
+def test_a_time_budget_picks_the_iterations_and_keeps_the_draws():
+    """simulate(time_budget=) runs as many iterations as fit; the result is simulate(iters=that number) with the
+    same seed, so it is reproducible without a clock. A zero budget stops after the first measuring run (64)."""
+    got = gc.simulate(["CR", "GC", "RAR"], iters=100_000, time_budget=0, rng=3, return_samples=True)
+    assert got.params["iters"] == 64 and got.params["iters_requested"] == 100_000
+    again = gc.simulate(["CR", "GC", "RAR"], iters=64, rng=3, return_samples=True)
+    for label in ("CR", "GC", "RAR"):
+        np.testing.assert_array_equal(got[label].times, again[label].times)
+    small = gc.simulate("CR", iters=40, time_budget=60, rng=3)             # fewer than a measuring run: all of them
+    assert small.params["iters"] == 40 and small["CR"].mean == gc.simulate("CR", iters=40, rng=3)["CR"].mean
+
+
+def test_a_time_budget_is_validated_and_progress_is_one_line(capsys):
+    with pytest.raises(gc.GradcodesValueError, match="time_budget"):
+        gc.simulate("CR", iters=10, time_budget=-1)
+    with pytest.raises(gc.GradcodesTypeError, match="progress"):
+        gc.simulate("CR", iters=10, progress="yes")
+    res = gc.simulate("CR", iters=200, progress=True, rng=0)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("simulate: 200 iterations")
+    assert res.params["iters"] == 200

@@ -37,6 +37,9 @@ def add_simulate_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="CR parents receive only after finishing their own computation")
     p.add_argument("--iters", type=int, default=10_000, help="Monte Carlo iterations (default 10000)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--time-budget", type=float, default=None, metavar="SECONDS",
+                   help="run as many of --iters iterations as fit in this many seconds (the header says how many "
+                        "ran; rerun with --iters set to that number for the same table without a clock)")
     p.set_defaults(func=run_simulate_cli)
     return p
 
@@ -46,7 +49,7 @@ def run_simulate_cli(args: argparse.Namespace) -> int:
     labels = [x.strip() for x in args.schemes.split(",") if x.strip()]
     res = simulate(labels, branching=args.branching, L=args.L, s=args.s, s_gc=args.s_gc, m_data=args.m_data, a=args.a,
                    mu=args.mu, t_c=args.t_c, t_step=args.t_step, overlap=not args.no_overlap,
-                   iters=args.iters, rng=args.seed)
+                   iters=args.iters, rng=args.seed, time_budget=args.time_budget)
     if getattr(args, "json", False):
         from .._base.output import emit
 
@@ -55,6 +58,8 @@ def run_simulate_cli(args: argparse.Namespace) -> int:
     p = res.params
     print(f"tree n={p['n']} L={p['L']} s={p['s']} (N={p['N']}), s_gc={p['s_gc']}, m_data={p['m_data']:g}, "
           f"a={p['a']:g} s/pt, mu={p['mu']:g}/s, t_c={p['t_c']:g} s, t_step={p['t_step']:g} s, "
-          f"iters={p['iters']}, seed={p['seed']}")
+          f"iters={p['iters']}, seed={p['seed']}"
+          + (f" (time budget {p['time_budget']:g} s: {p['iters']} of {p['iters_requested']} iterations)"
+             if p.get("time_budget") is not None else ""))
     print(res)
     return 0

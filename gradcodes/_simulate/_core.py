@@ -153,6 +153,8 @@ def simulate(
     policy: str | WaitPolicy | None = None,
     model: WorkerModel | None = None,
     deadline: float | None = None,
+    time_budget: float | None = None,
+    progress: bool | None = None,
 ) -> SimulationResult:
     r"""Monte Carlo expected iteration time of CodedReduce and the baselines.
 
@@ -247,6 +249,16 @@ def simulate(
         comes before its count; ``res[label].error`` is the mean of ``||A_F B - E||`` over the iterations. A
         partial-straggler protocol (``PS[...]``) stops at ``min(decode time, deadline)`` with the least-squares
         estimate of its received chunk messages (``PartialStragglerCode.estimate``), reported the same way.
+    time_budget : float, optional
+        Seconds (``>= 0``, wall clock). Runs of 64, 512, 4,096, ... iterations (every scheme) measure the time per
+        iteration while the next one fits, and the simulation then runs as many of the ``iters`` iterations as fit
+        in half the budget left at that rate (a margin for costs that grow faster than linearly with the arrays;
+        at least 2, and the last measuring run when it has more): the result is exactly ``simulate(..., iters=that number)`` with the same seed, so
+        it can be reproduced without a clock; ``params["iters"]`` says how many ran, ``params["iters_requested"]``
+        how many were asked for. The number depends on the machine's speed.
+    progress : bool, optional
+        One line on stderr with the iterations and the predicted time (the pilot run predicts it); default: only
+        when a time budget is given and the run is predicted to take more than 10 s.
 
     Returns
     -------
@@ -277,6 +289,14 @@ def simulate(
     >>> round(det["CR"].mean, 6), det["CR"].stderr
     (1.116, 0.0)
     """
+    if time_budget is not None or progress:
+        kw = {"schemes": schemes, "branching": branching, "L": L, "s": s, "s_gc": s_gc, "m_data": m_data, "a": a,
+              "mu": mu, "t_c": t_c, "t_step": t_step, "alpha": alpha, "overlap": overlap,
+              "return_samples": return_samples, "return_responders": return_responders, "policy": policy,
+              "model": model, "deadline": deadline}
+        return _budgeted(kw, iters, rng, time_budget, progress)
+    if progress is not None and not isinstance(progress, (bool, np.bool_)):
+        raise GradcodesTypeError(f"progress must be a bool or None, got {type(progress).__name__}")
     n = _int("branching", branching, 2)
     L = _int("L", L, 1)
     s = _int("s", s, 0, n - 1)
@@ -462,6 +482,50 @@ def simulate(
               "policy": None if policy is None else str(policy), "model": None if model is None else model.label,
               "deadline": deadline}
     return SimulationResult(out, params)
+
+
+#: iterations of the pilot run that prices an iteration for ``simulate(time_budget=)``
+_PILOT = 64
+
+
+def _budgeted(kw: dict[str, Any], iters: Any, rng: Any, time_budget: Any, progress: Any) -> SimulationResult:
+    """:func:`simulate` under a time budget or with a progress line: a pilot run prices one iteration, then the
+    iterations that fit run with the same seed (the draws of ``simulate(..., iters=that number)``)."""
+    import sys
+    import time
+
+    iters = _int("iters", iters, 2)
+    budget = None if time_budget is None else _real("time_budget", time_budget)
+    if progress is not None and not isinstance(progress, (bool, np.bool_)):
+        raise GradcodesTypeError(f"progress must be a bool or None, got {type(progress).__name__}")
+    entropy = _seed_entropy(rng)
+    if entropy is None:                                   # fresh entropy, drawn once: pilot and run share it
+        entropy = int(np.random.SeedSequence().generate_state(2, np.uint64)[0] >> np.uint64(1))
+    t0 = time.perf_counter()
+    size = min(iters, _PILOT)
+    while True:                                 # runs 8 times larger while the next one fits the budget
+        t1 = time.perf_counter()
+        res = simulate(**kw, iters=max(2, size), rng=entropy)
+        took = time.perf_counter() - t1
+        nxt = min(iters, 8 * size)
+        if size >= iters or budget is None or took * nxt / size > 0.5 * (budget - (time.perf_counter() - t0)):
+            break
+        size = nxt
+    per_iter = took / max(2, size)                       # the largest run's, set-up included: on the safe side
+    left = None if budget is None else budget - (time.perf_counter() - t0)
+    chosen = iters if left is None else int(min(iters, max(2.0, 0.5 * left / per_iter)))
+    if chosen <= size:                                   # the last run is the answer
+        chosen = max(2, size)
+    predicted = 0.0 if chosen == size else chosen * per_iter
+    if progress or (progress is None and predicted > 10.0):
+        cut = "" if chosen == iters else f" of {iters:,} requested (time budget {budget:g} s)"
+        print(f"simulate: {chosen:,} iterations{cut}, about {predicted:.1f} s at {1 / per_iter:,.0f} iterations/s",
+              file=sys.stderr, flush=True)
+    if chosen != max(2, size):
+        res = simulate(**kw, iters=chosen, rng=entropy)
+    res.params["iters_requested"] = iters
+    res.params["time_budget"] = budget
+    return res
 
 
 def _own_points(code: Any, m_data: float) -> np.ndarray | None:
