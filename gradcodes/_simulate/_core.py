@@ -253,11 +253,12 @@ def simulate(
         Seconds (``>= 0``, wall clock). Runs of 64, 512, 4,096, ... iterations (every scheme) measure the time per
         iteration while the next one fits, and the simulation then runs as many of the ``iters`` iterations as fit
         in half the budget left at that rate (a margin for costs that grow faster than linearly with the arrays;
-        at least 2, and the last measuring run when it has more): the result is exactly ``simulate(..., iters=that number)`` with the same seed, so
-        it can be reproduced without a clock; ``params["iters"]`` says how many ran, ``params["iters_requested"]``
-        how many were asked for. The number depends on the machine's speed.
+        at least 2, and the last measuring run when it has more). The result is exactly ``simulate(...,
+        iters=that number)`` with the same seed, so it can be reproduced without a clock; ``params["iters"]``
+        says how many ran, ``params["iters_requested"]`` how many were asked for. The number depends on the
+        machine's speed.
     progress : bool, optional
-        One line on stderr with the iterations and the predicted time (the pilot run predicts it); default: only
+        One line on stderr with the iterations and the predicted time (the measuring runs predict it); default: only
         when a time budget is given and the run is predicted to take more than 10 s.
 
     Returns
