@@ -117,7 +117,7 @@ API = {
     "verify_partial": (gc.verify_partial, dict(code=_PS, limit=None, samples=20, rng=0, rtol=None, batch_size=64,
                                                max_failures=5, dtype=np.float64, stop_on_failure=True,
                                                progress=False, time_budget=10.0)),
-    "simulate_partial": (gc.simulate_partial, dict(code=_PS, model=None, iterations=10, chunk_points=1.0,
+    "simulate_partial": (gc.simulate_partial, dict(code=_PS, model=None, iters=10, chunk_points=1.0,
                                                    chunk_times="even", latency=0.0, rng=0, deadlines=[2.0],
                                                    classical=None)),
     "worst_case_error": (gc.worst_case_error, dict(code=_EX, s=2, decoder=None, limit=30, samples=10, search=False,

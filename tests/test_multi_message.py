@@ -78,7 +78,7 @@ def test_cdf_is_the_decoders_rule_exhaustively(n, r):
 def test_agrees_with_monte_carlo():
     n, r, iters = 6, 3, 20_000
     sim = gc.simulate_partial(gc.multi_message_code(n, r), model=gc.ShiftedExponentialWorkers(1.0, 1.0),
-                              iterations=iters, rng=3)
+                              iters=iters, rng=3)
     se = np.std(sim.partial) / np.sqrt(iters)
     assert abs(np.mean(sim.partial) - gc.multi_message_time(n, r)) < 5 * se
     se = np.std(sim.classical) / np.sqrt(iters)

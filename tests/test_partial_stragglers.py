@@ -219,7 +219,7 @@ def test_verify_samples_large_codes():
 
 def test_simulator_deterministic_speeds():
     code = gc.partial_straggler_code(12, 2, 2)
-    sim = gc.simulate_partial(code, model=gc.ShiftedExponentialWorkers(0.5, float("inf")), iterations=3,
+    sim = gc.simulate_partial(code, model=gc.ShiftedExponentialWorkers(0.5, float("inf")), iters=3,
                               latency=0.25)
     # every chunk has 2 messages after the second round of chunks; the classical waits for whole loads of 4
     assert sim.partial.tolist() == [1.25] * 3 and sim.classical.tolist() == [2.25] * 3
@@ -229,7 +229,7 @@ def test_simulator_deterministic_speeds():
 def test_simulator_against_direct_loop():
     code = gc.partial_straggler_code(6, 1, 2)
     times = np.random.default_rng(3).exponential(size=(4, 6)) + 0.1
-    sim = gc.simulate_partial(code, model=gc.TraceReplay(times), iterations=4)
+    sim = gc.simulate_partial(code, model=gc.TraceReplay(times), iters=4)
     for it in range(4):
         t_chunk = {}
         for i, o in enumerate(code.order):
@@ -245,7 +245,7 @@ def test_partial_never_slower_than_classical(n, data, chunk_times):
     m = data.draw(st.integers(1, n))
     s = data.draw(st.integers(0, n - m))
     code = gc.partial_straggler_code(n, s, m)
-    sim = gc.simulate_partial(code, iterations=50, rng=data.draw(st.integers(0, 100)), chunk_times=chunk_times)
+    sim = gc.simulate_partial(code, iters=50, rng=data.draw(st.integers(0, 100)), chunk_times=chunk_times)
     assert np.all(sim.partial <= sim.classical)
     assert np.all(sim.chunks_used <= code.q_max)
 
@@ -269,8 +269,8 @@ def test_bad_input(kwargs, word):
 
 def test_bad_simulator_and_progress_input():
     code = gc.partial_straggler_code(4, 1, 1)
-    with pytest.raises(gc.GradcodesValueError, match="iterations"):
-        gc.simulate_partial(code, iterations=0)
+    with pytest.raises(gc.GradcodesValueError, match="iters"):
+        gc.simulate_partial(code, iters=0)
     with pytest.raises(gc.GradcodesValueError, match="chunk_times"):
         gc.simulate_partial(code, chunk_times="bursty")
     with pytest.raises(gc.GradcodesTypeError, match="code"):
@@ -339,7 +339,7 @@ def test_simulate_runs_the_per_chunk_model_like_simulate_partial():
     times = np.random.default_rng(5).exponential(size=(7, 6)) + 0.1
     res = gc.simulate(code, model=gc.TraceReplay(times), iters=7, t_c=0.0, m_data=6.0, rng=0, return_samples=True)
     (label,) = list(res.schemes)
-    sim = gc.simulate_partial(code, model=gc.TraceReplay(times), iterations=7)
+    sim = gc.simulate_partial(code, model=gc.TraceReplay(times), iters=7)
     assert label == f"PS[{code.name}]"
     assert res[label].times.tolist() == sim.partial.tolist()
     assert res[label].details["classical_mean"] == pytest.approx(float(sim.classical.mean()), rel=1e-15)

@@ -124,7 +124,7 @@ def test_estimate_is_the_decode_once_decodable(seed):
 def test_deadlines_with_equal_speeds_by_hand():
     # every chunk takes 1 s; m = 1, gamma = 2: at 1 s each chunk has one message (matching order), no load is done
     code = gc.partial_straggler_code(6, 1, 1)
-    sim = gc.simulate_partial(code, model=gc.ShiftedExponentialWorkers(1.0, float("inf")), iterations=2,
+    sim = gc.simulate_partial(code, model=gc.ShiftedExponentialWorkers(1.0, float("inf")), iters=2,
                               deadlines=[0.5, 1.0, 2.0])
     assert sim.partial_error.tolist() == [[1.0, 0.0, 0.0]] * 2
     assert sim.classical_error[:, 0].tolist() == [1.0, 1.0] and sim.classical_error[:, 2].tolist() == [0.0, 0.0]
@@ -134,7 +134,7 @@ def test_deadlines_with_equal_speeds_by_hand():
 
 def test_deadlines_use_the_same_draws_and_partial_wins_for_m1():
     code = gc.partial_straggler_code(10, 2, 1)
-    kw = dict(model=gc.ShiftedExponentialWorkers(1.0, 1.0), iterations=300, rng=5)
+    kw = dict(model=gc.ShiftedExponentialWorkers(1.0, 1.0), iters=300, rng=5)
     plain = gc.simulate_partial(code, **kw)
     sim = gc.simulate_partial(code, deadlines=[2.0, 4.0, 7.0, 1e9], **kw)
     assert np.array_equal(plain.partial, sim.partial) and np.array_equal(plain.classical, sim.classical)
@@ -150,7 +150,7 @@ def test_deadlines_use_the_same_draws_and_partial_wins_for_m1():
 def test_custom_classical_code():
     code = gc.partial_straggler_code(6, 1, 1)
     rep = gc.cyclic_repetition(6, 1, rng=0)
-    sim = gc.simulate_partial(code, iterations=50, rng=1, deadlines=[3.0], classical=rep)
+    sim = gc.simulate_partial(code, iters=50, rng=1, deadlines=[3.0], classical=rep)
     assert sim.details["classical_code"] == rep.name and sim.classical_error.shape == (50, 1)
 
 
@@ -174,19 +174,19 @@ def test_simulate_stops_a_partial_protocol_at_a_deadline():
 @pytest.mark.parametrize("bad", [[], [0.0], [-1.0], [float("nan")], ["x"], 3.0, "1.0"])
 def test_bad_deadlines(bad):
     with pytest.raises(gc.GradcodesError, match="deadlines"):
-        gc.simulate_partial(gc.partial_straggler_code(4, 1), iterations=2, deadlines=bad)
+        gc.simulate_partial(gc.partial_straggler_code(4, 1), iters=2, deadlines=bad)
 
 
 def test_bad_classical():
     code = gc.partial_straggler_code(6, 1, 1)
     with pytest.raises(gc.GradcodesError, match="classical"):
-        gc.simulate_partial(code, iterations=2, deadlines=[1.0], classical="ye_abbe")
+        gc.simulate_partial(code, iters=2, deadlines=[1.0], classical="ye_abbe")
     with pytest.raises(gc.GradcodesError, match="classical"):
-        gc.simulate_partial(code, iterations=2, deadlines=[1.0], classical=gc.ye_abbe(7, 1, 1))
+        gc.simulate_partial(code, iters=2, deadlines=[1.0], classical=gc.ye_abbe(7, 1, 1))
     with pytest.raises(gc.GradcodesError, match="classical"):                 # rows use chunks not held
-        gc.simulate_partial(code, iterations=2, deadlines=[1.0], classical=gc.cyclic_repetition(6, 2, rng=0))
+        gc.simulate_partial(code, iters=2, deadlines=[1.0], classical=gc.cyclic_repetition(6, 2, rng=0))
     with pytest.raises(gc.GradcodesError, match="classical"):
-        gc.simulate_partial(code, iterations=2, classical=gc.ye_abbe(6, 1, 1))
+        gc.simulate_partial(code, iters=2, classical=gc.ye_abbe(6, 1, 1))
     odd = gc.partial_straggler_code(4, assignment=np.eye(4, dtype=int) + np.roll(np.eye(4, dtype=int), 2, axis=1))
     with pytest.raises(gc.GradcodesError, match="classical"):
         odd.classical_code()

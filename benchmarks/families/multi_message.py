@@ -39,7 +39,7 @@ def table(gc, n, loads, settings, iters):
     for a, mu in settings:
         for r in loads:
             code = gc.multi_message_code(n, r)
-            sim = gc.simulate_partial(code, model=gc.ShiftedExponentialWorkers(a, mu), iterations=iters, rng=r)
+            sim = gc.simulate_partial(code, model=gc.ShiftedExponentialWorkers(a, mu), iters=iters, rng=r)
             exact = gc.multi_message_time(n, r, a=a, mu=mu)
             single = gc.multi_message_time(n, r, a=a, mu=mu, protocol="single")
             frac = f"{gc.multi_message_time(n, r, a=a, mu=mu, protocol='fractional'):>10.3f}" if n % r == 0 \

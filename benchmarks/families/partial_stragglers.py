@@ -48,8 +48,8 @@ def table(gc, sizes, loads, iters):
                 s = gamma - m
                 code = gc.partial_straggler_code(n, s, m)
                 for name, model in models(gc).items():
-                    sim = gc.simulate_partial(code, model=model, iterations=iters, rng=1)
-                    ind = gc.simulate_partial(code, model=model, iterations=iters, rng=1, chunk_times="independent")
+                    sim = gc.simulate_partial(code, model=model, iters=iters, rng=1)
+                    ind = gc.simulate_partial(code, model=model, iters=iters, rng=1, chunk_times="independent")
                     ratios[(n, gamma, m, name)] = sim.speedup
                     lines.append(f"{n:>4} {s:>2} {m:>2} {gamma:>5} {name:<12} {np.mean(sim.partial):>13.3f} "
                                  f"{np.mean(sim.classical):>15.3f} {sim.speedup:>6.2f} {ind.speedup:>15.2f} "

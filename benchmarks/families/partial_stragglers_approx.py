@@ -40,7 +40,7 @@ def table(gc, n, settings, deadlines, iters):
         code = gc.partial_straggler_code(n, s, m)
         for name, model in models.items():
             dl = deadlines if name == "exponential" else [3 * d for d in deadlines]
-            sim = gc.simulate_partial(code, model=model, iterations=iters, rng=3, deadlines=dl)
+            sim = gc.simulate_partial(code, model=model, iters=iters, rng=3, deadlines=dl)
             p, c = sim.mse
             pex = (sim.partial_error == 0).mean(axis=0)
             cex = (sim.classical_error == 0).mean(axis=0)

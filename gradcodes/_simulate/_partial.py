@@ -85,7 +85,7 @@ def _finish_times(model: WorkerModel, gen: np.random.Generator, iters: int, work
     return np.cumsum(T, axis=1)
 
 
-def simulate_partial(code: PartialStragglerCode, *, model: WorkerModel | None = None, iterations: int = 10_000,
+def simulate_partial(code: PartialStragglerCode, *, model: WorkerModel | None = None, iters: int = 10_000,
                      chunk_points: float = 1.0, chunk_times: str = "even", latency: float = 0.0,
                      rng: RNGLike = None, deadlines: Any = None, classical: Any = None) -> PartialSimulation:
     """Simulate the iteration time of a partial-straggler protocol and of the classical protocol.
@@ -106,8 +106,8 @@ def simulate_partial(code: PartialStragglerCode, *, model: WorkerModel | None = 
     model : WorkerModel, optional
         Worker speeds (:class:`ShiftedExponentialWorkers`, :class:`PersistentStragglers` with a base,
         :class:`TraceReplay` of per-chunk times, ...); default ``ShiftedExponentialWorkers(a=1, mu=1)`` per point.
-    iterations : int >= 1, default 10000
-        Simulated iterations.
+    iters : int >= 1, default 10000
+        Simulated iterations (the name :func:`gradcodes.simulate` uses).
     chunk_points : float > 0, default 1
         Data points per chunk (the ``points`` passed to the model).
     chunk_times : {"even", "independent"}, default "even"
@@ -143,7 +143,7 @@ def simulate_partial(code: PartialStragglerCode, *, model: WorkerModel | None = 
 
     >>> import gradcodes as gc
     >>> code = gc.partial_straggler_code(8, 3, 1)
-    >>> sim = gc.simulate_partial(code, model=gc.ShiftedExponentialWorkers(1.0, float("inf")), iterations=5)
+    >>> sim = gc.simulate_partial(code, model=gc.ShiftedExponentialWorkers(1.0, float("inf")), iters=5)
     >>> sim.partial.tolist(), sim.classical.tolist(), sim.speedup
     ([1.0, 1.0, 1.0, 1.0, 1.0], [4.0, 4.0, 4.0, 4.0, 4.0], 4.0)
 
@@ -151,7 +151,7 @@ def simulate_partial(code: PartialStragglerCode, *, model: WorkerModel | None = 
     known (error 1/2), while no worker has finished its load (error 1); at ``t = 2`` the partial protocol decodes:
 
     >>> code = gc.partial_straggler_code(6, 1, 2)
-    >>> sim = gc.simulate_partial(code, model=gc.ShiftedExponentialWorkers(1.0, float("inf")), iterations=3,
+    >>> sim = gc.simulate_partial(code, model=gc.ShiftedExponentialWorkers(1.0, float("inf")), iters=3,
     ...                           deadlines=[1.0, 2.0])
     >>> [v.tolist() for v in sim.mse]
     [[0.5, 0.0], [1.0, 1.0]]
@@ -165,7 +165,7 @@ def simulate_partial(code: PartialStragglerCode, *, model: WorkerModel | None = 
         model = ShiftedExponentialWorkers(1.0, 1.0)
     if not isinstance(model, WorkerModel):
         raise GradcodesTypeError(f"model must be a WorkerModel, got {type(model).__name__}")
-    iters = check_int("iterations", iterations, 1)
+    iters = check_int("iters", iters, 1)
     points = check_real("chunk_points", chunk_points, 0, open_lo=True)
     chunk_times = check_choice("chunk_times", chunk_times, ("even", "independent"))
     latency = check_real("latency", latency, 0)
@@ -193,7 +193,7 @@ def simulate_partial(code: PartialStragglerCode, *, model: WorkerModel | None = 
     done = (F <= (T - latency)[:, None, None]) & (np.arange(G)[None, :, None] < loads[None, None, :])
     used = done.sum(axis=(1, 2))
     details = {"workers": N, "s": code.s, "m": m, "model": repr(model), "chunk_points": points,
-               "chunk_times": chunk_times, "latency": latency, "iterations": iters, "q_max": code.q_max}
+               "chunk_times": chunk_times, "latency": latency, "iters": iters, "q_max": code.q_max}
     if D is None:
         return PartialSimulation(partial=T, classical=classical, chunks_used=used, details=details)
     from .._families.partial_stragglers_approx import classical_squared_error
