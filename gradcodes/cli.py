@@ -4,7 +4,7 @@
 Results go to stdout (a table, or one JSON document with ``--json``); progress and log lines go to stderr.
 
 Exit status: ``0`` success (for ``verify``: the code is proven to recover, see :class:`gradcodes.VerifyReport`),
-``1`` verification failed or not proven (``verify``; ``recommend`` when no candidate is proven to meet ``--tol``;
+``1`` verification failed or not proven (``verify``; ``recommend`` when no candidate is proven to meet ``--rtol``;
 ``decode`` when the responders cannot decode; ``tour`` when a row's result is not one of its expected results),
 ``2`` usage error: a bad or missing option, a bad value, an unreadable or invalid code file. User errors print one
 line ``gradcodes: error: ...`` and never a Python traceback.
@@ -163,7 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="gradcodes",
         description="Gradient codes: build, verify, recommend, decode, bound, evaluate, worst, simulate, tour.",
         epilog="Exit status: 0 success (verify: proven; tour: every row as expected), 1 verification failed or "
-               "not proven (recommend: no code proven to meet --tol; decode: not decodable; tour: an unexpected "
+               "not proven (recommend: no code proven to meet --rtol; decode: not decodable; tour: an unexpected "
                "row), 2 usage error or "
                "bad code file. Results on stdout, progress on stderr.")
     parser.add_argument("--version", action="version", version=f"gradcodes {__version__}")
@@ -261,7 +261,7 @@ _SUBCOMMAND_HOOKS.append(_add_evaluate_parser)
 
 
 # ---------------------------------------------------------------------------------------------------- recommend
-# `gradcodes recommend`: the lowest-load code proven to meet tol (gradcodes._families.recommend)
+# `gradcodes recommend`: the lowest-load code proven to meet rtol (gradcodes._families.recommend)
 
 
 def _cmd_recommend(args: argparse.Namespace) -> int:
@@ -269,7 +269,7 @@ def _cmd_recommend(args: argparse.Namespace) -> int:
 
     if args.output is not None:
         _check_output_dir(args.output)
-    code = recommend(args.n, args.s, args.m, args.max_load, tol=args.tol, quick=args.quick,
+    code = recommend(args.n, args.s, args.m, args.max_load, rtol=args.rtol, quick=args.quick,
                      certify_seconds=args.certify_seconds, field=args.field)
     rec = code.recommendation
     assert rec is not None                    # recommend() always attaches its reasons
@@ -278,20 +278,20 @@ def _cmd_recommend(args: argparse.Namespace) -> int:
     text = str(rec) + (f"\nwrote {code!r} to {args.output}" if args.output is not None else "")
     _emit(args, {"recommendation": rec, "code": code.name, "load": code.load, "field": code.field,
                  "path": args.output}, text)
-    return 0 if rec.meets_tol else 1
+    return 0 if rec.meets_rtol else 1
 
 
 def _add_recommend_parser(sub: Any) -> None:
     p = sub.add_parser("recommend", help="the lowest-load code proven to meet a tolerance, with the reasons",
                        description="Judge every candidate family for (n, s, m) and print the table of loads, "
                        "proven errors and reasons (gradcodes.recommend). Exit status 0 when the chosen code is "
-                       "proven to meet --tol, 1 when no candidate is (the table says why).")
+                       "proven to meet --rtol, 1 when no candidate is (the table says why).")
     p.add_argument("-n", type=int, required=True, help="workers (= partitions)")
     p.add_argument("-s", type=int, required=True, help="stragglers tolerated")
     p.add_argument("-m", type=int, default=1, help="communication factor (default 1)")
     p.add_argument("--max-load", type=int, help="largest acceptable load, at least s + m (default: none)")
-    p.add_argument("--tol", type=float, default=1e-12, help="proven worst float64 error bound to meet "
-                   "(default 1e-12)")
+    p.add_argument("--rtol", type=float, default=1e-12, help="proven worst float64 error bound to meet, the "
+                   "acceptance rule's relative tolerance as in verify --rtol (default 1e-12)")
     p.add_argument("--field", default="real", choices=["real", "any"],
                    help="real codes only (default), or complex codes too (complex messages, twice the bytes)")
     p.add_argument("--quick", action="store_true", help="a 1 s certification budget instead of 10 s")

@@ -134,7 +134,7 @@ def test_recommend_contract_grid(n):
         rec = code.recommendation
         assert code.n == n and code.s == s and code.load == rec.load
         assert code.field == "real"                                      # complex codes only when asked
-        assert rec.meets_tol and rec.error_estimate <= 1e-12            # a binary code always qualifies
+        assert rec.meets_rtol and rec.error_estimate <= 1e-12            # a binary code always qualifies
         assert code.load <= stable_binary_load(n, s)
         assert gc.verify(code).exact
         accurate = [r for r in rec.rows if r.get("error") is not None and r["error"] <= 1e-12]
@@ -152,7 +152,7 @@ def test_recommend_explains_and_respects_budget():
     text = str(rec)
     assert "cyclic_mds[complex]" in text and "stable_binary" in text and "lowest load" in text
     tight = gc.recommend(101, 9, max_load=10, quick=True)
-    assert tight.load == 10 and not tight.recommendation.meets_tol
+    assert tight.load == 10 and not tight.recommendation.meets_rtol
     assert "no candidate within the budget" in tight.recommendation.reason
 
 
@@ -162,7 +162,7 @@ def test_recommend_real_codes_unless_asked():
     code = gc.recommend(13, 3)
     row = next(r for r in code.recommendation.rows if r["name"] == "cyclic_mds[complex]")
     assert code.field == "real" and "not considered" in row["status"] and "load" not in row
-    assert code.recommendation.meets_tol and code.load == 4
+    assert code.recommendation.meets_rtol and code.load == 4
     g = np.random.default_rng(0).standard_normal((13, 5)).astype(np.float32)
     assert code.decode(np.arange(3, 13), code.encode(g)[3:]).dtype == np.float32
     assert gc.recommend(13, 3, field="any").field == "complex"
@@ -172,18 +172,18 @@ def test_recommend_real_codes_unless_asked():
 
 def test_recommend_found_failure_is_labelled_conclusive():
     # (32, 14): the complex cyclic-MDS code's consecutive straggler sets have predicted errors around 1e-8, far
-    # above recommend's tol = 1e-12 on every machine (the lower end of the acceptance rule's interval exceeds it).
-    # A set above tol settles the row; it was labelled "above tol, searched (not a worst case)", as if it were only
+    # above recommend's rtol = 1e-12 on every machine (the lower end of the acceptance rule's interval exceeds it).
+    # A set above rtol settles the row; it was labelled "above rtol, searched (not a worst case)", as if it were only
     # a lower bound.
     for budget in (None, 15):                       # quick screen (binary in budget) and the full measurement
         rec = gc.recommend(32, 14, max_load=budget, quick=True, rng=0, field="any").recommendation
         row = next(r for r in rec.rows if r["name"] == "cyclic_mds[complex]")
-        assert not row["proven"] and not row["error"] <= rec.tol
+        assert not row["proven"] and not row["error"] <= rec.rtol
         assert "conclusive" in row["status"]
         for r in rec.rows:
-            if r.get("error") is not None and r["error"] > rec.tol:
-                assert "not a worst case" not in r["status"]     # above tol is settled by the set that shows it
-            if r.get("error") is not None and r["error"] <= rec.tol and not r["proven"]:
+            if r.get("error") is not None and r["error"] > rec.rtol:
+                assert "not a worst case" not in r["status"]     # above rtol is settled by the set that shows it
+            if r.get("error") is not None and r["error"] <= rec.rtol and not r["proven"]:
                 assert "not a worst case" in r["status"]
     # for the verifier's own rtol = 1e-8 those sets are borderline: the verdict is not a proof either way
     report = gc.verify(gc.cyclic_mds(32, 14, "complex"), limit=0, samples=0)
@@ -200,7 +200,7 @@ def test_recommend_screen_is_sound_and_keeps_the_choice():
     assert S.shape == (8, 14) and (np.diff(S, axis=1) > 0).all()
     mask = np.ones((S.shape[0], 32), dtype=bool)
     np.put_along_axis(mask, S, False, axis=1)
-    assert _screen(gc.cyclic_mds(32, 14, "complex"))[0] > 1e-9                 # far above tol at a window
+    assert _screen(gc.cyclic_mds(32, 14, "complex"))[0] > 1e-9                 # far above rtol at a window
     code = gc.cyclic_repetition(32, 14, rng=0)
     A = code._decoder(None).matrices(code, mask)               # the verifier's reference evaluation
     est = error_estimate(cancellation(A, code.B, code.k), residuals(A, code.B, code.target), np.float64,
@@ -210,9 +210,9 @@ def test_recommend_screen_is_sound_and_keeps_the_choice():
     # ye_abbe (32, 14) is accurate on the checked sets but C(32, 14) = 471,435,600 sets cannot be certified: it
     # used to win here as "accurate"; the proven binary code of load 16 now does (and ye_abbe stays unproven)
     rec = gc.recommend(32, 14, quick=True, rng=0).recommendation
-    assert rec.chosen == "stable_binary" and rec.proven and rec.meets_tol
+    assert rec.chosen == "stable_binary" and rec.proven and rec.meets_rtol
     full = gc.recommend(32, 14, max_load=15, quick=True, rng=0).recommendation   # binary over budget
-    assert not full.meets_tol and not full.proven
+    assert not full.meets_rtol and not full.proven
 
 
 def test_recommend_bad_input():
@@ -223,7 +223,7 @@ def test_recommend_bad_input():
     with pytest.raises(ValueError, match="s"):
         gc.recommend(10, 10)
     with pytest.raises(ValueError, match="tol"):
-        gc.recommend(10, 3, tol=0)
+        gc.recommend(10, 3, rtol=0)
 
 
 def test_add_candidate_table():

@@ -136,7 +136,7 @@ def test_json_errors_are_json_on_stdout(capsys):
 
 def test_recommend_subcommand(tmp_path, capsys):
     path = tmp_path / "rec.npz"
-    assert main(["recommend", "-n", "13", "-s", "3", "-o", str(path)]) == 0      # proven to meet tol: exit 0
+    assert main(["recommend", "-n", "13", "-s", "3", "-o", str(path)]) == 0      # proven to meet rtol: exit 0
     out = capsys.readouterr().out
     assert "-> ye_abbe (load 4" in out and "not considered: complex messages" in out and str(path) in out
     code = gc.load_code(path)
@@ -145,8 +145,8 @@ def test_recommend_subcommand(tmp_path, capsys):
     import json
 
     doc = json.loads(capsys.readouterr().out)
-    assert doc["code"] == "cyclic_mds[complex]" and doc["recommendation"]["meets_tol"] is True
-    # a budget no code can meet within: the best is printed, and the exit status says it is not proven to meet tol
+    assert doc["code"] == "cyclic_mds[complex]" and doc["recommendation"]["meets_rtol"] is True
+    # a budget no code can meet within: the best is printed, and the exit status says it is not proven to meet rtol
     assert main(["recommend", "-n", "101", "-s", "9", "--max-load", "10", "--quick"]) == 1
     assert "no candidate within the budget" in capsys.readouterr().out
     assert main(["recommend", "-n", "10", "-s", "3", "--max-load", "3"]) == 2

@@ -46,7 +46,7 @@ API = {
                                                block_seeds=None, certificates=None, refine=2)),
     "by_blocks": (gc.by_blocks, dict(code=_FR)),
     "blocks_of": (gc.blocks_of, dict(code=_FR)),
-    "recommend": (gc.recommend, dict(n=7, s=2, m=1, max_load=None, tol=1e-12, samples=5, rng=0, quick=True,
+    "recommend": (gc.recommend, dict(n=7, s=2, m=1, max_load=None, rtol=1e-12, samples=5, rng=0, quick=True,
                                      certify_seconds=1.0, field="real")),
     "ye_abbe": (gc.ye_abbe, dict(n=6, s=1, m=2, k=None, nodes="fourier", rng=None, spacing=None, stride=None,
                                  field="real")),
@@ -190,7 +190,7 @@ def _call(name, param, value):
 def test_api_table_covers_the_parameters():
     import inspect
 
-    deprecated = {"seed", "d"}          # aliases of rng and of random_regular_graph's degree, fuzzed through those
+    deprecated = {"seed", "d", "tol"}   # aliases of rng, of random_regular_graph's degree and of recommend's rtol
     for name, (fn, kwargs) in API.items():
         params = inspect.signature(fn).parameters
         wanted = [p for p, v in params.items() if v.kind not in (v.VAR_KEYWORD, v.VAR_POSITIONAL)

@@ -89,5 +89,5 @@ def test_the_reported_bound_and_thresholds_are_the_same_on_every_kernel():
     below = float(np.nextafter(BOUND_29_4, 0))
     assert gc.verify(code, limit=10**6, rtol=BOUND_29_4).verdict == "ok"
     assert gc.verify(code, limit=10**6, rtol=below).verdict != "ok"
-    assert gc.recommend(29, 4, tol=BOUND_29_4).name == "cyclic_mds[real]"
-    assert gc.recommend(29, 4, tol=below).name != "cyclic_mds[real]"
+    assert gc.recommend(29, 4, rtol=BOUND_29_4).name == "cyclic_mds[real]"
+    assert gc.recommend(29, 4, rtol=below).name != "cyclic_mds[real]"

@@ -67,7 +67,7 @@ except gc.DecodingError: print("DecodingError")
 """,
     "6a recommend(42, 21, quick=True, rng=0)": """
 r = gc.recommend(42, 21, quick=True, rng=0).recommendation
-print(r.chosen, r.load, "proven" if r.proven else "unproven", "meets tol" if r.meets_tol else "")
+print(r.chosen, r.load, "proven" if r.proven else "unproven", "meets rtol" if r.meets_rtol else "")
 """,
     "6b twelve calls of recommend(42, 12, quick=True)": """
 print(sorted({gc.recommend(42, 12, quick=True).name for _ in range(12)}))

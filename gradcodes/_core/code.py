@@ -40,22 +40,28 @@ __all__ = ["LinearCode", "GradientCode", "ApproximateCode", "DecodeInfo", "Decod
 CERTIFY_SECONDS = 10.0
 
 
+def _deprecated_attribute(old: str, new: str) -> None:
+    import warnings
+
+    warnings.warn(f"Recommendation.{old} is deprecated, use Recommendation.{new}", DeprecationWarning, stacklevel=3)
+
+
 @dataclass
 class Recommendation:
     """Why :func:`gradcodes.recommend` chose its code (its :attr:`GradientCode.recommendation`): the candidate
     table with loads, errors and how each was judged; ``str()`` prints it.
 
     ``error_estimate`` is the chosen code's proven worst float64 error estimate when ``proven``, else the worst
-    over the sets checked (a lower bound). ``meets_tol`` is True only for a proven error ``<= tol``. Each row of
+    over the sets checked (a lower bound). ``meets_rtol`` is True only for a proven error ``<= rtol``. Each row of
     ``rows`` has ``name``, ``status`` and, when built, ``load``, ``error``, ``proven``, ``how`` (the proof, or why
-    there is none) and ``meets_tol``. ``n``, ``s``, ``m``, ``max_load``, ``tol`` and ``certify_seconds`` are the
+    there is none) and ``meets_rtol``. ``n``, ``s``, ``m``, ``max_load``, ``rtol`` and ``certify_seconds`` are the
     arguments of the call; ``chosen`` and ``load`` name the chosen candidate and its load; ``reason`` says why.
 
     Examples
     --------
     >>> import gradcodes as gc
     >>> rec = gc.recommend(12, 2, quick=True).recommendation
-    >>> rec.chosen, rec.load, rec.proven, rec.meets_tol
+    >>> rec.chosen, rec.load, rec.proven, rec.meets_rtol
     ('fractional_repetition', 3, True, True)
     """
 
@@ -63,20 +69,32 @@ class Recommendation:
     s: int
     m: int
     max_load: int | None
-    tol: float
+    rtol: float
     chosen: str
     load: int
     error_estimate: float
-    meets_tol: bool
+    meets_rtol: bool
     rows: list[dict[str, Any]] = field(default_factory=list)
     reason: str = ""
     proven: bool = False
     certify_seconds: float = CERTIFY_SECONDS
 
+    @property
+    def tol(self) -> float:
+        """Deprecated alias of :attr:`rtol` (DeprecationWarning)."""
+        _deprecated_attribute("tol", "rtol")
+        return self.rtol
+
+    @property
+    def meets_tol(self) -> bool:
+        """Deprecated alias of :attr:`meets_rtol` (DeprecationWarning)."""
+        _deprecated_attribute("meets_tol", "meets_rtol")
+        return self.meets_rtol
+
     def __str__(self) -> str:
         budget = "none" if self.max_load is None else str(self.max_load)
         kind = "proven" if self.proven else "not proven"
-        lines = [f"recommend(n={self.n}, s={self.s}, m={self.m}, max_load={budget}, tol={self.tol:.0e}) -> "
+        lines = [f"recommend(n={self.n}, s={self.s}, m={self.m}, max_load={budget}, rtol={self.rtol:.0e}) -> "
                  f"{self.chosen} (load {self.load}, worst float64 error estimate {self.error_estimate:.1e}, {kind})",
                  f"  {self.reason}", "  candidates:"]
         for row in self.rows:

@@ -18,13 +18,13 @@ dense solve, doubled for complex codes; families with cheaper decoders declare t
 The decision depends only on ``(n, s, m)`` and the code's block structure, never on a clock, so the answer does
 not change with the machine's speed or load (a slower machine takes longer, and says the same).
 
-**The choice.** Only a proven error ``<= tol`` counts as meeting ``tol``. Among those the lowest load wins, then
+**The choice.** Only a proven error ``<= rtol`` counts as meeting ``rtol``. Among those the lowest load wins, then
 0/1 decoding, then table order: two error estimates are never compared with each other there, so rounding
-differences between BLAS kernels cannot flip the choice. If none meets ``tol``, a proven candidate beats every
+differences between BLAS kernels cannot flip the choice. If none meets ``rtol``, a proven candidate beats every
 unproven one; within a class the smallest error wins, except that errors within a factor ``TIE_BAND`` of the
 smallest are ties (then lowest load, then table order). Candidates that cannot win (a proven code of lower load
-already meets ``tol``) are not built. Unproven candidates are checked on fixed sets (8 consecutive windows, then,
-only when no candidate meets ``tol``, ``samples`` random sets drawn from ``rng``, default seed 0), never by a
+already meets ``rtol``) are not built. Unproven candidates are checked on fixed sets (8 consecutive windows, then,
+only when no candidate meets ``rtol``, ``samples`` random sets drawn from ``rng``, default seed 0), never by a
 time-bounded search, so ``recommend`` is a function of its arguments.
 """
 
@@ -46,7 +46,7 @@ from .._core.decoders import single_threaded_blas
 __all__ = ["recommend", "Recommendation", "Candidate", "CANDIDATES", "add_candidate", "enumeration_seconds",
            "TIE_BAND", "DEFAULT_RNG"]
 
-#: errors within this factor of the smallest are ties when no candidate meets ``tol`` (then load decides)
+#: errors within this factor of the smallest are ties when no candidate meets ``rtol`` (then load decides)
 TIE_BAND = 4.0
 #: the seed of the random straggler sets when ``rng`` is None (so that the answer is a function of the arguments)
 DEFAULT_RNG = 0
@@ -302,7 +302,7 @@ def _how(rep: Any) -> str:
 def _judge(code: LinearCode, cand: Candidate, budget: float, cost: float | None) -> dict[str, Any]:
     """Certify ``code`` when it enumerates within ``budget`` seconds (or is proven by a theorem / certificates);
     else screen it. Returns ``error``, ``proven``, ``failed``, ``how``, ``settled`` (a screened value already
-    exceeds tol or fails, so sampling cannot change the class)."""
+    exceeds rtol or fails, so sampling cannot change the class)."""
     from .._verify.verifier import verify
 
     if code.family == "grouped_random":
@@ -342,14 +342,14 @@ def _judge(code: LinearCode, cand: Candidate, budget: float, cost: float | None)
                    f"checked on {len(_screen_sets(code.n, s)) if s else 0} consecutive windows"}
 
 
-def _status(row: dict[str, Any], tol: float) -> str:
+def _status(row: dict[str, Any], rtol: float) -> str:
     err, how = row["error"], row["how"]
     if row["failed"]:
         return f"FAILS ({how}: conclusive)"
     if row["proven"]:
-        return f"meets tol, proven ({how})" if err <= tol else f"above tol, proven ({how})"
-    if err > tol:
-        return f"above tol (a checked set exceeds it: conclusive; {how})"
+        return f"meets rtol, proven ({how})" if err <= rtol else f"above rtol, proven ({how})"
+    if err > rtol:
+        return f"above rtol (a checked set exceeds it: conclusive; {how})"
     return f"not proven: the worst of the checked sets, not a worst case ({how})"
 
 
@@ -361,21 +361,21 @@ def _rank(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return min(band, key=lambda r: (r["load"], r["order"]))
 
 
-def recommend(n: int, s: int, m: int = 1, max_load: int | None = None, *, tol: float = 1e-12,
+def recommend(n: int, s: int, m: int = 1, max_load: int | None = None, *, rtol: float = 1e-12,
               samples: int = 200, rng: RNGLike = None, quick: bool = False, certify_seconds: float | None = None,
-              field: str = "real") -> GradientCode:
-    r"""The lowest-load code within a budget that is proven to meet ``tol``, with its reasoning attached.
+              field: str = "real", tol: float | None = None) -> GradientCode:
+    r"""The lowest-load code within a budget that is proven to meet ``rtol``, with its reasoning attached.
 
     Every applicable candidate of :data:`CANDIDATES` with load at most ``max_load`` is built and judged (see
     docs/stable_codes.md, section ``recommend``). A candidate is *proven* when
     :func:`gradcodes.verify` returns a proof (exhaustive enumeration, a decoder's theorem, a proof by blocks) or its
     group certificates are proven (:func:`gradcodes.grouped_random`); candidates whose enumeration fits
-    ``certify_seconds`` (a fixed cost model, not a clock) are enumerated on the fly. It *meets* ``tol`` when its
-    proven worst float64 error bound (the acceptance rule's bound, ``docs/acceptance.md``) is at most ``tol``. The
+    ``certify_seconds`` (a fixed cost model, not a clock) are enumerated on the fly. It *meets* ``rtol`` when its
+    proven worst float64 error bound (the acceptance rule's bound, ``docs/acceptance.md``) is at most ``rtol``. The
     chosen
     code is
 
-    1. among the candidates proven to meet ``tol``: the lowest load, then 0/1 decoding, then table order;
+    1. among the candidates proven to meet ``rtol``: the lowest load, then 0/1 decoding, then table order;
     2. else the best proven candidate, else the best unproven one: the smallest error, with errors within a factor
        ``TIE_BAND`` of it counted as ties (lowest load, then table order).
 
@@ -392,10 +392,12 @@ def recommend(n: int, s: int, m: int = 1, max_load: int | None = None, *, tol: f
         Communication factor (families supporting ``m > 1`` register candidates with :func:`add_candidate`).
     max_load : int, optional
         Largest acceptable load (partitions per worker); at least ``s + m`` (the lower bound).
-    tol : float, default 1e-12
-        Error level counted as "accurate" (only with a proof).
+    rtol : float, default 1e-12
+        Error level counted as "accurate" (only with a proof): the relative tolerance of the acceptance rule, the
+        name :func:`gradcodes.verify` uses (a code meets ``rtol`` here exactly when ``verify(code, rtol=rtol)``
+        proves it).
     samples : int, default 200
-        Random straggler sets per unproven candidate, checked only when no candidate is proven to meet ``tol``.
+        Random straggler sets per unproven candidate, checked only when no candidate is proven to meet ``rtol``.
     rng : None, int, numpy.random.SeedSequence or numpy.random.Generator, optional
         Random state of those sets. None means the fixed seed ``DEFAULT_RNG`` (0), so that the answer is the
         same on every call; pass a Generator for other sets.
@@ -408,6 +410,8 @@ def recommend(n: int, s: int, m: int = 1, max_load: int | None = None, *, tol: f
         ``"real"``: only codes with real coefficients, whose messages and decoded gradients keep the gradients'
         dtype (float32 stays float32). ``"any"`` also considers complex codes (``cyclic_mds[complex]``: complex
         messages, twice the bytes on the wire, and a complex decoded gradient whose real part is the sum).
+    tol : float, optional
+        Deprecated name of ``rtol`` (0.1.0; DeprecationWarning).
 
     Returns
     -------
@@ -427,17 +431,17 @@ def recommend(n: int, s: int, m: int = 1, max_load: int | None = None, *, tol: f
     >>> code.name, code.load, code.recommendation.proven
     ('fractional_repetition', 10, True)
     >>> code = gc.recommend(13, 3)           # C(13, 3) = 286 sets: every candidate is enumerated
-    >>> code.name, code.field, code.load, code.recommendation.meets_tol
+    >>> code.name, code.field, code.load, code.recommendation.meets_rtol
     ('ye_abbe', 'real', 4, True)
     >>> gc.recommend(13, 3, field="any").name     # complex codes only when asked
     'cyclic_mds[complex]'
     >>> code = gc.recommend(42, 21, quick=True)    # load-22 codes cannot be proven: the binary code wins
     >>> print(code.recommendation)        # doctest: +ELLIPSIS
-    recommend(n=42, s=21, m=1, max_load=none, tol=1e-12) -> stable_binary (load 42, ..., proven)
-      lowest load among the codes proven to meet tol = 1e-12 ...
+    recommend(n=42, s=21, m=1, max_load=none, rtol=1e-12) -> stable_binary (load 42, ..., proven)
+      lowest load among the codes proven to meet rtol = 1e-12 ...
       candidates:
         fractional_repetition  load    -  error         -  not applicable
-        stable_binary          load   42  error ... meets tol, proven (proof by blocks)
+        stable_binary          load   42  error ... meets rtol, proven (proof by blocks)
     ...
     """
     n, s = check_ns(n, s)
@@ -445,7 +449,13 @@ def recommend(n: int, s: int, m: int = 1, max_load: int | None = None, *, tol: f
     check_entries(n, n * m, what="the candidate codes' matrices")
     if max_load is not None:
         max_load = check_int("max_load", max_load, s + m)
-    tol = check_real("tol", tol, 0, None, open_lo=True)
+    if tol is not None:
+        import warnings
+
+        warnings.warn("gradcodes.recommend(tol=...) is deprecated, use rtol= (the name gradcodes.verify uses for the "
+                      "same tolerance)", DeprecationWarning, stacklevel=2)
+        rtol = tol
+    rtol = check_real("rtol", rtol, 0, None, open_lo=True)
     samples = check_int("samples", samples, 1)
     if field not in ("real", "any"):
         raise GradcodesValueError(f"field must be 'real' (real codes only) or 'any' (complex codes too), got {field!r}")
@@ -474,9 +484,10 @@ def recommend(n: int, s: int, m: int = 1, max_load: int | None = None, *, tol: f
             if max_load is not None and load > max_load:
                 row["status"] = f"over budget ({load} > {max_load})"
                 continue
-            winners = [r for r in rows if r.get("meets_tol")]
+            winners = [r for r in rows if r.get("meets_rtol")]
             if winners and min(key(r) for r in winners) < key(row):
-                row["status"] = "skipped (cannot win: a proven code of lower load or earlier in the table meets tol)"
+                row["status"] = ("skipped (cannot win: a proven code of lower load or earlier in the table meets "
+                                 "rtol)")
                 continue
             cost = cand.cost(n, s, m) if cand.cost is not None else None
             if cost is not None and cost > budget:
@@ -493,8 +504,8 @@ def recommend(n: int, s: int, m: int = 1, max_load: int | None = None, *, tol: f
                                          f"candidates must build exact gradient codes (GradientCode)")
             codes[cand.name] = code
             row.update(_judge(code, cand, budget, cost), load=code.load)
-            row["meets_tol"] = bool(row["proven"] and row["error"] <= tol)
-            row["status"] = _status(row, tol)
+            row["meets_rtol"] = bool(row["proven"] and row["error"] <= rtol)
+            row["status"] = _status(row, rtol)
         built = [r for r in rows if r["name"] in codes]
         if not built:
             from .binary import stable_binary_load
@@ -503,7 +514,7 @@ def recommend(n: int, s: int, m: int = 1, max_load: int | None = None, *, tol: f
                 f"no candidate code for n={n}, s={s}, m={m} within max_load={max_load}"
                 + (f"; the stable binary code needs load {stable_binary_load(n, s)}" if m == 1 else
                    "; for m > 1 only the Ye-Abbe code (load s + m) is registered"))
-        winners = [r for r in built if r["meets_tol"]]
+        winners = [r for r in built if r["meets_rtol"]]
         if not winners:                          # sample the unsettled unproven rows: they may be all there is
             from .._verify.verifier import verify
 
@@ -514,10 +525,10 @@ def recommend(n: int, s: int, m: int = 1, max_load: int | None = None, *, tol: f
                     r["failed"] = bool(rep.n_failures)
                     r["error"] = float("inf") if r["failed"] else max(r["error"], float(rep.error_estimate))
                     r["how"] += f"; {rep.patterns_checked:,} more sets ({samples} random, seeded)"
-                    r["status"] = _status(r, tol)
+                    r["status"] = _status(r, rtol)
     if winners:
         best = min(winners, key=key)
-        reason = (f"lowest load among the codes proven to meet tol = {tol:.0e}"
+        reason = (f"lowest load among the codes proven to meet rtol = {rtol:.0e}"
                   + (" (0/1 decoding: exact up to the rounding of the additions)" if best["stable"] else "")
                   + f"; {best['how']}")
     else:
@@ -525,7 +536,7 @@ def recommend(n: int, s: int, m: int = 1, max_load: int | None = None, *, tol: f
         unproven = [r for r in built if not r["proven"] and not r["failed"]]
         best = _rank(proven or unproven or built)
         binary = _binary_load(n, s, m)
-        reason = (f"no candidate within the budget is proven to reach tol = {tol:.0e}"
+        reason = (f"no candidate within the budget is proven to reach rtol = {rtol:.0e}"
                   + (f" (the stable binary code does, at load {binary})" if binary else "")
                   + ("; the most accurate proven one" if best["proven"] else
                      "; none is proven: the most accurate on the checked sets, NOT a worst case")
@@ -535,7 +546,8 @@ def recommend(n: int, s: int, m: int = 1, max_load: int | None = None, *, tol: f
             r.pop(k, None)
     code = codes[best["name"]]
     code.recommendation = Recommendation(
-        n=n, s=s, m=m, max_load=max_load, tol=tol, chosen=best["name"], load=code.load, error_estimate=best["error"],
-        meets_tol=bool(best.get("meets_tol")), rows=rows, reason=reason, proven=bool(best["proven"]),
+        n=n, s=s, m=m, max_load=max_load, rtol=rtol, chosen=best["name"], load=code.load,
+        error_estimate=best["error"],
+        meets_rtol=bool(best.get("meets_rtol")), rows=rows, reason=reason, proven=bool(best["proven"]),
         certify_seconds=budget)
     return code
