@@ -286,3 +286,21 @@ def test_a_policys_repr_is_the_call_that_builds_it_and_str_its_label(policy):
     again = eval(repr(policy), {k: getattr(gc, k) for k in dir(gc) if not k.startswith("_")})
     assert type(again) is type(policy) and repr(again) == repr(policy) and str(again) == str(policy)
     assert repr(policy).startswith(type(policy).__name__ + "(") and str(policy) == policy.name
+
+
+def test_values_repr_as_the_call_that_builds_them():
+    """One repr style (issue 38): policies, worker models and decoders print the call that builds them, with the
+    arguments that differ from the defaults; eval of the repr gives an equal object where the arguments are
+    scalars."""
+    import gradcodes as gc
+
+    cases = [gc.FixedK(3), gc.BackupWorkers(2), gc.ShiftedExponentialWorkers(1.0, 2.0),
+             gc.ShiftedExponentialWorkers(1e-3), gc.PersistentStragglers(0.1, 0.5, 3.0),
+             gc.NullSpaceDecoder(rtol=1e-6), gc.NullSpaceDecoder(), gc.LeastSquaresDecoder()]
+    for obj in cases:
+        text = repr(obj)
+        again = eval(text, {k: getattr(gc, k) for k in gc.__all__})
+        assert type(again) is type(obj) and repr(again) == text
+    assert repr(gc.ShiftedExponentialWorkers(1e-3)) == "ShiftedExponentialWorkers(a=0.001)"
+    assert repr(gc.NullSpaceDecoder(refine=2)) == "NullSpaceDecoder(refine=2)"
+    assert repr(TraceReplay(np.ones((10, 3)))) == "TraceReplay(times=array(shape=(10, 3)))"

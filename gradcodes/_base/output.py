@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["to_json", "emit", "format_table", "count_text"]
+__all__ = ["to_json", "emit", "format_table", "count_text", "call_repr"]
 
 
 def format_table(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = None,
@@ -49,6 +49,38 @@ def format_table(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None =
                          for v, w, c in zip(values, widths, columns, strict=True)).rstrip()
 
     return "\n".join([line(list(columns)), "  ".join("-" * w for w in widths), *(line(r) for r in cells)])
+
+
+def call_repr(obj: Any, args: dict[str, Any], defaults: dict[str, Any] | None = None) -> str:
+    """The one ``repr`` style of the library's values: the call that builds ``obj``, ``Type(name=value, ...)``,
+    leaving out arguments at their default; arrays of more than 6 entries appear as ``array(shape=(r, c))``.
+    (Results and reports print ``<Type: summary>`` instead: they are not built from arguments.)
+
+    >>> import numpy as np
+    >>> class Model:
+    ...     pass
+    >>> call_repr(Model(), {"a": 1.0, "mu": None, "times": np.zeros((5, 3))}, {"mu": None})
+    'Model(a=1.0, times=array(shape=(5, 3)))'
+    """
+    import numpy as np
+
+    def show(v: Any) -> str:
+        if isinstance(v, np.ndarray):
+            return repr(v.tolist()) if v.size <= 6 else f"array(shape={v.shape})"
+        if isinstance(v, np.generic):
+            return repr(v.item())
+        return repr(v)
+
+    defaults = defaults or {}
+    parts = [f"{k}={show(v)}" for k, v in args.items() if not (k in defaults and _same(v, defaults[k]))]
+    return f"{type(obj).__name__}({', '.join(parts)})"
+
+
+def _same(a: Any, b: Any) -> bool:
+    try:
+        return bool(a is b or a == b)
+    except (TypeError, ValueError):           # arrays: never equal to a scalar default here
+        return False
 
 
 def count_text(n: int) -> str:

@@ -89,6 +89,17 @@ class Decoder:
         raise NotImplementedError
 
     def __repr__(self) -> str:
+        """The call that builds the decoder when its arguments are stored under their names (``NullSpaceDecoder(
+        rtol=1e-08, refine=1)``), else ``<Type 'name'>``."""
+        import inspect
+
+        from .._base.output import call_repr
+
+        params = [p for p in inspect.signature(type(self).__init__).parameters.values()
+                  if p.name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+        if all(hasattr(self, p.name) for p in params):
+            return call_repr(self, {p.name: getattr(self, p.name) for p in params},
+                             {p.name: p.default for p in params if p.default is not p.empty})
         return f"<{type(self).__name__} {self.name!r}>"
 
 

@@ -98,7 +98,14 @@ class WorkerModel:
         raise NotImplementedError
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.label})"
+        """The call that builds the model (``ShiftedExponentialWorkers(a=1.0, mu=2.0)``); ``label`` names it in
+        tables."""
+        from .._base.output import call_repr
+
+        return call_repr(self, self._args(), {"mu": None, "base": None})
+
+    def _args(self) -> dict[str, Any]:
+        return {}
 
 
 class ShiftedExponentialWorkers(WorkerModel):
@@ -123,6 +130,9 @@ class ShiftedExponentialWorkers(WorkerModel):
     def __init__(self, a: Any, mu: Any = None) -> None:
         self.a, self.mu = a, mu
         self.label = f"shifted-exponential(a={a}, mu={mu})"
+
+    def _args(self) -> dict[str, Any]:
+        return {"a": self.a, "mu": self.mu}
 
     def params(self, workers: int) -> tuple[np.ndarray, np.ndarray]:
         """``(a, mu)`` as arrays of shape (workers,)."""
@@ -182,6 +192,9 @@ class PersistentStragglers(WorkerModel):
         self.p_slow, self.p_recover, self.slowdown = float(p_slow), float(p_recover), float(slowdown)
         self.base = base
         self.label = f"persistent(p_slow={p_slow:g}, p_recover={p_recover:g}, slowdown={slowdown:g})"
+
+    def _args(self) -> dict[str, Any]:
+        return {"p_slow": self.p_slow, "p_recover": self.p_recover, "slowdown": self.slowdown, "base": self.base}
 
     def states(self, generator: np.random.Generator, iters: int, workers: int) -> np.ndarray:
         """Boolean (iters, workers): True where the worker is slow (the chain, from its stationary law).
@@ -272,6 +285,9 @@ class TraceReplay(WorkerModel):
         self.trace = T.copy()
         self.trace.flags.writeable = False
         self.label = f"trace({T.shape[0]} iterations x {T.shape[1]} workers)"
+
+    def _args(self) -> dict[str, Any]:
+        return {"times": self.trace}
 
     def times(self, generator: np.random.Generator, iters: int, workers: int,
               points: float | np.ndarray) -> np.ndarray:
