@@ -208,9 +208,9 @@ def example_worker(cfg: dict) -> int:
     snaps: list[dict] = []
 
     def evaluate(model: torch.nn.Module) -> float:
-        """A copy of the state after each step (microseconds), evaluated after the run: an evaluation inside the
-        run would overlap DDP's next iteration on the other ranks (``ddp_train`` evaluates on rank 1 only, while
-        the late rank already sleeps) and hide up to its duration of the straggler's delay."""
+        """A copy of the state after each step (microseconds), evaluated after the run, so that every scheme's
+        wall time holds the same (no) evaluation work. (``ddp_train`` synchronises its ranks after an evaluation;
+        before, rank 1's evaluation overlapped the late rank's delay and hid up to its duration.)"""
         snaps.append({k: v.clone() for k, v in model.state_dict().items()})
         return 0.0
 

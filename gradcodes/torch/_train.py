@@ -545,6 +545,10 @@ def ddp_train(model: Any, loss_fn: Callable[[Any, Any], Any], X: Any, y: Any, *,
         loss.backward()
         opt.step()
         res.times.append(time.monotonic() - start)
-        if evaluate is not None and rank == 1:
-            res.accuracy.append(float(evaluate(model)))
+        if evaluate is not None:
+            if rank == 1:
+                res.accuracy.append(float(evaluate(model)))
+            # every rank starts the next step together: rank 1's evaluation would otherwise overlap a late rank's
+            # delay and hide up to its duration from rank 1's next recorded step
+            dist.barrier(group=group)
     return res if rank == 1 else None
