@@ -11,6 +11,7 @@ decode refuses here.
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 import pytest
@@ -91,3 +92,29 @@ def test_the_reported_bound_and_thresholds_are_the_same_on_every_kernel():
     assert gc.verify(code, limit=10**6, rtol=below).verdict != "ok"
     assert gc.recommend(29, 4, rtol=BOUND_29_4).name == "cyclic_mds[real]"
     assert gc.recommend(29, 4, rtol=below).name != "cyclic_mds[real]"
+
+
+#: codes the screening kernel enumerates (more than 50,000 sets): (build, failing sets, borderline sets), committed
+SCREENED = {
+    "cyclic_repetition(40, 4, rng=21)": (lambda: gc.cyclic_repetition(40, 4, rng=21), 31, 84),
+    "cyclic_repetition(50, 5, rng=3)": (lambda: gc.cyclic_repetition(50, 5, rng=3), 1686, 4723),
+}
+
+
+@pytest.mark.parametrize("use_numba", [True, False])
+@pytest.mark.parametrize("name", list(SCREENED))
+def test_the_screened_counts_are_the_committed_ones_on_this_kernel(name, use_numba, monkeypatch):
+    """The screen decides most sets itself (cleared, failing, borderline) from a basis that LAPACK computes: the
+    counts of failing and borderline sets, and so the verdict, are the same on every kernel and on both paths."""
+    import gradcodes._verify.parallel as P
+    import gradcodes._verify.verifier as V
+
+    build, failing, borderline = SCREENED[name]
+    code = build()
+    if not use_numba and math.comb(code.n, code.s) > 200_000:
+        pytest.skip("the numpy screen serves enumerations below 200,000 sets")
+    monkeypatch.setattr(V, "_USE_NUMBA", use_numba)
+    before = P.SCREEN_DISAGREEMENTS
+    rep = gc.verify(code, limit=10**7, stop_on_failure=False, workers=1)
+    assert (rep.verdict, rep.n_failures, rep.n_borderline) == ("inaccurate", failing, borderline), str(rep)
+    assert P.SCREEN_DISAGREEMENTS == before
