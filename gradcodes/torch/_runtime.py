@@ -90,7 +90,34 @@ def _dist() -> Any:
 
 @dataclass
 class AggregateInfo:
-    """What happened in one :meth:`Master.aggregate`: the responders in arrival order, dropped senders, time."""
+    """What happened in one :meth:`Master.aggregate`: the responders in arrival order, dropped senders, time.
+
+    Attributes
+    ----------
+    iteration : int
+        The iteration aggregated.
+    responders : list of int
+        The workers whose messages were decoded, in arrival order (for a CodedReduce tree the level-1 workers,
+        each carrying its subtree).
+    stale : int
+        Messages of earlier iterations dropped during this aggregation.
+    bad : list of int
+        Workers whose message contained NaN or inf (treated as stragglers).
+    seconds : float
+        Time spent collecting and decoding.
+    adversaries, overflow, nonfinite
+        As commented in the class body (adversarial codes; a loss scaler's overflow and its senders).
+
+    Examples
+    --------
+    :meth:`Master.aggregate` returns one every step (and :class:`Callback`'s ``on_step`` receives it); built by
+    hand here:
+
+    >>> from gradcodes.torch import AggregateInfo
+    >>> info = AggregateInfo(iteration=3, responders=[2, 0, 1], seconds=0.02)
+    >>> info.responders, info.stale, info.bad, info.overflow
+    ([2, 0, 1], 0, [], False)
+    """
 
     iteration: int
     responders: list[int]
