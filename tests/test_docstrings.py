@@ -126,34 +126,29 @@ def _raises_directly(fn: Any) -> bool:
     return bool(_RAISE.search(source))
 
 
-# The gaps left: 73 callables (2 functions, 20 classes, 51 methods).
+# The gaps left: 16 callables (1 function, 1 class, 14 methods). The Examples of the runtime's methods (and of
+# ddp_train) need a running job of N + 1 MPI or torch.distributed ranks, which a doctest cannot start; their
+# classes' examples show the loop that calls them.
 MISSING: dict[str, tuple[str, ...]] = {
     # functions
-    "gradcodes.torch.train": ("Raises",),
-    "gradcodes.torch.ddp_train": ("Examples", "Parameters", "Returns"),
+    "gradcodes.torch.ddp_train": ("Examples",),
     # classes (Parameters and Examples in the class docstring)
     "gradcodes.Recommendation": ("Parameters",),
-    "gradcodes.mpi.Master": ("Examples",),
-    "gradcodes.mpi.Worker": ("Examples",),
-    "gradcodes.mpi.PartialMaster": ("Examples",),
-    "gradcodes.mpi.PartialWorker": ("Examples",),
-    "gradcodes.torch.Master": ("Examples",),
-    "gradcodes.torch.Worker": ("Examples",),
     # methods
-    "gradcodes.mpi.Master.broadcast": ("Examples", "Parameters"),
-    "gradcodes.mpi.Master.writable_params": ("Examples", "Parameters", "Returns"),
-    "gradcodes.mpi.Master.aggregate": ("Examples", "Parameters", "Raises", "Returns"),
-    "gradcodes.mpi.Master.stop": ("Examples", "Parameters", "Returns"),
-    "gradcodes.mpi.Worker.step": ("Examples", "Returns"),
-    "gradcodes.mpi.Worker.run": ("Examples", "Returns"),
-    "gradcodes.mpi.PartialMaster.broadcast": ("Examples", "Parameters"),
-    "gradcodes.mpi.PartialMaster.aggregate": ("Examples", "Parameters", "Returns"),
-    "gradcodes.mpi.PartialMaster.stop": ("Examples", "Parameters"),
-    "gradcodes.mpi.PartialWorker.run": ("Examples", "Returns"),
-    "gradcodes.torch.Master.broadcast": ("Examples", "Parameters"),
-    "gradcodes.torch.Master.aggregate": ("Examples", "Parameters", "Returns"),
-    "gradcodes.torch.Master.stop": ("Examples", "Parameters", "Returns"),
-    "gradcodes.torch.Worker.run": ("Examples", "Parameters", "Returns"),
+    "gradcodes.mpi.Master.broadcast": ("Examples",),
+    "gradcodes.mpi.Master.writable_params": ("Examples",),
+    "gradcodes.mpi.Master.aggregate": ("Examples",),
+    "gradcodes.mpi.Master.stop": ("Examples",),
+    "gradcodes.mpi.Worker.step": ("Examples",),
+    "gradcodes.mpi.Worker.run": ("Examples",),
+    "gradcodes.mpi.PartialMaster.broadcast": ("Examples",),
+    "gradcodes.mpi.PartialMaster.aggregate": ("Examples",),
+    "gradcodes.mpi.PartialMaster.stop": ("Examples",),
+    "gradcodes.mpi.PartialWorker.run": ("Examples",),
+    "gradcodes.torch.Master.broadcast": ("Examples",),
+    "gradcodes.torch.Master.aggregate": ("Examples",),
+    "gradcodes.torch.Master.stop": ("Examples",),
+    "gradcodes.torch.Worker.run": ("Examples",),
 }
 
 CALLABLES = list(public_callables())

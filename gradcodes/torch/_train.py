@@ -486,6 +486,22 @@ def train(code: Any, model: Any, loss_fn: Callable[[Any, Any], Any], X: Any, y: 
     TrainResult or None
         The master's record; None on the workers.
 
+    Raises
+    ------
+    GradcodesValueError
+        On every rank before any message: ``X`` is neither a pair of tensors with ``y`` nor a map-style dataset,
+        ``X`` and ``y`` differ in length, ``batch_size`` is not a multiple of ``code.k`` (or exceeds the data),
+        ``scheduler_step`` is not ``"step"`` or ``"epoch"``, ``checkpoint_every`` or ``accumulate_grad_batches``
+        is not a positive int, ``checkpoint_every`` is given without ``checkpoint``, ``autocast`` is not
+        float16 or bfloat16, ``grad_scaler`` goes with float16/bfloat16 parameters or an ``adversarial_gc`` code,
+        or rank 0 refused its ``checkpoint`` file (another run's, or corrupt).
+    GradcodesTypeError
+        If ``grad_scaler`` is not callable, or the parameters have several dtypes.
+    gradcodes.mpi.StragglerTimeout
+        When the master (or a tree parent) waited ``timeout`` seconds without a decodable set of messages.
+    GradcodesRuntimeError
+        On the master, with ``grad_scaler``: an overflow at a scale of 1 or below (above).
+
     Notes
     -----
     At set-up every rank checks that all ranks hold the same code and the same number of trainable parameter
@@ -652,7 +668,44 @@ def ddp_train(model: Any, loss_fn: Callable[[Any, Any], Any], X: Any, y: Any, *,
               seed: int = 0, evaluate: Callable[[Any], float] | None = None) -> TrainResult | None:
     """The baseline: ``torch.nn.parallel.DistributedDataParallel`` on ranks ``1..workers`` (``group``), each on
     ``batch_size / workers`` samples of the same global batches; the all-reduce waits for every rank. Rank 1
-    returns the :class:`TrainResult`, the others None (rank 0 does not take part)."""
+    returns the :class:`TrainResult`, the others None (rank 0 does not take part).
+
+    Every rank calls it with the same arguments (ranks 0 and above ``workers`` return at once); the global batches
+    are those of :func:`train` with the same ``seed`` and ``batch_size`` (:class:`CodedSampler` of
+    :func:`gradcodes.uncoded`), so the two runs see the same data.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        Initialised identically on every rank (wrapped in ``DistributedDataParallel``).
+    loss_fn : callable
+        ``loss_fn(outputs, targets)`` returning per-sample losses (``reduction="none"``); their mean is
+        backpropagated.
+    X, y : Tensor
+        The inputs and targets.
+    workers : int
+        The data-parallel ranks ``1..workers``.
+    batch_size : int
+        Samples per global batch, a multiple of ``workers``.
+    iterations : int
+        Optimizer steps.
+    optimizer : callable
+        ``optimizer(params)`` builds each rank's optimizer.
+    group : torch.distributed.ProcessGroup
+        The process group of ranks ``1..workers`` (``torch.distributed.new_group(range(1, workers + 1))``,
+        created on every rank).
+    delay : Delay, optional
+        Straggler injection: worker ``rank - 1`` sleeps until its delay has passed before its backward pass.
+    seed : int, default 0
+        The data order's seed.
+    evaluate : callable, optional
+        ``evaluate(model)`` on rank 1 after each step (its time included): the accuracy recorded.
+
+    Returns
+    -------
+    TrainResult or None
+        Rank 1's record (scheme ``"DDP allreduce"``); None on every other rank.
+    """
     import torch
     import torch.distributed as dist
 
