@@ -699,7 +699,8 @@ def ddp_train(model: Any, loss_fn: Callable[[Any, Any], Any], X: Any, y: Any, *,
     seed : int, default 0
         The data order's seed.
     evaluate : callable, optional
-        ``evaluate(model)`` on rank 1 after each step (its time included): the accuracy recorded.
+        ``evaluate(model)`` on rank 1 after each step, excluded from the times (the ranks then wait for each
+        other): the accuracy recorded.
 
     Returns
     -------
