@@ -91,6 +91,17 @@ class EncodeMixin(CodeBase):
         -------
         Y : ndarray, shape (n, q)
 
+        Raises
+        ------
+        GradcodesValueError
+            If ``partials`` is not 2-D, has not ``k`` rows or has no column, if ``out`` has not the shape
+            ``(n, q)`` and the result dtype or is not a writeable C-contiguous array, or if the code's entries
+            overflow the data's precision (e.g. float32).
+        GradcodesTypeError
+            If ``partials`` is not an array, or has a dtype the code cannot take (not float, complex or integer;
+            Fractions with a code not over the rationals; floating-point data with a code over GF(p)), or if
+            ``out`` is not a numpy array.
+
         See Also
         --------
         encode_worker : one worker's message from its own partial gradients only.
@@ -163,6 +174,16 @@ class EncodeMixin(CodeBase):
         -------
         y : ndarray, shape (ceil(length/m),)
             In the partials' dtype (float32 stays float32; Fractions stay exact).
+
+        Raises
+        ------
+        GradcodesValueError
+            If ``i`` is not in ``[0, n)``, the partials are not one per partition of ``code.supports[i]`` of one
+            length, ``length`` does not match them (or is missing for a worker that stores no partition), or
+            ``out`` has not the shape ``(q,)`` and the result dtype or is not a writeable C-contiguous array.
+        GradcodesTypeError
+            If ``i`` is not an integer, ``partials`` is neither a 2-D array nor a sequence of 1-D arrays or has
+            a dtype the code cannot take (as in :meth:`encode`), or ``out`` is not a numpy array.
 
         Examples
         --------

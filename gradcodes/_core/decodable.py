@@ -223,6 +223,17 @@ class DecodableMixin(CodeBase):
         verdict of a covered set is kept with the code (per dtype, shared by every tracker of the code in the
         process; bounded memory), so a set seen before costs one dictionary look-up.
 
+        Parameters
+        ----------
+        dtype : dtype, default float64
+            The messages' dtype: a set is decodable when its decode passes the acceptance rule in it (as for
+            :meth:`decodable`).
+
+        Returns
+        -------
+        Decodability
+            A new tracker with no responders yet.
+
         Examples
         --------
         >>> import gradcodes as gc

@@ -431,6 +431,29 @@ class ExactDecoder(Decoder):
 
     @staticmethod
     def basis(code: LinearCode) -> tuple[Array, Array]:
+        """The particular solution ``C`` and the left-null basis ``K`` of an exact code (computed once, cached).
+
+        Parameters
+        ----------
+        code : LinearCode
+            A code over the rationals or GF(p).
+
+        Returns
+        -------
+        C : ndarray, shape (m, n)
+            A solution of ``C B = E`` by exact elimination (zero when there is none).
+        K : ndarray, shape (n, d)
+            Its columns span the left null space of ``B`` (``K^T B = 0``), ``d`` its dimension; every solution
+            of ``a B = E`` is ``C + z^T K^T``.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> code = gc.fractional_repetition(4, 1, field="rational")
+        >>> C, K = gc.ExactDecoder.basis(code)
+        >>> C.shape, K.shape, bool((C @ code.B == code.target).all()), bool((K.T @ code.B == 0).all())
+        ((1, 4), (4, 2), True, True)
+        """
         cached = code._memo.get("exact")
         if cached is None:
             C = solve_left(code.B, code.target)

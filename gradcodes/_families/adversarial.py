@@ -423,12 +423,50 @@ class InterpolationDecoder(Decoder):
     prod_l λ_l/(x_i - x_l)`` times short elementary symmetric sums of circle points; ``"chebyshev"`` and given
     nodes: the top ``m`` monomial coefficients. Rational codes: exact Fractions. Float codes: the same formulas in
     floats over the batch (differences of the dyadic nodes are exact). Fewer than ``K`` responders: zero rows.
+
+    Examples
+    --------
+    >>> import gradcodes as gc
+    >>> placement = [[0, 1, 2], [0, 1, 3], [0, 2, 3], [1, 2, 3], [0, 1, 2, 3], [0, 1, 2, 3]]
+    >>> code = gc.adversarial_gc(placement, s=1, a=1, nodes=range(6), field="rational")
+    >>> code.default_decoder, isinstance(code.decoders["interpolation"], gc.InterpolationDecoder)
+    ('interpolation', True)
     """
 
     name = "interpolation"
     description = "Lagrange interpolation on the first K responders (Jahani-Nezhad & Maddah-Ali)"
 
     def matrices(self, code: LinearCode, mask: np.ndarray) -> Any:
+        """Decoding matrices (b, m, n) for the responder masks ``mask`` (b, n): the first ``K`` responders of each.
+
+        Parameters
+        ----------
+        code : AdversarialCode
+            A code of :func:`~gradcodes.adversarial_gc` (its nodes, ``K`` and ``m``).
+        mask : ndarray of bool, shape (b, n)
+            Each row: the responders of one set.
+
+        Returns
+        -------
+        ndarray, shape (b, m, n)
+            The interpolation weights of the first ``K`` responders of each set, zero elsewhere (all zero when a
+            set has fewer than ``K`` responders); exact Fractions for a rational code.
+
+        Raises
+        ------
+        GradcodesTypeError
+            If ``code`` is not a code of :func:`~gradcodes.adversarial_gc`.
+
+        Examples
+        --------
+        >>> import numpy as np, gradcodes as gc
+        >>> placement = [[0, 1, 2], [0, 1, 3], [0, 2, 3], [1, 2, 3], [0, 1, 2, 3], [0, 1, 2, 3]]
+        >>> code = gc.adversarial_gc(placement, s=1, a=1, nodes=range(6), field="rational")
+        >>> mask = np.array([[1, 0, 1, 0, 0, 1], [1, 1, 0, 0, 0, 0]], dtype=bool)   # K = 3 and 2 responders
+        >>> A = gc.InterpolationDecoder().matrices(code, mask)
+        >>> A.shape, bool((A[0] @ code.B == code.target).all()), bool((A[1] == 0).all())
+        ((2, 2, 6), True, True)
+        """
         if not isinstance(code, AdversarialCode):
             raise GradcodesTypeError(f"the interpolation decoder needs an adversarial_gc code, got "
                                      f"{type(code).__name__}")

@@ -169,12 +169,23 @@ class BIBDDecoder(Decoder):
 
     Exact for rational codes; in floats one correctly rounded quotient of integers per pattern.
 
+    Parameters
+    ----------
+    r : int
+        Blocks through every point of the design: the number of partitions every worker stores.
+    block_size : int
+        ``K``, the points of every block: the number of workers that store a partition.
+    lam : int
+        ``λ``, the blocks through every pair of points.
+
     Examples
     --------
     >>> import gradcodes as gc
     >>> code = gc.bibd_code("projective_plane", 2)
     >>> code.decoders["optimal"].weight(7)            # every worker responds: K r / (r - λ + λ n) = 1
     Fraction(1, 1)
+    >>> gc.BIBDDecoder(r=3, block_size=3, lam=1).weight(5)     # the Fano plane's parameters
+    Fraction(9, 7)
     """
 
     name = "optimal"
@@ -273,6 +284,28 @@ class BIBDCode(ApproximateCode):
 
         (The name is the one of the other families' bounds; here it is attained by every straggler set, and
         :func:`gradcodes.worst_case_error` reports it as the proven worst case.)
+
+        Parameters
+        ----------
+        s : int
+            Number of stragglers, ``0 <= s < n``.
+
+        Returns
+        -------
+        float
+            ``||u_F B - 1||_2`` of the optimal decoder for any set of ``n - s`` responders (0.0 for ``s = 0``).
+
+        Raises
+        ------
+        GradcodesValueError
+            If ``s`` is not in ``[0, n)``.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> code = gc.bibd_code("projective_plane", 2)                     # the Fano plane
+        >>> round(code.spectral_bound(2), 6), code.squared_error(2)
+        (0.755929, Fraction(4, 7))
         """
         e = self.squared_error(s)
         return math.sqrt(e.numerator / e.denominator) if e else 0.0

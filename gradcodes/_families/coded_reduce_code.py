@@ -467,7 +467,26 @@ class CodedReduceCode(LinearCode):
         """Responder masks (b, N) -> the responders whose every ancestor responds too (b, N).
 
         A straggler silences its subtree, so only these messages can reach the master; every decoder (the tree
-        decoder and the generic ones on the flattened code) only sees them."""
+        decoder and the generic ones on the flattened code) only sees them.
+
+        Parameters
+        ----------
+        mask : array_like of bool, shape (b, N)
+            Each row: the responders of one set.
+
+        Returns
+        -------
+        ndarray of bool, shape (b, N)
+            True for the responders whose parent, grandparent, ... up to level 1 all respond.
+
+        Examples
+        --------
+        >>> import numpy as np, gradcodes as gc
+        >>> code = gc.coded_reduce(2, 2, 1)      # workers 0, 1 at level 1; 2, 3 under 0; 4, 5 under 1
+        >>> mask = np.array([[0, 1, 1, 1, 1, 1], [1, 1, 1, 0, 1, 1]], dtype=bool)
+        >>> code.reachable(mask).astype(int).tolist()           # worker 0 straggles: 2 and 3 are cut off
+        [[0, 1, 0, 0, 1, 1], [1, 1, 1, 0, 1, 1]]
+        """
         mask = np.asarray(mask, dtype=bool)
         b, n = mask.shape[0], self.branching
         out = np.zeros_like(mask)
@@ -562,6 +581,20 @@ class CodedReduceCode(LinearCode):
         ------
         DecodingError
             When the responders' tree decode misses the tolerance in the messages' dtype.
+        NonFiniteMessageError
+            When a used worker's message holds NaN or infinite values (the result is not finite).
+        GradcodesValueError
+            If ``messages`` has not ``N`` rows, or ``responders`` is not a set of workers in ``[0, N)`` or a mask
+            of length ``N``.
+
+        Examples
+        --------
+        >>> import numpy as np, gradcodes as gc
+        >>> code = gc.coded_reduce(2, 2, 1)      # workers 0, 1 at level 1; 2, 3 under 0; 4, 5 under 1
+        >>> G = np.arange(8.0).reshape(code.k, 2)                   # four partial gradients of length 2
+        >>> Y = code.encode(G)                                      # every worker's own message
+        >>> code.execute([1, 2, 3, 4, 5], Y).tolist(), G.sum(axis=0).tolist()      # worker 0 straggles
+        ([12.0, 16.0], [12.0, 16.0])
         """
         F, mask = self._mask(responders)
         M = self._check_data("messages", messages)
@@ -614,6 +647,17 @@ class CodedReduceCode(LinearCode):
 
         Choices below a straggling parent are counted too (they do not change the outcome)
         (the n=3, L=2, s=1 tree has ``4^4 = 256``).
+
+        Returns
+        -------
+        int
+            ``(sum_{j <= s} C(n, j))^parents``, with ``n`` the branching factor.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> gc.coded_reduce(2, 2, 1).patterns_total(), gc.coded_reduce(3, 2, 1).patterns_total()   # 3^3, 4^4
+        (27, 256)
         """
         per = sum(math.comb(self.branching, j) for j in range(self.s + 1))
         return per**self.parents

@@ -622,6 +622,36 @@ class ComponentDecoder(Decoder):
     description = "optimal decoding by connected components (Glasgow & Wootters)"
 
     def matrices(self, code: LinearCode, mask: np.ndarray) -> Any:
+        """Optimal decoding matrices (b, 1, n) for the responder masks ``mask`` (b, n), component by component.
+
+        Parameters
+        ----------
+        code : GraphAssignmentCode
+            A code of :func:`~gradcodes.graph_assignment_code` (its edges are the workers).
+        mask : ndarray of bool, shape (b, n)
+            Each row: the responders of one set.
+
+        Returns
+        -------
+        ndarray, shape (b, 1, n)
+            The least-squares optimal ``A_F`` of each set, zero on the stragglers; exact rationals for a code
+            over the rationals.
+
+        Raises
+        ------
+        GradcodesTypeError
+            If ``code`` is not a graph assignment code.
+
+        Examples
+        --------
+        >>> import numpy as np, gradcodes as gc
+        >>> code = gc.graph_assignment_code(4, 8, graph="margulis")
+        >>> mask = np.zeros((1, code.n), dtype=bool)
+        >>> mask[0, 0] = True                                     # one responder: a self-loop on partition 0
+        >>> A = gc.ComponentDecoder().matrices(code, mask)
+        >>> A.shape, round(float(((A[0] @ code.B - code.target) ** 2).sum()), 9), gc.graph_assignment_error(code, [0])
+        ((1, 1, 16), 3.0, Fraction(3, 1))
+        """
         if not isinstance(code, GraphAssignmentCode):
             raise GradcodesTypeError(f"the components decoder needs a graph assignment code, got "
                                      f"{type(code).__name__}")

@@ -286,6 +286,39 @@ class LagrangeDecoder(Decoder):
     ``O(n s)``. Float codes: ``C_i`` and ``1/λ_l`` correctly rounded, the ``s`` factors multiplied in the order of
     ``E`` with ``2^{-h_i}`` applied in exact steps (folded into the exact node differences); rational codes:
     Fractions; GF(p) codes: the rational weights reduced mod ``p``. Fewer than ``K`` responders: zero rows.
+
+    :func:`heterogeneous_exact` builds it from the code's own data (``code.decoders["lagrange"]``); the
+    arguments are the attributes of the :class:`~gradcodes.HeterogeneousExactCode` of the same name.
+
+    Parameters
+    ----------
+    nodes : iterable of fractions.Fraction or int
+        The dyadic nodes ``x_i`` (``code.nodes``).
+    scale_exponents : sequence of int
+        The row scales ``e_i`` of ``B`` (``code.scale_exponents``).
+    rho : tuple of two fractions.Fraction
+        Real and imaginary part of ``ρ`` (``code.rho``).
+    s : int
+        Stragglers tolerated: the first ``n - s`` responders are used.
+    consts : sequence of pairs of fractions.Fraction
+        Real and imaginary part of every ``C_i``, exactly (``code.consts``).
+    base_exponents : sequence of int
+        The exponents ``c_i`` the stored ``C_i`` are scaled by (``code.base_exponents``): worker ``i``'s weight is
+        multiplied by ``2^{e_i - c_i}``.
+    exact : bool, default False
+        Exact Fraction weights (for a code over the rationals).
+    gf : galois.GF(p) class, optional
+        Weights reduced mod ``p`` (for the code over GF(p) of ``code.in_field``); implies exact arithmetic.
+
+    Examples
+    --------
+    >>> import numpy as np, gradcodes as gc
+    >>> code = gc.heterogeneous_exact([1, 1, 2, 2], 1, 6, field="rational")
+    >>> dec = gc.LagrangeDecoder(code.nodes, code.scale_exponents, code.rho, code.s, code.consts,
+    ...                          code.base_exponents, exact=True)
+    >>> A = dec.matrices(code, np.array([[1, 0, 1, 1]], dtype=bool))     # worker 1 straggles
+    >>> [round(float(v), 4) for v in A[0, 0]], (A[0] @ code.B).tolist() == [[1] * 6]
+    ([0.3951, 0.0, -2.0085, 0.9275], True)
     """
 
     name = "lagrange"

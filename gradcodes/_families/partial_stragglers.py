@@ -134,6 +134,36 @@ class ChunkDecoder(Decoder):
         return self._inv[ck]
 
     def matrices(self, code: LinearCode, mask: np.ndarray) -> Any:
+        """Decoding matrices (b, m, n) for the message masks ``mask`` (b, n), chunk by chunk.
+
+        Parameters
+        ----------
+        code : PartialStragglerCode
+            The protocol (its message rows, ``m`` and the holders of every chunk).
+        mask : ndarray of bool, shape (b, n)
+            Each row: the messages that arrived in one set.
+
+        Returns
+        -------
+        ndarray, shape (b, m, n)
+            ``A_F`` of each set: the exact Vandermonde inverse of the first ``m`` messages of every chunk (the
+            pseudo-inverse of fewer with ``approximate=True``), zero elsewhere; exact rationals when the decoder
+            is ``exact``.
+
+        Raises
+        ------
+        GradcodesTypeError
+            If ``code`` is not a :class:`~gradcodes.PartialStragglerCode`.
+
+        Examples
+        --------
+        >>> import numpy as np, gradcodes as gc
+        >>> code = gc.partial_straggler_code(4, 1)
+        >>> mask = code.progress_mask(np.array([2, 2, 2, 0]))            # worker 3 sent nothing
+        >>> A = gc.ChunkDecoder().matrices(code, mask[None])
+        >>> A.shape, bool(np.allclose(A[0] @ code.B, code.target))
+        ((1, 1, 8), True)
+        """
         if not isinstance(code, PartialStragglerCode):
             raise GradcodesTypeError(f"the chunk decoder needs a PartialStragglerCode, got {type(code).__name__}")
         mask = np.asarray(mask, dtype=bool)

@@ -107,6 +107,30 @@ class ProductCode(ApproximateCode):
         than ``s + 1`` workers or no ``spectral_bound`` method contributes the trivial ``sqrt(k)`` (module
         docstring). Exact factors (exact codes tolerating ``s`` stragglers) count with error 0 when they
         declare ``s`` as their straggler tolerance.
+
+        Parameters
+        ----------
+        s : int
+            Number of stragglers, ``0 <= s < n``.
+
+        Returns
+        -------
+        float
+            An upper bound on ``min ||u_F B - 1||_2`` over every set of ``n - s`` responders (at most
+            ``sqrt(k_1 k_2)``).
+
+        Raises
+        ------
+        GradcodesValueError
+            If ``s`` is not in ``[0, n)``.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> fano = gc.bibd_code("projective_plane", 2)
+        >>> code = gc.product_code(fano, gc.fractional_repetition(2, 1))      # the second factor tolerates 1
+        >>> code.spectral_bound(1), round(code.spectral_bound(2), 4)
+        (0.0, 1.069)
         """
         s = check_int("s", s, 0, self.n - 1)
         k1, k2 = self.first.k, self.second.k

@@ -203,7 +203,33 @@ class FixedDelay(Delay):
         self.entropy = rng_entropy(rng)
 
     def stragglers(self, iteration: int, workers: int) -> frozenset[int]:
-        """The late workers of an iteration."""
+        """The late workers of an iteration.
+
+        Parameters
+        ----------
+        iteration : int
+            The iteration (with ``count``, it and ``rng`` decide the draw, the same on every rank).
+        workers : int
+            Number of workers.
+
+        Returns
+        -------
+        frozenset of int
+            The given ``workers`` (every iteration), or ``count`` workers drawn without replacement.
+
+        Raises
+        ------
+        GradcodesValueError
+            If ``count`` exceeds ``workers``.
+
+        Examples
+        --------
+        >>> sorted(FixedDelay(0.3, workers=[1, 4]).stragglers(0, workers=8))
+        [1, 4]
+        >>> d = FixedDelay(0.3, count=2, rng=1)
+        >>> d.stragglers(5, workers=8) == d.stragglers(5, workers=8), len(d.stragglers(5, workers=8))
+        (True, 2)
+        """
         if self.workers is not None:
             return self.workers
         assert self.count is not None
@@ -333,7 +359,30 @@ class ModelDelay(Delay):
         self._cache: dict[tuple[int, float], np.ndarray] = {}
 
     def times(self, workers: int, load_fraction: float) -> np.ndarray:
-        """The ``(horizon, workers)`` array of injected times for workers processing ``load_fraction`` of the data."""
+        """The ``(horizon, workers)`` array of injected times for workers processing ``load_fraction`` of the data.
+
+        Drawn once per ``(workers, load_fraction)`` from ``(rng, workers)`` and cached, so that every rank gets the
+        same times.
+
+        Parameters
+        ----------
+        workers : int
+            Number of workers.
+        load_fraction : float
+            The share of the data every worker processes (``load_fraction * m_data`` points).
+
+        Returns
+        -------
+        ndarray, shape (horizon, workers)
+            Seconds; row ``t % horizon`` is iteration ``t``.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> d = ModelDelay(gc.TraceReplay([[0.1, 0.2], [0.3, 0.4]]), m_data=100, horizon=3)
+        >>> d.times(2, 0.5).tolist()
+        [[0.1, 0.2], [0.3, 0.4], [0.1, 0.2]]
+        """
         key = (int(workers), float(load_fraction))
         if key not in self._cache:
             gen = np.random.default_rng([self.entropy, 3, int(workers)])

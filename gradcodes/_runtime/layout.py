@@ -253,6 +253,27 @@ class WorkerEncoder:
         Gradient length.
     dtype : numpy dtype
         The messages' dtype (float32 stays float32).
+
+    Raises
+    ------
+    GradcodesValueError
+        If ``worker`` is not in ``[0, n)`` or ``p < 1``.
+    GradcodesTypeError
+        If the code is over GF(p) or the complex numbers, or ``dtype`` is not a float dtype.
+
+    Examples
+    --------
+    >>> import numpy as np, gradcodes as gc
+    >>> from gradcodes.mpi import WorkerEncoder
+    >>> code = gc.cyclic_repetition(4, 1, rng=0)
+    >>> enc = WorkerEncoder(code, 2, 3, np.float64)             # worker 2, gradients of length 3
+    >>> enc.partitions, enc.q
+    ([2, 3], 3)
+    >>> G = np.arange(12.0).reshape(4, 3)                       # the four partial gradients
+    >>> out = np.empty(enc.q)
+    >>> enc.encode(None, lambda params, j: G[j], out)           # calls the callback for partitions 2 and 3 only
+    >>> bool(np.allclose(out, code.encode(G)[2]))
+    True
     """
 
     def __init__(self, code: LinearCode, worker: int, p: int, dtype: DTypeLike) -> None:
@@ -297,7 +318,39 @@ class WorkerEncoder:
         self._shape = (self.p,)
 
     def check_part(self, g: Any, j: int) -> np.ndarray:
-        """A partial gradient checked against the run's length and dtype (clear errors)."""
+        """A partial gradient checked against the run's length and dtype (clear errors).
+
+        Parameters
+        ----------
+        g : object
+            What ``partial_gradient(params, j)`` returned.
+        j : int
+            The partition (named in the error message).
+
+        Returns
+        -------
+        ndarray, shape (p,)
+            ``g`` itself.
+
+        Raises
+        ------
+        GradcodesValueError
+            If ``g`` is not a numpy array of shape ``(p,)``.
+        GradcodesTypeError
+            If its dtype is not the run's.
+
+        Examples
+        --------
+        >>> import numpy as np, gradcodes as gc
+        >>> from gradcodes.mpi import WorkerEncoder
+        >>> enc = WorkerEncoder(gc.cyclic_repetition(4, 1, rng=0), 2, 3, np.float64)
+        >>> enc.check_part(np.zeros(3), 2)
+        array([0., 0., 0.])
+        >>> enc.check_part(np.zeros(3, dtype=np.float32), 2)
+        Traceback (most recent call last):
+        ...
+        gradcodes.GradcodesTypeError: partial_gradient(params, 2) returned dtype float32; the run uses float64 ...
+        """
         p = self.p
         if not isinstance(g, np.ndarray) or g.shape != (p,):
             raise GradcodesValueError(f"partial_gradient(params, {j}) must return a flat numpy array of length {p}, "
@@ -308,7 +361,35 @@ class WorkerEncoder:
         return g
 
     def check_message(self, y: Any) -> np.ndarray:
-        """A ``coded_gradient`` result checked against the message length and dtype."""
+        """A ``coded_gradient`` result checked against the message length and dtype.
+
+        Parameters
+        ----------
+        y : object
+            What ``coded_gradient(params, weights)`` returned.
+
+        Returns
+        -------
+        ndarray, shape (q,)
+            ``y`` itself.
+
+        Raises
+        ------
+        GradcodesValueError
+            If ``y`` is not a numpy array of shape ``(q,)`` (``q = ceil(p / m)``) and the run's dtype.
+
+        Examples
+        --------
+        >>> import numpy as np, gradcodes as gc
+        >>> from gradcodes.mpi import WorkerEncoder
+        >>> enc = WorkerEncoder(gc.cyclic_repetition(4, 1, rng=0), 2, 3, np.float64)
+        >>> enc.check_message(np.ones(3))
+        array([1., 1., 1.])
+        >>> enc.check_message(np.ones(2))
+        Traceback (most recent call last):
+        ...
+        gradcodes.GradcodesValueError: coded_gradient(params, weights) must return a flat numpy array of length ...
+        """
         if not isinstance(y, np.ndarray) or y.shape != (self.q,) or y.dtype != self.dtype:
             raise GradcodesValueError(f"coded_gradient(params, weights) must return a flat numpy array of length "
                              f"ceil(length/m)={self.q} and dtype {self.dtype}, got {type(y).__name__} "
@@ -321,7 +402,34 @@ class WorkerEncoder:
 
         ``partial_gradient(params, j)`` is called once per stored partition; each result must stay valid until
         the message is built (return a new array, or one buffer per partition). Its shape and dtype are compared
-        with the run's (two attribute reads); nothing else is validated per call."""
+        with the run's (two attribute reads); nothing else is validated per call.
+
+        Parameters
+        ----------
+        params : ndarray
+            The parameters, passed to ``partial_gradient`` as they are.
+        partial_gradient : callable
+            ``partial_gradient(params, j)``: the gradient of partition ``j``, a numpy array of shape ``(p,)`` in
+            the run's dtype.
+        out : ndarray, shape (q,)
+            The message buffer (C-contiguous, the run's dtype), overwritten.
+
+        Raises
+        ------
+        GradcodesValueError, GradcodesTypeError
+            If a partial gradient has the wrong shape or dtype (:meth:`check_part`).
+
+        Examples
+        --------
+        >>> import numpy as np, gradcodes as gc
+        >>> from gradcodes.mpi import WorkerEncoder
+        >>> code = gc.fractional_repetition(4, 1)                  # worker 0 stores partitions 0 and 1
+        >>> enc = WorkerEncoder(code, 0, 2, np.float64)
+        >>> out = np.empty(enc.q)
+        >>> enc.encode(np.zeros(2), lambda w, j: np.full(2, float(j + 1)), out)
+        >>> out.tolist()                                            # 1 + 2 in each coordinate
+        [3.0, 3.0]
+        """
         parts = self._parts
         shape, dt = self._shape, self.dtype
         for a, j in enumerate(self.partitions):

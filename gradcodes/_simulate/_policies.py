@@ -451,10 +451,65 @@ class KAsync(WaitPolicy):
         return self.K
 
     def counts(self, code: LinearCode, order: np.ndarray) -> np.ndarray:
+        """Not defined: K-async updates are not synchronous iterations (use :func:`gradcodes.simulate_training`).
+
+        Parameters
+        ----------
+        code : LinearCode
+            The code (not read).
+        order : ndarray of int, shape (b, n)
+            Arrival orders (not read).
+
+        Returns
+        -------
+        ndarray of int64, shape (b,)
+            Never returns.
+
+        Raises
+        ------
+        GradcodesValueError
+            Always: a K-async update may use stale gradients of earlier iterations, which per-iteration counts
+            cannot describe.
+
+        Examples
+        --------
+        >>> import numpy as np, gradcodes as gc
+        >>> gc.KAsync(3).counts(gc.fractional_repetition(6, 2), np.array([[0, 1, 2, 3, 4, 5]]))
+        Traceback (most recent call last):
+        ...
+        gradcodes.GradcodesValueError: K-async updates are not synchronous iterations: ...
+        """
         raise GradcodesValueError("K-async updates are not synchronous iterations: simulate them with "
                                   "simulate_training")
 
     def tracker(self, code: LinearCode, dtype: DTypeLike = np.float64) -> Any:
+        """Not defined: the MPI runtime's master drops stale messages, so it cannot run K-async SGD.
+
+        Parameters
+        ----------
+        code : LinearCode
+            The code (not read).
+        dtype : dtype, default float64
+            The messages' dtype (not read).
+
+        Returns
+        -------
+        object
+            Never returns.
+
+        Raises
+        ------
+        GradcodesValueError
+            Always.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> gc.KAsync(3).tracker(gc.fractional_repetition(6, 2))
+        Traceback (most recent call last):
+        ...
+        gradcodes.GradcodesValueError: K-async is not supported by the MPI runtime ...
+        """
         raise GradcodesValueError("K-async is not supported by the MPI runtime (its master drops stale messages)")
 
 
@@ -486,6 +541,33 @@ class EarliestDecodable(WaitPolicy):
         return {} if self.dtype == np.float64 else {"dtype": self.dtype.name}
 
     def counts(self, code: LinearCode, order: np.ndarray) -> np.ndarray:
+        """Messages waited for in each of the ``b`` iterations: the first prefix of ``order`` that decodes.
+
+        Parameters
+        ----------
+        code : LinearCode
+            The code the master decodes.
+        order : ndarray of int, shape (b, n)
+            Each row: one iteration's workers in the order their messages arrive.
+
+        Returns
+        -------
+        ndarray of int64, shape (b,)
+            The length of the shortest decodable prefix of each row (judged in the policy's ``dtype``).
+
+        Raises
+        ------
+        GradcodesValueError
+            If ``code`` is a group code (e.g. :func:`~gradcodes.fractional_repetition`) whose group decode
+            fails the acceptance rule in ``dtype`` for every responder set.
+
+        Examples
+        --------
+        >>> import numpy as np, gradcodes as gc
+        >>> order = np.array([[0, 1, 5, 2, 3, 4], [0, 1, 2, 3, 4, 5]])
+        >>> gc.EarliestDecodable(np.float32).counts(gc.fractional_repetition(6, 2), order).tolist()
+        [3, 4]
+        """
         b, n = order.shape
         rank = np.empty_like(order)
         np.put_along_axis(rank, order, np.arange(n)[None, :].repeat(b, axis=0), axis=1)

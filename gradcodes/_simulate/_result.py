@@ -74,6 +74,15 @@ class SimulationResult:
     Index it by label (``res["CR"].mean``), iterate over ``res.schemes``, print it for a table, or call
     :meth:`speedup` for ratios of expected times.
 
+    Attributes
+    ----------
+    schemes : dict of str to SchemeResult
+        One result per simulated scheme, by label (``"CR"``, ``"GC"``, ...), in the order simulated.
+    params : dict
+        The parameters of the run, after defaults: ``n``, ``L``, ``s``, ``N``, ``s_gc``, ``m_data``, ``a``,
+        ``mu``, ``t_c``, ``t_step``, ``alpha``, ``overlap``, ``iters``, ``seed`` (the entropy of the random
+        state), ``policy``, ``model`` and ``deadline``.
+
     Examples
     --------
     >>> import gradcodes as gc

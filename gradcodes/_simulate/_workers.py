@@ -135,7 +135,36 @@ class ShiftedExponentialWorkers(WorkerModel):
         return {"a": self.a, "mu": self.mu}
 
     def params(self, workers: int) -> tuple[np.ndarray, np.ndarray]:
-        """``(a, mu)`` as arrays of shape (workers,)."""
+        """``(a, mu)`` as arrays of shape (workers,).
+
+        Parameters
+        ----------
+        workers : int
+            Number of workers (a scalar ``a`` or ``mu`` is repeated for each).
+
+        Returns
+        -------
+        a : ndarray of float, shape (workers,)
+            Seconds per data point of every worker.
+        mu : ndarray of float, shape (workers,)
+            The rate of every worker's exponential part (``inf``: deterministic); ``1 / a`` when not given.
+
+        Raises
+        ------
+        GradcodesValueError
+            If ``a`` or ``mu`` is neither a scalar nor has ``workers`` entries, if ``a`` has a negative, NaN or
+            infinite entry, if ``mu`` has an entry that is not > 0 (or is NaN), or if ``mu`` is not given and
+            some ``a`` is 0.
+        GradcodesTypeError
+            If ``a`` or ``mu`` is not real.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> a, mu = gc.ShiftedExponentialWorkers(a=[1e-3, 2e-3]).params(2)
+        >>> a.tolist(), mu.tolist()                                  # mu defaults to 1 / a
+        ([0.001, 0.002], [1000.0, 500.0])
+        """
         a = _per_worker("a", self.a, workers, positive=False)
         if self.mu is None:
             if np.any(a == 0):
@@ -230,6 +259,37 @@ class PersistentStragglers(WorkerModel):
 
     def times(self, generator: np.random.Generator, iters: int, workers: int,
               points: float | np.ndarray) -> np.ndarray:
+        """``(iters, workers)`` computation times: the base model's, times ``slowdown`` where the chain is slow.
+
+        Parameters
+        ----------
+        generator : numpy.random.Generator
+            The random state (advanced by the base model's draw, then by the chain's).
+        iters : int
+            Iterations.
+        workers : int
+            Workers.
+        points : float or ndarray of shape (workers,)
+            Data points per worker per iteration (its load).
+
+        Returns
+        -------
+        ndarray, shape (iters, workers)
+            Computation times in seconds.
+
+        Raises
+        ------
+        GradcodesValueError
+            If the model has no ``base`` (:func:`gradcodes.simulate` supplies one; give ``base=`` or use
+            :meth:`~gradcodes.PersistentStragglers.with_base` elsewhere).
+
+        Examples
+        --------
+        >>> import numpy as np, gradcodes as gc
+        >>> m = gc.PersistentStragglers(0.5, 0.5, 10.0, base=gc.TraceReplay([[1.0, 2.0]]))
+        >>> m.times(np.random.default_rng(0), 3, 2, 1.0).tolist()     # slow draws are 10 times longer
+        [[1.0, 20.0], [10.0, 2.0], [10.0, 2.0]]
+        """
         if self.base is None:
             raise GradcodesValueError("PersistentStragglers needs a base model (gradcodes.simulate supplies its a "
                                       "and mu)")
@@ -291,6 +351,35 @@ class TraceReplay(WorkerModel):
 
     def times(self, generator: np.random.Generator, iters: int, workers: int,
               points: float | np.ndarray) -> np.ndarray:
+        """The first ``iters`` rows of the trace, repeated cyclically; ``generator`` and ``points`` are not read.
+
+        Parameters
+        ----------
+        generator : numpy.random.Generator
+            Not used (a replay draws nothing).
+        iters : int
+            Iterations.
+        workers : int
+            Workers; must equal the trace's number of columns.
+        points : float or ndarray of shape (workers,)
+            Not used (the measured times already include the load).
+
+        Returns
+        -------
+        ndarray, shape (iters, workers)
+            Row ``t`` is row ``t % rows`` of the trace.
+
+        Raises
+        ------
+        GradcodesValueError
+            If ``workers`` differs from the trace's number of columns.
+
+        Examples
+        --------
+        >>> import numpy as np, gradcodes as gc
+        >>> gc.TraceReplay([[1.0, 2.0], [3.0, 0.5]]).times(np.random.default_rng(0), 3, 2, 10.0).tolist()
+        [[1.0, 2.0], [3.0, 0.5], [1.0, 2.0]]
+        """
         if workers != self.trace.shape[1]:
             raise GradcodesValueError(f"the trace has {self.trace.shape[1]} workers, the scheme has {workers}")
         idx = np.arange(iters) % self.trace.shape[0]

@@ -101,6 +101,34 @@ class FixedWeightDecoder(Decoder):
         self.weights = w
 
     def matrices(self, code: LinearCode, mask: np.ndarray) -> np.ndarray:
+        """Decoding matrices (b, 1, n): the fixed weights on the responders of each set, zero on its stragglers.
+
+        Parameters
+        ----------
+        code : LinearCode
+            The code (only its ``m`` is read; it must be 1).
+        mask : array_like of bool, shape (b, n)
+            Each row: the responders of one set.
+
+        Returns
+        -------
+        ndarray, shape (b, 1, n)
+            ``a_i = w_i`` on responders and 0 elsewhere; Fractions for an exact decoder, float64 otherwise.
+
+        Raises
+        ------
+        GradcodesValueError
+            If ``mask`` has not the shape ``(b, n)`` with ``n`` the number of weights, or if the code has
+            ``m > 1``.
+
+        Examples
+        --------
+        >>> import numpy as np, gradcodes as gc
+        >>> code = gc.fractional_repetition(4, 1)
+        >>> dec = gc.FixedWeightDecoder("halves", np.full(4, 0.5))
+        >>> dec.matrices(code, np.array([[1, 1, 0, 1]], dtype=bool)).tolist()
+        [[[0.5, 0.5, 0.0, 0.5]]]
+        """
         mask = np.asarray(mask, dtype=bool)
         if mask.ndim != 2 or mask.shape[1] != self.weights.size:
             raise GradcodesValueError(f"mask must have shape (b, {self.weights.size}), got {mask.shape}")

@@ -210,7 +210,33 @@ class BlockDecoder(Decoder):
 
     # ------------------------------------------------------------------ the proof by blocks
     def verify_by_blocks(self, code: GradientCode, **options: Any) -> VerifyReport:
-        """:func:`gradcodes.verify` for a code decoded by this decoder (the module docstring's theorem)."""
+        """:func:`gradcodes.verify` for a code decoded by this decoder (the module docstring's theorem).
+
+        Each distinct block is verified once and the reports are combined; when ``code.B`` is not exactly this
+        decoder's blocks the decoder is checked set by set instead (a note in the report says so).
+
+        Parameters
+        ----------
+        code : GradientCode
+            The code this decoder decodes.
+        **options
+            The options of :func:`gradcodes.verify` (``dtype``, ``rtol``, ``limit``, ...), passed to every
+            block's verification; ``decoder`` and ``field`` are ignored.
+
+        Returns
+        -------
+        VerifyReport
+            A :class:`~gradcodes.BlockVerifyReport` with one entry per block for a proof by blocks, else the
+            report of the set-by-set check.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> code = gc.stable_binary(6, 2)                         # two identical blocks of 3 workers
+        >>> report = code.decoders["blocks"].verify_by_blocks(code)
+        >>> report.verdict, [b["same_as"] for b in report.blocks]  # the second block is the first one again
+        ('ok', [None, 0])
+        """
         return verify_blocks(code, self, **options)
 
 
@@ -221,7 +247,13 @@ class BlockVerifyReport(VerifyReport):
     ``blocks`` lists one dict per block: ``workers``, ``partitions``, ``same_as`` (index of the identical block
     checked instead, or None) and ``report`` (its :class:`~gradcodes.VerifyReport`, None without partitions).
     The worst residual, cancellation and error estimate are the bounds of the proof by blocks (docs/stable_codes.md,
-    "Proof by blocks"), reached at the reported responder sets up to the rounding of the bound.
+    "Proof by blocks"), reached at the reported responder sets up to the rounding of the bound. The other
+    attributes are those of :class:`~gradcodes.VerifyReport`, for the whole code.
+
+    Attributes
+    ----------
+    blocks : list of dict
+        One entry per block of the code's matrix, as above.
 
     Examples
     --------

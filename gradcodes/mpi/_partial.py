@@ -100,6 +100,34 @@ class PartialMaster:
         Dtype of parameters and messages.
     poll : float >= 0, default 0
         Sleep between polls while waiting (0: spin).
+
+    Raises
+    ------
+    GradcodesValueError
+        If ``p`` is not an integer >= 1, ``dtype`` is not float64 or float32, the code is not over the reals, or
+        the communicator has not ``code.workers + 1`` ranks.
+    GradcodesTypeError
+        If ``code`` is not a :class:`~gradcodes.PartialStragglerCode`.
+
+    Examples
+    --------
+    The job needs ``code.workers + 1`` ranks; worker ``i`` sends a message after each of its chunks, in the order
+    ``code.order[i]``:
+
+    >>> import gradcodes as gc
+    >>> code = gc.partial_straggler_code(4, 1)
+    >>> code.workers + 1, code.n, code.order[0]          # mpiexec -n 5; 8 messages per iteration
+    (5, 8, (0, 1))
+
+    Rank 0 of ``mpiexec -n 5 python -m mpi4py script.py`` (ranks 1..4 run :class:`PartialWorker`)::
+
+        master = PartialMaster(code, MPI.COMM_WORLD, p=10)
+        w = np.zeros(10)
+        for t in range(100):
+            master.broadcast(w, t)
+            g, info = master.aggregate(t, timeout=60)
+            w -= 0.1 * g
+        master.stop()
     """
 
     def __init__(self, code: PartialStragglerCode, comm: Any, p: int, *, dtype: DTypeLike = np.float64,
@@ -136,7 +164,15 @@ class PartialMaster:
         self.next_row[i] = lo + (self.next_row[i] + 1 - lo) % (hi - lo)
 
     def broadcast(self, params: np.ndarray, t: int) -> None:
-        """Send iteration ``t``'s parameters to every worker (without blocking on stragglers)."""
+        """Send iteration ``t``'s parameters to every worker (without blocking on stragglers).
+
+        Parameters
+        ----------
+        params : ndarray, shape (p,)
+            The parameters, in the run's dtype (copied).
+        t : int
+            The iteration.
+        """
         self._sent = time.perf_counter()
         self.params.send(params, t)
 
@@ -151,6 +187,32 @@ class PartialMaster:
         ``"chunks_lstsq"`` decoder: exact on every chunk with ``m`` messages, the orthogonal projection on the
         others) with ``info["squared_error"] = sum_j max(0, m - c_j)`` (``c_j`` messages about chunk ``j``; 0 when
         every chunk was complete: then the decode is the exact one). Not a proof of exactness when positive.
+
+        Parameters
+        ----------
+        t : int
+            The iteration just broadcast.
+        timeout : float, default inf
+            Seconds to wait for every chunk's ``m`` messages.
+        deadline : float, optional
+            Seconds after :meth:`broadcast` to stop waiting, as above.
+
+        Returns
+        -------
+        gradient : ndarray, shape (p,)
+            The decoded sum (exact) or, past the deadline, the least-squares estimate.
+        info : dict
+            ``"messages"`` (the message rows used), ``"arrived"`` (messages per worker), ``"wait"`` (seconds),
+            ``"stale"`` (older messages dropped so far) and ``"squared_error"``.
+
+        Raises
+        ------
+        StragglerTimeout
+            After ``timeout`` seconds with a chunk that has fewer than ``m`` messages (without a deadline).
+        NonFiniteMessageError
+            When used messages hold NaN or inf, naming their workers.
+        GradcodesValueError
+            If ``deadline`` is negative or not a number.
         """
         code = self.code
         start = time.perf_counter()
@@ -226,7 +288,18 @@ class PartialMaster:
                                     "wait": waited, "stale": self.stale, "squared_error": sq}
 
     def stop(self, timeout: float = 30.0) -> None:
-        """Send STOP to every worker and drain their remaining messages until each has said FINAL."""
+        """Send STOP to every worker and drain their remaining messages until each has said FINAL.
+
+        Parameters
+        ----------
+        timeout : float, default 30
+            Seconds to wait for every worker's FINAL.
+
+        Raises
+        ------
+        StragglerTimeout
+            When workers did not say FINAL within ``timeout`` (their receives are cancelled).
+        """
         self.params.stop(self.poll, timeout)
         start = time.perf_counter()
         while not all(self.final):
@@ -265,6 +338,30 @@ class PartialWorker:
         :func:`gradcodes.simulate_partial` with ``chunk_times="even"``).
     poll : float >= 0, default 1e-4
         Sleep between polls.
+
+    Raises
+    ------
+    GradcodesTypeError
+        If ``code`` is not a :class:`~gradcodes.PartialStragglerCode`, ``gradient`` is not callable or ``delay``
+        not a delay model.
+    GradcodesValueError
+        If the code is not over the reals, the communicator has not ``code.workers + 1`` ranks, or this rank is
+        not a worker rank (1..``code.workers``).
+
+    Examples
+    --------
+    Worker ``i`` (rank ``i + 1``) computes its chunks in the order ``code.order[i]`` and sends one message after
+    each, row ``code.offsets[i] + position`` of the code:
+
+    >>> import gradcodes as gc
+    >>> code = gc.partial_straggler_code(4, 1)
+    >>> code.order[2], list(range(code.offsets[2], code.offsets[3]))     # rank 3: chunks 2, 3; rows 4, 5
+    ((2, 3), [4, 5])
+
+    Ranks 1..4 of ``mpiexec -n 5 python -m mpi4py script.py`` (rank 0 runs :class:`PartialMaster`), with
+    ``grad(chunk, w)`` the gradient of one chunk::
+
+        PartialWorker(code, MPI.COMM_WORLD, 10, grad).run()
     """
 
     def __init__(self, code: PartialStragglerCode, comm: Any, p: int, gradient: Callable[[int, np.ndarray], Any],
@@ -294,7 +391,13 @@ class PartialWorker:
         code.encode_worker(lo, self.param_buf[:1], out=self.send_buf[0])
 
     def run(self) -> int:
-        """Serve iterations until STOP; returns the number of messages sent."""
+        """Serve iterations until STOP; returns the number of messages sent.
+
+        Returns
+        -------
+        int
+            The chunk messages this worker sent over the whole run.
+        """
         code, MPI = self.code, self.MPI
         st = MPI.Status()
         cur = 0

@@ -53,6 +53,18 @@ class RunResult:
         Workers (rank: what happened) that did not say goodbye within the grace after the master's last
         iteration (frozen in their compute, stopped or gone): the run had finished, so :func:`gradcodes.mpi.train`
         returns this result (and warns) instead of raising.
+
+    Examples
+    --------
+    :func:`gradcodes.mpi.train` returns one on the master; built by hand here:
+
+    >>> import numpy as np
+    >>> from gradcodes.mpi import RunResult
+    >>> run = RunResult("cyclic_repetition", "flat", 4, 3, time=np.array([0.2, 0.1, 0.12]),
+    ...                 wait=np.array([0.1, 0.05, 0.06]), decode=np.full(3, 0.001),
+    ...                 used=np.array([[1, 1, 1, 0], [1, 0, 1, 1], [0, 1, 1, 1]], dtype=bool))
+    >>> run.iterations, run.elapsed.round(2).tolist(), run.failures
+    (3, [0.2, 0.3, 0.42], {})
     """
 
     scheme: str

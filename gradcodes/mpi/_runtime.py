@@ -70,6 +70,16 @@ class AggregateInfo:
     adversaries : tuple of int
         Codes of :func:`gradcodes.adversarial_gc`: the workers whose messages were found wrong and corrected
         (:func:`gradcodes.decode_adversarial`).
+
+    Examples
+    --------
+    :meth:`Master.aggregate` returns one with every gradient; built by hand here:
+
+    >>> from gradcodes.mpi import AggregateInfo
+    >>> info = AggregateInfo(iteration=7, responders=(0, 2, 3), bad=(), wait=0.012, decode=0.0004,
+    ...                      error_estimate=1e-15)
+    >>> info.responders, info.stale, info.adversaries
+    ((0, 2, 3), 0, ())
     """
 
     iteration: int
@@ -133,6 +143,29 @@ class Master:
     for others. The error estimate is computed once per responder set and cached. A decode that is one message
     with coefficient exactly 1 (``Combiner.single``) is returned as that received message (checked, not
     copied; its receive is posted again at the next :meth:`aggregate`).
+
+    Examples
+    --------
+    The job needs the ranks of the code's layout, the master and one rank per worker:
+
+    >>> import gradcodes as gc
+    >>> from gradcodes.mpi import layout_for
+    >>> code = gc.cyclic_repetition(4, 1, rng=0)
+    >>> layout = layout_for(code)
+    >>> layout.size, layout.children(0)           # mpiexec -n 5: rank 0 the master, ranks 1..4 its workers
+    (5, [1, 2, 3, 4])
+
+    Rank 0 of ``mpiexec -n 5 python -m mpi4py script.py`` (ranks 1..4 run :class:`Worker`), the loop of
+    :func:`gradcodes.mpi.train`::
+
+        master = Master(code, length=10)
+        w = master.writable_params(np.zeros(10))
+        for t in range(100):
+            master.broadcast(w, t)
+            g, info = master.aggregate(t)
+            w = master.writable_params(w)
+            w -= 0.1 * g
+        master.stop()
     """
 
     def __init__(self, code: LinearCode, length: int, dtype: DTypeLike = np.float64, *, comm: Any = None,
@@ -199,7 +232,15 @@ class Master:
 
     def broadcast(self, params: np.ndarray, iteration: int) -> None:
         """Send iteration ``iteration``'s parameters to every worker (non-blocking). ``params`` is copied, unless
-        it is the array returned by :meth:`writable_params` (sent without a copy)."""
+        it is the array returned by :meth:`writable_params` (sent without a copy).
+
+        Parameters
+        ----------
+        params : ndarray, shape (length,)
+            The parameters, in the run's dtype.
+        iteration : int
+            The iteration they are for (the workers answer with their message of it).
+        """
         self._sent = time.monotonic()
         self.sender.send(params, iteration)
 
@@ -215,6 +256,16 @@ class Master:
                 g, info = master.aggregate(t)
                 w = master.writable_params(w)
                 w -= lr * g
+
+        Parameters
+        ----------
+        params : ndarray, shape (length,)
+            The current parameters.
+
+        Returns
+        -------
+        ndarray, shape (length,)
+            ``params`` itself when no send still reads it, else a copy of it.
         """
         return self.sender.writable(params)
 
@@ -228,6 +279,28 @@ class Master:
         (``TreeCheck`` in ``gradcodes/_runtime/layout.py``: the rule of :meth:`gradcodes.CodedReduceCode.execute`, from
         the flags every parent sends after its payload): a pattern whose composed decode misses the tolerance of
         the messages' dtype raises :class:`gradcodes.DecodingError` naming the ranks.
+
+        Parameters
+        ----------
+        iteration : int
+            The iteration whose messages to decode (the one just broadcast).
+
+        Returns
+        -------
+        gradient : ndarray, shape (length,)
+            The decoded gradient (a view of a reused buffer).
+        info : AggregateInfo
+            The responders used, the senders dropped, the times and the decode's error estimate.
+
+        Raises
+        ------
+        StragglerTimeout
+            After ``timeout`` seconds without the messages needed, naming the missing workers.
+        DecodingError
+            On a CodedReduce tree, when the pattern decoded misses the tolerance of the messages' dtype.
+        GradcodesRuntimeError
+            For an :func:`~gradcodes.adversarial_gc` code, when the messages are inconsistent beyond the wrong
+            ones the code corrects.
         """
         deadline = None if self.deadline is None else self._sent + self.deadline
         start = time.perf_counter()
@@ -295,6 +368,17 @@ class Master:
         ``2 * grace``; default ``grace``). Never raises for a worker that did not answer: the run has
         finished. Such ranks are returned and kept in :attr:`failures`, and the receives still posted for them
         are cancelled.
+
+        Parameters
+        ----------
+        grace : float, optional
+            Seconds per tree level to wait for the goodbyes (default: the ``grace`` given at construction).
+
+        Returns
+        -------
+        dict of int to str
+            The ranks that did not say goodbye, and how; empty when every worker ended cleanly. A second call
+            returns the first call's.
         """
         if self._stopped:
             return self.failures
@@ -415,6 +499,22 @@ class Worker:
     BLAS threads. The parameters arrive through a posted ``Irecv`` (two buffers: the next parameters land while
     the current ones are in use), a newer message already there is taken instead (skipping ahead), and the
     message is built by :class:`WorkerEncoder` with precomputed coefficients (or by ``coded_gradient``).
+
+    Examples
+    --------
+    Worker ``i`` runs on rank ``i + 1`` and computes the partitions it stores; its message is what
+    :class:`WorkerEncoder` builds:
+
+    >>> import numpy as np, gradcodes as gc
+    >>> from gradcodes.mpi import WorkerEncoder, layout_for
+    >>> code = gc.cyclic_repetition(4, 1, rng=0)
+    >>> layout_for(code).parent(3), WorkerEncoder(code, 2, 10, np.float64).partitions   # rank 3: worker 2
+    (0, [2, 3])
+
+    Ranks 1..4 of ``mpiexec -n 5 python -m mpi4py script.py`` (rank 0 runs :class:`Master`), with
+    ``grad(w, j)`` the gradient of partition ``j``::
+
+        Worker(code, 10, grad).run()
     """
 
     def __init__(self, code: LinearCode, length: int,
@@ -548,7 +648,16 @@ class Worker:
         return buf
 
     def step(self) -> bool:
-        """One iteration; returns False once the master said STOP (after finishing cleanly)."""
+        """One iteration; returns False once the master said STOP (after finishing cleanly).
+
+        Waits for the newest parameters, computes this worker's message (a tree parent adds the decode of its
+        children) and sends it to its parent.
+
+        Returns
+        -------
+        bool
+            True after an iteration, False once the master's stop message came.
+        """
         t = self._recv_params()
         if t is None:
             self._finish()
@@ -639,7 +748,13 @@ class Worker:
         """Run until STOP; returns the number of iterations this worker answered.
 
         A watchdog thread receives the master's control stop message: if this call has not returned a grace
-        after it (the compute is stuck), the watchdog ends the process (``_Watchdog``)."""
+        after it (the compute is stuck), the watchdog ends the process (``_Watchdog``).
+
+        Returns
+        -------
+        int
+            The number of iterations this worker answered.
+        """
         dog = _Watchdog(self.ctrl, self.rank, self.grace * (height(self.layout, self.rank) + 1), self.dtype)
         dog.start()
         try:

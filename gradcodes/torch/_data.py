@@ -73,14 +73,57 @@ class CodedSampler:
         self._offsets = (parts[:, None] * self.per_partition + np.arange(self.per_partition)).reshape(-1)
 
     def set_epoch(self, epoch: int) -> None:
-        """Use the permutation of ``epoch`` (call at the start of every epoch, on every rank)."""
+        """Use the permutation of ``epoch`` (call at the start of every epoch, on every rank).
+
+        Parameters
+        ----------
+        epoch : int
+            The epoch, ``>= 0``.
+
+        Raises
+        ------
+        GradcodesValueError
+            If ``epoch`` is negative.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> sampler = CodedSampler(40, gc.cyclic_repetition(4, 1, rng=0), worker=1, batch_size=8)
+        >>> first = sampler.global_batch(0).tolist()
+        >>> sampler.set_epoch(1)
+        >>> sampler.epoch, sampler.global_batch(0).tolist() != first       # another permutation
+        (1, True)
+        """
         self.epoch = check_int("epoch", epoch, 0)
 
     def __len__(self) -> int:
         return self.dataset_size // self.batch_size
 
     def global_batch(self, iteration: int) -> np.ndarray:
-        """The global batch of an iteration of the current epoch (all partitions, partition by partition)."""
+        """The global batch of an iteration of the current epoch (all partitions, partition by partition).
+
+        Parameters
+        ----------
+        iteration : int
+            The iteration within the epoch, ``0 <= iteration < len(sampler)``.
+
+        Returns
+        -------
+        ndarray of int, shape (batch_size,)
+            Sample indices: partition 0's ``batch_size // k`` samples, then partition 1's, and so on.
+
+        Raises
+        ------
+        GradcodesValueError
+            If ``iteration`` is out of range.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> sampler = CodedSampler(40, gc.cyclic_repetition(4, 1, rng=0), worker=1, batch_size=8, shuffle=False)
+        >>> sampler.global_batch(4).tolist()                  # worker 1 computes on partitions 1 and 2
+        [32, 33, 34, 35, 36, 37, 38, 39]
+        """
         order = self._order()
         start = check_int("iteration", iteration, 0, len(self) - 1) * self.batch_size
         return order[start:start + self.batch_size]
@@ -94,7 +137,30 @@ class CodedSampler:
         return self.batches(0)
 
     def batches(self, start: int = 0) -> Iterator[list[int]]:
-        """This worker's batches of the current epoch from iteration ``start`` on (``iter(sampler)``: from 0)."""
+        """This worker's batches of the current epoch from iteration ``start`` on (``iter(sampler)``: from 0).
+
+        Parameters
+        ----------
+        start : int, default 0
+            The first iteration, ``0 <= start <= len(sampler)``.
+
+        Yields
+        ------
+        list of int
+            The sample indices of this worker's partitions of each global batch (see ``partition_ids``).
+
+        Raises
+        ------
+        GradcodesValueError
+            If ``start`` is out of range.
+
+        Examples
+        --------
+        >>> import gradcodes as gc
+        >>> sampler = CodedSampler(40, gc.cyclic_repetition(4, 1, rng=0), worker=1, batch_size=8, shuffle=False)
+        >>> list(sampler.batches(3))                          # iterations 3 and 4 of 5
+        [[26, 27, 28, 29], [34, 35, 36, 37]]
+        """
         order = self._order()
         for b in range(check_int("start", start, 0, len(self)), len(self)):
             yield order[b * self.batch_size + self._offsets].tolist()
@@ -189,12 +255,63 @@ class LoaderFeed:
     def start(self, t: int = 0) -> None:
         """Start the first pass, from global iteration ``t`` (a resumed run: its first step): the loader
         processes, if any, start now (before a worker starts its communication threads, which a forked process
-        should not inherit mid-wait)."""
+        should not inherit mid-wait). Does nothing once a pass has started.
+
+        Parameters
+        ----------
+        t : int, default 0
+            The global iteration (over all epochs) of the first batch.
+
+        Raises
+        ------
+        GradcodesValueError
+            If ``t`` is negative.
+
+        Examples
+        --------
+        >>> import torch
+        >>> import gradcodes as gc
+        >>> from torch.utils.data import TensorDataset
+        >>> data = TensorDataset(torch.arange(40.0), torch.arange(40))
+        >>> feed = LoaderFeed(data, CodedSampler(40, gc.cyclic_repetition(4, 1, rng=0), 1, batch_size=8,
+        ...                                      shuffle=False))
+        >>> feed.start(7)                                     # epoch 1, iteration 2
+        >>> feed.get(7)[1].tolist()
+        [18, 19, 20, 21]
+        """
         if self._it is None:
             self._restart(*divmod(check_int("t", t, 0), len(self.sampler)))
 
     def get(self, t: int) -> Any:
-        """The worker's batch of global iteration ``t`` (the loader's collated batch, on ``device``)."""
+        """The worker's batch of global iteration ``t`` (the loader's collated batch, on ``device``).
+
+        Parameters
+        ----------
+        t : int
+            The global iteration, over all epochs (epoch ``t // len(sampler)``).
+
+        Returns
+        -------
+        object
+            The loader's collated batch (for a ``TensorDataset``: a list of tensors), moved to ``device``.
+
+        Raises
+        ------
+        GradcodesValueError
+            If ``t`` is negative.
+
+        Examples
+        --------
+        >>> import torch
+        >>> import gradcodes as gc
+        >>> from torch.utils.data import TensorDataset
+        >>> data = TensorDataset(torch.arange(40.0), torch.arange(40))
+        >>> feed = LoaderFeed(data, CodedSampler(40, gc.cyclic_repetition(4, 1, rng=0), 1, batch_size=8,
+        ...                                      shuffle=False))
+        >>> x, y = feed.get(1)
+        >>> x.tolist(), y.tolist()
+        ([10.0, 11.0, 12.0, 13.0], [10, 11, 12, 13])
+        """
         epoch, b = divmod(check_int("t", t, 0), len(self.sampler))
         if self._it is None or epoch != self._epoch or b < self._next or b - self._next > self.SKIP:
             self._restart(epoch, b)

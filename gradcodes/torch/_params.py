@@ -45,7 +45,30 @@ class FlatParams:
 
     :attr:`stage` (parameters off the CPU, or ``FORCE_STAGING``): :meth:`read`, :meth:`write` and
     :meth:`read_grads` go through a vector on the parameters' device, allocated on first use, and one copy
-    between it and the caller's vector (a host message buffer)."""
+    between it and the caller's vector (a host message buffer).
+
+    Parameters
+    ----------
+    params : sequence of torch.Tensor
+        The model's parameters (``model.parameters()``), in the order of the flat vector; those with
+        ``requires_grad=False`` are left out.
+
+    Raises
+    ------
+    GradcodesValueError
+        If no parameter requires a gradient, or the parameters are on several devices.
+    GradcodesTypeError
+        If the parameters have several dtypes.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from gradcodes.torch import FlatParams
+    >>> model = torch.nn.Linear(2, 1, dtype=torch.float64)           # weight (1, 2) and bias (1,)
+    >>> flat = FlatParams(model.parameters())
+    >>> flat.size, flat.numels, flat.dtype, flat.stage
+    (3, [2, 1], torch.float64, False)
+    """
 
     def __init__(self, params: Sequence[Any]) -> None:
         self.params = [p for p in params if p.requires_grad]
@@ -82,7 +105,26 @@ class FlatParams:
         return out
 
     def read(self, out: Any) -> None:
-        """Copy the parameters into ``out`` (length ``size``; staged: one copy into ``out``)."""
+        """Copy the parameters into ``out`` (length ``size``; staged: one copy into ``out``).
+
+        Parameters
+        ----------
+        out : torch.Tensor, shape (size,)
+            A vector of the parameters' dtype (on their device, or the host when :attr:`stage`), overwritten.
+
+        Examples
+        --------
+        >>> import torch
+        >>> from gradcodes.torch import FlatParams
+        >>> model = torch.nn.Linear(2, 1, dtype=torch.float64)
+        >>> with torch.no_grad():
+        ...     _ = model.weight.copy_(torch.tensor([[1.0, 2.0]])), model.bias.fill_(3.0)
+        >>> flat = FlatParams(model.parameters())
+        >>> out = torch.empty(flat.size, dtype=flat.dtype)
+        >>> flat.read(out)
+        >>> out.tolist()                                           # the weight, then the bias
+        [1.0, 2.0, 3.0]
+        """
         vec = self._staged(out)
         for v, p in zip(self._views(vec), self.params, strict=True):
             v.copy_(p.detach())
@@ -90,7 +132,22 @@ class FlatParams:
             out.copy_(vec)
 
     def write(self, vec: Any) -> None:
-        """Copy ``vec`` into the parameters (staged: one copy from ``vec``)."""
+        """Copy ``vec`` into the parameters (staged: one copy from ``vec``).
+
+        Parameters
+        ----------
+        vec : torch.Tensor, shape (size,)
+            The new parameters, in the order of :meth:`read`.
+
+        Examples
+        --------
+        >>> import torch
+        >>> from gradcodes.torch import FlatParams
+        >>> model = torch.nn.Linear(2, 1, dtype=torch.float64)
+        >>> FlatParams(model.parameters()).write(torch.tensor([4.0, 5.0, 6.0], dtype=torch.float64))
+        >>> model.weight.tolist(), model.bias.tolist()
+        ([[4.0, 5.0]], [6.0])
+        """
         src = self._staged(vec)
         if src is not vec:
             src.copy_(vec)
@@ -99,7 +156,28 @@ class FlatParams:
 
     def read_grads(self, out: Any) -> None:
         """Copy the parameters' gradients into ``out`` (zeros where a gradient is None; staged: one copy into
-        ``out``)."""
+        ``out``).
+
+        Parameters
+        ----------
+        out : torch.Tensor, shape (size,)
+            A vector of the parameters' dtype, overwritten.
+
+        Examples
+        --------
+        >>> import torch
+        >>> from gradcodes.torch import FlatParams
+        >>> model = torch.nn.Linear(2, 1, dtype=torch.float64)
+        >>> flat = FlatParams(model.parameters())
+        >>> out = torch.empty(flat.size, dtype=flat.dtype)
+        >>> flat.read_grads(out)                                    # no backward pass yet: zeros
+        >>> out.tolist()
+        [0.0, 0.0, 0.0]
+        >>> model(torch.tensor([[2.0, 3.0]], dtype=torch.float64)).sum().backward()
+        >>> flat.read_grads(out)
+        >>> out.tolist()
+        [2.0, 3.0, 1.0]
+        """
         vec = self._staged(out)
         for v, p in zip(self._views(vec), self.params, strict=True):
             if p.grad is None:
@@ -110,7 +188,27 @@ class FlatParams:
             out.copy_(vec)
 
     def set_grads(self, vec: Any) -> None:
-        """Make each parameter's ``.grad`` a view of ``vec`` (no copy)."""
+        """Make each parameter's ``.grad`` a view of ``vec`` (no copy).
+
+        Parameters
+        ----------
+        vec : torch.Tensor, shape (size,)
+            The gradient vector (e.g. a decoded gradient), in the order of :meth:`read`; later changes to it
+            show in the ``.grad`` of the parameters.
+
+        Examples
+        --------
+        >>> import torch
+        >>> from gradcodes.torch import FlatParams
+        >>> model = torch.nn.Linear(2, 1, dtype=torch.float64)
+        >>> g = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64)
+        >>> FlatParams(model.parameters()).set_grads(g)
+        >>> model.weight.grad.tolist(), model.bias.grad.tolist()
+        ([[1.0, 2.0]], [3.0])
+        >>> _ = g.zero_()
+        >>> model.bias.grad.item()                                 # a view of g: no copy
+        0.0
+        """
         for v, p in zip(self._views(vec), self.params, strict=True):
             p.grad = v
 

@@ -90,7 +90,34 @@ def _dist() -> Any:
 
 @dataclass
 class AggregateInfo:
-    """What happened in one :meth:`Master.aggregate`: the responders in arrival order, dropped senders, time."""
+    """What happened in one :meth:`Master.aggregate`: the responders in arrival order, dropped senders, time.
+
+    Attributes
+    ----------
+    iteration : int
+        The iteration aggregated.
+    responders : list of int
+        The workers whose messages were decoded, in arrival order (for a CodedReduce tree the level-1 workers,
+        each carrying its subtree).
+    stale : int
+        Messages of earlier iterations dropped during this aggregation.
+    bad : list of int
+        Workers whose message contained NaN or inf (treated as stragglers).
+    seconds : float
+        Time spent collecting and decoding.
+    adversaries, overflow, nonfinite
+        As commented in the class body (adversarial codes; a loss scaler's overflow and its senders).
+
+    Examples
+    --------
+    :meth:`Master.aggregate` returns one every step (and :class:`Callback`'s ``on_step`` receives it); built by
+    hand here:
+
+    >>> from gradcodes.torch import AggregateInfo
+    >>> info = AggregateInfo(iteration=3, responders=[2, 0, 1], seconds=0.02)
+    >>> info.responders, info.stale, info.bad, info.overflow
+    ([2, 0, 1], 0, [], False)
+    """
 
     iteration: int
     responders: list[int]
@@ -141,6 +168,28 @@ class Master:
         loss scaler, an overflow signal accepted as an answer (:attr:`AggregateInfo.overflow`: the decode is not
         finite). The attribute ``scale`` (1.0; set before each :meth:`broadcast`) travels in every parameter
         message's header. Not with an ``adversarial_gc`` code, whose decode compares messages.
+
+    Examples
+    --------
+    The job needs the ranks of the code's layout (``torch.distributed``'s world size), the master and one rank
+    per worker:
+
+    >>> import gradcodes as gc
+    >>> from gradcodes.mpi import layout_for
+    >>> code = gc.cyclic_repetition(3, 1, rng=0)
+    >>> layout_for(code).size                  # torchrun --nproc-per-node 4: rank 0 the master, 1..3 workers
+    4
+
+    Rank 0's loop (ranks 1..3 run :class:`Worker`; :func:`train` does this with data, schedulers and
+    checkpoints)::
+
+        master = Master(code, list(model.parameters()))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for t in range(100):
+            master.broadcast(t)
+            info = master.aggregate(t)         # the decoded gradient is in every parameter's .grad
+            opt.step()
+        master.stop()
     """
 
     def __init__(self, code: Any, params: Sequence[Any], *, policy: Any = None, timeout: float = 60.0,
@@ -227,7 +276,13 @@ class Master:
 
     def broadcast(self, iteration: int) -> None:
         """Send the current parameters to every worker whose previous parameters have been delivered; the others
-        get them during :meth:`aggregate`, as soon as they take their earlier ones."""
+        get them during :meth:`aggregate`, as soon as they take their earlier ones.
+
+        Parameters
+        ----------
+        iteration : int
+            The iteration the parameters are for (with the model's buffers and ``scale``).
+        """
         self._busy = set()
         for w in range(self.n):
             if self._send[w].error is not None:        # its process ended: a straggler that never answers
@@ -262,7 +317,29 @@ class Master:
         pattern it decoded (``TreeCheck`` in ``gradcodes/_runtime/layout.py``, the rule of
         :meth:`gradcodes.CodedReduceCode.execute`, from the flags every parent sends after its payload): a
         pattern whose composed decode misses the tolerance of the messages' dtype raises
-        :class:`gradcodes.DecodingError` naming the ranks."""
+        :class:`gradcodes.DecodingError` naming the ranks.
+
+        Parameters
+        ----------
+        iteration : int
+            The iteration just broadcast.
+
+        Returns
+        -------
+        AggregateInfo
+            The responders in arrival order, the stale and NaN/inf messages dropped, the time; ``grad`` and every
+            trainable parameter's ``.grad`` (views of it) hold the decoded gradient.
+
+        Raises
+        ------
+        gradcodes.mpi.StragglerTimeout
+            After ``timeout`` seconds without a set of messages that stops the policy, naming the missing ranks.
+        DecodingError
+            On a CodedReduce tree, when the pattern decoded misses the tolerance of the messages' dtype.
+        GradcodesRuntimeError
+            For an :func:`~gradcodes.adversarial_gc` code, when the messages are inconsistent beyond the wrong
+            ones the code corrects.
+        """
         start = time.monotonic()
         kids = self.children.ranks
         absent = {i for i, r in enumerate(kids) if r - 1 in self._busy}
@@ -335,6 +412,16 @@ class Master:
         that failed: the run has finished. Such ranks are in :attr:`failures` with what happened: no goodbye
         within the grace (and whether its process then ended, or its link is still open: a stopped process, or
         one stuck outside Python), or its link failed (its process ended or raised after its last message).
+
+        Parameters
+        ----------
+        timeout : float, optional
+            Seconds per step of the drain (default: ``grace``).
+
+        Returns
+        -------
+        list of int
+            The ranks that did not say goodbye (empty when every worker ended cleanly).
         """
         wait = self.grace if timeout is None else check_grace(timeout)
         start = time.monotonic()
@@ -431,6 +518,31 @@ class Worker:
 
     After :meth:`run` the model holds the master's final parameters and buffers (they come with the stop
     message), unless the worker's compute was stuck when the run ended.
+
+    Examples
+    --------
+    Worker ``i`` runs on rank ``i + 1`` and computes on the samples of the partitions it stores
+    (:class:`CodedSampler`):
+
+    >>> import gradcodes as gc
+    >>> from gradcodes.torch import CodedSampler
+    >>> code = gc.cyclic_repetition(3, 1, rng=0)
+    >>> CodedSampler(60, code, worker=2, batch_size=12).partitions.tolist()      # rank 3's partitions
+    [0, 2]
+
+    Ranks 1..3 of ``torchrun --nproc-per-node 4`` (rank 0 runs :class:`Master`), with a
+    :class:`CodedGradient` that writes the message of the worker's batch of iteration ``t``::
+
+        worker = Worker(code, rank - 1, list(model.parameters()))
+        sampler = CodedSampler(len(X), code, rank - 1, batch_size=12)
+        coded = CodedGradient(model, loss_fn, code, rank - 1, sampler)
+
+        def compute(t, message):
+            sampler.set_epoch(t // len(sampler))
+            idx = next(sampler.batches(t % len(sampler)))
+            coded(X[idx], y[idx], message)
+
+        worker.run(compute)
     """
 
     def __init__(self, code: Any, worker: int, params: Sequence[Any], *, delay: Delay | None = None,
@@ -506,6 +618,17 @@ class Worker:
         after it (``compute`` is stuck), the watchdog ends the process (``_Watchdog``); an error raised here
         after the stop message came (a link failed as the job wound down) is reported, not raised: the run has
         finished.
+
+        Parameters
+        ----------
+        compute : callable
+            ``compute(iteration, message)``: write this worker's coded message of ``iteration`` into the tensor
+            ``message`` (length ``ceil(size / m)``, the parameters' dtype), e.g. with :class:`CodedGradient`.
+
+        Returns
+        -------
+        int
+            The number of messages sent.
         """
         watchdog = _Watchdog(self.dist, self.ctrl, self.rank, self.grace * (height(self.layout, self.rank) + 1))
         watchdog.start()

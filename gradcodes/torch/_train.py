@@ -62,6 +62,54 @@ class CodedGradient:
 
     ``autocast`` (``torch.float16`` or ``torch.bfloat16``) runs every forward pass and ``loss_fn`` under
     ``torch.autocast``; the backward passes and the message stay in the parameters' dtype.
+
+    Calling it, ``coded(inputs, targets, out)``, writes the message for the worker's batch ``inputs``/``targets``
+    (from the sampler, partition by partition) into ``out``, a vector of the parameters' dtype and length
+    ``ceil(size / m)``.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The model (its trainable parameters: :class:`~gradcodes.torch.FlatParams`); its ``.grad`` are overwritten.
+    loss_fn : callable
+        ``loss_fn(outputs, targets)``: per-sample losses (``reduction="none"``).
+    code : LinearCode
+        The gradient code, the same on every rank.
+    worker : int
+        This worker, ``0 <= worker < code.n``.
+    sampler : CodedSampler
+        This worker's sampler (its batch size and the partitions of its samples).
+    encoding : {"auto", "loss", "partitions"}, default "auto"
+        How the message is computed, as above.
+    autocast : torch.dtype, optional
+        ``torch.float16`` or ``torch.bfloat16``: the forward passes under ``torch.autocast``.
+
+    Raises
+    ------
+    GradcodesValueError
+        If ``encoding`` is not one of the three, or is ``"loss"`` for a code with ``m > 1`` or a model with
+        BatchNorm layers.
+
+    Examples
+    --------
+    >>> import torch, gradcodes as gc
+    >>> from gradcodes.torch import CodedGradient, CodedSampler
+    >>> code = gc.cyclic_repetition(4, 1, rng=0)
+    >>> model = torch.nn.Linear(3, 1, dtype=torch.float64)
+    >>> loss_fn = lambda out, target: ((out - target) ** 2).sum(dim=1)      # per-sample losses
+    >>> gen = torch.Generator().manual_seed(0)
+    >>> X = torch.randn(8, 3, dtype=torch.float64, generator=gen)
+    >>> y = torch.randn(8, 1, dtype=torch.float64, generator=gen)
+    >>> sampler = CodedSampler(8, code, worker=1, batch_size=8, shuffle=False)
+    >>> idx = next(iter(sampler))                                 # worker 1's samples: partitions 1 and 2
+    >>> coded = CodedGradient(model, loss_fn, code, 1, sampler)
+    >>> out = torch.empty(coded.flat.size, dtype=torch.float64)
+    >>> coded(X[idx], y[idx], out)
+    >>> by_parts = CodedGradient(model, loss_fn, code, 1, sampler, encoding="partitions")
+    >>> out2 = torch.empty_like(out)
+    >>> by_parts(X[idx], y[idx], out2)
+    >>> coded.encoding, by_parts.encoding, torch.allclose(out, out2)        # float64: the two agree
+    ('loss', 'partitions', True)
     """
 
     def __init__(self, model: Any, loss_fn: Callable[[Any, Any], Any], code: Any, worker: int,
@@ -154,7 +202,35 @@ class TrainResult:
     after its last message, or they did not say goodbye within the grace after the stop message: frozen in their
     compute, stopped, or gone) and how: the run had finished, so :func:`train` returns this result (and warns)
     instead of raising. A worker that failed during the run and was skipped as a straggler is named here too
-    (it never says goodbye)."""
+    (it never says goodbye).
+
+    Attributes
+    ----------
+    scheme : str
+        The run's name: :func:`train`'s ``name`` or the code's name; ``"DDP allreduce"`` for :func:`ddp_train`.
+    times : list of float
+        Seconds of every step, evaluation excluded.
+    accuracy : list of float
+        ``evaluate(model)`` after every step (empty without ``evaluate``).
+    infos : list of AggregateInfo
+        What the master's aggregation reported at every step of this process.
+    skipped : int
+        Parameter sends the master skipped because the worker had not yet taken its previous parameters.
+    failures : dict of int to str
+        Ranks that failed after the last iteration, and how (above).
+    lr, grad_norm, loss_scale, overflow, start
+        As commented in the class body: the learning rate, the gradient norm before clipping, the loss scale
+        and the overflowed steps of every step, and the first step this process ran.
+
+    Examples
+    --------
+    :func:`train` returns one on the master; built by hand here:
+
+    >>> from gradcodes.torch import TrainResult
+    >>> res = TrainResult("cyclic_repetition(4, 1)", times=[0.5, 0.25, 0.25], accuracy=[0.6, 0.85, 0.92])
+    >>> res.mean_iteration, res.time_to(0.8)
+    (0.3333333333333333, 0.75)
+    """
 
     scheme: str
     times: list[float] = field(default_factory=list)
@@ -177,7 +253,26 @@ class TrainResult:
     start: int = 0
 
     def time_to(self, accuracy: float) -> float:
-        """Cumulative seconds until the accuracy first reached ``accuracy`` (inf if never)."""
+        """Cumulative seconds until the accuracy first reached ``accuracy`` (inf if never).
+
+        Parameters
+        ----------
+        accuracy : float
+            The target accuracy.
+
+        Returns
+        -------
+        float
+            The sum of ``times`` up to and including the first step whose accuracy is at least ``accuracy``;
+            ``inf`` if no step reached it.
+
+        Examples
+        --------
+        >>> from gradcodes.torch import TrainResult
+        >>> res = TrainResult("code", times=[0.5, 0.25, 0.25], accuracy=[0.6, 0.85, 0.92])
+        >>> res.time_to(0.8), res.time_to(0.99)
+        (0.75, inf)
+        """
         total = 0.0
         for t, a in zip(self.times, self.accuracy, strict=True):
             total += t
@@ -211,11 +306,53 @@ class Callback:
 
     def on_step(self, step: int, model: Any, info: AggregateInfo) -> None:
         """After the decode, before clipping and the optimizer step: ``.grad`` holds the decoded gradient of the
-        mean loss over the global batch of ``step``; ``info`` says who answered (:class:`AggregateInfo`)."""
+        mean loss over the global batch of ``step``; ``info`` says who answered (:class:`AggregateInfo`).
+
+        The default does nothing.
+
+        Parameters
+        ----------
+        step : int
+            The step (global iteration).
+        model : torch.nn.Module
+            The master's model, its ``.grad`` the decoded gradient.
+        info : AggregateInfo
+            The aggregation's report: responders, dropped senders, time.
+
+        Examples
+        --------
+        >>> from gradcodes.torch import AggregateInfo, Callback
+        >>> class Log(Callback):
+        ...     def on_step(self, step, model, info):
+        ...         print(f"step {step}: workers {info.responders}")
+        >>> Log().on_step(3, None, AggregateInfo(3, [2, 0, 1]))
+        step 3: workers [2, 0, 1]
+        """
 
     def on_step_end(self, step: int, model: Any, result: TrainResult) -> bool | None:
         """After the optimizer step, the scheduler and ``evaluate`` (``result`` holds this step's time, accuracy
-        and learning rate). Return True to stop training: the workers are stopped and :func:`train` returns."""
+        and learning rate). Return True to stop training: the workers are stopped and :func:`train` returns.
+
+        Parameters
+        ----------
+        step : int
+            The step (global iteration) just finished.
+        model : torch.nn.Module
+            The master's model, after the optimizer step.
+        result : TrainResult
+            The run's record so far, this step included.
+
+        Returns
+        -------
+        bool or None
+            True to stop training; the default returns None (go on).
+
+        Examples
+        --------
+        >>> from gradcodes.torch import Callback, TrainResult
+        >>> Callback().on_step_end(0, None, TrainResult("code", times=[0.1], accuracy=[0.5])) is None
+        True
+        """
         return None
 
 
@@ -348,6 +485,22 @@ def train(code: Any, model: Any, loss_fn: Callable[[Any, Any], Any], X: Any, y: 
     -------
     TrainResult or None
         The master's record; None on the workers.
+
+    Raises
+    ------
+    GradcodesValueError
+        On every rank before any message: ``X`` is neither a pair of tensors with ``y`` nor a map-style dataset,
+        ``X`` and ``y`` differ in length, ``batch_size`` is not a multiple of ``code.k`` (or exceeds the data),
+        ``scheduler_step`` is not ``"step"`` or ``"epoch"``, ``checkpoint_every`` or ``accumulate_grad_batches``
+        is not a positive int, ``checkpoint_every`` is given without ``checkpoint``, ``autocast`` is not
+        float16 or bfloat16, ``grad_scaler`` goes with float16/bfloat16 parameters or an ``adversarial_gc`` code,
+        or rank 0 refused its ``checkpoint`` file (another run's, or corrupt).
+    GradcodesTypeError
+        If ``grad_scaler`` is not callable, or the parameters have several dtypes.
+    gradcodes.mpi.StragglerTimeout
+        When the master (or a tree parent) waited ``timeout`` seconds without a decodable set of messages.
+    GradcodesRuntimeError
+        On the master, with ``grad_scaler``: an overflow at a scale of 1 or below (above).
 
     Notes
     -----
@@ -515,7 +668,45 @@ def ddp_train(model: Any, loss_fn: Callable[[Any, Any], Any], X: Any, y: Any, *,
               seed: int = 0, evaluate: Callable[[Any], float] | None = None) -> TrainResult | None:
     """The baseline: ``torch.nn.parallel.DistributedDataParallel`` on ranks ``1..workers`` (``group``), each on
     ``batch_size / workers`` samples of the same global batches; the all-reduce waits for every rank. Rank 1
-    returns the :class:`TrainResult`, the others None (rank 0 does not take part)."""
+    returns the :class:`TrainResult`, the others None (rank 0 does not take part).
+
+    Every rank calls it with the same arguments (ranks 0 and above ``workers`` return at once); the global batches
+    are those of :func:`train` with the same ``seed`` and ``batch_size`` (:class:`CodedSampler` of
+    :func:`gradcodes.uncoded`), so the two runs see the same data.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        Initialised identically on every rank (wrapped in ``DistributedDataParallel``).
+    loss_fn : callable
+        ``loss_fn(outputs, targets)`` returning per-sample losses (``reduction="none"``); their mean is
+        backpropagated.
+    X, y : Tensor
+        The inputs and targets.
+    workers : int
+        The data-parallel ranks ``1..workers``.
+    batch_size : int
+        Samples per global batch, a multiple of ``workers``.
+    iterations : int
+        Optimizer steps.
+    optimizer : callable
+        ``optimizer(params)`` builds each rank's optimizer.
+    group : torch.distributed.ProcessGroup
+        The process group of ranks ``1..workers`` (``torch.distributed.new_group(range(1, workers + 1))``,
+        created on every rank).
+    delay : Delay, optional
+        Straggler injection: worker ``rank - 1`` sleeps until its delay has passed before its backward pass.
+    seed : int, default 0
+        The data order's seed.
+    evaluate : callable, optional
+        ``evaluate(model)`` on rank 1 after each step, excluded from the times (the ranks then wait for each
+        other): the accuracy recorded.
+
+    Returns
+    -------
+    TrainResult or None
+        Rank 1's record (scheme ``"DDP allreduce"``); None on every other rank.
+    """
     import torch
     import torch.distributed as dist
 
