@@ -184,8 +184,6 @@ class NullSpaceScreen:
               "sumkappa", "r0max", "mmax", "summmax", "par", "rtol")
 
     def __init__(self, code: Any, u: float, rtol: float, load: int | None = None) -> None:
-        from scipy.sparse import csc_matrix
-
         from .._core.numerics import CANC_ALLOWANCE, residual_slack
 
         C, K, P = NullSpaceDecoder.basis(code)
@@ -200,11 +198,12 @@ class NullSpaceScreen:
         m = E.shape[0]
         self.m = m
         self.absB = np.ascontiguousarray(np.abs(Bs))                           # (n, k m)
-        csc = csc_matrix(self.absB)
-        csc.sort_indices()
-        self.col_ptr = csc.indptr.astype(np.int64)
-        self.col_row = csc.indices.astype(np.int64)
-        self.col_val = csc.data.astype(np.float64)
+        # the non-zeros of |B| column by column (rows ascending), for the kernel's sparse pass (numpy only: a small
+        # verify does not load scipy)
+        nzT = self.absB.T != 0
+        self.col_ptr = np.concatenate([[0], np.cumsum(nzT.sum(axis=1))]).astype(np.int64)
+        self.col_row = np.nonzero(nzT)[1].astype(np.int64)
+        self.col_val = np.ascontiguousarray(self.absB.T[nzT], dtype=np.float64)
         # omega_i = sum_v max_j |B_i,(j,v)|: canc(a) <= max_u sum_i |a_ui| omega_i (module docstring)
         w = self.absB.reshape(n, -1, m).max(axis=1, initial=0.0).sum(axis=1)
         # the residual after the decoder's refinement step: the part of a B - E outside the row space of B,
