@@ -469,7 +469,9 @@ def test_worker_death_mid_run_ends_the_whole_mpi_job_at_once(fault):
     else:
         assert status == 1, (status, out[-3000:])
     if fault == "raise":
-        assert "rank 2 in comm 0" in out and "injected failure on rank 2" in out, out[-3000:]
+        # the rank's own traceback names it; MPICH's abort line ("rank 2 in comm 0") is printed by the aborting
+        # process and was missing once in a loaded run (hydra had already torn the job down): not required
+        assert "injected failure on rank 2" in out, out[-3000:]
 
 
 #: the tree coded_reduce(2, 2, 1) on 7 ranks: rank r sends to (r - 1) // 2, so ranks 1, 2 are the master's children
