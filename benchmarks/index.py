@@ -43,6 +43,8 @@ HEADLINES: dict[str, tuple[str | None, str]] = {
     "decode_apply": (None, r"targets met"),
     "recommend_speed": (None, r"target"),
     "verify_speed": (None, r"^\s*MET"),
+    "verify_scale": (None, r"^RATIO 2 local"),
+    "screen_band": (None, r"contradicts"),
 }
 
 #: lines that are bookkeeping, not a figure

@@ -42,6 +42,7 @@ now sees about 250 of every million sets (it saw 446,075 under the former one-si
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Iterator
@@ -57,6 +58,7 @@ __all__ = ["lex_straggler_batches", "NullSpaceScreen"]
 _INT_LIMIT = 2**62
 
 
+@functools.lru_cache(maxsize=64)
 def _binom_table(n: int, s: int) -> np.ndarray:
     """``T[i, c] = C(c, i)`` for ``0 <= i <= s``, ``0 <= c <= n`` as int64, saturated at ``_INT_LIMIT``.
 
@@ -68,6 +70,7 @@ def _binom_table(n: int, s: int) -> np.ndarray:
     for i in range(s + 1):
         for c in range(n + 1):
             T[i, c] = min(math.comb(c, i), _INT_LIMIT)
+    T.flags.writeable = False                  # cached: shared by every caller
     return T
 
 
@@ -386,7 +389,7 @@ def _build_kernel() -> object:
         bvec = np.empty(s)
         uvec = np.empty(s)
         piv = np.empty(s, dtype=np.int64)
-        g_s1 = _G64_NB(s + 1.0)
+        rinv = np.empty(s)
         g_2s = _G64_NB(2.0 * s + 3.0)
         g_s2 = _G64_NB(s + 2.0)
         g_form = _G64_NB(n + s + 3.0)
@@ -411,6 +414,7 @@ def _build_kernel() -> object:
                 if not (pbest > 0.0):
                     singular = True
                     break
+                rp = 1.0 / KS[p, j]                                # one division per pivot
                 if p != j:
                     for q in range(s):
                         tmp = KS[j, q]
@@ -420,8 +424,9 @@ def _build_kernel() -> object:
                         tmp = X[j, v]
                         X[j, v] = X[p, v]
                         X[p, v] = tmp
+                rinv[j] = rp
                 for i in range(j + 1, s):
-                    f = KS[i, j] / KS[j, j]
+                    f = KS[i, j] * rp
                     KS[i, j] = f
                     for q in range(j + 1, s):
                         KS[i, q] -= f * KS[j, q]
@@ -438,7 +443,7 @@ def _build_kernel() -> object:
                         acc = X[j, v]
                         for q in range(j + 1, s):
                             acc -= KS[j, q] * Z[q, v]
-                        Z[j, v] = acc / KS[j, j]
+                        Z[j, v] = acc * rinv[j]
                 # N >= ||K_S^-1||_inf from the factors: |U^-1| |L^-1| <= M(U)^-1 M(L)^-1 (comparison matrices of
                 # triangular factors), and P K_S + dK = L U with |dK| <= gamma_s |L| |U| (Higham 2002, Thm 9.3)
                 for i in range(s):
@@ -451,7 +456,7 @@ def _build_kernel() -> object:
                     acc = bvec[i]
                     for q in range(i + 1, s):
                         acc += abs(KS[i, q]) * bvec[q]
-                    bvec[i] = acc / abs(KS[i, i])
+                    bvec[i] = acc * abs(rinv[i])
                     nx = max(nx, bvec[i])
                 nx *= 1.0 + g_2s
                 for q in range(s):                                # (|U| e)_q
@@ -465,7 +470,9 @@ def _build_kernel() -> object:
                     for q in range(i):
                         acc += abs(KS[i, q]) * uvec[q]
                     lu = max(lu, acc)
-                rho = nx * g_s1 * lu * (1.0 + g_2s)
+                # multipliers formed with the pivot's reciprocal: one rounding more than Thm 9.3 counts per entry,
+                # so gamma_{2s+3} instead of gamma_s (and nx carries the rounding of its own sums and products)
+                rho = nx * g_2s * lu * (1.0 + g_2s)
                 if rho < 0.5:
                     N = nx / (1.0 - rho) * (1.0 + 8.0 * u64)
                     # the solve's residual, with the rounding of its evaluation: ||z - z*|| <= N ||r||

@@ -170,7 +170,9 @@ class StragglerSets(PatternModel):
         return A, off, None
 
     def responders(self, p: np.ndarray) -> tuple[int, ...]:
-        return tuple(int(i) for i in np.setdiff1d(np.arange(self.code.n), p))
+        out = set(range(self.code.n))
+        out.difference_update(int(i) for i in p)
+        return tuple(sorted(out))
 
     def fast_enumerate(self, tracker: Tracker, clock: Clock, stop_on_failure: bool,
                        budget: float | None) -> bool | None:
