@@ -175,8 +175,10 @@ def measured_frontier(s: int, n0: int, say) -> tuple[int, int, dict]:
 def cpu_time() -> float:
     """CPU seconds of this process and of its finished children (the verifier's forked workers: a pool ends with
     its call, so its processes are reaped and counted)."""
-    t = os.times()
-    return t.user + t.system + t.children_user + t.children_system
+    import resource
+
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime        # microseconds, unlike os.times()
 
 
 def alternate(methods: dict, repeat: int) -> dict:
@@ -279,7 +281,7 @@ def _run(argv: list[str] | None) -> int:
         "the previous algorithm")
     say(format_table(rows))
     ratio = r["previous"][0] * scale / r["new"][0]
-    ratio_cpu = r["previous"][1] * scale / r["new"][1]
+    ratio_cpu = r["previous"][1] * scale / max(r["new"][1], 1e-6)
     say(f"   speed-up {ratio:.1f}x wall, {ratio_cpu:.1f}x cpu (previous algorithm timed on {sub:,} sets, every "
         f"{stride}th batch, scaled by {scale:.2f}); peak traced memory {mem:.1f} MB; same failing sets, worst-"
         f"cancellation set and value as the previous algorithm's full run: {same}")
@@ -317,7 +319,7 @@ def _run(argv: list[str] | None) -> int:
              "wall s": f"{r['numpy'][0]:.3f}", "cpu s": f"{r['numpy'][1]:.3f}",
              "worst residual": f"{r['numpy'][2].worst_residual:.1e}"}]
     ratio = r["lstsq"][0] * bscale / r["verify"][0]
-    ratio_cpu = r["lstsq"][1] * bscale / r["verify"][1]
+    ratio_cpu = r["lstsq"][1] * bscale / max(r["verify"][1], 1e-6)
     ratio_np = r["lstsq"][0] * bscale / r["numpy"][0]
     rv = r["verify"][2]
     say(f"2. Against per-set least squares on cyclic_repetition({bn}, {bs}, rng=21), {btotal:,} sets "
