@@ -26,6 +26,7 @@ release = version = gradcodes.__version__ if hasattr(gradcodes, "__version__") e
 
 extensions = [
     "myst_parser",
+    "sphinx_design",
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
     "sphinx.ext.intersphinx",
@@ -37,7 +38,7 @@ source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 root_doc = "index"
 exclude_patterns = ["_build", "api/generated/*.md", "_inventories"]
 templates_path = ["_templates"]
-myst_enable_extensions = ["dollarmath", "amsmath"]
+myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence"]
 myst_heading_anchors = 3
 suppress_warnings = ["myst.xref_missing"]   # links to ../benchmarks/... files outside the site stay plain links
 nitpicky = True
@@ -79,6 +80,10 @@ html_css_files = ["gradcodes.css"]
 # left sidebar of its pages
 html_theme_options = {"navigation_with_keys": False, "show_toc_level": 2, "header_links_before_dropdown": 9,
                       "show_nav_level": 1}
+# the left sidebar of every page but the landing page: its section's pages, or every section where a section page
+# has no pages of its own (docs/_templates/gc-sitenav.html); docs/check_browser.py fails on an empty one
+html_sidebars = {"index": [], "genindex": [], "search": [], "py-modindex": [],
+                 "**": ["sidebar-collapse", "gc-sitenav.html"]}
 
 # Every public name, by topic: (page, title, introduction, [(section, module, names)]).
 API_TOPICS: list[tuple[str, str, str, list[tuple[str, str, list[str]]]]] = [

@@ -329,7 +329,8 @@ def plot(rows: list[dict], path: str) -> None:
 
     rules = [("s = 1", lambda n, s: s == 1), ("s = n/10", lambda n, s: s == max(1, n // 10) and s != 1),
              ("s = n/4", lambda n, s: s == n // 4 and s != max(1, n // 10))]
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.8), sharey=True)
+    # one panel a row, 7.5 inches wide: the page shows it at about its own size, so its text stays readable
+    fig, axes = plt.subplots(3, 1, figsize=(7.5, 12.5), sharex=True)
     colors = {fam.name: plt.cm.tab10(i % 10) for i, fam in enumerate(FAMILIES)}
     markers = "osD^vP*Xh<>"
     ticks = sorted({r["n"] for r in rows})
@@ -353,19 +354,18 @@ def plot(rows: list[dict], path: str) -> None:
         ax.set_xticks(ticks)
         ax.set_xticklabels([str(v) for v in ticks])
         ax.minorticks_off()
-        ax.set_xlabel("n (workers = partitions)")
         ax.set_title(f"{title}: worst searched float64 error")
-    axes[0].set_ylabel("max relative error of the decoded sum (capped at 10)")
+        ax.set_ylabel("max relative error\n(capped at 10)")
+    axes[-1].set_xlabel("n (workers = partitions)")
     handles = [plt.Line2D([], [], color=colors[f.name], marker=markers[i % len(markers)], label=f.name)
                for i, f in enumerate(FAMILIES)]
     handles += [plt.Line2D([], [], ls="none", marker="o", markersize=11, markerfacecolor="none",
                            markeredgecolor="red", label=f"FAILS: error > rtol = {RTOL:g} (red dotted line)"),
                 plt.Line2D([], [], color="grey", ls="--", lw=0.8, label="1e-12")]
     # the legend sits below the panels, so it hides no data
-    fig.legend(handles=handles, loc="lower center", ncol=(len(handles) + 1) // 2, fontsize=8, frameon=False)
-    fig.subplots_adjust(bottom=0.2)
-    fig.tight_layout(rect=(0, 0.11, 1, 1))
-    fig.savefig(path, dpi=110)
+    fig.legend(handles=handles, loc="lower center", ncol=2, fontsize=9, frameon=False)
+    fig.tight_layout(rect=(0, 0.13, 1, 1))
+    fig.savefig(path, dpi=100)
 
 
 def splice(names: list[str], quick: bool, seed: int, replot: bool) -> int:

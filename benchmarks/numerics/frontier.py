@@ -250,9 +250,9 @@ def plot(results: dict[str, Any], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     keys = list(results)
-    cols = 3
+    cols = 2                          # 8 inches wide: the page shows it at about its own size, text readable
     rows_ = math.ceil(len(keys) / cols)
-    fig, axes = plt.subplots(rows_, cols, figsize=(5 * cols, 3.6 * rows_), squeeze=False)
+    fig, axes = plt.subplots(rows_, cols, figsize=(8, 3.3 * rows_), squeeze=False)
     markers = {"binary": "s", "FR": "D", "random cyclic": "^", "cyclic MDS complex": "v", "cyclic MDS real": "<",
                "Ye-Abbe": ">", "grouped_mds": "P"}
     for ax, key in zip(axes.ravel(), keys, strict=False):
@@ -277,12 +277,12 @@ def plot(results: dict[str, Any], path: Path) -> None:
         ax.set_title(f"n={res['n']}, s={res['s']} ({res['case']})", fontsize=9)
         ax.set_xlabel("load")
         ax.set_ylabel("worst float64 error estimate")
-        ax.legend(fontsize=5)
+        ax.legend(fontsize=6.5)
     for ax in axes.ravel()[len(keys):]:
         ax.axis("off")
-    fig.suptitle("Load vs certified worst error (filled: proven; hollow: searched, not a worst case)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.suptitle("Load vs certified worst error\n(filled: proven; hollow: searched, not a worst case)")
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.6 / (3.3 * rows_)))        # 0.6 inch at the top for the title
+    fig.savefig(path, dpi=100)
 
 
 def main() -> int:
@@ -298,8 +298,14 @@ def main() -> int:
     ap.add_argument("--regroup", action="store_true",
                     help="finished points: recompute only the grouped_random rows (after a change of its groups)")
     ap.add_argument("--report-only", action="store_true", help="no computing: table and plot of the finished points")
+    ap.add_argument("--replot", action="store_true",
+                    help="only redraw results/frontier[_quick].png from the saved results/frontier[_quick].json")
     args = ap.parse_args()
     global OUT
+    if args.replot:
+        suffix = "_quick" if args.quick else ""
+        plot(json.loads((OUT / f"frontier{suffix}.json").read_text()), OUT / f"frontier{suffix}.png")
+        return 0
     if args.smoke:                                   # the grid point (20, 2) afresh, files in a throwaway directory
         import tempfile
 
