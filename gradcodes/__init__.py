@@ -61,18 +61,15 @@ from ._families.adversarial_decode import (
     verify_adversarial,
 )
 from ._families.bibd import BIBDCode, BIBDDecoder, bibd_code, block_design, stochastic_bibd
+from ._families.bipartite_expander import bipartite_expander_code, random_biregular_graph
 from ._families.coded_reduce import CodedReduceCode, TreeVerifyReport, coded_reduce, coded_reduce_load, verify_tree
 from ._families.expander_graphs import (
     BipartiteExpanderCode,
     ComponentDecoder,
     GraphAssignmentCode,
-    bipartite_expander_code,
-    graph_assignment_code,
     graph_assignment_error,
-    margulis_code,
-    margulis_gabber_galil_graph,
-    random_biregular_graph,
 )
+from ._families.graph_assignment import graph_assignment_code
 from ._families.heterogeneous_exact import (
     HeterogeneousExactCode,
     LagrangeDecoder,
@@ -85,6 +82,7 @@ from ._families.heterogeneous_robust import (
     robust_heterogeneous_exact,
     worst_time_heterogeneous,
 )
+from ._families.margulis import margulis_code, margulis_gabber_galil_graph
 from ._families.multi_message import multi_message_code, multi_message_time
 from ._families.partial_stragglers import ChunkDecoder, PartialStragglerCode, chunk_order, partial_straggler_code, q_max
 from ._families.partial_stragglers_verify import verify_partial

@@ -16,9 +16,10 @@ from .ye_abbe import YeAbbeCode, ye_abbe                                        
 from . import coded_reduce as _coded_reduce  # noqa: F401  (registers the "coded_reduce" tree scheme)
 from .expander import (ExpanderCode, approximation_error, expander_code, random_regular_graph,  # Raviv et al.
                        worst_case_error)
-from .expander_graphs import (BipartiteExpanderCode, ComponentDecoder, GraphAssignmentCode,  # Margulis, bipartite,
-                              bipartite_expander_code, graph_assignment_code, graph_assignment_error,  # Glasgow &
-                              margulis_code, margulis_gabber_galil_graph, random_biregular_graph)  # Wootters
+from .margulis import margulis_code, margulis_gabber_galil_graph                             # Margulis (Raviv et al.)
+from .bipartite_expander import bipartite_expander_code, random_biregular_graph               # bipartite graphs
+from .graph_assignment import graph_assignment_code                                          # Glasgow & Wootters
+from .expander_graphs import BipartiteExpanderCode, ComponentDecoder, GraphAssignmentCode, graph_assignment_error
 from .heterogeneous import (HeterogeneousCode, NegativeCoefficientWarning, heterogeneous, optimal_row_sums,
                             song_choi_allocation)
 from .adversarial import AdversarialCode, adversarial_comm_cost, adversarial_gc  # Jahani-Nezhad & Maddah-Ali

@@ -8,7 +8,8 @@ decoding). Every worker then computes the same fraction ``r_CR`` of the dataset,
 tree (the converse in :func:`coded_reduce_load`).
 
 The code is split by responsibility: ``coded_reduce_alloc`` (the optimal load and CR.Allocate),
-``coded_reduce_code`` (the :class:`CodedReduceCode` type and its hierarchical decoder), ``coded_reduce_verify``
+``coded_reduce_code`` (the :class:`CodedReduceCode` type and its hierarchical decoder), ``coded_reduce_tree`` (the
+tree's addresses, allocation lists and straggler patterns, a base of that type), ``coded_reduce_verify``
 (verification under the tree's straggler model) and this module (the constructor and its registration).
 
 Nodes are addressed by tuples of child indices ``(t_1, ..., t_l)`` (the master is ``()``); workers are numbered in
