@@ -129,3 +129,14 @@ def test_tol_is_a_deprecated_name_of_rtol():
         assert new.recommendation.tol == 1e-11
     with pytest.warns(DeprecationWarning, match="Recommendation.meets_rtol"):
         assert new.recommendation.meets_tol is new.recommendation.meets_rtol is True
+
+
+def test_rtol_and_its_deprecated_name_together_must_agree():
+    """recommend(rtol=x, tol=y) with x != y refuses the pair (it used tol silently); the same value, or rtol left at
+    its default, is the old name's meaning and only warns."""
+    with pytest.raises(gc.GradcodesTypeError, match="give rtol= only"):
+        gc.recommend(12, 2, quick=True, rtol=1e-10, tol=1e-11)
+    with pytest.warns(DeprecationWarning):
+        assert gc.recommend(12, 2, quick=True, rtol=1e-11, tol=1e-11).recommendation.rtol == 1e-11
+    with pytest.warns(DeprecationWarning):
+        assert gc.recommend(12, 2, quick=True, tol=1e-10).recommendation.rtol == 1e-10

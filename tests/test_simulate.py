@@ -264,6 +264,8 @@ def test_a_time_budget_is_validated_and_progress_is_one_line(capsys):
         gc.simulate("CR", iters=10, time_budget=-1)
     with pytest.raises(gc.GradcodesTypeError, match="progress"):
         gc.simulate("CR", iters=10, progress="yes")
+    with pytest.raises(gc.GradcodesTypeError, match="progress"):       # one check, before either path
+        gc.simulate("CR", iters=10, time_budget=5, progress=1)
     res = gc.simulate("CR", iters=200, progress=True, rng=0)
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("simulate: 200 iterations")

@@ -46,6 +46,8 @@ from .._core.decoders import single_threaded_blas
 __all__ = ["recommend", "Recommendation", "Candidate", "CANDIDATES", "add_candidate", "enumeration_seconds",
            "TIE_BAND", "DEFAULT_RNG"]
 
+#: the default ``rtol`` of :func:`recommend`
+DEFAULT_RTOL = 1e-12
 #: errors within this factor of the smallest are ties when no candidate meets ``rtol`` (then load decides)
 TIE_BAND = 4.0
 #: the seed of the random straggler sets when ``rng`` is None (so that the answer is a function of the arguments)
@@ -361,7 +363,7 @@ def _rank(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return min(band, key=lambda r: (r["load"], r["order"]))
 
 
-def recommend(n: int, s: int, m: int = 1, max_load: int | None = None, *, rtol: float = 1e-12,
+def recommend(n: int, s: int, m: int = 1, max_load: int | None = None, *, rtol: float = DEFAULT_RTOL,
               samples: int = 200, rng: RNGLike = None, quick: bool = False, certify_seconds: float | None = None,
               field: str = "real", tol: float | None = None) -> GradientCode:
     r"""The lowest-load code within a budget that is proven to meet ``rtol``, with its reasoning attached.
@@ -452,6 +454,9 @@ def recommend(n: int, s: int, m: int = 1, max_load: int | None = None, *, rtol: 
     if tol is not None:
         import warnings
 
+        if rtol != DEFAULT_RTOL and tol != rtol:
+            raise GradcodesTypeError(f"give rtol= only: tol= is its deprecated name (got rtol={rtol!r} and "
+                                     f"tol={tol!r})")
         warnings.warn("gradcodes.recommend(tol=...) is deprecated, use rtol= (the name gradcodes.verify uses for the "
                       "same tolerance)", DeprecationWarning, stacklevel=2)
         rtol = tol

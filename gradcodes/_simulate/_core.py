@@ -290,14 +290,14 @@ def simulate(
     >>> round(det["CR"].mean, 6), det["CR"].stderr
     (1.116, 0.0)
     """
+    if progress is not None and not isinstance(progress, (bool, np.bool_)):
+        raise GradcodesTypeError(f"progress must be a bool or None, got {type(progress).__name__}")
     if time_budget is not None or progress:
         kw = {"schemes": schemes, "branching": branching, "L": L, "s": s, "s_gc": s_gc, "m_data": m_data, "a": a,
               "mu": mu, "t_c": t_c, "t_step": t_step, "alpha": alpha, "overlap": overlap,
               "return_samples": return_samples, "return_responders": return_responders, "policy": policy,
               "model": model, "deadline": deadline}
         return _budgeted(kw, iters, rng, time_budget, progress)
-    if progress is not None and not isinstance(progress, (bool, np.bool_)):
-        raise GradcodesTypeError(f"progress must be a bool or None, got {type(progress).__name__}")
     n = _int("branching", branching, 2)
     L = _int("L", L, 1)
     s = _int("s", s, 0, n - 1)
@@ -496,9 +496,7 @@ def _budgeted(kw: dict[str, Any], iters: Any, rng: Any, time_budget: Any, progre
     import time
 
     iters = _int("iters", iters, 2)
-    budget = None if time_budget is None else _real("time_budget", time_budget)
-    if progress is not None and not isinstance(progress, (bool, np.bool_)):
-        raise GradcodesTypeError(f"progress must be a bool or None, got {type(progress).__name__}")
+    budget = None if time_budget is None else _real("time_budget", time_budget)   # (progress: checked by simulate)
     entropy = _seed_entropy(rng)
     if entropy is None:                                   # fresh entropy, drawn once: pilot and run share it
         entropy = int(np.random.SeedSequence().generate_state(2, np.uint64)[0] >> np.uint64(1))
