@@ -46,6 +46,7 @@ nitpicky = True
 autosummary_generate = True
 autodoc_typehints = "none"                  # numpydoc shows the types from the docstrings
 autodoc_member_order = "groupwise"
+autodoc_preserve_defaults = True            # signatures show defaults as written (np.float64, not <class ...>)
 numpydoc_show_class_members = False         # the class template lists the members (autosummary tables + entries)
 numpydoc_class_members_toctree = False
 numpydoc_xref_param_type = False
