@@ -240,6 +240,27 @@ class Master:
             The parameters, in the run's dtype.
         iteration : int
             The iteration they are for (the workers answer with their message of it).
+
+        Examples
+        --------
+        The parameters go to every worker rank, ``1 .. size - 1`` of the code's layout:
+
+        >>> import gradcodes as gc
+        >>> from gradcodes.mpi import layout_for
+        >>> code = gc.cyclic_repetition(4, 1, rng=0)
+        >>> list(range(1, layout_for(code).size))          # mpiexec -n 5: the ranks broadcast sends to
+        [1, 2, 3, 4]
+
+        Rank 0 of ``mpiexec -n 5 python -m mpi4py script.py`` (ranks 1..4 run :class:`Worker`): iteration ``t``'s
+        parameters go out without waiting for any worker, then its gradient is aggregated::
+
+            master = Master(code, length=10)
+            w = np.ones(10)
+            for t in range(3):
+                master.broadcast(w, t)              # copied: w may change at once
+                g, info = master.aggregate(t)
+                w = w - 0.1 * g
+            master.stop()
         """
         self._sent = time.monotonic()
         self.sender.send(params, iteration)
@@ -248,14 +269,7 @@ class Master:
         """``params`` in a buffer the caller may update in place and pass to :meth:`broadcast` without a copy.
 
         Call it after :meth:`aggregate` and before changing the parameters: it returns the same array as long
-        as no worker is still receiving it (a copy otherwise). The loop of :func:`gradcodes.mpi.train`::
-
-            w = master.writable_params(w0)
-            for t in range(T):
-                master.broadcast(w, t)
-                g, info = master.aggregate(t)
-                w = master.writable_params(w)
-                w -= lr * g
+        as no worker is still receiving it (a copy otherwise).
 
         Parameters
         ----------
@@ -266,6 +280,21 @@ class Master:
         -------
         ndarray, shape (length,)
             ``params`` itself when no send still reads it, else a copy of it.
+
+        Examples
+        --------
+        Rank 0 of ``mpiexec -n 5 python -m mpi4py script.py`` (ranks 1..4 run :class:`Worker`), ``code`` as in
+        :class:`Master`'s example; the loop of :func:`gradcodes.mpi.train`, whose parameters are sent without a
+        copy and updated in place::
+
+            master = Master(code, length=10)
+            w = master.writable_params(np.zeros(10))
+            for t in range(3):
+                master.broadcast(w, t)              # no copy of a writable buffer
+                g, info = master.aggregate(t)
+                w = master.writable_params(w)       # w itself, unless a send still reads it
+                w -= 0.1 * g
+            master.stop()
         """
         return self.sender.writable(params)
 
@@ -301,6 +330,30 @@ class Master:
         GradcodesRuntimeError
             For an :func:`~gradcodes.adversarial_gc` code, when the messages are inconsistent beyond the wrong
             ones the code corrects.
+
+        Examples
+        --------
+        The gradient is the decode of the first messages that arrive; when workers 0, 2 and 3 answer, it is what
+        :meth:`gradcodes.LinearCode.decode` makes of their messages:
+
+        >>> import numpy as np, gradcodes as gc
+        >>> code = gc.cyclic_repetition(4, 1, rng=0)
+        >>> G = np.arange(40.0).reshape(4, 10)            # the partitions' gradients
+        >>> Y = code.encode(G)                            # the workers' messages
+        >>> g = code.decode([0, 2, 3], Y[[0, 2, 3]])
+        >>> bool(np.allclose(g, G.sum(axis=0)))
+        True
+
+        Rank 0 of ``mpiexec -n 5 python -m mpi4py script.py`` (ranks 1..4 run :class:`Worker`)::
+
+            master = Master(code, length=10)
+            w = np.zeros(10)
+            for t in range(3):
+                master.broadcast(w, t)
+                g, info = master.aggregate(t)       # g: a view of a buffer the next call reuses
+                print(t, info.responders, info.error_estimate)
+                w = w - 0.1 * g
+            master.stop()
         """
         deadline = None if self.deadline is None else self._sent + self.deadline
         start = time.perf_counter()
@@ -379,6 +432,20 @@ class Master:
         dict of int to str
             The ranks that did not say goodbye, and how; empty when every worker ended cleanly. A second call
             returns the first call's.
+
+        Examples
+        --------
+        Rank 0 of ``mpiexec -n 5 python -m mpi4py script.py`` (ranks 1..4 run :class:`Worker`), ``code`` as in
+        :class:`Master`'s example; after the last iteration::
+
+            master = Master(code, length=10)
+            w = np.zeros(10)
+            for t in range(3):
+                master.broadcast(w, t)
+                g, info = master.aggregate(t)
+                w = w - 0.1 * g
+            failures = master.stop()                # {} when every worker said goodbye
+            assert failures == master.failures
         """
         if self._stopped:
             return self.failures
@@ -657,6 +724,28 @@ class Worker:
         -------
         bool
             True after an iteration, False once the master's stop message came.
+
+        Examples
+        --------
+        What a step sends is the worker's message, built from the partial gradients of the partitions it stores
+        (here worker 2's, rank 3):
+
+        >>> import numpy as np, gradcodes as gc
+        >>> from gradcodes.mpi import WorkerEncoder
+        >>> code = gc.cyclic_repetition(4, 1, rng=0)
+        >>> G = np.arange(40.0).reshape(4, 10)            # the partitions' gradients at the parameters
+        >>> y = np.empty(10)
+        >>> WorkerEncoder(code, 2, 10, np.float64).encode(None, lambda w, j: G[j], y)
+        >>> bool(np.allclose(y, code.encode(G)[2]))
+        True
+
+        Ranks 1..4 of ``mpiexec -n 5 python -m mpi4py script.py`` (rank 0 runs :class:`Master`), with ``grad(w,
+        j)`` the gradient of partition ``j``: the loop of :meth:`run`, without its watchdog, for a worker that
+        does something between two iterations::
+
+            worker = Worker(code, 10, grad)
+            while worker.step():                    # False once the master's stop() came
+                pass
         """
         t = self._recv_params()
         if t is None:
@@ -754,6 +843,22 @@ class Worker:
         -------
         int
             The number of iterations this worker answered.
+
+        Examples
+        --------
+        Every worker of a master--worker code answers rank 0:
+
+        >>> import gradcodes as gc
+        >>> from gradcodes.mpi import layout_for
+        >>> layout = layout_for(gc.cyclic_repetition(4, 1, rng=0))
+        >>> [layout.parent(rank) for rank in range(1, layout.size)]
+        [0, 0, 0, 0]
+
+        Ranks 1..4 of ``mpiexec -n 5 python -m mpi4py script.py`` (rank 0 runs :class:`Master`), with ``grad(w,
+        j)`` the gradient of partition ``j``::
+
+            worker = Worker(code, 10, grad)
+            answered = worker.run()                 # returns after the master's stop()
         """
         dog = _Watchdog(self.ctrl, self.rank, self.grace * (height(self.layout, self.rank) + 1), self.dtype)
         dog.start()

@@ -282,6 +282,27 @@ class Master:
         ----------
         iteration : int
             The iteration the parameters are for (with the model's buffers and ``scale``).
+
+        Examples
+        --------
+        Each worker gets the trainable parameters as one flat vector (:class:`FlatParams`):
+
+        >>> import torch
+        >>> from gradcodes.torch import FlatParams
+        >>> model = torch.nn.Linear(3, 1, dtype=torch.float64)
+        >>> FlatParams(list(model.parameters())).size        # the entries broadcast sends each worker
+        4
+
+        Rank 0 of ``torchrun --standalone --nproc-per-node 4`` (ranks 1..3 run :class:`Worker`), ``code`` as in
+        :class:`Master`'s example::
+
+            master = Master(code, list(model.parameters()))
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for t in range(3):
+                master.broadcast(t)                 # the parameters as they are now, to every free worker
+                info = master.aggregate(t)
+                opt.step()
+            master.stop()
         """
         self._busy = set()
         for w in range(self.n):
@@ -339,6 +360,30 @@ class Master:
         GradcodesRuntimeError
             For an :func:`~gradcodes.adversarial_gc` code, when the messages are inconsistent beyond the wrong
             ones the code corrects.
+
+        Examples
+        --------
+        The decoded gradient lands in one vector whose pieces are the parameters' ``.grad``
+        (:meth:`FlatParams.set_grads`), so the optimizer steps on it without a copy:
+
+        >>> import torch
+        >>> from gradcodes.torch import FlatParams
+        >>> model = torch.nn.Linear(2, 1, dtype=torch.float64)
+        >>> FlatParams(list(model.parameters())).set_grads(torch.tensor([0.5, -1.0, 2.0], dtype=torch.float64))
+        >>> model.weight.grad.tolist(), model.bias.grad.tolist()
+        ([[0.5, -1.0]], [2.0])
+
+        Rank 0 of ``torchrun --standalone --nproc-per-node 4`` (ranks 1..3 run :class:`Worker`), ``code`` as in
+        :class:`Master`'s example::
+
+            master = Master(code, list(model.parameters()))
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for t in range(3):
+                master.broadcast(t)
+                info = master.aggregate(t)          # the decoded gradient is in every parameter's .grad
+                print(t, info.responders, float(master.grad.norm()))
+                opt.step()
+            master.stop()
         """
         start = time.monotonic()
         kids = self.children.ranks
@@ -422,6 +467,20 @@ class Master:
         -------
         list of int
             The ranks that did not say goodbye (empty when every worker ended cleanly).
+
+        Examples
+        --------
+        Rank 0 of ``torchrun --standalone --nproc-per-node 4`` (ranks 1..3 run :class:`Worker`), ``code`` as in
+        :class:`Master`'s example; after the last iteration, every worker's :meth:`Worker.run` returns::
+
+            master = Master(code, list(model.parameters()))
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for t in range(3):
+                master.broadcast(t)
+                info = master.aggregate(t)
+                opt.step()
+            missing = master.stop()                 # [] when every worker said goodbye
+            print(missing, master.failures)
         """
         wait = self.grace if timeout is None else check_grace(timeout)
         start = time.monotonic()
@@ -629,6 +688,34 @@ class Worker:
         -------
         int
             The number of messages sent.
+
+        Examples
+        --------
+        ``compute`` writes a message of ``ceil(size / m)`` entries, ``size`` the trainable parameters' count:
+
+        >>> import torch, gradcodes as gc
+        >>> from gradcodes.torch import FlatParams
+        >>> code = gc.cyclic_repetition(3, 1, rng=0)
+        >>> model = torch.nn.Linear(3, 1, dtype=torch.float64)
+        >>> -(-FlatParams(list(model.parameters())).size // code.m)      # the length of compute's message
+        4
+
+        Ranks 1..3 of ``torchrun --standalone --nproc-per-node 4`` (rank 0 runs :class:`Master`), ``code`` as in
+        :class:`Worker`'s example, the message computed by hand as the gradient of the worker's weighted loss
+        (:func:`loss_weights`, :func:`coded_loss`; :class:`CodedGradient` does this, and more)::
+
+            worker = Worker(code, rank - 1, list(model.parameters()))
+            flat = FlatParams(list(model.parameters()))
+            sampler = CodedSampler(len(X), code, rank - 1, batch_size=12, shuffle=False)
+            weights = loss_weights(code, rank - 1, sampler.partition_ids, 12, dtype=torch.float64)
+
+            def compute(t, message):                # the model holds iteration t's parameters
+                idx = next(sampler.batches(t % len(sampler)))
+                model.zero_grad()
+                coded_loss(loss_fn(model(X[idx]), y[idx]), weights).backward()
+                flat.read_grads(message)            # the coded gradient: this worker's message
+
+            sent = worker.run(compute)              # returns after the master's stop()
         """
         watchdog = _Watchdog(self.dist, self.ctrl, self.rank, self.grace * (height(self.layout, self.rank) + 1))
         watchdog.start()

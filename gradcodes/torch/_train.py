@@ -706,6 +706,26 @@ def ddp_train(model: Any, loss_fn: Callable[[Any, Any], Any], X: Any, y: Any, *,
     -------
     TrainResult or None
         Rank 1's record (scheme ``"DDP allreduce"``); None on every other rank.
+
+    Examples
+    --------
+    Rank ``r`` (``1 <= r <= workers``) computes on its ``batch_size / workers`` samples of each global batch, the
+    share of worker ``r - 1`` of :func:`gradcodes.uncoded`:
+
+    >>> import gradcodes as gc
+    >>> from gradcodes.torch import CodedSampler
+    >>> sampler = CodedSampler(60, gc.uncoded(3), 0, batch_size=12)     # rank 1 of 3 data-parallel ranks
+    >>> sampler.per_partition, sampler.partitions.tolist()
+    (4, [0])
+
+    Every rank of ``torchrun --standalone --nproc-per-node 4`` (rank 0 takes no part and returns None; ranks
+    1..3 train), with ``model``, ``loss_fn``, ``X`` and ``y`` as for :func:`train`::
+
+        group = dist.new_group([1, 2, 3])           # collective: every rank creates it
+        result = ddp_train(model, loss_fn, X, y, workers=3, batch_size=12, iterations=5,
+                           optimizer=lambda ps: torch.optim.SGD(ps, lr=0.1), group=group)
+        if dist.get_rank() == 1:
+            print(result.scheme, len(result.times))
     """
     import torch
     import torch.distributed as dist
