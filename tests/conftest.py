@@ -25,7 +25,8 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 # on a port collision and on a job missing its later scenarios). Without xdist none of this runs.
 ROOT = Path(__file__).resolve().parent.parent
 _RANK_FILES = {"test_mpi.py", "test_mpi_adversarial.py", "test_mpi_partial.py", "test_torch.py",
-               "test_torch_example.py", "test_verify_mpi.py", "test_verify_scale.py", "test_torch_amp.py"}
+               "test_torch_example.py", "test_verify_mpi.py", "test_verify_scale.py", "test_torch_amp.py",
+               "test_docstring_jobs.py"}
 _RANK_WORDS = ("mpiexec", "torchrun", "gradcodes.torch", "gradcodes.mpi")
 _PARAM_FILES = {"test_benchmark_smoke": "benchmarks", "test_page_examples_run_and_match": "docs"}
 

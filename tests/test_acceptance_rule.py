@@ -25,7 +25,7 @@ from gradcodes._core.numerics import (
     residual_slack,
     tolerance,
 )
-from gradcodes._runtime.layout import Combiner
+from gradcodes._runtime.codec import Combiner
 from gradcodes._verify import verifier as _verify
 
 

@@ -37,6 +37,6 @@ def test_loggers_are_children_of_gradcodes(caplog):
     with caplog.at_level(logging.WARNING, logger="gradcodes"):
         log.warning("rank %d: children %s did not finish", 2, [5])
     assert caplog.records[-1].getMessage() == "rank 2: children [5] did not finish"
-    for mod in ("gradcodes.torch._runtime", "gradcodes.mpi._runtime"):
+    for mod in ("gradcodes.torch._worker", "gradcodes.mpi._worker"):
         src = (ROOT / (mod.split(".", 1)[1].replace(".", "/") + ".py")).read_text()
         assert "get_logger(" in src and "_log.warning(" in src

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import gradcodes as gc
-from gradcodes._runtime.layout import Combiner
+from gradcodes._runtime.codec import Combiner
 from gradcodes.mpi import FixedDelay, Hang, RunResult, ShiftedExponential, WorkerEncoder, layout_for
 from gradcodes.mpi._comm import Tags
 from gradcodes.mpi._problem import SyntheticProblem
@@ -554,8 +554,7 @@ def test_tree_check_of_a_parent_that_decoded_from_fewer_than_n_minus_s():
 
 
 def test_grace_must_be_a_positive_finite_number_of_seconds():
-    from gradcodes._runtime.setup import check_grace
-    from gradcodes.mpi._runtime import GRACE
+    from gradcodes._runtime.setup import GRACE, check_grace
 
     assert check_grace(1) == 1.0 and GRACE == 5.0
     for bad in (0, -1.0, float("inf"), float("nan")):

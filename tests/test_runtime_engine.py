@@ -19,8 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import gradcodes as gc
+from gradcodes._runtime.codec import Combiner
 from gradcodes._runtime.engine import ABORT, Collection, Lost, StragglerTimeout, age
-from gradcodes._runtime.layout import Combiner
 
 CODES = {
     "cyclic_repetition": lambda: gc.cyclic_repetition(6, 2, rng=1),
@@ -264,7 +264,7 @@ def test_overflow_mode_takes_nan_messages_as_answers_where_the_straggler_mode_dr
 # --- bfloat16: its own rule (numpy has no bfloat16, the runtimes used the float16 rule alone) -----------------------
 def test_bfloat16_decodes_meet_bfloat16s_own_rule_not_only_float16s():
     from gradcodes._core.numerics import tolerance_for
-    from gradcodes._runtime.layout import UnitTracker
+    from gradcodes._runtime.codec import UnitTracker
 
     code = gc.cyclic_repetition(6, 2, rng=1)
     rows = [0, 1, 2, 3]

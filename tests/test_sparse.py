@@ -336,7 +336,7 @@ def test_dense_file_of_a_code_now_stored_sparse_keeps_its_decoders(tmp_path, mon
 def test_mpi_set_up_reads_the_non_zeros_only():
     """An MPI worker's plan and the ranks' code fingerprint come from the non-zeros of a code stored sparse (the
     set-up densified B on every rank), and equal those of the same code stored dense."""
-    from gradcodes._runtime.layout import WorkerEncoder
+    from gradcodes._runtime.codec import WorkerEncoder
     from gradcodes._runtime.setup import fingerprint
 
     dense = gc.fractional_repetition(12, 2)

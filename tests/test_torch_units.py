@@ -293,7 +293,7 @@ def test_a_busy_worker_gets_its_stop_message_once_it_takes_its_last_parameters()
     import threading
 
     from gradcodes.torch._children import STOP
-    from gradcodes.torch._runtime import _Sender
+    from gradcodes.torch._links import _Sender
 
     taken = threading.Event()
     sent = []
@@ -327,8 +327,9 @@ def test_a_busy_worker_gets_its_stop_message_once_it_takes_its_last_parameters()
 
 
 def test_drain_deadlines_leave_each_parent_time_for_its_childrens_goodbyes():
+    from gradcodes._runtime.setup import height
     from gradcodes.mpi import layout_for
-    from gradcodes.torch._runtime import drain_deadline, height
+    from gradcodes.torch._setup import drain_deadline
 
     tree = layout_for(gc.coded_reduce(2, 2, 1))               # master, 2 parents, 4 leaves
     assert [height(tree, r) for r in range(7)] == [2, 1, 1, 0, 0, 0, 0]
@@ -447,17 +448,17 @@ class _World(_FakeDist):
 
 
 def _master(world, code, monkeypatch, params=None, **kw):
-    from gradcodes.torch import _runtime
+    from gradcodes.torch import _master
 
-    monkeypatch.setattr(_runtime, "_dist", lambda: world)
+    monkeypatch.setattr(_master, "_dist", lambda: world)
     params = params if params is not None else [torch.zeros(5, dtype=torch.float64, requires_grad=True)]
-    return _runtime.Master(code, params, **kw)
+    return _master.Master(code, params, **kw)
 
 
 def test_check_same_names_the_ranks_whose_code_or_model_differs():
     """Ranks that built cyclic_repetition(3, 1) without rng trained on wrong gradients without a word; now every
     rank refuses at set-up, naming the ranks (the same all-gathered digests on every rank)."""
-    from gradcodes.torch._runtime import check_same
+    from gradcodes.torch._setup import check_same
 
     code = gc.cyclic_repetition(3, 1, rng=0)
 
@@ -549,8 +550,9 @@ def test_master_sends_a_busy_worker_the_current_parameters_once_it_is_free(monke
 
 
 def test_torch_grace_must_be_a_positive_finite_number_of_seconds():
+    from gradcodes._runtime.setup import GRACE
     from gradcodes._runtime.setup import check_grace as _check_grace
-    from gradcodes.torch._runtime import GRACE, STOPPED_STATUS
+    from gradcodes.torch._links import STOPPED_STATUS
 
     assert _check_grace(2) == 2.0 and GRACE == 5.0 and STOPPED_STATUS == 0
     for bad in (0, -1.0, float("inf"), float("nan")):
@@ -608,7 +610,7 @@ def test_loader_feed_refuses_the_arguments_it_sets_and_a_wrong_size():
 
 def test_model_buffers_travel_bitwise_after_the_message_and_leave_bufferless_messages_unchanged():
     from gradcodes.torch._children import HEAD, body, buffer, trailer
-    from gradcodes.torch._runtime import ModelBuffers
+    from gradcodes.torch._params import ModelBuffers
 
     torch.manual_seed(0)
     a = torch.nn.Sequential(torch.nn.Linear(3, 5), torch.nn.BatchNorm1d(5), torch.nn.BatchNorm1d(5))
@@ -685,7 +687,7 @@ def test_staged_flat_params_move_a_whole_vector_in_one_copy_through_one_device_v
     """CUDA parameters over Gloo: messages live in host buffers and FlatParams gathers into (or scatters from) one
     vector on the parameters' device, allocated once, with one copy per message (here forced on the CPU)."""
     import gradcodes.torch._params as params_module
-    from gradcodes.torch._runtime import FlatParams
+    from gradcodes.torch._params import FlatParams
 
     monkeypatch.setattr(params_module, "FORCE_STAGING", True)
     torch.manual_seed(0)

@@ -58,7 +58,7 @@ try: code.execute(F, code.encode(G)); print("returned a sum")
 except gc.DecodingError: print("DecodingError")
 """,
     "5 MPI Combiner, float32 messages, responders [1, 3, 5, 6, 7, 9, 10, 11]": """
-from gradcodes._runtime.layout import Combiner
+from gradcodes._runtime.codec import Combiner
 code = gc.cyclic_repetition(12, 4, rng=1, refine=0)
 buf = code.encode(np.random.default_rng(1).normal(size=(12, 8)).astype(np.float32))
 out, tmp32 = np.empty(8, np.float32), np.empty(8, np.float32)

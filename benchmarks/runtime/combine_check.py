@@ -9,7 +9,7 @@ One process, BLAS limited to one thread (as ``gradcodes.mpi`` sets it), float64 
 
 * ``floor``: the combine of ``benchmarks/runtime/runtime_floor.py``'s minimal program (a multiply for the first message,
   then one ``combine_rows`` call per message; no check);
-* ``whole + check``: ``Combiner.combine_finite`` of ``gradcodes._runtime.layout`` (one ``combine_rows`` over the
+* ``whole + check``: ``Combiner.combine_finite`` of ``gradcodes._runtime.codec`` (one ``combine_rows`` over the
   messages, then one sum of squares of the result by BLAS ``dot``);
 * ``blocks of 2^b + check``: the previous ``combine_finite`` (the result in blocks of ``2^b`` columns, each block
   combined and then checked while it is in cache), written out here for the comparison.
@@ -34,7 +34,7 @@ import numpy as np  # noqa: E402
 
 import gradcodes as gc  # noqa: E402
 from gradcodes._core.apply import combine_rows  # noqa: E402
-from gradcodes._runtime.layout import Combiner  # noqa: E402
+from gradcodes._runtime.codec import Combiner  # noqa: E402
 
 ROWS = [0, 2, 3, 5, 6, 7]
 

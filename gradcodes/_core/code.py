@@ -49,13 +49,35 @@ def _deprecated_attribute(old: str, new: str) -> None:
 @dataclass
 class Recommendation:
     """Why :func:`gradcodes.recommend` chose its code (its :attr:`GradientCode.recommendation`): the candidate
-    table with loads, errors and how each was judged; ``str()`` prints it.
+    table with loads, errors and how each was judged; ``str()`` prints it. :func:`gradcodes.recommend` builds it;
+    its fields are its constructor's arguments.
 
-    ``error_estimate`` is the chosen code's proven worst float64 error estimate when ``proven``, else the worst
-    over the sets checked (a lower bound). ``meets_rtol`` is True only for a proven error ``<= rtol``. Each row of
-    ``rows`` has ``name``, ``status`` and, when built, ``load``, ``error``, ``proven``, ``how`` (the proof, or why
-    there is none) and ``meets_rtol``. ``n``, ``s``, ``m``, ``max_load``, ``rtol`` and ``certify_seconds`` are the
-    arguments of the call; ``chosen`` and ``load`` name the chosen candidate and its load; ``reason`` says why.
+    Parameters
+    ----------
+    n, s, m : int
+        The workers, stragglers and message-size divisor of the :func:`~gradcodes.recommend` call.
+    max_load : int or None
+        The call's load budget (None: no budget).
+    rtol : float
+        The call's relative tolerance.
+    chosen : str
+        The chosen candidate's name (its family).
+    load : int
+        The chosen code's load (partitions per worker).
+    error_estimate : float
+        The chosen code's proven worst float64 error estimate when ``proven``, else the worst over the sets
+        checked (a lower bound).
+    meets_rtol : bool
+        True only for a proven error ``<= rtol``.
+    rows : list of dict, optional
+        One row per candidate: ``name``, ``status`` and, when built, ``load``, ``error``, ``proven``, ``how`` (the
+        proof, or why there is none) and ``meets_rtol``.
+    reason : str, default ""
+        Why the chosen candidate was chosen.
+    proven : bool, default False
+        Whether ``error_estimate`` is proven (every straggler set covered).
+    certify_seconds : float, default 10
+        The call's certification budget (seconds of the fixed cost model).
 
     Examples
     --------

@@ -15,13 +15,15 @@ script.py`` so that an exception on any rank ends the whole job. See ``docs/runt
   simulator's worker models: unequal speeds, persistent stragglers, replayed traces).
 """
 
+from .._runtime.codec import WorkerEncoder
 from .._runtime.delays import Combined, Delay, FixedDelay, Hang, ModelDelay, NoDelay, ShiftedExponential
-from .._runtime.layout import Layout, WorkerEncoder, layout_for
+from .._runtime.layout import Layout, layout_for
 from ._comm import StragglerTimeout
+from ._master import AggregateInfo, Master
 from ._partial import PartialMaster, PartialWorker
 from ._result import RunResult, predict
-from ._runtime import AggregateInfo, Master, Worker
 from ._train import allreduce_train, train
+from ._worker import Worker
 
 __all__ = ["train", "allreduce_train", "Master", "Worker", "AggregateInfo", "RunResult", "predict",
            "StragglerTimeout", "Delay", "NoDelay", "ShiftedExponential", "FixedDelay", "Hang", "Combined",

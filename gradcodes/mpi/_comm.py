@@ -29,7 +29,7 @@ import numpy as np
 from .._base.errors import GradcodesValueError
 from .._runtime.engine import ABORT, Collection, StragglerTimeout, _Abort, finite
 
-__all__ = ["StragglerTimeout", "get_mpi", "Tags", "Inbox", "ParamSender", "wait_request", "finite", "CHUNK",
+__all__ = ["StragglerTimeout", "get_mpi", "world", "Tags", "Inbox", "ParamSender", "wait_request", "finite", "CHUNK",
            "RECENT"]
 
 
@@ -41,6 +41,11 @@ def get_mpi() -> Any:
         raise ImportError("gradcodes.mpi needs mpi4py: pip install 'gradcodes[mpi-local]' (mpi4py and the MPICH "
                           "wheel) or 'gradcodes[mpi]' (mpi4py for a site MPI)") from exc
     return MPI
+
+
+def world(comm: Any) -> Any:
+    """``comm``, or ``MPI.COMM_WORLD`` when it is None (the default communicator of the runtime's classes)."""
+    return get_mpi().COMM_WORLD if comm is None else comm
 
 
 class Tags:

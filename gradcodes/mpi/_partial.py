@@ -172,6 +172,25 @@ class PartialMaster:
             The parameters, in the run's dtype (copied).
         t : int
             The iteration.
+
+        Examples
+        --------
+        The parameters go to every worker, ranks ``1 .. code.workers``:
+
+        >>> import gradcodes as gc
+        >>> code = gc.partial_straggler_code(4, 1)
+        >>> list(range(1, code.workers + 1))               # mpiexec -n 5: the ranks broadcast sends to
+        [1, 2, 3, 4]
+
+        Rank 0 of ``mpiexec -n 5 python -m mpi4py script.py`` (ranks 1..4 run :class:`PartialWorker`)::
+
+            master = PartialMaster(code, MPI.COMM_WORLD, p=10)
+            w = np.ones(10)
+            for t in range(3):
+                master.broadcast(w, t)              # copied: w may change at once
+                g, info = master.aggregate(t, timeout=60)
+                w = w - 0.1 * g
+            master.stop()
         """
         self._sent = time.perf_counter()
         self.params.send(params, t)
@@ -213,6 +232,34 @@ class PartialMaster:
             When used messages hold NaN or inf, naming their workers.
         GradcodesValueError
             If ``deadline`` is negative or not a number.
+
+        Examples
+        --------
+        The decode needs ``m`` messages about every chunk, from any workers: the first message of each of the
+        four workers (rows 0, 2, 4, 6) covers the four chunks, and decodes to the sum:
+
+        >>> import numpy as np, gradcodes as gc
+        >>> code = gc.partial_straggler_code(4, 1)
+        >>> rows = [0, 2, 4, 6]
+        >>> code.m, code.message_chunk[rows].tolist()      # one message about each chunk
+        (1, [0, 1, 2, 3])
+        >>> G = np.arange(40.0).reshape(4, 10)            # the chunks' gradients
+        >>> Y = code.encode(G)                            # the 8 messages
+        >>> bool(np.allclose(code.decode(rows, Y[rows]), G.sum(axis=0)))
+        True
+
+        Rank 0 of ``mpiexec -n 5 python -m mpi4py script.py`` (ranks 1..4 run :class:`PartialWorker`), exact
+        decodes, then a deadline of 50 ms after each broadcast (the least-squares estimate when chunks lack
+        messages then)::
+
+            master = PartialMaster(code, MPI.COMM_WORLD, p=10)
+            w = np.zeros(10)
+            for t in range(4):
+                master.broadcast(w, t)
+                g, info = master.aggregate(t, timeout=60, deadline=None if t < 2 else 0.05)
+                print(t, info["messages"], info["squared_error"])
+                w = w - 0.1 * g
+            master.stop()
         """
         code = self.code
         start = time.perf_counter()
@@ -299,6 +346,20 @@ class PartialMaster:
         ------
         StragglerTimeout
             When workers did not say FINAL within ``timeout`` (their receives are cancelled).
+
+        Examples
+        --------
+        Rank 0 of ``mpiexec -n 5 python -m mpi4py script.py`` (ranks 1..4 run :class:`PartialWorker`), ``code`` as
+        in :class:`PartialMaster`'s example; after the last iteration, every worker's :meth:`PartialWorker.run`
+        returns::
+
+            master = PartialMaster(code, MPI.COMM_WORLD, p=10)
+            w = np.zeros(10)
+            for t in range(3):
+                master.broadcast(w, t)
+                g, info = master.aggregate(t, timeout=60)
+                w = w - 0.1 * g
+            master.stop(timeout=30)                 # raises StragglerTimeout if a worker never says FINAL
         """
         self.params.stop(self.poll, timeout)
         start = time.perf_counter()
@@ -397,6 +458,21 @@ class PartialWorker:
         -------
         int
             The chunk messages this worker sent over the whole run.
+
+        Examples
+        --------
+        Worker 1 (rank 2) sends at most its load of messages per iteration, one per chunk, in its order:
+
+        >>> import gradcodes as gc
+        >>> code = gc.partial_straggler_code(4, 1)
+        >>> code.order[1], int(code.offsets[2] - code.offsets[1])
+        ((1, 2), 2)
+
+        Ranks 1..4 of ``mpiexec -n 5 python -m mpi4py script.py`` (rank 0 runs :class:`PartialMaster`), with
+        ``grad(chunk, w)`` the gradient of one chunk::
+
+            worker = PartialWorker(code, MPI.COMM_WORLD, 10, grad)
+            sent = worker.run()                     # returns after the master's stop()
         """
         code, MPI = self.code, self.MPI
         st = MPI.Status()

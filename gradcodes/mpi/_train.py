@@ -14,11 +14,13 @@ from .._base.errors import GradcodesTypeError, GradcodesValueError
 from .._core.code import LinearCode
 from .._core.decoders import Decoder
 from .._runtime.delays import Delay, NoDelay
+from .._runtime.setup import GRACE
 from .._simulate._policies import FixedK, WaitPolicy
 from ._comm import StragglerTimeout, get_mpi
+from ._master import Master
 from ._result import RunResult, predict
-from ._runtime import GRACE, Master, Worker
 from ._setup import limit_blas
+from ._worker import Worker
 
 __all__ = ["train", "allreduce_train"]
 

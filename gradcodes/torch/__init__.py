@@ -21,11 +21,15 @@ scikit-learn's 8x8 digits, time to accuracy per scheme against DDP). See ``docs/
 from .._runtime.delays import FixedDelay as FixedDelay
 from .._runtime.delays import Hang as Hang
 from .._runtime.delays import ShiftedExponential as ShiftedExponential
+from .._runtime.engine import StragglerTimeout as StragglerTimeout
+from ._coded import CodedGradient
 from ._data import CodedSampler, LoaderFeed
 from ._loss import coded_loss, loss_weights
-from ._runtime import AggregateInfo, FlatParams, Master, Worker
-from ._runtime import StragglerTimeout as StragglerTimeout
-from ._train import Callback, CodedGradient, TrainResult, ddp_train, train
+from ._master import AggregateInfo, Master
+from ._params import FlatParams
+from ._result import Callback, TrainResult
+from ._train import ddp_train, train
+from ._worker import Worker
 
 __all__ = ["CodedSampler", "LoaderFeed", "Callback", "loss_weights", "coded_loss", "CodedGradient", "Master",
            "Worker", "AggregateInfo", "FlatParams", "train", "ddp_train", "TrainResult"]

@@ -4,7 +4,7 @@ the first decodable set, the decode into a preallocated vector.
 Used by the master of a master--worker job (its children are every worker, decoded with the code itself) and by
 every parent of a CodedReduce tree (the root and the inner workers, decoded with the inner code; Reisizadeh et
 al. 2019, Section 3). The rank layout and the combination coefficients are those of :mod:`gradcodes.mpi`
-(:func:`gradcodes.mpi.layout_for`, :class:`gradcodes._runtime.layout.Combiner`: the decoding vector of a responder
+(:func:`gradcodes.mpi.layout_for`, :class:`gradcodes._runtime.codec.Combiner`: the decoding vector of a responder
 set, cached, validated by the acceptance rule in the messages' dtype); only the message passing and the
 arithmetic are torch's.
 
@@ -34,8 +34,8 @@ from typing import Any
 import numpy as np
 
 from .._base.errors import GradcodesRuntimeError
+from .._runtime.codec import Combiner, UnitTracker
 from .._runtime.engine import ABORT, Collection, Lost, _Abort, age
-from .._runtime.layout import Combiner, UnitTracker
 
 __all__ = ["Children", "Receiver", "check_key", "finite", "age", "GRAD_TAG", "HEAD", "DATA", "STOP", "BYE",
            "buffer", "body", "trailer", "scale_word", "as_np_dtype"]
@@ -172,7 +172,7 @@ class Children:
         :mod:`gradcodes._runtime.layout`); row ``i`` of :attr:`tails` holds child ``i``'s.
     nbytes : int, default 0
         Raw bytes after the entries of every child's message: the child's model buffers (BatchNorm running
-        statistics, ``gradcodes.torch._runtime.ModelBuffers``); row ``i`` of :attr:`buffers` holds child ``i``'s.
+        statistics, ``gradcodes.torch._params.ModelBuffers``); row ``i`` of :attr:`buffers` holds child ``i``'s.
     pinned : bool, default False
         Page-locked receive rows (host messages of a model on CUDA, staged: ``gradcodes.torch._params``).
     nonfinite : {"straggler", "overflow"}, default "straggler"
@@ -406,7 +406,7 @@ def as_np_dtype(dtype: Any) -> np.dtype:
 
     bfloat16 has no numpy dtype: its messages go through the rule for float16 (the narrowest numpy float, unit
     roundoff 2**-11) and, since bfloat16's unit roundoff is 8 times larger, also through bfloat16's own rule
-    (:meth:`gradcodes._runtime.layout.Combiner.check_unit` with ``u = 2**-8``, :data:`BFLOAT16_U`): a decode is
+    (:meth:`gradcodes._runtime.codec.Combiner.check_unit` with ``u = 2**-8``, :data:`BFLOAT16_U`): a decode is
     used only when it meets both (``docs/torch.md``)."""
     import torch
 

@@ -15,6 +15,13 @@ from .._runtime.setup import GRACE, fingerprint, height
 STOP_WAIT = GRACE
 
 
+def _dist() -> Any:
+    """``torch.distributed`` (imported when a runtime object is built; the unit tests replace it)."""
+    import torch.distributed as dist
+
+    return dist
+
+
 def check_same(code: Any, dist: Any, size: int, device: Any = "cpu", nbytes: int = 0) -> None:
     """Collective (every rank, once at set-up): raise on every rank when some ranks built a different code than
     rank 0 (the digest of :func:`gradcodes.mpi._setup.fingerprint`, e.g. a random code built without ``rng``),
