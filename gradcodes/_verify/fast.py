@@ -505,11 +505,10 @@ def _build_kernel() -> object:
                     res = rb
                     if cb > best[0] or not (hi <= rtol) or not (dC <= eta * cb):
                         # exact values: the kernel's decoding vector (zero on the stragglers), its worst column
-                        # of |a| |B| (summed over the m pieces), its residual, and the widths' lower bound
+                        # of |a| |B| (summed over the m pieces) and its residual; the widths' lower bound below,
+                        # only for a set these do not clear
                         canc = 0.0
-                        wlo = 0
                         for v in range(m):
-                            amax = 0.0
                             for i in range(n):
                                 if isS[i]:
                                     arow[i] = 0.0
@@ -518,16 +517,6 @@ def _build_kernel() -> object:
                                     for j in range(d):
                                         acc += K[i, j] * Z[j, v]
                                     arow[i] = abs(acc)
-                                    amax = max(amax, arow[i])
-                            cnt = 0
-                            for i in range(n):
-                                if not isS[i]:
-                                    aacc = abs(C[v, i])
-                                    for j in range(d):
-                                        aacc += abs(K[i, j]) * abs(Z[j, v])
-                                    if arow[i] > 2.0 * (dz * Ksum[i] + g_s2 * aacc) + eta * amax:
-                                        cnt += 1
-                            wlo = max(wlo, cnt)
                             for p in range(m):
                                 pmax[p] = 0.0
                             for c in range(km):
@@ -551,15 +540,38 @@ def _build_kernel() -> object:
                             best[0] = canc
                         Rp = res + g_s2 * rb + dz * summmax
                         hi, rhi = _HI_NB(canc + dC, Rp, par)
-                        lo = _LO_NB(canc - dC, float(wlo), par)
                         if not (dC <= eta * canc):
                             flag = 1                  # the kernel's own vector is not known well enough
                         elif hi <= rtol:
                             flag = 0
-                        elif lo > rtol:
-                            flag = 2
-                        elif _HIL_NB(canc - dC, float(wlo), par) > rtol and _LOU_NB(canc + dC, Rp, par) <= rtol:
-                            flag = 3
+                        else:
+                            # the widths' lower bound: entries of a certainly non-zero (over each piece's largest)
+                            wlo = 0
+                            for v in range(m):
+                                amax = 0.0
+                                for i in range(n):
+                                    if isS[i]:
+                                        arow[i] = 0.0
+                                    else:
+                                        acc = C[v, i]
+                                        for j in range(d):
+                                            acc += K[i, j] * Z[j, v]
+                                        arow[i] = abs(acc)
+                                        amax = max(amax, arow[i])
+                                cnt = 0
+                                for i in range(n):
+                                    if not isS[i]:
+                                        aacc = abs(C[v, i])
+                                        for j in range(d):
+                                            aacc += abs(K[i, j]) * abs(Z[j, v])
+                                        if arow[i] > 2.0 * (dz * Ksum[i] + g_s2 * aacc) + eta * amax:
+                                            cnt += 1
+                                wlo = max(wlo, cnt)
+                            if _LO_NB(canc - dC, float(wlo), par) > rtol:
+                                flag = 2
+                            elif (_HIL_NB(canc - dC, float(wlo), par) > rtol
+                                  and _LOU_NB(canc + dC, Rp, par) <= rtol):
+                                flag = 3
                     elif hi <= rtol:
                         flag = 0
             out_canc[t] = canc
