@@ -106,6 +106,57 @@ def test_the_library_raises_no_bare_builtin_errors():
     assert not bad, bad
 
 
+_PRIVATE = r"gradcodes\.(?:\w+\.)*_\w+"
+
+
+def _message_strings(path: Path) -> list[tuple[int, str]]:
+    """The string literals of a module that are not docstrings: what it can print, raise, log or put in a report."""
+    import re
+
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                docstrings.add(id(first.value))
+    return [(node.lineno, node.value) for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+            and re.search(_PRIVATE, node.value)]
+
+
+def test_no_message_names_a_private_module():
+    """Reports, notes and errors named private modules ("... (gradcodes._core.numerics.error_bounds)", "theorem in
+    gradcodes._verify.blocks") that a user cannot import or look up in the API reference: every string the package
+    can show names public objects only (docstrings of private modules may name their neighbours)."""
+    bad = [f"{p.relative_to(ROOT.parent)}:{line}: {text[:80]!r}"
+           for p in sorted(ROOT.rglob("*.py")) for line, text in _message_strings(p)]
+    assert not bad, bad
+
+
+def test_message_scan_finds_a_private_name(tmp_path):
+    path = tmp_path / "m.py"
+    path.write_text('"""Doc naming gradcodes._core.x is fine."""\n'
+                    'def f():\n    """So is gradcodes._verify.y here."""\n'
+                    '    raise ValueError(f"bad {1} (gradcodes._verify.cost)")\n', encoding="utf-8")
+    assert [line for line, _ in _message_strings(path)] == [4]
+
+
+def test_borderline_note_names_public_objects():
+    code = gc.cyclic_repetition(12, 2, rng=0)
+    from gradcodes._verify.verifier import borderline_note
+
+    class _Model:
+        noun = "straggler sets"
+
+    class _Tracker:
+        n_borderline, model, rtol, dtype, borderline = 3, _Model(), 1e-8, np.dtype(np.float64), [(0, 1)]
+
+    note = borderline_note(_Tracker())  # type: ignore[arg-type]
+    assert "GradientCode.error_estimate" in note and "gradcodes._" not in note
+    assert hasattr(code, "error_estimate")
+
+
 def test_errors_show_their_public_names():
     """Tracebacks and reprs named private modules (``gradcodes._errors.GradcodesValueError``): every error class now
     reports the public module it is imported from, and pickles under it."""

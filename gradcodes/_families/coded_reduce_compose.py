@@ -250,8 +250,8 @@ def compose(code: CodedReduceCode, rtol: float, dtype: np.dtype, tracker: Tracke
         notes.append(f"the worst patterns built from the inner code pass the rule (worst error estimate "
                      f"{tracker.worst_est:.3g}): not a proof either way")
     if proven:
-        out.theorem = ("CodedReduce composition (Reisizadeh et al. 2019, CR.Execute; gradcodes._families."
-                       "coded_reduce_compose): B is CR.Allocate's matrix of the inner code, proven over all its "
+        out.theorem = ("CodedReduce composition (Reisizadeh et al. 2019, CR.Execute): B is CR.Allocate's matrix "
+                       "of the inner code, proven over all its "
                        "sets; " + ("exact arithmetic" if code.exact else
                                    f"acceptance bound {bounds['bound']:.3g} <= rtol for every pattern"))
     return out

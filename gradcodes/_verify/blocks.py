@@ -471,7 +471,7 @@ def _verify_distinct(code: GradientCode, todo: list[tuple[int, GradientCode]], r
             fits = total <= sub.n + samples + (2000 if search else 0) or seconds <= left_seconds
             left_seconds = max(left_seconds - (seconds if fits else 0.0), 0.0)
             why = (f"what is left of the default budget (about {left_seconds:.2g} of {DEFAULT_SECONDS:g} s of one "
-                   f"core, shared by the distinct blocks; gradcodes._verify.cost): about {seconds:.3g} s")
+                   f"core, shared by the distinct blocks): about {seconds:.3g} s")
         plan.append(fits)
         if time_budget is None and not fits:
             notes.append(f"block {i} ({sub.n} workers): its {total:,} sets exceed {why}; sampled and searched, not "
@@ -596,12 +596,12 @@ def verify_blocks(code: GradientCode, dec: BlockDecoder, **options: Any) -> Veri
     if proven and not code.exact and not upper <= rtol:
         proven = False
         notes.append(f"combined bound (c_t max_b canc_b)(1 + eta) + max_b (res_b + delta_b) = "
-                     f"{upper:.3g} > rtol={rtol:g} ({dtype}; gradcodes._core.numerics.error_bounds)")
+                     f"{upper:.3g} > rtol={rtol:g} ({dtype}; the acceptance rule)")
     unproven = [i for i, r in enumerate(rows) if r["report"] is not None and r["same_as"] is None
                 and not is_proof(r["report"]) and r["report"].n_failures == 0]
     distinct = sum(1 for r in rows if r["report"] is not None and r["same_as"] is None)
     notes.insert(0, f"proof by blocks: {len(rows)} blocks, {distinct} distinct checked "
-                    f"(theorem in gradcodes._verify.blocks); error bound = c_t max_b canc_b + max_b res_b")
+                    f"(theorem: gradcodes.by_blocks); error bound = c_t max_b canc_b + max_b res_b")
     if unproven:
         notes.append(f"blocks {unproven} were searched, not enumerated: their worst case is not proven")
     canc_blk = max(reports, key=lambda br: np.nan_to_num(br[1].worst_cancellation, nan=-1.0)) if reports else None
@@ -625,6 +625,6 @@ def verify_blocks(code: GradientCode, dec: BlockDecoder, **options: Any) -> Veri
         notes=notes, blocks=rows)
     names = {f.name for f in fields(BlockVerifyReport)}
     if "theorem" in names and proven:
-        kwargs["theorem"] = ("proof by blocks (gradcodes._verify.blocks): every distinct block proven, combined bound "
+        kwargs["theorem"] = ("proof by blocks (gradcodes.by_blocks): every distinct block proven, combined bound "
                              "<= rtol")
     return BlockVerifyReport(**{key: v for key, v in kwargs.items() if key in names})

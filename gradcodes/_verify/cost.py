@@ -144,7 +144,7 @@ def limit_note(total: int, noun: str, budget: int) -> str:
 
     hint = str(total) if total < 10**30 else count_text(total)
     return (f"not exhaustive: {count_text(total)} {noun} exceed the default budget of {budget:,} (a fixed cost model, "
-            f"about {DEFAULT_SECONDS:g} s of one core, the same on every machine: gradcodes._verify.cost); pass "
+            f"about {DEFAULT_SECONDS:g} s of one core, the same on every machine); pass "
             f"limit={hint} for a full check, or time_budget= seconds for a wall-clock budget")
 
 
