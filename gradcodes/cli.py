@@ -438,8 +438,12 @@ def _cmd_schemes(args: argparse.Namespace) -> int:
         _emit(args, [{"scheme": s.name, "alias": rev.get(s.name), "kind": s.kind, "summary": s.summary,
                       "tour": [dict(p) for p in s.tour]} for s in schemes().values()])
         return 0
+    import shutil
+
+    # the summaries wrap to the terminal's width (100 columns when the output is not a terminal)
     print(format_table([{"scheme": s.name + (f" ({rev[s.name]})" if s.name in rev else ""), "kind": s.kind,
-                         "summary": s.summary} for s in schemes().values()]))
+                         "summary": s.summary} for s in schemes().values()],
+                       wrap="summary", width=shutil.get_terminal_size((100, 24)).columns))
     return 0
 
 

@@ -27,6 +27,20 @@ def test_bound_and_schemes(capsys):
     assert "cyclic_repetition" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("columns", [80, 100, 200])
+def test_schemes_table_fits_the_terminal(capsys, monkeypatch, columns):
+    """``gradcodes schemes`` printed 200-character lines (the longest summary): the summaries wrap to the terminal's
+    width and no word of any summary is lost."""
+    monkeypatch.setenv("COLUMNS", str(columns))
+    assert main(["schemes"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert max(len(line) for line in lines) <= columns
+    start = lines[0].index("summary")
+    text = " ".join(line[start:].strip() for line in lines[2:])
+    for scheme in gc.schemes().values():
+        assert scheme.summary in text, scheme.name
+
+
 def test_build_verify_roundtrip(tmp_path, capsys):
     path = tmp_path / "code.npz"
     assert main(["build", "cyclic_repetition", "-n", "9", "-s", "2", "--seed", "4", "-o", str(path)]) == 0

@@ -18,12 +18,14 @@ __all__ = ["to_json", "emit", "format_table", "count_text", "call_repr"]
 
 
 def format_table(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = None,
-                 right: Iterable[str] = ()) -> str:
+                 right: Iterable[str] = (), wrap: str | None = None, width: int | None = None) -> str:
     """Align a list of row dicts as a plain-text table (missing cells shown as '-'): the one table printer of the
     command line, the tour, the simulator, the runtimes' results and the benchmarks.
 
     Columns are left-aligned, those named in ``right`` right-aligned (numbers); cells are printed with ``str``, so
-    format numbers before.
+    format numbers before. ``wrap`` names one column (the last, a free-text one) whose cells are wrapped at spaces
+    so that the table fits ``width`` characters (the terminal's width for the command line); that column keeps at
+    least 30 characters.
 
     >>> print(format_table([{"a": 1, "b": "x"}, {"a": 22}]))
     a   b
@@ -35,7 +37,15 @@ def format_table(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None =
     --  ----
      7  0.25
     12   1.5
+    >>> print(format_table([{"name": "ab", "summary": "one two three four five six seven eight nine ten"}],
+    ...                    wrap="summary", width=36))
+    name  summary
+    ----  ------------------------------
+    ab    one two three four five six
+          seven eight nine ten
     """
+    import textwrap
+
     if columns is None:
         columns = []
         for row in rows:
@@ -43,6 +53,18 @@ def format_table(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None =
     right = set(right)
     cells = [[str(row.get(c, "-")) for c in columns] for row in rows]
     widths = [max([len(c), *(len(r[i]) for r in cells)]) for i, c in enumerate(columns)]
+    if wrap is not None and width is not None:
+        if wrap not in columns or wrap != columns[-1]:
+            raise ValueError(f"wrap must name the last column ({columns[-1] if columns else 'none'}), got {wrap!r}")
+        fit = max(30, width - sum(w + 2 for w in widths[:-1]))
+        if widths[-1] > fit:
+            widths[-1] = max(len(wrap), fit)
+            wrapped = []
+            for r in cells:
+                lines = textwrap.wrap(r[-1], widths[-1], break_on_hyphens=False) or [""]
+                wrapped.append([*r[:-1], lines[0]])
+                wrapped += [[""] * (len(columns) - 1) + [more] for more in lines[1:]]
+            cells = wrapped
 
     def line(values: Sequence[str]) -> str:
         return "  ".join(v.rjust(w) if c in right else v.ljust(w)
