@@ -282,6 +282,9 @@ def test_generic_decoders_agree_on_the_flattened_code():
 
 @pytest.mark.parametrize(("args", "kwargs", "exc", "match"), [
     ((3, 0, 1), {}, ValueError, "L must be"),
+    # a branching factor beyond float64's integers: numpy's log10 raised a TypeError from inside the size check
+    ((10**30, 1, 1), {}, gc.SizeLimitError, "exceeds the bound"),
+    ((10**30, 20, 1), {}, gc.SizeLimitError, r"about 10\^600"),
     ((3, 2, 3), {}, ValueError, "s must be"),
     ((3, 2, -1), {}, ValueError, "s must be"),
     ((1, 2, 0), {}, ValueError, "branching must be"),
@@ -438,3 +441,45 @@ def test_pattern_text_names_a_wrong_mask():
     with pytest.raises(gc.GradcodesValueError, match=r"mask must be one responder mask of shape \(6,\)"):
         code.pattern_text(np.ones((2, 6), dtype=bool))
     assert code.pattern_text(np.array([False, True, True, True, True, True])) == "{master: [0]}"
+
+
+# ------------------------------------------------------------------------ the command line's n: workers, not branching
+
+@pytest.mark.parametrize(("kwargs", "shape"), [
+    ({"n": 12, "L": 2}, (3, 2)), ({"n": 12, "branching": 3}, (3, 2)), ({"n": 14, "L": 3}, (2, 3)),
+    ({"n": 4, "L": 1}, (4, 1)), ({"n": 4, "branching": 4}, (4, 1)), ({"n": 12, "branching": 3, "L": 2}, (3, 2)),
+    ({"branching": 3, "L": 2}, (3, 2)),
+])
+def test_scheme_n_is_the_number_of_workers(kwargs, shape):
+    """``gradcodes build coded_reduce -n 3 --param L=2`` built a 12-worker tree: ``-n`` meant branching for this one
+    scheme. It is the number of workers, as for every scheme; branching or L gives the other."""
+    code = gc.schemes()["coded_reduce"].build(s=1, **kwargs)
+    assert (code.branching, code.L) == shape
+    assert code.n == sum(shape[0] ** level for level in range(1, shape[1] + 1))
+    assert code == gc.coded_reduce(*shape, 1, rng=0)
+
+
+@pytest.mark.parametrize(("kwargs", "exc", "match"), [
+    ({"n": 12}, TypeError, "needs the tree's branching or its depth L"),
+    ({"n": 13, "L": 2}, ValueError, r"not a tree of depth L=2: .* e\.g\. 12 \(b=3\) or 20 \(b=4\)"),
+    ({"n": 12, "branching": 2}, ValueError, r"not a tree with branching=2: .* one of 2, 6, 14, \.\.\."),
+    ({"n": 12, "branching": 2, "L": 2}, ValueError, "that tree has 6 workers"),
+    ({"L": 2}, TypeError, r"needs --param branching=B"),
+    ({"branching": 3}, TypeError, r"needs --param L=DEPTH"),
+    # huge arguments are refused at once, not after b^L work
+    ({"n": 12, "L": 10**7}, ValueError, "the smallest one .* more than 12 workers"),
+    ({"n": 12, "branching": 3, "L": 10**8}, ValueError, "that tree has more than 12 workers"),
+    ({"n": 10**30, "L": 1}, ValueError, "exceeds the bound"),
+])
+def test_scheme_bad_tree_shapes(kwargs, exc, match):
+    with pytest.raises(exc, match=match):
+        gc.schemes()["coded_reduce"].build(s=1, **kwargs)
+
+
+def test_command_line_n_is_workers(capsys):
+    from gradcodes.cli import main
+
+    assert main(["verify", "coded_reduce", "-n", "12", "--param", "L=2", "-s", "1"]) == 0
+    assert "branching=3, L=2" in capsys.readouterr().out
+    assert main(["verify", "coded_reduce", "-n", "3", "--param", "L=2", "-s", "1"]) == 2
+    assert "n=3 workers is not a tree of depth L=2" in capsys.readouterr().err

@@ -131,7 +131,7 @@ def test_every_registered_builder_defaults_to_seed_0():
 @pytest.mark.parametrize(("argv", "python"), [
     (["ye_abbe", "-n", "6", "-s", "1", "-m", "2", "--param", "nodes=random"],
      lambda rng: gc.ye_abbe(6, 1, 2, nodes="random", rng=rng)),
-    (["coded_reduce", "-n", "3", "--param", "L=2", "-s", "1", "--param", "field=rational"],
+    (["coded_reduce", "-n", "12", "--param", "L=2", "-s", "1", "--param", "field=rational"],
      lambda rng: gc.coded_reduce(3, 2, 1, field="rational", rng=rng)),
     (["cyclic_repetition", "-n", "7", "-s", "2"], lambda rng: gc.cyclic_repetition(7, 2, rng=rng)),
 ])

@@ -73,6 +73,21 @@ def format_table(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None =
     return "\n".join([line(list(columns)), "  ".join("-" * w for w in widths), *(line(r) for r in cells)])
 
 
+def labelled(prefix: str, text: str, width: int = 100) -> list[str]:
+    """``prefix`` then ``text`` wrapped at spaces to ``width`` characters, the lines after the first indented to
+    the text's column: a long note or theorem of a report reads as a paragraph instead of one 400-character line.
+
+    >>> print("\\n".join(labelled("  note   ", "one two three four five six", width=20)))
+      note   one two
+             three four
+             five six
+    """
+    import textwrap
+
+    return textwrap.wrap(text, width, initial_indent=prefix, subsequent_indent=" " * len(prefix),
+                         break_on_hyphens=False, break_long_words=False) or [prefix.rstrip()]
+
+
 def call_repr(obj: Any, args: dict[str, Any], defaults: dict[str, Any] | None = None) -> str:
     """The one ``repr`` style of the library's values: the call that builds ``obj``, ``Type(name=value, ...)``,
     leaving out arguments at their default; arrays of more than 6 entries appear as ``array(shape=(r, c))``.

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import numbers
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, fields
@@ -316,9 +317,9 @@ def check_tree_size(n: int, L: int, bound: int | str = "work") -> int:
     """The number of workers ``b + b^2 + ... + b^L`` of the tree with branching factor ``b = n`` and depth ``L``,
     checked by :func:`check_size` (without computing astronomically large powers)."""
     name = f"the workers b + b^2 + ... + b^L of the tree with branching b={n}, L={L}"
-    if n >= 2 and L * np.log10(n) > 300:
+    if n >= 2 and L * math.log10(n) > 300:            # math.log10: exact for ints beyond float64's range
         limit = getattr(limits, bound) if isinstance(bound, str) else bound
-        raise SizeLimitError(f"{name} number about 10^{L * np.log10(n):.0f}, more than the bound {limit:,}"
+        raise SizeLimitError(f"{name} number about 10^{L * math.log10(n):.0f}, more than the bound {limit:,}"
                              + (f" (gradcodes.limits.{bound})" if isinstance(bound, str) else ""))
     return check_size(name, n * L if n == 1 else (n ** (L + 1) - n) // (n - 1), bound)
 

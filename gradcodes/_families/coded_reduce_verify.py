@@ -18,7 +18,7 @@ import numpy as np
 
 from .._base.aliases import DTypeLike, RNGLike
 from .._base.errors import GradcodesTypeError
-from .._base.output import count_text
+from .._base.output import count_text, labelled
 from .._base.validate import (
     check_int,
     check_real,
@@ -142,7 +142,7 @@ class TreeVerifyReport(VerifyReport):
         ]
         if self.failures:
             lines.append(f"  failures      : {self._count_text()} patterns; first: " + "; ".join(self.failures))
-        lines += ["  note: " + t for t in self.notes]
+        lines += [line for t in self.notes for line in labelled("  note: ", t)]
         lines.append(f"  time          : {self.seconds:.2f} s")
         return "\n".join(lines)
 

@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from .._base.output import labelled
+
 __all__ = ["ApproxReport", "ApproximationReport"]
 
 
@@ -169,7 +171,7 @@ class ApproxReport:
         if float(self.min_coefficient) < 0:
             lines.append(f"  min coefficient = {float(self.min_coefficient):.4g} (negative)")
         lines.append(f"  {self.seconds:.3f} s")
-        lines.extend(f"  note: {x}" for x in self.notes)
+        lines.extend(line for x in self.notes for line in labelled("  note: ", x))
         return "\n".join(lines)
 
 
@@ -325,7 +327,7 @@ class ApproximationReport:
             f"{self.mean_squared_error / k_m:.3g}")
         lines.append(f"  {self.patterns_checked:,} of {self.patterns_total:,} straggler sets evaluated in "
                      f"{self.seconds:.2f} s")
-        lines.extend(f"  note: {x}" for x in self.notes)
+        lines.extend(line for x in self.notes for line in labelled("  note: ", x))
         return "\n".join(lines)
 
     def tour_row(self) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from .._base.output import count_text
+from .._base.output import count_text, labelled
 
 __all__ = ["VerifyReport"]
 
@@ -214,7 +214,7 @@ class VerifyReport:
             + (" [interrupted]" if self.interrupted else ""),
         ]
         if self.theorem:
-            lines.append(f"  theorem            {self.theorem}")
+            lines += labelled("  theorem            ", self.theorem)
         lines += [
             f"  worst residual     {self.worst_residual:.3g} at responders {_short(self.worst_responders)}",
             f"  worst cancellation {self.worst_cancellation:.3g} at responders "
@@ -228,7 +228,7 @@ class VerifyReport:
         if self.failures:
             lines.append(f"  failing sets       {'' if self.failures_exact else 'at least '}{self.n_failures:,}; "
                          f"first: responders {_short(self.failures[0])}")
-        lines += [f"  note               {note}" for note in self.notes]
+        lines += [line for note in self.notes for line in labelled("  note               ", note)]
         lines.append(f"  time               {self.seconds:.2f} s")
         return "\n".join(lines)
 

@@ -510,8 +510,7 @@ def borderline_note(tracker: Tracker) -> str:
     return (f"{tracker.n_borderline:,} {tracker.model.noun} are borderline: their error estimate is within the "
             f"rounding allowance of the tolerance {tracker.rtol:.3g} ({tracker.dtype}), so a decode may be accepted "
             f"on one BLAS kernel, batch size or thread count and refused on another (the acceptance rule; "
-            f"GradientCode.error_estimate gives one set's estimate); first: responders "
-            f"{list(tracker.borderline[0]) if tracker.borderline else '-'}")
+            f"GradientCode.error_estimate gives one set's estimate)")
 
 
 def _theorem(code: LinearCode, dec: Decoder, rtol: float, dtype: np.dtype) -> str | None:
