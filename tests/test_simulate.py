@@ -188,6 +188,35 @@ def test_cli_subcommand(capsys):
     assert "CR" in out and "RAR" in out and "t_step=0.001" in out and "N=156" in out
 
 
+@pytest.mark.parametrize(("argv", "shape"), [
+    ([], (12, 2, 156)), (["-n", "156"], (12, 2, 156)), (["-n", "12", "-s", "1"], (3, 2, 12)),
+    (["-n", "12", "--branching", "3", "-s", "1"], (3, 2, 12)), (["-n", "14", "-L", "3", "-s", "1"], (2, 3, 14)),
+    (["--branching", "3", "-L", "2", "-s", "1"], (3, 2, 12)),
+])
+def test_cli_n_is_the_number_of_workers(capsys, argv, shape):
+    """``gradcodes simulate -n 12`` simulated a 156-worker tree (``-n`` was short for ``--branching``): ``-n`` is
+    the number of workers N, as everywhere; with -L (default 2) or --branching the other follows."""
+    from gradcodes.cli import main
+
+    assert main(["simulate", "--iters", "50", "--schemes", "CR", *argv]) == 0
+    header = capsys.readouterr().out.splitlines()[0]
+    b, L, N = shape
+    assert header.startswith(f"tree branching={b} L={L} ") and f"(N={N} workers)" in header
+
+
+def test_cli_n_that_is_no_tree(capsys):
+    from gradcodes.cli import main
+
+    assert main(["simulate", "--iters", "50", "--schemes", "CR", "-n", "13"]) == 2
+    assert "n=13 workers is not a tree of depth L=2" in capsys.readouterr().err
+
+
+def test_params_name_the_branching():
+    res = gc.simulate("CR", branching=3, L=2, s=1, iters=20, rng=0)
+    assert (res.params["branching"], res.params["L"], res.params["N"]) == (3, 2, 12) and "n" not in res.params
+    assert res["CR"].details["branching"] == 3
+
+
 def test_communication_factor_of_a_code_divides_the_message_time():
     """A Ye–Abbe code (m = 3) sends a third of a gradient: deterministic time a l + (n - s) t_c / m."""
     ya, cyc = gc.ye_abbe(10, 2, 3), gc.cyclic_repetition(10, 2, rng=0)

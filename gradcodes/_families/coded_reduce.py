@@ -39,7 +39,7 @@ from .._core.code import GradientCode
 from .._core.fields import RationalField
 from .._core.sparse import csr_from_rows, use_sparse
 from .._io.files import REBUILDERS, CodeFileError, rebuild_saved
-from .coded_reduce_alloc import _allocate, _check_tree, _min_units, _tree_fractions, coded_reduce_load
+from .coded_reduce_alloc import _allocate, _check_tree, _min_units, _tree_fractions, coded_reduce_load, tree_shape
 from .coded_reduce_code import CodedReduceCode, TreeDecoder
 from .coded_reduce_verify import TreeVerifyReport, _exhaustive_masks, verify_tree  # noqa: F401
 
@@ -277,67 +277,6 @@ def _from_record(branching: int | None = None, L: int = 1, s: int = 0, P: int | 
 REBUILDERS["coded_reduce"] = _from_record
 
 
-def _tree_workers(branching: int, L: int, cap: int | None = None) -> int:
-    """``N = b + b^2 + ... + b^L``, the workers of the ``(b, L)``-regular tree (or a number ``> cap`` once it
-    exceeds ``cap``: bounded work for any ``L``)."""
-    total, power = 0, 1
-    for _ in range(L):
-        power *= branching
-        total += power
-        if cap is not None and total > cap:
-            break
-    return total
-
-
-def _shape_from_workers(n: int, branching: int | None, L: int | None) -> tuple[int, int]:
-    """The tree ``(branching, L)`` with ``n`` workers, given one of the two (the other follows from ``n``)."""
-    n = check_int("n", n, 2)
-    if branching is None and L is None:
-        raise GradcodesTypeError(
-            f"coded_reduce with n={n} workers needs the tree's branching or its depth L as well (n = b + b^2 + ... + "
-            f"b^L; on the command line --param branching=B or --param L=DEPTH)")
-    if branching is not None and L is not None:
-        b, depth = check_int("branching", branching, 2), check_int("L", L, 1)
-        if _tree_workers(b, depth, cap=n) != n:
-            size = _tree_workers(b, depth, cap=n)
-            raise GradcodesValueError(
-                f"n={n} workers does not match branching={b}, L={depth}: that tree has "
-                f"{f'{size:,}' if size < n else f'more than {n:,}'} workers (b + b^2 + ... + b^L; pass two of the "
-                f"three)")
-        return b, depth
-    if branching is not None:
-        b = check_int("branching", branching, 2)
-        sizes: dict[int, int] = {}
-        depth = 1
-        while True:                                  # at most log_b(n) + 1 depths
-            size = _tree_workers(b, depth, cap=n)
-            sizes[size] = depth
-            if size >= n:
-                break
-            depth += 1
-        if n not in sizes:
-            raise GradcodesValueError(
-                f"n={n} workers is not a tree with branching={b}: n must be b + b^2 + ... + b^L, one of "
-                f"{', '.join(f'{size:,}' for size in sizes)}{', ...' if max(sizes) > n else ''}")
-        return b, sizes[n]
-    depth = check_int("L", L, 1)
-    if depth >= n.bit_length():                      # even b = 2 gives 2 + ... + 2^L > n
-        raise GradcodesValueError(f"n={n} workers is not a tree of depth L={depth}: the smallest one (b = 2) has "
-                                  f"more than {n:,} workers (2 + 4 + ... + 2^L)")
-    lo, hi = 2, n                                    # the largest b with N(b, L) <= n, by bisection
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if _tree_workers(mid, depth, cap=n) <= n:
-            lo = mid
-        else:
-            hi = mid - 1
-    if _tree_workers(lo, depth, cap=n) != n:
-        raise GradcodesValueError(
-            f"n={n} workers is not a tree of depth L={depth}: n must be b + b^2 + ... + b^L, e.g. "
-            f"{_tree_workers(lo, depth):,} (b={lo}) or {_tree_workers(lo + 1, depth):,} (b={lo + 1})")
-    return lo, depth
-
-
 def _scheme_build(branching: int | None = None, L: int | None = None, s: int | None = None,
                   inner: GradientCode | None = None, *, P: int | None = None, field: str | None = None,
                   seed: RNGLike = 0, n: int | None = None) -> CodedReduceCode:
@@ -345,7 +284,7 @@ def _scheme_build(branching: int | None = None, L: int | None = None, s: int | N
     are reproducible, as for every registered scheme). ``n`` is the number of workers, as for every scheme
     (``N = b + b^2 + ... + b^L``): with ``n``, give ``branching`` or ``L`` and the other follows."""
     if n is not None:
-        branching, L = _shape_from_workers(n, branching, L)
+        branching, L = tree_shape(n, branching, L)
     what = {"branching": "--param branching=B (children per node)", "L": "--param L=DEPTH (the tree's depth)",
             "s": "-s S (stragglers per parent)"}
     missing = [what[name] for name, v in (("branching", branching), ("L", L), ("s", s)) if v is None]

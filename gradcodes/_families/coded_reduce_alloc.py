@@ -12,12 +12,76 @@ from typing import Any
 
 import numpy as np
 
+from .._base.errors import GradcodesTypeError, GradcodesValueError
 from .._base.validate import check_int, check_tree_size
 
 __all__ = ["coded_reduce_load"]
 
 # ----------------------------------------------------------------------------------------------------------
 # the load (Theorem 1) and the allocation (CR.Allocate)
+
+
+def _tree_workers(branching: int, L: int, cap: int | None = None) -> int:
+    """``N = b + b^2 + ... + b^L``, the workers of the ``(b, L)``-regular tree (or a number ``> cap`` once it
+    exceeds ``cap``: bounded work for any ``L``)."""
+    total, power = 0, 1
+    for _ in range(L):
+        power *= branching
+        total += power
+        if cap is not None and total > cap:
+            break
+    return total
+
+
+def tree_shape(n: int, branching: int | None, L: int | None) -> tuple[int, int]:
+    """The tree ``(branching, L)`` with ``n`` workers (``n = b + b^2 + ... + b^L``), given one or both of
+    ``branching`` and ``L``: the command lines' ``-n`` is the number of workers for trees too. Bounded work for any
+    arguments; a shape that does not fit names the sizes that would."""
+    n = check_int("n", n, 2)
+    if branching is None and L is None:
+        raise GradcodesTypeError(
+            f"coded_reduce with n={n} workers needs the tree's branching or its depth L as well (n = b + b^2 + ... + "
+            f"b^L)")
+    if branching is not None and L is not None:
+        b, depth = check_int("branching", branching, 2), check_int("L", L, 1)
+        if _tree_workers(b, depth, cap=n) != n:
+            size = _tree_workers(b, depth, cap=n)
+            raise GradcodesValueError(
+                f"n={n} workers does not match branching={b}, L={depth}: that tree has "
+                f"{f'{size:,}' if size < n else f'more than {n:,}'} workers (b + b^2 + ... + b^L; pass two of the "
+                f"three)")
+        return b, depth
+    if branching is not None:
+        b = check_int("branching", branching, 2)
+        sizes: dict[int, int] = {}
+        depth = 1
+        while True:                                  # at most log_b(n) + 1 depths
+            size = _tree_workers(b, depth, cap=n)
+            sizes[size] = depth
+            if size >= n:
+                break
+            depth += 1
+        if n not in sizes:
+            raise GradcodesValueError(
+                f"n={n} workers is not a tree with branching={b}: n must be b + b^2 + ... + b^L, one of "
+                f"{', '.join(f'{size:,}' for size in sizes)}{', ...' if max(sizes) > n else ''}")
+        return b, sizes[n]
+    depth = check_int("L", L, 1)
+    if depth >= n.bit_length():                      # even b = 2 gives 2 + ... + 2^L > n
+        raise GradcodesValueError(f"n={n} workers is not a tree of depth L={depth}: the smallest one (b = 2) has "
+                                  f"more than {n:,} workers (2 + 4 + ... + 2^L)")
+    lo, hi = 2, n                                    # the largest b with N(b, L) <= n, by bisection
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if _tree_workers(mid, depth, cap=n) <= n:
+            lo = mid
+        else:
+            hi = mid - 1
+    if _tree_workers(lo, depth, cap=n) != n:
+        raise GradcodesValueError(
+            f"n={n} workers is not a tree of depth L={depth}: n must be b + b^2 + ... + b^L, e.g. "
+            f"{_tree_workers(lo, depth):,} (b={lo}) or {_tree_workers(lo + 1, depth):,} (b={lo + 1})")
+    return lo, depth
 
 
 def _check_tree(n: Any, L: Any, s: Any) -> tuple[int, int, int]:

@@ -21,9 +21,12 @@ def add_simulate_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("--schemes", default=",".join(SCHEME_NAMES),
                    help="comma-separated subset of " + ",".join(SCHEME_NAMES) + " (default: all)")
-    p.add_argument("--branching", "-n", type=int, default=12,
-                   help="children per tree node, n in CodedReduce's notation (default 12; -n is the short form)")
-    p.add_argument("-L", type=int, default=2, help="tree depth (default 2)")
+    p.add_argument("--branching", type=int, default=None,
+                   help="children per tree node, n in CodedReduce's notation (default 12, or what -n and -L give)")
+    p.add_argument("-L", type=int, default=None, help="tree depth (default 2, or what -n and --branching give)")
+    p.add_argument("-n", type=int, default=None,
+                   help="workers N = b + b^2 + ... + b^L of the tree, as everywhere in gradcodes (with -L or "
+                        "--branching, the other follows; default 156)")
     p.add_argument("-s", type=int, default=5, help="stragglers tolerated per parent (default 5)")
     p.add_argument("--s-gc", type=int, default=None,
                    help="stragglers tolerated/ignored by GC and SGD (default floor(s*N/n))")
@@ -47,16 +50,22 @@ def add_simulate_parser(subparsers: Any) -> argparse.ArgumentParser:
 def run_simulate_cli(args: argparse.Namespace) -> int:
     """Run ``gradcodes simulate`` from parsed arguments; prints the table. Returns the exit status."""
     labels = [x.strip() for x in args.schemes.split(",") if x.strip()]
-    res = simulate(labels, branching=args.branching, L=args.L, s=args.s, s_gc=args.s_gc, m_data=args.m_data, a=args.a,
-                   mu=args.mu, t_c=args.t_c, t_step=args.t_step, overlap=not args.no_overlap,
-                   iters=args.iters, rng=args.seed, time_budget=args.time_budget)
+    branching, L = args.branching, args.L
+    if args.n is not None:
+        from .._families.coded_reduce_alloc import tree_shape
+
+        branching, L = tree_shape(args.n, branching, L if L is not None or branching is not None else 2)
+    res = simulate(labels, branching=12 if branching is None else branching, L=2 if L is None else L, s=args.s,
+                   s_gc=args.s_gc, m_data=args.m_data, a=args.a, mu=args.mu, t_c=args.t_c, t_step=args.t_step,
+                   overlap=not args.no_overlap, iters=args.iters, rng=args.seed, time_budget=args.time_budget)
     if getattr(args, "json", False):
         from .._base.output import emit
 
         emit(args, res)
         return 0
     p = res.params
-    print(f"tree n={p['n']} L={p['L']} s={p['s']} (N={p['N']}), s_gc={p['s_gc']}, m_data={p['m_data']:g}, "
+    print(f"tree branching={p['branching']} L={p['L']} s={p['s']} (N={p['N']} workers), s_gc={p['s_gc']}, "
+          f"m_data={p['m_data']:g}, "
           f"a={p['a']:g} s/pt, mu={p['mu']:g}/s, t_c={p['t_c']:g} s, t_step={p['t_step']:g} s, "
           f"iters={p['iters']}, seed={p['seed']}"
           + (f" (time budget {p['time_budget']:g} s: {p['iters']} of {p['iters_requested']} iterations)"

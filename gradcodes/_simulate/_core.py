@@ -395,7 +395,7 @@ def simulate(
             points = float(frac * Fraction(m_data))
             times, resp = _sim_tree(rng, iters, tn, tL, ts, points, a, mu, t_c, overlap, return_responders)
             msgs = tn - ts
-            details = {"n": tn, "L": tL, "s": ts, "r": frac, "overlap": overlap}
+            details = {"branching": tn, "L": tL, "s": ts, "r": frac, "overlap": overlap}
         elif kind == "PS":                      # a message per chunk (gradcodes._simulate._partial)
             from ._partial import _sim_partial_scheme
 
@@ -478,7 +478,7 @@ def simulate(
             codes[label] = item
         out[label] = SchemeResult(label, mean, stderr, iters, workers, points, msgs,
                                   times if return_samples else None, resp, details, error)
-    params = {"n": n, "L": L, "s": s, "N": N, "s_gc": s_gc, "m_data": m_data, "a": a, "mu": mu, "t_c": t_c,
+    params = {"branching": n, "L": L, "s": s, "N": N, "s_gc": s_gc, "m_data": m_data, "a": a, "mu": mu, "t_c": t_c,
               "t_step": t_step, "alpha": alpha, "overlap": overlap, "iters": iters, "seed": entropy,
               "policy": None if policy is None else str(policy), "model": None if model is None else model.label,
               "deadline": deadline}
