@@ -124,6 +124,30 @@ def test_tour_progress_on_stderr(capsys):
     assert rc == 0 and "uncoded {'n': 20}" in err and "uncoded {'n': 20}" not in out and "uncoded" in out
 
 
+def test_json_non_finite_numbers_are_null(capsys):
+    """``--json`` wrote an infinite bound as the string "inf" (a field that is a number in one report and a string in
+    the next): a non-finite float is ``null``, as JSON.stringify, pandas and pydantic write it, and the output is
+    strict JSON (no NaN or Infinity constants)."""
+    import argparse
+    from dataclasses import dataclass
+
+    from gradcodes._base.output import emit
+
+    @dataclass
+    class _Report:
+        bound: float
+        values: tuple
+        z: complex
+
+    def strict(name):
+        raise AssertionError(f"non-standard JSON constant {name}")
+
+    emit(argparse.Namespace(json=True), _Report(float("inf"), (float("nan"), -np.inf, np.float32(2.5)),
+                                                complex(np.inf, 1.0)))
+    doc = json.loads(capsys.readouterr().out, parse_constant=strict)
+    assert doc == {"bound": None, "values": [None, None, 2.5], "z": {"real": None, "imag": 1.0}}
+
+
 def test_failing_code_exit_1_and_json(tmp_path, capsys):
     B = gc.fractional_repetition(4, 1).B.copy()
     B[0, 0] = 0

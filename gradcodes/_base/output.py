@@ -142,11 +142,13 @@ def count_text(n: int) -> str:
 def to_json(obj: Any) -> Any:
     """A JSON-ready form of a report, typed: dataclasses become objects, Fractions numbers (an int when integral,
     else the nearest float; reports that need the exact value carry it as a ``"p/q"`` string in a field of its
-    own), numpy values numbers or lists, non-finite floats the strings ``"inf"``, ``"-inf"``, ``"nan"`` (JSON has
-    no such numbers).
+    own), numpy values numbers or lists. A non-finite float (an infinite error bound, a NaN not computed) is
+    ``null``: JSON has no such numbers, and ``null`` is what ``JSON.stringify``, pandas and pydantic write for
+    them, so a field holds a number or ``null``, never a string. What such a value means is in the report's typed
+    fields (``ok``, ``verdict``, ``exact``): test those, not a bound that may be ``null``.
 
     >>> to_json({"a": Fraction(1, 4), "b": Fraction(6, 3), "c": float("inf"), "d": np.arange(2)})
-    {'a': 0.25, 'b': 2, 'c': 'inf', 'd': [0, 1]}
+    {'a': 0.25, 'b': 2, 'c': None, 'd': [0, 1]}
     """
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         out = {f.name: to_json(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
@@ -171,7 +173,7 @@ def to_json(obj: Any) -> Any:
     if isinstance(obj, Fraction):
         return int(obj) if obj.denominator == 1 else to_json(float(obj))
     if isinstance(obj, float):
-        return obj if math.isfinite(obj) else ("nan" if math.isnan(obj) else ("inf" if obj > 0 else "-inf"))
+        return obj if math.isfinite(obj) else None
     if isinstance(obj, complex):
         return {"real": to_json(obj.real), "imag": to_json(obj.imag)}
     return str(obj)
@@ -180,6 +182,6 @@ def to_json(obj: Any) -> Any:
 def emit(args: argparse.Namespace, result: Any, text: str | None = None) -> None:
     """Print a command's result: its JSON form (:func:`to_json`) with ``--json``, else ``text`` or ``str(result)``."""
     if getattr(args, "json", False):
-        print(json.dumps(to_json(result), indent=1))
+        print(json.dumps(to_json(result), indent=1, allow_nan=False))   # strict JSON: no NaN or Infinity
     else:
         print(text if text is not None else result)
