@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from .errors import GradcodesValueError
+
 __all__ = ["to_json", "emit", "format_table", "count_text", "call_repr"]
 
 
@@ -55,7 +57,8 @@ def format_table(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None =
     widths = [max([len(c), *(len(r[i]) for r in cells)]) for i, c in enumerate(columns)]
     if wrap is not None and width is not None:
         if wrap not in columns or wrap != columns[-1]:
-            raise ValueError(f"wrap must name the last column ({columns[-1] if columns else 'none'}), got {wrap!r}")
+            raise GradcodesValueError(f"wrap must name the last column ({columns[-1] if columns else 'none'}), "
+                                      f"got {wrap!r}")
         fit = max(30, width - sum(w + 2 for w in widths[:-1]))
         if widths[-1] > fit:
             widths[-1] = max(len(wrap), fit)
