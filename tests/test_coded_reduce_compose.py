@@ -91,3 +91,12 @@ def test_a_dense_tree_with_a_group_decoded_inner_code_is_proven_by_composition()
     code = gc.coded_reduce(6, 3, 2)                          # fractional repetition inner code, 29^43 patterns
     rep = gc.verify(code)
     assert rep and "composition" in rep.theorem and rep.worst_cancellation == pytest.approx(1.0, rel=1e-5)
+
+
+def test_tour_row_says_theorem_for_a_composition_proof():
+    """The tour showed the (12, 2, 5) tree as "0 tree patterns, exhaustive no, ok": a proof by the composition
+    theorem reads "theorem" in the exhaustive column, as for the flat codes proven by a theorem."""
+    rep = gc.verify(gc.coded_reduce(12, 2, 5))
+    assert rep and not rep.exhaustive and rep.theorem.startswith("CodedReduce composition")
+    assert rep.tour_row()["exhaustive"] == "theorem"
+    assert gc.verify(gc.coded_reduce(3, 2, 1)).tour_row()["exhaustive"] == "yes"

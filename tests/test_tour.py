@@ -47,6 +47,10 @@ def test_demonstration_rows_are_expected_and_exit_0(capsys):
     assert rc == 0
     assert out.count("demo [") == 2 and "rtol = 1e-08" in out and "demonstration" in out
     assert "3 rows, 3 as expected" in out
+    # titles and footnotes wrap at 100 columns (they were single lines of up to 330 characters); table rows do not
+    table = [line for line in out.splitlines() if line.startswith(("scheme ", "-----", "cyclic_repetition "))]
+    assert max(len(line) for line in out.splitlines() if line not in table) <= 100
+    assert "\n[1] cyclic_repetition {'n': 50, 's': 5}: demonstration:" in out and "\n    " in out
 
 
 def test_sampled_rows_are_expected(capsys):

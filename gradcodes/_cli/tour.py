@@ -15,7 +15,7 @@ from fractions import Fraction
 from typing import Any, TextIO
 
 from .._base.errors import GradcodesTypeError, GradcodesValueError
-from .._base.output import format_table
+from .._base.output import format_table, labelled
 from .._base.registry import Expect, Scheme, schemes
 from .._verify.verifier import verify
 
@@ -162,11 +162,13 @@ def tour(names: Iterable[str] | None = None, *, quick: bool = False, out: TextIO
             print(f"  {name} {dict(params)}: {data['result']} in {display['seconds']} s", file=log, flush=True)
     for kind, kind_rows in by_kind.items():
         print(file=out)
-        print(_KIND_TITLES.get(kind, kind), file=out)
+        print("\n".join(labelled("", _KIND_TITLES.get(kind, kind))), file=out)   # titles and notes: 100 columns
         print(format_table(kind_rows), file=out)
     if footnotes:
         print(file=out)
-        print("\n".join(footnotes), file=out)
+        for note in footnotes:
+            label, _, text = note.partition(" ")
+            print("\n".join(labelled(label + " ", text)), file=out)
     unexpected = sum(not r["as_expected"] for r in rows)
     print(file=out)
     print(f"{len(rows)} rows, {len(rows) - unexpected} as expected"

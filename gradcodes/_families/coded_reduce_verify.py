@@ -117,7 +117,7 @@ class TreeVerifyReport(VerifyReport):
             "scheme": self.name, "n": self.n, "s": f"{self.s}/parent", "m": 1,
             "load / bound": f"{self.load} / {bound} units",
             "sets checked": f"{self.patterns_checked:,} tree patterns",
-            "exhaustive": "yes" if self.exhaustive else "no",
+            "exhaustive": "yes" if self.exhaustive else ("theorem" if self.theorem else "no"),
             "result": self.verdict,
             "worst residual": f"{self.worst_residual:.1e}",
             "error est.": f"{self.error_estimate:.1e}",
