@@ -96,13 +96,21 @@ def _master(comm: Any, tracker: Any, compute: Any, total: int, stop_on_failure: 
     stops_sent = dict.fromkeys(range(1, size), 0)
     requests: list[Any] = []
 
+    last_chunk = grid.index(total - 1) if total else 0
+    handed = [0]                                       # the end of the last chunk handed out (or taken by rank 0)
+
     def next_task() -> list[tuple[int, int]] | None:
+        # guided sizes: TASK_CHUNKS chunks while plenty are left, then fewer, down to one near the end, so that no
+        # rank is left computing a large task (two ahead) while the others have nothing
         if halted[0]:
             return None
+        left = last_chunk - grid.index(min(handed[0], total - 1)) + 1 if total else 0
+        want = max(1, min(TASK_CHUNKS, left // (2 * size)))
         task = []
         for chunk in todo:
             task.append(chunk)
-            if len(task) == TASK_CHUNKS:
+            handed[0] = chunk[1]
+            if len(task) == want:
                 break
         return task or None
 
