@@ -92,7 +92,14 @@ def _build(args: argparse.Namespace) -> Any:
     scheme = get_scheme(_scheme_name(args.scheme))
     given = {"n": args.n, "s": args.s, "m": args.m, "k": args.k, "seed": args.seed}
     given = {k: v for k, v in given.items() if v is not None}
-    given.update(_parse_params(args.param or []))
+    params = _parse_params(args.param or [])
+    twice = [k for k in params if k in given or (k == "rng" and "seed" in given)]
+    if twice:                                      # one value per parameter: never a silent winner
+        raise UsageError(f"{', '.join(twice)} given twice: as {', '.join(_FLAGS.get(k, '--seed') for k in twice)} "
+                         f"and as --param; give it once")
+    if "rng" in params:                            # --param rng=X is --seed X
+        params["seed"] = params.pop("rng")
+    given.update(params)
     sig = inspect.signature(scheme.build)
     target, target_sig = scheme.build, sig
     if any(k not in sig.parameters for k in given):
@@ -124,6 +131,11 @@ def _load_target(args: argparse.Namespace) -> Any:
     if os.path.exists(target):
         if os.path.isdir(target):
             raise UsageError(f"{target!r} is a directory, not a code file")
+        options = [flag for name, flag in (("n", "-n"), ("s", "-s"), ("m", "-m"), ("k", "-k"), ("seed", "--seed"),
+                                           ("param", "--param")) if getattr(args, name, None) is not None]
+        if options:                                # a saved code is what it is: options to build one do not apply
+            raise UsageError(f"{', '.join(options)} build a scheme by name; {target!r} is a saved code, which they "
+                             f"would not change (leave them out, or name a scheme)")
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             code = load_code(target, rtol=getattr(args, "rtol", None))
@@ -324,9 +336,12 @@ def _cmd_decode(args: argparse.Namespace) -> int:
     import numpy as np
 
     from ._core.acceptance import DecodingError
+    from ._core.code import ApproximateCode
 
     code = _load_target(args)
     F = _responders(args.responders)
+    if args.output is not None and args.messages is None:
+        raise UsageError("-o saves the decoded sum of --messages FILE.npy; without --messages there is no sum to save")
     if args.output is not None:
         _check_output_dir(args.output)
     if args.messages is not None:
@@ -337,8 +352,11 @@ def _cmd_decode(args: argparse.Namespace) -> int:
         if not isinstance(Y, np.ndarray) or Y.ndim != 2 or Y.shape[0] != len(F):
             raise UsageError(f"--messages must hold a 2-D array with one row per responder ({len(F)} rows), "
                              f"got {getattr(Y, 'shape', type(Y).__name__)}")
+        if args.dtype is not None and np.dtype(args.dtype) != Y.dtype:
+            raise UsageError(f"--dtype {args.dtype} but the messages are {Y.dtype}: a decode is judged in the "
+                             f"messages' own dtype (leave --dtype out, or convert the file)")
     else:
-        dt = np.dtype(args.dtype)
+        dt = np.dtype(args.dtype or "float64")
         Y = np.zeros((len(F), code.m), dtype=np.complex128 if code.field == "complex" else dt)
     try:
         A = code.decoding_matrix(F, args.decoder, dtype=Y.dtype if Y.dtype.kind in "fc" else np.float64)
@@ -350,13 +368,21 @@ def _cmd_decode(args: argparse.Namespace) -> int:
     if args.output is not None:
         np.save(args.output, np.asarray(decoded), allow_pickle=False)
     a = np.asarray(A)[:, F]
-    text = (f"responders {F}: decodable with {info.decoder!r} in {Y.dtype} (relative error bound "
-            f"{info.error_estimate:.2e}, cancellation {info.cancellation:.3g}, residual {info.residual:.2e})\n"
-            + "\n".join(f"a[{u}] = {np.array2string(row, precision=6, max_line_width=110)}" for u, row in enumerate(a))
+    approximate = isinstance(code, ApproximateCode)
+    what = "approximate decode (an estimate of the sum, within the bound below)" if approximate else "decodable"
+    total = np.asarray(decoded)
+    summary = (f"decoded sum: shape {total.shape}, {total.dtype}, "
+               f"{np.array2string(total.ravel()[:6], precision=6, max_line_width=80)}"
+               + (" ..." if total.size > 6 else "")) if args.messages is not None else ""
+    text = (f"responders {F}: {what}\n  decoder {info.decoder!r} in {Y.dtype}: relative error bound "
+            f"{info.error_estimate:.2e}, cancellation {info.cancellation:.3g}, residual {info.residual:.2e}\n"
+            + "\n".join(f"a[{u}] = {np.array2string(row, precision=6, max_line_width=100)}" for u, row in enumerate(a))
+            + (f"\n{summary}" if summary else "")
             + (f"\nwrote the decoded sum to {args.output}" if args.output is not None else ""))
-    _emit(args, {"decodable": True, "responders": F, "decoder": info.decoder, "dtype": str(Y.dtype),
-                 "a": a, "error_estimate": info.error_estimate, "cancellation": info.cancellation,
-                 "residual": info.residual, "exact": info.exact, "path": args.output}, text)
+    _emit(args, {"decodable": True, "approximate": approximate, "responders": F, "decoder": info.decoder,
+                 "dtype": str(Y.dtype), "a": a, "error_estimate": info.error_estimate,
+                 "cancellation": info.cancellation, "residual": info.residual, "exact": info.exact,
+                 "sum_shape": list(total.shape) if args.messages is not None else None, "path": args.output}, text)
     return 0
 
 
@@ -369,10 +395,12 @@ def _add_decode_parser(sub: Any) -> None:
     p.add_argument("target", help="a .npz file written by `gradcodes build`, or a scheme name")
     _add_code_options(p)
     p.add_argument("--responders", required=True, help="comma-separated worker indices, e.g. 0,2,5")
-    p.add_argument("--dtype", default="float64", choices=["float64", "float32", "float16"],
-                   help="the messages' dtype the decode is judged in (default float64; with --messages: theirs)")
+    p.add_argument("--dtype", default=None, choices=["float64", "float32", "float16"],
+                   help="the messages' dtype the decode is judged in (default float64; with --messages: theirs, "
+                        "and a different --dtype is an error)")
     p.add_argument("--messages", metavar="FILE.npy", help="the responders' messages, one row each")
-    p.add_argument("-o", "--output", metavar="FILE.npy", help="save the decoded sum (with --messages)")
+    p.add_argument("-o", "--output", metavar="FILE.npy", help="save the decoded sum of --messages (required with it "
+                                                                 "to keep the sum; the text shows its first values)")
     p.add_argument("--decoder", help="decoder name (default: the code's)")
     _add_json(p)
     p.set_defaults(func=_cmd_decode)

@@ -195,3 +195,37 @@ def test_decode_subcommand(tmp_path, capsys):
     assert "one row per responder (2 rows)" in capsys.readouterr().err
     assert main(["decode", "fractional_repetition", "-n", "6", "-s", "2", "--responders", "a,b"]) == 2
     assert main(["decode", "fractional_repetition", "-n", "6", "-s", "2", "--responders", "0,9"]) == 2
+
+
+def test_decode_output_needs_messages_and_dtype_must_match(tmp_path, capsys):
+    """``decode -o x.npy`` without --messages wrote an array of zeros and said "wrote the decoded sum"; an explicit
+    --dtype different from the messages' was silently replaced by theirs; --messages without -o threw the sum away."""
+    code = gc.fractional_repetition(6, 2)
+    base = ["decode", "fractional_repetition", "-n", "6", "-s", "2", "--responders", "1,2,4,5"]
+    assert main([*base, "-o", str(tmp_path / "x.npy")]) == 2
+    assert "without --messages there is no sum to save" in capsys.readouterr().err
+    assert not (tmp_path / "x.npy").exists()
+    g = np.random.default_rng(2).standard_normal((6, 8)).astype(np.float32)
+    np.save(tmp_path / "y.npy", code.encode(g)[[1, 2, 4, 5]])
+    assert main([*base, "--messages", str(tmp_path / "y.npy"), "--dtype", "float64"]) == 2
+    assert "--dtype float64 but the messages are float32" in capsys.readouterr().err
+    assert main([*base, "--messages", str(tmp_path / "y.npy")]) == 0
+    out = capsys.readouterr().out
+    assert "decoded sum: shape (8,), float32, [" in out and " ..." in out
+    assert main([*base, "--messages", str(tmp_path / "y.npy"), "--json"]) == 0
+    import json
+
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["sum_shape"] == [8] and doc["dtype"] == "float32" and doc["approximate"] is False
+
+
+def test_decode_says_when_the_code_is_approximate(tmp_path, capsys):
+    """An expander code's decode (relative error bound 0.18) read "decodable", as for an exact code."""
+    gc.save_code(gc.expander_code(10, 3, rng=0), tmp_path / "exp.npz")
+    assert main(["decode", str(tmp_path / "exp.npz"), "--responders", "0,1,2,3,4,5,6,7"]) == 0
+    out = capsys.readouterr().out
+    assert "approximate decode (an estimate of the sum" in out and ": decodable" not in out
+    assert main(["decode", str(tmp_path / "exp.npz"), "--responders", "0,1,2,3,4,5,6,7", "--json"]) == 0
+    import json
+
+    assert json.loads(capsys.readouterr().out)["approximate"] is True

@@ -179,3 +179,22 @@ def test_python_names_are_scheme_names(tmp_path, capsys):
     assert gc.load_code(tmp_path / "a.npz").family == "stochastic_gc"
     rc, out, _ = _run(["schemes"], capsys)
     assert "sgc (stochastic_gc)" in out
+
+
+def test_options_given_twice_or_not_applying_are_refused(tmp_path, capsys):
+    """``verify code.npz -n 12`` ignored -n, ``--param n=12`` beside ``-n 10`` quietly won, and ``--seed 5 --param
+    rng=3`` quietly used 5: each is a usage error naming the options; ``--param rng=3`` alone is ``--seed 3``."""
+    path = tmp_path / "c.npz"
+    gc.save_code(gc.cyclic_repetition(10, 2, rng=0), path)
+    for extra in (["-n", "12"], ["-s", "1"], ["--seed", "3"], ["--param", "refine=0"]):
+        rc, out, err = _run(["verify", str(path), *extra], capsys)
+        assert rc == 2 and "is a saved code" in err and extra[0] in err and not out
+    rc, _, err = _run(["build", "cyclic_repetition", "-n", "10", "-s", "2", "--param", "n=12", "-o",
+                       str(tmp_path / "x.npz")], capsys)
+    assert rc == 2 and "n given twice" in err and not (tmp_path / "x.npz").exists()
+    rc, _, err = _run(["build", "cyclic_repetition", "-n", "10", "-s", "2", "--seed", "5", "--param", "rng=3", "-o",
+                       str(tmp_path / "x.npz")], capsys)
+    assert rc == 2 and "rng given twice" in err
+    rc, _, _ = _run(["build", "cyclic_repetition", "-n", "10", "-s", "2", "--param", "rng=3", "-o",
+                     str(tmp_path / "x.npz")], capsys)
+    assert rc == 0 and gc.load_code(tmp_path / "x.npz") == gc.cyclic_repetition(10, 2, rng=3)
