@@ -140,3 +140,13 @@ def test_rtol_and_its_deprecated_name_together_must_agree():
         assert gc.recommend(12, 2, quick=True, rtol=1e-11, tol=1e-11).recommendation.rtol == 1e-11
     with pytest.warns(DeprecationWarning):
         assert gc.recommend(12, 2, quick=True, tol=1e-10).recommendation.rtol == 1e-10
+
+
+def test_reason_never_claims_what_the_table_refutes():
+    """``recommend(13, 3, rtol=1e-20)`` said "(the stable binary code does, at load 5)" while its own table showed
+    stable_binary at 3.4e-15, above rtol: the note on the stable binary code is for a code the load budget leaves
+    out, and says only what is true of it (its load)."""
+    rec = gc.recommend(13, 3, rtol=1e-20).recommendation
+    assert "stable binary" not in rec.reason
+    rec = gc.recommend(13, 3, rtol=1e-20, max_load=4).recommendation
+    assert "the stable binary code, 0/1-decodable, needs load 5 > max_load = 4" in rec.reason

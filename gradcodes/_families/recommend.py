@@ -542,7 +542,8 @@ def recommend(n: int, s: int, m: int = 1, max_load: int | None = None, *, rtol: 
         best = _rank(proven or unproven or built)
         binary = _binary_load(n, s, m)
         reason = (f"no candidate within the budget is proven to reach rtol = {rtol:.0e}"
-                  + (f" (the stable binary code does, at load {binary})" if binary else "")
+                  + (f" (the stable binary code, 0/1-decodable, needs load {binary} > max_load = {max_load})"
+                     if binary and max_load is not None and binary > max_load else "")
                   + ("; the most accurate proven one" if best["proven"] else
                      "; none is proven: the most accurate on the checked sets, NOT a worst case")
                   + f" (ties within a factor {TIE_BAND:g}: lowest load)")
