@@ -579,3 +579,15 @@ def test_a_wrong_screen_verdict_sends_the_chunk_to_the_reference(monkeypatch):
     assert P.SCREEN_DISAGREEMENTS > before
     assert rep.n_failures == ref.n_failures > 0 and rep.failures == ref.failures
     assert rep.n_borderline == ref.n_borderline
+
+
+def test_report_names_the_stragglers_of_a_long_responder_set():
+    """``failing sets ...; first: responders [2, 4, 5, ..., 14, ... (45 workers)]`` hid the five stragglers that
+    tell one set from another, so a failing set could not be reproduced from the text: a long responder set whose
+    complement is short is written as the workers left out."""
+    rep = gc.verify(gc.fractional_repetition(20, 3))
+    F = rep.worst_responders
+    missing = sorted(set(range(20)) - set(F))
+    assert f"at responders all but {missing} ({len(F)} of 20 workers)" in str(rep)
+    short = gc.verify(gc.fractional_repetition(8, 1))
+    assert f"at responders {list(short.worst_responders)}" in str(short)            # short lists stay lists

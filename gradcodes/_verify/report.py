@@ -216,18 +216,19 @@ class VerifyReport:
         if self.theorem:
             lines += labelled("  theorem            ", self.theorem)
         lines += [
-            f"  worst residual     {self.worst_residual:.3g} at responders {_short(self.worst_responders)}",
+            f"  worst residual     {self.worst_residual:.3g} at responders {_short(self.worst_responders, self.n)}",
             f"  worst cancellation {self.worst_cancellation:.3g} at responders "
-            f"{_short(self.worst_cancellation_responders)}",
+            f"{_short(self.worst_cancellation_responders, self.n)}",
             f"  error estimate     {self.error_estimate:.3g} ({self.dtype}, relative)",
             f"  load               {self.load} (average {_frac(self.average_load)}; lower bound "
             f"{_frac(self.load_lower_bound)}; {self._load_relation()})",
         ]
         if self.borderline:
-            lines.append(f"  borderline sets    {self.n_borderline:,}; first: responders {_short(self.borderline[0])}")
+            lines.append(f"  borderline sets    {self.n_borderline:,}; first: responders "
+                         f"{_short(self.borderline[0], self.n)}")
         if self.failures:
             lines.append(f"  failing sets       {'' if self.failures_exact else 'at least '}{self.n_failures:,}; "
-                         f"first: responders {_short(self.failures[0])}")
+                         f"first: responders {_short(self.failures[0], self.n)}")
         lines += [line for note in self.notes for line in labelled("  note               ", note)]
         lines.append(f"  time               {self.seconds:.2f} s")
         return "\n".join(lines)
@@ -258,11 +259,20 @@ class VerifyReport:
         }
 
 
-def _short(F: tuple[int, ...] | None, width: int = 12) -> str:
+def _short(F: tuple[int, ...] | None, n: int | None = None, width: int = 12) -> str:
+    """A responder set in a line: the list when short; else the workers left out (the stragglers, the part that
+    tells one set from another) when they are few; else the first ``width`` responders.
+
+    >>> _short((0, 1, 2)), _short(tuple(range(45)), 50), _short(tuple(range(45)), width=3)
+    ('[0, 1, 2]', 'all but [45, 46, 47, 48, 49] (45 of 50 workers)', '[0, 1, 2, ... (45 workers)]')
+    """
     if F is None:
         return "-"
     if len(F) <= width:
         return str(list(F))
+    if n is not None and 0 < n - len(F) <= width and len(set(F)) == len(F) and all(0 <= int(f) < n for f in F):
+        out = sorted(set(range(n)) - {int(f) for f in F})
+        return f"all but {out} ({len(F)} of {n} workers)"
     return f"[{', '.join(map(str, F[:width]))}, ... ({len(F)} workers)]"
 
 
