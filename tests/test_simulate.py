@@ -204,6 +204,20 @@ def test_cli_n_is_the_number_of_workers(capsys, argv, shape):
     assert header.startswith(f"tree branching={b} L={L} ") and f"(N={N} workers)" in header
 
 
+def test_cli_alpha_reaches_the_simulator(capsys):
+    """The note told command-line users to "pass alpha=..." but `gradcodes simulate` had no --alpha."""
+    from gradcodes.cli import main
+
+    assert main(["simulate", "--iters", "300", "--schemes", "CR,RAR", "--alpha", "0.0059", "--json"]) == 0
+    import json
+
+    doc = json.loads(capsys.readouterr().out)
+    ref = gc.simulate(["CR", "RAR"], iters=300, rng=0, alpha=0.0059)
+    assert doc["params"]["alpha"] == 0.0059 and doc["schemes"]["RAR"]["mean"] == ref["RAR"].mean
+    assert main(["simulate", "--iters", "50", "--schemes", "CR,RAR"]) == 0
+    assert "--alpha on the command line" in capsys.readouterr().out
+
+
 def test_cli_n_that_is_no_tree(capsys):
     from gradcodes.cli import main
 

@@ -191,7 +191,8 @@ class SimulationResult:
         if "RAR" in self.schemes and self.params.get("alpha", 0.0) == 0 and self.params.get("t_step", 0.0) == 0:
             out += ["note: RAR (ring all-reduce) is charged no per-message latency here (alpha = 0, t_step = 0),",
                     "  only bandwidth, so its 2(N - 1) steps cost little; at the paper's setting an alpha of about",
-                    "  5.9 ms makes it 1.8x slower than CR (pass alpha=..., docs/simulate.md). It waits for all N."]
+                    "  5.9 ms makes it 1.8x slower than CR (alpha=... in Python, --alpha on the command line;",
+                    "  docs/simulate.md). It waits for all N."]
         return out
 
     def __str__(self) -> str:
