@@ -41,8 +41,10 @@ def test_below_bound_impossible():
 @pytest.mark.parametrize(("args", "exc", "words"), [
     ((0, 0), ValueError, "n must be an integer >= 1"),
     ((5, 5), ValueError, "s must be an integer in [0, 4]"),
-    ((5, 3, 3), ValueError, "s must be an integer in [0, 2]"),
-    ((5, 1, 0), ValueError, "m must be an integer in [1, 5]"),
+    # s + m <= n: the range names m, the extra one (it blamed s: "s must be an integer in [0, 2], got 3")
+    ((5, 3, 3), ValueError, "m must be an integer in [1, 2]"),
+    ((10, 2, 9), ValueError, "m must be an integer in [1, 8], got 9"),
+    ((5, 1, 0), ValueError, "m must be an integer in [1, 4]"),
     ((5, 1, 1, 0), ValueError, "k must be an integer >= 1"),
     ((5.5, 1), TypeError, "n must be an integer"),
 ])

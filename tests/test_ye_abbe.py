@@ -322,7 +322,7 @@ def test_overflow_is_reported_not_silent():
 @pytest.mark.parametrize(("kwargs", "exc", "match"), [
     (dict(n=5, s=1, m=0), ValueError, "m must be an integer in"),
     (dict(n=5, s=1, m=-2), ValueError, "m must be an integer in"),
-    (dict(n=5, s=3, m=3), ValueError, "s must be an integer in \\[0, 2\\]"),
+    (dict(n=5, s=3, m=3), ValueError, "m must be an integer in \\[1, 2\\]"),    # s + m <= n: the range names m
     (dict(n=5, s=-1, m=2), ValueError, "s must be"),
     (dict(n=0, s=0, m=1), ValueError, "n must be"),
     (dict(n=5.0, s=1, m=2), TypeError, "n must be an integer"),

@@ -579,8 +579,8 @@ def partial_straggler_code(n: int, s: int | None = None, m: int = 1, *, assignme
     if assignment is None:
         if s is None:
             raise GradcodesValueError("s must be given (an integer in [0, n - m]) unless an assignment is")
-        m = check_int("m", m, 1, n)
-        s = check_int("s", s, 0, n - m)
+        s = check_int("s", s, 0, n - 1)
+        m = check_int("m", m, 1, n - s)               # s + m <= n: the range names m, the extra one
         check_entries(n, n * m, exact=field == "rational", what="the assignment")
         A = cyclic_assignment(n, s + m)
         assign_param = None

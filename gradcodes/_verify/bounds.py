@@ -17,8 +17,8 @@ def min_replication(n: int, s: int, m: int = 1) -> int:
     5
     """
     n = check_int("n", n, 1)
-    m = check_int("m", m, 1, n)
-    s = check_int("s", s, 0, n - m)
+    s = check_int("s", s, 0, n - 1)
+    m = check_int("m", m, 1, n - s)               # s + m <= n: the range names m, the extra one
     return s + m
 
 
@@ -67,8 +67,8 @@ def min_load(n: int, s: int, m: int = 1, k: int | None = None) -> Fraction:
     Fraction(9, 7)
     """
     n = check_int("n", n, 1)
-    m = check_int("m", m, 1, n)
-    s = check_int("s", s, 0, n - m)
+    s = check_int("s", s, 0, n - 1)
+    m = check_int("m", m, 1, n - s)               # s + m <= n: the range names m, the extra one
     k = n if k is None else check_int("k", k, 1)
     return Fraction(k * (s + m), n)
 

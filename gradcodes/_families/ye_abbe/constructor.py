@@ -197,8 +197,8 @@ def ye_abbe(n: int, s: int, m: int = 2, k: int | None = None, *, nodes: str | Ar
     True
     """
     n = check_int("n", n, 1)
-    m = check_int("m", m, 1, n)
-    s = check_int("s", s, 0, n - m)
+    s = check_int("s", s, 0, n - 1)
+    m = check_int("m", m, 1, n - s)               # s + m <= n: the range names m, the extra one
     if k is None:
         k = n
     else:
