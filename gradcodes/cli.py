@@ -262,8 +262,11 @@ def _add_evaluate_parser(sub: Any) -> None:
                                "(default: the code's own)")
     p.add_argument("--gradients", default="orthonormal", choices=["orthonormal", "aligned"],
                    help="g_j = e_j (default) or all g_j equal")
-    p.add_argument("--method", default="auto", choices=["auto", "enumerate", "montecarlo", "closed"])
-    p.add_argument("--samples", type=int, default=20000, help="Monte Carlo samples")
+    p.add_argument("--method", default="auto", choices=["auto", "enumerate", "montecarlo", "closed"],
+                   help="enumerate: all 2^n straggler patterns (n <= 24); closed: the closed form (fixed-weight "
+                        "decoders); montecarlo: --samples seeded patterns, mean and standard error; auto (default): "
+                        "enumerate up to n = 16, then the closed form where it applies, else Monte Carlo")
+    p.add_argument("--samples", type=int, default=20000, help="Monte Carlo samples (default 20000)")
     p.add_argument("--mc-seed", type=int, default=0, help="Monte Carlo seed (default 0)")
     p.add_argument("--decoder", help="decoder name (default: the code's)")
     p.set_defaults(func=_cmd_evaluate)
@@ -446,7 +449,9 @@ _SUBCOMMAND_HOOKS.append(_add_worst_parser)
 
 
 def _cmd_tour(args: argparse.Namespace) -> int:
-    names = None if not args.schemes else [_scheme_name(x.strip()) for x in args.schemes.split(",") if x.strip()]
+    names = None if args.schemes is None else [_scheme_name(x.strip()) for x in args.schemes.split(",") if x.strip()]
+    if names == []:                                # --schemes "" ran every scheme
+        raise UsageError("--schemes names no scheme (leave it out for all of them)")
     if names is not None:
         for name in names:
             get_scheme(name)                      # unknown names fail before any work

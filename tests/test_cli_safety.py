@@ -56,6 +56,8 @@ BAD_ARGS = [
     ["simulate", "--schemes", "XYZ"],
     ["simulate", "-n", "1"],
     ["schemes", "extra"],
+    ["tour", "--schemes", ""],                     # ran every scheme
+    ["tour", "--schemes", " , "],
 ]
 
 

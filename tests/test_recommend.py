@@ -150,3 +150,12 @@ def test_reason_never_claims_what_the_table_refutes():
     assert "stable binary" not in rec.reason
     rec = gc.recommend(13, 3, rtol=1e-20, max_load=4).recommendation
     assert "the stable binary code, 0/1-decodable, needs load 5 > max_load = 4" in rec.reason
+
+
+@pytest.mark.parametrize("rtol", [5.0, 1.0, 0.0, -1e-3, float("nan")])
+def test_rtol_is_a_relative_error_as_in_verify(rtol):
+    """``recommend(rtol=5)`` was accepted while ``verify(rtol=5)`` is refused: both take (0, 1)."""
+    with pytest.raises(gc.GradcodesValueError, match=r"rtol must be .*\(0, 1\)"):
+        gc.recommend(10, 2, rtol=rtol)
+    with pytest.raises(gc.GradcodesValueError, match=r"rtol must be .*\(0, 1\)"):
+        gc.verify(gc.fractional_repetition(6, 1), rtol=rtol)

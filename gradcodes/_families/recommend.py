@@ -460,7 +460,7 @@ def recommend(n: int, s: int, m: int = 1, max_load: int | None = None, *, rtol: 
         warnings.warn("gradcodes.recommend(tol=...) is deprecated, use rtol= (the name gradcodes.verify uses for the "
                       "same tolerance)", DeprecationWarning, stacklevel=2)
         rtol = tol
-    rtol = check_real("rtol", rtol, 0, None, open_lo=True)
+    rtol = check_real("rtol", rtol, 0, 1, open_lo=True, open_hi=True)   # as verify(rtol=): a relative error
     samples = check_int("samples", samples, 1)
     if field not in ("real", "any"):
         raise GradcodesValueError(f"field must be 'real' (real codes only) or 'any' (complex codes too), got {field!r}")
