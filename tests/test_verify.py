@@ -3,6 +3,7 @@
 import itertools
 import math
 from fractions import Fraction as Fr
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -591,3 +592,15 @@ def test_report_names_the_stragglers_of_a_long_responder_set():
     assert f"at responders all but {missing} ({len(F)} of 20 workers)" in str(rep)
     short = gc.verify(gc.fractional_repetition(8, 1))
     assert f"at responders {list(short.worst_responders)}" in str(short)            # short lists stay lists
+
+
+def test_guide_claim_on_the_random_cyclic_code_at_50_5():
+    """docs/guide.md said the default check of cyclic_repetition(50, 5, rng=0) enumerates every set and reports
+    FAILS; it stops at the first failing batch (4,096 sets, INACCURATE, "at least 3"). The guide's numbers are these."""
+    code = gc.cyclic_repetition(50, 5, rng=0)
+    first = gc.verify(code)
+    assert (first.verdict, first.patterns_checked, first.n_failures) == ("inaccurate", 4096, 3)
+    full = gc.verify(code, stop_on_failure=False)
+    assert full.exhaustive and (full.verdict, full.n_failures) == ("inaccurate", 1713)
+    guide = (Path(__file__).resolve().parents[1] / "docs" / "guide.md").read_text(encoding="utf-8")
+    assert "fails float64 on 1,713 of its 2,118,760" in guide and "after 4,096 sets" in guide
