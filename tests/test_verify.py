@@ -604,3 +604,15 @@ def test_guide_claim_on_the_random_cyclic_code_at_50_5():
     assert full.exhaustive and (full.verdict, full.n_failures) == ("inaccurate", 1713)
     guide = (Path(__file__).resolve().parents[1] / "docs" / "guide.md").read_text(encoding="utf-8")
     assert "fails float64 on 1,713 of its 2,118,760" in guide and "after 4,096 sets" in guide
+
+
+def test_sampled_report_never_checks_more_sets_than_exist():
+    """``verify(limit=0, samples=10)`` of a 45-set code printed "checked 468 of 45": the random sets and search
+    moves repeat sets, and the report now says evaluations."""
+    rep = gc.verify(gc.cyclic_repetition(10, 2, rng=0), limit=0, samples=10, rng=0)
+    assert rep.patterns_checked > rep.patterns_total == 45 and not rep.exhaustive
+    text = str(rep)
+    assert f"{rep.patterns_checked:,} evaluations (sampled and searched sets repeat) of 45" in text
+    assert f"{rep.patterns_checked:,} of 45" not in text
+    small = gc.verify(gc.cyclic_repetition(10, 2, rng=0), limit=0, samples=5, search=False, rng=0)
+    assert small.patterns_checked <= 45 and f"checked            {small.patterns_checked:,} of 45" in str(small)

@@ -180,8 +180,7 @@ class VerifyReport:
                     f"machine); not a proof")
         if v == "unproven":
             how = "interrupted; " if self.interrupted else ""
-            return (f"UNPROVEN: no failure found in {self.patterns_checked:,} checked of "
-                    f"{count_text(self.patterns_total)} {self.pattern_model} ({how}not a proof)")
+            return f"UNPROVEN: no failure found in {self._checked_of()} {self.pattern_model} ({how}not a proof)"
         scope = (f"all {count_text(self.patterns_total)} {self.pattern_model} checked" if self.exhaustive else
                  f"by a theorem ({self.patterns_checked:,} sets also checked)")
         if self.field.startswith("GF("):
@@ -190,6 +189,13 @@ class VerifyReport:
         if self.field == "rational":
             return f"EXACT RECOVERY (rational arithmetic), {scope}"
         return f"RECOVERY PROVEN to rtol={self.rtol:g} in {self.dtype}, {scope}"
+
+    def _checked_of(self) -> str:
+        """``"468 of 45"`` read as more sets checked than exist: random sets and search moves may repeat a set."""
+        total = count_text(self.patterns_total)
+        if self.patterns_checked > self.patterns_total:
+            return f"{self.patterns_checked:,} evaluations (sampled and searched sets repeat) of {total}"
+        return f"{self.patterns_checked:,} of {total}"
 
     def __repr__(self) -> str:
         return (f"<VerifyReport {self.name} (n={self.n}, s={self.s}): {self.verdict}, "
@@ -209,7 +215,7 @@ class VerifyReport:
             f"{self.name} (n={self.n}, s={self.s}, k={self.k}, m={self.m}, field={self.field}, "
             f"decoder={self.decoder}, dtype={self.dtype})",
             f"  verdict            {self._headline()}",
-            f"  checked            {self.patterns_checked:,} of {count_text(self.patterns_total)} ({strat})"
+            f"  checked            {self._checked_of()} ({strat})"
             + (" [stopped at the first failing batch]" if self.stopped_early else "")
             + (" [interrupted]" if self.interrupted else ""),
         ]
