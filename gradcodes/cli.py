@@ -142,9 +142,6 @@ def _load_target(args: argparse.Namespace) -> Any:
         for w in caught:                                  # one line each, no source line
             print(f"gradcodes: warning: {w.message}", file=sys.stderr)
         return code
-    if getattr(args, "rtol", None) is not None:
-        raise UsageError("--rtol applies to a code file (the loosest tolerance accepted from it); set rtol when "
-                         "building a code in Python")
     looks_like_file = target.endswith((".npz", ".npy")) or os.sep in target or "/" in target
     if looks_like_file:
         raise UsageError(f"no code file {target!r}")
@@ -211,8 +208,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-search", action="store_true", help="skip the worst-set local search")
     p.add_argument("--decoder", help="decoder name (default: the code's)")
     p.add_argument("--gf", action="store_true", help="verify the construction over a finite field GF(p)")
-    p.add_argument("--rtol", type=float, help="for a code file: the loosest acceptance tolerance taken from the "
-                   "file (default 1e-8: a file can only tighten it)")
+    p.add_argument("--rtol", type=float, help="the acceptance tolerance, in (0, 1): a scheme name is verified to "
+                   "it (default 1e-8); for a code file it is the loosest tolerance taken from the file (default "
+                   "1e-8: a file can only tighten it)")
     p.add_argument("--workers", type=int, help="local processes of the exhaustive check (default: every core this "
                    "process may use); under `mpiexec -n R python -m mpi4py -m gradcodes verify ...` the R ranks "
                    "share it")
@@ -527,6 +525,8 @@ def _cmd_verify(args: argparse.Namespace) -> int:
             "time_budget": args.time_budget, "workers": args.workers, "checkpoint_every": args.checkpoint_every}
     if comm is not None:
         opts["comm"] = comm
+    if args.rtol is not None and not os.path.exists(args.target):
+        opts["rtol"] = args.rtol                      # a scheme built here: verify it to --rtol
     report = verify(code, field="GF" if args.gf else None, checkpoint=args.checkpoint, **opts)
     if comm is not None and comm.Get_rank() != 0:     # every rank holds the same report; rank 0 prints it
         return 0 if bool(report) else 1

@@ -95,7 +95,12 @@ def test_cli_verify_of_a_loosened_file_fails(loose_file, capsys):
     assert "FAILS" in out
     assert "gradcodes: warning:" in err and "looser than" in err and "Traceback" not in err
     assert main(["verify", str(loose_file), "--rtol", "0.95"]) == 0        # the caller's explicit choice
-    assert main(["verify", "fractional_repetition", "-n", "4", "-s", "1", "--rtol", "0.1"]) == 2
+    # a scheme name is verified to --rtol (it was refused: "set rtol when building a code in Python")
+    capsys.readouterr()
+    assert main(["verify", "cyclic_repetition", "-n", "10", "-s", "2", "--rtol", "1e-6"]) == 0
+    assert "RECOVERY PROVEN to rtol=1e-06" in capsys.readouterr().out
+    assert main(["verify", "fractional_repetition", "-n", "4", "-s", "1", "--rtol", "2"]) == 2
+    assert "rtol must be" in capsys.readouterr().err
 
 
 # ------------------------------------------------------------------------------------------- no search, bounded work
