@@ -24,7 +24,7 @@ from typing import Any
 
 from ._base.errors import GradcodesValueError
 from ._base.output import emit as _emit
-from ._base.output import format_table, to_json
+from ._base.output import format_table, labelled, to_json
 from ._base.registry import get_scheme, schemes
 from ._cli.tour import tour, tour_status
 from ._io.files import load_code, save_code
@@ -364,7 +364,7 @@ def _cmd_decode(args: argparse.Namespace) -> int:
         decoded, info = code.decode(F, Y, decoder=args.decoder, return_info=True)
     except DecodingError as exc:
         _emit(args, {"decodable": False, "responders": F, "message": str(exc)},
-              f"not decodable: {exc}")
+              "\n".join(labelled("not decodable: ", str(exc))))
         return 1
     if args.output is not None:
         np.save(args.output, np.asarray(decoded), allow_pickle=False)

@@ -214,7 +214,7 @@ class VerifyReport:
         lines = [
             f"{self.name} (n={self.n}, s={self.s}, k={self.k}, m={self.m}, field={self.field}, "
             f"decoder={self.decoder}, dtype={self.dtype})",
-            f"  verdict            {self._headline()}",
+            *labelled("  verdict            ", self._headline()),
             f"  checked            {self._checked_of()} ({strat})"
             + (" [stopped at the first failing batch]" if self.stopped_early else "")
             + (" [interrupted]" if self.interrupted else ""),
