@@ -28,6 +28,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import _faults
 import pytest
 from _pytest.doctest import _get_checker  # pytest's checker: the same NUMBER semantics as our doctests
 
@@ -163,26 +164,9 @@ def run_torchrun_program(page: str, src: str, where: str) -> None:
                            launch.group(1), name],
                           capture_output=True, text=True, timeout=300, env=env)
     finished = "training accuracy" in proc.stdout or "training accuracy" not in src
-    assert proc.returncode == 0 or (finished and torch_teardown_abort(proc.stdout + proc.stderr)), \
+    assert proc.returncode == 0 or (finished and _faults.torch_teardown_abort(proc.stdout + proc.stderr)), \
         f"{where}: {name} failed under torchrun\n{proc.stdout}\n{proc.stderr}"
 
-
-def torch_teardown_abort(out: str) -> bool:
-    """True when the only failure torchrun reports is torch's known abort at process exit: a rank that finished its
-    work dies in a C++ destructor ("terminate called without an active exception", SIGABRT, exit code -6) and
-    torchrun stops the others (SIGTERM, -15). Seen with Gloo in torch 2.13, intermittently, in runs of the page's
-    plain DDP script (train_ddp.py, no gradcodes code in it), with or without a barrier before
-    destroy_process_group (a fresh-clone CI run failed on it); tests/test_torch.py accepts the same abort for a
-    resumed rank. The program must still have printed its result.
-
-    >>> torch_teardown_abort("terminate called without an active exception\\n  exitcode  : -6 (pid: 1)")
-    True
-    >>> torch_teardown_abort("terminate called without an active exception\\n  exitcode  : 1 (pid: 1)")
-    False
-    """
-    codes = re.findall(r"exitcode\s*:\s*(-?\d+)", out)
-    return ("terminate called without an active exception" in out and "-6" in codes
-            and all(c in ("-6", "-15") for c in codes))
 
 
 def run_python_file(src: str, where: str) -> None:

@@ -44,8 +44,8 @@ def tree_shape(n: int, branching: int | None, L: int | None) -> tuple[int, int]:
             f"b^L)")
     if branching is not None and L is not None:
         b, depth = check_int("branching", branching, 2), check_int("L", L, 1)
-        if _tree_workers(b, depth, cap=n) != n:
-            size = _tree_workers(b, depth, cap=n)
+        size = _tree_workers(b, depth, cap=n)
+        if size != n:
             raise GradcodesValueError(
                 f"n={n} workers does not match branching={b}, L={depth}: that tree has "
                 f"{f'{size:,}' if size < n else f'more than {n:,}'} workers (b + b^2 + ... + b^L; pass two of the "

@@ -207,7 +207,7 @@ def _worker(comm: Any, compute: Any, stop_on_failure: bool) -> None:
             if stop_on_failure and p.n_failures:
                 break
         # non-blocking: a blocking send of a large message waits until the master, which computes too, posts its
-        # receive between two of its own chunks (about 2 s of 7.6 s on two ranks); the next task goes on meanwhile
+        # receive between two of its own chunks; the next task goes on meanwhile
         if sending is not None:
             sending.wait()
         sending = comm.isend(pieces, dest=0, tag=_RESULT)
